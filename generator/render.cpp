@@ -1,0 +1,74 @@
+// render: prelude of baked-in constants, followed by the template text, for NVRTC.
+#include "generator/render.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "convgen/error.hpp"
+#include "generator/embedded_templates.hpp"
+
+namespace convgen {
+
+std::string template_text(std::string_view name) {
+  if (const char* dir = std::getenv("CONVGEN_TEMPLATE_DIR"); dir && *dir) {
+    const std::filesystem::path path = std::filesystem::path(dir) / name;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot open template (CONVGEN_TEMPLATE_DIR is set)", path.string()));
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  for (const EmbeddedTemplate& t : embedded_templates())
+    if (t.name == name) return std::string(t.text);
+  throw InputError(fmt::format("unknown kernel template '{}'", name));
+}
+
+std::vector<std::string> template_header_names() {
+  std::vector<std::string> names;
+  for (const EmbeddedTemplate& t : embedded_templates())
+    if (t.name.ends_with(".cuh")) names.emplace_back(t.name);
+  return names;
+}
+
+std::string render_prelude(const Problem& p, const KernelSpec& spec) {
+  const Dims3 out = output_dims(p);
+  std::string text;
+  text += fmt::format("// Rendered by convgen: {} for {}\n", kernel_name(spec), problem_key(p));
+  text += "#define CONVGEN_PRELUDE 1\n";
+  text += fmt::format("#define CONVGEN_ENTRY {}\n", kernel_name(spec));
+  text += "namespace cfg {\n";
+  text += fmt::format("constexpr int N = {}, C = {}, K = {}, GROUPS = {};\n", p.n, p.c, p.k, p.groups);
+  text += fmt::format("constexpr int D = {}, H = {}, W = {};\n", p.input.d, p.input.h, p.input.w);
+  text += fmt::format("constexpr int T = {}, R = {}, S = {};\n", p.filter.d, p.filter.h, p.filter.w);
+  text += fmt::format("constexpr int O = {}, P = {}, Q = {};\n", out.d, out.h, out.w);
+  text += fmt::format("constexpr int STRIDE_D = {}, STRIDE_H = {}, STRIDE_W = {};\n", p.stride.d, p.stride.h,
+                      p.stride.w);
+  text += fmt::format("constexpr int PAD_D = {}, PAD_H = {}, PAD_W = {};\n", p.padding.d, p.padding.h, p.padding.w);
+  text += fmt::format("constexpr int DIL_D = {}, DIL_H = {}, DIL_W = {};\n", p.dilation.d, p.dilation.h,
+                      p.dilation.w);
+  text += fmt::format("constexpr bool CHANNELS_LAST = {};\n", channels_last(p.layout));
+  text += fmt::format("constexpr int BLOCK_M = {}, BLOCK_N = {}, BLOCK_K = {};\n", spec.block_m, spec.block_n,
+                      spec.block_k);
+  text += fmt::format("constexpr int THREAD_M = {}, THREAD_N = {};\n", spec.thread_m, spec.thread_n);
+  text += fmt::format("constexpr int STAGES = {}, SPLIT_K = {}, VECTOR = {};\n", spec.stages, spec.split_k,
+                      spec.vector);
+  text += "}  // namespace cfg\n";
+  return text;
+}
+
+KernelSource render_kernel(const Problem& problem, const KernelSpec& spec, std::string_view template_name) {
+  KernelSource source;
+  source.entry = kernel_name(spec);
+  source.file_name = source.entry + ".cu";
+  source.text = render_prelude(problem, spec);
+  source.text += fmt::format("#line 1 \"{}\"\n", template_name);
+  source.text += template_text(template_name);
+  source.headers = template_header_names();
+  return source;
+}
+
+}  // namespace convgen

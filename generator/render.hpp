@@ -1,0 +1,28 @@
+// render: turns a problem and a configuration into kernel source: a prelude of constants, then the template.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "convgen/problem.hpp"
+#include "generator/family.hpp"
+#include "generator/kernel_spec.hpp"
+
+namespace convgen {
+
+// Returns a template's text: from the folder named by the CONVGEN_TEMPLATE_DIR environment variable when set
+// (development), else the copy embedded at build time. Throws InputError for an unknown name.
+std::string template_text(std::string_view name);
+
+// Returns the names of every template header (*.cuh), which NVRTC receives as include headers.
+std::vector<std::string> template_header_names();
+
+// Renders the prelude: `#define CONVGEN_PRELUDE`, the entry symbol, and the problem and spec as constexpr
+// constants in namespace `cfg` (see templates/README.md for the list).
+std::string render_prelude(const Problem& problem, const KernelSpec& spec);
+
+// Renders a whole kernel: the prelude, then `#line 1 "<template>"` and the template's text.
+KernelSource render_kernel(const Problem& problem, const KernelSpec& spec, std::string_view template_name);
+
+}  // namespace convgen

@@ -1,0 +1,113 @@
+// problem: the convolution problem (shape, layout, precision) and the quantities derived from it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "convgen/enum_names.hpp"
+
+namespace convgen {
+
+// Memory layout of activation and output; the filter follows it (KCRS for channels-first, KRSC for channels-last).
+// The rank of the problem (1, 2 or 3 spatial dims) is the layout's.
+enum class Layout { ncw, nwc, nchw, nhwc, ncdhw, ndhwc };
+
+// Data precision; tf32, fp16 and bf16 accumulate in fp32.
+enum class Precision { fp32, tf32, fp16, bf16 };
+
+template <>
+struct EnumNames<Layout> {
+  static constexpr std::array table = {
+      std::pair{Layout::ncw, std::string_view("ncw")},     std::pair{Layout::nwc, std::string_view("nwc")},
+      std::pair{Layout::nchw, std::string_view("nchw")},   std::pair{Layout::nhwc, std::string_view("nhwc")},
+      std::pair{Layout::ncdhw, std::string_view("ncdhw")}, std::pair{Layout::ndhwc, std::string_view("ndhwc")},
+  };
+};
+
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::array table = {
+      std::pair{Precision::fp32, std::string_view("fp32")},
+      std::pair{Precision::tf32, std::string_view("tf32")},
+      std::pair{Precision::fp16, std::string_view("fp16")},
+      std::pair{Precision::bf16, std::string_view("bf16")},
+  };
+};
+
+// Returns the number of spatial dims of a layout: 1, 2 or 3.
+constexpr int rank(Layout layout) {
+  switch (layout) {
+    case Layout::ncw: case Layout::nwc: return 1;
+    case Layout::nchw: case Layout::nhwc: return 2;
+    default: return 3;
+  }
+}
+
+// Returns true when channels are the innermost dimension (NWC, NHWC, NDHWC).
+constexpr bool channels_last(Layout layout) {
+  return layout == Layout::nwc || layout == Layout::nhwc || layout == Layout::ndhwc;
+}
+
+// Returns the bytes of one element of the data type (tf32 is stored as fp32).
+constexpr int element_bytes(Precision precision) {
+  return precision == Precision::fp16 || precision == Precision::bf16 ? 2 : 4;
+}
+
+// Three spatial extents, depth-height-width. Unused dims of 1-D and 2-D problems are 1 (0 for padding).
+struct Dims3 {
+  int d = 1;
+  int h = 1;
+  int w = 1;
+  bool operator==(const Dims3&) const = default;
+};
+
+// One forward convolution. Every problem is held as 3-D: a 2-D problem has d = t = 1, stride.d = dilation.d = 1
+// and padding.d = 0, a 1-D problem also has h = r = 1. Derived sizes are functions below, never fields.
+struct Problem {
+  int n = 1;                        // batch
+  int c = 1;                        // input channels (all groups)
+  int k = 1;                        // output channels (all groups)
+  Dims3 input{};                    // D H W
+  Dims3 filter{};                   // T R S
+  Dims3 stride{1, 1, 1};
+  Dims3 padding{0, 0, 0};
+  Dims3 dilation{1, 1, 1};
+  int groups = 1;
+  Layout layout = Layout::nchw;
+  Precision precision = Precision::fp32;
+  bool operator==(const Problem&) const = default;
+};
+
+// Returns the output extents O P Q (floor((in + 2 pad - dil (f - 1) - 1) / stride) + 1 per dim).
+Dims3 output_dims(const Problem& p);
+
+// Input and output channels per group.
+inline int c_per_group(const Problem& p) { return p.c / p.groups; }
+inline int k_per_group(const Problem& p) { return p.k / p.groups; }
+
+// Element counts of the three tensors.
+std::int64_t activation_elements(const Problem& p);
+std::int64_t filter_elements(const Problem& p);
+std::int64_t output_elements(const Problem& p);
+
+// Floating-point operations of one forward pass: 2 per multiply-add.
+std::int64_t flops(const Problem& p);
+
+// The fewest bytes a forward pass moves through device memory: each tensor read or written once.
+std::int64_t min_bytes(const Problem& p);
+
+// Returns an empty string when the problem is well formed, else the first reason it is not.
+std::string validate(const Problem& p);
+
+// Returns the canonical problem key, e.g. "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32".
+// It encodes every field and parses back with parse_problem_key.
+std::string problem_key(const Problem& p);
+
+// Parses a key written by problem_key; throws InputError naming what was wrong.
+Problem parse_problem_key(std::string_view key);
+
+// Returns a short human description, e.g. "64->64 3x3 s1 p1 at 56x56, n1".
+std::string describe(const Problem& p);
+
+}  // namespace convgen

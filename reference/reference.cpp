@@ -1,0 +1,2 @@
+// reference: placeholder until the CPU reference lands.
+#include "reference/reference.hpp"

@@ -1,0 +1,128 @@
+// compiler: NVRTC to cubin, option list, ptxas report parsing, failing sources saved for the user.
+#include "runtime/compiler.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+#include <nvrtc.h>
+
+namespace convgen {
+namespace {
+
+void nvrtc_check(nvrtcResult result, const char* expr, const char* file, int line) {
+  if (result != NVRTC_SUCCESS)
+    throw ApiError(fmt::format("{}:{}: {} failed: {}", file, line, expr, nvrtcGetErrorString(result)));
+}
+#define CONVGEN_NVRTC_CHECK(expr) ::convgen::nvrtc_check((expr), #expr, __FILE__, __LINE__)
+
+// Writes the failing source where the user can open it; returns the path ("" if it could not be written).
+std::string save_failing_source(const Program& program) {
+  std::error_code ec;
+  const auto dir = std::filesystem::temp_directory_path(ec) / "convgen-failed";
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return {};
+  const auto path = dir / program.name;
+  std::ofstream out(path, std::ios::binary);
+  out << program.source;
+  return out ? path.string() : std::string{};
+}
+
+// RAII owner of an nvrtcProgram.
+class NvrtcProgram {
+ public:
+  explicit NvrtcProgram(const Program& program) {
+    std::vector<const char*> header_texts, header_names;
+    for (const auto& [name, text] : program.headers) {
+      header_names.push_back(name.c_str());
+      header_texts.push_back(text.c_str());
+    }
+    CONVGEN_NVRTC_CHECK(nvrtcCreateProgram(&handle_, program.source.c_str(), program.name.c_str(),
+                                           static_cast<int>(header_texts.size()), header_texts.data(),
+                                           header_names.data()));
+  }
+  ~NvrtcProgram() { nvrtcDestroyProgram(&handle_); }
+  NvrtcProgram(const NvrtcProgram&) = delete;
+  NvrtcProgram& operator=(const NvrtcProgram&) = delete;
+  nvrtcProgram get() const { return handle_; }
+
+ private:
+  nvrtcProgram handle_ = nullptr;
+};
+
+}  // namespace
+
+std::vector<std::string> nvrtc_options(const CompileOptions& options) {
+  std::vector<std::string> list = {
+      fmt::format("--gpu-architecture={}", options.arch),
+      "--std=c++17",
+      "--device-as-default-execution-space",
+      "--fmad=true",
+      "--ptxas-options=-v",
+  };
+  list.insert(list.end(), options.extra.begin(), options.extra.end());
+  return list;
+}
+
+Cubin compile(const Program& program, const CompileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  NvrtcProgram prog(program);
+  const std::vector<std::string> opts = nvrtc_options(options);
+  std::vector<const char*> opt_ptrs;
+  for (const auto& o : opts) opt_ptrs.push_back(o.c_str());
+  const nvrtcResult result = nvrtcCompileProgram(prog.get(), static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
+
+  std::size_t log_size = 0;
+  CONVGEN_NVRTC_CHECK(nvrtcGetProgramLogSize(prog.get(), &log_size));
+  std::string log(log_size, '\0');
+  if (log_size > 0) CONVGEN_NVRTC_CHECK(nvrtcGetProgramLog(prog.get(), log.data()));
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+
+  if (result != NVRTC_SUCCESS) {
+    const std::string saved = save_failing_source(program);
+    throw CompileError(fmt::format("nvrtc failed to compile {} for {} ({}); options: {}; source saved to {}\n{}",
+                                   program.name, options.arch, nvrtcGetErrorString(result), fmt::join(opts, " "),
+                                   saved.empty() ? "(nowhere: could not write)" : saved, log),
+                       log, opts, saved);
+  }
+  Cubin cubin;
+  cubin.arch = options.arch;
+  std::size_t size = 0;
+  CONVGEN_NVRTC_CHECK(nvrtcGetCUBINSize(prog.get(), &size));
+  cubin.image.resize(size);
+  CONVGEN_NVRTC_CHECK(nvrtcGetCUBIN(prog.get(), cubin.image.data()));
+  cubin.log = std::move(log);
+  cubin.report = parse_ptxas_report(cubin.log);
+  cubin.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return cubin;
+}
+
+PtxasReport parse_ptxas_report(const std::string& log) {
+  PtxasReport report;
+  std::smatch m;
+  static const std::regex registers(R"(Used (\d+) registers)");
+  static const std::regex spills(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex stack(R"((\d+) bytes stack frame)");
+  static const std::regex smem(R"((\d+) bytes smem)");
+  static const std::regex cmem(R"((\d+) bytes cmem\[0\])");
+  if (std::regex_search(log, m, registers)) report.registers = std::stoi(m[1]);
+  if (std::regex_search(log, m, spills)) {
+    report.spill_store_bytes = std::stoi(m[1]);
+    report.spill_load_bytes = std::stoi(m[2]);
+  }
+  if (std::regex_search(log, m, stack)) report.stack_bytes = std::stoi(m[1]);
+  if (std::regex_search(log, m, smem)) report.smem_bytes = std::stoi(m[1]);
+  if (std::regex_search(log, m, cmem)) report.cmem0_bytes = std::stoi(m[1]);
+  return report;
+}
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  CONVGEN_NVRTC_CHECK(nvrtcVersion(&major, &minor));
+  return fmt::format("{}.{}", major, minor);
+}
+
+}  // namespace convgen

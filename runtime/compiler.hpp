@@ -1,0 +1,73 @@
+// compiler: NVRTC compilation of kernel source to a cubin for a real architecture, with the ptxas report.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "convgen/error.hpp"
+
+namespace convgen {
+
+// A program to compile: the source, its name (for messages and #line) and the headers it may include.
+struct Program {
+  std::string name;                                        // "igemm_m64_....cu"
+  std::string source;
+  std::vector<std::pair<std::string, std::string>> headers;  // {include name, text}
+};
+
+struct CompileOptions {
+  std::string arch = "sm_90";              // a real architecture: sm_80, sm_90, sm_90a ...
+  std::vector<std::string> extra;          // further NVRTC options
+  bool operator==(const CompileOptions&) const = default;
+};
+
+// What ptxas said of one kernel (-v): registers, spills, shared memory and stack.
+struct PtxasReport {
+  int registers = 0;
+  int spill_store_bytes = 0;
+  int spill_load_bytes = 0;
+  int smem_bytes = 0;         // static shared memory
+  int stack_bytes = 0;
+  int cmem0_bytes = 0;        // kernel parameter constant bank
+  bool operator==(const PtxasReport&) const = default;
+};
+
+// A compiled program.
+struct Cubin {
+  std::string arch;
+  std::vector<char> image;    // the cubin (ELF)
+  std::string log;            // NVRTC's log, including the ptxas report
+  PtxasReport report;         // of the first kernel in the log
+  double compile_ms = 0;      // wall time of the compile (0 when it came from a cache)
+};
+
+// Returns the full NVRTC option list for `options` (architecture, language standard, ptxas -v ...).
+std::vector<std::string> nvrtc_options(const CompileOptions& options);
+
+// Compiles `program` with NVRTC to a cubin. Throws CompileError on failure.
+Cubin compile(const Program& program, const CompileOptions& options);
+
+// Parses the ptxas -v report in an NVRTC log ("Used 40 registers, ..."); zeros where a figure is absent.
+PtxasReport parse_ptxas_report(const std::string& log);
+
+// Returns NVRTC's version as "major.minor".
+std::string nvrtc_version();
+
+// A failed NVRTC compile: what() has the kernel name, options and log; the source is saved to a file.
+class CompileError : public Error {
+ public:
+  CompileError(std::string message, std::string log, std::vector<std::string> options, std::string saved_source)
+      : Error(std::move(message)), log_(std::move(log)), options_(std::move(options)),
+        saved_source_(std::move(saved_source)) {}
+  const std::string& log() const { return log_; }
+  const std::vector<std::string>& options() const { return options_; }
+  const std::string& saved_source() const { return saved_source_; }
+
+ private:
+  std::string log_;
+  std::vector<std::string> options_;
+  std::string saved_source_;
+};
+
+}  // namespace convgen

@@ -1,0 +1,2 @@
+// driver: placeholder (helper writes it).
+#pragma once

@@ -1,0 +1,2 @@
+// main: the convgen command line (placeholder until the CLI lands).
+int main() { return 0; }
