@@ -165,8 +165,13 @@ std::string describe(const Problem& p) {
   std::string text = fmt::format("{}->{} {} s{} p{}", p.c, p.k, filter, p.stride.w, p.padding.w);
   if (p.dilation.w != 1) text += fmt::format(" d{}", p.dilation.w);
   if (p.groups != 1) text += fmt::format(" g{}", p.groups);
-  text += fmt::format(" at {} -> {}x{}", input, out.h, out.w);
-  if (r == 3) text += fmt::format("x{}", out.d);
+  if (r == 3) {
+    text += fmt::format(" at {} -> {}x{}x{}", input, out.d, out.h, out.w);
+  } else if (r == 2) {
+    text += fmt::format(" at {} -> {}x{}", input, out.h, out.w);
+  } else {
+    text += fmt::format(" at {} -> {}", input, out.w);
+  }
   return text + fmt::format(", n{}", p.n);
 }
 

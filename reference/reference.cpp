@@ -1,2 +1,228 @@
-// reference: placeholder until the CPU reference lands.
+// reference: the float64 CPU convolution, output sampling, error measures and the deterministic random fill.
 #include "reference/reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "convgen/error.hpp"
+
+namespace convgen {
+namespace {
+
+// Flat-index arithmetic of the three tensors of one problem, in its layout. All indices are 64-bit: a large
+// batch of 3-D activations passes 2^31 elements.
+class Indexer {
+ public:
+  explicit Indexer(const Problem& p)
+      : p_(p), out_(output_dims(p)), cg_(c_per_group(p)), kg_(k_per_group(p)), last_(channels_last(p.layout)) {}
+
+  std::int64_t activation(std::int64_t n, std::int64_t ch, std::int64_t d, std::int64_t h, std::int64_t w) const {
+    const Dims3& in = p_.input;
+    if (last_) return (((n * in.d + d) * in.h + h) * in.w + w) * p_.c + ch;
+    return (((n * p_.c + ch) * in.d + d) * in.h + h) * in.w + w;
+  }
+
+  std::int64_t filter(std::int64_t k, std::int64_t c, std::int64_t t, std::int64_t r, std::int64_t s) const {
+    const Dims3& f = p_.filter;
+    if (last_) return (((k * f.d + t) * f.h + r) * f.w + s) * cg_ + c;
+    return (((k * cg_ + c) * f.d + t) * f.h + r) * f.w + s;
+  }
+
+  // Computes one output element, given by its flat index in the output layout.
+  double output(std::int64_t index, const float* activation_data, const float* filter_data) const {
+    std::int64_t n, k, o, p, q;
+    if (last_) {
+      k = index % p_.k, index /= p_.k;
+      q = index % out_.w, index /= out_.w;
+      p = index % out_.h, index /= out_.h;
+      o = index % out_.d, n = index / out_.d;
+    } else {
+      q = index % out_.w, index /= out_.w;
+      p = index % out_.h, index /= out_.h;
+      o = index % out_.d, index /= out_.d;
+      k = index % p_.k, n = index / p_.k;
+    }
+    const std::int64_t first_channel = (k / kg_) * cg_;  // output channel k reads its group's input channels
+    double sum = 0;
+    for (std::int64_t t = 0; t < p_.filter.d; ++t) {
+      const std::int64_t d = o * p_.stride.d - p_.padding.d + t * p_.dilation.d;
+      if (d < 0 || d >= p_.input.d) continue;  // padding reads zero
+      for (std::int64_t r = 0; r < p_.filter.h; ++r) {
+        const std::int64_t h = p * p_.stride.h - p_.padding.h + r * p_.dilation.h;
+        if (h < 0 || h >= p_.input.h) continue;
+        for (std::int64_t s = 0; s < p_.filter.w; ++s) {
+          const std::int64_t w = q * p_.stride.w - p_.padding.w + s * p_.dilation.w;
+          if (w < 0 || w >= p_.input.w) continue;
+          for (std::int64_t c = 0; c < cg_; ++c)
+            sum += double{activation_data[activation(n, first_channel + c, d, h, w)]} *
+                   double{filter_data[filter(k, c, t, r, s)]};
+        }
+      }
+    }
+    return sum;
+  }
+
+ private:
+  const Problem& p_;
+  Dims3 out_;
+  std::int64_t cg_, kg_;
+  bool last_;
+};
+
+void check_inputs(const Problem& problem, std::span<const float> activation, std::span<const float> filter) {
+  if (const std::string reason = validate(problem); !reason.empty())
+    throw InputError(fmt::format("invalid problem {}: {}", problem_key(problem), reason));
+  const auto check_size = [&](const char* what, std::size_t size, std::int64_t expected) {
+    if (static_cast<std::int64_t>(size) != expected)
+      throw InputError(
+          fmt::format("{} has {} elements, expected {} for {}", what, size, expected, problem_key(problem)));
+  };
+  check_size("activation", activation.size(), activation_elements(problem));
+  check_size("filter", filter.size(), filter_elements(problem));
+}
+
+// splitmix64 (Steele, Lea, Flood 2014; the seeding generator of xoshiro): one 64-bit add and a fixed mix, so the
+// stream is the same with every compiler and standard library.
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::vector<double> reference_conv(const Problem& problem, std::span<const float> activation,
+                                   std::span<const float> filter) {
+  check_inputs(problem, activation, filter);
+  const Indexer indexer(problem);
+  const std::int64_t count = output_elements(problem);
+  std::vector<double> output(static_cast<std::size_t>(count));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) output[i] = indexer.output(i, activation.data(), filter.data());
+  return output;
+}
+
+std::vector<double> reference_conv_at(const Problem& problem, std::span<const float> activation,
+                                      std::span<const float> filter, std::span<const std::int64_t> output_indices) {
+  check_inputs(problem, activation, filter);
+  const std::int64_t count = output_elements(problem);
+  for (std::int64_t index : output_indices)
+    if (index < 0 || index >= count)
+      throw InputError(
+          fmt::format("output index {} is out of range [0, {}) for {}", index, count, problem_key(problem)));
+  const Indexer indexer(problem);
+  const auto samples = static_cast<std::int64_t>(output_indices.size());
+  std::vector<double> output(output_indices.size());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < samples; ++i)
+    output[i] = indexer.output(output_indices[i], activation.data(), filter.data());
+  return output;
+}
+
+std::vector<std::int64_t> sample_output_indices(const Problem& problem, std::int64_t count, std::uint64_t seed) {
+  if (count < 0) throw InputError(fmt::format("sample count must not be negative, got {}", count));
+  const std::int64_t total = output_elements(problem);
+  std::vector<std::int64_t> indices;
+  if (total <= count) {
+    indices.resize(static_cast<std::size_t>(total));
+    for (std::int64_t i = 0; i < total; ++i) indices[i] = i;
+    return indices;
+  }
+  // Floyd's algorithm: `count` distinct values from [0, total) in `count` draws. The modulo bias is below
+  // total / 2^64, far too small to matter for picking samples.
+  std::unordered_set<std::int64_t> chosen;
+  chosen.reserve(static_cast<std::size_t>(count));
+  std::uint64_t state = seed;
+  for (std::int64_t j = total - count; j < total; ++j) {
+    const auto pick = static_cast<std::int64_t>(splitmix64(state) % static_cast<std::uint64_t>(j + 1));
+    chosen.insert(chosen.contains(pick) ? j : pick);
+  }
+  indices.assign(chosen.begin(), chosen.end());
+  std::sort(indices.begin(), indices.end());
+  return indices;
+}
+
+namespace {
+
+// Accumulates the error of one output value against its reference.
+struct ErrorAccumulator {
+  double diff_sq = 0, ref_sq = 0;
+  ErrorStats stats;
+
+  void add(float out, double ref) {
+    ++stats.compared;
+    if (!std::isfinite(out)) {
+      ++stats.nan_count;
+      return;
+    }
+    const double diff = double{out} - ref;
+    diff_sq += diff * diff;
+    ref_sq += ref * ref;
+    stats.max_abs = std::max(stats.max_abs, std::abs(diff));
+  }
+
+  ErrorStats finish() {
+    // An all-zero reference has no scale to be relative to: the absolute L2 error stands in.
+    stats.rel_l2 = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
+    return stats;
+  }
+};
+
+}  // namespace
+
+ErrorStats compare(std::span<const float> output, std::span<const double> reference) {
+  if (output.size() != reference.size())
+    throw InputError(
+        fmt::format("output has {} elements, expected {} (the reference's)", output.size(), reference.size()));
+  ErrorAccumulator acc;
+  for (std::size_t i = 0; i < output.size(); ++i) acc.add(output[i], reference[i]);
+  return acc.finish();
+}
+
+ErrorStats compare(std::span<const float> output, std::span<const double> reference,
+                   std::span<const std::int64_t> indices) {
+  if (indices.size() != reference.size())
+    throw InputError(
+        fmt::format("reference has {} values, expected one per index ({})", reference.size(), indices.size()));
+  ErrorAccumulator acc;
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    const std::int64_t index = indices[i];
+    if (index < 0 || index >= static_cast<std::int64_t>(output.size()))
+      throw InputError(fmt::format("index {} is out of range for an output of {} elements", index, output.size()));
+    acc.add(output[static_cast<std::size_t>(index)], reference[i]);
+  }
+  return acc.finish();
+}
+
+double error_limit(Precision precision) {
+  switch (precision) {
+    case Precision::fp32:
+      return 1e-5;
+    case Precision::tf32:
+      return 2e-3;
+    case Precision::fp16:
+    case Precision::bf16:
+      return 1e-2;
+  }
+  return 0;
+}
+
+bool passes(const ErrorStats& stats, Precision precision) {
+  // Comparing nothing verifies nothing, so it does not pass.
+  return stats.compared > 0 && stats.nan_count == 0 && stats.rel_l2 <= error_limit(precision);
+}
+
+void fill_random(std::span<float> data, std::uint64_t seed) {
+  std::uint64_t state = seed;
+  for (float& value : data) {
+    // Top 24 bits m give (2m + 1 - 2^24) / 2^24: odd numerators, so never zero, and exact in a float mantissa.
+    const auto m = static_cast<std::int64_t>(splitmix64(state) >> 40);
+    value = static_cast<float>(static_cast<double>(2 * m + 1 - (std::int64_t{1} << 24)) / 16777216.0);
+  }
+}
+
+}  // namespace convgen

@@ -9,34 +9,46 @@
 
 namespace convgen {
 
-// Computes the forward convolution in float64 (OpenMP-parallel) for any valid problem, in the problem's
-// layout: activation N C D H W (or channels-last), filter K C/g T R S (or K T R S C/g), output N K O P Q.
-// Throws InputError when a span's size does not match the problem.
+// Computes the forward convolution (cross-correlation) in float64, OpenMP-parallel, for any valid problem, in the
+// problem's layout: activation N C D H W (or N D H W C), filter K C/g T R S (or K T R S C/g), output N K O P Q (or
+// N O P Q K). Throws InputError when the problem is invalid or a span's size does not match it.
+//   auto out = reference_conv(problem, activation, filter);  // out.size() == output_elements(problem)
 std::vector<double> reference_conv(const Problem& problem, std::span<const float> activation,
                                    std::span<const float> filter);
 
-// Same, for `samples` output indices only (for shapes too large to compute whole).
+// Computes only the outputs at `output_indices` (flat indices in the problem's output layout), in that order, for
+// shapes too large to compute whole. Throws InputError for an index outside the output.
 std::vector<double> reference_conv_at(const Problem& problem, std::span<const float> activation,
                                       std::span<const float> filter, std::span<const std::int64_t> output_indices);
 
+// Picks `count` distinct output indices, sorted, deterministic per seed; all indices when the output has no more
+// than `count` elements.
+std::vector<std::int64_t> sample_output_indices(const Problem& problem, std::int64_t count, std::uint64_t seed);
+
 // How far a result is from the reference.
 struct ErrorStats {
-  double rel_l2 = 0;        // ||out - ref|| / ||ref||
-  double max_abs = 0;       // max |out - ref|
-  std::int64_t nan_count = 0;
+  double rel_l2 = 0;           // ||out - ref|| / ||ref||, or ||out - ref|| when ||ref|| is zero
+  double max_abs = 0;          // max |out - ref| over the finite outputs
+  std::int64_t nan_count = 0;  // outputs that are NaN or infinite
   std::int64_t compared = 0;
 };
 
-// Compares `output` (all outputs, or those at `indices` when given) with the reference values.
+// Compares `output` with the reference values, element by element; the sizes must match.
 ErrorStats compare(std::span<const float> output, std::span<const double> reference);
+
+// Compares the whole `output` at `indices` with `reference`, which holds the reference values at those indices
+// (as reference_conv_at returns them).
+ErrorStats compare(std::span<const float> output, std::span<const double> reference,
+                   std::span<const std::int64_t> indices);
 
 // Returns the relative L2 limit for a precision (DESIGN.md: fp32 1e-5, tf32 2e-3, fp16/bf16 1e-2).
 double error_limit(Precision precision);
 
-// True when the stats pass: no NaN and rel_l2 within the limit.
+// True when the stats pass: something was compared, no NaN or Inf, and rel_l2 within the limit.
 bool passes(const ErrorStats& stats, Precision precision);
 
-// Fills `data` with uniform random values in [-1, 1) from `seed` (never all zeros).
+// Fills `data` with uniform random values in (-1, 1) from `seed`: splitmix64, 24 bits per value mapped to the odd
+// multiples of 2^-24, so every value is exact in fp32, never zero, and the same on every platform.
 void fill_random(std::span<float> data, std::uint64_t seed);
 
 }  // namespace convgen

@@ -61,6 +61,9 @@ std::vector<std::string> nvrtc_options(const CompileOptions& options) {
       "--device-as-default-execution-space",
       "--fmad=true",
       "--ptxas-options=-v",
+      // NVRTC 13 keeps its own cache (in the driver's ComputeCache when libcuda is present) and a hit there
+      // returns an empty log, losing the ptxas report; convgen's JitCache does the caching, keyed on all inputs.
+      "--no-cache",
   };
   list.insert(list.end(), options.extra.begin(), options.extra.end());
   return list;
@@ -100,7 +103,12 @@ Cubin compile(const Program& program, const CompileOptions& options) {
   return cubin;
 }
 
-PtxasReport parse_ptxas_report(const std::string& log) {
+PtxasReport parse_ptxas_report(const std::string& full_log) {
+  // Only the first kernel's figures: stop where a second "Compiling entry function" begins.
+  const std::size_t first = full_log.find("Compiling entry function");
+  const std::size_t second =
+      first == std::string::npos ? std::string::npos : full_log.find("Compiling entry function", first + 1);
+  const std::string log = full_log.substr(0, second);
   PtxasReport report;
   std::smatch m;
   static const std::regex registers(R"(Used (\d+) registers)");
@@ -117,6 +125,20 @@ PtxasReport parse_ptxas_report(const std::string& log) {
   if (std::regex_search(log, m, smem)) report.smem_bytes = std::stoi(m[1]);
   if (std::regex_search(log, m, cmem)) report.cmem0_bytes = std::stoi(m[1]);
   return report;
+}
+
+std::map<std::string, PtxasReport> parse_ptxas_reports(const std::string& log) {
+  // Each kernel's figures follow its "Compiling entry function 'name'" line, up to the next kernel's.
+  static const std::regex entry(R"(Compiling entry function '([^']+)')");
+  std::map<std::string, PtxasReport> reports;
+  std::vector<std::pair<std::string, std::size_t>> starts;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), entry); it != std::sregex_iterator(); ++it)
+    starts.emplace_back((*it)[1].str(), static_cast<std::size_t>(it->position()));
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const std::size_t end = i + 1 < starts.size() ? starts[i + 1].second : log.size();
+    reports[starts[i].first] = parse_ptxas_report(log.substr(starts[i].second, end - starts[i].second));
+  }
+  return reports;
 }
 
 std::string nvrtc_version() {

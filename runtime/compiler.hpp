@@ -1,6 +1,7 @@
 // compiler: NVRTC compilation of kernel source to a cubin for a real architecture, with the ptxas report.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,9 @@ Cubin compile(const Program& program, const CompileOptions& options);
 
 // Parses the ptxas -v report in an NVRTC log ("Used 40 registers, ..."); zeros where a figure is absent.
 PtxasReport parse_ptxas_report(const std::string& log);
+
+// Returns the report of every kernel in an NVRTC log, by entry function name (a program may hold several).
+std::map<std::string, PtxasReport> parse_ptxas_reports(const std::string& log);
 
 // Returns NVRTC's version as "major.minor".
 std::string nvrtc_version();

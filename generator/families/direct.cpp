@@ -1,25 +1,296 @@
-// direct: placeholder until the family lands (see issue 2).
-#include "generator/families/families.hpp"
+// direct: the direct-convolution family (templates/direct.cu), the fallback that serves every valid fp32 problem.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
 
 #include "convgen/error.hpp"
+#include "generator/families/families.hpp"
+#include "generator/render.hpp"
 
 namespace convgen {
 namespace {
-class Placeholder final : public Family {
+
+// Static shared memory needs no opt-in up to 48 KiB.
+constexpr int kStaticSmemLimit = 48 * 1024;
+constexpr std::int64_t kMaxGridY = 65535;
+constexpr std::int64_t kMaxGridX = std::numeric_limits<std::int32_t>::max();
+// Enumerate keeps this many candidates, the default spec first.
+constexpr std::size_t kMaxCandidates = 48;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+int next_pow2(std::int64_t v) {
+  int p = 1;
+  while (p < v && p < (1 << 30)) p *= 2;
+  return p;
+}
+
+int taps(const Problem& p) { return p.filter.d * p.filter.h * p.filter.w; }
+
+std::int64_t output_pixels(const Problem& p) {
+  const Dims3 out = output_dims(p);
+  return std::int64_t{p.n} * out.d * out.h * out.w;
+}
+
+// How a spec lays out on a problem; mirrors the constants of templates/direct.cu.
+struct Tiling {
+  bool group_tiled = false;  // blocks tile the channels of one group (else K straight across groups)
+  std::int64_t grid_x = 0;   // pixel tiles
+  std::int64_t grid_y = 0;   // channel tiles
+  int threads = 0;
+  int smem_bytes = 0;  // the static filter stage
+  int registers = 0;   // estimate per thread
+};
+
+Tiling tiling(const Problem& p, const KernelSpec& s) {
+  Tiling t;
+  const int kg = k_per_group(p);
+  t.group_tiled = p.groups == 1 || s.block_m <= kg;
+  t.grid_x = ceil_div(output_pixels(p), s.block_n);
+  t.grid_y = t.group_tiled ? std::int64_t{p.groups} * ceil_div(kg, s.block_m) : ceil_div(p.k, s.block_m);
+  t.threads = threads_per_block(s);
+  t.smem_bytes = static_cast<int>(
+      std::min<std::int64_t>(std::int64_t{s.block_m} * s.block_k * taps(p) * 4, std::numeric_limits<int>::max()));
+  // Accumulators, the filter and activation fragments, ~5 per pixel (origin, addresses, store flag), the input
+  // channel bases (one per output channel when tiling across groups), and ~32 for the rest of the addressing.
+  const int per_channel = t.group_tiled ? 1 : s.thread_m;
+  t.registers = s.thread_m * s.thread_n + s.thread_m + per_channel + 5 * s.thread_n + per_channel + 32;
+  return t;
+}
+
+// A rough ranking of candidates (the tuner measures the best few): issue slots of the busiest SM, with global loads
+// weighted by the sectors a warp touches, divided by how well the resident warps hide latency.
+double estimated_cost(const Problem& p, const Gpu& gpu, const KernelSpec& s) {
+  const Tiling t = tiling(p, s);
+  const int threads_m = s.block_m / s.thread_m;
+  const int threads_n = s.block_n / s.thread_n;
+  const int warps = (t.threads + 31) / 32;
+  const bool cl = channels_last(p.layout);
+  // Sectors (32 bytes) one warp-wide activation load touches: along the contiguous dimension 8 floats share one.
+  double sectors;
+  if (cl) {
+    const int pixels_per_warp = std::max(1, 32 / std::min(32, threads_m));
+    sectors = t.group_tiled ? pixels_per_warp : pixels_per_warp * std::ceil(std::min(32, threads_m) / 8.0);
+  } else {
+    const int rows_per_warp = std::max(1, 32 / std::min(32, threads_n));
+    const double row = std::ceil(std::min(32, threads_n) * p.stride.w / 8.0);
+    sectors = (t.group_tiled ? 1 : rows_per_warp) * row;
+  }
+  const double loads = t.group_tiled ? s.thread_n : s.thread_m * s.thread_n;
+  const double per_warp = s.thread_m * s.thread_n + loads * std::max(1.0, sectors / 4) + s.thread_m;
+  const double per_block = warps * per_warp * c_per_group(p) * taps(p);
+
+  const int sm_count = gpu.sm_count > 0 ? gpu.sm_count : 132;
+  int resident = gpu.max_threads_per_sm > 0 ? gpu.max_threads_per_sm / t.threads : 2048 / t.threads;
+  if (gpu.max_blocks_per_sm > 0) resident = std::min(resident, gpu.max_blocks_per_sm);
+  if (gpu.smem_per_sm_bytes > 0 && t.smem_bytes > 0)
+    resident = std::min(resident, gpu.smem_per_sm_bytes / t.smem_bytes);
+  if (gpu.regs_per_sm > 0) resident = std::min(resident, gpu.regs_per_sm / (t.threads * t.registers));
+  resident = std::max(resident, 1);
+  const std::int64_t blocks = t.grid_x * t.grid_y;
+  const std::int64_t blocks_per_sm = ceil_div(blocks, sm_count);
+  const double active_warps = static_cast<double>(std::min<std::int64_t>(blocks_per_sm, resident)) * warps;
+  const double efficiency = std::min(1.0, active_warps / 16);  // ~16 warps per SM hide the load latency
+  return static_cast<double>(blocks_per_sm) * per_block / efficiency;
+}
+
+std::vector<int> block_k_choices(int cg) {
+  std::vector<int> choices;
+  for (int bk : {1, 2, 4, 8, 16})
+    if (bk <= cg) choices.push_back(bk);
+  if (cg <= 16 && std::find(choices.begin(), choices.end(), cg) == choices.end()) choices.push_back(cg);
+  return choices;
+}
+
+class Direct final : public Family {
  public:
   FamilyKind kind() const override { return FamilyKind::direct; }
-  std::vector<KernelSpec> enumerate(const Problem&, const Gpu&) const override { return {}; }
-  std::optional<std::string> check_support(const Problem&, const Gpu&, const KernelSpec&) const override {
-    return "not implemented yet";
+
+  std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
+    if (!validate(p).empty()) return {};
+    std::vector<KernelSpec> specs = ranked_candidates(p, gpu);
+    if (auto first = default_spec(p, gpu)) {
+      std::erase(specs, *first);
+      specs.insert(specs.begin(), *first);
+    }
+    if (specs.size() > kMaxCandidates) specs.resize(kMaxCandidates);
+    return specs;
   }
-  KernelSource render(const Problem&, const KernelSpec&) const override { throw Error("not implemented"); }
-  LaunchGeometry launch_geometry(const Problem&, const KernelSpec&) const override { return {}; }
-  CostFeatures cost_features(const Problem&, const KernelSpec&) const override { return {}; }
-  std::optional<KernelSpec> default_spec(const Problem&, const Gpu&) const override { return std::nullopt; }
+
+  std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& s) const override {
+    if (s.family != FamilyKind::direct) return fmt::format("spec family {} is not direct", s.family);
+    if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
+    if (p.precision != Precision::fp32)
+      return fmt::format("precision {} is not supported by direct (fp32 only)", p.precision);
+    for (auto [name, value] :
+         {std::pair{"block_m", s.block_m}, std::pair{"block_n", s.block_n}, std::pair{"block_k", s.block_k},
+          std::pair{"thread_m", s.thread_m}, std::pair{"thread_n", s.thread_n}})
+      if (value <= 0) return fmt::format("{} must be positive, got {}", name, value);
+    if (s.stages != 1) return fmt::format("stages must be 1 for direct (one shared-memory stage), got {}", s.stages);
+    if (s.split_k != 1) return fmt::format("split_k must be 1 for direct (no split reduction), got {}", s.split_k);
+    if (s.vector != 1) return fmt::format("vector must be 1 for direct (scalar loads), got {}", s.vector);
+    if (s.block_m % s.thread_m != 0)
+      return fmt::format("block_m {} must be a multiple of thread_m {}", s.block_m, s.thread_m);
+    if (s.block_n % s.thread_n != 0)
+      return fmt::format("block_n {} must be a multiple of thread_n {}", s.block_n, s.thread_n);
+    if (s.block_k > c_per_group(p))
+      return fmt::format("block_k {} exceeds the {} input channels per group", s.block_k, c_per_group(p));
+    const Tiling t = tiling(p, s);
+    const int max_threads = std::min(1024, gpu.max_threads_per_block > 0 ? gpu.max_threads_per_block : 1024);
+    if (t.threads > max_threads)
+      return fmt::format("{} threads per block exceed the limit of {}", t.threads, max_threads);
+    const int smem_limit =
+        gpu.smem_per_block_bytes > 0 ? std::min(kStaticSmemLimit, gpu.smem_per_block_bytes) : kStaticSmemLimit;
+    if (t.smem_bytes > smem_limit)
+      return fmt::format(
+          "the filter stage needs {} bytes of shared memory (block_m {} x block_k {} x {} taps x 4), "
+          "more than the {} bytes a block may use",
+          t.smem_bytes, s.block_m, s.block_k, taps(p), smem_limit);
+    // Limits of 0 are unknown in the GPU descriptor and prune nothing.
+    if (gpu.max_regs_per_thread > 0 && t.registers > gpu.max_regs_per_thread)
+      return fmt::format("an estimated {} registers per thread exceed the limit of {}", t.registers,
+                         gpu.max_regs_per_thread);
+    if (gpu.regs_per_block > 0 && std::int64_t{t.registers} * t.threads > gpu.regs_per_block)
+      return fmt::format("an estimated {} registers per thread x {} threads exceed the {} registers per block",
+                         t.registers, t.threads, gpu.regs_per_block);
+    if (t.grid_y > kMaxGridY)
+      return fmt::format("{} channel tiles exceed the grid's y limit of {}", t.grid_y, kMaxGridY);
+    if (t.grid_x > kMaxGridX) return fmt::format("{} pixel tiles exceed the grid's x limit of {}", t.grid_x, kMaxGridX);
+    return std::nullopt;
+  }
+
+  KernelSource render(const Problem& p, const KernelSpec& s) const override { return render_kernel(p, s, "direct.cu"); }
+
+  LaunchGeometry launch_geometry(const Problem& p, const KernelSpec& s) const override {
+    const Tiling t = tiling(p, s);
+    return {.grid = {static_cast<unsigned>(t.grid_x), static_cast<unsigned>(t.grid_y), 1},
+            .block = {static_cast<unsigned>(t.threads), 1, 1}};
+  }
+
+  CostFeatures cost_features(const Problem& p, const KernelSpec& s) const override {
+    const Tiling t = tiling(p, s);
+    return {.blocks = t.grid_x * t.grid_y,
+            .threads_per_block = t.threads,
+            .smem_bytes_per_block = t.smem_bytes,
+            .flops = static_cast<double>(flops(p)),
+            // Re-reads of activation and filter by other blocks are expected to hit L2.
+            .dram_bytes = static_cast<double>(min_bytes(p)),
+            // Every block runs its whole tile, partial tiles included, over every channel and tap of its group.
+            .flops_per_block = 2.0 * s.block_m * s.block_n * c_per_group(p) * taps(p)};
+  }
+
+  std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
+    if (!validate(p).empty() || p.precision != Precision::fp32) return std::nullopt;
+    const int cg = c_per_group(p);
+    const int kg = k_per_group(p);
+    const std::int64_t pixels = output_pixels(p);
+    KernelSpec s{.family = FamilyKind::direct, .stages = 1, .split_k = 1, .vector = 1};
+    if (p.groups > 1 && kg < 8) {
+      // Depthwise and narrow groups: blocks run across groups, one input channel (or a few) per output channel.
+      s.block_k = std::min(cg, 8);
+      s.thread_m = 1;
+      if (channels_last(p.layout)) {
+        // Neighbouring threads take neighbouring channels: 32 channels make a 128-byte line.
+        s.block_m = std::min(32, next_pow2(p.k));
+        s.block_n = 32;
+        s.thread_n = 4;
+      } else {
+        // Neighbouring threads take neighbouring pixels of a channel plane; ~128 threads a block.
+        s.thread_n = 2;
+        s.block_n = std::clamp(next_pow2(pixels), 32, 256);
+        s.block_m = std::clamp(128 / (s.block_n / s.thread_n), 1, next_pow2(p.k));
+      }
+    } else {
+      // Stems and grouped layers: a tile of a group's channels reuses each activation value thread_m times.
+      s.block_k = std::min(cg, 8);
+      s.block_m = std::min(32, next_pow2(kg));
+      s.thread_m = std::min(4, s.block_m);
+      s.block_n = 128;
+      s.thread_n = 4;
+    }
+    // Fill the GPU: at least two blocks per SM, shrinking the pixel tile first, then the channel tile, and the
+    // work per thread with them so that a block keeps a warp.
+    const int sm_count = gpu.sm_count > 0 ? gpu.sm_count : 132;
+    const auto blocks = [&] { return tiling(p, s).grid_x * tiling(p, s).grid_y; };
+    while (blocks() < 2 * sm_count) {
+      if (s.block_n > 32) {
+        s.block_n /= 2;
+      } else if (s.block_m > 1) {
+        s.block_m /= 2;
+        s.thread_m = std::min(s.thread_m, s.block_m);
+      } else {
+        break;
+      }
+      while (threads_per_block(s) < 32 && (s.thread_n > 1 || s.thread_m > 1)) {
+        if (s.thread_n > 1)
+          s.thread_n /= 2;
+        else
+          s.thread_m /= 2;
+      }
+    }
+    // Large filters: shrink the filter stage until it fits.
+    while (check_support(p, gpu, s) && s.block_k > 1) s.block_k = (s.block_k + 1) / 2;
+    while (check_support(p, gpu, s) && s.block_m > 1) {
+      s.block_m /= 2;
+      s.thread_m = std::min(s.thread_m, s.block_m);
+    }
+    if (!check_support(p, gpu, s)) return s;
+    std::vector<KernelSpec> candidates = ranked_candidates(p, gpu);
+    if (candidates.empty()) return std::nullopt;
+    return candidates.front();
+  }
+
+ private:
+  // Every spec of the search space that passes check_support, cheapest estimated cost first.
+  std::vector<KernelSpec> ranked_candidates(const Problem& p, const Gpu& gpu) const {
+    if (!validate(p).empty()) return {};
+    const int kg = k_per_group(p);
+    // Channel tiles beyond the channels there are (of a group, or of all groups when tiling across them) and
+    // pixel tiles beyond the pixels there are would run empty.
+    const int max_block_m = next_pow2(p.groups == 1 ? kg : p.k);
+    const int max_block_n = std::max(32, next_pow2(output_pixels(p)));
+    std::vector<std::pair<double, KernelSpec>> scored;
+    for (int block_m : {1, 2, 4, 8, 16, 32, 64}) {
+      if (block_m > max_block_m) continue;
+      for (int block_n : {32, 64, 128, 256}) {
+        if (block_n > max_block_n) continue;
+        for (int thread_m : {1, 2, 4}) {
+          if (thread_m > block_m) continue;
+          for (int thread_n : {1, 2, 4}) {
+            for (int block_k : block_k_choices(c_per_group(p))) {
+              const KernelSpec s{.family = FamilyKind::direct,
+                                 .block_m = block_m,
+                                 .block_n = block_n,
+                                 .block_k = block_k,
+                                 .thread_m = thread_m,
+                                 .thread_n = thread_n,
+                                 .stages = 1,
+                                 .split_k = 1,
+                                 .vector = 1};
+              const int threads = threads_per_block(s);
+              // Below one warp wastes lanes; beyond 256 the registers per thread get tight for no gain here.
+              if (threads < 32 || threads > 256) continue;
+              if (check_support(p, gpu, s)) continue;
+              scored.emplace_back(estimated_cost(p, gpu, s), s);
+            }
+          }
+        }
+      }
+    }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<KernelSpec> specs;
+    for (const auto& [cost, s] : scored) specs.push_back(s);
+    return specs;
+  }
 };
+
 }  // namespace
+
 const Family& direct_family() {
-  static const Placeholder instance;
+  static const Direct instance;
   return instance;
 }
+
 }  // namespace convgen

@@ -38,7 +38,8 @@ int compute_capability(const Gpu& gpu);
 // Capabilities that templates test, derived from the architecture.
 inline bool has_cp_async(const Gpu& gpu) { return compute_capability(gpu) >= 80; }
 inline bool has_mma_tf32(const Gpu& gpu) { return compute_capability(gpu) >= 80; }
-inline bool has_wgmma(const Gpu& gpu) { return gpu.arch == "sm_90a"; }
+// wgmma exists on compute capability 9.0 only; kernels that use it are compiled for sm_90a.
+inline bool has_wgmma(const Gpu& gpu) { return compute_capability(gpu) == 90; }
 
 // Returns the peak FLOP/s of the precision, in TFLOP/s.
 double peak_tflops(const Gpu& gpu, Precision precision);

@@ -107,7 +107,7 @@ std::string problem_key(const Problem& p);
 // Parses a key written by problem_key; throws InputError naming what was wrong.
 Problem parse_problem_key(std::string_view key);
 
-// Returns a short human description, e.g. "64->64 3x3 s1 p1 at 56x56, n1".
+// Returns a short human description, e.g. "64->64 3x3 s1 p1 at 56x56 -> 56x56, n1".
 std::string describe(const Problem& p);
 
 }  // namespace convgen

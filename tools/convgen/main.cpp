@@ -1,2 +1,27 @@
-// main: the convgen command line (placeholder until the CLI lands).
-int main() { return 0; }
+// main: the convgen command line: subcommands generate, analyze, gpu detect and run.
+#include <cstdio>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "tools/convgen/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"convgen: specialized CUDA convolution kernels, generated for your shapes and GPU, compiled with "
+               "NVRTC, verified against a float64 reference"};
+  app.set_version_flag("--version", fmt::format("convgen {} ({})", CONVGEN_VERSION, CONVGEN_GIT_COMMIT));
+  app.require_subcommand(1);
+  convgen::cli::add_generate_command(app);
+  convgen::cli::add_analyze_command(app);
+  convgen::cli::add_gpu_command(app);
+  convgen::cli::add_run_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "convgen: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,74 @@
+// conv_kernel: binds the generator to the runtime: renders, compiles (through the JIT cache) and launches one
+// convolution kernel.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <cuda.h>
+
+#include "convgen/problem.hpp"
+#include "generator/family.hpp"
+#include "generator/kernel_spec.hpp"
+#include "runtime/compiler.hpp"
+#include "runtime/jit_cache.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace convgen {
+
+// A rendered and compiled kernel for one problem, with what is needed to launch it.
+struct BuiltKernel {
+  Problem problem;
+  KernelSpec spec;
+  KernelSource source;
+  Cubin cubin;
+  LaunchGeometry geometry;
+  std::int64_t workspace_bytes = 0;
+};
+
+// Turns rendered source into an NVRTC program, with every template header.
+Program to_program(const KernelSource& source);
+
+// Renders and compiles `spec` for `problem` for the architecture `arch` (e.g. "sm_90") through `cache`.
+// Throws InputError when the family declines the problem (check_support's reason), CompileError on failure.
+BuiltKernel build_kernel(const Problem& problem, const KernelSpec& spec, const Gpu& gpu, JitCache& cache);
+
+// One kernel to build, and the outcome of building it (a kernel, or the exception it raised).
+struct BuildRequest {
+  Problem problem;
+  KernelSpec spec;
+};
+using BuildOutcome = std::variant<BuiltKernel, std::exception_ptr>;
+
+// Builds many kernels in parallel on `pool`; one failure does not stop the others. `on_done(i)` is called on
+// the calling thread as outcome i becomes available, in order (for progress displays).
+std::vector<BuildOutcome> build_kernels(std::span<const BuildRequest> requests, const Gpu& gpu, JitCache& cache,
+                                        ThreadPool& pool, const std::function<void(std::size_t)>& on_done = {});
+
+// A built kernel loaded into the current CUDA context, ready to launch.
+class ConvLauncher {
+ public:
+  explicit ConvLauncher(const BuiltKernel& kernel);
+  ~ConvLauncher();
+  ConvLauncher(const ConvLauncher&) = delete;
+  ConvLauncher& operator=(const ConvLauncher&) = delete;
+
+  // Enqueues the convolution on `stream`: the output memset when the kernel accumulates, then the kernel.
+  void launch(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr workspace,
+              CUstream stream) const;
+
+  const BuiltKernel& kernel() const { return kernel_; }
+
+ private:
+  struct Loaded;
+  BuiltKernel kernel_;
+  std::unique_ptr<Loaded> loaded_;
+};
+
+}  // namespace convgen

@@ -1,0 +1,90 @@
+// jit_cache: compiled cubins kept in memory and on disk, keyed by everything that changes the binary.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "runtime/compiler.hpp"
+#include "runtime/thread_pool.hpp"
+
+namespace convgen {
+
+// Returns the SHA-256 digest of `data` as 64 lower-case hex digits.
+std::string sha256_hex(std::string_view data);
+
+// Returns the JIT cache's default disk folder, user_cache_dir() / "jit".
+std::filesystem::path default_jit_cache_dir();
+
+// A cache of NVRTC compiles: in memory, and on disk when given a folder (one file per key, written to a
+// temporary file and renamed into place, so readers never see half an entry). Thread-safe: concurrent
+// requests for one key compile once, the others wait for that compile.
+//   JitCache cache;                                   // disk entries under default_jit_cache_dir()
+//   Cubin cubin = cache.get_or_compile(program, {.arch = "sm_90"});
+class JitCache {
+ public:
+  // Part of every key and every entry: bump it when the entry layout or the key's material changes.
+  static constexpr std::uint32_t kFormatVersion = 1;
+
+  struct Stats {
+    std::int64_t memory_hits = 0;      // found in memory, or already being compiled by another thread
+    std::int64_t disk_hits = 0;        // loaded from a valid disk entry
+    std::int64_t misses = 0;           // in neither memory nor on disk: compiled (counted even if the compile fails)
+    std::int64_t corrupt_entries = 0;  // disk entries rejected (magic, version, key, length or checksum) and deleted
+    std::int64_t compiles = 0;         // NVRTC compiles that succeeded
+    std::int64_t disk_write_failures = 0;  // entries that could not be written (the cubin is still returned)
+    bool operator==(const Stats&) const = default;
+  };
+
+  // Keeps entries on disk under `disk_dir` (created when missing; throws InputError if it cannot be), or in
+  // memory only when `disk_dir` is std::nullopt.
+  explicit JitCache(std::optional<std::filesystem::path> disk_dir = default_jit_cache_dir());
+
+  // Returns the cubin of `program` compiled with `options`, from memory, disk or a fresh compile (which is then
+  // stored). A compile error propagates as CompileError and nothing is cached. Cached cubins have compile_ms 0.
+  Cubin get_or_compile(const Program& program, const CompileOptions& options);
+
+  // Returns the key (64 hex digits) of the cache format version, NVRTC version, architecture, the full NVRTC
+  // option list, the program's name, source, and every header's name and text.
+  std::string key(const Program& program, const CompileOptions& options) const;
+
+  // Returns the disk entry's path for `key` (whether or not it exists); std::nullopt for a memory-only cache.
+  std::optional<std::filesystem::path> entry_path(const std::string& key) const;
+
+  Stats stats() const;
+
+ private:
+  std::optional<Cubin> load_entry(const std::string& key);
+  void store_entry(const std::string& key, const Cubin& cubin);
+
+  std::optional<std::filesystem::path> disk_dir_;
+  std::string nvrtc_version_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_future<Cubin>> entries_;  // ready, or being compiled by one thread
+  Stats stats_;
+};
+
+// One program's outcome in compile_all: its cubin, or the exception its compile threw.
+struct CompileOutcome {
+  std::variant<Cubin, std::exception_ptr> result;
+
+  bool ok() const { return std::holds_alternative<Cubin>(result); }
+  // Returns the cubin; rethrows the compile's exception when !ok().
+  const Cubin& cubin() const;
+};
+
+// Compiles every program through `cache` on `pool`, in parallel; outcome i belongs to programs[i], and one
+// failure does not lose the others.
+std::vector<CompileOutcome> compile_all(JitCache& cache, std::span<const Program> programs,
+                                        const CompileOptions& options, ThreadPool& pool);
+
+}  // namespace convgen

@@ -1,0 +1,52 @@
+// thread_pool: a small fixed pool of worker threads; compiles of independent programs run on it in parallel.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace convgen {
+
+// A fixed set of threads taking tasks in submission order. The destructor runs every task already submitted,
+// then joins.
+//   ThreadPool pool(4);
+//   std::future<int> answer = pool.submit([] { return 42; });
+class ThreadPool {
+ public:
+  // Starts `threads` workers (at least one; hardware_concurrency() may report 0).
+  explicit ThreadPool(unsigned threads = std::thread::hardware_concurrency());
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // Queues `task`; its result, or the exception it threw, arrives through the future.
+  template <class F>
+  auto submit(F&& task) -> std::future<std::invoke_result_t<std::decay_t<F>>> {
+    using Result = std::invoke_result_t<std::decay_t<F>>;
+    // std::function needs a copyable target and packaged_task is move-only: share it.
+    auto packaged = std::make_shared<std::packaged_task<Result()>>(std::forward<F>(task));
+    std::future<Result> future = packaged->get_future();
+    enqueue([packaged] { (*packaged)(); });
+    return future;
+  }
+
+  unsigned size() const { return static_cast<unsigned>(workers_.size()); }
+
+ private:
+  void enqueue(std::function<void()> job);
+  void work();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::queue<std::function<void()>> jobs_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace convgen

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# gpu-check: on a GPU machine, with build/ built elsewhere and carried: runs the GPU tests and the main job's GPU
+# part (verify every layer of a suite), writing logs to OUT.  Usage: scripts/gpu-check.sh OUT [ctest args...]
+set -uo pipefail
+out=${1:?usage: scripts/gpu-check.sh OUT [ctest args...]}
+shift
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+
+# The build folder records the absolute source path it was configured in; make that path reach this tree.
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/CMakeCache.txt)
+if [[ -n "$src" && "$src" != "$PWD" && ! -e "$src" ]]; then
+  mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"
+fi
+export CONVGEN_CACHE_DIR="$out/../convgen-cache"
+convgen=build/tools/convgen/convgen
+status=0
+{
+  echo "== $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv
+  ldd "$convgen" | grep -E "not found|nvrtc|sqlite|gomp|stdc" || true
+} 2>&1 | tee "$out/environment.txt"
+ctest --test-dir build -L gpu --output-on-failure --timeout 1200 "$@" 2>&1 | tee "$out/ctest-gpu.log" || status=1
+"$convgen" gpu detect --out "$out/gpu-detected.json" || status=1
+for suite in shapes/cusnn.csv shapes/resnet50.csv; do
+  name=$(basename "$suite" .csv)
+  "$convgen" run --shapes "$suite" --all-layers 2>&1 | tee "$out/run-$name.log" || status=1
+done
+# The per-family tally printed by the GPU test binary, for the record.
+sed -n '/verified cases per family/,/^$/p' "$out/ctest-gpu.log" | tee "$out/verify-summary.txt"
+exit $status

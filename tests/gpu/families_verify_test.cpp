@@ -1,0 +1,108 @@
+// families_verify_test: every family × representative configurations × the edge-case corpus, and the default
+// choice on one layer of every suite, verified on the GPU against the float64 reference (outputs poisoned,
+// inputs random). Prints the number of verified cases and the worst relative error per family.
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "conv/verify.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/module.hpp"
+#include "support/corpus.hpp"
+
+namespace convgen {
+namespace {
+
+using namespace testing_support;
+
+// Tallies per family across the whole binary, printed at exit for the record.
+struct Tally {
+  int cases = 0;
+  int failures = 0;
+  double worst_rel_l2 = 0;
+  std::string worst_case;
+};
+std::map<std::string, Tally>& tallies() {
+  static std::map<std::string, Tally> t;
+  return t;
+}
+
+class TallyPrinter : public testing::Environment {
+ public:
+  void TearDown() override {
+    if (tallies().empty()) return;
+    std::printf("\nverified cases per family (family, configuration, shape):\n");
+    for (const auto& [family, t] : tallies())
+      std::printf("  %-8s %4d cases, %d failed, worst rel L2 %.3g (%s)\n", family.c_str(), t.cases, t.failures,
+                  t.worst_rel_l2, t.worst_case.c_str());
+  }
+};
+const auto* const kPrinter = testing::AddGlobalTestEnvironment(new TallyPrinter);
+
+class GpuVerify : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
+    context_ = std::make_unique<Context>(0);
+    gpu_ = query_device(0);
+  }
+
+  // Builds and verifies one (problem, spec); records the tally; returns a gtest assertion result.
+  void verify(const std::string& label, const Problem& problem, const KernelSpec& spec, std::uint64_t seed) {
+    BuiltKernel kernel;
+    ASSERT_NO_THROW(kernel = build_kernel(problem, spec, gpu_, cache_)) << label << " " << kernel_name(spec);
+    const Verification v = verify_on_gpu(kernel, seed);
+    Tally& t = tallies()[std::string(to_string(spec.family))];
+    ++t.cases;
+    if (!v.passed) ++t.failures;
+    if (v.stats.rel_l2 > t.worst_rel_l2 || v.stats.nan_count > 0) {
+      t.worst_rel_l2 = std::max(t.worst_rel_l2, v.stats.nan_count > 0 ? INFINITY : v.stats.rel_l2);
+      t.worst_case = label + " " + kernel_name(spec);
+    }
+    EXPECT_TRUE(v.passed) << label << " " << kernel_name(spec) << " (" << describe(problem) << "): rel L2 "
+                          << v.stats.rel_l2 << ", max abs " << v.stats.max_abs << ", NaN " << v.stats.nan_count
+                          << " of " << v.stats.compared;
+  }
+
+  std::unique_ptr<Context> context_;
+  Gpu gpu_;
+  JitCache cache_{std::nullopt};
+};
+
+TEST_F(GpuVerify, EveryFamilyAndRepresentativeConfigurationIsCorrectOnTheEdgeCaseCorpus) {
+  std::uint64_t seed = 1;
+  for (const Layer& layer : edge_cases().layers)
+    for (const Family* family : all_families())
+      for (const KernelSpec& spec : representative_specs(*family, layer.problem, gpu_, 3))
+        verify(layer.name, layer.problem, spec, seed++);
+}
+
+TEST_F(GpuVerify, TheDefaultChoiceAndEachFamilysDefaultAreCorrectOnOneLayerOfEverySuite) {
+  std::uint64_t seed = 1000;
+  for (const auto& file : suite_files()) {
+    const Suite suite = load_suite(file);
+    for (const std::size_t index : {std::size_t{0}, suite.layers.size() / 2}) {
+      const Layer& layer = suite.layers[index];
+      const std::string label = suite.name + "/" + layer.name;
+      for (const Family* family : all_families())
+        if (auto spec = family->default_spec(layer.problem, gpu_)) verify(label, layer.problem, *spec, seed++);
+    }
+  }
+}
+
+TEST_F(GpuVerify, SplitKConfigurationsAccumulateCorrectly) {
+  // A long reduction on few output pixels: the case split-K exists for.
+  const Problem problem{.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3},
+                        .padding = {0, 1, 1}};
+  int split_configs = 0;
+  for (const KernelSpec& spec : family(FamilyKind::igemm).enumerate(problem, gpu_)) {
+    if (spec.split_k == 1) continue;
+    ++split_configs;
+    verify("split_k_512_to_96_at_7", problem, spec, 77 + split_configs);
+  }
+  EXPECT_GT(split_configs, 0) << "igemm enumerated no split-K configuration for a 7x7 layer with C = 512";
+}
+
+}  // namespace
+}  // namespace convgen

@@ -1,0 +1,295 @@
+// direct_emulation_test: runs templates/direct.cu on the host, a std::thread per CUDA thread, against the reference.
+// No GPU is needed: the template is plain C++ once the few CUDA words it uses are defined below, so its index
+// arithmetic, tiling, bounds checks and the family's launch geometry are checked end to end on every CI run.
+#include <math.h>
+
+#include <barrier>
+#include <cstdint>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "generator/families/families.hpp"
+#include "reference/reference.hpp"
+
+namespace convgen_emulation {
+
+// The CUDA vocabulary of the template, for a host compiler. Blocks run one after another; the threads of a block
+// run at once and meet at a barrier, so `static` is a faithful __shared__.
+struct Dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+thread_local Dim3 threadIdx;
+thread_local Dim3 blockIdx;
+std::barrier<>* block_barrier = nullptr;
+inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+inline float __ldg(const float* address) { return *address; }
+
+constexpr int extent(int in, int filter, int stride, int pad, int dil) {
+  return (in + 2 * pad - dil * (filter - 1) - 1) / stride + 1;
+}
+
+}  // namespace convgen_emulation
+
+#define CONVGEN_PRELUDE 1
+#define __global__
+#define __device__
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+#define __shared__ static
+
+// Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them.
+#define DIRECT_CASE(NAME, PROBLEM, SPEC)                                                                          \
+  namespace convgen_emulation::NAME {                                                                             \
+  constexpr convgen::Problem kProblem = PROBLEM;                                                                  \
+  constexpr convgen::KernelSpec kSpec = SPEC;                                                                     \
+  namespace cfg {                                                                                                 \
+  constexpr int N = kProblem.n, C = kProblem.c, K = kProblem.k, GROUPS = kProblem.groups;                         \
+  constexpr int D = kProblem.input.d, H = kProblem.input.h, W = kProblem.input.w;                                 \
+  constexpr int T = kProblem.filter.d, R = kProblem.filter.h, S = kProblem.filter.w;                              \
+  constexpr int STRIDE_D = kProblem.stride.d, STRIDE_H = kProblem.stride.h, STRIDE_W = kProblem.stride.w;         \
+  constexpr int PAD_D = kProblem.padding.d, PAD_H = kProblem.padding.h, PAD_W = kProblem.padding.w;               \
+  constexpr int DIL_D = kProblem.dilation.d, DIL_H = kProblem.dilation.h, DIL_W = kProblem.dilation.w;            \
+  constexpr int O = extent(D, T, STRIDE_D, PAD_D, DIL_D), P = extent(H, R, STRIDE_H, PAD_H, DIL_H),               \
+                Q = extent(W, S, STRIDE_W, PAD_W, DIL_W);                                                         \
+  constexpr bool CHANNELS_LAST = convgen::channels_last(kProblem.layout);                                         \
+  constexpr int BLOCK_M = kSpec.block_m, BLOCK_N = kSpec.block_n, BLOCK_K = kSpec.block_k;                        \
+  constexpr int THREAD_M = kSpec.thread_m, THREAD_N = kSpec.thread_n;                                             \
+  constexpr int STAGES = kSpec.stages, SPLIT_K = kSpec.split_k, VECTOR = kSpec.vector;                            \
+  }                                                                                                               \
+  }
+
+#define DIRECT_SPEC(BM, BN, BK, TM, TN)                                                                            \
+  (convgen::KernelSpec{.family = convgen::FamilyKind::direct, .block_m = BM, .block_n = BN, .block_k = BK,      \
+                       .thread_m = TM, .thread_n = TN, .stages = 1, .split_k = 1, .vector = 1})
+
+using convgen::Dims3;
+using convgen::Layout;
+using convgen::Problem;
+
+// Stem: C = 3, 7x7 stride 2 pad 3, K = 37 (partial channel tile), odd sizes, batch 2. Group-tiled.
+DIRECT_CASE(stem_nchw,
+            (Problem{.n = 2, .c = 3, .k = 37, .input = {1, 23, 19}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
+                     .padding = {0, 3, 3}, .layout = Layout::nchw}),
+            DIRECT_SPEC(16, 64, 3, 4, 4))
+namespace convgen_emulation::stem_nchw {
+#define CONVGEN_ENTRY kernel_stem_nchw
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::stem_nchw
+
+// The same in NHWC, with a partial input-channel step (3 = 2 + 1).
+DIRECT_CASE(stem_nhwc,
+            (Problem{.n = 2, .c = 3, .k = 37, .input = {1, 23, 19}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
+                     .padding = {0, 3, 3}, .layout = Layout::nhwc}),
+            DIRECT_SPEC(8, 32, 2, 2, 2))
+namespace convgen_emulation::stem_nhwc {
+#define CONVGEN_ENTRY kernel_stem_nhwc
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::stem_nhwc
+
+// Depthwise, stride 2, odd input, batch 2: blocks run across groups, two channels per thread.
+DIRECT_CASE(depthwise_nchw,
+            (Problem{.n = 2, .c = 12, .k = 12, .input = {1, 15, 15}, .filter = {1, 3, 3}, .stride = {1, 2, 2},
+                     .padding = {0, 1, 1}, .groups = 12, .layout = Layout::nchw}),
+            DIRECT_SPEC(4, 32, 1, 2, 1))
+namespace convgen_emulation::depthwise_nchw {
+#define CONVGEN_ENTRY kernel_depthwise_nchw
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::depthwise_nchw
+
+// Depthwise NHWC with a partial channel tile (24 = 16 + 8).
+DIRECT_CASE(depthwise_nhwc,
+            (Problem{.n = 1, .c = 24, .k = 24, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                     .groups = 24, .layout = Layout::nhwc}),
+            DIRECT_SPEC(16, 32, 1, 1, 4))
+namespace convgen_emulation::depthwise_nhwc {
+#define CONVGEN_ENTRY kernel_depthwise_nhwc
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::depthwise_nhwc
+
+// Channel multiplier 2 (C/g = 1, K/g = 2): a block of 4 channels spans two groups.
+DIRECT_CASE(multiplier2_nchw,
+            (Problem{.n = 1, .c = 8, .k = 16, .input = {1, 9, 11}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                     .groups = 8, .layout = Layout::nchw}),
+            DIRECT_SPEC(4, 32, 1, 2, 2))
+namespace convgen_emulation::multiplier2_nchw {
+#define CONVGEN_ENTRY kernel_multiplier2_nchw
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::multiplier2_nchw
+
+// Three groups of 4 -> 6 channels, dilation 2, padding 2: channel tiles of 4 inside a group of 6, channel steps of 3.
+DIRECT_CASE(groups3_dilated_nchw,
+            (Problem{.n = 1, .c = 12, .k = 18, .input = {1, 13, 10}, .filter = {1, 3, 3}, .padding = {0, 2, 2},
+                     .dilation = {1, 2, 2}, .groups = 3, .layout = Layout::nchw}),
+            DIRECT_SPEC(4, 32, 3, 2, 2))
+namespace convgen_emulation::groups3_dilated_nchw {
+#define CONVGEN_ENTRY kernel_groups3_dilated_nchw
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::groups3_dilated_nchw
+
+// Three groups of 2 -> 3 channels in NHWC, channel tiles of 4 crossing group boundaries.
+DIRECT_CASE(groups3_across_nhwc,
+            (Problem{.n = 2, .c = 6, .k = 9, .input = {1, 7, 8}, .filter = {1, 3, 3}, .stride = {1, 2, 1},
+                     .padding = {0, 1, 1}, .groups = 3, .layout = Layout::nhwc}),
+            DIRECT_SPEC(4, 32, 2, 2, 2))
+namespace convgen_emulation::groups3_across_nhwc {
+#define CONVGEN_ENTRY kernel_groups3_across_nhwc
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::groups3_across_nhwc
+
+// 3-D NCDHW, stride 2, padding 1, batch 2.
+DIRECT_CASE(conv3d_ncdhw,
+            (Problem{.n = 2, .c = 4, .k = 8, .input = {7, 9, 8}, .filter = {3, 3, 3}, .stride = {2, 2, 2},
+                     .padding = {1, 1, 1}, .layout = Layout::ncdhw}),
+            DIRECT_SPEC(8, 64, 4, 2, 2))
+namespace convgen_emulation::conv3d_ncdhw {
+#define CONVGEN_ENTRY kernel_conv3d_ncdhw
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::conv3d_ncdhw
+
+// 3-D NDHWC with a different stride, padding and dilation per dim.
+DIRECT_CASE(conv3d_ndhwc,
+            (Problem{.n = 1, .c = 3, .k = 5, .input = {6, 7, 5}, .filter = {3, 3, 2}, .stride = {1, 2, 1},
+                     .padding = {1, 0, 2}, .dilation = {2, 1, 1}, .layout = Layout::ndhwc}),
+            DIRECT_SPEC(4, 32, 3, 1, 2))
+namespace convgen_emulation::conv3d_ndhwc {
+#define CONVGEN_ENTRY kernel_conv3d_ndhwc
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::conv3d_ndhwc
+
+// 1-D NCW, stride 2, dilation 2.
+DIRECT_CASE(conv1d_ncw,
+            (Problem{.n = 2, .c = 8, .k = 16, .input = {1, 1, 50}, .filter = {1, 1, 5}, .stride = {1, 1, 2},
+                     .padding = {0, 0, 2}, .dilation = {1, 1, 2}, .layout = Layout::ncw}),
+            DIRECT_SPEC(8, 32, 8, 4, 1))
+namespace convgen_emulation::conv1d_ncw {
+#define CONVGEN_ENTRY kernel_conv1d_ncw
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::conv1d_ncw
+
+// 1-D NWC with a 150-tap filter: past the unroll limit, the tap loop stays a loop.
+DIRECT_CASE(conv1d_nwc_long_filter,
+            (Problem{.n = 1, .c = 2, .k = 3, .input = {1, 1, 300}, .filter = {1, 1, 150}, .padding = {0, 0, 10},
+                     .layout = Layout::nwc}),
+            DIRECT_SPEC(4, 64, 1, 2, 2))
+namespace convgen_emulation::conv1d_nwc_long_filter {
+#define CONVGEN_ENTRY kernel_conv1d_nwc_long_filter
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::conv1d_nwc_long_filter
+
+// Padding larger than the input: a 2x2 input with padding 3 gives 6x6 outputs, most taps in the padding.
+DIRECT_CASE(padding_beyond_input,
+            (Problem{.n = 1, .c = 4, .k = 4, .input = {1, 2, 2}, .filter = {1, 3, 3}, .padding = {0, 3, 3},
+                     .layout = Layout::nchw}),
+            DIRECT_SPEC(2, 32, 4, 1, 1))
+namespace convgen_emulation::padding_beyond_input {
+#define CONVGEN_ENTRY kernel_padding_beyond_input
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::padding_beyond_input
+
+// 1x1 stride 2 over 32 channels in steps of 8, a channel tile wider than K (one group).
+DIRECT_CASE(pointwise_s2,
+            (Problem{.n = 1, .c = 32, .k = 5, .input = {1, 15, 15}, .filter = {1, 1, 1}, .stride = {1, 2, 2},
+                     .layout = Layout::nchw}),
+            DIRECT_SPEC(8, 64, 8, 4, 4))
+namespace convgen_emulation::pointwise_s2 {
+#define CONVGEN_ENTRY kernel_pointwise_s2
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::pointwise_s2
+
+namespace convgen {
+namespace {
+
+using Kernel = void (*)(const float*, const float*, float*, float*);
+
+struct EmulationCase {
+  const char* name;
+  Problem problem;
+  KernelSpec spec;
+  Kernel kernel;
+};
+
+void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
+
+#define DIRECT_EMULATION_CASE(NAME)                                                                            \
+  EmulationCase {                                                                                              \
+    #NAME, convgen_emulation::NAME::kProblem, convgen_emulation::NAME::kSpec, &convgen_emulation::NAME::kernel_##NAME \
+  }
+
+const Gpu kH100{.name = "H100", .arch = "sm_90", .sm_count = 132, .max_threads_per_sm = 2048,
+                .max_threads_per_block = 1024, .max_blocks_per_sm = 32, .regs_per_sm = 65536,
+                .regs_per_block = 65536, .max_regs_per_thread = 255, .smem_per_sm_bytes = 233472,
+                .smem_per_block_bytes = 49152};
+
+// Launches `kernel` over the grid the family computes, block after block; the output starts as NaN so that an
+// output no thread writes fails the comparison.
+std::vector<float> run_on_host(const EmulationCase& c, std::span<const float> activation,
+                               std::span<const float> filter) {
+  std::vector<float> output(static_cast<std::size_t>(output_elements(c.problem)),
+                            std::numeric_limits<float>::quiet_NaN());
+  const LaunchGeometry geometry = direct_family().launch_geometry(c.problem, c.spec);
+  const unsigned threads = geometry.block[0] * geometry.block[1] * geometry.block[2];
+  for (unsigned z = 0; z < geometry.grid[2]; ++z) {
+    for (unsigned y = 0; y < geometry.grid[1]; ++y) {
+      for (unsigned x = 0; x < geometry.grid[0]; ++x) {
+        std::barrier<> barrier(threads);
+        convgen_emulation::block_barrier = &barrier;
+        std::vector<std::jthread> block;
+        for (unsigned t = 0; t < threads; ++t) {
+          block.emplace_back([&, t] {
+            convgen_emulation::threadIdx = {t, 0, 0};
+            convgen_emulation::blockIdx = {x, y, z};
+            c.kernel(activation.data(), filter.data(), output.data(), nullptr);
+          });
+        }
+      }
+    }
+  }
+  return output;
+}
+
+class DirectEmulation : public testing::TestWithParam<EmulationCase> {};
+
+TEST_P(DirectEmulation, MatchesTheReferenceOnEveryOutput) {
+  const EmulationCase& c = GetParam();
+  ASSERT_EQ(validate(c.problem), "");
+  ASSERT_EQ(direct_family().check_support(c.problem, kH100, c.spec), std::nullopt);
+  ASSERT_EQ(direct_family().launch_geometry(c.problem, c.spec).grid[2], 1u);
+  std::vector<float> activation(static_cast<std::size_t>(activation_elements(c.problem)));
+  std::vector<float> filter(static_cast<std::size_t>(filter_elements(c.problem)));
+  fill_random(activation, 1);
+  fill_random(filter, 2);
+  const std::vector<float> output = run_on_host(c, activation, filter);
+  const ErrorStats stats = compare(output, reference_conv(c.problem, activation, filter));
+  EXPECT_EQ(stats.nan_count, 0) << "outputs left unwritten";
+  EXPECT_TRUE(passes(stats, Precision::fp32)) << "rel_l2 " << stats.rel_l2 << ", max_abs " << stats.max_abs;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EdgeCases, DirectEmulation,
+    testing::Values(DIRECT_EMULATION_CASE(stem_nchw), DIRECT_EMULATION_CASE(stem_nhwc),
+                    DIRECT_EMULATION_CASE(depthwise_nchw), DIRECT_EMULATION_CASE(depthwise_nhwc),
+                    DIRECT_EMULATION_CASE(multiplier2_nchw), DIRECT_EMULATION_CASE(groups3_dilated_nchw),
+                    DIRECT_EMULATION_CASE(groups3_across_nhwc), DIRECT_EMULATION_CASE(conv3d_ncdhw),
+                    DIRECT_EMULATION_CASE(conv3d_ndhwc), DIRECT_EMULATION_CASE(conv1d_ncw),
+                    DIRECT_EMULATION_CASE(conv1d_nwc_long_filter), DIRECT_EMULATION_CASE(padding_beyond_input),
+                    DIRECT_EMULATION_CASE(pointwise_s2)),
+    [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
+
+}  // namespace
+}  // namespace convgen

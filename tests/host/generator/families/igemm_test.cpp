@@ -1,0 +1,269 @@
+// igemm_test: the igemm family's search space, support checks, launch geometry, costs and default choices.
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "generator/families/families.hpp"
+#include "generator/gpu_json.hpp"
+#include "generator/shapes.hpp"
+
+namespace convgen {
+namespace {
+
+const std::filesystem::path kSourceDir = CONVGEN_SOURCE_DIR;
+
+Gpu h100() { return load_gpu(kSourceDir / "gpus/h100_sxm.json"); }
+
+const Family& igemm() { return igemm_family(); }
+
+KernelSpec spec(int block_m, int block_n, int block_k, int thread_m, int thread_n, int stages = 2, int split_k = 1,
+                int vector = 1) {
+  return {.family = FamilyKind::igemm, .block_m = block_m, .block_n = block_n, .block_k = block_k,
+          .thread_m = thread_m, .thread_n = thread_n, .stages = stages, .split_k = split_k, .vector = vector};
+}
+
+const Problem kResnet3x3{.n = 1, .c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+
+// Typical layers: ResNet 3x3 and 1x1 in both layouts, a stem, grouped, depthwise, 3-D, 1-D, dilated, strided.
+std::vector<Problem> typical_layers() {
+  return {
+      kResnet3x3,
+      {.n = 32, .c = 256, .k = 64, .input = {1, 56, 56}, .layout = Layout::nhwc},
+      {.n = 1, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
+       .padding = {0, 3, 3}},
+      {.n = 1, .c = 512, .k = 512, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1}},
+      {.n = 2, .c = 128, .k = 128, .input = {1, 28, 28}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .groups = 4,
+       .layout = Layout::nhwc},
+      {.n = 1, .c = 32, .k = 32, .input = {1, 112, 112}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .groups = 32},
+      {.n = 1, .c = 4, .k = 16, .input = {16, 32, 32}, .filter = {3, 3, 3}, .padding = {1, 1, 1},
+       .layout = Layout::ncdhw},
+      {.n = 2, .c = 16, .k = 16, .input = {8, 16, 16}, .filter = {3, 3, 3}, .padding = {1, 1, 1},
+       .layout = Layout::ndhwc},
+      {.n = 4, .c = 8, .k = 16, .input = {1, 1, 1000}, .filter = {1, 1, 9}, .padding = {0, 0, 4},
+       .layout = Layout::nwc},
+      {.n = 2, .c = 16, .k = 24, .input = {1, 20, 21}, .filter = {1, 3, 3}, .padding = {0, 2, 2},
+       .dilation = {1, 2, 2}},
+      {.n = 4, .c = 64, .k = 128, .input = {1, 28, 28}, .filter = {1, 3, 3}, .stride = {1, 2, 2},
+       .padding = {0, 1, 1}, .layout = Layout::nhwc},
+  };
+}
+
+std::vector<Problem> edge_cases() {
+  std::vector<Problem> problems;
+  for (const Layer& layer : load_suite(kSourceDir / "shapes/edge_cases.csv").layers) problems.push_back(layer.problem);
+  return problems;
+}
+
+// Output pixels N*O*P*Q: the GEMM's N.
+std::int64_t output_pixels(const Problem& p) {
+  const Dims3 out = output_dims(p);
+  return std::int64_t{p.n} * out.d * out.h * out.w;
+}
+
+void expect_supported_unique(const Problem& p, const Gpu& gpu, const std::vector<KernelSpec>& specs) {
+  std::set<std::string> names;
+  for (const KernelSpec& s : specs) {
+    EXPECT_EQ(s.family, FamilyKind::igemm);
+    EXPECT_EQ(igemm().check_support(p, gpu, s), std::nullopt) << kernel_name(s);
+    EXPECT_TRUE(names.insert(kernel_name(s)).second) << "duplicate " << kernel_name(s);
+  }
+}
+
+TEST(IgemmFamily, EnumeratesSupportedUniquelyNamedSpecsForTypicalLayers) {
+  const Gpu gpu = h100();
+  for (const Problem& p : typical_layers()) {
+    SCOPED_TRACE(problem_key(p));
+    const std::vector<KernelSpec> specs = igemm().enumerate(p, gpu);
+    EXPECT_GE(specs.size(), 8u);
+    EXPECT_LE(specs.size(), 48u);
+    expect_supported_unique(p, gpu, specs);
+  }
+}
+
+TEST(IgemmFamily, EnumeratesSupportedUniquelyNamedSpecsForEveryEdgeCase) {
+  const Gpu gpu = h100();
+  for (const Problem& p : edge_cases()) {
+    SCOPED_TRACE(problem_key(p));
+    const std::vector<KernelSpec> specs = igemm().enumerate(p, gpu);
+    EXPECT_FALSE(specs.empty());
+    EXPECT_LE(specs.size(), 48u);
+    expect_supported_unique(p, gpu, specs);
+  }
+}
+
+TEST(IgemmFamily, SearchSpaceHoldsDoubleBufferingSplitKAndVectorLoadsWhereTheyApply) {
+  const Gpu gpu = h100();
+  // 512 channels at 7x7: the output alone fills few blocks, so split-K must be offered; channels are a multiple of 4.
+  const Problem deep{.n = 1, .c = 512, .k = 512, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                     .layout = Layout::nhwc};
+  bool split = false, vector = false, single_stage = false;
+  for (const KernelSpec& s : igemm().enumerate(deep, gpu)) {
+    split |= s.split_k > 1;
+    vector |= s.vector == 4;
+    single_stage |= s.stages == 1;
+  }
+  EXPECT_TRUE(split);
+  EXPECT_TRUE(vector);
+  EXPECT_TRUE(single_stage);
+  // Three input channels in NHWC: no vector loads; a large output: no split-K.
+  const Problem stem{.n = 8, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
+                     .padding = {0, 3, 3}, .layout = Layout::nhwc};
+  for (const KernelSpec& s : igemm().enumerate(stem, gpu)) {
+    EXPECT_EQ(s.vector, 1) << kernel_name(s);
+    EXPECT_EQ(s.split_k, 1) << kernel_name(s);
+  }
+}
+
+TEST(IgemmFamily, PrunesTilesFarLargerThanTheProblem) {
+  // 5 output channels: tiles of more than 16 channels would compute mostly padding.
+  const Problem few{.n = 1, .c = 1, .k = 5, .input = {1, 13, 17}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  for (const KernelSpec& s : igemm().enumerate(few, h100())) EXPECT_EQ(s.block_m, 16) << kernel_name(s);
+}
+
+TEST(IgemmFamily, LaunchGeometryCoversEveryOutput) {
+  const Gpu gpu = h100();
+  std::vector<Problem> problems = typical_layers();
+  for (const Problem& p : edge_cases()) problems.push_back(p);
+  for (const Problem& p : problems) {
+    SCOPED_TRACE(problem_key(p));
+    for (const KernelSpec& s : igemm().enumerate(p, gpu)) {
+      const LaunchGeometry g = igemm().launch_geometry(p, s);
+      EXPECT_GE(std::int64_t{g.grid[0]} * s.block_n, output_pixels(p)) << kernel_name(s);
+      EXPECT_LT(std::int64_t{g.grid[0] - 1} * s.block_n, output_pixels(p)) << kernel_name(s);
+      EXPECT_GE(std::int64_t{g.grid[1]} * s.block_m, k_per_group(p)) << kernel_name(s);
+      EXPECT_LT(std::int64_t{g.grid[1] - 1} * s.block_m, k_per_group(p)) << kernel_name(s);
+      EXPECT_EQ(g.grid[2], static_cast<unsigned>(p.groups * s.split_k)) << kernel_name(s);
+      EXPECT_EQ(g.block, (std::array<unsigned, 3>{static_cast<unsigned>(threads_per_block(s)), 1, 1}));
+      EXPECT_EQ(g.dynamic_smem_bytes, 0u);
+      EXPECT_EQ(g.zero_output_first, s.split_k > 1) << kernel_name(s);
+      EXPECT_EQ(igemm().workspace_bytes(p, s), 0);
+    }
+  }
+}
+
+TEST(IgemmFamily, DefaultSpecExistsAndIsSupportedForEveryEdgeCase) {
+  const Gpu gpu = h100();
+  for (const Problem& p : edge_cases()) {
+    SCOPED_TRACE(problem_key(p));
+    const std::optional<KernelSpec> s = igemm().default_spec(p, gpu);
+    ASSERT_TRUE(s.has_value());
+    EXPECT_EQ(igemm().check_support(p, gpu, *s), std::nullopt) << kernel_name(*s);
+    EXPECT_EQ(s->stages, 2);
+    const std::vector<KernelSpec> specs = igemm().enumerate(p, gpu);
+    EXPECT_NE(std::find(specs.begin(), specs.end(), *s), specs.end()) << "default is not in the search space";
+  }
+}
+
+TEST(IgemmFamily, DefaultSpecUsesLargeTilesForLargeLayersAndSplitKForSmallOutputs) {
+  const Gpu gpu = h100();
+  const Problem large{.n = 32, .c = 256, .k = 256, .input = {1, 28, 28}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const KernelSpec big = *igemm().default_spec(large, gpu);
+  EXPECT_GE(big.block_m * big.block_n, 64 * 128) << kernel_name(big);
+  EXPECT_GE(big.thread_m * big.thread_n, 32) << kernel_name(big);
+  EXPECT_EQ(big.split_k, 1);
+  EXPECT_EQ(big.vector, 4);  // KR = 2304 is a multiple of 4
+  const Problem small{.n = 1, .c = 512, .k = 512, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const KernelSpec split = *igemm().default_spec(small, gpu);
+  EXPECT_GT(split.split_k, 1) << kernel_name(split);
+  // The output alone makes a few blocks; split-K brings them to about one wave.
+  const std::int64_t blocks = igemm().cost_features(small, split).blocks;
+  EXPECT_LT(blocks / split.split_k, gpu.sm_count / 2) << kernel_name(split);
+  EXPECT_GE(blocks, gpu.sm_count / 2) << kernel_name(split);
+}
+
+TEST(IgemmFamily, DeclinesOtherPrecisionsWithAReason) {
+  const Gpu gpu = h100();
+  Problem half = kResnet3x3;
+  half.precision = Precision::fp16;
+  EXPECT_EQ(igemm().check_support(half, gpu, spec(64, 64, 8, 4, 4)),
+            "precision fp16 is not supported by igemm (fp32 only)");
+  EXPECT_TRUE(igemm().enumerate(half, gpu).empty());
+  EXPECT_EQ(igemm().default_spec(half, gpu), std::nullopt);
+}
+
+TEST(IgemmFamily, ChecksEveryFieldValue) {
+  const Gpu gpu = h100();
+  const Problem& p = kResnet3x3;
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(24, 64, 8, 4, 4)),
+            "block_m must be a power of two from 16 to 256, got 24");
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(64, 8, 8, 4, 4)),
+            "block_n must be a power of two from 16 to 256, got 8");
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(64, 64, 12, 4, 4)), "block_k must be 4, 8, 16 or 32, got 12");
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(64, 64, 8, 16, 4)), "thread_m must be 1, 2, 4 or 8, got 16");
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(64, 64, 8, 4, 3)), "thread_n must be 1, 2, 4 or 8, got 3");
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(64, 64, 8, 4, 4, 3)), "stages must be 1 or 2, got 3");
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(64, 64, 8, 4, 4, 2, 1, 2)), "vector must be 1 or 4, got 2");
+  KernelSpec direct = spec(64, 64, 8, 4, 4);
+  direct.family = FamilyKind::direct;
+  EXPECT_EQ(igemm().check_support(p, gpu, direct), "kernel direct_m64_n64_k8_tm4_tn4_st2_sk1_v1 is not an igemm kernel");
+}
+
+TEST(IgemmFamily, VectorLoadsNeedAlignedRunsOfFourChannels) {
+  const Gpu gpu = h100();
+  const Problem rgb_nhwc{.n = 1, .c = 3, .k = 64, .input = {1, 32, 32}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                         .layout = Layout::nhwc};
+  EXPECT_EQ(igemm().check_support(rgb_nhwc, gpu, spec(64, 64, 8, 4, 4, 2, 1, 4)),
+            "vector 4 needs channels per group to be a multiple of 4, got 3");
+  Problem rgb_nchw = rgb_nhwc;
+  rgb_nchw.layout = Layout::nchw;
+  EXPECT_EQ(igemm().check_support(rgb_nchw, gpu, spec(64, 64, 8, 4, 4, 2, 1, 4)),
+            "vector 4 needs the reduction length C/groups*T*R*S to be a multiple of 4, got 27");
+  // Channels-first needs only the reduction length: 4 channels of 3x3 give 36.
+  Problem four = rgb_nchw;
+  four.c = 4;
+  EXPECT_EQ(igemm().check_support(four, gpu, spec(64, 64, 8, 4, 4, 2, 1, 4)), std::nullopt);
+}
+
+TEST(IgemmFamily, SplitKMustLeaveEverySplitSomeWork) {
+  const Gpu gpu = h100();
+  // 1x1 with 16 channels: a reduction of 16 is two slices of 8; a third split would be empty.
+  const Problem p{.n = 1, .c = 16, .k = 64, .input = {1, 8, 8}};
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(64, 64, 8, 4, 4, 2, 2)), std::nullopt);
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(64, 64, 8, 4, 4, 2, 3)),
+            "split_k 3 leaves splits without work: the reduction length 16 gives 2 slices of 8");
+}
+
+TEST(IgemmFamily, ChecksTheGpusLimits) {
+  Gpu gpu = h100();
+  const Problem& p = kResnet3x3;
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(256, 256, 8, 4, 4)),
+            "4096 threads per block exceed the gpu's 1024");
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(256, 256, 32, 8, 8)),
+            "133120 bytes of shared memory per block exceed the 49152 allowed without opting in");
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(16, 16, 8, 4, 4)), "16 threads per block are fewer than a warp");
+  // A GPU with few registers per block declines the 8x8 micro tile at 256 threads.
+  gpu.regs_per_block = 16384;
+  EXPECT_EQ(igemm().check_support(p, gpu, spec(128, 128, 8, 8, 8)),
+            "about 30720 registers per block (256 threads of 120) exceed the gpu's 16384");
+}
+
+TEST(IgemmFamily, CostFeaturesCountBlocksAndPaddedWork) {
+  const Problem& p = kResnet3x3;
+  const KernelSpec s = spec(64, 128, 8, 4, 8, 2, 2, 4);
+  const CostFeatures f = igemm().cost_features(p, s);
+  const LaunchGeometry g = igemm().launch_geometry(p, s);
+  EXPECT_EQ(f.blocks, std::int64_t{g.grid[0]} * g.grid[1] * g.grid[2]);
+  EXPECT_EQ(f.threads_per_block, 256);
+  EXPECT_EQ(f.smem_bytes_per_block, 2 * 8 * (68 + 132) * 4);
+  EXPECT_DOUBLE_EQ(f.flops, static_cast<double>(flops(p)));
+  // Reduction 576 in 2 splits of 288 = 36 slices of 8: every block multiplies a 64x128 tile over 288.
+  EXPECT_DOUBLE_EQ(f.flops_per_block, 2.0 * 64 * 128 * 288);
+  EXPECT_GE(f.flops_per_block * static_cast<double>(f.blocks), f.flops);
+  // The output is zeroed and accumulated into: more than the tensors once.
+  EXPECT_GT(f.dram_bytes, static_cast<double>(min_bytes(p)));
+}
+
+TEST(IgemmFamily, RendersTheTemplateWithItsEntryName) {
+  const KernelSpec s = spec(64, 64, 8, 4, 4);
+  const KernelSource src = igemm().render(kResnet3x3, s);
+  EXPECT_EQ(src.entry, "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1");
+  EXPECT_EQ(src.file_name, "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1.cu");
+  EXPECT_NE(src.text.find("#define CONVGEN_ENTRY igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\n"), std::string::npos);
+  EXPECT_NE(src.text.find("#line 1 \"igemm.cu\"\n"), std::string::npos);
+  EXPECT_NE(src.text.find("#include \"common.cuh\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace convgen

@@ -1,0 +1,226 @@
+// jit_cache_test: memory and disk hits, keys that change with the binary, corrupt entries recompiled, one compile
+// per key under concurrency (real NVRTC compiles of a tiny kernel).
+#include "runtime/jit_cache.hpp"
+
+#include <fstream>
+#include <latch>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace convgen {
+namespace {
+
+namespace fs = std::filesystem;
+
+const Program kScale{
+    .name = "scale.cu",
+    .source = "extern \"C\" __global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }\n",
+};
+
+// A fresh folder per test, removed afterwards.
+class JitCacheTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::random_device random;
+    dir_ = fs::temp_directory_path() / ("convgen-jit-test-" + std::to_string(random()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::vector<fs::path> files() const {
+    std::vector<fs::path> found;
+    for (const auto& entry : fs::directory_iterator(dir_)) found.push_back(entry.path());
+    return found;
+  }
+
+  fs::path dir_;
+};
+
+using Stats = JitCache::Stats;
+
+TEST(Sha256, MatchesTheFipsTestVectors) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_F(JitCacheTest, TheSecondRequestIsAMemoryHit) {
+  JitCache cache(dir_);
+  const Cubin first = cache.get_or_compile(kScale, {.arch = "sm_90"});
+  const Cubin second = cache.get_or_compile(kScale, {.arch = "sm_90"});
+  EXPECT_EQ((cache.stats()), (Stats{.memory_hits = 1, .misses = 1, .compiles = 1}));
+  EXPECT_EQ(first.image, second.image);
+  EXPECT_GT(first.compile_ms, 0);
+  EXPECT_EQ(second.compile_ms, 0);
+}
+
+TEST_F(JitCacheTest, AFreshCacheFindsTheEntryOnDisk) {
+  const Cubin compiled = JitCache(dir_).get_or_compile(kScale, {.arch = "sm_90"});
+  JitCache fresh(dir_);
+  const Cubin loaded = fresh.get_or_compile(kScale, {.arch = "sm_90"});
+  EXPECT_EQ((fresh.stats()), (Stats{.disk_hits = 1}));
+  EXPECT_EQ(loaded.arch, "sm_90");
+  EXPECT_EQ(loaded.image, compiled.image);
+  EXPECT_EQ(loaded.log, compiled.log);
+  EXPECT_EQ(loaded.report, compiled.report);
+  EXPECT_GT(loaded.report.registers, 0);
+}
+
+TEST_F(JitCacheTest, ChangingSourceOptionsOrArchIsAMiss) {
+  JitCache cache(dir_);
+  Program other_source = kScale;
+  other_source.source += "// a comment changes the key\n";
+  cache.get_or_compile(kScale, {.arch = "sm_90"});
+  cache.get_or_compile(other_source, {.arch = "sm_90"});
+  cache.get_or_compile(kScale, {.arch = "sm_80"});
+  cache.get_or_compile(kScale, {.arch = "sm_90", .extra = {"--use_fast_math"}});
+  EXPECT_EQ((cache.stats()), (Stats{.misses = 4, .compiles = 4}));
+  EXPECT_EQ(files().size(), 4u);
+}
+
+TEST_F(JitCacheTest, KeyCoversHeadersAndIsStableAcrossCacheObjects) {
+  JitCache cache(std::nullopt);
+  const std::string key = cache.key(kScale, {.arch = "sm_90"});
+  EXPECT_EQ(key.size(), 64u);
+  EXPECT_EQ(key, JitCache(std::nullopt).key(kScale, {.arch = "sm_90"}));
+  Program with_header = kScale;
+  with_header.headers = {{"tile.cuh", "constexpr int kTile = 4;"}};
+  Program other_header = kScale;
+  other_header.headers = {{"tile.cuh", "constexpr int kTile = 8;"}};
+  Program renamed_header = kScale;
+  renamed_header.headers = {{"tiles.cuh", "constexpr int kTile = 4;"}};
+  EXPECT_NE(cache.key(with_header, {}), cache.key(kScale, {}));
+  EXPECT_NE(cache.key(with_header, {}), cache.key(other_header, {}));
+  EXPECT_NE(cache.key(with_header, {}), cache.key(renamed_header, {}));
+}
+
+// Damages the only entry in `dir` with `damage`, then checks that a fresh cache recompiles and rewrites it.
+void expect_recompiled_after(const fs::path& dir, const std::function<void(const fs::path&)>& damage) {
+  JitCache(dir).get_or_compile(kScale, {.arch = "sm_90"});
+  JitCache probe(std::nullopt);
+  const fs::path entry = dir / (probe.key(kScale, {.arch = "sm_90"}) + ".cgjit");
+  ASSERT_TRUE(fs::exists(entry));
+  damage(entry);
+
+  JitCache after(dir);
+  const Cubin cubin = after.get_or_compile(kScale, {.arch = "sm_90"});
+  EXPECT_EQ((after.stats()), (Stats{.misses = 1, .corrupt_entries = 1, .compiles = 1}));
+  EXPECT_GT(cubin.image.size(), 4u);
+  JitCache again(dir);
+  again.get_or_compile(kScale, {.arch = "sm_90"});
+  EXPECT_EQ((again.stats()), (Stats{.disk_hits = 1})) << "the recompile should have rewritten the entry";
+}
+
+TEST_F(JitCacheTest, AFlippedByteIsCaughtByTheChecksum) {
+  expect_recompiled_after(dir_, [](const fs::path& entry) {
+    std::fstream file(entry, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(fs::file_size(entry) / 2));
+    file.put('\x5a');
+  });
+}
+
+TEST_F(JitCacheTest, ATruncatedEntryIsRecompiled) {
+  expect_recompiled_after(dir_, [](const fs::path& entry) { fs::resize_file(entry, fs::file_size(entry) - 100); });
+}
+
+TEST_F(JitCacheTest, ABadMagicIsRecompiled) {
+  expect_recompiled_after(dir_, [](const fs::path& entry) {
+    std::fstream file(entry, std::ios::in | std::ios::out | std::ios::binary);
+    file.write("garbage!", 8);
+  });
+}
+
+TEST_F(JitCacheTest, AnEntryForAnotherKeyIsRecompiled) {
+  Program other = kScale;
+  other.source += "// another key\n";
+  expect_recompiled_after(dir_, [&](const fs::path& entry) {
+    const fs::path other_dir = entry.parent_path() / "other";
+    JitCache other_cache(other_dir);
+    other_cache.get_or_compile(other, {.arch = "sm_90"});
+    fs::copy_file(*other_cache.entry_path(other_cache.key(other, {.arch = "sm_90"})), entry,
+                  fs::copy_options::overwrite_existing);
+    fs::remove_all(other_dir);
+  });
+}
+
+TEST_F(JitCacheTest, ConcurrentRequestsForOneKeyCompileOnce) {
+  JitCache cache(dir_);
+  constexpr int kThreads = 8;
+  std::latch start(kThreads);
+  std::vector<std::vector<char>> images(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      images[i] = cache.get_or_compile(kScale, {.arch = "sm_90"}).image;
+    });
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ((cache.stats()), (Stats{.memory_hits = kThreads - 1, .misses = 1, .compiles = 1}));
+  for (const auto& image : images) EXPECT_EQ(image, images[0]);
+}
+
+TEST_F(JitCacheTest, TheDiskFolderIsCreatedAndHoldsNoTemporaryFiles) {
+  const fs::path nested = dir_ / "a" / "b";
+  JitCache cache(nested);
+  EXPECT_TRUE(fs::is_directory(nested));
+  cache.get_or_compile(kScale, {.arch = "sm_90"});
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::directory_iterator(nested)) found.push_back(entry.path().filename());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0], cache.key(kScale, {.arch = "sm_90"}) + ".cgjit");
+}
+
+TEST_F(JitCacheTest, AFolderThatCannotBeCreatedIsAnInputError) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "file") << "not a folder";
+  try {
+    JitCache cache(dir_ / "file" / "jit");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "jit cache folder '" + (dir_ / "file" / "jit").string() + "': cannot create it: Not a directory");
+  }
+}
+
+TEST_F(JitCacheTest, AFailedCompileIsNotCachedAndIsTriedAgain) {
+  JitCache cache(dir_);
+  const Program broken{.name = "broken.cu", .source = "__global__ void k() { undeclared_thing(); }\n"};
+  EXPECT_THROW(cache.get_or_compile(broken, {.arch = "sm_90"}), CompileError);
+  EXPECT_THROW(cache.get_or_compile(broken, {.arch = "sm_90"}), CompileError);
+  EXPECT_EQ((cache.stats()), (Stats{.misses = 2}));
+  EXPECT_TRUE(files().empty());
+}
+
+TEST_F(JitCacheTest, AMemoryOnlyCacheWritesNothing) {
+  JitCache cache(std::nullopt);
+  cache.get_or_compile(kScale, {.arch = "sm_90"});
+  cache.get_or_compile(kScale, {.arch = "sm_90"});
+  EXPECT_EQ(cache.entry_path("x"), std::nullopt);
+  EXPECT_EQ((cache.stats()), (Stats{.memory_hits = 1, .misses = 1, .compiles = 1}));
+  EXPECT_FALSE(fs::exists(dir_));
+}
+
+TEST_F(JitCacheTest, CompileAllKeepsEveryOutcomeInOrder) {
+  JitCache cache(dir_);
+  ThreadPool pool(2);
+  const Program second{.name = "twice.cu",
+                       .source = "extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] *= 2; }\n"};
+  const std::vector<Program> programs = {
+      kScale, {.name = "broken.cu", .source = "__global__ void k() { undeclared_thing(); }\n"}, second};
+  const std::vector<CompileOutcome> outcomes = compile_all(cache, programs, {.arch = "sm_90"}, pool);
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_TRUE(outcomes[0].ok());
+  EXPECT_FALSE(outcomes[1].ok());
+  EXPECT_TRUE(outcomes[2].ok());
+  EXPECT_THROW(outcomes[1].cubin(), CompileError);
+  EXPECT_NE(outcomes[0].cubin().log.find("scale"), std::string::npos) << outcomes[0].cubin().log;
+  EXPECT_NE(outcomes[2].cubin().log.find("twice"), std::string::npos) << outcomes[2].cubin().log;
+  EXPECT_EQ(cache.stats().compiles, 2);
+}
+
+}  // namespace
+}  // namespace convgen

@@ -1,0 +1,92 @@
+// cli_test: the convgen program end to end on this machine: help, analyze, generate, and clean errors.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/driver.hpp"
+
+namespace convgen {
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run_convgen(const std::string& args) {
+  const std::string command = std::string(CONVGEN_BINARY_DIR) + "/tools/convgen/convgen " + args + " 2>&1";
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer;
+  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) result.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string shapes(const char* name) { return std::string(CONVGEN_SOURCE_DIR) + "/shapes/" + name; }
+
+TEST(Cli, HelpListsEverySubcommand) {
+  const Result r = run_convgen("--help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* sub : {"generate", "analyze", "gpu", "run"}) EXPECT_NE(r.output.find(sub), std::string::npos) << sub;
+}
+
+TEST(Cli, AnalyzePrintsEveryLayerAndTheNetworkTotals) {
+  const Result r = run_convgen("analyze --shapes " + shapes("cusnn.csv") + " --gpu h100_sxm --batch 8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cusnn on NVIDIA H100"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("total"), std::string::npos) << r.output;
+}
+
+TEST(Cli, GenerateWritesSourceCubinAndManifestForEachLayer) {
+  const auto out = std::filesystem::temp_directory_path() / "convgen_cli_test_generate";
+  std::filesystem::remove_all(out);
+  const Result r = run_convgen("generate --no-cache --shapes " + shapes("resnet20_cifar.csv") +
+                               " --gpu a100_sxm4 --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(out / "manifest.json");
+  const auto manifest = nlohmann::json::parse(in);
+  EXPECT_EQ(manifest["arch"], "sm_80");
+  ASSERT_GT(manifest["kernels"].size(), 3u);
+  EXPECT_TRUE(manifest["failures"].empty());
+  for (const auto& k : manifest["kernels"]) {
+    EXPECT_TRUE(std::filesystem::exists(out / k["source"].get<std::string>())) << k;
+    EXPECT_GT(std::filesystem::file_size(out / k["cubin"].get<std::string>()), 0u) << k;
+    EXPECT_GT(k["registers"].get<int>(), 0) << k;
+  }
+  std::filesystem::remove_all(out);
+}
+
+TEST(Cli, ABadShapesFileFailsWithFileLineAndReason) {
+  const auto path = std::filesystem::temp_directory_path() / "convgen_cli_bad.csv";
+  std::ofstream(path) << "name,n,c,k,h,w,r,s,stride\nbad,1,3,8,8,8,3,3,0\n";
+  const Result r = run_convgen("analyze --shapes " + path.string() + " --gpu h100_sxm");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("convgen: error: " + path.string() + ":2: column 'stride'"), std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, AnUnknownGpuNameListsTheKnownOnes) {
+  const Result r = run_convgen("analyze --shapes " + shapes("cusnn.csv") + " --gpu h900");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("h100_sxm"), std::string::npos) << r.output;
+}
+
+TEST(Cli, RunWithoutAGpuSaysThereIsNoCudaDevice) {
+  if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";
+  const Result r = run_convgen("run --shapes " + shapes("cusnn.csv") + " --layer dense_128to32_56");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no CUDA device"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace convgen

@@ -1,0 +1,64 @@
+// families_corpus_test: every family × representative configurations × the edge-case corpus compiles to cubin
+// for sm_80 and sm_90, and the default choice of one layer of every suite compiles for sm_90.
+#include <gtest/gtest.h>
+
+#include "conv/conv_kernel.hpp"
+#include "support/corpus.hpp"
+
+namespace convgen {
+namespace {
+
+using namespace testing_support;
+
+struct Case {
+  FamilyKind family;
+  Layer layer;
+};
+
+std::vector<Case> corpus_cases() {
+  std::vector<Case> cases;
+  for (const auto& [kind, name] : EnumNames<FamilyKind>::table)
+    for (const Layer& layer : edge_cases().layers) cases.push_back({kind, layer});
+  return cases;
+}
+
+class FamilyOnEdgeCase : public testing::TestWithParam<Case> {};
+
+TEST_P(FamilyOnEdgeCase, RepresentativeConfigurationsCompileForSm80AndSm90) {
+  const auto& [kind, layer] = GetParam();
+  const Gpu gpu = h100();
+  const auto specs = representative_specs(family(kind), layer.problem, gpu, 2);
+  if (specs.empty()) GTEST_SKIP() << to_string(kind) << " declines " << layer.name;
+  for (const KernelSpec& spec : specs) {
+    const KernelSource source = family(kind).render(layer.problem, spec);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      Cubin cubin;
+      ASSERT_NO_THROW(cubin = compile(to_program(source), {.arch = arch})) << kernel_name(spec) << " " << arch;
+      EXPECT_FALSE(cubin.image.empty());
+      // Spills cost speed, not correctness: the default choice must have none; other candidates may.
+      if (spec == specs.front()) {
+        EXPECT_EQ(cubin.report.spill_store_bytes, 0) << kernel_name(spec) << " " << arch << "\n" << cubin.log;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EdgeCases, FamilyOnEdgeCase, testing::ValuesIn(corpus_cases()),
+                         [](const testing::TestParamInfo<Case>& case_info) {
+                           return test_name(fmt::format("{}_{}", case_info.param.family, case_info.param.layer.name));
+                         });
+
+TEST(SuiteLayers, TheDefaultChoiceForOneLayerOfEverySuiteCompilesForSm90) {
+  const Gpu gpu = h100();
+  for (const auto& file : suite_files()) {
+    const Suite suite = load_suite(file);
+    ASSERT_FALSE(suite.layers.empty()) << file;
+    const Layer& layer = suite.layers[suite.layers.size() / 2];
+    const KernelSpec spec = default_choice(layer.problem, gpu);
+    EXPECT_NO_THROW(compile(to_program(family(spec.family).render(layer.problem, spec)), {.arch = "sm_90"}))
+        << suite.name << ": " << layer.name << ": " << kernel_name(spec);
+  }
+}
+
+}  // namespace
+}  // namespace convgen

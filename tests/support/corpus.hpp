@@ -1,0 +1,52 @@
+// corpus: test helpers that load the checked-in shapes and GPU descriptors and render kernels into programs.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "convgen/gpu.hpp"
+#include "generator/family.hpp"
+#include "generator/gpu_json.hpp"
+#include "generator/render.hpp"
+#include "generator/shapes.hpp"
+#include "runtime/compiler.hpp"
+
+namespace convgen::testing_support {
+
+inline std::filesystem::path source_dir() { return CONVGEN_SOURCE_DIR; }
+
+inline Suite edge_cases() { return load_suite(source_dir() / "shapes" / "edge_cases.csv"); }
+
+inline Gpu h100() { return load_gpu(source_dir() / "gpus" / "h100_sxm.json"); }
+
+// Every suite file under shapes/.
+inline std::vector<std::filesystem::path> suite_files() {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(source_dir() / "shapes"))
+    if (entry.path().extension() == ".csv") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The configurations a test exercises for a family on a problem: the default choice, then the first
+// `extra` other candidates of enumerate().
+inline std::vector<KernelSpec> representative_specs(const Family& family, const Problem& problem, const Gpu& gpu,
+                                                    std::size_t extra) {
+  std::vector<KernelSpec> specs;
+  if (auto spec = family.default_spec(problem, gpu)) specs.push_back(*spec);
+  for (const KernelSpec& s : family.enumerate(problem, gpu)) {
+    if (specs.size() > extra) break;
+    if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+  }
+  return specs;
+}
+
+// Gtest-friendly parameter name: letters, digits and '_' only.
+inline std::string test_name(std::string text) {
+  for (char& ch : text)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return text;
+}
+
+}  // namespace convgen::testing_support

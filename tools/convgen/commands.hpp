@@ -1,0 +1,13 @@
+// commands: each subcommand registers its options and its action on the CLI11 app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace convgen::cli {
+
+void add_generate_command(CLI::App& app);
+void add_analyze_command(CLI::App& app);
+void add_gpu_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+
+}  // namespace convgen::cli
