@@ -12,7 +12,7 @@ src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/CMakeCache.txt)
 if [[ -n "$src" && "$src" != "$PWD" && ! -e "$src" ]]; then
   mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"
 fi
-export CONVGEN_CACHE_DIR="$out/../convgen-cache"
+export CONVGEN_CACHE_DIR=/tmp/convgen-cache
 convgen=build/tools/convgen/convgen
 status=0
 {
