@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "convgen/error.hpp"
+#include "bench/provenance.hpp"
 #include "generator/gpu_json.hpp"
 #include "generator/importers.hpp"
 #include "runtime/device.hpp"
@@ -60,6 +61,20 @@ Gpu load_gpu_descriptor(const std::string& name_or_path, bool prefer_live) {
     if (compute_capability(live) == compute_capability(gpu)) gpu = merge_live(gpu, live);
   }
   return gpu;
+}
+
+namespace {
+std::string& invocation_storage() {
+  static std::string text;
+  return text;
+}
+}  // namespace
+
+const std::string& invocation() { return invocation_storage(); }
+
+void set_invocation(int argc, char** argv) {
+  const std::vector<std::string> args(argv, argv + argc);
+  invocation_storage() = shell_join(args);
 }
 
 Progress::Progress(std::string label, std::size_t total)

@@ -28,6 +28,10 @@ std::filesystem::path data_root();
 // its properties win over the file's (DESIGN.md); a file for another architecture is kept as it is.
 Gpu load_gpu_descriptor(const std::string& name_or_path, bool prefer_live);
 
+// The command line convgen was started with, as a shell would take it back (for provenance records).
+const std::string& invocation();
+void set_invocation(int argc, char** argv);
+
 // A one-line progress display on stderr: redrawn in place on a terminal, one line per step elsewhere.
 class Progress {
  public:

@@ -78,7 +78,7 @@ void run_generate(const Options& opts) {
   }
 
   JitCache cache(opts.no_cache ? std::nullopt : std::optional(user_cache_dir() / "jit"));
-  ThreadPool pool(opts.jobs);
+  ThreadPool pool(opts.jobs > 0 ? opts.jobs : std::thread::hardware_concurrency());
   Progress progress("compiling", requests.size());
   const std::vector<BuildOutcome> outcomes = build_kernels(requests, gpu, cache, pool, [&](std::size_t i) {
     progress.step(fmt::format("{} {}", request_layer[i]->name, kernel_name(requests[i].spec)));

@@ -9,5 +9,8 @@ void add_generate_command(CLI::App& app);
 void add_analyze_command(CLI::App& app);
 void add_gpu_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_emit_lib_command(CLI::App& app);
+void add_db_command(CLI::App& app);
 
 }  // namespace convgen::cli

@@ -1,9 +1,10 @@
-// main: the convgen command line: subcommands generate, analyze, gpu detect and run.
+// main: the convgen command line and its subcommands.
 #include <cstdio>
 #include <exception>
 
 #include <fmt/format.h>
 
+#include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,10 @@ int main(int argc, char** argv) {
   convgen::cli::add_analyze_command(app);
   convgen::cli::add_gpu_command(app);
   convgen::cli::add_run_command(app);
+  convgen::cli::add_bench_command(app);
+  convgen::cli::add_emit_lib_command(app);
+  convgen::cli::add_db_command(app);
+  convgen::cli::set_invocation(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,344 @@
+// bench_runner: per layer, build ours and cuDNN's routes, verify every one against float64, time the verified ones
+// interleaved in both modes, measure energy of the two winners, and read clocks and power around the layer.
+#include "bench/bench_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "bench/nvml.hpp"
+#include "bench/provenance.hpp"
+#include "conv/conv_kernel.hpp"
+#include "conv/verify.hpp"
+#include "convgen/error.hpp"
+#include "reference/reference.hpp"
+#include "runtime/module.hpp"
+#include "runtime/paths.hpp"
+
+namespace convgen {
+namespace {
+
+Layout with_channels_last(Layout layout, bool last) {
+  switch (rank(layout)) {
+    case 1: return last ? Layout::nwc : Layout::ncw;
+    case 2: return last ? Layout::nhwc : Layout::nchw;
+    default: return last ? Layout::ndhwc : Layout::ncdhw;
+  }
+}
+
+// One buffer set: the three tensors of one call.
+struct BufferSet {
+  DeviceBuffer activation, filter, output;
+};
+
+// The float64 reference of one layer: every output, or a sample of them for large layers.
+struct ReferenceOutputs {
+  std::vector<std::int64_t> indices;  // empty: every output
+  std::vector<double> values;
+};
+
+ReferenceOutputs compute_reference(const Problem& p, std::span<const float> activation, std::span<const float> filter,
+                                   std::uint64_t seed) {
+  ReferenceOutputs ref;
+  if (flops(p) / 2 <= kFullReferenceMacs) {
+    ref.values = reference_conv(p, activation, filter);
+  } else {
+    ref.indices = sample_output_indices(p, 8192, seed);
+    ref.values = reference_conv_at(p, activation, filter, ref.indices);
+  }
+  return ref;
+}
+
+// Runs `launch` on set 0 with the output poisoned (NaN) and compares with the reference.
+ErrorStats verify_launch(const std::function<void(CUstream)>& launch, BufferSet& set, const ReferenceOutputs& ref,
+                         std::vector<float>& scratch, Stream& stream) {
+  set.output.fill_u32(0x7fc00000u, stream.get());
+  launch(stream.get());
+  stream.synchronize();
+  set.output.download(scratch);
+  if (ref.indices.empty()) return compare(scratch, ref.values);
+  ErrorStats stats = compare(scratch, ref.values, ref.indices);
+  stats.nan_count = std::count_if(scratch.begin(), scratch.end(), [](float x) { return !std::isfinite(x); });
+  return stats;
+}
+
+std::string error_text(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+// Our candidates for a problem: the default choice, then each family's default and first enumerated specs.
+std::vector<KernelSpec> our_candidates(const Problem& p, const Gpu& gpu, int per_family) {
+  std::vector<KernelSpec> specs;
+  const auto add = [&](const KernelSpec& s) {
+    if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+  };
+  try {
+    add(default_choice(p, gpu));
+  } catch (const InputError&) {
+    // No family serves the problem: the row says so.
+  }
+  for (const Family* f : all_families()) {
+    if (auto s = f->default_spec(p, gpu)) add(*s);
+    int taken = 0;
+    for (const KernelSpec& s : f->enumerate(p, gpu)) {
+      if (taken++ >= per_family) break;
+      add(s);
+    }
+  }
+  return specs;
+}
+
+// Times candidates [0, screened) (cuDNN's routes) in a screening round, then the fastest `finalists` of them and
+// every candidate from `screened` on (ours) by the full protocol, interleaved. Screened-out routes keep their
+// screening times (kScreenSamples samples, stream only), which the report shows as such.
+std::vector<TimingResult> time_screened(std::span<const Candidate> candidates, std::size_t screened,
+                                        const TimingOptions& timing, int finalists, Stream& stream) {
+  if (finalists <= 0 || screened <= static_cast<std::size_t>(finalists))
+    return time_interleaved(candidates, timing, stream);
+  TimingOptions screen = timing;
+  screen.samples = kScreenSamples;
+  screen.graph = false;
+  std::vector<TimingResult> results = time_interleaved(candidates.first(screened), screen, stream);
+  std::vector<std::size_t> order(screened);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return results[a].stream.median < results[b].stream.median; });
+  order.resize(static_cast<std::size_t>(finalists));
+  std::vector<Candidate> final_round;
+  for (std::size_t i : order) final_round.push_back(candidates[i]);
+  for (std::size_t i = screened; i < candidates.size(); ++i) final_round.push_back(candidates[i]);
+  const std::vector<TimingResult> full = time_interleaved(final_round, timing, stream);
+  for (std::size_t f = 0; f < order.size(); ++f) results[order[f]] = full[f];
+  for (std::size_t i = screened; i < candidates.size(); ++i) results.push_back(full[order.size() + i - screened]);
+  return results;
+}
+
+class LayerBench {
+ public:
+  LayerBench(const Gpu& gpu, const BenchOptions& options, JitCache& cache, ThreadPool& pool, const Nvml* nvml)
+      : gpu_(gpu), options_(options), cache_(cache), pool_(pool), nvml_(nvml) {}
+
+  BenchRow run(const std::string& suite, const Layer& layer, const Problem& p, std::uint64_t seed,
+               const std::function<void(const std::string&)>& stage);
+
+ private:
+  const Gpu& gpu_;
+  const BenchOptions& options_;
+  JitCache& cache_;
+  ThreadPool& pool_;
+  const Nvml* nvml_;
+};
+
+BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Problem& p, std::uint64_t seed,
+                         const std::function<void(const std::string&)>& stage) {
+  BenchRow row{.suite = suite, .layer = layer.name, .count = layer.count, .problem = p,
+               .math = std::string(to_string(cudnn_math(p.precision)))};
+  row.start = device_state(nvml_);
+
+  stage("compiling ours");
+  std::vector<BuildRequest> requests;
+  for (const KernelSpec& s : our_candidates(p, gpu_, options_.candidates_per_family)) requests.push_back({p, s});
+  const std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool_);
+
+  stage("building cuDNN routes");
+  CudnnBaseline cudnn(p, options_.cudnn);
+
+  // Buffers: enough sets that rotating through them leaves nothing of the last call in L2 (unless --warm).
+  const std::int64_t bytes_per_set = (activation_elements(p) + filter_elements(p) + output_elements(p)) * 4;
+  row.buffer_sets = buffer_sets_to_defeat_l2(bytes_per_set, gpu_.l2_bytes, options_.warm);
+  std::vector<float> h_activation(static_cast<std::size_t>(activation_elements(p)));
+  std::vector<float> h_filter(static_cast<std::size_t>(filter_elements(p)));
+  std::vector<float> scratch(static_cast<std::size_t>(output_elements(p)));
+  fill_random(h_activation, seed);
+  fill_random(h_filter, seed ^ 0x9e3779b97f4a7c15ull);
+  std::vector<BufferSet> sets;
+  for (int i = 0; i < row.buffer_sets; ++i) {
+    sets.push_back({DeviceBuffer(h_activation.size() * 4), DeviceBuffer(h_filter.size() * 4),
+                    DeviceBuffer(scratch.size() * 4)});
+    sets.back().activation.upload(h_activation);
+    sets.back().filter.upload(h_filter);
+  }
+  std::int64_t our_workspace = 0;
+  for (const BuildOutcome& b : built)
+    if (const auto* k = std::get_if<BuiltKernel>(&b)) our_workspace = std::max(our_workspace, k->workspace_bytes);
+  DeviceBuffer workspace(std::max<std::size_t>({cudnn.max_workspace_bytes(), std::size_t(our_workspace), 256}));
+
+  stage("computing the float64 reference");
+  const ReferenceOutputs ref = compute_reference(p, h_activation, h_filter, seed);
+  Stream stream;
+
+  // Verify every route and candidate; the verified ones become timing candidates.
+  stage("verifying");
+  std::vector<Candidate> candidates;
+  std::vector<std::size_t> candidate_cudnn_entry;  // candidate i < cudnn_count: its row.cudnn index
+  const auto& routes = cudnn.routes();
+  for (std::size_t r = 0; r < routes.size(); ++r) {
+    const CudnnRoute& route = routes[r];
+    CudnnEntry entry{.route = route.route, .algo = route.algo, .knobs = route.knobs,
+                     .workspace_bytes = static_cast<std::int64_t>(route.workspace_bytes)};
+    if (!route.supported()) {
+      entry.status = RouteStatus::unsupported;
+      entry.reason = route.status_detail.empty() ? route.status : route.status + ": " + route.status_detail;
+    } else {
+      try {
+        entry.error = verify_launch(
+            [&](CUstream s) {
+              cudnn.launch(r, sets[0].activation.ptr(), sets[0].filter.ptr(), sets[0].output.ptr(), workspace.ptr(),
+                           s);
+            },
+            sets[0], ref, scratch, stream);
+        if (!passes(*entry.error, p.precision)) {
+          entry.status = RouteStatus::failed_verification;
+          entry.reason = fmt::format("rel L2 error {:.3g} (limit {:.0e}), {} NaN", entry.error->rel_l2,
+                                     error_limit(p.precision), entry.error->nan_count);
+        }
+      } catch (const std::exception& e) {
+        entry.status = RouteStatus::error;
+        entry.reason = e.what();
+        stream.synchronize();
+      }
+    }
+    if (entry.status == RouteStatus::ok) {
+      candidate_cudnn_entry.push_back(row.cudnn.size());
+      candidates.push_back({fmt::format("cudnn {}", entry.algo), [&, r](CUstream s, int i) {
+                              cudnn.launch(r, sets[i].activation.ptr(), sets[i].filter.ptr(), sets[i].output.ptr(),
+                                           workspace.ptr(), s);
+                            }});
+    }
+    row.cudnn.push_back(std::move(entry));
+  }
+  const std::size_t cudnn_count = candidates.size();
+
+  std::vector<std::unique_ptr<ConvLauncher>> launchers;
+  std::vector<OursEntry> ours;
+  std::vector<std::optional<std::size_t>> ours_candidate;  // parallel to `ours`: its timing candidate, if verified
+  std::string build_failures;
+  for (std::size_t i = 0; i < built.size(); ++i) {
+    if (const auto* error = std::get_if<std::exception_ptr>(&built[i])) {
+      build_failures += fmt::format("{}: {}; ", kernel_name(requests[i].spec), error_text(*error));
+      continue;
+    }
+    const BuiltKernel& k = std::get<BuiltKernel>(built[i]);
+    OursEntry entry{.kernel = k.source.entry};
+    try {
+      auto launcher = std::make_unique<ConvLauncher>(k);
+      entry.error = verify_launch(
+          [&](CUstream s) {
+            launcher->launch(sets[0].activation.ptr(), sets[0].filter.ptr(), sets[0].output.ptr(), workspace.ptr(),
+                             s);
+          },
+          sets[0], ref, scratch, stream);
+      if (!passes(*entry.error, p.precision)) {
+        entry.status = RouteStatus::failed_verification;
+        entry.reason = fmt::format("rel L2 error {:.3g}, {} NaN", entry.error->rel_l2, entry.error->nan_count);
+      } else {
+        ConvLauncher* l = launcher.get();
+        ours_candidate.resize(ours.size() + 1);
+        ours_candidate[ours.size()] = candidates.size();
+        candidates.push_back({entry.kernel, [&, l](CUstream s, int set) {
+                                l->launch(sets[set].activation.ptr(), sets[set].filter.ptr(), sets[set].output.ptr(),
+                                          workspace.ptr(), s);
+                              }});
+        launchers.push_back(std::move(launcher));
+      }
+    } catch (const std::exception& e) {
+      entry.status = RouteStatus::error;
+      entry.reason = e.what();
+    }
+    ours.push_back(std::move(entry));
+    ours_candidate.resize(ours.size());
+  }
+
+  stage(fmt::format("timing {} cuDNN routes and {} of ours", cudnn_count, candidates.size() - cudnn_count));
+  TimingOptions timing = options_.timing;
+  timing.buffer_sets = row.buffer_sets;
+  const std::vector<TimingResult> results = time_screened(candidates, cudnn_count, timing, options_.finalists, stream);
+  for (std::size_t c = 0; c < cudnn_count; ++c) row.cudnn[candidate_cudnn_entry[c]].timing = results[c];
+
+  // Ours: the fastest verified candidate in the headline mode (graph replay where it could be captured).
+  const auto headline = [](const TimingResult& t) { return t.graph ? t.graph->median : t.stream.median; };
+  std::optional<std::size_t> best_ours;
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    if (!ours_candidate[i]) continue;
+    ours[i].timing = results[*ours_candidate[i]];
+    if (!best_ours || headline(*ours[i].timing) < headline(*ours[*best_ours].timing)) best_ours = i;
+  }
+  if (best_ours) {
+    row.ours = ours[*best_ours];
+  } else if (!ours.empty()) {
+    row.ours = ours.front();  // every candidate failed: show the first failure
+  } else {
+    row.ours = {.kernel = "", .status = RouteStatus::unsupported,
+                .reason = build_failures.empty() ? "no family serves this problem" : build_failures};
+  }
+  int failed = 0;
+  for (const OursEntry& e : ours) failed += e.status != RouteStatus::ok;
+  if (failed > 0 && row.ours.status == RouteStatus::ok)
+    row.ours.reason = fmt::format("{} of {} candidates failed verification or launch", failed, ours.size());
+
+  stage("energy");
+  if (best_ours) {
+    const Candidate& c = candidates[*ours_candidate[*best_ours]];
+    const EnergyMeasurement e = energy_per_call(nvml_, [&] { c.enqueue(stream.get(), 0); }, stream.get());
+    row.ours.energy_mj = e.mj_per_call;
+    row.ours.energy_note = e.unavailable;
+  }
+  if (const auto best = cudnn_best(row)) {
+    const auto it = std::find(candidate_cudnn_entry.begin(), candidate_cudnn_entry.end(), *best);
+    const Candidate& c = candidates[static_cast<std::size_t>(it - candidate_cudnn_entry.begin())];
+    const EnergyMeasurement e = energy_per_call(nvml_, [&] { c.enqueue(stream.get(), 0); }, stream.get());
+    row.cudnn_energy_mj = e.mj_per_call;
+    row.cudnn_energy_note = e.unavailable;
+  }
+  stream.synchronize();
+  row.end = device_state(nvml_);
+  return row;
+}
+
+}  // namespace
+
+Problem bench_problem(const Problem& layer, int batch, const BenchOptions& options) {
+  Problem p = layer;
+  if (batch > 0) p.n = batch;
+  p.precision = options.precision;
+  if (options.layout) p.layout = with_channels_last(p.layout, channels_last(*options.layout));
+  return p;
+}
+
+BenchReport run_bench(const Suite& suite, const Gpu& gpu, const BenchOptions& options,
+                      const std::string& command_line, const BenchProgress& progress) {
+  if (options.precision != Precision::fp32 && options.precision != Precision::tf32)
+    throw InputError(fmt::format("--precision {}: the bench measures fp32 and tf32 so far (no family serves {} yet)",
+                                 options.precision, options.precision));
+  check_timing_options(options.timing);
+  const Nvml* nvml = Nvml::open(0);
+  BenchReport report{.provenance = collect_provenance(0, nvml, cudnn_version(), command_line),
+                     .timing = options.timing, .warm = options.warm, .rows = {}};
+  JitCache cache(user_cache_dir() / "jit");
+  ThreadPool pool;
+  LayerBench bench(gpu, options, cache, pool, nvml);
+
+  const std::vector<int> batches = options.batches.empty() ? std::vector<int>{0} : options.batches;
+  const std::size_t total = batches.size() * suite.layers.size();
+  std::size_t index = 0;
+  for (int batch : batches) {
+    for (const Layer& layer : suite.layers) {
+      const Problem p = bench_problem(layer.problem, batch, options);
+      const auto stage = [&](const std::string& what) {
+        if (progress) progress(index, total, fmt::format("{} n{}: {}", layer.name, p.n, what));
+      };
+      report.rows.push_back(bench.run(suite.name, layer, p, options.seed + index, stage));
+      ++index;
+    }
+  }
+  report.provenance.end = device_state(nvml);
+  return report;
+}
+
+}  // namespace convgen

@@ -1,0 +1,45 @@
+// bench_runner: measures each layer of a suite against every cuDNN route, verified first, by the protocol.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/cudnn_routes.hpp"
+#include "bench/report.hpp"
+#include "bench/timing.hpp"
+#include "convgen/gpu.hpp"
+#include "generator/shapes.hpp"
+
+namespace convgen {
+
+struct BenchOptions {
+  std::vector<int> batches;               // empty: the shapes file's batch
+  Precision precision = Precision::fp32;  // fp32 (strict FMA) or tf32
+  std::optional<Layout> layout;           // channels-first or -last override; the rank stays the layer's
+  bool warm = false;                      // allow L2 residency (else rotate buffer sets past 2 x L2)
+  TimingOptions timing;                   // buffer_sets is set per layer
+  int candidates_per_family = 3;          // ours: each family's default plus its first enumerated candidates
+  // cuDNN offers ~100 routes per layer. Every verified route is screened (stream launches, kScreenSamples samples);
+  // the `finalists` fastest go on to the full protocol with ours, interleaved. 0 takes every route to the end.
+  int finalists = 8;
+  CudnnOptions cudnn;
+  std::uint64_t seed = 1;
+};
+
+// Samples per route in the screening round.
+inline constexpr int kScreenSamples = 3;
+
+// Called before each stage of each layer: (layer index, layer count, text).
+using BenchProgress = std::function<void(std::size_t, std::size_t, const std::string&)>;
+
+// Runs the benchmark of every layer of `suite` at every batch on device 0 (a context must be current).
+// `gpu` is the live device's descriptor; `command_line` goes into the provenance.
+BenchReport run_bench(const Suite& suite, const Gpu& gpu, const BenchOptions& options,
+                      const std::string& command_line, const BenchProgress& progress = {});
+
+// The problem a layer is benchmarked as: batch, precision and layout applied.
+Problem bench_problem(const Problem& layer, int batch, const BenchOptions& options);
+
+}  // namespace convgen

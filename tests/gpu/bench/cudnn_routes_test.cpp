@@ -1,0 +1,284 @@
+// cudnn_routes_test: every cuDNN route of a few layers (NCHW 3x3, NHWC grouped, 3-D, TF32, FP16) is listed once, the
+// supported ones launch, and their outputs are compared with the float64 reference; prints the route table.
+#include "bench/cudnn_routes.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "bench/cudnn_check.hpp"
+#include "reference/reference.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/module.hpp"
+#include "support/corpus.hpp"
+
+namespace convgen {
+namespace {
+
+constexpr std::uint32_t kNanBits = 0x7fc00000u;
+constexpr std::uint32_t kHalfNanBits = 0x7e007e00u;  // two fp16 NaNs
+
+struct RouteResult {
+  std::string launch;  // "ok" or why the launch failed
+  ErrorStats stats;
+  bool passed = false;
+  std::string graph_replay;  // "ok", "mismatch" or why capture failed
+};
+
+class CudnnRoutes : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
+    context_ = std::make_unique<Context>(0);
+    stream_ = std::make_unique<Stream>();
+  }
+
+  // Builds the baseline, launches every supported route on random inputs with a poisoned output, compares with the
+  // reference, prints the table and checks what must hold for every problem.
+  std::vector<RouteResult> run_all(const Problem& problem, const CudnnBaseline& cudnn, bool print = true) {
+    const auto& routes = cudnn.routes();
+    const bool half = problem.precision == Precision::fp16;
+    std::vector<float> x(static_cast<std::size_t>(activation_elements(problem)));
+    std::vector<float> w(static_cast<std::size_t>(filter_elements(problem)));
+    std::vector<float> y(static_cast<std::size_t>(output_elements(problem)));
+    fill_random(x, 1);
+    fill_random(w, 2);
+    DeviceBuffer dx(x.size() * 4), dw(w.size() * 4), dy(y.size() * 4);
+    // fp16 data: the inputs are rounded to half first, so the reference sees exactly what the GPU does.
+    const auto upload = [half](DeviceBuffer& buffer, std::vector<float>& values) {
+      if (!half) return buffer.upload(values);
+      const std::vector<_Float16> h(values.begin(), values.end());
+      std::copy(h.begin(), h.end(), values.begin());
+      buffer.upload_bytes(h.data(), h.size() * sizeof(_Float16));
+    };
+    upload(dx, x);
+    upload(dw, w);
+    const std::vector<double> expected = reference_conv(problem, x, w);
+    DeviceBuffer workspace(std::max<std::size_t>(cudnn.max_workspace_bytes(), 4));
+
+    const auto run_and_compare = [&](const std::function<void()>& run) -> ErrorStats {
+      dy.fill_u32(half ? kHalfNanBits : kNanBits, stream_->get());
+      run();
+      stream_->synchronize();
+      if (half) {
+        std::vector<_Float16> h(y.size());
+        dy.download_bytes(h.data(), h.size() * sizeof(_Float16));
+        std::copy(h.begin(), h.end(), y.begin());
+      } else {
+        dy.download(y);
+      }
+      return compare(y, expected);
+    };
+
+    std::vector<RouteResult> results(routes.size());
+    for (std::size_t i = 0; i < routes.size(); ++i) {
+      if (!routes[i].supported()) continue;
+      RouteResult& r = results[i];
+      const auto launch = [&] { cudnn.launch(i, dx.ptr(), dw.ptr(), dy.ptr(), workspace.ptr(), stream_->get()); };
+      try {
+        r.stats = run_and_compare(launch);
+        r.launch = "ok";
+        r.passed = passes(r.stats, problem.precision);
+      } catch (const CudnnError& e) {
+        r.launch = e.what();
+        continue;
+      }
+      // What the benchmark's graph-replay mode will meet: does the route capture into a CUDA graph?
+      try {
+        const Graph graph = Graph::capture(stream_->get(), launch);
+        const ErrorStats again = run_and_compare([&] { graph.launch(stream_->get()); });
+        r.graph_replay = passes(again, problem.precision) == r.passed ? "ok" : "mismatch";
+      } catch (const Error& e) {
+        r.graph_replay = e.what();
+        stream_ = std::make_unique<Stream>();  // a failed capture may leave the stream unusable
+      }
+    }
+    if (print) print_table(problem, cudnn, results);
+    return results;
+  }
+
+  static void print_table(const Problem& problem, const CudnnBaseline& cudnn, const std::vector<RouteResult>& results) {
+    std::string text = fmt::format("\n{} ({}, {}), cuDNN {}: {} routes\n", describe(problem), problem.layout,
+                                   cudnn.math(), cudnn_version(), cudnn.routes().size());
+    text += fmt::format("  {:<6} {:<44} {:<40} {:>11} {:>10}  {}\n", "route", "algo", "status", "workspace", "rel L2",
+                        "notes / knobs / launch / graph replay");
+    for (std::size_t i = 0; i < cudnn.routes().size(); ++i) {
+      const CudnnRoute& r = cudnn.routes()[i];
+      const RouteResult& res = results[i];
+      std::string error = "-";
+      if (res.launch == "ok")
+        error = res.stats.nan_count > 0 ? fmt::format("{} NaN", res.stats.nan_count)
+                                        : fmt::format("{:.2e}", res.stats.rel_l2);
+      std::string extra = r.numerical_notes;
+      if (!r.behavior_notes.empty()) extra += (extra.empty() ? "" : " ") + std::string("{") + r.behavior_notes + "}";
+      if (!r.knobs.empty()) extra += " " + r.knobs;
+      if (!res.launch.empty() && res.launch != "ok") extra += " launch: " + res.launch;
+      if (!res.graph_replay.empty() && res.graph_replay != "ok") extra += " graph: " + res.graph_replay;
+      if (res.launch == "ok" && !res.passed) extra += " FAILS VERIFICATION";
+      std::string status = r.status;
+      if (status.size() > 40) status = status.substr(0, 37) + "...";
+      text += fmt::format("  {:<6} {:<44} {:<40} {:>11} {:>10}  {}\n", r.route, r.algo, status, r.workspace_bytes,
+                          error, extra);
+    }
+    for (const std::string& warning : cudnn.warnings()) text += "  warning: " + warning + "\n";
+    std::printf("%s", text.c_str());
+  }
+
+  // What every problem's routes must satisfy.
+  static void check_routes(const Problem& problem, const CudnnBaseline& cudnn,
+                           const std::vector<RouteResult>& results) {
+    const auto& routes = cudnn.routes();
+    std::set<std::string> algos;
+    std::set<std::string> graph_configs;
+    std::vector<std::string> legacy;
+    bool legacy_supported = false, graph_supported = false, graph_passed = false;
+    for (std::size_t i = 0; i < routes.size(); ++i) {
+      const CudnnRoute& r = routes[i];
+      EXPECT_FALSE(r.status.empty()) << r.algo;
+      EXPECT_TRUE(algos.insert(r.route + " " + r.algo).second) << "listed twice: " << r.route << " " << r.algo;
+      if (r.route == "legacy") {
+        legacy.push_back(r.algo);
+        legacy_supported |= r.supported() && results[i].launch == "ok";
+      } else {
+        ASSERT_EQ(r.route, "graph");
+        EXPECT_TRUE(graph_configs.insert(fmt::format("{}|{}", r.index, r.knobs)).second)
+            << "engine " << r.index << " with knobs '" << r.knobs << "' listed twice";
+        graph_supported |= r.supported() && results[i].launch == "ok";
+        graph_passed |= results[i].passed;
+      }
+      if (problem.precision == Precision::fp32) {
+        const bool tensor_cores = r.numerical_notes.find("TENSOR_CORE") != std::string::npos ||
+                                  r.numerical_notes.find("DOWN_CONVERT_INPUTS") != std::string::npos;
+        const bool excluded = r.status.rfind("excluded: ", 0) == 0;
+        EXPECT_EQ(excluded, tensor_cores) << r.algo << " " << r.status << " " << r.numerical_notes;
+      }
+    }
+    EXPECT_EQ(legacy, (std::vector<std::string>{"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT",
+                                                "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"}));
+    EXPECT_TRUE(legacy_supported) << "no legacy route launched";
+    EXPECT_TRUE(graph_supported) << "no graph route launched";
+    EXPECT_TRUE(graph_passed) << "no graph route passed verification";
+    // IMPLICIT_GEMM is the first route and serves nearly every problem: where it runs it must be right. The one
+    // exception seen (cuDNN 9.14, H200): fp32 NDHWC, where it is unsupported and another legacy algorithm serves.
+    ASSERT_EQ(routes[0].algo, "IMPLICIT_GEMM");
+    if (problem.layout == Layout::ndhwc && !routes[0].supported()) return;
+    EXPECT_TRUE(routes[0].supported()) << routes[0].status << " " << routes[0].status_detail;
+    EXPECT_EQ(results[0].launch, "ok");
+    EXPECT_TRUE(results[0].passed) << "IMPLICIT_GEMM rel L2 " << results[0].stats.rel_l2 << ", NaN "
+                                   << results[0].stats.nan_count;
+  }
+
+  void check_problem(const Problem& problem) {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<CudnnBaseline> cudnn;
+    ASSERT_NO_THROW(cudnn = std::make_unique<CudnnBaseline>(problem)) << describe(problem);
+    const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("\nbuilt %zu routes in %.2f s\n", cudnn->routes().size(), build_s);
+    const std::vector<RouteResult> results = run_all(problem, *cudnn);
+    check_routes(problem, *cudnn, results);
+  }
+
+  std::unique_ptr<Context> context_;
+  std::unique_ptr<Stream> stream_;
+};
+
+TEST_F(CudnnRoutes, Nchw3x3LayerHasEveryRouteListedAndTheSupportedOnesVerified) {
+  check_problem(Problem{.c = 64, .k = 64, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1}});
+}
+
+TEST_F(CudnnRoutes, NhwcGroupedLayerHasEveryRouteListedAndTheSupportedOnesVerified) {
+  check_problem(Problem{.n = 2,
+                        .c = 32,
+                        .k = 64,
+                        .input = {1, 10, 12},
+                        .filter = {1, 3, 3},
+                        .stride = {1, 2, 1},
+                        .padding = {0, 1, 1},
+                        .groups = 4,
+                        .layout = Layout::nhwc});
+}
+
+TEST_F(CudnnRoutes, ThreeDimensionalLayerHasEveryRouteListedAndTheSupportedOnesVerified) {
+  check_problem(
+      Problem{.c = 8, .k = 16, .input = {6, 8, 8}, .filter = {3, 3, 3}, .padding = {1, 1, 1}, .layout = Layout::ncdhw});
+}
+
+TEST_F(CudnnRoutes, Tf32AllowsTensorCoreEnginesAndMeetsTheTf32Limit) {
+  const Problem problem{
+      .c = 64, .k = 64, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .precision = Precision::tf32};
+  const CudnnBaseline cudnn(problem);
+  const std::vector<RouteResult> results = run_all(problem, cudnn);
+  check_routes(problem, cudnn, results);
+  for (const CudnnRoute& r : cudnn.routes()) EXPECT_EQ(r.status.rfind("excluded: ", 0), std::string::npos) << r.algo;
+}
+
+TEST_F(CudnnRoutes, Fp16NhwcLayerHasEveryRouteListedAndTheSupportedOnesVerified) {
+  check_problem(Problem{.c = 64,
+                        .k = 64,
+                        .input = {1, 14, 14},
+                        .filter = {1, 3, 3},
+                        .padding = {0, 1, 1},
+                        .layout = Layout::nhwc,
+                        .precision = Precision::fp16});
+}
+
+// Every edge case (1-D, 3-D, odd sizes, stride, dilation, groups, depthwise, batch > 1) in its own layout: prints
+// one line per layer and the routes that fail verification.
+TEST_F(CudnnRoutes, EveryEdgeCaseHasItsRoutesListedAndTheSupportedOnesVerified) {
+  for (const Layer& layer : testing_support::edge_cases().layers) {
+    SCOPED_TRACE(layer.name);
+    const CudnnBaseline cudnn(layer.problem);
+    const std::vector<RouteResult> results = run_all(layer.problem, cudnn, false);
+    check_routes(layer.problem, cudnn, results);
+    int supported = 0, passed = 0;
+    std::string failures;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const CudnnRoute& r = cudnn.routes()[i];
+      supported += r.supported();
+      passed += results[i].passed;
+      if (r.supported() && !results[i].passed)
+        failures +=
+            fmt::format(" {} {}: {}", r.route, r.algo,
+                        results[i].launch == "ok" ? fmt::format("{:.2e}", results[i].stats.rel_l2) : results[i].launch);
+    }
+    std::printf("%-28s %-44s %3zu routes, %3d supported, %3d verified%s\n", layer.name.c_str(),
+                describe(layer.problem).c_str(), cudnn.routes().size(), supported, passed, failures.c_str());
+  }
+}
+
+TEST_F(CudnnRoutes, LaunchRefusesAnUnknownIndexAndAnUnsupportedRoute) {
+  const Problem problem{.c = 4, .k = 4, .input = {1, 6, 6}, .filter = {1, 3, 3}};
+  const CudnnBaseline cudnn(problem);
+  const std::size_t count = cudnn.routes().size();
+  try {
+    cudnn.launch(count, 0, 0, 0, 0, stream_->get());
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("cudnn route index {} out of range: the problem has {} routes", count, count));
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    const CudnnRoute& r = cudnn.routes()[i];
+    if (r.supported()) continue;
+    try {
+      cudnn.launch(i, 0, 0, 0, 0, stream_->get());
+      ADD_FAILURE() << "no InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                fmt::format("cudnn route {} {} is not supported: {}", r.route, r.algo, r.status));
+    }
+    break;
+  }
+}
+
+}  // namespace
+}  // namespace convgen

@@ -1,0 +1,168 @@
+// emit_library_gpu_test: the checked-in example library (generated/cusnn_sm90) on the GPU: every layer against the
+// float64 reference and against the JIT path running the same kernel, and the time per call through both.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "conv/conv_kernel.hpp"
+#include "cusnn_sm90.h"
+#include "generator/gpu_json.hpp"
+#include "generator/shapes.hpp"
+#include "reference/reference.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/module.hpp"
+
+namespace convgen {
+namespace {
+
+Problem to_problem(const cusnn_sm90_problem& p) {
+  return {.n = p.n,
+          .c = p.c,
+          .k = p.k,
+          .input = {p.d, p.h, p.w},
+          .filter = {p.t, p.r, p.s},
+          .stride = {p.stride_d, p.stride_h, p.stride_w},
+          .padding = {p.pad_d, p.pad_h, p.pad_w},
+          .dilation = {p.dilation_d, p.dilation_h, p.dilation_w},
+          .groups = p.groups,
+          .layout = static_cast<Layout>(p.layout),
+          .precision = static_cast<Precision>(p.precision)};
+}
+
+// Median milliseconds per call of `call`, from 7 samples of 20 calls between events (a record, not a benchmark).
+template <class F>
+double ms_per_call(CUstream stream, F&& call) {
+  for (int i = 0; i < 3; ++i) call();
+  Event start, stop;
+  std::vector<double> samples;
+  for (int sample = 0; sample < 7; ++sample) {
+    start.record(stream);
+    for (int i = 0; i < 20; ++i) call();
+    stop.record(stream);
+    stop.synchronize();
+    samples.push_back(Event::elapsed_ms(start, stop) / 20);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+std::int64_t differing_words(const std::vector<float>& a, const std::vector<float>& b) {
+  std::int64_t count = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) count += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return count;
+}
+
+TEST(EmitLibraryGpu, EveryCusnnLayerThroughTheLibraryMatchesTheReferenceAndTheJitPath) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
+  Context context(0);
+  if (cusnn_sm90_check_device() != CUSNN_SM90_SUCCESS)
+    GTEST_SKIP() << "the library cannot run here: " << cusnn_sm90_last_error_message();
+  Stream stream;
+  const Gpu h100 = load_gpu(std::string(CONVGEN_SOURCE_DIR) + "/gpus/h100_sxm.json");  // what regen-examples used
+  const Suite suite = load_suite(std::string(CONVGEN_SOURCE_DIR) + "/shapes/cusnn.csv");
+  ASSERT_EQ(cusnn_sm90_problem_count(), suite.layers.size());
+  JitCache cache(std::nullopt);
+
+  std::string table = fmt::format("{:<18} {:<42} {:>8} {:>10} {:>10} {:>14} {:>12}\n", "layer", "kernel", "rel L2",
+                                  "lib us", "JIT us", "lib==JIT bits", "JIT==JIT");
+  for (std::size_t i = 0; i < cusnn_sm90_problem_count(); ++i) {
+    const cusnn_sm90_problem& lp = *cusnn_sm90_problem_at(i);
+    const Problem problem = to_problem(lp);
+    const std::string layer = cusnn_sm90_problem_name(i);
+    SCOPED_TRACE(layer);
+    EXPECT_EQ(problem, suite.layers[i].problem);
+    char key[256];
+    cusnn_sm90_problem_key(&lp, key, sizeof key);
+    EXPECT_EQ(std::string(key), problem_key(problem));
+    const char* kernel = cusnn_sm90_kernel_name(&lp, 90);
+    ASSERT_NE(kernel, nullptr);
+    const BuiltKernel built = build_kernel(problem, parse_kernel_name(kernel), h100, cache);
+    const ConvLauncher jit(built);
+
+    std::vector<float> activation(static_cast<std::size_t>(activation_elements(problem)));
+    std::vector<float> filter(static_cast<std::size_t>(filter_elements(problem)));
+    fill_random(activation, 100 + i);
+    fill_random(filter, 200 + i);
+    const std::size_t outputs = static_cast<std::size_t>(output_elements(problem));
+    DeviceBuffer d_activation(activation.size() * 4), d_filter(filter.size() * 4), d_output(outputs * 4);
+    d_activation.upload(activation);
+    d_filter.upload(filter);
+
+    // Each run starts from a NaN-poisoned output, so an output a kernel does not write fails.
+    const auto run_library = [&] {
+      return cusnn_sm90_conv_forward(&lp, d_activation.ptr(), d_filter.ptr(), d_output.ptr(), stream.get());
+    };
+    const auto run_jit = [&] { jit.launch(d_activation.ptr(), d_filter.ptr(), d_output.ptr(), 0, stream.get()); };
+    std::vector<float> from_library(outputs), from_jit(outputs), from_jit_again(outputs);
+    d_output.fill_u32(0x7fc00000u, stream.get());
+    ASSERT_EQ(run_library(), CUSNN_SM90_SUCCESS) << cusnn_sm90_last_error_message();
+    stream.synchronize();
+    d_output.download(from_library);
+    d_output.fill_u32(0x7fc00000u, stream.get());
+    run_jit();
+    stream.synchronize();
+    d_output.download(from_jit);
+    d_output.fill_u32(0x7fc00000u, stream.get());
+    run_jit();
+    stream.synchronize();
+    d_output.download(from_jit_again);
+
+    const std::vector<double> reference = reference_conv(problem, activation, filter);
+    const ErrorStats lib_stats = compare(from_library, reference);
+    const ErrorStats jit_stats = compare(from_jit, reference);
+    EXPECT_TRUE(passes(lib_stats, problem.precision))
+        << "rel L2 " << lib_stats.rel_l2 << ", NaN " << lib_stats.nan_count;
+    EXPECT_TRUE(passes(jit_stats, problem.precision)) << "rel L2 " << jit_stats.rel_l2;
+    const std::int64_t lib_vs_jit = differing_words(from_library, from_jit);
+    const std::int64_t jit_vs_jit = differing_words(from_jit, from_jit_again);
+    if (built.spec.split_k == 1) {
+      // One thread sums each output in a fixed order: the same kernel must give the same bits.
+      EXPECT_EQ(lib_vs_jit, 0) << kernel;
+    } else {
+      // Split-K adds partial sums with atomics in whatever order blocks finish, so even two JIT runs may differ
+      // in the last bits; the library must be as close to the JIT path as the JIT path is to the reference.
+      std::vector<double> jit_as_double(from_jit.begin(), from_jit.end());
+      const ErrorStats lib_vs_jit_stats = compare(from_library, jit_as_double);
+      EXPECT_LE(lib_vs_jit_stats.rel_l2, 1e-6) << kernel;
+    }
+
+    const double lib_ms = ms_per_call(stream.get(), [&] { run_library(); });
+    const double jit_ms = ms_per_call(stream.get(), run_jit);
+    table += fmt::format("{:<18} {:<42} {:>8.1e} {:>10.2f} {:>10.2f} {:>14} {:>12}\n", layer, kernel, lib_stats.rel_l2,
+                         lib_ms * 1000, jit_ms * 1000,
+                         lib_vs_jit == 0 ? std::string("yes") : fmt::format("{} differ", lib_vs_jit),
+                         jit_vs_jit == 0 ? std::string("yes") : fmt::format("{} differ", jit_vs_jit));
+  }
+  std::printf("\ncusnn_sm90 through the library and the JIT path (median of 7 x 20 back-to-back calls):\n%s",
+              table.c_str());
+  if (const char* path = std::getenv("CONVGEN_VERIFY_REPORT"); path && *path)
+    std::ofstream(path, std::ios::app) << "\ncusnn_sm90 library vs JIT path:\n" << table;
+}
+
+// An unknown problem is refused, or handed to the fallback, before the driver is touched: with or without a GPU.
+TEST(EmitLibraryGpu, AnUnknownProblemIsRefusedOrHandedToTheFallback) {
+  cusnn_sm90_problem unknown = *cusnn_sm90_problem_at(0);
+  unknown.n = 5;
+  EXPECT_EQ(cusnn_sm90_conv_forward(&unknown, 1, 1, 1, nullptr), CUSNN_SM90_ERROR_UNKNOWN_PROBLEM);
+  EXPECT_EQ(std::string(cusnn_sm90_last_error_message()),
+            "problem n5_c128_k32_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32 was not emitted into cusnn_sm90 "
+            "(it serves 8 problems; see cusnn_sm90_problem_at)");
+  int calls = 0;
+  cusnn_sm90_set_fallback(
+      [](const cusnn_sm90_problem*, unsigned long long, unsigned long long, unsigned long long, void*, void* user) {
+        ++*static_cast<int*>(user);
+        return CUSNN_SM90_SUCCESS;
+      },
+      &calls);
+  EXPECT_EQ(cusnn_sm90_conv_forward(&unknown, 1, 1, 1, nullptr), CUSNN_SM90_SUCCESS);
+  cusnn_sm90_set_fallback(nullptr, nullptr);
+  EXPECT_EQ(calls, 1);
+}
+
+}  // namespace
+}  // namespace convgen

@@ -1,0 +1,574 @@
+// tuning_db_test: the tuning database: schema and migrations, recording and best choices, refusals, concurrency.
+#include "tuner/tuning_db.hpp"
+
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "convgen/error.hpp"
+#include "tests/host/tuner/fixtures.hpp"
+#include "tuner/sqlite_check.hpp"
+
+namespace convgen {
+namespace {
+
+using namespace testing_tuner;
+
+// Runs one query on its own connection and returns the first column of the first row as text.
+std::string query_text(const std::filesystem::path& path, const char* sql) {
+  sqlite3* raw = nullptr;
+  sqlite3_open(path.c_str(), &raw);
+  SqliteHandle db(raw);
+  Statement s(db.get(), sql);
+  return s.step() ? s.text(0) : std::string{};
+}
+
+TEST(TuningDb, OpeningCreatesTheFileAndItsFolderInWalModeAtTheCurrentSchemaVersion) {
+  ScratchDir dir;
+  const auto path = dir / "nested/folder/tuning.sqlite";
+  TuningDb db = TuningDb::open(path);
+  EXPECT_TRUE(std::filesystem::exists(path));
+  EXPECT_EQ(db.schema_version(), tuning_db_schema_version);
+  EXPECT_EQ(query_text(path, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(query_text(path, "PRAGMA user_version"), std::to_string(tuning_db_schema_version));
+}
+
+TEST(TuningDb, TheDefaultPathIsInTheUserDataFolder) {
+  const char* old = std::getenv("CONVGEN_DATA_DIR");
+  const std::string saved = old ? old : "";
+  setenv("CONVGEN_DATA_DIR", "/tmp/convgen-data-for-test", 1);
+  EXPECT_EQ(TuningDb::default_path(), std::filesystem::path("/tmp/convgen-data-for-test/tuning.sqlite"));
+  if (old) {
+    setenv("CONVGEN_DATA_DIR", saved.c_str(), 1);
+  } else {
+    unsetenv("CONVGEN_DATA_DIR");
+  }
+}
+
+TEST(TuningDb, ARecordReadsBackWithEveryField) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  MeasurementRecord m = measured(h100(), conv3x3(), igemm(64), 41.25);
+  m.energy_mj = 0.75;
+  m.predicted_us = 38.5;
+  m.spill_bytes = 8;
+  const std::int64_t id = db.record(m);
+  EXPECT_GT(id, 0);
+  EXPECT_EQ(db.measurements(), std::vector{with_id(m, id)});
+  EXPECT_EQ(db.gpus(), std::vector{h100()});
+}
+
+TEST(TuningDb, ARecordWithoutACreationTimeGetsTheCurrentTime) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  const auto before = std::chrono::system_clock::now().time_since_epoch();
+  db.record(measured(h100(), conv3x3(), igemm(64), 41.0, /*created_at=*/0));
+  const std::int64_t created = db.measurements()[0].created_at;
+  EXPECT_GE(created, std::chrono::duration_cast<std::chrono::seconds>(before).count());
+  EXPECT_LE(created, std::chrono::duration_cast<std::chrono::seconds>(before).count() + 60);
+}
+
+TEST(TuningDb, AFasterMeasurementReplacesTheBestAndASlowerOneDoesNot) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  EXPECT_EQ(db.best(h100(), conv3x3()), std::nullopt);
+  db.record(measured(h100(), conv3x3(), igemm(64), 50.0));
+  const std::int64_t faster = db.record(measured(h100(), conv3x3(), igemm(128), 40.0));
+  db.record(measured(h100(), conv3x3(), igemm(32), 45.0));
+  const auto best = db.best(h100(), conv3x3());
+  ASSERT_TRUE(best);
+  EXPECT_EQ(
+      *best,
+      (BestChoice{
+          .gpu = h100(), .problem = conv3x3(), .kernel = igemm(128), .median_us = 40.0, .measurement_id = faster}));
+}
+
+TEST(TuningDb, AnEqualTimeKeepsTheKernelMeasuredFirst) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  db.record(measured(h100(), conv3x3(), igemm(64), 40.0));
+  db.record(measured(h100(), conv3x3(), igemm(128), 40.0));
+  EXPECT_EQ(db.best(h100(), conv3x3())->kernel, igemm(64));
+}
+
+TEST(TuningDb, FailedMeasurementsAreKeptButNeverBest) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  db.record(failed(h100(), conv3x3(), igemm(128), MeasurementStatus::wrong_result, "rel_l2 0.5 > 1e-05"));
+  EXPECT_EQ(db.best(h100(), conv3x3()), std::nullopt);
+  db.record(measured(h100(), conv3x3(), igemm(64), 40.0));
+  db.record(failed(h100(), conv3x3(), igemm(32), MeasurementStatus::resources, "too many resources requested"));
+  EXPECT_EQ(db.best(h100(), conv3x3())->kernel, igemm(64));
+  const auto failures = db.measurements({.status = MeasurementStatus::wrong_result});
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].error_text, "rel_l2 0.5 > 1e-05");
+}
+
+TEST(TuningDb, TheBestChoiceIsPerGpuProblemAndPrecision) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  db.record(measured(h100(), conv3x3(), igemm(64), 40.0));
+  db.record(measured(h100(), conv3x3(Precision::tf32), igemm(128), 20.0));
+  db.record(measured(h200(), conv3x3(), igemm(32), 35.0));
+  db.record(measured(h100(), conv1x1(), igemm(128), 60.0));
+  EXPECT_EQ(db.best(h100(), conv3x3())->kernel, igemm(64));
+  EXPECT_EQ(db.best(h100(), conv3x3(Precision::tf32))->kernel, igemm(128));
+  EXPECT_EQ(db.best(h200(), conv3x3())->kernel, igemm(32));
+  EXPECT_EQ(db.best(h200(), conv1x1()), std::nullopt);
+  EXPECT_EQ(db.list_best().size(), 4u);
+  const auto h200_best = db.list_best(h200());
+  ASSERT_EQ(h200_best.size(), 1u);
+  EXPECT_EQ(h200_best[0].kernel, igemm(32));
+}
+
+TEST(TuningDb, AGpuIsKnownByNameArchAndSmCountAndKeepsItsLatestDescriptor) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  db.record(measured(h100(), conv3x3(), igemm(64), 40.0));
+  Gpu reclocked = h100();
+  reclocked.clock_mhz = 1755;
+  db.record(measured(reclocked, conv3x3(), igemm(128), 45.0));
+  EXPECT_EQ(db.gpus(), std::vector{reclocked});
+  EXPECT_EQ(db.best(h100(), conv3x3())->kernel, igemm(64));
+  Gpu fewer_sms = h100();
+  fewer_sms.sm_count = 114;
+  EXPECT_EQ(db.best(fewer_sms, conv3x3()), std::nullopt);
+  EXPECT_TRUE(same_gpu(h100(), reclocked));
+  EXPECT_FALSE(same_gpu(h100(), fewer_sms));
+}
+
+TEST(TuningDb, MeasurementsFilterByGpuProblemKernelAndStatus) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  db.record(measured(h100(), conv3x3(), igemm(64), 40.0));
+  db.record(measured(h100(), conv3x3(), igemm(128), 30.0));
+  db.record(measured(h100(), conv1x1(), igemm(64), 50.0));
+  db.record(measured(h200(), conv3x3(), igemm(64), 35.0));
+  db.record(failed(h100(), conv3x3(), igemm(32), MeasurementStatus::compile_error, "error: x"));
+  EXPECT_EQ(db.measurements().size(), 5u);
+  EXPECT_EQ(db.measurements({.gpu = h100()}).size(), 4u);
+  EXPECT_EQ(db.measurements({.gpu = h100(), .problem = conv3x3()}).size(), 3u);
+  EXPECT_EQ(db.measurements({.problem = conv3x3(), .kernel = igemm(64)}).size(), 2u);
+  EXPECT_EQ(db.measurements({.status = MeasurementStatus::ok}).size(), 4u);
+  EXPECT_EQ(db.measurements({.problem = conv3x3(Precision::tf32)}).size(), 0u);
+}
+
+TEST(TuningDb, RecordRefusesAnOkMeasurementWithoutAPositiveTime) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  MeasurementRecord m = measured(h100(), conv3x3(), igemm(64), 0.0);
+  try {
+    db.record(m);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "measurement of igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1: an ok measurement must have a "
+                 "positive median, got 0");
+  }
+  m.median_us = 10;
+  m.gpu = Gpu{};
+  EXPECT_THROW(db.record(m), InputError);
+  m.gpu = h100();
+  m.kernel.clear();
+  EXPECT_THROW(db.record(m), InputError);
+  EXPECT_TRUE(db.measurements().empty());
+}
+
+// The schema as version 1 created it, copied here on purpose: migration 1 must never change.
+constexpr const char* kVersion1Schema = R"sql(
+CREATE TABLE gpus (
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL, arch TEXT NOT NULL, sm_count INTEGER NOT NULL,
+  descriptor_json TEXT NOT NULL, UNIQUE (name, arch, sm_count));
+CREATE TABLE measurements (
+  id INTEGER PRIMARY KEY, gpu_id INTEGER NOT NULL REFERENCES gpus (id), problem_key TEXT NOT NULL,
+  precision TEXT NOT NULL, kernel TEXT NOT NULL, family TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('ok', 'compile_error', 'resources', 'launch_error', 'wrong_result')),
+  error_text TEXT NOT NULL DEFAULT '', median_us REAL NOT NULL DEFAULT 0, p10_us REAL NOT NULL DEFAULT 0,
+  p90_us REAL NOT NULL DEFAULT 0, samples_json TEXT NOT NULL DEFAULT '[]', rel_l2_error REAL NOT NULL DEFAULT 0,
+  energy_mj REAL, registers INTEGER NOT NULL DEFAULT 0, spill_bytes INTEGER NOT NULL DEFAULT 0,
+  smem_bytes INTEGER NOT NULL DEFAULT 0, sm_clock_start_mhz REAL NOT NULL DEFAULT 0,
+  sm_clock_end_mhz REAL NOT NULL DEFAULT 0, driver TEXT NOT NULL DEFAULT '', nvrtc TEXT NOT NULL DEFAULT '',
+  convgen TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL);
+CREATE INDEX measurements_by_problem ON measurements (gpu_id, problem_key, precision);
+CREATE TABLE best (
+  gpu_id INTEGER NOT NULL REFERENCES gpus (id), problem_key TEXT NOT NULL, precision TEXT NOT NULL,
+  kernel TEXT NOT NULL, median_us REAL NOT NULL, measurement_id INTEGER NOT NULL REFERENCES measurements (id),
+  PRIMARY KEY (gpu_id, problem_key, precision));
+PRAGMA user_version = 1;
+)sql";
+
+void create_file(const std::filesystem::path& path, const std::string& sql) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  SqliteHandle db(raw);
+  execute(db.get(), sql.c_str());
+}
+
+TEST(TuningDb, AVersionOneFileIsMigratedAndKeepsItsRecords) {
+  ScratchDir dir;
+  const auto path = dir / "v1.sqlite";
+  const std::string key = problem_key(conv3x3());
+  create_file(path, std::string(kVersion1Schema) +
+                        fmt::format("INSERT INTO gpus VALUES (1, '{}', 'sm_90', 132, '{}');"
+                                    "INSERT INTO measurements (id, gpu_id, problem_key, precision, kernel, family, "
+                                    "status, median_us, samples_json, created_at) VALUES (7, 1, '{}', 'fp32', '{}', "
+                                    "'igemm', 'ok', 42.5, '[42.0,42.5,43.0]', 1600000000);"
+                                    "INSERT INTO best VALUES (1, '{}', 'fp32', '{}', 42.5, 7);",
+                                    h100().name, gpu_to_json(h100()), key, igemm(64), key, igemm(64)));
+  TuningDb db = TuningDb::open(path);
+  EXPECT_EQ(db.schema_version(), 2);
+  const auto records = db.measurements();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].id, 7);
+  EXPECT_EQ(records[0].samples_us, (std::vector{42.0, 42.5, 43.0}));
+  EXPECT_EQ(records[0].predicted_us, std::nullopt);  // the column version 2 added
+  EXPECT_EQ(db.best(h100(), conv3x3())->measurement_id, 7);
+  // The calibration table version 2 added works, and a new record goes in beside the old one.
+  db.save_calibration(h100(), {.model_version = 1, .coefficients_json = "{}", .fitted_at = 5, .samples = 3});
+  EXPECT_EQ(db.load_calibration(h100(), 1),
+            (StoredCalibration{.model_version = 1, .coefficients_json = "{}", .fitted_at = 5, .samples = 3}));
+  db.record(measured(h100(), conv3x3(), igemm(128), 30.0));
+  EXPECT_EQ(db.best(h100(), conv3x3())->kernel, igemm(128));
+}
+
+TEST(TuningDb, AFileWithANewerSchemaIsRefused) {
+  ScratchDir dir;
+  const auto path = dir / "future.sqlite";
+  create_file(path, "CREATE TABLE x (y); PRAGMA user_version = 9;");
+  try {
+    TuningDb::open(path);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path.string() + ": schema version 9 is newer than this convgen knows (2); use a newer convgen");
+  }
+}
+
+TEST(TuningDb, AFileThatIsNotADatabaseIsRefused) {
+  ScratchDir dir;
+  const auto path = dir / "notes.sqlite";
+  std::ofstream(path) << "these are not the tables you are looking for, but the header must be long enough\n";
+  try {
+    TuningDb::open(path);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path.string() + ": not a tuning database (the file is not SQLite)");
+  }
+}
+
+TEST(TuningDb, TheSqliteCheckNamesTheCallTheErrorAndTheLine) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &raw), SQLITE_OK);
+  SqliteHandle db(raw);
+  const int line = __LINE__ + 2;
+  try {
+    CONVGEN_SQLITE_CHECK(db.get(), sqlite3_exec(db.get(), "SELEC 1", nullptr, nullptr, nullptr));
+    FAIL() << "expected ApiError";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("{}:{}: sqlite3_exec(db.get(), \"SELEC 1\", nullptr, nullptr, nullptr) failed: SQL logic "
+                          "error (near \"SELEC\": syntax error)",
+                          __FILE__, line));
+  }
+}
+
+// Records `count` measurements for two problems, times spread so that each writer has its own fastest one.
+void write_many(const std::filesystem::path& path, int writer, int count) {
+  TuningDb db = TuningDb::open(path);
+  for (int i = 0; i < count; ++i) {
+    const double time = 100.0 + (i * 37 % count) + writer * 0.25;
+    db.record(measured(h100(), i % 2 ? conv1x1() : conv3x3(), igemm(32 << (i % 3)), time));
+  }
+}
+
+// Checks that the best of each problem is the fastest ok measurement and points at it.
+void expect_consistent_best(const TuningDb& db) {
+  for (const Problem& p : {conv3x3(), conv1x1()}) {
+    const auto all = db.measurements({.gpu = h100(), .problem = p, .status = MeasurementStatus::ok});
+    ASSERT_FALSE(all.empty());
+    const auto fastest = std::min_element(all.begin(), all.end(),
+                                          [](const auto& a, const auto& b) { return a.median_us < b.median_us; });
+    const auto best = db.best(h100(), p);
+    ASSERT_TRUE(best);
+    EXPECT_EQ(best->median_us, fastest->median_us);
+    const auto pointed = db.measurements({.gpu = h100(), .problem = p, .kernel = best->kernel});
+    EXPECT_TRUE(std::any_of(pointed.begin(), pointed.end(), [&](const MeasurementRecord& m) {
+      return m.id == best->measurement_id && m.median_us == best->median_us;
+    }));
+  }
+}
+
+TEST(TuningDb, TwoProcessesWritingToOneFileAtOnceLoseNothing) {
+  ScratchDir dir;
+  const auto path = dir / "shared.sqlite";
+  constexpr int kPerWriter = 200;
+  // Both children wait on this pipe until the parent closes it, so that their writes overlap.
+  int start[2];
+  ASSERT_EQ(pipe(start), 0);
+  std::vector<pid_t> children;
+  for (int writer = 0; writer < 2; ++writer) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // The child: no gtest assertions here, only an exit status (and _exit, so that no test state is torn down).
+      close(start[1]);
+      char byte = 0;
+      [[maybe_unused]] const auto got = read(start[0], &byte, 1);  // returns 0 when the parent closes its end
+      int status = 0;
+      try {
+        write_many(path, writer, kPerWriter);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "writer {}: {}\n", writer, e.what());
+        status = 1;
+      }
+      _exit(status);
+    }
+    children.push_back(pid);
+  }
+  close(start[0]);
+  close(start[1]);
+  for (const pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  const TuningDb db = TuningDb::open(path);
+  EXPECT_EQ(db.measurements().size(), 2u * kPerWriter);
+  EXPECT_EQ(db.gpus().size(), 1u);
+  EXPECT_EQ(db.list_best().size(), 2u);
+  expect_consistent_best(db);
+  EXPECT_EQ(db.best(h100(), conv3x3())->median_us, 100.0);  // writer 0's fastest beats writer 1's 100.25
+}
+
+TEST(TuningDb, ThreadsWithTheirOwnConnectionsLoseNothing) {
+  ScratchDir dir;
+  const auto path = dir / "threads.sqlite";
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 100;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        write_many(path, t, kPerThread);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "thread {}: {}\n", t, e.what());
+        ++failures;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures, 0);
+  const TuningDb db = TuningDb::open(path);
+  EXPECT_EQ(db.measurements().size(), static_cast<std::size_t>(kThreads * kPerThread));
+  expect_consistent_best(db);
+}
+
+// --- export and import -----------------------------------------------------------------------------------------
+
+// Drops what differs between two databases holding the same records: the row ids.
+std::vector<MeasurementRecord> without_ids(std::vector<MeasurementRecord> records) {
+  for (auto& m : records) m.id = 0;
+  return records;
+}
+std::vector<BestChoice> without_ids(std::vector<BestChoice> best) {
+  for (auto& b : best) b.measurement_id = 0;
+  return best;
+}
+
+void fill(TuningDb& db) {
+  MeasurementRecord with_energy = measured(h100(), conv3x3(), igemm(64), 41.0 + 1.0 / 3);
+  with_energy.energy_mj = 0.123456789012345;
+  with_energy.predicted_us = 39.0;
+  db.record(with_energy);
+  db.record(measured(h100(), conv3x3(), igemm(128), 38.0));
+  db.record(measured(h100(), conv1x1(), igemm(32), 55.0));
+  db.record(
+      failed(h100(), conv1x1(), igemm(128), MeasurementStatus::launch_error, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"));
+}
+
+TEST(TuningDb, AnExportImportedIntoAnEmptyDatabaseGivesTheSameRecords) {
+  ScratchDir dir;
+  TuningDb source = TuningDb::open(dir / "a.sqlite");
+  fill(source);
+  TuningDb target = TuningDb::open(dir / "b.sqlite");
+  const ImportStats stats = target.import_json(source.export_json(), h100(), false);
+  EXPECT_EQ(stats, (ImportStats{.measurements_imported = 4, .duplicates_skipped = 0, .best_updated = 3}));
+  EXPECT_EQ(without_ids(target.measurements()), without_ids(source.measurements()));
+  EXPECT_EQ(without_ids(target.list_best()), without_ids(source.list_best()));
+}
+
+TEST(TuningDb, ImportingTheSameExportTwiceSkipsTheDuplicates) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "a.sqlite");
+  fill(db);
+  const ImportStats stats = db.import_json(db.export_json(), h100(), false);
+  EXPECT_EQ(stats, (ImportStats{.measurements_imported = 0, .duplicates_skipped = 4, .best_updated = 0}));
+  EXPECT_EQ(db.measurements().size(), 4u);
+}
+
+TEST(TuningDb, ImportReplacesABestChoiceOnlyWithAFasterOne) {
+  ScratchDir dir;
+  TuningDb here = TuningDb::open(dir / "here.sqlite");
+  here.record(measured(h100(), conv3x3(), igemm(64), 30.0));
+  here.record(measured(h100(), conv1x1(), igemm(64), 80.0));
+  TuningDb there = TuningDb::open(dir / "there.sqlite");
+  there.record(measured(h100(), conv3x3(), igemm(128), 35.0));
+  there.record(measured(h100(), conv1x1(), igemm(128), 60.0));
+  const ImportStats stats = here.import_json(there.export_json(), h100(), false);
+  EXPECT_EQ(stats.measurements_imported, 2);
+  EXPECT_EQ(stats.best_updated, 1);
+  EXPECT_EQ(here.best(h100(), conv3x3())->kernel, igemm(64));
+  EXPECT_EQ(here.best(h100(), conv1x1())->kernel, igemm(128));
+}
+
+TEST(TuningDb, ImportRefusesRecordsOfAnotherGpuNamingBothAndWritesNothing) {
+  ScratchDir dir;
+  TuningDb there = TuningDb::open(dir / "there.sqlite");
+  there.record(measured(h100(), conv3x3(), igemm(64), 30.0));
+  there.record(measured(h200(), conv3x3(), igemm(64), 25.0));
+  TuningDb here = TuningDb::open(dir / "here.sqlite");
+  try {
+    here.import_json(there.export_json(), h100(), false, "h200.json");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "h200.json: records are for " + describe_gpu(h200()) + ", not for this GPU, " +
+                                         describe_gpu(h100()) + "; import with --allow-other-gpu to keep them anyway");
+  }
+  EXPECT_TRUE(here.measurements().empty());
+  const ImportStats stats = here.import_json(there.export_json(), h100(), true);
+  EXPECT_EQ(stats.measurements_imported, 2);
+  EXPECT_EQ(here.best(h200(), conv3x3())->median_us, 25.0);
+}
+
+TEST(TuningDb, ExportOfOneGpuHoldsOnlyItsRecords) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "a.sqlite");
+  db.record(measured(h100(), conv3x3(), igemm(64), 30.0));
+  db.record(measured(h200(), conv3x3(), igemm(64), 25.0));
+  TuningDb other = TuningDb::open(dir / "b.sqlite");
+  EXPECT_EQ(other.import_json(db.export_json(h200()), h200(), false).measurements_imported, 1);
+  EXPECT_EQ(other.gpus(), std::vector{h200()});
+}
+
+void expect_import_error(const std::string& text, const std::string& message) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "a.sqlite");
+  try {
+    db.import_json(text, h100(), true, "in.json");
+    FAIL() << "expected InputError for " << text;
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+  EXPECT_TRUE(db.measurements().empty());
+}
+
+TEST(TuningDb, ImportOfABadFileSaysWhatIsWrongAndWhere) {
+  expect_import_error("{\"format\": \"something-else\"}",
+                      "in.json: not a convgen tuning export (key 'format' must be \"convgen-tuning\")");
+  expect_import_error("{\"format\": \"convgen-tuning\", \"version\": 7, \"gpus\": [], \"measurements\": []}",
+                      "in.json: export format version 7 is not one this convgen reads (1 to 1)");
+  expect_import_error("{\"format\": \"convgen-tuning\", \"version\": 1, \"gpus\": {}, \"measurements\": []}",
+                      "in.json: key 'gpus' must be an array");
+
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "a.sqlite");
+  db.record(measured(h100(), conv3x3(), igemm(64), 30.0));
+  db.record(measured(h100(), conv3x3(), igemm(128), 35.0));
+  auto j = nlohmann::json::parse(db.export_json());
+  j["measurements"][1]["median_us"] = "fast";
+  expect_import_error(j.dump(), "in.json: measurements[1]: key 'median_us' must be a number, got \"fast\"");
+  j = nlohmann::json::parse(db.export_json());
+  j["measurements"][0]["status"] = "great";
+  expect_import_error(j.dump(),
+                      "in.json: measurements[0]: key 'status' must be one of ok, compile_error, "
+                      "resources, launch_error, wrong_result, got 'great'");
+  j = nlohmann::json::parse(db.export_json());
+  j["measurements"][0]["gpu"] = 3;
+  expect_import_error(j.dump(), "in.json: measurements[0]: key 'gpu' must index the 'gpus' array (0 to 0), got 3");
+  j = nlohmann::json::parse(db.export_json());
+  j["measurements"][1].erase("kernel");
+  expect_import_error(j.dump(), "in.json: measurements[1]: key 'kernel' is missing");
+}
+
+TEST(TuningDb, ImportOfTextThatIsNotJsonSaysSo) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "a.sqlite");
+  try {
+    db.import_json("not json", h100(), false, "in.json");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("in.json: not valid JSON: ", 0), 0u) << e.what();
+  }
+}
+
+// --- prune -------------------------------------------------------------------------------------------------------
+
+TEST(TuningDb, PruneNotBestKeepsOnlyTheBestMeasurements) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "a.sqlite");
+  fill(db);
+  const PruneStats stats = db.prune({.not_best = true});
+  EXPECT_EQ(stats, (PruneStats{.measurements_removed = 2, .best_removed = 0}));
+  EXPECT_EQ(db.measurements().size(), 2u);
+  EXPECT_EQ(db.best(h100(), conv3x3())->kernel, igemm(128));
+  EXPECT_EQ(db.best(h100(), conv1x1())->kernel, igemm(32));
+}
+
+TEST(TuningDb, PruneFailedRemovesOnlyFailures) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "a.sqlite");
+  fill(db);
+  EXPECT_EQ(db.prune({.failed = true}).measurements_removed, 1);
+  EXPECT_TRUE(db.measurements({.status = MeasurementStatus::launch_error}).empty());
+  EXPECT_EQ(db.measurements().size(), 3u);
+}
+
+TEST(TuningDb, PruneOlderThanKeepsRecentMeasurementsAndEveryBest) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "a.sqlite");
+  db.record(measured(h100(), conv3x3(), igemm(64), 30.0, /*created_at=*/1000));   // old, best
+  db.record(measured(h100(), conv3x3(), igemm(128), 35.0, /*created_at=*/1000));  // old
+  db.record(measured(h100(), conv3x3(), igemm(32), 40.0, /*created_at=*/0));      // now
+  EXPECT_EQ(db.prune({.older_than_days = 30}).measurements_removed, 1);
+  const auto left = db.measurements();
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].kernel, igemm(64));
+  EXPECT_EQ(left[1].kernel, igemm(32));
+}
+
+TEST(TuningDb, PruneEverythingOfOneGpuLeavesTheOthers) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "a.sqlite");
+  fill(db);
+  db.record(measured(h200(), conv3x3(), igemm(64), 25.0));
+  db.save_calibration(h100(), {.model_version = 1, .coefficients_json = "{}", .samples = 3});
+  const PruneStats stats = db.prune({.gpu = h100(), .everything = true});
+  EXPECT_EQ(stats, (PruneStats{.measurements_removed = 4, .best_removed = 2}));
+  EXPECT_EQ(db.gpus(), std::vector{h200()});
+  EXPECT_EQ(db.measurements().size(), 1u);
+  EXPECT_EQ(db.load_calibration(h100(), 1), std::nullopt);
+  EXPECT_EQ(db.prune({.gpu = h100(), .everything = true}), PruneStats{});
+}
+
+TEST(TuningDb, PruneWithNothingChosenIsRefused) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "a.sqlite");
+  try {
+    db.prune({.gpu = h100()});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "prune: nothing to remove: choose not-best, failed, older-than or everything");
+  }
+}
+
+}  // namespace
+}  // namespace convgen

@@ -1,0 +1,103 @@
+// cmd_bench: `convgen bench`: every layer of a shapes file against every cuDNN route, verified, in both timing modes.
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "bench/bench_runner.hpp"
+#include "bench/provenance.hpp"
+#include "convgen/error.hpp"
+#include "runtime/module.hpp"
+#include "tools/convgen/cli_common.hpp"
+#include "tools/convgen/commands.hpp"
+
+namespace convgen::cli {
+namespace {
+
+struct Options {
+  std::string shapes, layer, out = "bench-results", precision = "fp32", layout, gpu = "live";
+  std::vector<int> batches;
+  bool warm = false;
+  int samples = kProtocolSamples, calls = kProtocolCallsPerSample, candidates = 3, finalists = 8;
+  std::uint64_t seed = 1;
+};
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw InputError(fmt::format("{}: cannot write", path.string()));
+}
+
+void run_bench_command(const Options& opts, const std::string& command_line) {
+  const Suite suite = select_layers(load_shapes(opts.shapes), 0, opts.layer);
+  BenchOptions options{.batches = opts.batches, .warm = opts.warm, .candidates_per_family = opts.candidates,
+                       .finalists = opts.finalists,
+                       .seed = opts.seed};
+  const auto precision = parse_enum<Precision>(opts.precision);
+  if (!precision)
+    throw InputError(fmt::format("--precision: unknown '{}', expected one of {}", opts.precision,
+                                 enum_choices<Precision>()));
+  options.precision = *precision;
+  if (!opts.layout.empty()) {
+    const auto layout = parse_enum<Layout>(opts.layout);
+    if (!layout || rank(*layout) != 2)
+      throw InputError(fmt::format("--layout: expected nchw or nhwc, got '{}'", opts.layout));
+    options.layout = layout;
+  }
+  options.timing.samples = opts.samples;
+  options.timing.calls_per_sample = opts.calls;
+  if (opts.samples < kProtocolSamples || opts.calls < kProtocolCallsPerSample)
+    fmt::print(stderr, "convgen: warning: fewer samples or calls than the protocol's {} x {}: not for publication\n",
+               kProtocolSamples, kProtocolCallsPerSample);
+
+  const Gpu gpu = load_gpu_descriptor(opts.gpu, true);
+  Context context(0);
+  Progress progress("bench", suite.layers.size() * std::max<std::size_t>(1, opts.batches.size()));
+  std::size_t last = static_cast<std::size_t>(-1);
+  const BenchReport report =
+      run_bench(suite, gpu, options, command_line, [&](std::size_t index, std::size_t, const std::string& what) {
+        if (index != last) progress.step(what);
+        last = index;
+      });
+  progress.done();
+
+  std::string stem = fmt::format("{}_{}", suite.name, options.precision);
+  if (!opts.batches.empty()) stem += fmt::format("_n{}", fmt::join(opts.batches, "-"));
+  if (options.layout) stem += fmt::format("_{}", *options.layout);
+  if (opts.warm) stem += "_warm";
+  const std::filesystem::path dir = opts.out;
+  std::filesystem::create_directories(dir);
+  write_text(dir / (stem + ".json"), report_json(report));
+  write_text(dir / (stem + ".csv"), report_csv(report));
+  const std::string markdown = report_markdown(report);
+  write_text(dir / (stem + ".md"), markdown);
+  fmt::print("{}\nwrote {}.{{json,csv,md}}\n", markdown, (dir / stem).string());
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto opts = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Benchmark every layer against every cuDNN forward route (legacy algorithms and graph-API engines) in "
+               "the same math mode: both verified against float64 first, timed interleaved by stream launches and "
+               "graph replay, with energy; writes JSON, CSV and Markdown");
+  cmd->add_option("--shapes", opts->shapes, "Shapes file")->required();
+  cmd->add_option("--batch", opts->batches, "Batch sizes, e.g. 1,2,4,8 (default: the file's)")->delimiter(',');
+  cmd->add_option("--precision", opts->precision, "fp32 (strict FMA, no TF32) or tf32")->capture_default_str();
+  cmd->add_option("--layout", opts->layout, "nchw or nhwc (3-D layers take the matching 3-D layout)");
+  cmd->add_flag("--warm", opts->warm, "Allow L2 residency (default: rotate buffer sets past twice the L2)");
+  cmd->add_option("--out", opts->out, "Output folder")->capture_default_str();
+  cmd->add_option("--layer", opts->layer, "Only this layer");
+  cmd->add_option("--samples", opts->samples, "Samples per candidate and mode")->capture_default_str();
+  cmd->add_option("--calls", opts->calls, "Calls per sample")->capture_default_str();
+  cmd->add_option("--candidates", opts->candidates, "Our candidates per family besides the defaults")
+      ->capture_default_str();
+  cmd->add_option("--finalists", opts->finalists,
+                  "cuDNN routes (fastest in a 3-sample screening round) taken to the full protocol; 0: all")
+      ->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "Random seed of the inputs")->capture_default_str();
+  cmd->callback([opts] { run_bench_command(*opts, invocation()); });
+}
+
+}  // namespace convgen::cli

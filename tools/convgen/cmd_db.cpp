@@ -1,0 +1,219 @@
+// cmd_db: `convgen db list|show|export|import|prune`: read and maintain the tuning database.
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "convgen/error.hpp"
+#include "generator/gpu_json.hpp"
+#include "tools/convgen/cli_common.hpp"
+#include "tools/convgen/commands.hpp"
+#include "tuner/tuning_db.hpp"
+
+namespace convgen::cli {
+namespace {
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+TuningDb open_db(const std::string& path) {
+  return TuningDb::open(path.empty() ? TuningDb::default_path() : std::filesystem::path(path));
+}
+
+// Resolves a --gpu filter against the GPUs the database holds: a part of the name (any case) or the exact arch.
+// Nothing when the filter is empty; an error unless exactly one GPU matches.
+std::optional<Gpu> match_gpu(const TuningDb& db, const std::string& filter) {
+  if (filter.empty()) return std::nullopt;
+  const std::vector<Gpu> gpus = db.gpus();
+  std::vector<Gpu> matches;
+  for (const Gpu& g : gpus)
+    if (lower(g.name).find(lower(filter)) != std::string::npos || g.arch == filter) matches.push_back(g);
+  const auto names = [](const std::vector<Gpu>& list) {
+    std::string out;
+    for (const Gpu& g : list) out += (out.empty() ? "" : ", ") + describe_gpu(g);
+    return out.empty() ? std::string("none") : out;
+  };
+  if (matches.empty())
+    throw InputError(
+        fmt::format("--gpu '{}' matches no GPU in {}; it holds: {}", filter, db.path().string(), names(gpus)));
+  if (matches.size() > 1)
+    throw InputError(fmt::format("--gpu '{}' matches several GPUs in {}: {}; give more of the name", filter,
+                                 db.path().string(), names(matches)));
+  return matches[0];
+}
+
+std::string date(std::int64_t unix_seconds) {
+  return fmt::format("{:%Y-%m-%d %H:%M}", fmt::gmtime(static_cast<std::time_t>(unix_seconds)));
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open", path));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void add_db_option(CLI::App* cmd, std::string& db) {
+  cmd->add_option("--db", db, "Tuning database file (default: tuning.sqlite in the user's data folder)");
+}
+
+void add_gpu_filter(CLI::App* cmd, std::string& gpu) {
+  cmd->add_option("--gpu", gpu, "Only this GPU: a part of its name (any case) or its arch, matching one GPU");
+}
+
+void list(const std::string& db_path, const std::string& gpu_filter) {
+  const TuningDb db = open_db(db_path);
+  const auto best = db.list_best(match_gpu(db, gpu_filter));
+  if (best.empty()) {
+    fmt::print("no best choices in {}\n", db.path().string());
+    return;
+  }
+  const Gpu* heading = nullptr;
+  for (const BestChoice& b : best) {
+    if (heading == nullptr || !same_gpu(*heading, b.gpu)) {
+      fmt::print("{}\n", describe_gpu(b.gpu));
+      heading = &b.gpu;
+    }
+    fmt::print("  {:<62} {:<40} {:>10.3f} us\n", problem_key(b.problem), b.kernel, b.median_us);
+  }
+  fmt::print("{} best choices\n", best.size());
+}
+
+void show(const std::string& db_path, const MeasurementFilter& filter) {
+  const std::vector<MeasurementRecord> records = open_db(db_path).measurements(filter);
+  const Gpu* heading = nullptr;
+  for (const MeasurementRecord& m : records) {
+    if (heading == nullptr || !same_gpu(*heading, m.gpu)) {
+      fmt::print("{}\n", describe_gpu(m.gpu));
+      heading = &m.gpu;
+    }
+    std::string result;
+    if (m.status == MeasurementStatus::ok) {
+      result = fmt::format("{:.3f} us (p10 {:.3f}, p90 {:.3f}, {} samples)", m.median_us, m.p10_us, m.p90_us,
+                           m.samples_us.size());
+      if (m.predicted_us) result += fmt::format(", predicted {:.3f} us", *m.predicted_us);
+      if (m.energy_mj) result += fmt::format(", {:.4f} mJ", *m.energy_mj);
+    } else {
+      result = fmt::format("{}: {}", m.status, m.error_text.substr(0, m.error_text.find('\n')));
+    }
+    fmt::print("  #{:<6} {}  {}  {}  {}\n", m.id, date(m.created_at), problem_key(m.problem), m.kernel, result);
+  }
+  fmt::print("{} measurements\n", records.size());
+}
+
+}  // namespace
+
+void add_db_command(CLI::App& app) {
+  struct Options {
+    std::string db, gpu, problem, kernel, status, out, file;
+    bool allow_other_gpu = false;
+    PruneOptions prune;
+    int older_than_days = -1;
+  };
+  auto opts = std::make_shared<Options>();
+  CLI::App* db = app.add_subcommand("db", "Read and maintain the tuning database (SQLite)");
+  db->require_subcommand(1);
+
+  CLI::App* list_cmd = db->add_subcommand("list", "List the best kernel per GPU, problem and precision");
+  add_db_option(list_cmd, opts->db);
+  add_gpu_filter(list_cmd, opts->gpu);
+  list_cmd->callback([opts] { list(opts->db, opts->gpu); });
+
+  CLI::App* show_cmd = db->add_subcommand("show", "Show measurements, with their samples' statistics or failure");
+  add_db_option(show_cmd, opts->db);
+  add_gpu_filter(show_cmd, opts->gpu);
+  show_cmd->add_option("--problem", opts->problem, "Only this problem key (as `db list` prints it)");
+  show_cmd->add_option("--kernel", opts->kernel, "Only this kernel name");
+  show_cmd->add_option("--status", opts->status,
+                       fmt::format("Only this status: {}", enum_choices<MeasurementStatus>()));
+  show_cmd->callback([opts] {
+    MeasurementFilter filter{.kernel = opts->kernel};
+    if (!opts->problem.empty()) filter.problem = parse_problem_key(opts->problem);
+    if (!opts->status.empty()) {
+      filter.status = parse_enum<MeasurementStatus>(opts->status);
+      if (!filter.status)
+        throw InputError(
+            fmt::format("--status must be one of {}, got '{}'", enum_choices<MeasurementStatus>(), opts->status));
+    }
+    if (!opts->gpu.empty()) filter.gpu = match_gpu(open_db(opts->db), opts->gpu);
+    show(opts->db, filter);
+  });
+
+  CLI::App* export_cmd = db->add_subcommand("export", "Write measurements as JSON, for `db import` on another machine");
+  add_db_option(export_cmd, opts->db);
+  add_gpu_filter(export_cmd, opts->gpu);
+  export_cmd->add_option("--out", opts->out, "Write to this file instead of standard output");
+  export_cmd->callback([opts] {
+    const TuningDb tuning = open_db(opts->db);
+    const std::string json = tuning.export_json(match_gpu(tuning, opts->gpu));
+    if (opts->out.empty()) {
+      fmt::print("{}\n", json);
+      return;
+    }
+    std::ofstream out(opts->out);
+    out << json << "\n";
+    if (!out) throw InputError(fmt::format("{}: cannot write", opts->out));
+    fmt::print(stderr, "wrote {}\n", opts->out);
+  });
+
+  CLI::App* import_cmd = db->add_subcommand("import",
+                                            "Add the measurements of a `db export` file; best choices are "
+                                            "replaced only by faster ones");
+  add_db_option(import_cmd, opts->db);
+  import_cmd->add_option("file", opts->file, "JSON file written by `convgen db export`")->required();
+  import_cmd->add_option("--gpu", opts->gpu,
+                         "The GPU this database serves: a descriptor name under gpus/ or a path "
+                         "(default: the present device)");
+  import_cmd->add_flag("--allow-other-gpu", opts->allow_other_gpu, "Import records made on another GPU too");
+  import_cmd->callback([opts] {
+    const std::string text = read_file(opts->file);
+    // With --allow-other-gpu the local GPU is never compared, so a machine without a device can import.
+    Gpu local;
+    if (!opts->gpu.empty() && opts->gpu != "live") {
+      local = load_gpu_descriptor(opts->gpu, false);
+    } else if (!opts->allow_other_gpu) {
+      try {
+        local = load_gpu_descriptor("live", false);
+      } catch (const NoDeviceError& e) {
+        throw InputError(
+            fmt::format("db import: cannot tell which GPU this database serves ({}); name it with --gpu "
+                        "or pass --allow-other-gpu",
+                        e.what()));
+      }
+    }
+    TuningDb tuning = open_db(opts->db);
+    const ImportStats stats = tuning.import_json(text, local, opts->allow_other_gpu, opts->file);
+    fmt::print("imported {} measurements into {} ({} already there), {} best choices added or made faster\n",
+               stats.measurements_imported, tuning.path().string(), stats.duplicates_skipped, stats.best_updated);
+  });
+
+  CLI::App* prune_cmd = db->add_subcommand("prune", "Remove measurements; a current best is kept unless --everything");
+  add_db_option(prune_cmd, opts->db);
+  add_gpu_filter(prune_cmd, opts->gpu);
+  prune_cmd->add_flag("--not-best", opts->prune.not_best, "Remove measurements that are not a current best");
+  prune_cmd->add_flag("--failed", opts->prune.failed, "Remove failed measurements");
+  prune_cmd->add_option("--older-than", opts->older_than_days, "Remove measurements older than this many days")
+      ->check(CLI::NonNegativeNumber);
+  prune_cmd->add_flag("--everything", opts->prune.everything,
+                      "Remove every record (of the --gpu GPU, else of all), best choices and calibrations included");
+  prune_cmd->callback([opts] {
+    TuningDb tuning = open_db(opts->db);
+    PruneOptions options = opts->prune;
+    if (opts->older_than_days >= 0) options.older_than_days = opts->older_than_days;
+    options.gpu = match_gpu(tuning, opts->gpu);
+    if (!options.not_best && !options.failed && !options.older_than_days && !options.everything)
+      throw InputError("db prune: choose what to remove: --not-best, --failed, --older-than DAYS or --everything");
+    const PruneStats stats = tuning.prune(options);
+    fmt::print("removed {} measurements and {} best choices from {}\n", stats.measurements_removed, stats.best_removed,
+               tuning.path().string());
+  });
+}
+
+}  // namespace convgen::cli
