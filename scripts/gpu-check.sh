@@ -7,6 +7,8 @@ shift
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 
+# scripts/pack-build.sh carries the build as build-carry/.
+if [[ -d build-carry ]]; then rm -rf build && mv build-carry build; fi
 # The build folder records the absolute source path it was configured in; make that path reach this tree.
 src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/CMakeCache.txt)
 if [[ -n "$src" && "$src" != "$PWD" && ! -e "$src" ]]; then
