@@ -7,17 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "convgen/version.hpp"
 #include "runtime/compiler.hpp"
 #include "runtime/device.hpp"
-
-// bench/CMakeLists.txt defines these from the project version and `git rev-parse`; "unknown" marks a build that
-// did not (a provenance test checks they are there).
-#ifndef CONVGEN_VERSION
-#define CONVGEN_VERSION "unknown"
-#endif
-#ifndef CONVGEN_GIT_COMMIT
-#define CONVGEN_GIT_COMMIT "unknown"
-#endif
 
 namespace convgen {
 namespace {
@@ -33,8 +25,8 @@ bool shell_safe(char c) {
 
 }  // namespace
 
-std::string convgen_version() { return CONVGEN_VERSION; }
-std::string convgen_commit() { return CONVGEN_GIT_COMMIT; }
+std::string convgen_version() { return build_version(); }
+std::string convgen_commit() { return build_commit(); }
 
 Provenance collect_provenance(int device, const Nvml* nvml, std::string cudnn, std::string command_line) {
   const Gpu gpu = query_device(device);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convgen/error.hpp"
+#include "convgen/version.hpp"
 #include "generator/gpu_json.hpp"
 #include "runtime/paths.hpp"
 #include "tuner/sqlite_check.hpp"
@@ -615,7 +616,7 @@ std::string TuningDb::export_json(const std::optional<Gpu>& gpu) const {
   const json out{
       {"format", kExportFormat},
       {"version", kExportVersion},
-      {"exported_by", fmt::format("convgen {} ({})", CONVGEN_VERSION, CONVGEN_GIT_COMMIT)},
+      {"exported_by", fmt::format("convgen {} ({})", build_version(), build_commit())},
       {"exported_at", now_seconds()},
       {"gpus", gpus},
       {"measurements", items},

@@ -7,6 +7,7 @@
 
 #include "conv/conv_kernel.hpp"
 #include "convgen/error.hpp"
+#include "convgen/version.hpp"
 #include "runtime/paths.hpp"
 #include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
@@ -88,8 +89,8 @@ void run_generate(const Options& opts) {
   const std::filesystem::path out_dir = opts.out;
   std::filesystem::create_directories(out_dir);
   nlohmann::json manifest = {{"suite", suite.name},       {"gpu", gpu.name},
-                             {"arch", gpu.arch},          {"convgen", CONVGEN_VERSION},
-                             {"commit", CONVGEN_GIT_COMMIT}, {"nvrtc", nvrtc_version()},
+                             {"arch", gpu.arch},          {"convgen", build_version()},
+                             {"commit", build_commit()}, {"nvrtc", nvrtc_version()},
                              {"kernels", nlohmann::json::array()}, {"failures", nlohmann::json::array()}};
   int failures = 0;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {

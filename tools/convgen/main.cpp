@@ -4,13 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "convgen/version.hpp"
 #include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"convgen: specialized CUDA convolution kernels, generated for your shapes and GPU, compiled with "
                "NVRTC, verified against a float64 reference"};
-  app.set_version_flag("--version", fmt::format("convgen {} ({})", CONVGEN_VERSION, CONVGEN_GIT_COMMIT));
+  app.set_version_flag("--version", fmt::format("convgen {} ({})", convgen::build_version(), convgen::build_commit()));
   app.require_subcommand(1);
   convgen::cli::add_generate_command(app);
   convgen::cli::add_analyze_command(app);
