@@ -10,6 +10,7 @@
 
 #include "bench/nvml.hpp"
 #include "bench/provenance.hpp"
+#include "bench/verification.hpp"
 #include "conv/conv_kernel.hpp"
 #include "conv/verify.hpp"
 #include "convgen/error.hpp"
@@ -26,42 +27,6 @@ Layout with_channels_last(Layout layout, bool last) {
     case 2: return last ? Layout::nhwc : Layout::nchw;
     default: return last ? Layout::ndhwc : Layout::ncdhw;
   }
-}
-
-// One buffer set: the three tensors of one call.
-struct BufferSet {
-  DeviceBuffer activation, filter, output;
-};
-
-// The float64 reference of one layer: every output, or a sample of them for large layers.
-struct ReferenceOutputs {
-  std::vector<std::int64_t> indices;  // empty: every output
-  std::vector<double> values;
-};
-
-ReferenceOutputs compute_reference(const Problem& p, std::span<const float> activation, std::span<const float> filter,
-                                   std::uint64_t seed) {
-  ReferenceOutputs ref;
-  if (flops(p) / 2 <= kFullReferenceMacs) {
-    ref.values = reference_conv(p, activation, filter);
-  } else {
-    ref.indices = sample_output_indices(p, 8192, seed);
-    ref.values = reference_conv_at(p, activation, filter, ref.indices);
-  }
-  return ref;
-}
-
-// Runs `launch` on set 0 with the output poisoned (NaN) and compares with the reference.
-ErrorStats verify_launch(const std::function<void(CUstream)>& launch, BufferSet& set, const ReferenceOutputs& ref,
-                         std::vector<float>& scratch, Stream& stream) {
-  set.output.fill_u32(0x7fc00000u, stream.get());
-  launch(stream.get());
-  stream.synchronize();
-  set.output.download(scratch);
-  if (ref.indices.empty()) return compare(scratch, ref.values);
-  ErrorStats stats = compare(scratch, ref.values, ref.indices);
-  stats.nan_count = std::count_if(scratch.begin(), scratch.end(), [](float x) { return !std::isfinite(x); });
-  return stats;
 }
 
 std::string error_text(const std::exception_ptr& error) {
@@ -157,13 +122,7 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   std::vector<float> scratch(static_cast<std::size_t>(output_elements(p)));
   fill_random(h_activation, seed);
   fill_random(h_filter, seed ^ 0x9e3779b97f4a7c15ull);
-  std::vector<BufferSet> sets;
-  for (int i = 0; i < row.buffer_sets; ++i) {
-    sets.push_back({DeviceBuffer(h_activation.size() * 4), DeviceBuffer(h_filter.size() * 4),
-                    DeviceBuffer(scratch.size() * 4)});
-    sets.back().activation.upload(h_activation);
-    sets.back().filter.upload(h_filter);
-  }
+  std::vector<BufferSet> sets = make_buffer_sets(p, row.buffer_sets, h_activation, h_filter);
   std::int64_t our_workspace = 0;
   for (const BuildOutcome& b : built)
     if (const auto* k = std::get_if<BuiltKernel>(&b)) our_workspace = std::max(our_workspace, k->workspace_bytes);
@@ -192,7 +151,7 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
               cudnn.launch(r, sets[0].activation.ptr(), sets[0].filter.ptr(), sets[0].output.ptr(), workspace.ptr(),
                            s);
             },
-            sets[0], ref, scratch, stream);
+            sets[0].output, ref, scratch, stream);
         if (!passes(*entry.error, p.precision)) {
           entry.status = RouteStatus::failed_verification;
           entry.reason = fmt::format("rel L2 error {:.3g} (limit {:.0e}), {} NaN", entry.error->rel_l2,
@@ -233,7 +192,7 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
             launcher->launch(sets[0].activation.ptr(), sets[0].filter.ptr(), sets[0].output.ptr(), workspace.ptr(),
                              s);
           },
-          sets[0], ref, scratch, stream);
+          sets[0].output, ref, scratch, stream);
       if (!passes(*entry.error, p.precision)) {
         entry.status = RouteStatus::failed_verification;
         entry.reason = fmt::format("rel L2 error {:.3g}, {} NaN", entry.error->rel_l2, entry.error->nan_count);

@@ -1,4 +1,4 @@
-// families_verify_test: every family × representative configurations × the edge-case corpus, and the default
+// verify_test: every family × representative configurations × the edge-case corpus, and the default
 // choice on one layer of every suite, verified on the GPU against the float64 reference (outputs poisoned,
 // inputs random). Prints the number of verified cases and the worst relative error per family.
 #include <cstdlib>
