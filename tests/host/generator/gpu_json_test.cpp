@@ -5,6 +5,8 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+
+#include "support/errors.hpp"
 #include <nlohmann/json.hpp>
 
 #include "convgen/error.hpp"
@@ -15,15 +17,7 @@ namespace {
 
 const std::filesystem::path kGpus = std::filesystem::path(CONVGEN_SOURCE_DIR) / "gpus";
 
-template <class F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no InputError>";
-}
+using testing_support::input_error;
 
 const Gpu kSample{.name = "Sample GPU",
                   .arch = "sm_80",

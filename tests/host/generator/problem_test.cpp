@@ -3,21 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include "support/errors.hpp"
+
 #include "convgen/error.hpp"
 
 namespace convgen {
 namespace {
 
-// Returns the message of the InputError that `f` throws, or a marker when it throws none.
-template <class F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no InputError>";
-}
+using testing_support::input_error;
 
 Problem conv2d(int c, int k, int hw, int f, int stride, int pad) {
   return {.c = c,

@@ -3,20 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include "support/errors.hpp"
+
 #include "convgen/error.hpp"
 
 namespace convgen {
 namespace {
 
-template <class F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no InputError>";
-}
+using testing_support::input_error;
 
 // Returns the message parse_suite gives for `text` read as shapes/x.csv.
 std::string parse_error(std::string_view text) {

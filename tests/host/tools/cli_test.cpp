@@ -8,6 +8,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "support/run_convgen.hpp"
 #include <nlohmann/json.hpp>
 
 #include "runtime/driver.hpp"
@@ -15,22 +17,8 @@
 namespace convgen {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run_convgen(const std::string& args) {
-  const std::string command = std::string(CONVGEN_BINARY_DIR) + "/tools/convgen/convgen " + args + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer;
-  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) result.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using Result = testing_support::CommandResult;
+using testing_support::run_convgen;
 
 std::string shapes(const char* name) { return std::string(CONVGEN_SOURCE_DIR) + "/shapes/" + name; }
 
