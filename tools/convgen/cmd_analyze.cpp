@@ -1,19 +1,65 @@
-// cmd_analyze: `convgen analyze`: per-layer FLOPs, bytes, intensity and roofline floor, with network totals.
+// cmd_analyze: `convgen analyze`: per-layer FLOPs, bytes, intensity and roofline floor, with network totals, and
+// (--candidates) every candidate ranked by the cost model.
 #include <fstream>
 
 #include <fmt/format.h>
 
 #include "convgen/error.hpp"
 #include "generator/analysis.hpp"
+#include "runtime/jit_cache.hpp"
+#include "runtime/thread_pool.hpp"
 #include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
+#include "tuner/tuner.hpp"
 
 namespace convgen::cli {
+namespace {
+
+// Returns "compute", "memory" or "cannot launch" for a prediction.
+std::string bound_of(const Prediction& p) {
+  if (p.resident_blocks_per_sm == 0) return "cannot launch";
+  return p.compute_bound ? "compute" : "memory";
+}
+
+// Prints every family's candidates per layer ranked by the cost model (default coefficients), compiling each for
+// its ptxas report through the JIT cache.
+void print_candidates(const Suite& suite, const Gpu& gpu) {
+  JitCache cache(default_jit_cache_dir());
+  ThreadPool pool;
+  Tuner tuner(gpu, cache, pool, nullptr);
+  Progress progress("compiling candidates", suite.layers.size());
+  std::string text;
+  for (const Layer& layer : suite.layers) {
+    progress.step(layer.name);
+    const TuneResult r = tuner.rank_only(layer.problem);
+    text += fmt::format("\n{} ({}): {} candidates, predicted with the default coefficients\n", layer.name,
+                        problem_key(layer.problem), r.candidates.size());
+    text += fmt::format("{:>4}  {:<44} {:>12} {:>7} {:>9} {:<13} {:>4} {:>7}\n", "rank", "kernel", "predicted us",
+                        "waves", "blocks/SM", "bound", "regs", "smem");
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+      const CandidateOutcome& c = r.candidates[i];
+      if (!c.prediction) {
+        text += fmt::format("{:>4}  {:<44} {}: {}\n", i + 1, kernel_name(c.spec), c.status,
+                            c.error.substr(0, c.error.find('\n')));
+        continue;
+      }
+      const Prediction& p = *c.prediction;
+      text += fmt::format("{:>4}  {:<44} {:>12.2f} {:>7.2f} {:>9} {:<13} {:>4} {:>7}\n", i + 1, kernel_name(c.spec),
+                          p.time_us, p.waves, p.resident_blocks_per_sm, bound_of(p), c.report.registers,
+                          c.report.smem_bytes);
+    }
+  }
+  progress.done();
+  fmt::print("{}", text);
+}
+
+}  // namespace
 
 void add_analyze_command(CLI::App& app) {
   struct Options {
     std::string shapes, gpu = "h100_sxm", json;
     int batch = 0;
+    bool candidates = false;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("analyze", "Print FLOPs, bytes, arithmetic intensity and the roofline floor "
@@ -23,12 +69,16 @@ void add_analyze_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
   cmd->add_option("--json", opts->json, "Also write the analysis as JSON to this file");
+  cmd->add_flag("--candidates", opts->candidates,
+                "Also list, per layer, every family's candidates ranked by the cost model's predicted time (with "
+                "waves, resident blocks per SM and bound), compiling each for its ptxas report");
   cmd->callback([opts] {
     const Suite suite = select_layers(load_shapes(opts->shapes), opts->batch, "");
     const Gpu gpu = load_gpu_descriptor(opts->gpu, true);
     const NetworkAnalysis analysis = analyze(suite, gpu);
     fmt::print("{} on {} ({})\n", suite.name, gpu.name, gpu.arch);
     fmt::print("{}", format_analysis_table(analysis, gpu));
+    if (opts->candidates) print_candidates(suite, gpu);
     if (!opts->json.empty()) {
       std::ofstream out(opts->json);
       out << analysis_to_json(analysis, gpu) << "\n";

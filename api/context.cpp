@@ -1,0 +1,218 @@
+// context: the public API's ConvContext and ConvOp: choose a kernel per problem by policy, build it once, run it.
+#include "convgen/convgen.hpp"
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "conv/conv_kernel.hpp"
+#include "conv/verify.hpp"
+#include "generator/kernel_spec.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/jit_cache.hpp"
+#include "runtime/module.hpp"
+#include "runtime/paths.hpp"
+#include "runtime/thread_pool.hpp"
+#include "tuner/tuner.hpp"
+#include "tuner/tuning_db.hpp"
+
+namespace convgen {
+
+struct ConvOp::Impl {
+  const Context* runtime_context;  // the device's primary context, owned by the ConvContext
+  ChosenBy chosen_by;
+  std::string kernel_name;
+  ConvLauncher launcher;
+  std::optional<DeviceBuffer> workspace;  // only for a kernel that needs one (none does today)
+};
+
+ConvOp::ConvOp(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ConvOp::~ConvOp() = default;
+
+void ConvOp::run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUstream stream) const {
+  impl_->runtime_context->make_current();
+  impl_->launcher.launch(activation, filter, output, impl_->workspace ? impl_->workspace->ptr() : 0, stream);
+}
+
+const Problem& ConvOp::problem() const { return impl_->launcher.kernel().problem; }
+const std::string& ConvOp::kernel_name() const { return impl_->kernel_name; }
+std::string ConvOp::source() const { return std::string(to_string(impl_->chosen_by)); }
+ChosenBy ConvOp::chosen_by() const { return impl_->chosen_by; }
+
+struct ConvContext::Impl {
+  ContextOptions options;
+  Context runtime_context;
+  Gpu gpu;
+  std::filesystem::path database;
+  JitCache cache;
+  ThreadPool pool;
+
+  mutable std::mutex mutex;  // guards ops and stats
+  // One entry per problem asked for: ready, or being built by the thread that asked first.
+  std::map<std::string, std::shared_future<std::shared_ptr<const ConvOp>>> ops;
+  Stats stats;
+  // Tuning times kernels on the GPU: two problems tuned at once would disturb each other's measurements.
+  std::mutex tune_mutex;
+
+  explicit Impl(ContextOptions opts)
+      : options(std::move(opts)),
+        runtime_context(options.device),  // first: NoDeviceError before any folder or file is created
+        gpu(query_device(options.device)),
+        database(options.database ? *options.database : TuningDb::default_path()),
+        cache(options.cache_dir ? *options.cache_dir : default_jit_cache_dir()) {}
+
+  std::shared_ptr<const ConvOp> build(const Problem& problem);
+  std::shared_ptr<const ConvOp> load(const Problem& problem, const KernelSpec& spec, ChosenBy chosen_by);
+  std::shared_ptr<const ConvOp> load(const BuiltKernel& kernel, ChosenBy chosen_by);
+  std::shared_ptr<const ConvOp> from_cost_model(const Problem& problem, TuningDb& db);
+};
+
+namespace {
+
+std::string no_record_message(const Problem& problem, const Gpu& gpu, const std::filesystem::path& database) {
+  return fmt::format(
+      "no tuning record for problem '{}' on {} in '{}': tune it first (convgen tune --shapes FILE --db '{}' with a "
+      "shapes file holding the problem) or use the tune_on_first_use policy",
+      problem_key(problem), describe_gpu(gpu), database.string(), database.string());
+}
+
+}  // namespace
+
+std::shared_ptr<const ConvOp> ConvContext::Impl::load(const Problem& problem, const KernelSpec& spec,
+                                                      ChosenBy chosen_by) {
+  return load(build_kernel(problem, spec, gpu, cache), chosen_by);
+}
+
+std::shared_ptr<const ConvOp> ConvContext::Impl::load(const BuiltKernel& kernel, ChosenBy chosen_by) {
+  // ConvLauncher cannot move: the Impl is built in place.
+  std::unique_ptr<ConvOp::Impl> impl(new ConvOp::Impl{.runtime_context = &runtime_context,
+                                                      .chosen_by = chosen_by,
+                                                      .kernel_name = kernel_name(kernel.spec),
+                                                      .launcher = ConvLauncher(kernel),
+                                                      .workspace = std::nullopt});
+  // One workspace per operation, allocated once: runs of such an operation must then be ordered (one stream).
+  if (kernel.workspace_bytes > 0) impl->workspace.emplace(static_cast<std::size_t>(kernel.workspace_bytes));
+  return std::shared_ptr<const ConvOp>(new ConvOp(std::move(impl)));
+}
+
+std::shared_ptr<const ConvOp> ConvContext::Impl::from_cost_model(const Problem& problem, TuningDb& db) {
+  Tuner tuner(gpu, cache, pool, &db, coefficients_for(&db, gpu), options.device);
+  const TuneResult ranked = tuner.rank_only(problem);
+  // Nothing is timed, but one verification launch per candidate keeps a wrong kernel from being served.
+  std::vector<std::string> failures;
+  for (const CandidateOutcome& candidate : ranked.candidates) {
+    if (candidate.status != MeasurementStatus::ok) continue;                       // did not compile
+    const BuiltKernel kernel = build_kernel(problem, candidate.spec, gpu, cache);  // a JIT cache hit
+    try {
+      const Verification v = verify_on_gpu(kernel, 1);
+      if (v.passed) return load(kernel, ChosenBy::cost_model);
+      failures.push_back(fmt::format("{} failed verification (rel_l2 {:.3g}, {} NaN)", kernel_name(candidate.spec),
+                                     v.stats.rel_l2, v.stats.nan_count));
+    } catch (const ApiError& e) {  // e.g. refused for resources the model did not foresee
+      failures.push_back(fmt::format("{}: {}", kernel_name(candidate.spec), e.what()));
+    }
+  }
+  throw Error(fmt::format("no candidate kernel for problem '{}' on {} compiled and verified ({} tried{}{})",
+                          problem_key(problem), describe_gpu(gpu), failures.size(), failures.empty() ? "" : ": ",
+                          fmt::join(failures, "; ")));
+}
+
+std::shared_ptr<const ConvOp> ConvContext::Impl::build(const Problem& problem) {
+  runtime_context.make_current();
+  // Each build opens its own connection: a TuningDb is safe with several writers, each with its own connection.
+  TuningDb db = TuningDb::open(database);
+  if (options.policy == TuningPolicy::cost_model_only) return from_cost_model(problem, db);
+
+  if (const std::optional<BestChoice> best = db.best(gpu, problem))
+    return load(problem, parse_kernel_name(best->kernel), ChosenBy::database);
+  if (options.policy == TuningPolicy::database_only) throw InputError(no_record_message(problem, gpu, database));
+
+  std::lock_guard lock(tune_mutex);
+  // Another ConvContext (or process) may have tuned it while this thread waited.
+  if (const std::optional<BestChoice> best = db.best(gpu, problem))
+    return load(problem, parse_kernel_name(best->kernel), ChosenBy::database);
+  Tuner tuner(gpu, cache, pool, &db, coefficients_for(&db, gpu), options.device);
+  const TuneResult result = tuner.tune(problem, {.budget = options.tune_budget, .record = true});
+  if (result.from_db) return load(problem, parse_kernel_name(result.from_db->kernel), ChosenBy::database);
+  if (!result.best)
+    throw Error(fmt::format("tuning problem '{}' on {} found no working kernel ({} candidates, {} measured)",
+                            problem_key(problem), describe_gpu(gpu), result.candidates.size(), result.measured));
+  return load(problem, result.candidates[*result.best].spec, ChosenBy::tuned_now);
+}
+
+ConvContext::ConvContext(ContextOptions options) {
+  if (options.tune_budget < 0)
+    throw InputError(fmt::format("tune_budget must be 0 (every candidate) or more, got {}", options.tune_budget));
+  impl_ = std::make_unique<Impl>(std::move(options));
+}
+
+ConvContext::~ConvContext() {
+  // The operations' modules are unloaded next: from their own context, whatever this thread had current.
+  try {
+    if (impl_) impl_->runtime_context.make_current();
+  } catch (const Error&) {  // nothing better to do in a destructor
+  }
+}
+
+const ConvOp& ConvContext::conv(const Problem& problem) {
+  if (const std::string why = validate(problem); !why.empty())
+    throw InputError(fmt::format("problem '{}': {}", problem_key(problem), why));
+  const std::string key = problem_key(problem);
+
+  std::promise<std::shared_ptr<const ConvOp>> promise;
+  std::shared_future<std::shared_ptr<const ConvOp>> future;
+  bool builder = false;
+  {
+    std::lock_guard lock(impl_->mutex);
+    auto it = impl_->ops.find(key);
+    if (it == impl_->ops.end()) {
+      future = promise.get_future().share();
+      impl_->ops.emplace(key, future);
+      builder = true;
+    } else {
+      future = it->second;
+    }
+  }
+  if (builder) {
+    try {
+      std::shared_ptr<const ConvOp> op = impl_->build(problem);
+      std::lock_guard lock(impl_->mutex);
+      Stats& s = impl_->stats;
+      ++s.built;
+      switch (op->chosen_by()) {
+        case ChosenBy::database:
+          ++s.database_hits;
+          break;
+        case ChosenBy::tuned_now:
+          ++s.tuned;
+          break;
+        case ChosenBy::cost_model:
+          ++s.model_only;
+          break;
+      }
+      promise.set_value(std::move(op));
+    } catch (...) {
+      // The waiting threads get this failure; later asks try again.
+      {
+        std::lock_guard lock(impl_->mutex);
+        impl_->ops.erase(key);
+      }
+      promise.set_exception(std::current_exception());
+    }
+  }
+  return *future.get();
+}
+
+const Gpu& ConvContext::gpu() const { return impl_->gpu; }
+const ContextOptions& ConvContext::options() const { return impl_->options; }
+
+ConvContext::Stats ConvContext::stats() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->stats;
+}
+
+}  // namespace convgen

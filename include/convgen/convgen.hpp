@@ -1,0 +1,124 @@
+// convgen: the public C++ API: a context that picks, builds and caches one tuned kernel per convolution problem.
+#pragma once
+
+// CUdeviceptr and CUstream come from the CUDA toolkit's cuda.h (types only: convgen loads the driver itself at run
+// time, so nothing links against libcuda). cudaStream_t from the runtime API is the same type as CUstream.
+#include <cuda.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "convgen/enum_names.hpp"
+#include "convgen/gpu.hpp"
+#include "convgen/problem.hpp"
+
+namespace convgen {
+
+// How a ConvContext chooses the kernel for a problem it has not built yet.
+enum class TuningPolicy {
+  database_only,      // the tuning database's best for (GPU, problem); InputError when it has none
+  cost_model_only,    // the cost model's top-ranked candidate that compiles and verifies; nothing is timed
+  tune_on_first_use,  // the database's best, else tune now (measure up to tune_budget candidates) and record it
+};
+
+template <>
+struct EnumNames<TuningPolicy> {
+  static constexpr std::array table = {
+      std::pair{TuningPolicy::database_only, std::string_view("database_only")},
+      std::pair{TuningPolicy::cost_model_only, std::string_view("cost_model_only")},
+      std::pair{TuningPolicy::tune_on_first_use, std::string_view("tune_on_first_use")},
+  };
+};
+
+struct ContextOptions {
+  int device = 0;                                  // CUDA device ordinal
+  std::optional<std::filesystem::path> cache_dir;  // JIT cache folder; default user_cache_dir() / "jit"
+  std::optional<std::filesystem::path> database;   // tuning database file; default user_data_dir() / "tuning.sqlite"
+  TuningPolicy policy = TuningPolicy::tune_on_first_use;
+  int tune_budget = 10;  // candidates measured at most when tuning on first use
+};
+
+// How a ConvOp's kernel was chosen.
+enum class ChosenBy { database, tuned_now, cost_model };
+
+template <>
+struct EnumNames<ChosenBy> {
+  static constexpr std::array table = {
+      std::pair{ChosenBy::database, std::string_view("database")},
+      std::pair{ChosenBy::tuned_now, std::string_view("tuned now")},
+      std::pair{ChosenBy::cost_model, std::string_view("cost model")},
+  };
+};
+
+// One convolution, its kernel chosen, compiled and loaded into the context's device. Immutable once built: run()
+// may be called from any thread, on any stream of that device. Valid while its ConvContext lives.
+class ConvOp {
+ public:
+  ~ConvOp();
+  ConvOp(const ConvOp&) = delete;
+  ConvOp& operator=(const ConvOp&) = delete;
+
+  // Enqueues the convolution on `stream` (0 = the legacy default stream): `activation`, `filter` and `output` are
+  // device pointers to tensors in the problem's layout and precision, allocated in the device's primary context
+  // (the one the CUDA runtime API uses), which run() makes current on the calling thread. Throws ApiError when the
+  // launch is refused.
+  //   op.run(d_activation, d_filter, d_output, stream);
+  void run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUstream stream) const;
+
+  const Problem& problem() const;
+  // Returns the canonical kernel name, e.g. "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1".
+  const std::string& kernel_name() const;
+  // Returns how the kernel was chosen: "database", "tuned now" or "cost model".
+  std::string source() const;
+  ChosenBy chosen_by() const;
+
+ private:
+  friend class ConvContext;
+  struct Impl;
+  explicit ConvOp(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A device with its JIT cache, tuning database and policy, and the convolutions built on it so far. (Named
+// ConvContext, not Context: runtime/module.hpp's Context, the CUDA primary context, shares the namespace.)
+// Thread-safe: any thread may ask for any problem; many threads asking for one problem build it once (the others
+// wait for that build), while different problems build in parallel. Tuning (which times kernels on the GPU) is
+// done one problem at a time so that measurements do not disturb each other.
+//   convgen::ConvContext context;                      // device 0, tune on first use
+//   const convgen::ConvOp& op = context.conv(problem);  // chooses and compiles once
+//   op.run(activation, filter, output, stream);
+class ConvContext {
+ public:
+  // Retains the device's primary context and reads its properties. Throws NoDeviceError ("no CUDA device: ...")
+  // without a driver or device, InputError for a device ordinal out of range or a bad database file.
+  explicit ConvContext(ContextOptions options = {});
+  ~ConvContext();
+  ConvContext(const ConvContext&) = delete;
+  ConvContext& operator=(const ConvContext&) = delete;
+
+  // Returns the operation for `problem`, building it on first ask as the policy says. Throws InputError for an
+  // invalid problem, or (database_only) for a problem the database has no record of; Error when no candidate
+  // kernel works for the problem. A failed build is not cached: the next ask tries again.
+  const ConvOp& conv(const Problem& problem);
+
+  // Returns the device's properties (query_device).
+  const Gpu& gpu() const;
+  const ContextOptions& options() const;
+
+  struct Stats {
+    int built = 0;          // operations built (each problem once)
+    int database_hits = 0;  // of those, chosen from the database
+    int tuned = 0;          // tuned now
+    int model_only = 0;     // chosen by the cost model alone
+    bool operator==(const Stats&) const = default;
+  };
+  Stats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace convgen

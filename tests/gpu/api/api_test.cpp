@@ -1,0 +1,197 @@
+// api_test: the public API on the GPU: the README example runs, policies choose and verify, one build per problem.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "convgen/convgen.hpp"
+#include "reference/reference.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/module.hpp"
+#include "tuner/tuning_db.hpp"
+
+namespace convgen {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the temporary directory, removed at the end of the test.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() / fmt::format("convgen-api-test-{}-{}", getpid(), counter++);
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+Problem small_problem() { return parse_problem_key("n1_c32_k32_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32"); }
+
+// Runs `op` on random inputs and returns the error against the float64 reference.
+ErrorStats run_and_compare(const ConvOp& op) {
+  const Problem& p = op.problem();
+  std::vector<float> activation(static_cast<std::size_t>(activation_elements(p)));
+  std::vector<float> filter(static_cast<std::size_t>(filter_elements(p)));
+  std::vector<float> output(static_cast<std::size_t>(output_elements(p)));
+  fill_random(activation, 7);
+  fill_random(filter, 8);
+  DeviceBuffer d_activation(activation.size() * sizeof(float));
+  DeviceBuffer d_filter(filter.size() * sizeof(float));
+  DeviceBuffer d_output(output.size() * sizeof(float));
+  d_activation.upload(activation);
+  d_filter.upload(filter);
+  Stream stream;
+  d_output.fill_u32(0x7fc00000u, stream.get());  // NaN: an output never written fails the comparison
+  op.run(d_activation.ptr(), d_filter.ptr(), d_output.ptr(), stream.get());
+  stream.synchronize();
+  d_output.download(output);
+  return compare(output, reference_conv(p, activation, filter));
+}
+
+struct Ran {
+  int exit_code = -1;
+  std::string output;
+};
+
+Ran run_command(const std::string& command) {
+  Ran ran;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return ran;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) ran.output += buffer;
+  const int status = pclose(pipe);
+  ran.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return ran;
+}
+
+class ApiGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
+  }
+  ContextOptions options(TuningPolicy policy) const {
+    return {.cache_dir = scratch_ / "jit", .database = scratch_ / "tuning.sqlite", .policy = policy, .tune_budget = 3};
+  }
+  ScratchDir scratch_;
+};
+
+TEST_F(ApiGpu, TheReadmeExampleTunesOnFirstRunAndReadsTheDatabaseOnTheNext) {
+  const std::string command =
+      fmt::format("CONVGEN_DATA_DIR='{}' CONVGEN_CACHE_DIR='{}' '{}/examples/api/convgen_api_example'",
+                  (scratch_ / "data").string(), (scratch_ / "cache").string(), CONVGEN_BINARY_DIR);
+  const Ran first = run_command(command);
+  EXPECT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("(tuned now)"), std::string::npos) << first.output;
+  EXPECT_TRUE(fs::exists(scratch_ / "data" / "tuning.sqlite"));
+  const Ran second = run_command(command);
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("(database)"), std::string::npos) << second.output;
+}
+
+TEST_F(ApiGpu, EightThreadsAskingForOneProblemBuildItOnce) {
+  ConvContext context(options(TuningPolicy::tune_on_first_use));
+  const Problem problem = small_problem();
+  std::vector<const ConvOp*> ops(8, nullptr);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < ops.size(); ++i) threads.emplace_back([&, i] { ops[i] = &context.conv(problem); });
+  for (std::thread& t : threads) t.join();
+
+  for (const ConvOp* op : ops) EXPECT_EQ(op, ops[0]);
+  EXPECT_EQ(context.stats(), (ConvContext::Stats{.built = 1, .database_hits = 0, .tuned = 1, .model_only = 0}));
+  EXPECT_EQ(ops[0]->problem(), problem);
+  EXPECT_EQ(ops[0]->source(), "tuned now");
+  const ErrorStats error = run_and_compare(*ops[0]);
+  EXPECT_TRUE(passes(error, problem.precision)) << "rel_l2 " << error.rel_l2 << ", " << error.nan_count << " NaN";
+
+  // The tune was recorded: a database-only context on the same file serves the same kernel.
+  ConvContext reader(options(TuningPolicy::database_only));
+  const ConvOp& again = reader.conv(problem);
+  EXPECT_EQ(again.source(), "database");
+  EXPECT_EQ(again.kernel_name(), ops[0]->kernel_name());
+  EXPECT_EQ(reader.stats(), (ConvContext::Stats{.built = 1, .database_hits = 1, .tuned = 0, .model_only = 0}));
+}
+
+TEST_F(ApiGpu, DifferentProblemsFromManyThreadsEachBuildOnceAndVerify) {
+  ConvContext context(options(TuningPolicy::cost_model_only));
+  std::vector<Problem> problems = {small_problem(), small_problem(), small_problem()};
+  problems[1].k = 16;
+  problems[2].padding = {0, 0, 0};
+  std::vector<const ConvOp*> ops(6, nullptr);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    threads.emplace_back([&, i] { ops[i] = &context.conv(problems[i % problems.size()]); });
+  for (std::thread& t : threads) t.join();
+
+  EXPECT_EQ(context.stats(), (ConvContext::Stats{.built = 3, .database_hits = 0, .tuned = 0, .model_only = 3}));
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(ops[i], ops[i % problems.size()]);
+    EXPECT_EQ(ops[i]->problem(), problems[i % problems.size()]);
+    const ErrorStats error = run_and_compare(*ops[i]);
+    EXPECT_TRUE(passes(error, Precision::fp32)) << ops[i]->kernel_name() << ": rel_l2 " << error.rel_l2;
+  }
+}
+
+TEST_F(ApiGpu, DatabaseOnlyWithoutARecordNamesTheProblemAndHowToTuneIt) {
+  ConvContext context(options(TuningPolicy::database_only));
+  const Problem problem = small_problem();
+  const std::string db = (scratch_ / "tuning.sqlite").string();
+  try {
+    context.conv(problem);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("no tuning record for problem 'n1_c32_k32_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32' "
+                          "on {} in '{}': tune it first (convgen tune --shapes FILE --db '{}' with a shapes file "
+                          "holding the problem) or use the tune_on_first_use policy",
+                          describe_gpu(context.gpu()), db, db));
+  }
+  // A failure is not cached, and counts as no build.
+  EXPECT_THROW(context.conv(problem), InputError);
+  EXPECT_EQ(context.stats(), ConvContext::Stats{});
+}
+
+TEST_F(ApiGpu, CostModelOnlyRunsAVerifiedKernelWithoutMeasuring) {
+  ConvContext context(options(TuningPolicy::cost_model_only));
+  const Problem problem = small_problem();
+  const ConvOp& op = context.conv(problem);
+  EXPECT_EQ(op.source(), "cost model");
+  EXPECT_EQ(op.chosen_by(), ChosenBy::cost_model);
+  EXPECT_EQ(&context.conv(problem), &op);
+  EXPECT_EQ(context.stats(), (ConvContext::Stats{.built = 1, .database_hits = 0, .tuned = 0, .model_only = 1}));
+  const ErrorStats error = run_and_compare(op);
+  EXPECT_TRUE(passes(error, problem.precision)) << op.kernel_name() << ": rel_l2 " << error.rel_l2;
+  // Nothing was measured, so nothing was recorded as best.
+  EXPECT_EQ(TuningDb::open(scratch_ / "tuning.sqlite").best(context.gpu(), problem), std::nullopt);
+}
+
+TEST_F(ApiGpu, AnInvalidProblemIsRefusedWithItsReason) {
+  ConvContext context(options(TuningPolicy::cost_model_only));
+  Problem problem = small_problem();
+  problem.groups = 3;  // 32 channels do not split into 3 groups
+  try {
+    context.conv(problem);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), fmt::format("problem '{}': {}", problem_key(problem), validate(problem)));
+  }
+}
+
+}  // namespace
+}  // namespace convgen

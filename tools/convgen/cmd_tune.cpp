@@ -1,0 +1,220 @@
+// cmd_tune: `convgen tune` (tune every layer into the tuning database, one worker per GPU) and `convgen tune-study`
+// (exhaustive search against the model-guided tuner, written as a Markdown report).
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "convgen/error.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/jit_cache.hpp"
+#include "runtime/module.hpp"
+#include "runtime/thread_pool.hpp"
+#include "tools/convgen/cli_common.hpp"
+#include "tools/convgen/commands.hpp"
+#include "tuner/study.hpp"
+#include "tuner/tuner.hpp"
+#include "tuner/tuning_db.hpp"
+
+namespace convgen::cli {
+namespace {
+
+// Parses --gpus: "all" (every device) or a comma-separated list of ordinals, each below `count`.
+std::vector<int> parse_gpus(const std::string& text, int count) {
+  if (count == 0) throw NoDeviceError(fmt::format("no CUDA device: {}", no_device_reason()));
+  std::vector<int> ordinals;
+  if (text == "all") {
+    for (int i = 0; i < count; ++i) ordinals.push_back(i);
+    return ordinals;
+  }
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    int ordinal = -1;
+    try {
+      std::size_t used = 0;
+      ordinal = std::stoi(item, &used);
+      if (used != item.size()) ordinal = -1;
+    } catch (const std::exception&) {
+      ordinal = -1;
+    }
+    if (ordinal < 0)
+      throw InputError(fmt::format("--gpus: expected 'all' or device ordinals like 0,1, got '{}'", text));
+    if (ordinal >= count)
+      throw InputError(fmt::format("--gpus: device {} does not exist ({} device(s) present)", ordinal, count));
+    if (std::find(ordinals.begin(), ordinals.end(), ordinal) == ordinals.end()) ordinals.push_back(ordinal);
+    start = end + 1;
+  }
+  return ordinals;
+}
+
+struct TuneArgs {
+  std::vector<std::string> shapes;
+  std::vector<int> batches;
+  std::string layer, gpus = "0", db, out;
+  int budget = 10, samples = 10, calls = 10;
+  bool warm = false, force = false, no_graph = false, graph = false;
+  std::uint64_t seed = 1;
+};
+
+TimingOptions timing_of(const TuneArgs& a) {
+  return {.samples = a.samples, .calls_per_sample = a.calls, .graph = !a.no_graph};
+}
+
+// One (layer, batch) to tune.
+struct Job {
+  std::string label;
+  Problem problem;
+};
+
+std::vector<Job> jobs_of(const TuneArgs& a) {
+  std::vector<Job> jobs;
+  const std::vector<int> batches = a.batches.empty() ? std::vector<int>{0} : a.batches;
+  for (const std::string& file : a.shapes) {
+    const Suite suite = select_layers(load_shapes(file), 0, a.layer);
+    for (int batch : batches)
+      for (const Layer& layer : suite.layers) {
+        Problem p = layer.problem;
+        if (batch > 0) p.n = batch;
+        jobs.push_back({fmt::format("{} {} n{}", suite.name, layer.name, p.n), p});
+      }
+  }
+  return jobs;
+}
+
+std::string describe(const TuneResult& r) {
+  if (r.from_db) return fmt::format("{} {:.2f} us (from the database)", r.from_db->kernel, r.from_db->median_us);
+  int failed = 0;
+  for (const CandidateOutcome& c : r.candidates) failed += c.status != MeasurementStatus::ok;
+  const std::string counts = fmt::format("{} measured of {}, {} failed, {:.1f} s", r.measured, r.candidates.size(),
+                                         failed, r.wall_ms / 1000);
+  if (!r.best) return fmt::format("no verified candidate ({})", counts);
+  return fmt::format("{} {:.2f} us ({})", kernel_name(r.candidates[*r.best].spec), *best_time_us(r), counts);
+}
+
+void run_tune(const TuneArgs& a) {
+  const std::vector<Job> jobs = jobs_of(a);
+  const std::vector<int> ordinals = parse_gpus(a.gpus, device_count());
+  const std::filesystem::path db_path = a.db.empty() ? TuningDb::default_path() : std::filesystem::path(a.db);
+  const TuneOptions options{.budget = a.budget, .timing = timing_of(a), .warm = a.warm, .seed = a.seed,
+                            .reuse_best = !a.force};
+  check_timing_options(options.timing);
+  TuningDb::open(db_path);  // creates or migrates it once, before the workers race to
+
+  JitCache cache(default_jit_cache_dir());
+  ThreadPool pool;
+  std::mutex mutex;  // the progress display and the results
+  Progress progress("tune", jobs.size());
+  std::vector<std::string> results(jobs.size());
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> errors(ordinals.size());
+  const auto worker = [&](std::size_t w) {
+    try {
+      Context context(ordinals[w]);
+      const Gpu gpu = query_device(ordinals[w]);
+      TuningDb db = TuningDb::open(db_path);
+      Tuner tuner(gpu, cache, pool, &db, coefficients_for(&db, gpu), ordinals[w]);
+      for (std::size_t j = next++; j < jobs.size(); j = next++) {
+        {
+          std::lock_guard lock(mutex);
+          progress.step(ordinals.size() > 1 ? fmt::format("gpu {}: {}", ordinals[w], jobs[j].label) : jobs[j].label);
+        }
+        const std::string text = describe(tuner.tune(jobs[j].problem, options));
+        std::lock_guard lock(mutex);
+        results[j] = text;
+      }
+    } catch (...) {
+      errors[w] = std::current_exception();
+      next = jobs.size();  // the others stop after their current layer
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t w = 0; w < ordinals.size(); ++w) threads.emplace_back(worker, w);
+  for (std::thread& t : threads) t.join();
+  progress.done();
+  for (std::size_t j = 0; j < jobs.size(); ++j)
+    if (!results[j].empty()) fmt::print("{}: {}\n", jobs[j].label, results[j]);
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  fmt::print("database: {}\n", db_path.string());
+}
+
+void run_tune_study(const TuneArgs& a) {
+  if (a.out.empty()) throw InputError("tune-study: --out FILE.md is required");
+  const std::vector<int> ordinals = parse_gpus(a.gpus, device_count());
+  if (ordinals.size() != 1) throw InputError(fmt::format("--gpus: the study runs on one device, got '{}'", a.gpus));
+  Context context(ordinals[0]);
+  const Gpu gpu = query_device(ordinals[0]);
+  StudyOptions options{.batches = a.batches, .budget = a.budget, .seed = a.seed};
+  options.timing.samples = a.samples;
+  options.timing.calls_per_sample = a.calls;
+  options.timing.graph = a.graph;
+  check_timing_options(options.timing);
+  StudyReport report{.gpu = describe_gpu(gpu), .command_line = invocation(), .coefficients = {}, .options = options};
+  ThreadPool pool;
+  for (const std::string& file : a.shapes) {
+    const Suite suite = select_layers(load_shapes(file), 0, a.layer);
+    Progress progress(fmt::format("tune-study {}", suite.name),
+                      suite.layers.size() * std::max<std::size_t>(1, a.batches.size()));
+    const std::vector<StudyLayer> rows =
+        run_study(suite, gpu, options, pool, ordinals[0],
+                  [&](std::size_t, std::size_t, const std::string& what) { progress.step(what); });
+    progress.done();
+    report.layers.insert(report.layers.end(), rows.begin(), rows.end());
+    // Written after every suite, so a long study that is cut short still leaves what it measured.
+    const std::string md = study_markdown(report);
+    std::filesystem::path out(a.out);
+    if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+    std::ofstream file_out(out, std::ios::binary);
+    file_out << md;
+    if (!file_out) throw InputError(fmt::format("{}: cannot write", a.out));
+  }
+  fmt::print("{}wrote {}\n", study_markdown(report), a.out);
+}
+
+void add_common_options(CLI::App* cmd, TuneArgs& a) {
+  cmd->add_option("--shapes", a.shapes, "Shapes file(s) (suite CSV, SEER list or B,C,H,W,N list)")->required();
+  cmd->add_option("--batch", a.batches, "Batch sizes, comma-separated (default: the file's)")->delimiter(',');
+  cmd->add_option("--layer", a.layer, "Only layers whose name contains this");
+  cmd->add_option("--samples", a.samples, "Timing samples per candidate and round")->capture_default_str();
+  cmd->add_option("--calls", a.calls, "Calls per timing sample")->capture_default_str();
+  cmd->add_option("--seed", a.seed, "Seed of the verification inputs")->capture_default_str();
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app) {
+  auto tune = std::make_shared<TuneArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune", "Tune every layer: candidates ranked by the cost model, the top ones verified and measured in rounds "
+              "until a stop rule, the best recorded in the tuning database (one worker per GPU)");
+  add_common_options(cmd, *tune);
+  cmd->add_option("--budget", tune->budget, "Candidates measured at most per layer (0: every candidate)")
+      ->capture_default_str();
+  cmd->add_option("--gpus", tune->gpus, "Devices to tune on: 'all' or ordinals like 0,1")->capture_default_str();
+  cmd->add_option("--db", tune->db, "Tuning database (default: the user's data folder)");
+  cmd->add_flag("--warm", tune->warm, "Allow L2 residency (else buffer sets rotate past 2 x L2)");
+  cmd->add_flag("--no-graph", tune->no_graph, "Time stream launches only (no CUDA graph replays): faster");
+  cmd->add_flag("--force", tune->force, "Tune again layers the database already knows");
+  cmd->callback([tune] { run_tune(*tune); });
+
+  auto study = std::make_shared<TuneArgs>();
+  CLI::App* s = app.add_subcommand(
+      "tune-study", "Per layer, the exhaustive best against the model-guided tuner with --budget measurements, the "
+                    "model's rank correlation and the tuning wall time with a cold and a warm JIT cache, as Markdown");
+  add_common_options(s, *study);
+  s->add_option("--budget", study->budget, "Measurements of the guided tuner per layer")->capture_default_str();
+  s->add_option("--gpus", study->gpus, "The device to run on (one ordinal)")->capture_default_str();
+  s->add_flag("--graph", study->graph, "Time CUDA graph replays too (default: stream launches only)");
+  s->add_option("--out", study->out, "Markdown report to write")->required();
+  s->callback([study] { run_tune_study(*study); });
+}
+
+}  // namespace convgen::cli

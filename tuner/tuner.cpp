@@ -1,0 +1,373 @@
+// tuner: builds and ranks every candidate, verifies and measures the promising ones in rounds, records outcomes.
+#include "tuner/tuner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "bench/nvml.hpp"
+#include "bench/verification.hpp"
+#include "conv/conv_kernel.hpp"
+#include "convgen/error.hpp"
+#include "convgen/version.hpp"
+#include "generator/family.hpp"
+#include "runtime/compiler.hpp"
+#include "runtime/device.hpp"
+
+namespace convgen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string error_text(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+// The samples and statistics of the headline mode.
+const SampleStats& headline_stats(const TimingResult& t) { return t.graph ? *t.graph : t.stream; }
+const std::vector<double>& headline_samples(const TimingResult& t) {
+  return t.graph ? t.graph_samples_us : t.stream_samples_us;
+}
+
+}  // namespace
+
+double headline_us(const TimingResult& timing) { return headline_stats(timing).median; }
+
+std::optional<double> best_time_us(const TuneResult& result) {
+  if (result.from_db) return result.from_db->median_us;
+  if (!result.best) return std::nullopt;
+  const CandidateOutcome& c = result.candidates[*result.best];
+  if (!c.timing) return std::nullopt;
+  return headline_us(*c.timing);
+}
+
+double model_scale(std::span<const PlanEntry> entries) {
+  std::vector<double> ratios;
+  for (const PlanEntry& e : entries)
+    if (e.state == PlanState::measured && std::isfinite(e.predicted_us) && e.predicted_us > 0)
+      ratios.push_back(e.measured_us / e.predicted_us);
+  if (ratios.empty()) return 1.0;
+  std::sort(ratios.begin(), ratios.end());
+  const std::size_t n = ratios.size();
+  return n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+}
+
+RoundPlan plan_round(std::span<const PlanEntry> entries, int budget, double stop_ratio) {
+  const bool exhaustive = budget <= 0;
+  int measured = 0;
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].state != PlanState::measured) continue;
+    ++measured;
+    if (!best || entries[i].measured_us < entries[*best].measured_us) best = i;
+  }
+  int size = exhaustive ? 8 : (measured == 0 ? 4 : 3);
+  if (!exhaustive) size = std::min(size, budget - measured);
+  RoundPlan plan;
+  if (size <= 0) return plan;
+  const double scale = model_scale(entries);
+  for (std::size_t i = 0; i < entries.size() && static_cast<int>(plan.fresh.size()) < size; ++i) {
+    if (entries[i].state != PlanState::pending) continue;
+    // Rank order: once one candidate is predicted too slow, so are the rest. (An infinite prediction stops too.)
+    if (!exhaustive && best && !(entries[i].predicted_us * scale <= stop_ratio * entries[*best].measured_us)) break;
+    plan.fresh.push_back(i);
+  }
+  if (!plan.fresh.empty()) plan.carried_best = best;
+  return plan;
+}
+
+std::vector<std::size_t> candidate_order(std::span<const std::optional<Prediction>> predictions) {
+  std::vector<std::size_t> predicted, unpredicted;
+  std::vector<Prediction> values;
+  for (std::size_t i = 0; i < predictions.size(); ++i) {
+    if (predictions[i]) {
+      predicted.push_back(i);
+      values.push_back(*predictions[i]);
+    } else {
+      unpredicted.push_back(i);
+    }
+  }
+  std::vector<std::size_t> order;
+  for (std::size_t r : rank(values)) order.push_back(predicted[r]);
+  order.insert(order.end(), unpredicted.begin(), unpredicted.end());
+  return order;
+}
+
+MeasurementStatus classify_launch_failure(std::string_view message, const std::optional<Prediction>& prediction) {
+  if (message.find("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES") != std::string_view::npos) return MeasurementStatus::resources;
+  // Too many threads or too much shared memory per block come back as an invalid value; trust that reading only
+  // where the occupancy rules agree the block cannot fit.
+  if (message.find("CUDA_ERROR_INVALID_VALUE") != std::string_view::npos && prediction &&
+      prediction->resident_blocks_per_sm == 0)
+    return MeasurementStatus::resources;
+  return MeasurementStatus::launch_error;
+}
+
+std::string verification_failure_text(const ErrorStats& stats, Precision precision) {
+  return fmt::format("rel L2 error {:.3g} (limit {:.0e}), {} NaN", stats.rel_l2, error_limit(precision),
+                     stats.nan_count);
+}
+
+std::vector<KernelSpec> tuning_candidates(const Problem& problem, const Gpu& gpu) {
+  std::vector<KernelSpec> specs;
+  for (const Family* f : all_families())
+    for (const KernelSpec& s : f->enumerate(problem, gpu))
+      if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+  return specs;
+}
+
+Coefficients coefficients_for(const TuningDb* db, const Gpu& gpu) {
+  if (db == nullptr) return {};
+  if (auto calibration = load_calibration(*db, gpu)) return calibration->coefficients;
+  return {};
+}
+
+// A problem's candidates built and ranked: the outcomes (rank order) and the kernels that compiled, alongside.
+struct Tuner::Prepared {
+  TuneResult result;
+  std::vector<std::optional<BuiltKernel>> kernels;
+};
+
+Tuner::Tuner(const Gpu& gpu, JitCache& cache, ThreadPool& pool, TuningDb* db, Coefficients coefficients, int device)
+    : gpu_(gpu), cache_(cache), pool_(pool), db_(db), coefficients_(coefficients), device_(device) {}
+
+Tuner::Prepared Tuner::prepare(const Problem& problem) {
+  const auto start = Clock::now();
+  std::vector<BuildRequest> requests;
+  for (const KernelSpec& s : tuning_candidates(problem, gpu_)) requests.push_back({problem, s});
+  std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool_);
+
+  std::vector<CandidateOutcome> outcomes(requests.size());
+  std::vector<std::optional<Prediction>> predictions(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    CandidateOutcome& c = outcomes[i];
+    c.spec = requests[i].spec;
+    if (const auto* error = std::get_if<std::exception_ptr>(&built[i])) {
+      c.status = MeasurementStatus::compile_error;
+      c.error = error_text(*error);
+      continue;
+    }
+    const BuiltKernel& k = std::get<BuiltKernel>(built[i]);
+    c.report = k.cubin.report;
+    c.compile_ms = k.cubin.compile_ms;
+    c.prediction = predict(family(c.spec.family).cost_features(problem, c.spec), k.cubin.report, gpu_, coefficients_);
+    predictions[i] = c.prediction;
+  }
+
+  Prepared prepared;
+  prepared.result.problem = problem;
+  for (std::size_t i : candidate_order(predictions)) {
+    prepared.result.candidates.push_back(std::move(outcomes[i]));
+    if (auto* k = std::get_if<BuiltKernel>(&built[i]))
+      prepared.kernels.emplace_back(std::move(*k));
+    else
+      prepared.kernels.emplace_back();
+  }
+  prepared.result.compile_wall_ms = ms_since(start);
+  return prepared;
+}
+
+TuneResult Tuner::rank_only(const Problem& problem) {
+  const auto start = Clock::now();
+  TuneResult result = prepare(problem).result;
+  result.wall_ms = ms_since(start);
+  return result;
+}
+
+TuneResult Tuner::tune(const Problem& problem, const TuneOptions& options) {
+  const auto start = Clock::now();
+  if (db_ != nullptr && options.reuse_best) {
+    if (std::optional<BestChoice> known = db_->best(gpu_, problem)) {
+      TuneResult result{.problem = problem};
+      result.candidates.push_back({.spec = parse_kernel_name(known->kernel)});
+      result.best = 0;
+      result.from_db = std::move(known);
+      result.wall_ms = ms_since(start);
+      return result;
+    }
+  }
+  check_timing_options(options.timing);
+  if (options.stop_ratio <= 0)
+    throw InputError(fmt::format("stop ratio: expected a positive number, got {}", options.stop_ratio));
+
+  Prepared prepared = prepare(problem);
+  TuneResult& result = prepared.result;
+  std::vector<CandidateOutcome>& cands = result.candidates;
+  const std::size_t n = cands.size();
+
+  std::vector<PlanEntry> entries(n);
+  bool any_built = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    entries[i].predicted_us = cands[i].prediction ? cands[i].prediction->time_us
+                                                  : std::numeric_limits<double>::infinity();
+    entries[i].state = prepared.kernels[i] ? PlanState::pending : PlanState::failed;
+    any_built = any_built || prepared.kernels[i].has_value();
+  }
+
+  // Per-candidate clocks of the round that last measured it, for the records.
+  std::vector<double> clock_start(n, 0), clock_end(n, 0);
+  if (any_built) {
+    const Problem& p = problem;
+    const std::int64_t bytes_per_set = (activation_elements(p) + filter_elements(p) + output_elements(p)) * 4;
+    TimingOptions timing = options.timing;
+    timing.buffer_sets = buffer_sets_to_defeat_l2(bytes_per_set, gpu_.l2_bytes, options.warm);
+    std::vector<float> h_activation(static_cast<std::size_t>(activation_elements(p)));
+    std::vector<float> h_filter(static_cast<std::size_t>(filter_elements(p)));
+    std::vector<float> scratch(static_cast<std::size_t>(output_elements(p)));
+    fill_random(h_activation, options.seed);
+    fill_random(h_filter, options.seed ^ 0x9e3779b97f4a7c15ull);
+    std::vector<BufferSet> sets = make_buffer_sets(p, timing.buffer_sets, h_activation, h_filter);
+    std::int64_t workspace_bytes = 256;
+    for (const auto& k : prepared.kernels)
+      if (k) workspace_bytes = std::max(workspace_bytes, k->workspace_bytes);
+    DeviceBuffer workspace(static_cast<std::size_t>(workspace_bytes));
+    const ReferenceOutputs ref = compute_reference(p, h_activation, h_filter, options.seed);
+    Stream stream;
+    const Nvml* nvml = Nvml::open(device_);
+    std::vector<std::unique_ptr<ConvLauncher>> launchers(n);
+
+    // Loads and verifies candidate i; a failure is classified into its outcome.
+    const auto verify = [&](std::size_t i) {
+      CandidateOutcome& c = cands[i];
+      try {
+        auto launcher = std::make_unique<ConvLauncher>(*prepared.kernels[i]);
+        c.verification = verify_launch(
+            [&](CUstream s) {
+              launcher->launch(sets[0].activation.ptr(), sets[0].filter.ptr(), sets[0].output.ptr(),
+                               workspace.ptr(), s);
+            },
+            sets[0].output, ref, scratch, stream);
+        if (!passes(*c.verification, p.precision)) {
+          c.status = MeasurementStatus::wrong_result;
+          c.error = verification_failure_text(*c.verification, p.precision);
+          return false;
+        }
+        launchers[i] = std::move(launcher);
+        return true;
+      } catch (const NoDeviceError&) {
+        throw;
+      } catch (const std::exception& e) {
+        c.status = classify_launch_failure(e.what(), c.prediction);
+        c.error = e.what();
+        try {
+          stream.synchronize();
+        } catch (const std::exception&) {
+          // A sticky error: the next candidates will fail too, and say so.
+        }
+        return false;
+      }
+    };
+    const auto candidate = [&](std::size_t i) {
+      ConvLauncher* l = launchers[i].get();
+      return Candidate{kernel_name(cands[i].spec), [&sets, &workspace, l](CUstream s, int set) {
+                         const BufferSet& b = sets[static_cast<std::size_t>(set)];
+                         l->launch(b.activation.ptr(), b.filter.ptr(), b.output.ptr(), workspace.ptr(), s);
+                       }};
+    };
+    const auto sm_clock = [&] { return nvml ? nvml->sm_clock_mhz().value_or(0.0) : 0.0; };
+
+    for (;;) {
+      const RoundPlan plan = plan_round(entries, options.budget, options.stop_ratio);
+      if (plan.fresh.empty()) break;
+      std::vector<std::size_t> round;
+      for (std::size_t i : plan.fresh) {
+        if (verify(i))
+          round.push_back(i);
+        else
+          entries[i].state = PlanState::failed;
+      }
+      if (round.empty()) continue;  // every newcomer failed: plan again from the next ones
+      if (plan.carried_best) round.push_back(*plan.carried_best);
+      std::vector<Candidate> timed;
+      for (std::size_t i : round) timed.push_back(candidate(i));
+      const double clock0 = sm_clock();
+      std::vector<std::optional<TimingResult>> results(round.size());
+      try {
+        const std::vector<TimingResult> all = time_interleaved(timed, timing, stream);
+        for (std::size_t r = 0; r < round.size(); ++r) results[r] = all[r];
+      } catch (const NoDeviceError&) {
+        throw;
+      } catch (const std::exception&) {
+        // A verified kernel failed while timed: time each alone to find the one at fault.
+        for (std::size_t r = 0; r < round.size(); ++r) {
+          try {
+            results[r] = time_interleaved(std::span(&timed[r], 1), timing, stream).front();
+          } catch (const std::exception& e) {
+            cands[round[r]].status = classify_launch_failure(e.what(), cands[round[r]].prediction);
+            cands[round[r]].error = e.what();
+            entries[round[r]].state = PlanState::failed;
+            try {
+              stream.synchronize();
+            } catch (const std::exception&) {
+            }
+          }
+        }
+      }
+      const double clock1 = sm_clock();
+      ++result.rounds;
+      for (std::size_t r = 0; r < round.size(); ++r) {
+        if (!results[r]) continue;
+        const std::size_t i = round[r];
+        cands[i].timing = results[r];
+        entries[i].state = PlanState::measured;
+        entries[i].measured_us = headline_us(*results[r]);
+        clock_start[i] = clock0;
+        clock_end[i] = clock1;
+      }
+    }
+  }
+
+  for (std::size_t i = 0; i < n; ++i) {
+    if (entries[i].state != PlanState::measured) continue;
+    ++result.measured;
+    if (!result.best || entries[i].measured_us < entries[*result.best].measured_us) result.best = i;
+  }
+
+  if (db_ != nullptr && options.record) {
+    const std::string driver = driver_version(), nvrtc = nvrtc_version();
+    const std::string convgen = fmt::format("{} ({})", build_version(), build_commit());
+    for (std::size_t i = 0; i < n; ++i) {
+      const CandidateOutcome& c = cands[i];
+      if (c.status == MeasurementStatus::ok && !c.timing) continue;  // never reached
+      MeasurementRecord m{.gpu = gpu_, .problem = problem, .kernel = kernel_name(c.spec), .status = c.status,
+                          .error_text = c.error};
+      if (c.timing) {
+        const SampleStats& s = headline_stats(*c.timing);
+        m.median_us = s.median;
+        m.p10_us = s.p10;
+        m.p90_us = s.p90;
+        m.samples_us = headline_samples(*c.timing);
+      }
+      if (c.verification) m.rel_l2_error = c.verification->rel_l2;
+      m.registers = c.report.registers;
+      m.spill_bytes = c.report.spill_store_bytes;
+      m.smem_bytes = c.report.smem_bytes;
+      if (c.prediction && std::isfinite(c.prediction->time_us)) m.predicted_us = c.prediction->time_us;
+      m.sm_clock_start_mhz = clock_start[i];
+      m.sm_clock_end_mhz = clock_end[i];
+      m.driver = driver;
+      m.nvrtc = nvrtc;
+      m.convgen = convgen;
+      db_->record(m);
+    }
+  }
+  result.wall_ms = ms_since(start);
+  return result;
+}
+
+}  // namespace convgen

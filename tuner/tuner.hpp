@@ -1,0 +1,149 @@
+// tuner: picks the fastest verified kernel for a problem: candidates ranked by the cost model, the top ones
+// measured round-robin until a stop rule, every failure classified and recorded, never fatal.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/timing.hpp"
+#include "convgen/gpu.hpp"
+#include "convgen/problem.hpp"
+#include "generator/kernel_spec.hpp"
+#include "reference/reference.hpp"
+#include "runtime/jit_cache.hpp"
+#include "runtime/thread_pool.hpp"
+#include "tuner/cost_model.hpp"
+#include "tuner/tuning_db.hpp"
+
+namespace convgen {
+
+// How the tuner measures. The rounds and the stop rule (plan_round below):
+//   round 1 measures the 4 candidates predicted fastest; each later round the next 3 by prediction plus the
+//   current best again (interleaved with them, so the newcomers are compared with it under the same conditions);
+//   the exhaustive mode (budget 0) measures every candidate, in rounds of 8 plus the best.
+//   Stop when `budget` candidates are measured, when none is left, or (not in exhaustive mode) when the next
+//   candidate's predicted time, rescaled by the model's observed error (the median of measured ÷ predicted over
+//   the candidates measured so far), exceeds stop_ratio × the best measured time: the model, corrected for its
+//   bias on this problem, says the rest are slower by more than its usual error.
+struct TuneOptions {
+  int budget = 10;       // candidates measured at most; 0 = every candidate (exhaustive)
+  TimingOptions timing;  // per measurement round; buffer_sets is set per layer (1 when warm)
+  bool warm = false;     // allow L2 residency (else rotate buffer sets past 2 × L2)
+  bool record = true;    // write measurements and best into the database (when one is given)
+  std::uint64_t seed = 1;
+  double stop_ratio = 1.5;  // the stop rule's margin
+  bool reuse_best = true;   // with a database that knows a best for the problem, return it without measuring
+};
+
+struct CandidateOutcome {
+  KernelSpec spec;
+  MeasurementStatus status = MeasurementStatus::ok;  // ok also for candidates never measured (timing empty)
+  std::string error;
+  std::optional<Prediction> prediction;  // empty when it did not compile
+  std::optional<TimingResult> timing;    // empty when not measured; the latest round's when measured in several
+  std::optional<ErrorStats> verification;
+  double compile_ms = 0;  // 0 when it came from the JIT cache
+  PtxasReport report;     // of the compiled kernel (zeros when it did not compile)
+};
+
+struct TuneResult {
+  Problem problem;
+  std::vector<CandidateOutcome> candidates;  // in the model's rank order (not compiled last)
+  // Index of the fastest verified, measured candidate; on a database hit (from_db), the database's best.
+  std::optional<std::size_t> best;
+  int measured = 0;                   // distinct candidates timed
+  int rounds = 0;                     // timing rounds run
+  double wall_ms = 0;                 // the whole tune
+  double compile_wall_ms = 0;         // the compile phase within it
+  std::optional<BestChoice> from_db;  // set when the database already knew the best: nothing compiled or measured
+};
+
+// The time a measurement is judged by: the graph replay median where there is one, else the stream median.
+double headline_us(const TimingResult& timing);
+
+// Returns the best candidate's time per call (measured now, or the database's), or nothing without a best.
+std::optional<double> best_time_us(const TuneResult& result);
+
+// A candidate as the round planner sees it, in rank order.
+enum class PlanState { pending, measured, failed };
+struct PlanEntry {
+  double predicted_us = 0;  // infinite when the model says it cannot launch
+  PlanState state = PlanState::pending;
+  double measured_us = 0;  // when measured
+  bool operator==(const PlanEntry&) const = default;
+};
+
+// The next round: pending candidates to measure for the first time, and the best so far to measure again.
+struct RoundPlan {
+  std::vector<std::size_t> fresh;
+  std::optional<std::size_t> carried_best;
+  bool operator==(const RoundPlan&) const = default;
+};
+
+// Median of measured ÷ predicted over the measured entries with a finite, positive prediction; 1 when none.
+double model_scale(std::span<const PlanEntry> entries);
+
+// Plans the next round over `entries` (in rank order) by the rules above (TuneOptions). `measured` is how many
+// distinct candidates were measured so far. An empty `fresh` means stop.
+RoundPlan plan_round(std::span<const PlanEntry> entries, int budget, double stop_ratio);
+
+// Returns the indices of the candidates in rank order: those with a prediction by ascending predicted time (ties
+// keep their order, cannot-launch after), those without one (did not compile) last.
+std::vector<std::size_t> candidate_order(std::span<const std::optional<Prediction>> predictions);
+
+// Classifies a failed launch (or module load) by its message: resources when the driver refused it for resources
+// (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, or CUDA_ERROR_INVALID_VALUE for a block the model says does not fit an SM:
+// too many threads, registers or shared memory), else launch_error.
+MeasurementStatus classify_launch_failure(std::string_view message, const std::optional<Prediction>& prediction);
+
+// Returns "rel L2 error 2.1e-03 (limit 1e-05), 0 NaN" for a failed verification.
+std::string verification_failure_text(const ErrorStats& stats, Precision precision);
+
+// Tunes problems on the device of the current CUDA context.
+//   Context context(0);
+//   JitCache cache; ThreadPool pool; TuningDb db = TuningDb::open(TuningDb::default_path());
+//   Tuner tuner(query_device(0), cache, pool, &db, coefficients_for(&db, gpu));
+//   TuneResult r = tuner.tune(problem, {.budget = 10});
+class Tuner {
+ public:
+  // A CUDA context must be current (on CUDA device `device`, whose NVML clocks are recorded). `db` may be null
+  // (nothing recorded or read).
+  Tuner(const Gpu& gpu, JitCache& cache, ThreadPool& pool, TuningDb* db, Coefficients coefficients = {},
+        int device = 0);
+
+  // Builds every family's candidates, ranks them by the model, verifies and measures by the rules of TuneOptions
+  // and records every outcome. Failures of single candidates are outcomes, not exceptions; an error that is not a
+  // candidate's (no device, the database) propagates.
+  TuneResult tune(const Problem& problem, const TuneOptions& options);
+
+  // Ranks by the model without measuring (compiles every candidate for its ptxas report): the cost-model-only
+  // policy.
+  TuneResult rank_only(const Problem& problem);
+
+  const Gpu& gpu() const { return gpu_; }
+  const Coefficients& coefficients() const { return coefficients_; }
+
+ private:
+  struct Prepared;
+  Prepared prepare(const Problem& problem);
+
+  Gpu gpu_;
+  JitCache& cache_;
+  ThreadPool& pool_;
+  TuningDb* db_;
+  Coefficients coefficients_;
+  int device_;
+};
+
+// Returns every family's enumerated candidates for the problem, without duplicates, in family order.
+std::vector<KernelSpec> tuning_candidates(const Problem& problem, const Gpu& gpu);
+
+// Loads the GPU's calibration from the database when there is one, else the default coefficients.
+Coefficients coefficients_for(const TuningDb* db, const Gpu& gpu);
+
+}  // namespace convgen
