@@ -169,9 +169,19 @@ Tuner::Prepared Tuner::prepare(const Problem& problem) {
     predictions[i] = c.prediction;
   }
 
+  // The model ranks; the families' own default configurations (their heuristics, which know each family's
+  // efficiency where the uncalibrated model does not) go first, so the first round always measures them.
+  std::vector<std::size_t> order = candidate_order(predictions);
+  std::vector<KernelSpec> defaults;
+  for (const Family* f : all_families())
+    if (auto spec = f->default_spec(problem, gpu_)) defaults.push_back(*spec);
+  std::stable_partition(order.begin(), order.end(), [&](std::size_t i) {
+    return predictions[i] && std::find(defaults.begin(), defaults.end(), outcomes[i].spec) != defaults.end();
+  });
+
   Prepared prepared;
   prepared.result.problem = problem;
-  for (std::size_t i : candidate_order(predictions)) {
+  for (std::size_t i : order) {
     prepared.result.candidates.push_back(std::move(outcomes[i]));
     if (auto* k = std::get_if<BuiltKernel>(&built[i]))
       prepared.kernels.emplace_back(std::move(*k));

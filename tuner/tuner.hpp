@@ -23,7 +23,8 @@
 namespace convgen {
 
 // How the tuner measures. The rounds and the stop rule (plan_round below):
-//   round 1 measures the 4 candidates predicted fastest; each later round the next 3 by prediction plus the
+//   candidates are ordered by the cost model, except that each family's default configuration goes first;
+//   round 1 measures the first 4 (the defaults and the fastest predicted); each later round the next 3 by prediction plus the
 //   current best again (interleaved with them, so the newcomers are compared with it under the same conditions);
 //   the exhaustive mode (budget 0) measures every candidate, in rounds of 8 plus the best.
 //   Stop when `budget` candidates are measured, when none is left, or (not in exhaustive mode) when the next
