@@ -108,7 +108,11 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
 
   stage("compiling ours");
   std::vector<BuildRequest> requests;
-  for (const KernelSpec& s : our_candidates(p, gpu_, options_.candidates_per_family)) requests.push_back({p, s});
+  std::vector<KernelSpec> specs = our_candidates(p, gpu_, options_.candidates_per_family);
+  if (options_.extra_candidates)
+    for (const KernelSpec& s : options_.extra_candidates(p))
+      if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+  for (const KernelSpec& s : specs) requests.push_back({p, s});
   const std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool_);
 
   stage("building cuDNN routes");

@@ -10,6 +10,7 @@
 #include "bench/report.hpp"
 #include "bench/timing.hpp"
 #include "convgen/gpu.hpp"
+#include "generator/kernel_spec.hpp"
 #include "generator/shapes.hpp"
 
 namespace convgen {
@@ -26,6 +27,8 @@ struct BenchOptions {
   int finalists = 8;
   CudnnOptions cudnn;
   std::uint64_t seed = 1;
+  // Further kernels of ours to try for a problem, e.g. the tuning database's best (`convgen bench` passes it).
+  std::function<std::vector<KernelSpec>(const Problem&)> extra_candidates;
 };
 
 // Samples per route in the screening round.

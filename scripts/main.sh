@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # main: the README's main command: sets up, builds, generates and compiles kernels for a default network and
-# GPU descriptor and prints the analysis; where a GPU is present, also runs and verifies every layer on it.
+# GPU descriptor and prints the analysis; where a GPU is present, also tunes and benchmarks every layer on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shapes=${CONVGEN_SHAPES:-shapes/resnet50.csv}
@@ -16,8 +16,11 @@ $convgen generate --shapes "$shapes" --gpu "$gpu" --out "$out"
 echo "== analyze"
 $convgen analyze --shapes "$shapes" --gpu "$gpu"
 if $convgen gpu detect >/dev/null 2>&1; then
-  echo "== run: every layer of $shapes on the present GPU, verified against the float64 reference"
-  $convgen run --shapes "$shapes" --all-layers
+  batch=${CONVGEN_BATCH:-1}
+  echo "== tune: every layer of $shapes at batch $batch on the present GPU, into the tuning database"
+  $convgen tune --shapes "$shapes" --batch "$batch"
+  echo "== bench: against every cuDNN route, verified first (results in bench-results/)"
+  $convgen bench --shapes "$shapes" --batch "$batch" --out bench-results
 else
-  echo "== no CUDA device here: skipping run (generation and analysis need none)"
+  echo "== no CUDA device here: skipping tune and bench (generation and analysis need none)"
 fi

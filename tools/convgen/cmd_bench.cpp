@@ -8,6 +8,7 @@
 #include "bench/provenance.hpp"
 #include "convgen/error.hpp"
 #include "runtime/module.hpp"
+#include "tuner/tuning_db.hpp"
 #include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
 
@@ -15,7 +16,7 @@ namespace convgen::cli {
 namespace {
 
 struct Options {
-  std::string shapes, layer, out = "bench-results", precision = "fp32", layout, gpu = "live";
+  std::string shapes, layer, out = "bench-results", precision = "fp32", layout, gpu = "live", db;
   std::vector<int> batches;
   bool warm = false;
   int samples = kProtocolSamples, calls = kProtocolCallsPerSample, candidates = 3, finalists = 8;
@@ -52,6 +53,20 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
 
   const Gpu gpu = load_gpu_descriptor(opts.gpu, true);
   Context context(0);
+  // Ours includes the tuning database's best for each problem, when the database has one (`convgen tune`).
+  const std::filesystem::path db_path = opts.db.empty() ? TuningDb::default_path() : std::filesystem::path(opts.db);
+  std::optional<TuningDb> db;
+  if (std::filesystem::exists(db_path)) {
+    db.emplace(TuningDb::open(db_path));
+  } else if (!opts.db.empty()) {
+    throw InputError(fmt::format("--db {}: no such tuning database", opts.db));
+  }
+  if (db)
+    options.extra_candidates = [&](const Problem& p) {
+      std::vector<KernelSpec> specs;
+      if (auto best = db->best(gpu, p)) specs.push_back(parse_kernel_name(best->kernel));
+      return specs;
+    };
   Progress progress("bench", suite.layers.size() * std::max<std::size_t>(1, opts.batches.size()));
   std::size_t last = static_cast<std::size_t>(-1);
   const BenchReport report =
@@ -96,6 +111,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--finalists", opts->finalists,
                   "cuDNN routes (fastest in a 3-sample screening round) taken to the full protocol; 0: all")
       ->capture_default_str();
+  cmd->add_option("--db", opts->db, "Tuning database whose best kernels join ours (default: the user's, if it exists)");
   cmd->add_option("--seed", opts->seed, "Random seed of the inputs")->capture_default_str();
   cmd->callback([opts] { run_bench_command(*opts, invocation()); });
 }

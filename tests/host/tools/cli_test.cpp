@@ -78,3 +78,21 @@ TEST(Cli, RunWithoutAGpuSaysThereIsNoCudaDevice) {
 
 }  // namespace
 }  // namespace convgen
+
+namespace convgen {
+namespace {
+
+TEST(Cli, AnalyzeReadsTheSeerListAndTheSeedsBchwnListByTheirFirstLine) {
+  const auto dir = std::filesystem::temp_directory_path();
+  std::ofstream(dir / "convgen_cli_seer.txt") << "2\n1 64 56 64 56 3 1 1\n8 3 224 64 112 7 2 3\n";
+  std::ofstream(dir / "convgen_cli_bchwn.csv") << "B,C,H,W,N,t1\n1,128,28,28,32,25.7\n";
+  const Result seer = run_convgen("analyze --shapes " + (dir / "convgen_cli_seer.txt").string() + " --gpu h100_sxm");
+  ASSERT_EQ(seer.exit_code, 0) << seer.output;
+  EXPECT_NE(seer.output.find("3->64 7x7 s2 p3 at 224x224 -> 112x112, n8"), std::string::npos) << seer.output;
+  const Result bchwn = run_convgen("analyze --shapes " + (dir / "convgen_cli_bchwn.csv").string() + " --gpu h100_sxm");
+  ASSERT_EQ(bchwn.exit_code, 0) << bchwn.output;
+  EXPECT_NE(bchwn.output.find("128->32 3x3 s1 p1 at 28x28 -> 28x28, n1"), std::string::npos) << bchwn.output;
+}
+
+}  // namespace
+}  // namespace convgen
