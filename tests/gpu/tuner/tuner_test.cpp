@@ -30,6 +30,10 @@ class GpuTuner : public testing::Test {
 };
 
 TEST_F(GpuTuner, TunesTwoLayersRecordsTheVerifiedBestAndThenAnswersFromTheDatabase) {
+  const auto is_family_default = [&](const KernelSpec& spec, const Problem& p) {
+    const auto d = family(spec.family).default_spec(p, gpu_);
+    return d && *d == spec;
+  };
   TuningDb db = TuningDb::open(dir_ / "tuning.sqlite");
   Tuner tuner(gpu_, cache_, pool_, &db);
   const TuneOptions options{.budget = 6, .timing = {.warmup_calls = 2, .samples = 5, .calls_per_sample = 5,
@@ -45,8 +49,13 @@ TEST_F(GpuTuner, TunesTwoLayersRecordsTheVerifiedBestAndThenAnswersFromTheDataba
     EXPECT_GE(r.rounds, 1);
     EXPECT_GT(r.wall_ms, r.compile_wall_ms);
 
-    // Rank order: predicted times ascend up to the candidates without a prediction.
-    for (std::size_t i = 1; i < r.candidates.size(); ++i) {
+    // Rank order: the families' default configurations first, then predicted times ascending up to the
+    // candidates without a prediction.
+    std::size_t first_ranked = 0;
+    while (first_ranked < r.candidates.size() && is_family_default(r.candidates[first_ranked].spec, p))
+      ++first_ranked;
+    EXPECT_GE(first_ranked, 1u);
+    for (std::size_t i = first_ranked + 1; i < r.candidates.size(); ++i) {
       if (r.candidates[i].prediction && r.candidates[i - 1].prediction) {
         EXPECT_LE(r.candidates[i - 1].prediction->time_us, r.candidates[i].prediction->time_us);
       }
