@@ -25,7 +25,7 @@ struct StudyOptions {
   // Fewer samples than the benchmark protocol (10 samples × 10 calls, stream launches only) so that the
   // exhaustive runs fit in minutes; both runs use the same.
   TimingOptions timing{.warmup_calls = 3, .samples = 10, .calls_per_sample = 10, .graph = false};
-  double stop_ratio = 1.5;
+  double stop_ratio = 3.0;  // as TuneOptions
   std::uint64_t seed = 1;
   std::filesystem::path cache_root;  // fresh JIT cache folders are made (and removed) under it
 };
