@@ -63,6 +63,21 @@ Gpu load_gpu_descriptor(const std::string& name_or_path, bool prefer_live) {
   return gpu;
 }
 
+void write_output_file(const std::filesystem::path& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw InputError(fmt::format("{}: cannot write", path.string()));
+}
+
+void print_or_write(const std::string& out, const std::string& text) {
+  if (out.empty()) {
+    fmt::print("{}\n", text);
+    return;
+  }
+  write_output_file(out, text + "\n");
+  fmt::print(stderr, "wrote {}\n", out);
+}
+
 namespace {
 std::string& invocation_storage() {
   static std::string text;

@@ -32,6 +32,13 @@ Gpu load_gpu_descriptor(const std::string& name_or_path, bool prefer_live);
 const std::string& invocation();
 void set_invocation(int argc, char** argv);
 
+// Writes `bytes` to `path` (binary); throws InputError "<path>: cannot write" when that fails.
+void write_output_file(const std::filesystem::path& path, std::string_view bytes);
+
+// Prints `text` and a newline to standard output when `out` is empty, else writes them to the file `out` and
+// says so on standard error (the --out option of commands that print JSON).
+void print_or_write(const std::string& out, const std::string& text);
+
 // A one-line progress display on stderr: redrawn in place on a terminal, one line per step elsewhere.
 class Progress {
  public:

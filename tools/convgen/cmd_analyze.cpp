@@ -79,11 +79,7 @@ void add_analyze_command(CLI::App& app) {
     fmt::print("{} on {} ({})\n", suite.name, gpu.name, gpu.arch);
     fmt::print("{}", format_analysis_table(analysis, gpu));
     if (opts->candidates) print_candidates(suite, gpu);
-    if (!opts->json.empty()) {
-      std::ofstream out(opts->json);
-      out << analysis_to_json(analysis, gpu) << "\n";
-      if (!out) throw InputError(fmt::format("{}: cannot write", opts->json));
-    }
+    if (!opts->json.empty()) write_output_file(opts->json, analysis_to_json(analysis, gpu) + "\n");
   });
 }
 

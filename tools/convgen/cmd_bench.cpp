@@ -23,12 +23,6 @@ struct Options {
   std::uint64_t seed = 1;
 };
 
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw InputError(fmt::format("{}: cannot write", path.string()));
-}
-
 void run_bench_command(const Options& opts, const std::string& command_line) {
   const Suite suite = select_layers(load_shapes(opts.shapes), 0, opts.layer);
   BenchOptions options{.batches = opts.batches, .warm = opts.warm, .candidates_per_family = opts.candidates,
@@ -82,10 +76,10 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
   if (opts.warm) stem += "_warm";
   const std::filesystem::path dir = opts.out;
   std::filesystem::create_directories(dir);
-  write_text(dir / (stem + ".json"), report_json(report));
-  write_text(dir / (stem + ".csv"), report_csv(report));
+  write_output_file(dir / (stem + ".json"), report_json(report));
+  write_output_file(dir / (stem + ".csv"), report_csv(report));
   const std::string markdown = report_markdown(report);
-  write_text(dir / (stem + ".md"), markdown);
+  write_output_file(dir / (stem + ".md"), markdown);
   fmt::print("{}\nwrote {}.{{json,csv,md}}\n", markdown, (dir / stem).string());
 }
 

@@ -152,15 +152,7 @@ void add_db_command(CLI::App& app) {
   export_cmd->add_option("--out", opts->out, "Write to this file instead of standard output");
   export_cmd->callback([opts] {
     const TuningDb tuning = open_db(opts->db);
-    const std::string json = tuning.export_json(match_gpu(tuning, opts->gpu));
-    if (opts->out.empty()) {
-      fmt::print("{}\n", json);
-      return;
-    }
-    std::ofstream out(opts->out);
-    out << json << "\n";
-    if (!out) throw InputError(fmt::format("{}: cannot write", opts->out));
-    fmt::print(stderr, "wrote {}\n", opts->out);
+    print_or_write(opts->out, tuning.export_json(match_gpu(tuning, opts->gpu)));
   });
 
   CLI::App* import_cmd = db->add_subcommand("import",

@@ -22,12 +22,6 @@ struct Options {
   bool all = false, no_cache = false;
 };
 
-void write_file(const std::filesystem::path& path, const void* data, std::size_t size) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-  if (!out) throw InputError(fmt::format("{}: cannot write", path.string()));
-}
-
 nlohmann::json manifest_entry(const Layer& layer, const BuiltKernel& k, const std::filesystem::path& stem) {
   const auto& g = k.geometry;
   const auto& r = k.cubin.report;
@@ -111,11 +105,12 @@ void run_generate(const Options& opts) {
     const BuiltKernel& k = std::get<BuiltKernel>(outcomes[i]);
     const std::filesystem::path stem = std::filesystem::path(layer.name) / k.source.entry;
     std::filesystem::create_directories(out_dir / layer.name);
-    write_file(out_dir / (stem.string() + ".cu"), k.source.text.data(), k.source.text.size());
-    write_file(out_dir / (stem.string() + ".cubin"), k.cubin.image.data(), k.cubin.image.size());
+    write_output_file(out_dir / (stem.string() + ".cu"), k.source.text);
+    write_output_file(out_dir / (stem.string() + ".cubin"),
+                      std::string_view(k.cubin.image.data(), k.cubin.image.size()));
     manifest["kernels"].push_back(manifest_entry(layer, k, stem));
   }
-  std::ofstream(out_dir / "manifest.json") << manifest.dump(2) << "\n";
+  write_output_file(out_dir / "manifest.json", manifest.dump(2) + "\n");
   const auto stats = cache.stats();
   fmt::print("generated {} kernels for {} layers of {} for {} ({}) in {} ({} compiled, {} from cache)\n",
              manifest["kernels"].size(), suite.layers.size(), suite.name, gpu.name, gpu.arch, out_dir.string(),

@@ -6,6 +6,7 @@
 #include "convgen/error.hpp"
 #include "generator/gpu_json.hpp"
 #include "runtime/device.hpp"
+#include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
 
 namespace convgen::cli {
@@ -23,15 +24,7 @@ void add_gpu_command(CLI::App& app) {
   detect->add_option("--device", opts->device, "Device ordinal")->capture_default_str();
   detect->add_option("--out", opts->out, "Write to this file instead of standard output");
   detect->callback([opts] {
-    const std::string json = gpu_to_json(query_device(opts->device));
-    if (opts->out.empty()) {
-      fmt::print("{}\n", json);
-      return;
-    }
-    std::ofstream out(opts->out);
-    out << json << "\n";
-    if (!out) throw InputError(fmt::format("{}: cannot write", opts->out));
-    fmt::print(stderr, "wrote {}\n", opts->out);
+    print_or_write(opts->out, gpu_to_json(query_device(opts->device)));
   });
 }
 

@@ -172,9 +172,7 @@ void run_tune_study(const TuneArgs& a) {
     const std::string md = study_markdown(report);
     std::filesystem::path out(a.out);
     if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
-    std::ofstream file_out(out, std::ios::binary);
-    file_out << md;
-    if (!file_out) throw InputError(fmt::format("{}: cannot write", a.out));
+    write_output_file(out, md);
   }
   fmt::print("{}wrote {}\n", study_markdown(report), a.out);
 }

@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/run_convgen.hpp"
+
 #include "convgen/error.hpp"
 #include "generator/gpu_json.hpp"
 #include "runtime/driver.hpp"
@@ -24,21 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run(const std::string& command) {
-  Result result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer;
-  while (std::size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) result.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using Result = testing_support::CommandResult;
+const auto run = testing_support::run_command;
 
 std::string convgen_binary() { return std::string(CONVGEN_BINARY_DIR) + "/tools/convgen/convgen"; }
 fs::path source_dir() { return CONVGEN_SOURCE_DIR; }
