@@ -30,7 +30,9 @@ struct LaunchGeometry {
   bool operator==(const LaunchGeometry&) const = default;
 };
 
-// What the cost model needs to know of one kernel on one problem.
+// What the cost model needs to know of one kernel on one problem: the launch, and per block the work of its main
+// loop counted in warp instructions (issue slots) by kind. Counts are the family's estimates from its template's
+// structure; the model weighs each kind with coefficients calibrated per GPU (tuner/cost_model.hpp).
 struct CostFeatures {
   std::int64_t blocks = 0;            // launched blocks
   int threads_per_block = 0;
@@ -38,6 +40,16 @@ struct CostFeatures {
   double flops = 0;                   // useful FLOPs (2 per multiply-add) of the whole launch
   double dram_bytes = 0;              // bytes the launch is expected to move through DRAM
   double flops_per_block = 0;         // executed FLOPs, padding of partial tiles included
+  // Per block, warp instructions:
+  double fma_instructions = 0;          // fused multiply-adds (32 per warp instruction)
+  double shared_load_instructions = 0;  // shared-memory reads of the inner loop
+  double global_load_instructions = 0;  // global-memory loads
+  double address_instructions = 0;      // index arithmetic of the global loads (padding and im2col checks)
+  int main_loop_steps = 0;              // iterations of the main loop, each with a barrier and its loads' latency
+  bool pipelined = false;               // the next step's global loads overlap this step's math (double buffering)
+  // Per launch:
+  double atomic_outputs = 0;  // output elements accumulated with atomic adds (split-K: every split's partial sums)
+  int extra_launches = 0;     // operations launched besides the kernel (split-K: zeroing the output first)
 };
 
 // One kind of kernel. Implementations are stateless singletons reached through family().

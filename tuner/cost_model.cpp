@@ -1,4 +1,5 @@
-// cost_model: occupancy, waves and the two-branch time model; its least-squares calibration; accuracy measures.
+// cost_model: occupancy, waves and the weighted sum of the kinds of work; its non-negative least-squares calibration
+// per family; accuracy measures.
 #include "tuner/cost_model.hpp"
 
 #include <algorithm>
@@ -21,145 +22,79 @@ constexpr int kWarpSize = 32;
 constexpr int kRegisterUnit = 8;
 // Shared memory the system reserves per resident block on sm_80 and later (CUDA occupancy calculator).
 constexpr int kReservedSmemPerBlock = 1024;
+// Warp schedulers per SM (sm_70 and later), each issuing one warp instruction per cycle.
+constexpr double kSchedulersPerSm = 4;
 
 int round_up(int value, int unit) { return (value + unit - 1) / unit * unit; }
 
-// The two branches of the model for one kernel, with unit coefficients: the time a full-speed SM needs for its
-// resident blocks' FLOPs over every wave, and the time DRAM needs for the launch's bytes over (waves − 1 + ε).
-struct Branches {
+std::size_t index(CostTerm term) { return static_cast<std::size_t>(term); }
+
+// What the model knows of a kernel on the GPU before the coefficients: occupancy, waves and the terms.
+struct Analysis {
   Occupancy occupancy;
   double waves = 0;
   double last_wave_fill = 0;
-  double compute_us = 0;
-  double memory_us = 0;
+  CostTerms terms{};
 };
 
-Branches branches(const CostFeatures& f, const PtxasReport& report, const Gpu& gpu, Precision math) {
+Analysis analyze(const CostFeatures& f, const PtxasReport& report, const Gpu& gpu) {
   if (f.blocks <= 0)
     throw InputError(fmt::format("cost model: the launch must have at least one block, got {}", f.blocks));
-  const double peak_tflops_value = peak_tflops(gpu, math);
-  if (!(peak_tflops_value > 0) || gpu.sm_count <= 0 || !(gpu.dram_bandwidth_gbs > 0))
-    throw InputError(fmt::format("cost model: {} must give a positive SM count, {} peak and DRAM bandwidth", gpu.name,
-                                 to_string(math)));
-  Branches b;
-  b.occupancy =
+  if (gpu.sm_count <= 0 || !(gpu.clock_mhz > 0) || !(gpu.dram_bandwidth_gbs > 0))
+    throw InputError(
+        fmt::format("cost model: {} must give a positive SM count, clock and DRAM bandwidth", gpu.name));
+  Analysis a;
+  a.occupancy =
       occupancy(f.threads_per_block, report.registers, std::max(f.smem_bytes_per_block, report.smem_bytes), gpu);
-  const int resident = b.occupancy.blocks_per_sm;
-  if (resident == 0) return b;
-  const double blocks_per_wave = static_cast<double>(resident) * gpu.sm_count;
+  const int resident = a.occupancy.blocks_per_sm;
+  if (resident == 0) return a;
   const double blocks = static_cast<double>(f.blocks);
-  b.waves = std::ceil(blocks / blocks_per_wave);
-  b.last_wave_fill = (blocks - (b.waves - 1) * blocks_per_wave) / blocks_per_wave;
-  const double flops_per_us_per_sm = peak_tflops_value * 1e6 / gpu.sm_count;  // 1 TFLOP/s = 1e6 FLOP/µs
-  const double bytes_per_us = gpu.dram_bandwidth_gbs * 1e3;                   // 1 GB/s = 1e3 B/µs
-  b.compute_us = b.waves * f.flops_per_block * resident / flops_per_us_per_sm;
-  const double bytes_per_wave = f.dram_bytes / blocks * blocks_per_wave;
-  b.memory_us = (b.waves - 1 + b.last_wave_fill) * bytes_per_wave / bytes_per_us;
-  return b;
+  const double blocks_per_wave = static_cast<double>(resident) * gpu.sm_count;
+  a.waves = std::ceil(blocks / blocks_per_wave);
+  a.last_wave_fill = (blocks - (a.waves - 1) * blocks_per_wave) / blocks_per_wave;
+  // The busiest SM runs ceil(blocks / SMs) blocks over the launch; its schedulers issue their instructions.
+  const double blocks_on_busiest_sm = std::ceil(blocks / gpu.sm_count);
+  const auto issue_us = [&](double instructions_per_block) {
+    return blocks_on_busiest_sm * instructions_per_block / (kSchedulersPerSm * gpu.clock_mhz);  // MHz: cycles per µs
+  };
+  const double bytes_per_us = gpu.dram_bandwidth_gbs * 1e3;  // 1 GB/s = 1e3 B/µs
+  const double steps = a.waves * f.main_loop_steps;
+  CostTerms& t = a.terms;
+  t[index(CostTerm::fma)] = issue_us(f.fma_instructions);
+  t[index(CostTerm::shared_loads)] = issue_us(f.shared_load_instructions);
+  t[index(CostTerm::global_loads)] = issue_us(f.global_load_instructions);
+  t[index(CostTerm::address)] = issue_us(f.address_instructions);
+  t[index(CostTerm::serial_steps)] = f.pipelined ? 0 : steps;
+  t[index(CostTerm::pipelined_steps)] = f.pipelined ? steps : 0;
+  t[index(CostTerm::waves)] = a.waves;
+  t[index(CostTerm::atomics)] = f.atomic_outputs * 4 / bytes_per_us;
+  t[index(CostTerm::extra_launches)] = f.extra_launches;
+  t[index(CostTerm::dram)] = f.dram_bytes / bytes_per_us;
+  t[index(CostTerm::launch)] = 1;
+  return a;
 }
 
-double model_time(const Branches& b, const Coefficients& c) {
-  return std::max(c.compute * b.compute_us, c.memory * b.memory_us) + c.launch_us;
-}
-
-// Solves the weighted least-squares normal equations A x = y restricted to the variables in `mask`, by Gaussian
-// elimination with partial pivoting. Returns false when the restricted system is singular.
-bool solve_subset(const std::array<std::array<double, 3>, 3>& a, const std::array<double, 3>& y, unsigned mask,
-                  std::array<double, 3>& x) {
-  std::array<int, 3> vars{};
-  int n = 0;
-  for (int i = 0; i < 3; ++i)
-    if (mask & (1u << i)) vars[n++] = i;
-  std::array<std::array<double, 4>, 3> m{};
-  for (int r = 0; r < n; ++r) {
-    for (int c = 0; c < n; ++c) m[r][c] = a[vars[r]][vars[c]];
-    m[r][n] = y[vars[r]];
-  }
-  for (int col = 0; col < n; ++col) {
-    int pivot = col;
-    for (int r = col + 1; r < n; ++r)
-      if (std::abs(m[r][col]) > std::abs(m[pivot][col])) pivot = r;
-    if (std::abs(m[pivot][col]) < 1e-12 * std::max(1.0, std::abs(a[vars[col]][vars[col]]))) return false;
-    std::swap(m[col], m[pivot]);
-    for (int r = 0; r < n; ++r) {
-      if (r == col) continue;
-      const double factor = m[r][col] / m[col][col];
-      for (int c = col; c <= n; ++c) m[r][c] -= factor * m[col][c];
-    }
-  }
-  x = {0, 0, 0};
-  for (int r = 0; r < n; ++r) x[vars[r]] = m[r][n] / m[r][r];
-  return true;
-}
-
-struct Usable {
-  Branches branches;
-  double measured_us = 0;
-};
-
-double rms_relative_error(std::span<const Usable> samples, const Coefficients& c) {
+double weighted_sum(const CostTerms& terms, const CostTerms& weights) {
   double sum = 0;
-  for (const Usable& s : samples) {
-    const double e = (model_time(s.branches, c) - s.measured_us) / s.measured_us;
-    sum += e * e;
-  }
-  return std::sqrt(sum / static_cast<double>(samples.size()));
-}
-
-// One alternating fit from a starting point: assign branches, solve, repeat until the assignment is stable.
-Coefficients fit_from(std::span<const Usable> samples, Coefficients c) {
-  std::vector<bool> compute_side(samples.size());
-  for (int iteration = 0; iteration < 100; ++iteration) {
-    bool changed = iteration == 0;
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      const bool side = c.compute * samples[i].branches.compute_us >= c.memory * samples[i].branches.memory_us;
-      changed = changed || side != compute_side[i];
-      compute_side[i] = side;
-    }
-    if (!changed) break;
-    // Rows f = (C, 0, 1) or (0, M, 1), weighted by 1 / measured: minimizes the sum of squared relative errors.
-    std::array<std::array<double, 3>, 3> a{};
-    std::array<double, 3> y{};
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      const double w = 1.0 / samples[i].measured_us;
-      const std::array<double, 3> f = {compute_side[i] ? samples[i].branches.compute_us * w : 0,
-                                       compute_side[i] ? 0 : samples[i].branches.memory_us * w, w};
-      for (int r = 0; r < 3; ++r) {
-        for (int col = 0; col < 3; ++col) a[r][col] += f[r] * f[col];
-        y[r] += f[r] * samples[i].measured_us * w;
-      }
-    }
-    // A coefficient no sample informs (no sample on its side) keeps its value.
-    unsigned informed = 0;
-    for (int v = 0; v < 3; ++v)
-      if (a[v][v] > 0) informed |= 1u << v;
-    // Exact non-negative least squares for three unknowns: the best feasible solution over every active set.
-    std::array<double, 3> best_x{c.compute, c.memory, c.launch_us};
-    double best_objective = INFINITY;
-    for (unsigned mask = 0; mask < 8; ++mask) {
-      if ((mask & ~informed) != 0) continue;
-      std::array<double, 3> x{};
-      if (mask != 0 && !solve_subset(a, y, mask, x)) continue;
-      if (std::any_of(x.begin(), x.end(), [](double v) { return v < 0; })) continue;
-      // Objective up to a constant: x'Ax − 2x'y.
-      double objective = 0;
-      for (int r = 0; r < 3; ++r) {
-        for (int col = 0; col < 3; ++col) objective += x[r] * a[r][col] * x[col];
-        objective -= 2 * x[r] * y[r];
-      }
-      if (objective < best_objective) {
-        best_objective = objective;
-        best_x = x;
-        for (int v = 0; v < 3; ++v)
-          if (!(informed & (1u << v))) best_x[v] = v == 0 ? c.compute : v == 1 ? c.memory : c.launch_us;
-      }
-    }
-    c = {.compute = best_x[0], .memory = best_x[1], .launch_us = best_x[2]};
-  }
-  return c;
+  for (std::size_t i = 0; i < cost_term_count; ++i) sum += terms[i] * weights[i];
+  return sum;
 }
 
 }  // namespace
+
+std::array<CostTerms, family_count> Coefficients::default_weights() {
+  // Fitted by `convgen db calibrate` on an NVIDIA H200 (bench/results/h200/tuning-study.md: the calibration
+  // suites' exhaustive measurements, the study's own problems left out). Order: fma, shared_loads, global_loads,
+  // address, serial_steps, pipelined_steps, waves, atomics, extra_launches, dram, launch.
+  std::array<CostTerms, family_count> w{};
+  w[static_cast<std::size_t>(FamilyKind::direct)] = {0, 9.61, 17.3, 0, 0.419, 0, 2.57, 0, 0, 0, 0};
+  w[static_cast<std::size_t>(FamilyKind::igemm)] = {2.44, 0, 2.36, 0.702, 0.486, 0.449, 2.02, 4.82, 2.07, 2.13, 0};
+  return w;
+}
+
+CostTerm Prediction::largest_term() const {
+  return static_cast<CostTerm>(std::max_element(terms_us.begin(), terms_us.end()) - terms_us.begin());
+}
 
 Occupancy occupancy(int threads_per_block, int registers_per_thread, int smem_bytes_per_block, const Gpu& gpu) {
   const int smem_limit = std::max(gpu.smem_per_block_bytes, gpu.smem_per_block_optin_bytes);
@@ -185,18 +120,23 @@ Occupancy occupancy(int threads_per_block, int registers_per_thread, int smem_by
   return result;
 }
 
-Prediction predict(const CostFeatures& features, const PtxasReport& report, const Gpu& gpu,
-                   const Coefficients& coefficients, Precision math) {
-  const Branches b = branches(features, report, gpu, math);
+std::optional<CostTerms> cost_terms(const CostFeatures& features, const PtxasReport& report, const Gpu& gpu) {
+  const Analysis a = analyze(features, report, gpu);
+  if (a.occupancy.blocks_per_sm == 0) return std::nullopt;
+  return a.terms;
+}
+
+Prediction predict(FamilyKind family, const CostFeatures& features, const PtxasReport& report, const Gpu& gpu,
+                   const Coefficients& coefficients) {
+  const Analysis a = analyze(features, report, gpu);
   Prediction p;
-  p.resident_blocks_per_sm = b.occupancy.blocks_per_sm;
+  p.resident_blocks_per_sm = a.occupancy.blocks_per_sm;
   if (p.resident_blocks_per_sm == 0) return p;
-  p.waves = b.waves;
-  p.last_wave_fill = b.last_wave_fill;
-  p.compute_us = coefficients.compute * b.compute_us;
-  p.memory_us = coefficients.memory * b.memory_us;
-  p.compute_bound = p.compute_us >= p.memory_us;
-  p.time_us = std::max(p.compute_us, p.memory_us) + coefficients.launch_us;
+  p.waves = a.waves;
+  p.last_wave_fill = a.last_wave_fill;
+  const CostTerms& w = coefficients.of(family);
+  for (std::size_t i = 0; i < cost_term_count; ++i) p.terms_us[i] = a.terms[i] * w[i];
+  p.time_us = weighted_sum(a.terms, w);
   return p;
 }
 
@@ -208,41 +148,170 @@ std::vector<std::size_t> rank(std::span<const Prediction> predictions) {
   return order;
 }
 
-Calibration calibrate(std::span<const CalibrationSample> samples, const Gpu& gpu) {
-  std::vector<Usable> usable;
+std::vector<double> nonnegative_least_squares(std::span<const double> a, std::span<const double> b,
+                                              std::size_t columns) {
+  const std::size_t rows = b.size();
+  if (columns == 0 || a.size() != rows * columns)
+    throw InputError(fmt::format("nonnegative_least_squares: a has {} values, expected {} rows x {} columns", a.size(),
+                                 rows, columns));
+  const auto at = [&](std::size_t r, std::size_t c) { return a[r * columns + c]; };
+  // Works on the normal equations (columns are few): G = AᵀA, h = Aᵀb; the gradient of ½‖Ax − b‖² is Gx − h.
+  std::vector<double> g(columns * columns, 0.0), h(columns, 0.0);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t i = 0; i < columns; ++i) {
+      h[i] += at(r, i) * b[r];
+      for (std::size_t j = 0; j < columns; ++j) g[i * columns + j] += at(r, i) * at(r, j);
+    }
+  double scale = 0;
+  for (std::size_t i = 0; i < columns; ++i) scale = std::max(scale, g[i * columns + i]);
+  const double tolerance = 1e-12 * std::max(scale, 1e-300);
+
+  // Solves G_PP z_P = h_P over the passive set P by Gaussian elimination with partial pivoting; z is 0 off P.
+  const auto solve_passive = [&](const std::vector<bool>& passive, std::vector<double>& z) {
+    std::vector<std::size_t> vars;
+    for (std::size_t i = 0; i < columns; ++i)
+      if (passive[i]) vars.push_back(i);
+    const std::size_t n = vars.size();
+    std::vector<double> m(n * (n + 1));
+    for (std::size_t r = 0; r < n; ++r) {
+      for (std::size_t c = 0; c < n; ++c) m[r * (n + 1) + c] = g[vars[r] * columns + vars[c]];
+      m[r * (n + 1) + n] = h[vars[r]];
+    }
+    for (std::size_t col = 0; col < n; ++col) {
+      std::size_t pivot = col;
+      for (std::size_t r = col + 1; r < n; ++r)
+        if (std::abs(m[r * (n + 1) + col]) > std::abs(m[pivot * (n + 1) + col])) pivot = r;
+      if (std::abs(m[pivot * (n + 1) + col]) <= tolerance) return false;  // dependent columns
+      for (std::size_t c = 0; c <= n; ++c) std::swap(m[col * (n + 1) + c], m[pivot * (n + 1) + c]);
+      for (std::size_t r = 0; r < n; ++r) {
+        if (r == col) continue;
+        const double factor = m[r * (n + 1) + col] / m[col * (n + 1) + col];
+        for (std::size_t c = col; c <= n; ++c) m[r * (n + 1) + c] -= factor * m[col * (n + 1) + c];
+      }
+    }
+    z.assign(columns, 0.0);
+    for (std::size_t r = 0; r < n; ++r) z[vars[r]] = m[r * (n + 1) + n] / m[r * (n + 1) + r];
+    return true;
+  };
+
+  std::vector<double> x(columns, 0.0);
+  std::vector<bool> passive(columns, false), excluded(columns, false);
+  for (std::size_t outer = 0; outer < 3 * columns; ++outer) {
+    // The steepest descent direction among the variables held at 0.
+    std::optional<std::size_t> best;
+    double best_w = 0;
+    for (std::size_t i = 0; i < columns; ++i) {
+      if (passive[i] || excluded[i]) continue;
+      double w = h[i];
+      for (std::size_t j = 0; j < columns; ++j) w -= g[i * columns + j] * x[j];
+      if (w > tolerance && w > best_w) {
+        best_w = w;
+        best = i;
+      }
+    }
+    if (!best) break;
+    passive[*best] = true;
+    std::vector<double> z;
+    if (!solve_passive(passive, z)) {
+      // The column depends on those already in: it adds nothing.
+      passive[*best] = false;
+      excluded[*best] = true;
+      continue;
+    }
+    for (std::size_t inner = 0; inner < 3 * columns; ++inner) {
+      bool feasible = true;
+      for (std::size_t i = 0; i < columns; ++i)
+        if (passive[i] && z[i] <= 0) feasible = false;
+      if (feasible) break;
+      // Step from x toward z as far as every variable stays non-negative; drop those that reach 0.
+      double alpha = 1;
+      for (std::size_t i = 0; i < columns; ++i)
+        if (passive[i] && z[i] <= 0) alpha = std::min(alpha, x[i] / (x[i] - z[i]));
+      for (std::size_t i = 0; i < columns; ++i) {
+        x[i] += alpha * (z[i] - x[i]);
+        if (passive[i] && x[i] <= tolerance) {
+          passive[i] = false;
+          x[i] = 0;
+        }
+      }
+      if (!solve_passive(passive, z)) break;
+    }
+    for (std::size_t i = 0; i < columns; ++i) x[i] = passive[i] ? std::max(z[i], 0.0) : 0.0;
+  }
+  return x;
+}
+
+Calibration calibrate(std::span<const CalibrationSample> samples, const Gpu& gpu, const Coefficients& start) {
+  Calibration result{.coefficients = start};
+  std::array<std::vector<std::pair<CostTerms, double>>, family_count> usable;
   for (const CalibrationSample& s : samples) {
     if (!(s.measured_us > 0) || !std::isfinite(s.measured_us)) continue;
-    const Branches b = branches(s.features, s.report, gpu, s.math);
-    if (b.occupancy.blocks_per_sm == 0) continue;
-    usable.push_back({.branches = b, .measured_us = s.measured_us});
+    if (auto terms = cost_terms(s.features, s.report, gpu))
+      usable[static_cast<std::size_t>(s.family)].emplace_back(*terms, s.measured_us);
   }
-  if (usable.size() < 3)
-    throw InputError(
-        fmt::format("calibrate: need at least 3 measurements of kernels that launch, got {}", usable.size()));
-  // The alternating fit finds a local optimum; starting from several compute/memory balances finds the best one.
-  Calibration best;
-  double best_error = INFINITY;
-  for (const double memory : {0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0}) {
-    const Coefficients c = fit_from(usable, {.compute = 1.0, .memory = memory, .launch_us = 3.0});
-    const double error = rms_relative_error(usable, c);
-    if (error < best_error) {
-      best_error = error;
-      best = {.coefficients = c, .samples = static_cast<int>(usable.size()), .rms_relative_error = error};
+  bool any = false;
+  std::string counts;
+  for (std::size_t f = 0; f < family_count; ++f) {
+    const auto& rows = usable[f];
+    FamilyCalibration& fc = result.families[f];
+    fc.samples = static_cast<int>(rows.size());
+    result.samples += fc.samples;
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", EnumNames<FamilyKind>::table[f].second, rows.size());
+    if (fc.samples >= min_calibration_samples) {
+      // Rows scaled by 1 / measured: ‖A w − 1‖² is the sum of squared relative errors.
+      std::vector<double> a;
+      a.reserve(rows.size() * cost_term_count);
+      for (const auto& [terms, us] : rows)
+        for (double t : terms) a.push_back(t / us);
+      const std::vector<double> ones(rows.size(), 1.0);
+      const std::vector<double> w = nonnegative_least_squares(a, ones, cost_term_count);
+      std::copy(w.begin(), w.end(), result.coefficients.weights[f].begin());
+      fc.fitted = true;
+      any = true;
     }
+    double sum = 0;
+    for (const auto& [terms, us] : rows) {
+      const double e = (weighted_sum(terms, result.coefficients.weights[f]) - us) / us;
+      sum += e * e;
+    }
+    fc.rms_relative_error = rows.empty() ? 0 : std::sqrt(sum / static_cast<double>(rows.size()));
   }
-  return best;
+  if (!any)
+    throw InputError(fmt::format("calibrate: need at least {} measurements of launchable kernels of one family, got {}",
+                                 min_calibration_samples, counts));
+  return result;
+}
+
+std::string describe_coefficients(const Coefficients& coefficients) {
+  std::string out;
+  for (std::size_t f = 0; f < family_count; ++f) {
+    std::string weights;
+    for (std::size_t t = 0; t < cost_term_count; ++t)
+      if (coefficients.weights[f][t] != 0)
+        weights += fmt::format("{}{} {:.3g}", weights.empty() ? "" : ", ", EnumNames<CostTerm>::table[t].second,
+                               coefficients.weights[f][t]);
+    out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", EnumNames<FamilyKind>::table[f].second,
+                       weights.empty() ? "all 0" : weights);
+  }
+  return out;
 }
 
 void save_calibration(TuningDb& db, const Gpu& gpu, const Calibration& calibration) {
-  const nlohmann::json coefficients{
-      {"compute", calibration.coefficients.compute},
-      {"memory", calibration.coefficients.memory},
-      {"launch_us", calibration.coefficients.launch_us},
-      {"rms_relative_error", calibration.rms_relative_error},
-  };
-  db.save_calibration(
-      gpu,
-      {.model_version = cost_model_version, .coefficients_json = coefficients.dump(), .samples = calibration.samples});
+  nlohmann::json families = nlohmann::json::object();
+  for (std::size_t f = 0; f < family_count; ++f) {
+    nlohmann::json weights = nlohmann::json::object();
+    for (std::size_t t = 0; t < cost_term_count; ++t)
+      weights[std::string(EnumNames<CostTerm>::table[t].second)] = calibration.coefficients.weights[f][t];
+    const FamilyCalibration& fc = calibration.families[f];
+    families[std::string(EnumNames<FamilyKind>::table[f].second)] = {
+        {"weights", weights},
+        {"samples", fc.samples},
+        {"fitted", fc.fitted},
+        {"rms_relative_error", fc.rms_relative_error}};
+  }
+  db.save_calibration(gpu, {.model_version = cost_model_version,
+                            .coefficients_json = nlohmann::json{{"families", families}}.dump(),
+                            .samples = calibration.samples});
 }
 
 std::optional<Calibration> load_calibration(const TuningDb& db, const Gpu& gpu) {
@@ -250,11 +319,17 @@ std::optional<Calibration> load_calibration(const TuningDb& db, const Gpu& gpu) 
   if (!stored) return std::nullopt;
   try {
     const auto j = nlohmann::json::parse(stored->coefficients_json);
-    return Calibration{.coefficients = {.compute = j.at("compute").get<double>(),
-                                        .memory = j.at("memory").get<double>(),
-                                        .launch_us = j.at("launch_us").get<double>()},
-                       .samples = stored->samples,
-                       .rms_relative_error = j.at("rms_relative_error").get<double>()};
+    Calibration c{.samples = stored->samples};
+    for (std::size_t f = 0; f < family_count; ++f) {
+      const auto& family = j.at("families").at(std::string(EnumNames<FamilyKind>::table[f].second));
+      for (std::size_t t = 0; t < cost_term_count; ++t)
+        c.coefficients.weights[f][t] =
+            family.at("weights").at(std::string(EnumNames<CostTerm>::table[t].second)).get<double>();
+      c.families[f] = {.samples = family.at("samples").get<int>(),
+                       .fitted = family.at("fitted").get<bool>(),
+                       .rms_relative_error = family.at("rms_relative_error").get<double>()};
+    }
+    return c;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("{}: calibration of {} does not hold the model's coefficients: {}", db.path().string(),
                                  describe_gpu(gpu), e.what()));

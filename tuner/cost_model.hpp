@@ -1,4 +1,5 @@
-// cost_model: predicted kernel time from occupancy, waves and the GPU's ceilings (after SEER), calibrated per GPU.
+// cost_model: predicted kernel time from occupancy, waves and the work of each kind against the GPU's rates (after
+// SEER), calibrated per GPU and family.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include "convgen/enum_names.hpp"
 #include "convgen/gpu.hpp"
 #include "generator/family.hpp"
+#include "generator/kernel_spec.hpp"
 #include "runtime/compiler.hpp"
 
 namespace convgen {
@@ -18,7 +20,7 @@ namespace convgen {
 class TuningDb;
 
 // The version of the model's formula; a calibration fitted for another version is not used.
-inline constexpr int cost_model_version = 1;
+inline constexpr int cost_model_version = 2;
 
 // What limits the blocks resident on one SM.
 enum class OccupancyLimit { blocks, threads, registers, smem, cannot_launch };
@@ -51,11 +53,64 @@ struct Occupancy {
 //   occupancy(256, 64, 16 * 1024, h100) == Occupancy{.blocks_per_sm = 4, .limit = OccupancyLimit::registers}
 Occupancy occupancy(int threads_per_block, int registers_per_thread, int smem_bytes_per_block, const Gpu& gpu);
 
-// Calibrated factors of the model: time = max(compute × a_c, memory × a_m) + launch.
+// The terms of the model. Each is a time (or a count) of one kind of work of the launch on the GPU at its nominal
+// rates; the predicted time is their sum, each weighed by a coefficient calibrated per GPU and family:
+//   fma, shared_loads, global_loads, address: issue time of the busiest SM: the warp instructions of its blocks
+//     (ceil(blocks / SMs) of them) over 4 schedulers issuing one per cycle at the GPU's clock, in µs;
+//   serial_steps, pipelined_steps: waves × main-loop steps, the latency each step exposes, counted apart for
+//     kernels that overlap the next step's loads (pipelined) and those that do not; waves = ceil(blocks /
+//     (resident blocks per SM × SMs)), resident from occupancy() with the ptxas report's registers;
+//   waves: the waves, for each one's fill and drain;
+//   atomics: the atomically added output bytes over the DRAM bandwidth, in µs;
+//   extra_launches: operations launched besides the kernel;
+//   dram: the launch's DRAM bytes over the DRAM bandwidth, in µs;
+//   launch: 1, for the fixed cost of a launch.
+// A sum, not SEER's max(compute, memory): the SIMT kernels of these families issue their math, loads and address
+// arithmetic from the same schedulers, and at small batch they wait on latency more than on bandwidth.
+enum class CostTerm {
+  fma,
+  shared_loads,
+  global_loads,
+  address,
+  serial_steps,
+  pipelined_steps,
+  waves,
+  atomics,
+  extra_launches,
+  dram,
+  launch
+};
+inline constexpr std::size_t cost_term_count = 11;
+
+template <>
+struct EnumNames<CostTerm> {
+  static constexpr std::array table = {
+      std::pair{CostTerm::fma, std::string_view("fma")},
+      std::pair{CostTerm::shared_loads, std::string_view("shared_loads")},
+      std::pair{CostTerm::global_loads, std::string_view("global_loads")},
+      std::pair{CostTerm::address, std::string_view("address")},
+      std::pair{CostTerm::serial_steps, std::string_view("serial_steps")},
+      std::pair{CostTerm::pipelined_steps, std::string_view("pipelined_steps")},
+      std::pair{CostTerm::waves, std::string_view("waves")},
+      std::pair{CostTerm::atomics, std::string_view("atomics")},
+      std::pair{CostTerm::extra_launches, std::string_view("extra_launches")},
+      std::pair{CostTerm::dram, std::string_view("dram")},
+      std::pair{CostTerm::launch, std::string_view("launch")},
+  };
+};
+static_assert(EnumNames<CostTerm>::table.size() == cost_term_count);
+
+using CostTerms = std::array<double, cost_term_count>;
+inline constexpr std::size_t family_count = EnumNames<FamilyKind>::table.size();
+
+// The model's coefficients: one weight per term and family (µs per µs of a time term, µs per step, per wave, per
+// launch). The defaults were fitted on an NVIDIA H200 (bench/results/h200/tuning-study.md says how); on other
+// GPUs they are a start until `convgen db calibrate` fits that GPU's own.
 struct Coefficients {
-  double compute = 1.0;    // a_c: multiplies the compute time at the GPU's peak
-  double memory = 1.0;     // a_m: multiplies the DRAM time at the GPU's bandwidth
-  double launch_us = 3.0;  // b: launch and fixed cost per kernel
+  std::array<CostTerms, family_count> weights = default_weights();
+  const CostTerms& of(FamilyKind family) const { return weights[static_cast<std::size_t>(family)]; }
+  CostTerms& of(FamilyKind family) { return weights[static_cast<std::size_t>(family)]; }
+  static std::array<CostTerms, family_count> default_weights();
   bool operator==(const Coefficients&) const = default;
 };
 
@@ -64,22 +119,21 @@ struct Prediction {
   double waves = 0;                                          // ceil(blocks / (resident blocks per SM × SMs))
   double last_wave_fill = 0;  // ε: the share of the last wave's slots that hold a block, in (0, 1]
   int resident_blocks_per_sm = 0;
-  bool compute_bound = false;
-  double compute_us = 0;  // the two branches before the max, coefficients applied
-  double memory_us = 0;
+  CostTerms terms_us{};  // each term times its coefficient: the parts of time_us
+  // Returns the term that contributes most.
+  CostTerm largest_term() const;
   bool operator==(const Prediction&) const = default;
 };
 
-// Predicts a kernel's time (after SEER):
-//   compute = waves × a_c × flops_per_block × resident / (peak FLOP/s of `math` per SM)
-//     (every wave, the last included, takes as long as a full one: its blocks run side by side);
-//   memory  = (waves − 1 + ε) × a_m × DRAM bytes per wave / bandwidth  (bytes per wave = dram_bytes × blocks per
-//     wave / blocks, so this is a_m × dram_bytes / bandwidth: a partial last wave moves only its own bytes);
-//   time    = max(compute, memory) + b.
-// Registers come from the ptxas report; shared memory is the larger of the features' (static + dynamic) and the
-// report's (static). `math` picks the peak: fp32 for SIMT kernels whatever the data type.
-Prediction predict(const CostFeatures& features, const PtxasReport& report, const Gpu& gpu,
-                   const Coefficients& coefficients = {}, Precision math = Precision::fp32);
+// Returns the model's terms for a kernel, unweighted (see CostTerm), or nothing when it cannot launch (no block
+// fits an SM). Registers come from the ptxas report; shared memory is the larger of the features' (static +
+// dynamic) and the report's (static). Throws InputError for a launch without blocks or a descriptor without SM
+// count, clock or DRAM bandwidth.
+std::optional<CostTerms> cost_terms(const CostFeatures& features, const PtxasReport& report, const Gpu& gpu);
+
+// Predicts a kernel's time: Σ coefficient × term over the family's coefficients.
+Prediction predict(FamilyKind family, const CostFeatures& features, const PtxasReport& report, const Gpu& gpu,
+                   const Coefficients& coefficients = {});
 
 // Returns the indices of `predictions` ordered by ascending predicted time (ties keep their order; kernels that
 // cannot launch come last).
@@ -87,31 +141,49 @@ std::vector<std::size_t> rank(std::span<const Prediction> predictions);
 
 // One measured kernel for calibration.
 struct CalibrationSample {
+  FamilyKind family = FamilyKind::igemm;
   CostFeatures features;
   PtxasReport report;
   double measured_us = 0;
-  Precision math = Precision::fp32;
+};
+
+struct FamilyCalibration {
+  int samples = 0;                // samples of the family the fit used (those that launch, with a positive time)
+  bool fitted = false;            // false: too few samples, the coefficients given to calibrate() were kept
+  double rms_relative_error = 0;  // sqrt(mean(((predicted − measured) / measured)²)) with the coefficients kept
+  bool operator==(const FamilyCalibration&) const = default;
 };
 
 struct Calibration {
   Coefficients coefficients;
-  int samples = 0;                // samples the fit used (those that can launch, with a positive time)
-  double rms_relative_error = 0;  // sqrt(mean(((predicted − measured) / measured)²)) after the fit
+  std::array<FamilyCalibration, family_count> families{};
+  int samples = 0;  // all families
   bool operator==(const Calibration&) const = default;
 };
 
-// Fits the coefficients to measured times by least squares on the relative error ((predicted − measured) /
-// measured): a ranking cares about ratios, so a 5 µs kernel counts as much as a 5 ms one. The max() makes the
-// model piecewise linear: each sample is assigned to its bound branch, (a_c, a_m, b) are solved by non-negative
-// least squares (exact, over the 8 active sets), and the assignment is repeated until it no longer changes.
-// Throws InputError with fewer than 3 usable samples.
-Calibration calibrate(std::span<const CalibrationSample> samples, const Gpu& gpu);
+// Fewest samples of a family calibrate() fits; with fewer the family keeps its starting coefficients.
+inline constexpr int min_calibration_samples = 3 * static_cast<int>(cost_term_count);
+
+// Fits the coefficients of each family to measured times by non-negative least squares on the relative error
+// ((predicted − measured) / measured): a ranking cares about ratios, so a 5 µs kernel counts as much as a 5 ms
+// one, and no kind of work may make a kernel faster. Terms no sample exercises get 0. A family with fewer than
+// min_calibration_samples samples keeps its coefficients from `start`. Throws InputError when no family has
+// enough.
+Calibration calibrate(std::span<const CalibrationSample> samples, const Gpu& gpu, const Coefficients& start = {});
+
+// Solves min ‖A x − b‖² subject to x ≥ 0 (Lawson and Hanson's active-set method); A is rows × columns, row-major.
+// Exposed for its tests.
+std::vector<double> nonnegative_least_squares(std::span<const double> a, std::span<const double> b,
+                                              std::size_t columns);
 
 // Stores a calibration for the GPU in the tuning database (model version cost_model_version).
 void save_calibration(TuningDb& db, const Gpu& gpu, const Calibration& calibration);
 
 // Returns the GPU's calibration for this model version, or nothing (then use Coefficients{}).
 std::optional<Calibration> load_calibration(const TuningDb& db, const Gpu& gpu);
+
+// Returns "igemm: fma 2.18, address 0.618, …; direct: …": each family's non-zero weights.
+std::string describe_coefficients(const Coefficients& coefficients);
 
 // Returns Spearman's rank correlation of two equally long series (ties get their average rank): 1 when they
 // order alike, −1 when reversed. NaN when a series is constant. Throws InputError for different lengths or fewer

@@ -129,11 +129,11 @@ std::string study_markdown(const StudyReport& report) {
       "and verifies (rounds of 8, the best so far re-measured in each), with a fresh JIT cache folder: its wall time "
       "is the cold time, compilation included; (b) the guided tuner, limited to {} measurements, with the same cache "
       "folder (warm: compiles come from disk); (c) the guided tuner again with another fresh folder (cold). No tuning "
-      "database is used, so the guided runs see nothing of the exhaustive one. The cost model uses its default "
-      "coefficients (compute {}, memory {}, launch {} µs), stop ratio {}. Timing per round: {} samples × {} calls, "
+      "database is read, so the guided runs see nothing of the exhaustive one. The cost model's coefficients: {} "
+      "({}). Stop ratio {}. Timing per round: {} samples × {} calls, "
       "{} warm-up calls, {}, L2 kept cold by rotating buffer sets — fewer samples than the benchmark protocol, to fit "
       "the exhaustive runs. Every candidate is verified against the float64 reference before it is timed.\n\n",
-      o.budget, report.coefficients.compute, report.coefficients.memory, report.coefficients.launch_us, o.stop_ratio,
+      o.budget, o.coefficients_source, describe_coefficients(o.coefficients), o.stop_ratio,
       o.timing.samples, o.timing.calls_per_sample, o.timing.warmup_calls,
       o.timing.graph ? "graph replays (stream where not capturable)" : "back-to-back stream launches");
   md += "Ratio = exhaustive best time ÷ the guided pick's time, both as measured in the exhaustive run (same "
@@ -165,16 +165,17 @@ std::string study_markdown(const StudyReport& report) {
 }
 
 std::vector<StudyLayer> run_study(const Suite& suite, const Gpu& gpu, const StudyOptions& options, ThreadPool& pool,
-                                  int device, const StudyProgress& progress) {
+                                  int device, const StudyProgress& progress, TuningDb* record) {
   if (options.budget <= 0)
     throw InputError(fmt::format("study budget: expected a positive number of measurements, got {}", options.budget));
   const std::filesystem::path root =
       options.cache_root.empty() ? std::filesystem::temp_directory_path() : options.cache_root;
   const std::vector<int> batches = options.batches.empty() ? std::vector<int>{0} : options.batches;
-  const TuneOptions exhaustive_options{.budget = 0, .timing = options.timing, .record = false, .seed = options.seed,
-                                       .stop_ratio = options.stop_ratio};
+  const TuneOptions exhaustive_options{.budget = 0, .timing = options.timing, .record = record != nullptr,
+                                       .seed = options.seed, .stop_ratio = options.stop_ratio, .reuse_best = false};
   TuneOptions guided_options = exhaustive_options;
   guided_options.budget = options.budget;
+  guided_options.record = false;
 
   std::vector<StudyLayer> rows;
   const std::size_t total = batches.size() * suite.layers.size();
@@ -187,15 +188,15 @@ std::vector<StudyLayer> run_study(const Suite& suite, const Gpu& gpu, const Stud
       TuneResult exhaustive, guided, guided_cold;
       {
         JitCache cache(shared.path());
-        exhaustive = Tuner(gpu, cache, pool, nullptr, {}, device).tune(p, exhaustive_options);
+        exhaustive = Tuner(gpu, cache, pool, record, options.coefficients, device).tune(p, exhaustive_options);
       }
       {
         JitCache cache(shared.path());  // a new cache object on the same folder: the warm case of a new process
-        guided = Tuner(gpu, cache, pool, nullptr, {}, device).tune(p, guided_options);
+        guided = Tuner(gpu, cache, pool, nullptr, options.coefficients, device).tune(p, guided_options);
       }
       {
         JitCache cache(cold.path());
-        guided_cold = Tuner(gpu, cache, pool, nullptr, {}, device).tune(p, guided_options);
+        guided_cold = Tuner(gpu, cache, pool, nullptr, options.coefficients, device).tune(p, guided_options);
       }
       StudyLayer row = compare_tunes(exhaustive, guided);
       row.suite = suite.name;

@@ -27,6 +27,8 @@ struct StudyOptions {
   TimingOptions timing{.warmup_calls = 3, .samples = 10, .calls_per_sample = 10, .graph = false};
   double stop_ratio = 3.0;  // as TuneOptions
   std::uint64_t seed = 1;
+  Coefficients coefficients;         // the model the guided tuner ranks with (both runs predict with it)
+  std::string coefficients_source = "the model's default coefficients";  // where they came from, for the report
   std::filesystem::path cache_root;  // fresh JIT cache folders are made (and removed) under it
 };
 
@@ -75,7 +77,6 @@ std::vector<StudySummary> summarize_study(std::span<const StudyLayer> layers);
 struct StudyReport {
   std::string gpu;  // describe_gpu
   std::string command_line;
-  Coefficients coefficients;
   StudyOptions options;
   std::vector<StudyLayer> layers;
 };
@@ -88,9 +89,10 @@ using StudyProgress = std::function<void(std::size_t, std::size_t, const std::st
 
 // Runs the study over a suite on the device of the current context (`device` its ordinal): per layer and batch
 // an exhaustive tune with a fresh JIT cache folder, a guided tune with the same folder (warm), and a guided tune
-// with another fresh folder (cold). No database: the guided run sees nothing of the exhaustive one; the model uses
-// default coefficients.
+// with another fresh folder (cold). No database is read: the guided run sees nothing of the exhaustive one; the
+// model uses options.coefficients. With `record`, the exhaustive runs' measurements are written there (the data a
+// later calibration can use).
 std::vector<StudyLayer> run_study(const Suite& suite, const Gpu& gpu, const StudyOptions& options, ThreadPool& pool,
-                                  int device = 0, const StudyProgress& progress = {});
+                                  int device = 0, const StudyProgress& progress = {}, TuningDb* record = nullptr);
 
 }  // namespace convgen

@@ -37,8 +37,9 @@ struct TuneOptions {
   bool warm = false;     // allow L2 residency (else rotate buffer sets past 2 × L2)
   bool record = true;    // write measurements and best into the database (when one is given)
   std::uint64_t seed = 1;
-  // The stop rule's margin. The uncalibrated model misjudges candidates of one problem by 2x and more
-  // (bench/results/h200/tuning-study.md: 1.5 stopped after 4 of 10 measurements and missed the best), so wide.
+  // The stop rule's margin. The model's error on one candidate reaches 2x (rms relative error ~11% for igemm,
+  // ~40% for direct after calibration on an H200), so wide: with the first model, 1.5 stopped after 4 of 10
+  // measurements and missed the best.
   double stop_ratio = 3.0;
   bool reuse_best = true;   // with a database that knows a best for the problem, return it without measuring
 };

@@ -171,6 +171,11 @@ class Direct final : public Family {
 
   CostFeatures cost_features(const Problem& p, const KernelSpec& s) const override {
     const Tiling t = tiling(p, s);
+    const double warps = std::ceil(t.threads / 32.0);
+    // templates/direct.cu: per input channel and tap each thread reads its THREAD_M filter values from shared
+    // memory and loads its THREAD_N activations (per channel when tiling across groups) from global memory.
+    const double channel_taps = static_cast<double>(c_per_group(p)) * taps(p);
+    const int loads_per_pixel = t.group_tiled ? 1 : s.thread_m;
     return {.blocks = t.grid_x * t.grid_y,
             .threads_per_block = t.threads,
             .smem_bytes_per_block = t.smem_bytes,
@@ -178,7 +183,11 @@ class Direct final : public Family {
             // Re-reads of activation and filter by other blocks are expected to hit L2.
             .dram_bytes = static_cast<double>(min_bytes(p)),
             // Every block runs its whole tile, partial tiles included, over every channel and tap of its group.
-            .flops_per_block = 2.0 * s.block_m * s.block_n * c_per_group(p) * taps(p)};
+            .flops_per_block = 2.0 * s.block_m * s.block_n * channel_taps,
+            .fma_instructions = warps * s.thread_m * s.thread_n * channel_taps,
+            .shared_load_instructions = warps * s.thread_m * channel_taps,
+            .global_load_instructions = warps * s.thread_n * loads_per_pixel * channel_taps,
+            .main_loop_steps = static_cast<int>(ceil_div(c_per_group(p), s.block_k))};
   }
 
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {

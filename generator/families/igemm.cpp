@@ -206,16 +206,34 @@ class Igemm final : public Family {
 
   CostFeatures cost_features(const Problem& p, const KernelSpec& s) const override {
     const Gemm g = gemm_of(p);
-    const double out_bytes = static_cast<double>(output_elements(p)) * 4;
-    // Each tensor once, plus, with split-K, the memset of the output and the atomic adds' read-modify-writes (which
-    // mostly stay in L2; counted once more).
-    const double dram = static_cast<double>(min_bytes(p)) + (s.split_k > 1 ? 2 * out_bytes : 0);
+    const double out_elements = static_cast<double>(output_elements(p));
+    const int chunk = split_chunk(g, s);
+    const double warps = std::ceil(threads_per_block(s) / 32.0);
+    // templates/igemm.cu: per BLOCK_K step each thread reads THREAD_M + THREAD_N values of shared memory as float4
+    // (or narrower) vectors; the block loads BLOCK_M filter rows of VECTOR floats and BLOCK_N activation rows (VECTOR
+    // floats channels-last, scalars channels-first), each activation element's (c, t, r, s) and bounds computed anew:
+    // about 8 instructions.
+    const int vm = std::min(4, s.thread_m), vn = std::min(4, s.thread_n);
+    const int activation_vector = channels_last(p.layout) ? s.vector : 1;
+    const double activation_loads = static_cast<double>(s.block_n) * chunk / activation_vector;
+    constexpr double kAddressInstructionsPerActivationLoad = 8;
     return {.blocks = blocks_of(g, s),
             .threads_per_block = threads_per_block(s),
             .smem_bytes_per_block = smem_bytes(s),
             .flops = static_cast<double>(flops(p)),
-            .dram_bytes = dram,
-            .flops_per_block = 2.0 * s.block_m * s.block_n * split_chunk(g, s)};
+            // Each tensor once, plus, with split-K, the zeroing of the output and the atomic adds'
+            // read-modify-writes (which mostly stay in L2; counted once more).
+            .dram_bytes = static_cast<double>(min_bytes(p)) + (s.split_k > 1 ? 2 * out_elements * 4 : 0),
+            .flops_per_block = 2.0 * s.block_m * s.block_n * chunk,
+            .fma_instructions = warps * s.thread_m * s.thread_n * chunk,
+            .shared_load_instructions = warps * chunk * (s.thread_m / vm + s.thread_n / vn),
+            .global_load_instructions =
+                (static_cast<double>(s.block_m) * chunk / s.vector + activation_loads) / 32,
+            .address_instructions = activation_loads / 32 * kAddressInstructionsPerActivationLoad,
+            .main_loop_steps = chunk / s.block_k,
+            .pipelined = s.stages == 2,
+            .atomic_outputs = s.split_k > 1 ? out_elements * s.split_k : 0,
+            .extra_launches = s.split_k > 1 ? 1 : 0};
   }
 
   // The best-ranked double-buffered candidate: the ranking already weighs tile size against filling the GPU and

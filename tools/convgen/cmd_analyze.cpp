@@ -15,27 +15,39 @@
 namespace convgen::cli {
 namespace {
 
-// Returns "compute", "memory" or "cannot launch" for a prediction.
-std::string bound_of(const Prediction& p) {
+// Returns the term that contributes most to a prediction ("fma", "serial_steps", …), or "cannot launch".
+std::string largest_of(const Prediction& p) {
   if (p.resident_blocks_per_sm == 0) return "cannot launch";
-  return p.compute_bound ? "compute" : "memory";
+  return std::string(to_string(p.largest_term()));
 }
 
-// Prints every family's candidates per layer ranked by the cost model (default coefficients), compiling each for
-// its ptxas report through the JIT cache.
-void print_candidates(const Suite& suite, const Gpu& gpu) {
+// Prints every family's candidates per layer ranked by the cost model, compiling each for its ptxas report through
+// the JIT cache. The coefficients are the database's calibration for the GPU when `db_path` names a database that
+// has one, else the defaults.
+void print_candidates(const Suite& suite, const Gpu& gpu, const std::string& db_path) {
+  Coefficients coefficients;
+  std::string source = "the default coefficients";
+  if (!db_path.empty()) {
+    const TuningDb db = TuningDb::open(db_path);
+    if (const auto calibration = load_calibration(db, gpu)) {
+      coefficients = calibration->coefficients;
+      source = fmt::format("the calibration in {} ({} measurements)", db_path, calibration->samples);
+    } else {
+      source = fmt::format("the default coefficients ({} has no calibration for {})", db_path, describe_gpu(gpu));
+    }
+  }
   JitCache cache(default_jit_cache_dir());
   ThreadPool pool;
-  Tuner tuner(gpu, cache, pool, nullptr);
+  Tuner tuner(gpu, cache, pool, nullptr, coefficients);
   Progress progress("compiling candidates", suite.layers.size());
   std::string text;
   for (const Layer& layer : suite.layers) {
     progress.step(layer.name);
     const TuneResult r = tuner.rank_only(layer.problem);
-    text += fmt::format("\n{} ({}): {} candidates, predicted with the default coefficients\n", layer.name,
-                        problem_key(layer.problem), r.candidates.size());
-    text += fmt::format("{:>4}  {:<44} {:>12} {:>7} {:>9} {:<13} {:>4} {:>7}\n", "rank", "kernel", "predicted us",
-                        "waves", "blocks/SM", "bound", "regs", "smem");
+    text += fmt::format("\n{} ({}): {} candidates, predicted with {}\n", layer.name,
+                        problem_key(layer.problem), r.candidates.size(), source);
+    text += fmt::format("{:>4}  {:<44} {:>12} {:>7} {:>9} {:<15} {:>4} {:>7}\n", "rank", "kernel", "predicted us",
+                        "waves", "blocks/SM", "largest term", "regs", "smem");
     for (std::size_t i = 0; i < r.candidates.size(); ++i) {
       const CandidateOutcome& c = r.candidates[i];
       if (!c.prediction) {
@@ -44,8 +56,8 @@ void print_candidates(const Suite& suite, const Gpu& gpu) {
         continue;
       }
       const Prediction& p = *c.prediction;
-      text += fmt::format("{:>4}  {:<44} {:>12.2f} {:>7.2f} {:>9} {:<13} {:>4} {:>7}\n", i + 1, kernel_name(c.spec),
-                          p.time_us, p.waves, p.resident_blocks_per_sm, bound_of(p), c.report.registers,
+      text += fmt::format("{:>4}  {:<44} {:>12.2f} {:>7.2f} {:>9} {:<15} {:>4} {:>7}\n", i + 1, kernel_name(c.spec),
+                          p.time_us, p.waves, p.resident_blocks_per_sm, largest_of(p), c.report.registers,
                           c.report.smem_bytes);
     }
   }
@@ -57,7 +69,7 @@ void print_candidates(const Suite& suite, const Gpu& gpu) {
 
 void add_analyze_command(CLI::App& app) {
   struct Options {
-    std::string shapes, gpu = "h100_sxm", json;
+    std::string shapes, gpu = "h100_sxm", json, db;
     int batch = 0;
     bool candidates = false;
   };
@@ -71,14 +83,17 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--json", opts->json, "Also write the analysis as JSON to this file");
   cmd->add_flag("--candidates", opts->candidates,
                 "Also list, per layer, every family's candidates ranked by the cost model's predicted time (with "
-                "waves, resident blocks per SM and bound), compiling each for its ptxas report");
+                "waves, resident blocks per SM and the largest term), compiling each for its ptxas report");
+  cmd->add_option("--db", opts->db,
+                  "With --candidates: predict with this tuning database's calibration for the GPU (default: the "
+                  "model's default coefficients)");
   cmd->callback([opts] {
     const Suite suite = select_layers(load_shapes(opts->shapes), opts->batch, "");
     const Gpu gpu = load_gpu_descriptor(opts->gpu, true);
     const NetworkAnalysis analysis = analyze(suite, gpu);
     fmt::print("{} on {} ({})\n", suite.name, gpu.name, gpu.arch);
     fmt::print("{}", format_analysis_table(analysis, gpu));
-    if (opts->candidates) print_candidates(suite, gpu);
+    if (opts->candidates) print_candidates(suite, gpu, opts->db);
     if (!opts->json.empty()) write_output_file(opts->json, analysis_to_json(analysis, gpu) + "\n");
   });
 }

@@ -1,5 +1,6 @@
-// cmd_db: `convgen db list|show|export|import|prune`: read and maintain the tuning database.
+// cmd_db: `convgen db list|show|export|import|calibrate|prune`: read and maintain the tuning database.
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <ctime>
 #include <fstream>
@@ -12,6 +13,8 @@
 #include "generator/gpu_json.hpp"
 #include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
+#include "tuner/calibration.hpp"
+#include "tuner/cost_model.hpp"
 #include "tuner/tuning_db.hpp"
 
 namespace convgen::cli {
@@ -108,6 +111,95 @@ void show(const std::string& db_path, const MeasurementFilter& filter) {
   fmt::print("{} measurements\n", records.size());
 }
 
+// Returns the one GPU the database holds (or --gpu selects); an error when it is ambiguous or there is none.
+Gpu the_gpu(const TuningDb& db, const std::string& filter) {
+  if (auto gpu = match_gpu(db, filter)) return *gpu;
+  const std::vector<Gpu> gpus = db.gpus();
+  if (gpus.size() == 1) return gpus[0];
+  if (gpus.empty()) throw InputError(fmt::format("{} holds no measurements", db.path().string()));
+  std::string names;
+  for (const Gpu& g : gpus) names += (names.empty() ? "" : ", ") + describe_gpu(g);
+  throw InputError(fmt::format("{} holds several GPUs ({}); choose one with --gpu", db.path().string(), names));
+}
+
+struct CalibrateArgs {
+  std::vector<std::string> exclude_shapes;
+  std::vector<int> exclude_batches;
+  std::string samples_csv;
+  bool dry_run = false;
+};
+
+std::string accuracy_text(const RankingAccuracy& a) {
+  return fmt::format("mean Spearman {}, fastest in the top 10 for {:.0f}% of {} problems",
+                     std::isfinite(a.mean_spearman) ? fmt::format("{:.2f}", a.mean_spearman) : "–",
+                     100 * a.share_best_in_top10, a.problems);
+}
+
+// Writes one row per calibration sample: what it is, its measured and predicted times and its unweighted terms.
+std::string samples_csv(std::span<const CalibrationRow> rows, const Gpu& gpu, const Coefficients& coefficients) {
+  std::string csv = "problem,kernel,family,measured_us,predicted_us";
+  for (const auto& [term, name] : EnumNames<CostTerm>::table) csv += fmt::format(",{}", name);
+  csv += "\n";
+  for (const CalibrationRow& r : rows) {
+    const CalibrationSample& s = r.sample;
+    const Prediction p = predict(s.family, s.features, s.report, gpu, coefficients);
+    csv += fmt::format("{},{},{},{:.6g},{:.6g}", problem_key(r.problem), kernel_name(r.spec), s.family,
+                       s.measured_us, p.time_us);
+    const std::optional<CostTerms> terms = cost_terms(s.features, s.report, gpu);
+    for (std::size_t t = 0; t < cost_term_count; ++t) csv += fmt::format(",{:.6g}", terms ? (*terms)[t] : 0.0);
+    csv += "\n";
+  }
+  return csv;
+}
+
+void calibrate_command(const std::string& db_path, const std::string& gpu_filter, const CalibrateArgs& a) {
+  TuningDb db = open_db(db_path);
+  const Gpu gpu = the_gpu(db, gpu_filter);
+  std::vector<Problem> exclude;
+  for (const std::string& file : a.exclude_shapes) {
+    const Suite suite = load_shapes(file);
+    const std::vector<int> batches = a.exclude_batches.empty() ? std::vector<int>{0} : a.exclude_batches;
+    for (int batch : batches)
+      for (Layer layer : suite.layers) {
+        if (batch > 0) layer.problem.n = batch;
+        exclude.push_back(layer.problem);
+      }
+  }
+  const CalibrationData data = calibration_data(db, gpu, exclude);
+  fmt::print("{}: {} verified measurements of {} problems on {}", db.path().string(), data.rows.size(), data.problems,
+             describe_gpu(gpu));
+  if (data.excluded > 0) fmt::print(", {} of excluded problems left out", data.excluded);
+  if (data.unusable > 0) fmt::print(", {} of kernels this build does not know left out", data.unusable);
+  fmt::print("\n");
+  const std::optional<Calibration> previous = load_calibration(db, gpu);
+  const Coefficients before = previous ? previous->coefficients : Coefficients{};
+  const Calibration fit = calibrate(samples_of(data.rows), gpu, before);
+  fmt::print("before ({}): {}\n", previous ? "the stored calibration" : "the default coefficients",
+             accuracy_text(ranking_accuracy(data.rows, gpu, before)));
+  fmt::print("after:  {}\n", accuracy_text(ranking_accuracy(data.rows, gpu, fit.coefficients)));
+  for (std::size_t f = 0; f < family_count; ++f) {
+    const FamilyCalibration& fc = fit.families[f];
+    const FamilyKind family = EnumNames<FamilyKind>::table[f].first;
+    Coefficients one;  // this family's weights alone, for the description
+    for (auto& w : one.weights) w.fill(0);
+    one.of(family) = fit.coefficients.of(family);
+    std::string weights = describe_coefficients(one);
+    weights = weights.substr(weights.find(std::string(to_string(family)) + ":"));
+    weights = weights.substr(0, weights.find(';'));
+    fmt::print("  {} samples, {}, rms relative error {:.1f}%: {}\n", fc.samples,
+               fc.fitted ? "fitted" : fmt::format("too few to fit (< {}), kept", min_calibration_samples),
+               100 * fc.rms_relative_error, weights);
+  }
+  if (!a.samples_csv.empty()) write_output_file(a.samples_csv, samples_csv(data.rows, gpu, fit.coefficients));
+  if (a.dry_run) {
+    fmt::print("dry run: nothing stored\n");
+    return;
+  }
+  save_calibration(db, gpu, fit);
+  fmt::print("stored in {} (model version {}); tune, analyze --candidates and the library now rank with it\n",
+             db.path().string(), cost_model_version);
+}
+
 }  // namespace
 
 void add_db_command(CLI::App& app) {
@@ -185,6 +277,22 @@ void add_db_command(CLI::App& app) {
     fmt::print("imported {} measurements into {} ({} already there), {} best choices added or made faster\n",
                stats.measurements_imported, tuning.path().string(), stats.duplicates_skipped, stats.best_updated);
   });
+
+  auto calibrate_args = std::make_shared<CalibrateArgs>();
+  CLI::App* calibrate_cmd = db->add_subcommand(
+      "calibrate", "Fit the cost model's coefficients per family to the GPU's verified measurements and store them");
+  add_db_option(calibrate_cmd, opts->db);
+  add_gpu_filter(calibrate_cmd, opts->gpu);
+  calibrate_cmd->add_option("--exclude-shapes", calibrate_args->exclude_shapes,
+                            "Leave out measurements of these shapes files' problems (e.g. those a study judges)");
+  calibrate_cmd->add_option("--exclude-batch", calibrate_args->exclude_batches,
+                            "Batch sizes of the excluded shapes, comma-separated (default: the files')")
+      ->delimiter(',');
+  calibrate_cmd->add_option("--samples-csv", calibrate_args->samples_csv,
+                            "Also write every sample with its measured and predicted time and its terms as CSV");
+  calibrate_cmd->add_flag("--dry-run", calibrate_args->dry_run, "Fit and report, but store nothing");
+  calibrate_cmd->callback(
+      [opts, calibrate_args] { calibrate_command(opts->db, opts->gpu, *calibrate_args); });
 
   CLI::App* prune_cmd = db->add_subcommand("prune", "Remove measurements; a current best is kept unless --everything");
   add_db_option(prune_cmd, opts->db);

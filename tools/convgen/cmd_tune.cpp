@@ -58,7 +58,7 @@ std::vector<int> parse_gpus(const std::string& text, int count) {
 struct TuneArgs {
   std::vector<std::string> shapes;
   std::vector<int> batches;
-  std::string layer, gpus = "0", db, out;
+  std::string layer, gpus = "0", db, out, record;
   int budget = 10, samples = 10, calls = 10;
   bool warm = false, force = false, no_graph = false, graph = false;
   std::uint64_t seed = 1;
@@ -157,7 +157,21 @@ void run_tune_study(const TuneArgs& a) {
   options.timing.calls_per_sample = a.calls;
   options.timing.graph = a.graph;
   check_timing_options(options.timing);
-  StudyReport report{.gpu = describe_gpu(gpu), .command_line = invocation(), .coefficients = {}, .options = options};
+  if (!a.db.empty()) {
+    // Only the calibration is read: the guided runs must not see measurements of the problems they are judged on.
+    const TuningDb db = TuningDb::open(a.db);
+    const std::optional<Calibration> calibration = load_calibration(db, gpu);
+    if (!calibration)
+      throw InputError(fmt::format("--db {}: no calibration of the cost model (version {}) for {}; run `convgen db "
+                                   "calibrate --db {}` first",
+                                   a.db, cost_model_version, describe_gpu(gpu), a.db));
+    options.coefficients = calibration->coefficients;
+    options.coefficients_source = fmt::format("the calibration for this GPU in {}, fitted on {} measurements", a.db,
+                                              calibration->samples);
+  }
+  std::optional<TuningDb> record;
+  if (!a.record.empty()) record = TuningDb::open(a.record);
+  StudyReport report{.gpu = describe_gpu(gpu), .command_line = invocation(), .options = options};
   ThreadPool pool;
   for (const std::string& file : a.shapes) {
     const Suite suite = select_layers(load_shapes(file), 0, a.layer);
@@ -165,7 +179,8 @@ void run_tune_study(const TuneArgs& a) {
                       suite.layers.size() * std::max<std::size_t>(1, a.batches.size()));
     const std::vector<StudyLayer> rows =
         run_study(suite, gpu, options, pool, ordinals[0],
-                  [&](std::size_t, std::size_t, const std::string& what) { progress.step(what); });
+                  [&](std::size_t, std::size_t, const std::string& what) { progress.step(what); },
+                  record ? &*record : nullptr);
     progress.done();
     report.layers.insert(report.layers.end(), rows.begin(), rows.end());
     // Written after every suite, so a long study that is cut short still leaves what it measured.
@@ -212,6 +227,11 @@ void add_tune_command(CLI::App& app) {
   s->add_option("--gpus", study->gpus, "The device to run on (one ordinal)")->capture_default_str();
   s->add_flag("--graph", study->graph, "Time CUDA graph replays too (default: stream launches only)");
   s->add_option("--out", study->out, "Markdown report to write")->required();
+  s->add_option("--db", study->db,
+                "Rank with this tuning database's calibration for the GPU (only the calibration is read; default: the "
+                "model's default coefficients)");
+  s->add_option("--record", study->record,
+                "Also record the exhaustive runs' measurements in this tuning database (data for a calibration)");
   s->callback([study] { run_tune_study(*study); });
 }
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# tuning-study: on a GPU machine, with build/ built (or carried as build-carry/), reproduces
+# bench/results/<gpu>/tuning-study.md: calibrates the cost model on the calibration measurements (never on the
+# study's own problems), then runs `convgen tune-study` on cusnn and resnet50 at batch 1 and 8.
+#
+#   scripts/tuning-study.sh OUT [PART...]
+#     PART: calibrate, cusnn, resnet50-n1, resnet50-n8 (default: all four, in that order; each study part needs the
+#           calibration database OUT/study.sqlite that `calibrate` writes)
+#           collect: measure new calibration data instead (every candidate of resnet20_cifar and densenet121 at
+#           batch 1 and 8, as the published file was made; ~10 min on an H200, cut at CONVGEN_COLLECT_SECONDS)
+#   CONVGEN_CALIBRATION: the measurements to calibrate on (default bench/results/h200/tuning-calibration-measurements.json.gz)
+set -euo pipefail
+out=${1:?usage: scripts/tuning-study.sh OUT [calibrate|cusnn|resnet50-n1|resnet50-n8|collect]...}
+shift
+parts=("$@")
+[[ ${#parts[@]} -gt 0 ]] || parts=(calibrate cusnn resnet50-n1 resnet50-n8)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+
+if [[ -d build-carry ]]; then rm -rf build && mv build-carry build; fi
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/CMakeCache.txt)
+if [[ -n "$src" && "$src" != "$PWD" && ! -e "$src" ]]; then
+  mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"
+fi
+export CONVGEN_CACHE_DIR=${CONVGEN_CACHE_DIR:-/tmp/convgen-cache}
+convgen=build/tools/convgen/convgen
+db="$out/study.sqlite"
+calibration=${CONVGEN_CALIBRATION:-bench/results/h200/tuning-calibration-measurements.json.gz}
+
+for part in "${parts[@]}"; do
+  case $part in
+    collect)
+      timeout "${CONVGEN_COLLECT_SECONDS:-540}" bash -c "
+        for suite in resnet20_cifar densenet121; do
+          $convgen tune --shapes shapes/\$suite.csv --batch 1,8 --budget 0 --no-graph --force \
+            --db '$out/calibration.sqlite' > '$out/collect-'\$suite.log 2>&1
+        done" || echo "collect: stopped after ${CONVGEN_COLLECT_SECONDS:-540} s; what was measured is kept"
+      "$convgen" db export --db "$out/calibration.sqlite" --out "$out/calibration-measurements.json"
+      ;;
+    calibrate)
+      rm -f "$db" "$db-wal" "$db-shm"
+      tmp=$(mktemp)
+      gunzip -c "$calibration" > "$tmp"
+      "$convgen" db import --db "$db" "$tmp"
+      rm -f "$tmp"
+      # The study's own problems are left out, so the model is judged on layers it was not fitted to.
+      "$convgen" db calibrate --db "$db" --exclude-shapes shapes/cusnn.csv --exclude-shapes shapes/resnet50.csv \
+        --exclude-batch 1,8 --samples-csv "$out/calibration-samples.csv" | tee "$out/calibrate.log"
+      ;;
+    cusnn)
+      "$convgen" tune-study --db "$db" --record "$out/study-measurements.sqlite" --shapes shapes/cusnn.csv \
+        --batch 1,8 --out "$out/study-cusnn.md" > "$out/study-cusnn.log" 2>&1
+      ;;
+    resnet50-n1 | resnet50-n8)
+      batch=${part#resnet50-n}
+      "$convgen" tune-study --db "$db" --record "$out/study-measurements.sqlite" --shapes shapes/resnet50.csv \
+        --batch "$batch" --out "$out/study-resnet50-n$batch.md" > "$out/study-resnet50-n$batch.log" 2>&1
+      ;;
+    *)
+      echo "tuning-study: unknown part '$part' (calibrate, cusnn, resnet50-n1, resnet50-n8, collect)" >&2
+      exit 2
+      ;;
+  esac
+done

@@ -1,0 +1,48 @@
+// calibration: the cost model's calibration data taken from the tuning database's measurements.
+#pragma once
+
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "convgen/gpu.hpp"
+#include "convgen/problem.hpp"
+#include "tuner/cost_model.hpp"
+#include "tuner/tuning_db.hpp"
+
+namespace convgen {
+
+// One measurement as the model sees it, with what it came from.
+struct CalibrationRow {
+  Problem problem;
+  KernelSpec spec;
+  CalibrationSample sample;
+};
+
+struct CalibrationData {
+  std::vector<CalibrationRow> rows;  // in the database's order
+  int problems = 0;                  // distinct problems among the rows
+  int excluded = 0;                  // ok measurements of an excluded problem
+  int unusable = 0;                  // ok measurements whose kernel name no family of this build knows
+};
+
+// Collects the GPU's verified measurements (status ok) as calibration samples: the features from the kernel's
+// family for the problem, the registers and shared memory the measurement recorded, its median time. Measurements
+// of a problem in `exclude` are left out (a study calibrates on other problems than those it judges).
+CalibrationData calibration_data(const TuningDb& db, const Gpu& gpu, std::span<const Problem> exclude = {});
+
+// Returns the samples of the rows, in order.
+std::vector<CalibrationSample> samples_of(std::span<const CalibrationRow> rows);
+
+// How well coefficients rank each problem's measured candidates: per problem with at least 2 rows, Spearman's
+// correlation of predicted with measured times, and whether the fastest measured one is among the 10 predicted
+// fastest.
+struct RankingAccuracy {
+  int problems = 0;                                                // problems with at least 2 rows
+  double mean_spearman = std::numeric_limits<double>::quiet_NaN();  // over problems where it is defined
+  double share_best_in_top10 = 0;
+};
+RankingAccuracy ranking_accuracy(std::span<const CalibrationRow> rows, const Gpu& gpu,
+                                 const Coefficients& coefficients);
+
+}  // namespace convgen
