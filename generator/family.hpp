@@ -50,6 +50,7 @@ struct CostFeatures {
   // Per launch:
   double atomic_outputs = 0;  // output elements accumulated with atomic adds (split-K: every split's partial sums)
   int extra_launches = 0;     // operations launched besides the kernel (split-K: zeroing the output first)
+  bool operator==(const CostFeatures&) const = default;
 };
 
 // One kind of kernel. Implementations are stateless singletons reached through family().

@@ -154,7 +154,13 @@ std::vector<double> nonnegative_least_squares(std::span<const double> a, std::sp
   if (columns == 0 || a.size() != rows * columns)
     throw InputError(fmt::format("nonnegative_least_squares: a has {} values, expected {} rows x {} columns", a.size(),
                                  rows, columns));
-  const auto at = [&](std::size_t r, std::size_t c) { return a[r * columns + c]; };
+  // Each column scaled to unit norm (the solution is scaled back at the end): the tolerances below are relative to
+  // the largest column, and would otherwise take a column far smaller than the others for a dependent one.
+  std::vector<double> norm(columns, 0.0);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < columns; ++c) norm[c] += a[r * columns + c] * a[r * columns + c];
+  for (double& n : norm) n = n > 0 ? std::sqrt(n) : 1.0;
+  const auto at = [&](std::size_t r, std::size_t c) { return a[r * columns + c] / norm[c]; };
   // Works on the normal equations (columns are few): G = AᵀA, h = Aᵀb; the gradient of ½‖Ax − b‖² is Gx − h.
   std::vector<double> g(columns * columns, 0.0), h(columns, 0.0);
   for (std::size_t r = 0; r < rows; ++r)
@@ -238,6 +244,7 @@ std::vector<double> nonnegative_least_squares(std::span<const double> a, std::sp
     }
     for (std::size_t i = 0; i < columns; ++i) x[i] = passive[i] ? std::max(z[i], 0.0) : 0.0;
   }
+  for (std::size_t i = 0; i < columns; ++i) x[i] /= norm[i];
   return x;
 }
 

@@ -120,7 +120,7 @@ struct Prediction {
   double last_wave_fill = 0;  // ε: the share of the last wave's slots that hold a block, in (0, 1]
   int resident_blocks_per_sm = 0;
   CostTerms terms_us{};  // each term times its coefficient: the parts of time_us
-  // Returns the term that contributes most.
+  // Returns the term that contributes most (meaningless for a kernel that cannot launch: all terms are 0).
   CostTerm largest_term() const;
   bool operator==(const Prediction&) const = default;
 };

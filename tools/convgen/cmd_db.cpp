@@ -153,6 +153,8 @@ std::string samples_csv(std::span<const CalibrationRow> rows, const Gpu& gpu, co
 }
 
 void calibrate_command(const std::string& db_path, const std::string& gpu_filter, const CalibrateArgs& a) {
+  if (!a.exclude_batches.empty() && a.exclude_shapes.empty())
+    throw InputError("db calibrate: --exclude-batch needs --exclude-shapes (the batch sizes of which layers?)");
   TuningDb db = open_db(db_path);
   const Gpu gpu = the_gpu(db, gpu_filter);
   std::vector<Problem> exclude;
@@ -186,10 +188,21 @@ void calibrate_command(const std::string& db_path, const std::string& gpu_filter
     std::string weights = describe_coefficients(one);
     weights = weights.substr(weights.find(std::string(to_string(family)) + ":"));
     weights = weights.substr(0, weights.find(';'));
+    if (fc.samples == 0) {
+      fmt::print("  no samples, kept: {}\n", weights);
+      continue;
+    }
     fmt::print("  {} samples, {}, rms relative error {:.1f}%: {}\n", fc.samples,
                fc.fitted ? "fitted" : fmt::format("too few to fit (< {}), kept", min_calibration_samples),
                100 * fc.rms_relative_error, weights);
   }
+  // Terms that are constant within a problem (DRAM bytes, launches) trade places freely when few problems are
+  // measured: the fit may reproduce the times yet rank other problems badly.
+  constexpr int kFewProblems = 10;
+  if (data.problems < kFewProblems)
+    fmt::print("warning: only {} problems measured; weights fitted on fewer than {} problems may not carry over to "
+               "others (tune more layers with --budget 0 first)\n",
+               data.problems, kFewProblems);
   if (!a.samples_csv.empty()) write_output_file(a.samples_csv, samples_csv(data.rows, gpu, fit.coefficients));
   if (a.dry_run) {
     fmt::print("dry run: nothing stored\n");

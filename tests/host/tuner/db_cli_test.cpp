@@ -1,16 +1,21 @@
-// db_cli_test: `convgen db list|show|export|import|prune` end to end, on databases filled through the library.
+// db_cli_test: `convgen db list|show|export|import|calibrate|prune` end to end, on databases filled through the
+// library.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "support/run_convgen.hpp"
 
+#include "generator/family.hpp"
 #include "tests/host/tuner/fixtures.hpp"
+#include "tuner/cost_model.hpp"
 
 namespace convgen {
 namespace {
@@ -149,6 +154,182 @@ TEST(DbCli, PruneRemovesWhatItIsAskedToAndRefusesToGuess) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "removed 2 measurements and 2 best choices from " + path.string() + "\n");
   EXPECT_TRUE(TuningDb::open(path).gpus().empty());
+}
+
+// ---- db calibrate ----------------------------------------------------------------------------------------------
+
+// Weights unlike the defaults, so that a fit has something to find.
+Coefficients calibration_truth() {
+  Coefficients c;
+  c.of(FamilyKind::igemm) = {3, 0.5, 2, 1, 0.6, 0.3, 2.5, 4, 3, 1, 5};
+  c.of(FamilyKind::direct) = {1, 8, 15, 0, 0.5, 0, 3, 0, 0, 1, 4};
+  return c;
+}
+
+// The report `measured` records: what calibration_data reads back.
+const PtxasReport kMeasuredReport{.registers = 64, .smem_bytes = 16384};
+
+struct Filled {
+  std::filesystem::path path;
+  int igemm = 0;  // measurements per family
+  int direct = 0;
+};
+
+// Records an ok measurement of every candidate the given families enumerate for the problems on the H100, timed
+// exactly by calibration_truth().
+Filled filled_for_calibration(const ScratchDir& dir, const std::vector<Problem>& problems,
+                              const std::vector<FamilyKind>& families = {FamilyKind::igemm, FamilyKind::direct}) {
+  Filled out{.path = dir / "calibrate.sqlite"};
+  TuningDb db = TuningDb::open(out.path);
+  for (const Problem& p : problems)
+    for (const FamilyKind kind : families)
+      for (const KernelSpec& s : family(kind).enumerate(p, h100())) {
+        const Prediction t =
+            predict(kind, family(kind).cost_features(p, s), kMeasuredReport, h100(), calibration_truth());
+        db.record(measured(h100(), p, kernel_name(s), t.time_us));
+        ++(kind == FamilyKind::igemm ? out.igemm : out.direct);
+      }
+  return out;
+}
+
+TEST(DbCli, CalibratePrintsTheFitPerFamilyAndStoresIt) {
+  ScratchDir dir;
+  const Filled db = filled_for_calibration(dir, {conv3x3(), conv1x1()});
+  ASSERT_GE(db.igemm, min_calibration_samples);
+  ASSERT_GE(db.direct, min_calibration_samples);
+  Result r = run_convgen("db calibrate --db " + db.path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind(fmt::format("{}: {} verified measurements of 2 problems on {}\n", db.path.string(),
+                                       db.igemm + db.direct, describe_gpu(h100())),
+                           0),
+            0u)
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "\nbefore (the default coefficients): mean Spearman ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\nafter:  mean Spearman 1.00, fastest in the top 10 for 100% of 2 problems\n"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, fmt::format("\n  {} samples, fitted, rms relative error 0.0%: direct: ", db.direct)))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, fmt::format("\n  {} samples, fitted, rms relative error 0.0%: igemm: ", db.igemm)))
+      << r.output;
+  const std::string stored =
+      fmt::format("stored in {} (model version {}); tune, analyze --candidates and the library now rank with it\n",
+                  db.path.string(), cost_model_version);
+  EXPECT_TRUE(r.output.ends_with(stored)) << r.output;
+
+  // The stored fit predicts every measurement (the weights themselves need not be unique for these candidates).
+  const TuningDb tuning = TuningDb::open(db.path);
+  const std::optional<Calibration> fit = load_calibration(tuning, h100());
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_EQ(fit->samples, db.igemm + db.direct);
+  EXPECT_EQ(fit->families[static_cast<std::size_t>(FamilyKind::igemm)].samples, db.igemm);
+  EXPECT_TRUE(fit->families[static_cast<std::size_t>(FamilyKind::igemm)].fitted);
+  EXPECT_TRUE(fit->families[static_cast<std::size_t>(FamilyKind::direct)].fitted);
+  for (const MeasurementRecord& m : tuning.measurements()) {
+    const KernelSpec s = parse_kernel_name(m.kernel);
+    const double predicted =
+        predict(s.family, family(s.family).cost_features(m.problem, s), kMeasuredReport, h100(), fit->coefficients)
+            .time_us;
+    EXPECT_NEAR(predicted / m.median_us, 1.0, 1e-6) << m.kernel;
+  }
+
+  // Again: it starts from the stored calibration.
+  r = run_convgen("db calibrate --db " + db.path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "\nbefore (the stored calibration): mean Spearman 1.00, ")) << r.output;
+}
+
+TEST(DbCli, CalibrateKeepsTheStartWeightsOfAFamilyWithTooFewMeasurements) {
+  ScratchDir dir;
+  const Filled db = filled_for_calibration(dir, {conv3x3(), conv1x1()}, {FamilyKind::igemm});
+  const Result r = run_convgen("db calibrate --dry-run --db " + db.path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The default direct weights, as describe_coefficients words them.
+  const std::string defaults = describe_coefficients(Coefficients{});
+  EXPECT_TRUE(
+      contains(r.output, fmt::format("\n  no samples, kept: {}\n", defaults.substr(0, defaults.find(';')))))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, fmt::format("\n  {} samples, fitted, ", db.igemm))) << r.output;
+}
+
+TEST(DbCli, CalibrateDryRunStoresNothing) {
+  ScratchDir dir;
+  const Filled db = filled_for_calibration(dir, {conv3x3(), conv1x1()});
+  const Result r = run_convgen("db calibrate --dry-run --db " + db.path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.output.ends_with("\ndry run: nothing stored\n")) << r.output;
+  // Two problems cannot pin down terms that are constant within a problem: the command says so.
+  EXPECT_TRUE(contains(r.output, "\nwarning: only 2 problems measured; weights fitted on fewer than 10 problems may "
+                                 "not carry over to others (tune more layers with --budget 0 first)\n"))
+      << r.output;
+  EXPECT_EQ(load_calibration(TuningDb::open(db.path), h100()), std::nullopt);
+}
+
+TEST(DbCli, CalibrateWritesEverySampleAsCsv) {
+  ScratchDir dir;
+  const Filled db = filled_for_calibration(dir, {conv3x3(), conv1x1()});
+  const auto csv = dir / "samples.csv";
+  const Result r = run_convgen("db calibrate --dry-run --samples-csv " + csv.string() + " --db " + db.path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(csv);
+  ASSERT_TRUE(in) << r.output;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(1 + db.igemm + db.direct));
+  EXPECT_EQ(lines[0],
+            "problem,kernel,family,measured_us,predicted_us,fma,shared_loads,global_loads,address,serial_steps,"
+            "pipelined_steps,waves,atomics,extra_launches,dram,launch");
+  // Rows in the database's order: the first is conv3x3's first igemm candidate; every row has all 16 columns and a
+  // launch term of 1.
+  const std::string first_kernel = kernel_name(family(FamilyKind::igemm).enumerate(conv3x3(), h100())[0]);
+  EXPECT_EQ(lines[1].rfind(problem_key(conv3x3()) + "," + first_kernel + ",igemm,", 0), 0u) << lines[1];
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_EQ(std::count(lines[i].begin(), lines[i].end(), ','), 15) << lines[i];
+    EXPECT_TRUE(lines[i].ends_with(",1")) << lines[i];
+  }
+}
+
+TEST(DbCli, CalibrateLeavesOutTheProblemsOfExcludedShapesAtTheGivenBatches) {
+  ScratchDir dir;
+  const Filled db = filled_for_calibration(dir, {conv3x3(), conv1x1()});
+  // conv1x1 is this layer at batch 8; at batch 1 it matches nothing.
+  const auto shapes = dir / "judged.csv";
+  std::ofstream(shapes) << "name,n,c,k,h,w,r,s,stride,pad,count\nproj,1,256,64,56,56,1,1,1,0,1\n";
+  const int conv1x1_measurements =
+      static_cast<int>(TuningDb::open(db.path).measurements({.problem = conv1x1()}).size());
+  const Result r = run_convgen("db calibrate --dry-run --exclude-shapes " + shapes.string() +
+                               " --exclude-batch 1,8 --db " + db.path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind(fmt::format("{}: {} verified measurements of 1 problems on {}, {} of excluded problems "
+                                       "left out\n",
+                                       db.path.string(), db.igemm + db.direct - conv1x1_measurements,
+                                       describe_gpu(h100()), conv1x1_measurements),
+                           0),
+            0u)
+      << r.output;
+}
+
+TEST(DbCli, CalibrateNeedsOneGpuAndEnoughMeasurements) {
+  ScratchDir dir;
+  const auto path = filled(dir);  // H100 and H200
+  Result r = run_convgen("db calibrate --exclude-batch 8 --gpu h200 --db " + path.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output,
+            "convgen: error: db calibrate: --exclude-batch needs --exclude-shapes (the batch sizes of which layers?)\n");
+  r = run_convgen("db calibrate --db " + path.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, fmt::format("convgen: error: {} holds several GPUs ({}, {}); choose one with --gpu\n",
+                                  path.string(), describe_gpu(h100()), describe_gpu(h200())));
+  r = run_convgen("db calibrate --gpu h200 --db " + path.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.output, fmt::format("convgen: error: calibrate: need at least {} measurements of launchable "
+                                             "kernels of one family, got direct 0, igemm 1\n",
+                                             min_calibration_samples)))
+      << r.output;
+  EXPECT_EQ(load_calibration(TuningDb::open(path), h200()), std::nullopt);
+  const auto empty = dir / "empty.sqlite";
+  r = run_convgen("db calibrate --db " + empty.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "convgen: error: " + empty.string() + " holds no measurements\n");
 }
 
 TEST(DbCli, ADatabaseFileThatIsNotSqliteIsAnError) {

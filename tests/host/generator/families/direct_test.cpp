@@ -206,6 +206,46 @@ TEST(DirectFamily, CostFeaturesCountTheLaunch) {
   EXPECT_EQ(f.dram_bytes, static_cast<double>(min_bytes(p)));
 }
 
+TEST(DirectFamily, CostFeaturesCountTheWarpInstructionsOfAGroupTiledBlock) {
+  // 3 channels x 9 taps = 27 per block; tile 16 x 64, threads 4 x 4: 4 x 16 = 64 threads = 2 warps. Per channel and
+  // tap each thread reads THREAD_M = 4 filter values from shared memory and loads THREAD_N = 4 activations, each
+  // serving all its channels (one group).
+  const Problem p{.n = 1, .c = 3, .k = 37, .input = {1, 28, 28}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const CostFeatures f = direct().cost_features(p, spec(16, 64, 3, 4, 4));
+  EXPECT_DOUBLE_EQ(f.fma_instructions, 2.0 * 4 * 4 * 27);      // 864
+  EXPECT_DOUBLE_EQ(f.shared_load_instructions, 2.0 * 4 * 27);  // 216
+  EXPECT_DOUBLE_EQ(f.global_load_instructions, 2.0 * 4 * 27);  // 216
+  EXPECT_EQ(f.address_instructions, 0.0);
+  EXPECT_EQ(f.main_loop_steps, 1);  // ceil(3 / 3) steps over the input channels
+  EXPECT_FALSE(f.pipelined);
+  EXPECT_EQ(f.atomic_outputs, 0.0);
+  EXPECT_EQ(f.extra_launches, 0);
+}
+
+TEST(DirectFamily, CostFeaturesCountALoadPerChannelWhenTilingAcrossGroups) {
+  // Depthwise: 32 groups of 1 channel; block_m 8 > 1 channel per group, so blocks tile K across groups and each of
+  // a thread's THREAD_M = 2 channels loads its own activation. 1 channel x 9 taps; tile 8 x 64, threads 2 x 2:
+  // 4 x 32 = 128 threads = 4 warps.
+  const Problem p{
+      .n = 1, .c = 32, .k = 32, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .groups = 32};
+  const KernelSpec s = spec(8, 64, 1, 2, 2);
+  ASSERT_EQ(direct().check_support(p, h100(), s), std::nullopt);
+  const CostFeatures f = direct().cost_features(p, s);
+  EXPECT_DOUBLE_EQ(f.fma_instructions, 4.0 * 2 * 2 * 9);          // 144
+  EXPECT_DOUBLE_EQ(f.shared_load_instructions, 4.0 * 2 * 9);      // 72
+  EXPECT_DOUBLE_EQ(f.global_load_instructions, 4.0 * 2 * 2 * 9);  // THREAD_N x THREAD_M loads per tap: 144
+  EXPECT_EQ(f.main_loop_steps, 1);
+}
+
+TEST(DirectFamily, CostFeaturesStepThroughTheChannelsBlockKAtATime) {
+  // 64 channels in steps of 8 (and 5 channels in steps of 2: the last step is partial).
+  const Problem p{.n = 1, .c = 64, .k = 64, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  EXPECT_EQ(direct().cost_features(p, spec(16, 64, 8, 4, 4)).main_loop_steps, 8);
+  Problem five = p;
+  five.c = 5;
+  EXPECT_EQ(direct().cost_features(five, spec(16, 64, 2, 4, 4)).main_loop_steps, 3);
+}
+
 TEST(DirectFamily, RenderBakesTheShapeIntoTheTemplate) {
   const Problem p{.n = 1, .c = 3, .k = 37, .input = {1, 28, 28}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   const KernelSource src = direct().render(p, spec(16, 64, 3, 4, 4));

@@ -255,6 +255,46 @@ TEST(IgemmFamily, CostFeaturesCountBlocksAndPaddedWork) {
   EXPECT_GT(f.dram_bytes, static_cast<double>(min_bytes(p)));
 }
 
+TEST(IgemmFamily, CostFeaturesCountTheWarpInstructionsOfASplitDoubleBufferedBlock) {
+  // ResNet 3x3, NCHW: M = 64, N = 56 x 56 = 3136 pixels, KR = 64 x 9 = 576. Tile 64 x 128, threads 4 x 8: 16 x 16 =
+  // 256 threads = 8 warps; split-K 2: each split takes ceil(ceil(576 / 2) / 8) x 8 = 288 of the reduction, 36 steps
+  // of 8; double-buffered (stages 2); vector 4 for the filter only (channels-first activations load scalars).
+  const KernelSpec s = spec(64, 128, 8, 4, 8, 2, 2, 4);
+  const CostFeatures f = igemm().cost_features(kResnet3x3, s);
+  EXPECT_EQ(f.blocks, 25 * 1 * 2);                          // ceil(3136 / 128) pixel tiles x 1 channel tile x 2 splits
+  EXPECT_DOUBLE_EQ(f.fma_instructions, 8.0 * 4 * 8 * 288);  // warps x THREAD_M x THREAD_N per reduction element
+  // Per reduction element each thread reads THREAD_M / 4 + THREAD_N / 4 = 1 + 2 float4 vectors of shared memory.
+  EXPECT_DOUBLE_EQ(f.shared_load_instructions, 8.0 * 288 * 3);
+  // Filter: 64 rows x 288 / 4 (float4) = 4608 loads; activations: 128 pixels x 288 = 36864 scalar loads; 32 per warp
+  // instruction: (4608 + 36864) / 32 = 1296.
+  EXPECT_DOUBLE_EQ(f.global_load_instructions, 1296.0);
+  EXPECT_DOUBLE_EQ(f.address_instructions, 36864.0 / 32 * 8);  // 8 per activation load
+  EXPECT_EQ(f.main_loop_steps, 36);
+  EXPECT_TRUE(f.pipelined);
+  EXPECT_DOUBLE_EQ(f.atomic_outputs, 64.0 * 3136 * 2);  // every split adds its partial sums to every output
+  EXPECT_EQ(f.extra_launches, 1);                       // the output is zeroed first
+  EXPECT_EQ(igemm().launch_geometry(kResnet3x3, s).zero_output_first, f.extra_launches == 1);
+}
+
+TEST(IgemmFamily, CostFeaturesOfASingleBufferedChannelsLastBlockWithoutSplit) {
+  // ResNet 3x3 in NHWC: KR = 576 in one split, 72 steps of 8; tile 64 x 64, threads 4 x 4: 16 x 16 = 256 threads
+  // = 8 warps; vector 4 applies to both operands (channels-last activations are contiguous in c).
+  Problem p = kResnet3x3;
+  p.layout = Layout::nhwc;
+  const CostFeatures f = igemm().cost_features(p, spec(64, 64, 8, 4, 4, 1, 1, 4));
+  EXPECT_EQ(f.blocks, 49);                                      // ceil(3136 / 64)
+  EXPECT_DOUBLE_EQ(f.fma_instructions, 8.0 * 4 * 4 * 576);      // 73728
+  EXPECT_DOUBLE_EQ(f.shared_load_instructions, 8.0 * 576 * 2);  // one float4 of each operand
+  // Filter 64 x 576 / 4 = 9216 loads, activations 64 x 576 / 4 = 9216 loads: 18432 / 32 = 576 warp instructions.
+  EXPECT_DOUBLE_EQ(f.global_load_instructions, 576.0);
+  EXPECT_DOUBLE_EQ(f.address_instructions, 9216.0 / 32 * 8);  // 2304
+  EXPECT_EQ(f.main_loop_steps, 72);
+  EXPECT_FALSE(f.pipelined);
+  EXPECT_EQ(f.atomic_outputs, 0.0);
+  EXPECT_EQ(f.extra_launches, 0);
+  EXPECT_DOUBLE_EQ(f.dram_bytes, static_cast<double>(min_bytes(p)));  // no zeroing, no atomics
+}
+
 TEST(IgemmFamily, RendersTheTemplateWithItsEntryName) {
   const KernelSpec s = spec(64, 64, 8, 4, 4);
   const KernelSource src = igemm().render(kResnet3x3, s);

@@ -1,0 +1,158 @@
+// calibration_test: the tuning database's measurements as calibration samples, and how well coefficients rank them.
+#include "tuner/calibration.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "generator/family.hpp"
+#include "tests/host/tuner/fixtures.hpp"
+
+namespace convgen {
+namespace {
+
+using namespace testing_tuner;
+
+const KernelSpec kDirect{.family = FamilyKind::direct,
+                         .block_m = 16,
+                         .block_n = 64,
+                         .block_k = 8,
+                         .thread_m = 4,
+                         .thread_n = 4,
+                         .stages = 1,
+                         .split_k = 1,
+                         .vector = 1};
+
+TEST(CalibrationData, TurnsTheGpusOkMeasurementsIntoSamplesWithTheirFamilysFeatures) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  db.record(measured(h100(), conv3x3(), igemm(64), 41.5));
+  MeasurementRecord direct = measured(h100(), conv1x1(), kernel_name(kDirect), 120.0);
+  direct.registers = 96;
+  direct.spill_bytes = 8;
+  direct.smem_bytes = 20000;
+  db.record(direct);
+  db.record(failed(h100(), conv3x3(), igemm(128), MeasurementStatus::wrong_result, "rel_l2 0.5 > 1e-05"));
+  db.record(failed(h100(), conv3x3(), igemm(32), MeasurementStatus::resources, "too many resources requested"));
+  db.record(measured(h200(), conv3x3(), igemm(32), 30.0));  // another GPU
+
+  const CalibrationData data = calibration_data(db, h100());
+  ASSERT_EQ(data.rows.size(), 2u);
+  EXPECT_EQ(data.problems, 2);
+  EXPECT_EQ(data.excluded, 0);
+  EXPECT_EQ(data.unusable, 0);
+
+  const CalibrationRow& first = data.rows[0];
+  EXPECT_EQ(first.problem, conv3x3());
+  EXPECT_EQ(first.spec, parse_kernel_name(igemm(64)));
+  EXPECT_EQ(first.sample.family, FamilyKind::igemm);
+  EXPECT_EQ(first.sample.features, family(FamilyKind::igemm).cost_features(conv3x3(), first.spec));
+  EXPECT_EQ(first.sample.report, (PtxasReport{.registers = 64, .smem_bytes = 16384}));
+  EXPECT_EQ(first.sample.measured_us, 41.5);
+
+  const CalibrationRow& second = data.rows[1];
+  EXPECT_EQ(second.problem, conv1x1());
+  EXPECT_EQ(second.spec, kDirect);
+  EXPECT_EQ(second.sample.family, FamilyKind::direct);
+  EXPECT_EQ(second.sample.features, family(FamilyKind::direct).cost_features(conv1x1(), kDirect));
+  EXPECT_EQ(second.sample.report, (PtxasReport{.registers = 96, .spill_store_bytes = 8, .smem_bytes = 20000}));
+  EXPECT_EQ(second.sample.measured_us, 120.0);
+
+  const std::vector<CalibrationSample> samples = samples_of(data.rows);
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].measured_us, 41.5);
+  EXPECT_EQ(samples[1].family, FamilyKind::direct);
+
+  const CalibrationData other = calibration_data(db, h200());
+  ASSERT_EQ(other.rows.size(), 1u);
+  EXPECT_EQ(other.rows[0].sample.measured_us, 30.0);
+}
+
+TEST(CalibrationData, CountsExcludedProblemsAndUnknownKernelsApart) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  db.record(measured(h100(), conv3x3(), igemm(64), 41.5));
+  db.record(measured(h100(), conv1x1(), igemm(64), 50.0));
+  db.record(measured(h100(), conv1x1(), igemm(128), 45.0));
+  db.record(measured(h100(), conv3x3(), "winograd_f2x3_t64", 30.0));  // no family of this build
+  const CalibrationData data = calibration_data(db, h100(), std::vector<Problem>{conv1x1()});
+  ASSERT_EQ(data.rows.size(), 1u);
+  EXPECT_EQ(data.rows[0].problem, conv3x3());
+  EXPECT_EQ(data.problems, 1);
+  EXPECT_EQ(data.excluded, 2);
+  EXPECT_EQ(data.unusable, 1);
+}
+
+TEST(CalibrationData, OfAGpuWithoutMeasurementsIsEmpty) {
+  ScratchDir dir;
+  const TuningDb db = TuningDb::open(dir / "t.sqlite");
+  const CalibrationData data = calibration_data(db, h100());
+  EXPECT_TRUE(data.rows.empty());
+  EXPECT_EQ(data.problems, 0);
+}
+
+// Coefficients that weigh the FMA term alone: a row's prediction grows with its FMA instructions.
+Coefficients fma_only() {
+  Coefficients c;
+  for (CostTerms& w : c.weights) w.fill(0);
+  c.of(FamilyKind::igemm)[static_cast<std::size_t>(CostTerm::fma)] = 1;
+  return c;
+}
+
+CalibrationRow row(const Problem& problem, double fma_instructions, double measured_us) {
+  return {.problem = problem,
+          .spec = parse_kernel_name(igemm(64)),
+          .sample = {.family = FamilyKind::igemm,
+                     .features = {.blocks = 132, .threads_per_block = 256, .fma_instructions = fma_instructions},
+                     .report = {.registers = 32},
+                     .measured_us = measured_us}};
+}
+
+TEST(RankingAccuracy, IsPerfectWhenThePredictedOrderIsTheMeasuredOne) {
+  std::vector<CalibrationRow> rows;
+  for (int i = 1; i <= 12; ++i) rows.push_back(row(conv3x3(), 1000.0 * i, 10.0 + i * i));
+  for (int i = 1; i <= 3; ++i) rows.push_back(row(conv1x1(), 1000.0 * i, 5.0 * i));
+  const RankingAccuracy a = ranking_accuracy(rows, h100(), fma_only());
+  EXPECT_EQ(a.problems, 2);
+  EXPECT_DOUBLE_EQ(a.mean_spearman, 1.0);
+  EXPECT_EQ(a.share_best_in_top10, 1.0);
+}
+
+TEST(RankingAccuracy, AveragesOverProblemsAndMissesABestPredictedSlowest) {
+  std::vector<CalibrationRow> rows;
+  // conv3x3: 12 candidates predicted in the reverse of their measured order: the fastest is predicted 12th.
+  for (int i = 1; i <= 12; ++i) rows.push_back(row(conv3x3(), 1000.0 * i, 100.0 - i));
+  // conv1x1: 3 candidates in order, and one that cannot launch (left out).
+  for (int i = 1; i <= 3; ++i) rows.push_back(row(conv1x1(), 1000.0 * i, 5.0 * i));
+  CalibrationRow unlaunchable = row(conv1x1(), 1.0, 1.0);
+  unlaunchable.sample.report.smem_bytes = 300 * 1024;
+  rows.push_back(unlaunchable);
+  // A problem with one candidate has no ranking to judge.
+  Problem single = conv3x3();
+  single.n = 2;
+  rows.push_back(row(single, 1000.0, 1.0));
+  const RankingAccuracy a = ranking_accuracy(rows, h100(), fma_only());
+  EXPECT_EQ(a.problems, 2);
+  EXPECT_DOUBLE_EQ(a.mean_spearman, 0.0);  // (-1 + 1) / 2
+  EXPECT_EQ(a.share_best_in_top10, 0.5);   // conv1x1's best is predicted first, conv3x3's twelfth
+}
+
+TEST(RankingAccuracy, APredictionThatTiesEverywhereCountsForTheTopTenButHasNoSpearman) {
+  const std::vector<CalibrationRow> rows{row(conv3x3(), 1000, 10), row(conv3x3(), 1000, 20)};
+  const RankingAccuracy a = ranking_accuracy(rows, h100(), fma_only());
+  EXPECT_EQ(a.problems, 1);
+  EXPECT_TRUE(std::isnan(a.mean_spearman));
+  EXPECT_EQ(a.share_best_in_top10, 1.0);
+}
+
+TEST(RankingAccuracy, OfNoRowsIsEmpty) {
+  const RankingAccuracy a = ranking_accuracy(std::vector<CalibrationRow>{}, h100(), Coefficients{});
+  EXPECT_EQ(a.problems, 0);
+  EXPECT_TRUE(std::isnan(a.mean_spearman));
+  EXPECT_EQ(a.share_best_in_top10, 0.0);
+}
+
+}  // namespace
+}  // namespace convgen
