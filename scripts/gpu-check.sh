@@ -7,13 +7,7 @@ shift
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 
-# scripts/pack-build.sh carries the build as build-carry/.
-if [[ -d build-carry ]]; then rm -rf build && mv build-carry build; fi
-# The build folder records the absolute source path it was configured in; make that path reach this tree.
-src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/CMakeCache.txt)
-if [[ -n "$src" && "$src" != "$PWD" && ! -e "$src" ]]; then
-  mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"
-fi
+source scripts/use-carried-build.sh
 export CONVGEN_CACHE_DIR=/tmp/convgen-cache
 convgen=build/tools/convgen/convgen
 status=0

@@ -18,11 +18,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 
-if [[ -d build-carry ]]; then rm -rf build && mv build-carry build; fi
-src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/CMakeCache.txt)
-if [[ -n "$src" && "$src" != "$PWD" && ! -e "$src" ]]; then
-  mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"
-fi
+source scripts/use-carried-build.sh
 export CONVGEN_CACHE_DIR=${CONVGEN_CACHE_DIR:-/tmp/convgen-cache}
 convgen=build/tools/convgen/convgen
 db="$out/study.sqlite"

@@ -289,17 +289,18 @@ Calibration calibrate(std::span<const CalibrationSample> samples, const Gpu& gpu
   return result;
 }
 
+std::string describe_weights(FamilyKind family, const CostTerms& weights) {
+  std::string text;
+  for (std::size_t t = 0; t < cost_term_count; ++t)
+    if (weights[t] != 0)
+      text += fmt::format("{}{} {:.3g}", text.empty() ? "" : ", ", EnumNames<CostTerm>::table[t].second, weights[t]);
+  return fmt::format("{}: {}", family, text.empty() ? "all 0" : text);
+}
+
 std::string describe_coefficients(const Coefficients& coefficients) {
   std::string out;
-  for (std::size_t f = 0; f < family_count; ++f) {
-    std::string weights;
-    for (std::size_t t = 0; t < cost_term_count; ++t)
-      if (coefficients.weights[f][t] != 0)
-        weights += fmt::format("{}{} {:.3g}", weights.empty() ? "" : ", ", EnumNames<CostTerm>::table[t].second,
-                               coefficients.weights[f][t]);
-    out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", EnumNames<FamilyKind>::table[f].second,
-                       weights.empty() ? "all 0" : weights);
-  }
+  for (const auto& [family, name] : EnumNames<FamilyKind>::table)
+    out += (out.empty() ? "" : "; ") + describe_weights(family, coefficients.of(family));
   return out;
 }
 

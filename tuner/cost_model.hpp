@@ -182,7 +182,10 @@ void save_calibration(TuningDb& db, const Gpu& gpu, const Calibration& calibrati
 // Returns the GPU's calibration for this model version, or nothing (then use Coefficients{}).
 std::optional<Calibration> load_calibration(const TuningDb& db, const Gpu& gpu);
 
-// Returns "igemm: fma 2.18, address 0.618, …; direct: …": each family's non-zero weights.
+// Returns "igemm: fma 2.18, address 0.618, …": one family's non-zero weights ("igemm: all 0" when none).
+std::string describe_weights(FamilyKind family, const CostTerms& weights);
+
+// Returns "direct: …; igemm: …": describe_weights of every family.
 std::string describe_coefficients(const Coefficients& coefficients);
 
 // Returns Spearman's rank correlation of two equally long series (ties get their average rank): 1 when they

@@ -182,12 +182,7 @@ void calibrate_command(const std::string& db_path, const std::string& gpu_filter
   for (std::size_t f = 0; f < family_count; ++f) {
     const FamilyCalibration& fc = fit.families[f];
     const FamilyKind family = EnumNames<FamilyKind>::table[f].first;
-    Coefficients one;  // this family's weights alone, for the description
-    for (auto& w : one.weights) w.fill(0);
-    one.of(family) = fit.coefficients.of(family);
-    std::string weights = describe_coefficients(one);
-    weights = weights.substr(weights.find(std::string(to_string(family)) + ":"));
-    weights = weights.substr(0, weights.find(';'));
+    const std::string weights = describe_weights(family, fit.coefficients.of(family));
     if (fc.samples == 0) {
       fmt::print("  no samples, kept: {}\n", weights);
       continue;
