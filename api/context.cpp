@@ -27,11 +27,18 @@ struct ConvOp::Impl {
   ChosenBy chosen_by;
   std::string kernel_name;
   ConvLauncher launcher;
-  std::optional<DeviceBuffer> workspace;  // only for a kernel that needs one (none does today)
+  std::optional<DeviceBuffer> workspace;  // only for a kernel whose plan needs one
 };
 
 ConvOp::ConvOp(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ConvOp::~ConvOp() = default;
+
+void ConvOp::prepare(CUdeviceptr filter, CUstream stream) const {
+  impl_->runtime_context->make_current();
+  impl_->launcher.prepare(filter, stream);
+}
+
+bool ConvOp::needs_prepare() const { return !impl_->launcher.kernel().plan.setup.empty(); }
 
 void ConvOp::run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUstream stream) const {
   impl_->runtime_context->make_current();
@@ -95,7 +102,7 @@ std::shared_ptr<const ConvOp> ConvContext::Impl::load(const BuiltKernel& kernel,
                                                       .launcher = ConvLauncher(kernel),
                                                       .workspace = std::nullopt});
   // One workspace per operation, allocated once: runs of such an operation must then be ordered (one stream).
-  if (kernel.workspace_bytes > 0) impl->workspace.emplace(static_cast<std::size_t>(kernel.workspace_bytes));
+  if (kernel.workspace_bytes() > 0) impl->workspace.emplace(static_cast<std::size_t>(kernel.workspace_bytes()));
   return std::shared_ptr<const ConvOp>(new ConvOp(std::move(impl)));
 }
 

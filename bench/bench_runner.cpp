@@ -129,7 +129,7 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   std::vector<BufferSet> sets = make_buffer_sets(p, row.buffer_sets, h_activation, h_filter);
   std::int64_t our_workspace = 0;
   for (const BuildOutcome& b : built)
-    if (const auto* k = std::get_if<BuiltKernel>(&b)) our_workspace = std::max(our_workspace, k->workspace_bytes);
+    if (const auto* k = std::get_if<BuiltKernel>(&b)) our_workspace = std::max(our_workspace, k->workspace_bytes());
   DeviceBuffer workspace(std::max<std::size_t>({cudnn.max_workspace_bytes(), std::size_t(our_workspace), 256}));
 
   stage("computing the float64 reference");
@@ -191,6 +191,7 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
     OursEntry entry{.kernel = k.source.entry};
     try {
       auto launcher = std::make_unique<ConvLauncher>(k);
+      launcher->prepare(sets[0].filter.ptr(), stream.get());  // every set holds the same filter
       entry.error = verify_launch(
           [&](CUstream s) {
             launcher->launch(sets[0].activation.ptr(), sets[0].filter.ptr(), sets[0].output.ptr(), workspace.ptr(),

@@ -1,5 +1,8 @@
-// conv_kernel: renders and compiles a convolution kernel through the JIT cache, loads it and launches it.
+// conv_kernel: renders and compiles a convolution kernel through the JIT cache, loads it and runs its launch plan.
 #include "conv/conv_kernel.hpp"
+
+#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -16,12 +19,16 @@ Program to_program(const KernelSource& source) {
   return program;
 }
 
+std::string entry_symbol(const BuiltKernel& kernel, const std::string& suffix) {
+  return suffix.empty() ? kernel.source.entry : kernel.source.entry + "_" + suffix;
+}
+
 BuiltKernel build_kernel(const Problem& problem, const KernelSpec& spec, const Gpu& gpu, JitCache& cache) {
   if (auto reason = check_support(problem, gpu, spec))
     throw InputError(fmt::format("{} does not serve {}: {}", kernel_name(spec), problem_key(problem), *reason));
   const Family& f = family(spec.family);
   BuiltKernel kernel{.problem = problem, .spec = spec, .source = f.render(problem, spec), .cubin = {},
-                     .geometry = f.launch_geometry(problem, spec), .workspace_bytes = f.workspace_bytes(problem, spec)};
+                     .plan = f.plan(problem, spec)};
   kernel.cubin = cache.get_or_compile(to_program(kernel.source), {.arch = gpu.arch});
   return kernel;
 }
@@ -47,34 +54,100 @@ std::vector<BuildOutcome> build_kernels(std::span<const BuildRequest> requests, 
   return outcomes;
 }
 
-}  // namespace convgen
-
-namespace convgen {
-
 struct ConvLauncher::Loaded {
   Module module;
-  Kernel kernel;
+  std::map<std::string, Kernel> kernels;  // by entry suffix
+  std::optional<DeviceBuffer> persistent;
 };
 
 ConvLauncher::ConvLauncher(const BuiltKernel& kernel) : kernel_(kernel) {
-  Module module(kernel.cubin, kernel.source.entry);
-  Kernel function = module.kernel(kernel.source.entry);
-  if (kernel.geometry.dynamic_smem_bytes > 48 * 1024)
-    function.set_max_dynamic_smem(static_cast<int>(kernel.geometry.dynamic_smem_bytes));
-  loaded_ = std::make_unique<Loaded>(Loaded{std::move(module), std::move(function)});
+  loaded_ = std::make_unique<Loaded>(Loaded{Module(kernel.cubin, kernel.source.entry), {}, std::nullopt});
+  for (const auto* steps : {&kernel.plan.setup, &kernel.plan.run})
+    for (const LaunchStep& step : *steps) {
+      if (step.kind != LaunchStep::Kind::kernel || loaded_->kernels.contains(step.entry_suffix)) continue;
+      Kernel function = loaded_->module.kernel(entry_symbol(kernel, step.entry_suffix));
+      if (step.geometry.dynamic_smem_bytes > 48 * 1024)
+        function.set_max_dynamic_smem(static_cast<int>(step.geometry.dynamic_smem_bytes));
+      loaded_->kernels.emplace(step.entry_suffix, std::move(function));
+    }
+  if (kernel.plan.persistent_bytes() > 0)
+    loaded_->persistent.emplace(static_cast<std::size_t>(kernel.plan.persistent_bytes()));
+  prepared_ = kernel.plan.setup.empty();
 }
 
 ConvLauncher::~ConvLauncher() = default;
 
+namespace {
+
+// The device pointers a plan's steps bind by name.
+struct Bindings {
+  const BuiltKernel& kernel;
+  CUdeviceptr activation = 0, filter = 0, output = 0, workspace = 0, persistent = 0;
+
+  CUdeviceptr resolve(std::string_view name) const {
+    if (name == "activation") return activation;
+    if (name == "filter") return filter;
+    if (name == "output") return output;
+    if (name == "workspace") return workspace;
+    const std::string buffer(name);
+    const PlanBuffer* b = kernel.plan.find(buffer);
+    if (!b)
+      throw Error(fmt::format("{}: no buffer '{}' in the launch plan for an entry parameter", kernel.source.entry,
+                              name));
+    return (b->persistent ? persistent : workspace) + static_cast<CUdeviceptr>(kernel.plan.offset_of(buffer));
+  }
+
+  std::int64_t bytes_of(std::string_view name) const {
+    if (name == "output") return output_elements(kernel.problem) * element_bytes(kernel.problem.precision);
+    const PlanBuffer* b = kernel.plan.find(std::string(name));
+    if (!b) throw Error(fmt::format("{}: no buffer '{}' in the launch plan to zero", kernel.source.entry, name));
+    return b->bytes;
+  }
+};
+
+const EntryDecl& entry_decl(const BuiltKernel& kernel, const std::string& suffix) {
+  for (const EntryDecl& e : family(kernel.spec.family).interface().entries)
+    if (e.suffix == suffix) return e;
+  throw Error(fmt::format("{}: the template declares no entry '{}'", kernel.source.entry, suffix));
+}
+
+void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string, Kernel>& kernels,
+               const Bindings& bind, CUstream stream) {
+  for (const LaunchStep& step : steps) {
+    if (step.kind == LaunchStep::Kind::zero) {
+      const std::int64_t bytes = bind.bytes_of(step.buffer);
+      CONVGEN_CU_CHECK(driver().cuMemsetD8Async(bind.resolve(step.buffer), 0, static_cast<std::size_t>(bytes), stream));
+      continue;
+    }
+    const EntryDecl& entry = entry_decl(bind.kernel, step.entry_suffix);
+    std::vector<CUdeviceptr> pointers;
+    pointers.reserve(entry.args.size());
+    for (const EntryArg& arg : entry.args) pointers.push_back(bind.resolve(arg.name.substr(2)));  // drop "g_"
+    std::vector<void*> args;
+    for (CUdeviceptr& p : pointers) args.push_back(&p);
+    const LaunchGeometry& g = step.geometry;
+    convgen::launch(kernels.at(step.entry_suffix),
+                    {.grid = g.grid, .block = g.block, .dynamic_smem_bytes = g.dynamic_smem_bytes}, args, stream);
+  }
+}
+
+}  // namespace
+
+void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
+  const Bindings bind{.kernel = kernel_, .filter = filter,
+                      .persistent = loaded_->persistent ? loaded_->persistent->ptr() : 0};
+  run_steps(kernel_.plan.setup, loaded_->kernels, bind, stream);
+  prepared_ = true;
+}
+
 void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr workspace,
                           CUstream stream) const {
-  const LaunchGeometry& g = kernel_.geometry;
-  if (g.zero_output_first)
-    CONVGEN_CU_CHECK(driver().cuMemsetD32Async(output, 0, static_cast<std::size_t>(output_elements(kernel_.problem)),
-                                               stream));
-  void* args[] = {&activation, &filter, &output, &workspace};
-  convgen::launch(loaded_->kernel, {.grid = g.grid, .block = g.block, .dynamic_smem_bytes = g.dynamic_smem_bytes},
-                  args, stream);
+  if (!prepared_)
+    throw Error(fmt::format("{}: its launch plan has a one-time setup; call prepare(filter) before launch",
+                            kernel_.source.entry));
+  const Bindings bind{.kernel = kernel_, .activation = activation, .filter = filter, .output = output,
+                      .workspace = workspace, .persistent = loaded_->persistent ? loaded_->persistent->ptr() : 0};
+  run_steps(kernel_.plan.run, loaded_->kernels, bind, stream);
 }
 
 }  // namespace convgen

@@ -22,15 +22,19 @@
 
 namespace convgen {
 
-// A rendered and compiled kernel for one problem, with what is needed to launch it.
+// A rendered and compiled kernel for one problem, with the plan that runs it.
 struct BuiltKernel {
   Problem problem;
   KernelSpec spec;
   KernelSource source;
   Cubin cubin;
-  LaunchGeometry geometry;
-  std::int64_t workspace_bytes = 0;
+  LaunchPlan plan;
+  // Bytes of the per-call workspace the caller passes to launch().
+  std::int64_t workspace_bytes() const { return plan.workspace_bytes(); }
 };
+
+// Returns the symbol of a plan step's entry point: the main entry (kernel_name) or `<main>_<suffix>`.
+std::string entry_symbol(const BuiltKernel& kernel, const std::string& suffix);
 
 // Turns rendered source into an NVRTC program, with every template header.
 Program to_program(const KernelSource& source);
@@ -51,7 +55,11 @@ using BuildOutcome = std::variant<BuiltKernel, std::exception_ptr>;
 std::vector<BuildOutcome> build_kernels(std::span<const BuildRequest> requests, const Gpu& gpu, JitCache& cache,
                                         ThreadPool& pool, const std::function<void(std::size_t)>& on_done = {});
 
-// A built kernel loaded into the current CUDA context, ready to launch.
+// A built kernel loaded into the current CUDA context, with the persistent buffers of its plan (a transformed or
+// packed filter): one launcher serves one filter at a time.
+//   ConvLauncher launcher(kernel);
+//   launcher.prepare(filter, stream);                      // once per filter; nothing to do for most plans
+//   launcher.launch(activation, filter, output, workspace, stream);
 class ConvLauncher {
  public:
   explicit ConvLauncher(const BuiltKernel& kernel);
@@ -59,7 +67,13 @@ class ConvLauncher {
   ConvLauncher(const ConvLauncher&) = delete;
   ConvLauncher& operator=(const ConvLauncher&) = delete;
 
-  // Enqueues the convolution on `stream`: the output memset when the kernel accumulates, then the kernel.
+  // Enqueues the plan's one-time setup on `stream` (reading `filter` into the persistent buffers). Call it again
+  // when the filter changes. A plan without setup needs no call.
+  void prepare(CUdeviceptr filter, CUstream stream);
+
+  // Enqueues one convolution on `stream`: the plan's run steps (zeroing the output first when the kernel
+  // accumulates). `workspace` holds kernel().workspace_bytes() bytes (may be 0 when that is 0). Throws Error when
+  // the plan has a setup that prepare() has not run.
   void launch(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr workspace,
               CUstream stream) const;
 
@@ -69,6 +83,7 @@ class ConvLauncher {
   struct Loaded;
   BuiltKernel kernel_;
   std::unique_ptr<Loaded> loaded_;
+  bool prepared_ = false;
 };
 
 }  // namespace convgen

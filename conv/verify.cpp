@@ -20,13 +20,14 @@ Verification verify_on_gpu(const BuiltKernel& kernel, std::uint64_t seed) {
   DeviceBuffer d_activation(activation.size() * sizeof(float));
   DeviceBuffer d_filter(filter.size() * sizeof(float));
   DeviceBuffer d_output(output.size() * sizeof(float));
-  DeviceBuffer d_workspace(static_cast<std::size_t>(std::max<std::int64_t>(kernel.workspace_bytes, 4)));
+  DeviceBuffer d_workspace(static_cast<std::size_t>(std::max<std::int64_t>(kernel.workspace_bytes(), 4)));
   d_activation.upload(activation);
   d_filter.upload(filter);
 
   ConvLauncher launcher(kernel);
   Stream stream;
   d_output.fill_u32(0x7fc00000u, stream.get());  // quiet NaN: an output the kernel never writes fails
+  launcher.prepare(d_filter.ptr(), stream.get());
   Event start, stop;
   start.record(stream.get());
   launcher.launch(d_activation.ptr(), d_filter.ptr(), d_output.ptr(), d_workspace.ptr(), stream.get());

@@ -101,12 +101,13 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
     out += fmt::format("const KernelImage kernels_{}[] = {{\n", i);
     for (std::size_t g = 0; g < lib.gpus.size(); ++g) {
       const BuiltKernel& k = p.kernels[g];
-      const LaunchGeometry& geo = k.geometry;
+      const LaunchGeometry& geo = k.plan.main_geometry();
+      const bool zero_output_first = !k.plan.run.empty() && k.plan.run.front().kind == LaunchStep::Kind::zero;
       out +=
           fmt::format("    {{{}, cubin_{}_{}, sizeof cubin_{}_{}, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}}},\n",
                       compute_capability(lib.gpus[g]), i, lib.gpus[g].arch, i, lib.gpus[g].arch, k.source.entry,
                       geo.grid[0], geo.grid[1], geo.grid[2], geo.block[0], geo.block[1], geo.block[2],
-                      geo.dynamic_smem_bytes, geo.zero_output_first);
+                      geo.dynamic_smem_bytes, zero_output_first);
     }
     out += "};\n";
   }
@@ -207,11 +208,11 @@ LibraryDescription build_library(std::string_view name, const Suite& suite, cons
       }
       const BuiltKernel& kernel = std::get<BuiltKernel>(outcomes[i]);
       // The library's API has no workspace argument: every kernel today needs none, and a new one must say so.
-      if (kernel.workspace_bytes != 0)
+      if (kernel.workspace_bytes() != 0 || !kernel.plan.setup.empty() || kernel.plan.run.size() > 2)
         throw InputError(
-            fmt::format("{}: kernel {} needs {} bytes of workspace; emit-lib supports only kernels "
-                        "without one",
-                        layers[i].name, kernel.source.entry, kernel.workspace_bytes));
+            fmt::format("{}: kernel {} needs a workspace, a setup or several launches; emit-lib supports only "
+                        "kernels of one launch",
+                        layers[i].name, kernel.source.entry));
       lib.problems[i].kernels.push_back(kernel);
     }
   }

@@ -5,29 +5,23 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "convgen/gpu.hpp"
 #include "convgen/problem.hpp"
 #include "generator/kernel_spec.hpp"
+#include "generator/launch_plan.hpp"
+#include "generator/template_interface.hpp"
 
 namespace convgen {
 
 // A rendered kernel: what NVRTC compiles. `headers` are the template headers the source includes.
 struct KernelSource {
-  std::string entry;                 // the kernel's symbol: kernel_name(spec)
+  std::string entry;                 // the main kernel's symbol: kernel_name(spec)
   std::string file_name;             // name given to NVRTC, e.g. "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1.cu"
   std::string text;                  // prelude + #line + template
   std::vector<std::string> headers;  // names of embedded template headers it includes
-};
-
-// How a kernel is launched. Every kernel takes (activation, filter, output, workspace) device pointers.
-struct LaunchGeometry {
-  std::array<unsigned, 3> grid{1, 1, 1};
-  std::array<unsigned, 3> block{1, 1, 1};
-  unsigned dynamic_smem_bytes = 0;
-  bool zero_output_first = false;    // the kernel accumulates into the output (split-K with atomics)
-  bool operator==(const LaunchGeometry&) const = default;
 };
 
 // What the cost model needs to know of one kernel on one problem: the launch, and per block the work of its main
@@ -53,11 +47,21 @@ struct CostFeatures {
   bool operator==(const CostFeatures&) const = default;
 };
 
-// One kind of kernel. Implementations are stateless singletons reached through family().
+// The cost model's weights of one family, one per term in tuner/cost_model.hpp's CostTerm order (fma,
+// shared_loads, global_loads, address, serial_steps, pipelined_steps, waves, atomics, extra_launches, dram, launch).
+using CostWeights = std::array<double, 11>;
+
+// One kind of kernel: its template (templates/<name>.cu, whose declared interface the build scans) plus one C++
+// file (generator/families/<name>.cpp) defining `const Family& <name>_family()`. The build generates the registry
+// from those file names; nothing else names a family.
 class Family {
  public:
   virtual ~Family() = default;
-  virtual FamilyKind kind() const = 0;
+
+  // Returns the template's scanned interface: its parameters (which make up the spec and the kernel name) and
+  // entry points.
+  virtual const TemplateInterface& interface() const = 0;
+  std::string_view name() const { return interface().family; }
 
   // Lists the configurations worth trying on this problem and GPU, every one passing check_support.
   virtual std::vector<KernelSpec> enumerate(const Problem& problem, const Gpu& gpu) const = 0;
@@ -66,31 +70,47 @@ class Family {
   virtual std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu,
                                                    const KernelSpec& spec) const = 0;
 
-  // Renders the kernel source with the shape and configuration baked in as constants.
-  virtual KernelSource render(const Problem& problem, const KernelSpec& spec) const = 0;
+  // Renders the kernel source with the shape and configuration baked in as constants (default: the prelude of
+  // generator/render.hpp and the family's template).
+  virtual KernelSource render(const Problem& problem, const KernelSpec& spec) const;
 
-  virtual LaunchGeometry launch_geometry(const Problem& problem, const KernelSpec& spec) const = 0;
-
-  // Bytes of scratch device memory the kernel needs (passed as its workspace pointer).
-  virtual std::int64_t workspace_bytes(const Problem&, const KernelSpec&) const { return 0; }
+  // Returns how to run the kernel: buffers, one-time setup and the launches of every call.
+  virtual LaunchPlan plan(const Problem& problem, const KernelSpec& spec) const = 0;
 
   virtual CostFeatures cost_features(const Problem& problem, const KernelSpec& spec) const = 0;
 
+  // Returns the cost model's weights for this family until a calibration of the GPU includes it; never all zero
+  // (a family must not be predicted at 0 µs and ranked first for want of a calibration).
+  virtual CostWeights default_cost_weights() const = 0;
+
   // Returns the configuration to use without tuning, or nothing when the family serves no configuration here.
   virtual std::optional<KernelSpec> default_spec(const Problem& problem, const Gpu& gpu) const = 0;
+
+  // Returns the family's place in default_choice's order for this problem: lower is tried first.
+  virtual int default_rank(const Problem& problem) const = 0;
+
+  // Returns the tokens an earlier convgen wrote after this family's parameters and that parse_kernel_name still
+  // accepts and drops (e.g. "_st1_sk1_v1" of the old direct names); empty when none.
+  virtual std::string_view legacy_name_suffix() const { return {}; }
 };
 
-// Returns the family of a kind.
-const Family& family(FamilyKind kind);
+// Returns every registered family, ordered by name.
+const std::vector<const Family*>& all_families();
 
-// Returns every family, in FamilyKind order.
-std::vector<const Family*> all_families();
+// Returns the family of a name; throws InputError naming the registered families when there is none.
+const Family& family(std::string_view name);
+
+// Returns the family of a name, or nullptr.
+const Family* find_family(std::string_view name);
+
+// Returns "direct, igemm": the registered families' names.
+std::string family_names();
 
 // Checks that `spec` belongs to a family that supports it; nothing or the reason.
 std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu, const KernelSpec& spec);
 
-// A default choice across families without tuning: direct first for few channels per group or grouped layers,
-// igemm first otherwise; the first family whose default_spec exists. Throws InputError naming every family's reason when none serves the problem.
+// A default choice across families without tuning: the families ordered by default_rank for the problem, the first
+// whose default_spec exists. Throws InputError naming every family's reason when none serves the problem.
 KernelSpec default_choice(const Problem& problem, const Gpu& gpu);
 
 }  // namespace convgen

@@ -34,7 +34,7 @@ std::vector<std::string> template_header_names() {
   return names;
 }
 
-std::string render_prelude(const Problem& p, const KernelSpec& spec) {
+std::string render_prelude(const Problem& p, const KernelSpec& spec, const TemplateInterface& iface) {
   const Dims3 out = output_dims(p);
   std::string text;
   text += fmt::format("// Rendered by convgen: {} for {}\n", kernel_name(spec), problem_key(p));
@@ -51,20 +51,26 @@ std::string render_prelude(const Problem& p, const KernelSpec& spec) {
   text += fmt::format("constexpr int DIL_D = {}, DIL_H = {}, DIL_W = {};\n", p.dilation.d, p.dilation.h,
                       p.dilation.w);
   text += fmt::format("constexpr bool CHANNELS_LAST = {};\n", channels_last(p.layout));
-  text += fmt::format("constexpr int BLOCK_M = {}, BLOCK_N = {}, BLOCK_K = {};\n", spec.block_m, spec.block_n,
-                      spec.block_k);
-  text += fmt::format("constexpr int THREAD_M = {}, THREAD_N = {};\n", spec.thread_m, spec.thread_n);
-  text += fmt::format("constexpr int STAGES = {}, SPLIT_K = {}, VECTOR = {};\n", spec.stages, spec.split_k,
-                      spec.vector);
+  if (spec.values.size() != iface.params.size())
+    throw InputError(fmt::format("a {} kernel has {} parameters, got {}", iface.family, iface.params.size(),
+                                 spec.values.size()));
+  for (std::size_t i = 0; i < iface.params.size(); ++i) {
+    const ParamDecl& param = iface.params[i];
+    if (param.type == ParamType::boolean)
+      text += fmt::format("constexpr bool {} = {};\n", param.name, spec.values[i] != 0);
+    else
+      text += fmt::format("constexpr int {} = {};\n", param.name, spec.values[i]);
+  }
   text += "}  // namespace cfg\n";
   return text;
 }
 
-KernelSource render_kernel(const Problem& problem, const KernelSpec& spec, std::string_view template_name) {
+KernelSource render_kernel(const Problem& problem, const KernelSpec& spec, const TemplateInterface& iface) {
+  const std::string_view template_name = iface.template_file;
   KernelSource source;
   source.entry = kernel_name(spec);
   source.file_name = source.entry + ".cu";
-  source.text = render_prelude(problem, spec);
+  source.text = render_prelude(problem, spec, iface);
   source.text += fmt::format("#line 1 \"{}\"\n", template_name);
   source.text += template_text(template_name);
   source.headers = template_header_names();

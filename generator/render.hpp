@@ -18,11 +18,11 @@ std::string template_text(std::string_view name);
 // Returns the names of every template header (*.cuh), which NVRTC receives as include headers.
 std::vector<std::string> template_header_names();
 
-// Renders the prelude: `#define CONVGEN_PRELUDE`, the entry symbol, and the problem and spec as constexpr
-// constants in namespace `cfg` (see templates/README.md for the list).
-std::string render_prelude(const Problem& problem, const KernelSpec& spec);
+// Renders the prelude: `#define CONVGEN_PRELUDE`, the entry symbol, and the problem and the spec's parameters (as
+// the template declares them) as constexpr constants in namespace `cfg` (see templates/README.md for the list).
+std::string render_prelude(const Problem& problem, const KernelSpec& spec, const TemplateInterface& iface);
 
 // Renders a whole kernel: the prelude, then `#line 1 "<template>"` and the template's text.
-KernelSource render_kernel(const Problem& problem, const KernelSpec& spec, std::string_view template_name);
+KernelSource render_kernel(const Problem& problem, const KernelSpec& spec, const TemplateInterface& iface);
 
 }  // namespace convgen

@@ -13,7 +13,6 @@ constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = false;
 constexpr int BLOCK_M = 4, BLOCK_N = 128, BLOCK_K = 1;
 constexpr int THREAD_M = 1, THREAD_N = 2;
-constexpr int STAGES = 1, SPLIT_K = 1, VECTOR = 1;
 }  // namespace cfg
 #endif
 
@@ -81,9 +80,6 @@ static_assert(cfg::BLOCK_N % cfg::THREAD_N == 0, "BLOCK_N must be a multiple of 
 static_assert(cfg::BLOCK_K <= CG, "BLOCK_K must not exceed the input channels per group");
 static_assert(THREADS <= 1024, "a block must have at most 1024 threads");
 static_assert(FILTER_STAGE * 4 <= 48 * 1024, "the filter stage BLOCK_M * BLOCK_K * T * R * S floats must fit 48 KiB");
-static_assert(cfg::STAGES == 1, "direct has one shared-memory stage: STAGES must be 1");
-static_assert(cfg::SPLIT_K == 1, "direct does not split the reduction: SPLIT_K must be 1");
-static_assert(cfg::VECTOR == 1, "direct loads scalars: VECTOR must be 1");
 
 // Padding only matters on a side an index can actually leave: with no padding, the largest coordinate read,
 // (out - 1) * stride + (filter - 1) * dil, is at most in - 1 by the definition of the output extent.

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -82,14 +83,15 @@ double weighted_sum(const CostTerms& terms, const CostTerms& weights) {
 
 }  // namespace
 
-std::array<CostTerms, family_count> Coefficients::default_weights() {
-  // Fitted by `convgen db calibrate` on an NVIDIA H200 (bench/results/h200/tuning-study.md: the calibration
-  // suites' exhaustive measurements, the study's own problems left out). Order: fma, shared_loads, global_loads,
-  // address, serial_steps, pipelined_steps, waves, atomics, extra_launches, dram, launch.
-  std::array<CostTerms, family_count> w{};
-  w[static_cast<std::size_t>(FamilyKind::direct)] = {0, 9.61, 17.3, 0, 0.419, 0, 2.57, 0, 0, 0, 0};
-  w[static_cast<std::size_t>(FamilyKind::igemm)] = {2.44, 0, 2.36, 0.702, 0.486, 0.449, 2.02, 4.82, 2.07, 2.13, 0};
-  return w;
+CostTerms Coefficients::of(std::string_view family) const {
+  if (auto it = weights.find(family); it != weights.end()) return it->second;
+  return convgen::family(family).default_cost_weights();
+}
+
+CostTerms& Coefficients::of(std::string_view family) {
+  auto it = weights.find(family);
+  if (it == weights.end()) it = weights.emplace(std::string(family), convgen::family(family).default_cost_weights()).first;
+  return it->second;
 }
 
 CostTerm Prediction::largest_term() const {
@@ -126,7 +128,7 @@ std::optional<CostTerms> cost_terms(const CostFeatures& features, const PtxasRep
   return a.terms;
 }
 
-Prediction predict(FamilyKind family, const CostFeatures& features, const PtxasReport& report, const Gpu& gpu,
+Prediction predict(std::string_view family, const CostFeatures& features, const PtxasReport& report, const Gpu& gpu,
                    const Coefficients& coefficients) {
   const Analysis a = analyze(features, report, gpu);
   Prediction p;
@@ -134,7 +136,7 @@ Prediction predict(FamilyKind family, const CostFeatures& features, const PtxasR
   if (p.resident_blocks_per_sm == 0) return p;
   p.waves = a.waves;
   p.last_wave_fill = a.last_wave_fill;
-  const CostTerms& w = coefficients.of(family);
+  const CostTerms w = coefficients.of(family);
   for (std::size_t i = 0; i < cost_term_count; ++i) p.terms_us[i] = a.terms[i] * w[i];
   p.time_us = weighted_sum(a.terms, w);
   return p;
@@ -250,20 +252,23 @@ std::vector<double> nonnegative_least_squares(std::span<const double> a, std::sp
 
 Calibration calibrate(std::span<const CalibrationSample> samples, const Gpu& gpu, const Coefficients& start) {
   Calibration result{.coefficients = start};
-  std::array<std::vector<std::pair<CostTerms, double>>, family_count> usable;
+  std::map<std::string, std::vector<std::pair<CostTerms, double>>, std::less<>> usable;
   for (const CalibrationSample& s : samples) {
     if (!(s.measured_us > 0) || !std::isfinite(s.measured_us)) continue;
-    if (auto terms = cost_terms(s.features, s.report, gpu))
-      usable[static_cast<std::size_t>(s.family)].emplace_back(*terms, s.measured_us);
+    if (auto terms = cost_terms(s.features, s.report, gpu)) usable[s.family].emplace_back(*terms, s.measured_us);
   }
   bool any = false;
   std::string counts;
-  for (std::size_t f = 0; f < family_count; ++f) {
-    const auto& rows = usable[f];
-    FamilyCalibration& fc = result.families[f];
+  std::map<std::string, std::size_t, std::less<>> count_of;  // every registered family, and any other sampled
+  for (const Family* f : all_families()) count_of[std::string(f->name())] = 0;
+  for (const auto& [family_name, rows] : usable) count_of[family_name] = rows.size();
+  for (const auto& [family_name, count] : count_of)
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", family_name, count);
+  for (const auto& [family_name, rows] : usable) {
+    FamilyCalibration& fc = result.families[family_name];
     fc.samples = static_cast<int>(rows.size());
     result.samples += fc.samples;
-    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", EnumNames<FamilyKind>::table[f].second, rows.size());
+    CostTerms& weights = result.coefficients.of(family_name);
     if (fc.samples >= min_calibration_samples) {
       // Rows scaled by 1 / measured: ‖A w − 1‖² is the sum of squared relative errors.
       std::vector<double> a;
@@ -272,13 +277,13 @@ Calibration calibrate(std::span<const CalibrationSample> samples, const Gpu& gpu
         for (double t : terms) a.push_back(t / us);
       const std::vector<double> ones(rows.size(), 1.0);
       const std::vector<double> w = nonnegative_least_squares(a, ones, cost_term_count);
-      std::copy(w.begin(), w.end(), result.coefficients.weights[f].begin());
+      std::copy(w.begin(), w.end(), weights.begin());
       fc.fitted = true;
       any = true;
     }
     double sum = 0;
     for (const auto& [terms, us] : rows) {
-      const double e = (weighted_sum(terms, result.coefficients.weights[f]) - us) / us;
+      const double e = (weighted_sum(terms, weights) - us) / us;
       sum += e * e;
     }
     fc.rms_relative_error = rows.empty() ? 0 : std::sqrt(sum / static_cast<double>(rows.size()));
@@ -289,7 +294,7 @@ Calibration calibrate(std::span<const CalibrationSample> samples, const Gpu& gpu
   return result;
 }
 
-std::string describe_weights(FamilyKind family, const CostTerms& weights) {
+std::string describe_weights(std::string_view family, const CostTerms& weights) {
   std::string text;
   for (std::size_t t = 0; t < cost_term_count; ++t)
     if (weights[t] != 0)
@@ -299,23 +304,31 @@ std::string describe_weights(FamilyKind family, const CostTerms& weights) {
 
 std::string describe_coefficients(const Coefficients& coefficients) {
   std::string out;
-  for (const auto& [family, name] : EnumNames<FamilyKind>::table)
-    out += (out.empty() ? "" : "; ") + describe_weights(family, coefficients.of(family));
+  for (const Family* f : all_families())
+    out += (out.empty() ? "" : "; ") + describe_weights(f->name(), coefficients.of(f->name()));
   return out;
 }
 
 void save_calibration(TuningDb& db, const Gpu& gpu, const Calibration& calibration) {
+  // A family's entry holds its weights where the calibration has its own, and its fit where it had samples.
+  std::set<std::string, std::less<>> names;
+  for (const auto& [name, weights] : calibration.coefficients.weights) names.insert(name);
+  for (const auto& [name, fit] : calibration.families) names.insert(name);
   nlohmann::json families = nlohmann::json::object();
-  for (std::size_t f = 0; f < family_count; ++f) {
-    nlohmann::json weights = nlohmann::json::object();
-    for (std::size_t t = 0; t < cost_term_count; ++t)
-      weights[std::string(EnumNames<CostTerm>::table[t].second)] = calibration.coefficients.weights[f][t];
-    const FamilyCalibration& fc = calibration.families[f];
-    families[std::string(EnumNames<FamilyKind>::table[f].second)] = {
-        {"weights", weights},
-        {"samples", fc.samples},
-        {"fitted", fc.fitted},
-        {"rms_relative_error", fc.rms_relative_error}};
+  for (const std::string& name : names) {
+    nlohmann::json entry = nlohmann::json::object();
+    if (auto it = calibration.coefficients.weights.find(name); it != calibration.coefficients.weights.end()) {
+      nlohmann::json weights = nlohmann::json::object();
+      for (std::size_t t = 0; t < cost_term_count; ++t)
+        weights[std::string(EnumNames<CostTerm>::table[t].second)] = it->second[t];
+      entry["weights"] = weights;
+    }
+    if (auto it = calibration.families.find(name); it != calibration.families.end()) {
+      entry["samples"] = it->second.samples;
+      entry["fitted"] = it->second.fitted;
+      entry["rms_relative_error"] = it->second.rms_relative_error;
+    }
+    families[name] = entry;
   }
   db.save_calibration(gpu, {.model_version = cost_model_version,
                             .coefficients_json = nlohmann::json{{"families", families}}.dump(),
@@ -328,14 +341,18 @@ std::optional<Calibration> load_calibration(const TuningDb& db, const Gpu& gpu) 
   try {
     const auto j = nlohmann::json::parse(stored->coefficients_json);
     Calibration c{.samples = stored->samples};
-    for (std::size_t f = 0; f < family_count; ++f) {
-      const auto& family = j.at("families").at(std::string(EnumNames<FamilyKind>::table[f].second));
-      for (std::size_t t = 0; t < cost_term_count; ++t)
-        c.coefficients.weights[f][t] =
-            family.at("weights").at(std::string(EnumNames<CostTerm>::table[t].second)).get<double>();
-      c.families[f] = {.samples = family.at("samples").get<int>(),
-                       .fitted = family.at("fitted").get<bool>(),
-                       .rms_relative_error = family.at("rms_relative_error").get<double>()};
+    // Families the calibration lacks keep their own defaults; families this build does not register are skipped.
+    for (const auto& [name, family] : j.at("families").items()) {
+      if (!find_family(name)) continue;
+      if (family.contains("weights")) {
+        CostTerms& weights = c.coefficients.weights[name];
+        for (std::size_t t = 0; t < cost_term_count; ++t)
+          weights[t] = family.at("weights").at(std::string(EnumNames<CostTerm>::table[t].second)).get<double>();
+      }
+      if (family.contains("samples"))
+        c.families[name] = {.samples = family.at("samples").get<int>(),
+                            .fitted = family.at("fitted").get<bool>(),
+                            .rms_relative_error = family.at("rms_relative_error").get<double>()};
     }
     return c;
   } catch (const nlohmann::json::exception& e) {

@@ -4,9 +4,12 @@
 
 #include <cstddef>
 #include <limits>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "convgen/enum_names.hpp"
@@ -100,17 +103,20 @@ struct EnumNames<CostTerm> {
 };
 static_assert(EnumNames<CostTerm>::table.size() == cost_term_count);
 
-using CostTerms = std::array<double, cost_term_count>;
-inline constexpr std::size_t family_count = EnumNames<FamilyKind>::table.size();
+using CostTerms = CostWeights;
+static_assert(std::tuple_size_v<CostTerms> == cost_term_count, "a family's CostWeights has one weight per term");
 
 // The model's coefficients: one weight per term and family (µs per µs of a time term, µs per step, per wave, per
-// launch). The defaults were fitted on an NVIDIA H200 (bench/results/h200/tuning-study.md says how); on other
-// GPUs they are a start until `convgen db calibrate` fits that GPU's own.
+// launch). A family without weights here uses its own default_cost_weights() (the built-in families' defaults
+// were fitted on an NVIDIA H200, bench/results/h200/tuning-study.md says how); on other GPUs they are a start
+// until `convgen db calibrate` fits that GPU's own.
 struct Coefficients {
-  std::array<CostTerms, family_count> weights = default_weights();
-  const CostTerms& of(FamilyKind family) const { return weights[static_cast<std::size_t>(family)]; }
-  CostTerms& of(FamilyKind family) { return weights[static_cast<std::size_t>(family)]; }
-  static std::array<CostTerms, family_count> default_weights();
+  std::map<std::string, CostTerms, std::less<>> weights;
+  // Returns the family's weights: these coefficients' own, else the family's defaults. Throws InputError for an
+  // unregistered family without weights here.
+  CostTerms of(std::string_view family) const;
+  // Returns the family's weights for writing (its defaults copied in first when missing).
+  CostTerms& of(std::string_view family);
   bool operator==(const Coefficients&) const = default;
 };
 
@@ -132,7 +138,7 @@ struct Prediction {
 std::optional<CostTerms> cost_terms(const CostFeatures& features, const PtxasReport& report, const Gpu& gpu);
 
 // Predicts a kernel's time: Σ coefficient × term over the family's coefficients.
-Prediction predict(FamilyKind family, const CostFeatures& features, const PtxasReport& report, const Gpu& gpu,
+Prediction predict(std::string_view family, const CostFeatures& features, const PtxasReport& report, const Gpu& gpu,
                    const Coefficients& coefficients = {});
 
 // Returns the indices of `predictions` ordered by ascending predicted time (ties keep their order; kernels that
@@ -141,7 +147,7 @@ std::vector<std::size_t> rank(std::span<const Prediction> predictions);
 
 // One measured kernel for calibration.
 struct CalibrationSample {
-  FamilyKind family = FamilyKind::igemm;
+  std::string family;
   CostFeatures features;
   PtxasReport report;
   double measured_us = 0;
@@ -156,7 +162,7 @@ struct FamilyCalibration {
 
 struct Calibration {
   Coefficients coefficients;
-  std::array<FamilyCalibration, family_count> families{};
+  std::map<std::string, FamilyCalibration, std::less<>> families;  // every family with samples
   int samples = 0;  // all families
   bool operator==(const Calibration&) const = default;
 };
@@ -183,9 +189,9 @@ void save_calibration(TuningDb& db, const Gpu& gpu, const Calibration& calibrati
 std::optional<Calibration> load_calibration(const TuningDb& db, const Gpu& gpu);
 
 // Returns "igemm: fma 2.18, address 0.618, …": one family's non-zero weights ("igemm: all 0" when none).
-std::string describe_weights(FamilyKind family, const CostTerms& weights);
+std::string describe_weights(std::string_view family, const CostTerms& weights);
 
-// Returns "direct: …; igemm: …": describe_weights of every family.
+// Returns "direct: …; igemm: …": describe_weights of every registered family.
 std::string describe_coefficients(const Coefficients& coefficients);
 
 // Returns Spearman's rank correlation of two equally long series (ties get their average rank): 1 when they

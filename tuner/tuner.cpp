@@ -247,7 +247,7 @@ TuneResult Tuner::tune(const Problem& problem, const TuneOptions& options) {
     std::vector<BufferSet> sets = make_buffer_sets(p, timing.buffer_sets, h_activation, h_filter);
     std::int64_t workspace_bytes = 256;
     for (const auto& k : prepared.kernels)
-      if (k) workspace_bytes = std::max(workspace_bytes, k->workspace_bytes);
+      if (k) workspace_bytes = std::max(workspace_bytes, k->workspace_bytes());
     DeviceBuffer workspace(static_cast<std::size_t>(workspace_bytes));
     const ReferenceOutputs ref = compute_reference(p, h_activation, h_filter, options.seed);
     Stream stream;
@@ -259,6 +259,7 @@ TuneResult Tuner::tune(const Problem& problem, const TuneOptions& options) {
       CandidateOutcome& c = cands[i];
       try {
         auto launcher = std::make_unique<ConvLauncher>(*prepared.kernels[i]);
+        launcher->prepare(sets[0].filter.ptr(), stream.get());  // every set holds the same filter
         c.verification = verify_launch(
             [&](CUstream s) {
               launcher->launch(sets[0].activation.ptr(), sets[0].filter.ptr(), sets[0].output.ptr(),

@@ -13,6 +13,7 @@
 #include "convgen/error.hpp"
 #include "convgen/version.hpp"
 #include "generator/gpu_json.hpp"
+#include "generator/kernel_spec.hpp"
 #include "runtime/paths.hpp"
 #include "tuner/sqlite_check.hpp"
 
@@ -83,6 +84,14 @@ CREATE TABLE calibration (
   PRIMARY KEY (gpu_id, model_version)
 );
 )sql",
+    // 3: kernel names in the families' own schemas (issue 10): direct names lose the three fields direct never
+    // used, so a record written before and one written after name the same kernel alike.
+    R"sql(
+UPDATE measurements SET kernel = substr(kernel, 1, length(kernel) - 11)
+  WHERE family = 'direct' AND kernel LIKE '%\_st1\_sk1\_v1' ESCAPE '\';
+UPDATE best SET kernel = substr(kernel, 1, length(kernel) - 11)
+  WHERE kernel LIKE 'direct\_%\_st1\_sk1\_v1' ESCAPE '\';
+)sql",
 };
 
 // The export format's version; import reads this one and older.
@@ -134,8 +143,12 @@ int user_version(sqlite3* db) {
   return static_cast<int>(s.integer(0));
 }
 
-// The family column: the kernel name's first token ("igemm" of "igemm_m64_..."), kept for queries by family.
-std::string family_of(const std::string& kernel) { return kernel.substr(0, kernel.find('_')); }
+// The family column, kept for queries by family: the registered family that prefixes the name (the longest, so
+// "igemm_tc_..." is igemm_tc), else the name's first token.
+std::string family_of(const std::string& kernel) {
+  const std::string_view registered = family_name_of(kernel);
+  return registered.empty() ? kernel.substr(0, kernel.find('_')) : std::string(registered);
+}
 
 void check_record(const MeasurementRecord& m) {
   if (m.kernel.empty()) throw InputError("measurement: kernel name must not be empty");

@@ -110,7 +110,7 @@ struct StoredCalibration {
 };
 
 // The schema version this code writes; older files are migrated on open, newer ones refused.
-inline constexpr int tuning_db_schema_version = 2;
+inline constexpr int tuning_db_schema_version = 3;
 
 // Returns true when two descriptors name the same GPU: same name, arch and SM count (clocks may differ).
 bool same_gpu(const Gpu& a, const Gpu& b);

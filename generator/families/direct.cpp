@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "convgen/error.hpp"
-#include "generator/families/families.hpp"
-#include "generator/render.hpp"
+#include "direct_params.hpp"
+#include "generator/family.hpp"
 
 namespace convgen {
 namespace {
@@ -34,6 +34,9 @@ std::int64_t output_pixels(const Problem& p) {
   return std::int64_t{p.n} * out.d * out.h * out.w;
 }
 
+// Threads per block: (block_m / thread_m) * (block_n / thread_n).
+int threads_per_block(const DirectParams& s) { return (s.block_m / s.thread_m) * (s.block_n / s.thread_n); }
+
 // How a spec lays out on a problem; mirrors the constants of templates/direct.cu.
 struct Tiling {
   bool group_tiled = false;  // blocks tile the channels of one group (else K straight across groups)
@@ -44,7 +47,7 @@ struct Tiling {
   int registers = 0;   // estimate per thread
 };
 
-Tiling tiling(const Problem& p, const KernelSpec& s) {
+Tiling tiling(const Problem& p, const DirectParams& s) {
   Tiling t;
   const int kg = k_per_group(p);
   t.group_tiled = p.groups == 1 || s.block_m <= kg;
@@ -62,7 +65,7 @@ Tiling tiling(const Problem& p, const KernelSpec& s) {
 
 // A rough ranking of candidates (the tuner measures the best few): issue slots of the busiest SM, with global loads
 // weighted by the sectors a warp touches, divided by how well the resident warps hide latency.
-double estimated_cost(const Problem& p, const Gpu& gpu, const KernelSpec& s) {
+double estimated_cost(const Problem& p, const Gpu& gpu, const DirectParams& s) {
   const Tiling t = tiling(p, s);
   const int threads_m = s.block_m / s.thread_m;
   const int threads_n = s.block_n / s.thread_n;
@@ -106,21 +109,52 @@ std::vector<int> block_k_choices(int cg) {
 
 class Direct final : public Family {
  public:
-  FamilyKind kind() const override { return FamilyKind::direct; }
+  const TemplateInterface& interface() const override { return direct_interface(); }
 
   std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
     if (!validate(p).empty()) return {};
-    std::vector<KernelSpec> specs = ranked_candidates(p, gpu);
-    if (auto first = default_spec(p, gpu)) {
+    std::vector<DirectParams> specs = ranked_candidates(p, gpu);
+    if (auto first = default_params(p, gpu)) {
       std::erase(specs, *first);
       specs.insert(specs.begin(), *first);
     }
     if (specs.size() > kMaxCandidates) specs.resize(kMaxCandidates);
-    return specs;
+    std::vector<KernelSpec> out;
+    for (const DirectParams& s : specs) out.push_back(to_spec(s));
+    return out;
   }
 
-  std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& s) const override {
-    if (s.family != FamilyKind::direct) return fmt::format("spec family {} is not direct", s.family);
+  std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& spec) const override {
+    if (spec.family != DirectParams::family) return fmt::format("kernel {} is not a direct kernel", spec.family);
+    return check(p, gpu, params_of<DirectParams>(spec));
+  }
+
+  LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
+    const Tiling t = tiling(p, params_of<DirectParams>(spec));
+    return single_launch_plan({.grid = {static_cast<unsigned>(t.grid_x), static_cast<unsigned>(t.grid_y), 1},
+                               .block = {static_cast<unsigned>(t.threads), 1, 1}});
+  }
+
+  CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
+    return features(p, params_of<DirectParams>(spec));
+  }
+
+  // The H200 fit of bench/results/h200/tuning-study.md (cost model v2).
+  CostWeights default_cost_weights() const override { return {0, 9.61, 17.3, 0, 0.419, 0, 2.57, 0, 0, 0, 0}; }
+
+  std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
+    if (auto s = default_params(p, gpu)) return to_spec(*s);
+    return std::nullopt;
+  }
+
+  // Few channels per group (stems, depthwise and grouped layers) leave a GEMM's tiles mostly empty: direct first.
+  int default_rank(const Problem& p) const override { return c_per_group(p) <= 8 || p.groups > 1 ? 0 : 1; }
+
+  // The names of earlier convgen versions carried three fields direct never used.
+  std::string_view legacy_name_suffix() const override { return "_st1_sk1_v1"; }
+
+ private:
+  std::optional<std::string> check(const Problem& p, const Gpu& gpu, const DirectParams& s) const {
     if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
     if (p.precision != Precision::fp32)
       return fmt::format("precision {} is not supported by direct (fp32 only)", p.precision);
@@ -128,9 +162,6 @@ class Direct final : public Family {
          {std::pair{"block_m", s.block_m}, std::pair{"block_n", s.block_n}, std::pair{"block_k", s.block_k},
           std::pair{"thread_m", s.thread_m}, std::pair{"thread_n", s.thread_n}})
       if (value <= 0) return fmt::format("{} must be positive, got {}", name, value);
-    if (s.stages != 1) return fmt::format("stages must be 1 for direct (one shared-memory stage), got {}", s.stages);
-    if (s.split_k != 1) return fmt::format("split_k must be 1 for direct (no split reduction), got {}", s.split_k);
-    if (s.vector != 1) return fmt::format("vector must be 1 for direct (scalar loads), got {}", s.vector);
     if (s.block_m % s.thread_m != 0)
       return fmt::format("block_m {} must be a multiple of thread_m {}", s.block_m, s.thread_m);
     if (s.block_n % s.thread_n != 0)
@@ -161,15 +192,7 @@ class Direct final : public Family {
     return std::nullopt;
   }
 
-  KernelSource render(const Problem& p, const KernelSpec& s) const override { return render_kernel(p, s, "direct.cu"); }
-
-  LaunchGeometry launch_geometry(const Problem& p, const KernelSpec& s) const override {
-    const Tiling t = tiling(p, s);
-    return {.grid = {static_cast<unsigned>(t.grid_x), static_cast<unsigned>(t.grid_y), 1},
-            .block = {static_cast<unsigned>(t.threads), 1, 1}};
-  }
-
-  CostFeatures cost_features(const Problem& p, const KernelSpec& s) const override {
+  CostFeatures features(const Problem& p, const DirectParams& s) const {
     const Tiling t = tiling(p, s);
     const double warps = std::ceil(t.threads / 32.0);
     // templates/direct.cu: per input channel and tap each thread reads its THREAD_M filter values from shared
@@ -190,12 +213,12 @@ class Direct final : public Family {
             .main_loop_steps = static_cast<int>(ceil_div(c_per_group(p), s.block_k))};
   }
 
-  std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
+  std::optional<DirectParams> default_params(const Problem& p, const Gpu& gpu) const {
     if (!validate(p).empty() || p.precision != Precision::fp32) return std::nullopt;
     const int cg = c_per_group(p);
     const int kg = k_per_group(p);
     const std::int64_t pixels = output_pixels(p);
-    KernelSpec s{.family = FamilyKind::direct, .stages = 1, .split_k = 1, .vector = 1};
+    DirectParams s;
     if (p.groups > 1 && kg < 8) {
       // Depthwise and narrow groups: blocks run across groups, one input channel (or a few) per output channel.
       s.block_k = std::min(cg, 8);
@@ -240,27 +263,26 @@ class Direct final : public Family {
       }
     }
     // Large filters: shrink the filter stage until it fits.
-    while (check_support(p, gpu, s) && s.block_k > 1) s.block_k = (s.block_k + 1) / 2;
-    while (check_support(p, gpu, s) && s.block_m > 1) {
+    while (check(p, gpu, s) && s.block_k > 1) s.block_k = (s.block_k + 1) / 2;
+    while (check(p, gpu, s) && s.block_m > 1) {
       s.block_m /= 2;
       s.thread_m = std::min(s.thread_m, s.block_m);
     }
-    if (!check_support(p, gpu, s)) return s;
-    std::vector<KernelSpec> candidates = ranked_candidates(p, gpu);
+    if (!check(p, gpu, s)) return s;
+    std::vector<DirectParams> candidates = ranked_candidates(p, gpu);
     if (candidates.empty()) return std::nullopt;
     return candidates.front();
   }
 
- private:
-  // Every spec of the search space that passes check_support, cheapest estimated cost first.
-  std::vector<KernelSpec> ranked_candidates(const Problem& p, const Gpu& gpu) const {
+  // Every spec of the search space that passes check, cheapest estimated cost first.
+  std::vector<DirectParams> ranked_candidates(const Problem& p, const Gpu& gpu) const {
     if (!validate(p).empty()) return {};
     const int kg = k_per_group(p);
     // Channel tiles beyond the channels there are (of a group, or of all groups when tiling across them) and
     // pixel tiles beyond the pixels there are would run empty.
     const int max_block_m = next_pow2(p.groups == 1 ? kg : p.k);
     const int max_block_n = std::max(32, next_pow2(output_pixels(p)));
-    std::vector<std::pair<double, KernelSpec>> scored;
+    std::vector<std::pair<double, DirectParams>> scored;
     for (int block_m : {1, 2, 4, 8, 16, 32, 64}) {
       if (block_m > max_block_m) continue;
       for (int block_n : {32, 64, 128, 256}) {
@@ -269,19 +291,15 @@ class Direct final : public Family {
           if (thread_m > block_m) continue;
           for (int thread_n : {1, 2, 4}) {
             for (int block_k : block_k_choices(c_per_group(p))) {
-              const KernelSpec s{.family = FamilyKind::direct,
-                                 .block_m = block_m,
-                                 .block_n = block_n,
-                                 .block_k = block_k,
-                                 .thread_m = thread_m,
-                                 .thread_n = thread_n,
-                                 .stages = 1,
-                                 .split_k = 1,
-                                 .vector = 1};
+              const DirectParams s{.block_m = block_m,
+                                   .block_n = block_n,
+                                   .block_k = block_k,
+                                   .thread_m = thread_m,
+                                   .thread_n = thread_n};
               const int threads = threads_per_block(s);
               // Below one warp wastes lanes; beyond 256 the registers per thread get tight for no gain here.
               if (threads < 32 || threads > 256) continue;
-              if (check_support(p, gpu, s)) continue;
+              if (check(p, gpu, s)) continue;
               scored.emplace_back(estimated_cost(p, gpu, s), s);
             }
           }
@@ -289,7 +307,7 @@ class Direct final : public Family {
       }
     }
     std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<KernelSpec> specs;
+    std::vector<DirectParams> specs;
     for (const auto& [cost, s] : scored) specs.push_back(s);
     return specs;
   }

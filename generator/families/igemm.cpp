@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "generator/families/families.hpp"
-#include "generator/render.hpp"
+#include "generator/family.hpp"
+#include "igemm_params.hpp"
 
 namespace convgen {
 namespace {
@@ -32,6 +32,8 @@ Gemm gemm_of(const Problem& p) {
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+// Threads per block: (block_m / thread_m) * (block_n / thread_n).
+int threads_per_block(const IgemmParams& s) { return (s.block_m / s.thread_m) * (s.block_n / s.thread_n); }
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 int next_pow2(std::int64_t v) {
   int p = 1;
@@ -40,17 +42,17 @@ int next_pow2(std::int64_t v) {
 }
 
 // Reduction elements per split: whole BLOCK_K steps (as KR_CHUNK in the template).
-int split_chunk(const Gemm& g, const KernelSpec& s) {
+int split_chunk(const Gemm& g, const IgemmParams& s) {
   return static_cast<int>(ceil_div(ceil_div(g.kr, s.split_k), s.block_k) * s.block_k);
 }
 
-int smem_bytes(const KernelSpec& s) {
+int smem_bytes(const IgemmParams& s) {
   return s.stages * s.block_k * (s.block_m + kSmemPad + s.block_n + kSmemPad) * 4;
 }
 
 // Registers per thread, roughly: accumulators, one k-step of operand fragments, the staged next slice, and ~32 for
 // addresses, loop state and the per-pixel origins. ptxas decides; this only prunes what cannot fit.
-int register_estimate(const KernelSpec& s) {
+int register_estimate(const IgemmParams& s) {
   const int threads = threads_per_block(s);
   const int staged = static_cast<int>(ceil_div(s.block_m * s.block_k, threads) + ceil_div(s.block_n * s.block_k, threads));
   return s.thread_m * s.thread_n + s.thread_m + s.thread_n + staged + 32;
@@ -67,12 +69,12 @@ std::optional<std::string> vector_reason(const Problem& p, const Gemm& g) {
   return std::nullopt;
 }
 
-std::array<unsigned, 3> grid_of(const Gemm& g, const KernelSpec& s) {
+std::array<unsigned, 3> grid_of(const Gemm& g, const IgemmParams& s) {
   return {static_cast<unsigned>(ceil_div(g.n, s.block_n)), static_cast<unsigned>(ceil_div(g.m, s.block_m)),
           static_cast<unsigned>(g.groups * s.split_k)};
 }
 
-std::int64_t blocks_of(const Gemm& g, const KernelSpec& s) {
+std::int64_t blocks_of(const Gemm& g, const IgemmParams& s) {
   const auto grid = grid_of(g, s);
   return std::int64_t{grid[0]} * grid[1] * grid[2];
 }
@@ -92,13 +94,13 @@ bool tile_fits(const Gemm& g, const Tile& t) {
   return t.block_m <= std::max(16, next_pow2(g.m)) && t.block_n <= std::max(16, next_pow2(g.n));
 }
 
-KernelSpec spec_of(const Tile& t, int block_k, int stages, int split_k, int vector) {
-  return {.family = FamilyKind::igemm, .block_m = t.block_m, .block_n = t.block_n, .block_k = block_k,
+IgemmParams spec_of(const Tile& t, int block_k, int stages, int split_k, int vector) {
+  return {.block_m = t.block_m, .block_n = t.block_n, .block_k = block_k,
           .thread_m = t.thread_m, .thread_n = t.thread_n, .stages = stages, .split_k = split_k, .vector = vector};
 }
 
 // Blocks of one SM that run at once, by the GPU's thread, register, shared-memory and block limits.
-int resident_blocks_per_sm(const Gpu& gpu, const KernelSpec& s) {
+int resident_blocks_per_sm(const Gpu& gpu, const IgemmParams& s) {
   const int threads = threads_per_block(s);
   int blocks = gpu.max_blocks_per_sm > 0 ? gpu.max_blocks_per_sm : 32;
   if (gpu.max_threads_per_sm > 0) blocks = std::min(blocks, gpu.max_threads_per_sm / threads);
@@ -112,10 +114,49 @@ int resident_blocks_per_sm(const Gpu& gpu, const KernelSpec& s) {
 
 class Igemm final : public Family {
  public:
-  FamilyKind kind() const override { return FamilyKind::igemm; }
+  const TemplateInterface& interface() const override { return igemm_interface(); }
 
-  std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& s) const override {
-    if (s.family != FamilyKind::igemm) return fmt::format("kernel {} is not an igemm kernel", s);
+  std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& spec) const override {
+    if (spec.family != IgemmParams::family) return fmt::format("kernel {} is not an igemm kernel", spec.family);
+    return check(p, gpu, params_of<IgemmParams>(spec));
+  }
+
+  std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
+    std::vector<KernelSpec> specs;
+    for (const IgemmParams& s : candidates(p, gpu)) specs.push_back(to_spec(s));
+    return specs;
+  }
+
+  LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
+    const IgemmParams s = params_of<IgemmParams>(spec);
+    // Split-K blocks add into an output zeroed first.
+    return single_launch_plan({.grid = grid_of(gemm_of(p), s), .block = {static_cast<unsigned>(threads_per_block(s)), 1, 1}},
+                              s.split_k > 1);
+  }
+
+  CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
+    return features(p, params_of<IgemmParams>(spec));
+  }
+
+  // The H200 fit of bench/results/h200/tuning-study.md (cost model v2).
+  CostWeights default_cost_weights() const override {
+    return {2.44, 0, 2.36, 0.702, 0.486, 0.449, 2.02, 4.82, 2.07, 2.13, 0};
+  }
+
+  // The best-ranked double-buffered candidate: the ranking already weighs tile size against filling the GPU and
+  // adds split-K where the output alone cannot fill it (measured on an H200, its first pick was within ~20% of the
+  // best of the whole search space on ResNet layers, where a fixed rule of tile sizes was up to 2x off).
+  std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
+    for (const IgemmParams& s : candidates(p, gpu))
+      if (s.stages == 2) return to_spec(s);
+    return std::nullopt;
+  }
+
+  // Many channels per group: a GEMM's tiles fill; few (stems, depthwise, grouped): direct goes first.
+  int default_rank(const Problem& p) const override { return c_per_group(p) <= 8 || p.groups > 1 ? 1 : 0; }
+
+ private:
+  std::optional<std::string> check(const Problem& p, const Gpu& gpu, const IgemmParams& s) const {
     if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
     if (p.precision != Precision::fp32)
       return fmt::format("precision {} is not supported by igemm (fp32 only)", p.precision);
@@ -164,11 +205,11 @@ class Igemm final : public Family {
     return std::nullopt;
   }
 
-  std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
+  std::vector<IgemmParams> candidates(const Problem& p, const Gpu& gpu) const {
     if (p.precision != Precision::fp32 || !validate(p).empty()) return {};  // no configuration changes these
     const Gemm g = gemm_of(p);
     const int sm_count = std::max(gpu.sm_count, 1);
-    std::vector<std::pair<double, KernelSpec>> ranked;
+    std::vector<std::pair<double, IgemmParams>> ranked;
     for (const Tile& t : kTiles) {
       if (!tile_fits(g, t)) continue;
       for (int block_k : {8, 16}) {
@@ -179,15 +220,15 @@ class Igemm final : public Family {
             const std::int64_t steps = ceil_div(g.kr, block_k);
             for (int split_k = 1; split_k <= 64; split_k *= 2) {
               if (split_k > 1 && (tiles * (split_k / 2) >= 2 * sm_count || ceil_div(steps, split_k) < 2)) break;
-              const KernelSpec s = spec_of(t, block_k, stages, split_k, vector);
-              if (!check_support(p, gpu, s)) ranked.emplace_back(estimate_us(p, gpu, s), s);
+              const IgemmParams s = spec_of(t, block_k, stages, split_k, vector);
+              if (!check(p, gpu, s)) ranked.emplace_back(estimate_us(p, gpu, s), s);
             }
           }
         }
       }
     }
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<KernelSpec> specs;
+    std::vector<IgemmParams> specs;
     for (const auto& [us, s] : ranked) {
       if (specs.size() == kMaxCandidates) break;
       specs.push_back(s);
@@ -195,16 +236,7 @@ class Igemm final : public Family {
     return specs;
   }
 
-  KernelSource render(const Problem& p, const KernelSpec& s) const override { return render_kernel(p, s, "igemm.cu"); }
-
-  LaunchGeometry launch_geometry(const Problem& p, const KernelSpec& s) const override {
-    return {.grid = grid_of(gemm_of(p), s),
-            .block = {static_cast<unsigned>(threads_per_block(s)), 1, 1},
-            .dynamic_smem_bytes = 0,
-            .zero_output_first = s.split_k > 1};
-  }
-
-  CostFeatures cost_features(const Problem& p, const KernelSpec& s) const override {
+  CostFeatures features(const Problem& p, const IgemmParams& s) const {
     const Gemm g = gemm_of(p);
     const double out_elements = static_cast<double>(output_elements(p));
     const int chunk = split_chunk(g, s);
@@ -236,22 +268,12 @@ class Igemm final : public Family {
             .extra_launches = s.split_k > 1 ? 1 : 0};
   }
 
-  // The best-ranked double-buffered candidate: the ranking already weighs tile size against filling the GPU and
-  // adds split-K where the output alone cannot fill it (measured on an H200, its first pick was within ~20% of the
-  // best of the whole search space on ResNet layers, where a fixed rule of tile sizes was up to 2x off).
-  std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
-    for (const KernelSpec& s : enumerate(p, gpu))
-      if (s.stages == 2) return s;
-    return std::nullopt;
-  }
-
- private:
   static constexpr std::size_t kMaxCandidates = 48;
 
   // A rough time in microseconds that orders the search space (the tuner's cost model ranks for real): waves of
   // resident blocks, each doing its executed FLOPs at the SM's rate scaled by how well the inner loop issues and
   // hides latency, or the DRAM time if longer, plus split-K's atomics.
-  static double estimate_us(const Problem& p, const Gpu& gpu, const KernelSpec& s) {
+  static double estimate_us(const Problem& p, const Gpu& gpu, const IgemmParams& s) {
     const Gemm g = gemm_of(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     const std::int64_t blocks = blocks_of(g, s);

@@ -3,7 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "generator/families/families.hpp"
+#include "direct_params.hpp"
+#include "generator/family.hpp"
 #include "generator/gpu_json.hpp"
 #include "generator/render.hpp"
 #include "generator/shapes.hpp"
@@ -21,15 +22,8 @@ Program program_of(const KernelSource& source) {
 }
 
 KernelSpec spec(int block_m, int block_n, int block_k, int thread_m, int thread_n) {
-  return {.family = FamilyKind::direct,
-          .block_m = block_m,
-          .block_n = block_n,
-          .block_k = block_k,
-          .thread_m = thread_m,
-          .thread_n = thread_n,
-          .stages = 1,
-          .split_k = 1,
-          .vector = 1};
+  return to_spec(DirectParams{
+      .block_m = block_m, .block_n = block_n, .block_k = block_k, .thread_m = thread_m, .thread_n = thread_n});
 }
 
 Gpu gpu_for(const std::string& arch) {
@@ -113,14 +107,14 @@ TEST_P(DirectTemplate, CompilesAloneWithItsDefaults) {
 TEST_P(DirectTemplate, DefaultSpecsCompileWithoutSpillsOrStack) {
   const Gpu gpu = gpu_for(GetParam());
   for (const Shape& shape : kShapes) {
-    const auto s = direct_family().default_spec(shape.problem, gpu);
+    const auto s = family("direct").default_spec(shape.problem, gpu);
     ASSERT_TRUE(s.has_value()) << shape.name;
     SCOPED_TRACE(std::string(shape.name) + " " + kernel_name(*s));
-    const Cubin cubin = compile(program_of(direct_family().render(shape.problem, *s)), {.arch = GetParam()});
+    const Cubin cubin = compile(program_of(family("direct").render(shape.problem, *s)), {.arch = GetParam()});
     EXPECT_EQ(cubin.report.spill_store_bytes, 0) << cubin.log;
     EXPECT_EQ(cubin.report.spill_load_bytes, 0) << cubin.log;
     EXPECT_EQ(cubin.report.stack_bytes, 0) << cubin.log;
-    EXPECT_EQ(cubin.report.smem_bytes, direct_family().cost_features(shape.problem, *s).smem_bytes_per_block);
+    EXPECT_EQ(cubin.report.smem_bytes, family("direct").cost_features(shape.problem, *s).smem_bytes_per_block);
     EXPECT_LE(cubin.report.registers, 128) << cubin.log;  // measured: 32 to ~90
   }
 }
@@ -131,11 +125,11 @@ TEST_P(DirectTemplate, OtherConfigurationsCompile) {
   const Gpu gpu = gpu_for(GetParam());
   for (const Shape& shape : kShapes) {
     for (const KernelSpec& s : specs) {
-      if (direct_family().check_support(shape.problem, gpu, s)) continue;
+      if (family("direct").check_support(shape.problem, gpu, s)) continue;
       SCOPED_TRACE(std::string(shape.name) + " " + kernel_name(s));
       // Spills are checked for default specs only: ptxas spills a few bytes in some small-tile 3-D
       // configurations although it uses only 32 registers.
-      const Cubin cubin = compile(program_of(direct_family().render(shape.problem, s)), {.arch = GetParam()});
+      const Cubin cubin = compile(program_of(family("direct").render(shape.problem, s)), {.arch = GetParam()});
       EXPECT_GT(cubin.report.registers, 0) << cubin.log;
     }
   }
@@ -146,10 +140,10 @@ INSTANTIATE_TEST_SUITE_P(RealArchitectures, DirectTemplate, testing::Values("sm_
 TEST(DirectTemplate, EveryEdgeCaseCompilesWithItsDefaultSpec) {
   const Gpu gpu = gpu_for("sm_90");
   for (const Layer& layer : load_suite(kSourceDir / "shapes/edge_cases.csv").layers) {
-    const auto s = direct_family().default_spec(layer.problem, gpu);
+    const auto s = family("direct").default_spec(layer.problem, gpu);
     ASSERT_TRUE(s.has_value()) << layer.name;
     SCOPED_TRACE(layer.name + " " + kernel_name(*s));
-    const Cubin cubin = compile(program_of(direct_family().render(layer.problem, *s)), {.arch = "sm_90"});
+    const Cubin cubin = compile(program_of(family("direct").render(layer.problem, *s)), {.arch = "sm_90"});
     EXPECT_EQ(cubin.report.spill_store_bytes, 0) << cubin.log;
     EXPECT_EQ(cubin.report.stack_bytes, 0) << cubin.log;
   }

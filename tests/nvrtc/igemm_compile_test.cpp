@@ -4,7 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "generator/families/families.hpp"
+#include "generator/family.hpp"
+#include "igemm_params.hpp"
 #include "generator/gpu_json.hpp"
 #include "generator/render.hpp"
 #include "generator/shapes.hpp"
@@ -26,8 +27,8 @@ Program program_of(const KernelSource& source) {
 
 KernelSpec spec(int block_m, int block_n, int block_k, int thread_m, int thread_n, int stages, int split_k,
                 int vector) {
-  return {.family = FamilyKind::igemm, .block_m = block_m, .block_n = block_n, .block_k = block_k,
-          .thread_m = thread_m, .thread_n = thread_n, .stages = stages, .split_k = split_k, .vector = vector};
+  return to_spec(IgemmParams{.block_m = block_m, .block_n = block_n, .block_k = block_k, .thread_m = thread_m,
+                             .thread_n = thread_n, .stages = stages, .split_k = split_k, .vector = vector});
 }
 
 // Problems of every kind the family serves.
@@ -70,7 +71,7 @@ TEST_P(IgemmTemplateForArch, CompilesAloneWithItsDefaults) {
 
 TEST_P(IgemmTemplateForArch, CompilesRenderedForEveryProblemKindAndConfiguration) {
   const Gpu gpu = h100();
-  const Family& igemm = igemm_family();
+  const Family& igemm = family("igemm");
   int compiled = 0;
   for (const Problem& p : problems()) {
     for (const KernelSpec& s : configurations()) {
@@ -88,7 +89,7 @@ INSTANTIATE_TEST_SUITE_P(RealArchitectures, IgemmTemplateForArch, testing::Value
 
 TEST(IgemmTemplate, DefaultSpecsCompileWithoutSpillsOrStackForEveryEdgeCase) {
   const Gpu gpu = h100();
-  const Family& igemm = igemm_family();
+  const Family& igemm = family("igemm");
   std::vector<Problem> all = problems();
   for (const Layer& layer : load_suite(kSourceDir / "shapes/edge_cases.csv").layers) all.push_back(layer.problem);
   for (const Problem& p : all) {

@@ -179,10 +179,10 @@ void calibrate_command(const std::string& db_path, const std::string& gpu_filter
   fmt::print("before ({}): {}\n", previous ? "the stored calibration" : "the default coefficients",
              accuracy_text(ranking_accuracy(data.rows, gpu, before)));
   fmt::print("after:  {}\n", accuracy_text(ranking_accuracy(data.rows, gpu, fit.coefficients)));
-  for (std::size_t f = 0; f < family_count; ++f) {
-    const FamilyCalibration& fc = fit.families[f];
-    const FamilyKind family = EnumNames<FamilyKind>::table[f].first;
-    const std::string weights = describe_weights(family, fit.coefficients.of(family));
+  for (const Family* f : all_families()) {
+    const auto it = fit.families.find(f->name());
+    const FamilyCalibration fc = it != fit.families.end() ? it->second : FamilyCalibration{};
+    const std::string weights = describe_weights(f->name(), fit.coefficients.of(f->name()));
     if (fc.samples == 0) {
       fmt::print("  no samples, kept: {}\n", weights);
       continue;

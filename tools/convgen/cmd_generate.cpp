@@ -23,7 +23,7 @@ struct Options {
 };
 
 nlohmann::json manifest_entry(const Layer& layer, const BuiltKernel& k, const std::filesystem::path& stem) {
-  const auto& g = k.geometry;
+  const auto& g = k.plan.main_geometry();
   const auto& r = k.cubin.report;
   return {
       {"layer", layer.name},
@@ -31,15 +31,18 @@ nlohmann::json manifest_entry(const Layer& layer, const BuiltKernel& k, const st
       {"problem", problem_key(k.problem)},
       {"description", describe(k.problem)},
       {"kernel", k.source.entry},
-      {"family", std::string(to_string(k.spec.family))},
+      {"family", k.spec.family},
       {"source", stem.string() + ".cu"},
       {"cubin", stem.string() + ".cubin"},
       {"arch", k.cubin.arch},
       {"grid", g.grid},
       {"block", g.block},
       {"dynamic_smem_bytes", g.dynamic_smem_bytes},
-      {"zero_output_first", g.zero_output_first},
-      {"workspace_bytes", k.workspace_bytes},
+      {"zero_output_first", !k.plan.run.empty() && k.plan.run.front().kind == LaunchStep::Kind::zero},
+      {"launches", k.plan.run.size()},
+      {"setup_launches", k.plan.setup.size()},
+      {"workspace_bytes", k.workspace_bytes()},
+      {"persistent_bytes", k.plan.persistent_bytes()},
       {"registers", r.registers},
       {"spill_store_bytes", r.spill_store_bytes},
       {"spill_load_bytes", r.spill_load_bytes},

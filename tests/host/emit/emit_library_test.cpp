@@ -1,6 +1,7 @@
 // emit_library_test: convgen emit-lib end to end without a GPU: names, rendering, the emitted project built with
 // CMake, its example and an installed consumer run, the header as C and C++, and the checked-in example up to date.
 #include "emit/emit_library.hpp"
+#include "igemm_params.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,11 +61,11 @@ Result cmake_build(const fs::path& source, const fs::path& build, const std::str
 
 // A built kernel that was never compiled: enough to render a library without NVRTC.
 BuiltKernel fake_kernel(const Problem& problem, const std::string& arch, std::vector<char> image) {
-  BuiltKernel k{.problem = problem, .spec = {}, .source = {}, .cubin = {}, .geometry = {}, .workspace_bytes = 0};
+  BuiltKernel k{.problem = problem, .spec = to_spec(IgemmParams{}), .source = {}, .cubin = {}, .plan = {}};
   k.source.entry = kernel_name(k.spec);
   k.cubin.arch = arch;
   k.cubin.image = std::move(image);
-  k.geometry = {.grid = {4, 2, 1}, .block = {128, 1, 1}, .dynamic_smem_bytes = 0, .zero_output_first = true};
+  k.plan = single_launch_plan({.grid = {4, 2, 1}, .block = {128, 1, 1}, .dynamic_smem_bytes = 0}, true);
   return k;
 }
 

@@ -1,48 +1,87 @@
-// kernel_spec_test: canonical kernel names round-trip and bad names are rejected with their reason.
+// kernel_spec_test: canonical kernel names round-trip through each family's declared parameters, and bad names are
+// rejected with their reason.
 #include "generator/kernel_spec.hpp"
 
 #include <gtest/gtest.h>
 
 #include "convgen/error.hpp"
+#include "direct_params.hpp"
+#include "generator/family.hpp"
+#include "igemm_params.hpp"
 
 namespace convgen {
 namespace {
 
-TEST(KernelSpec, NameEncodesEveryFieldAndParsesBack) {
-  const KernelSpec spec{.family = FamilyKind::direct, .block_m = 16, .block_n = 128, .block_k = 4,
-                        .thread_m = 2, .thread_n = 8, .stages = 1, .split_k = 3, .vector = 4};
-  EXPECT_EQ(kernel_name(spec), "direct_m16_n128_k4_tm2_tn8_st1_sk3_v4");
-  EXPECT_EQ(parse_kernel_name(kernel_name(spec)), spec);
+std::string input_error(std::string_view name) {
+  try {
+    parse_kernel_name(name);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
-TEST(KernelSpec, DefaultSpecRoundTrips) {
-  EXPECT_EQ(parse_kernel_name(kernel_name(KernelSpec{})), KernelSpec{});
+TEST(KernelSpec, NameEncodesEveryParameterInTheTemplatesOrderAndParsesBack) {
+  const KernelSpec spec = to_spec(IgemmParams{.block_m = 16, .block_n = 128, .block_k = 4, .thread_m = 2,
+                                              .thread_n = 8, .stages = 1, .split_k = 3, .vector = 4});
+  EXPECT_EQ(spec.family, "igemm");
+  EXPECT_EQ(spec.values, (std::vector<int>{16, 128, 4, 2, 8, 1, 3, 4}));
+  EXPECT_EQ(kernel_name(spec), "igemm_m16_n128_k4_tm2_tn8_st1_sk3_v4");
+  EXPECT_EQ(parse_kernel_name(kernel_name(spec)), spec);
+  EXPECT_EQ(params_of<IgemmParams>(spec).split_k, 3);
+}
+
+TEST(KernelSpec, EveryFamilysDefaultParametersRoundTrip) {
+  for (const Family* f : all_families()) {
+    KernelSpec spec{.family = std::string(f->name()), .values = {}};
+    for (const ParamDecl& p : f->interface().params) spec.values.push_back(p.default_value);
+    EXPECT_EQ(parse_kernel_name(kernel_name(spec)), spec) << f->name();
+  }
+  EXPECT_EQ(kernel_name(IgemmParams{}), "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1");
+}
+
+TEST(KernelSpec, TheTypedParametersOfAnotherFamilyAreRefused) {
+  EXPECT_THROW(params_of<DirectParams>(to_spec(IgemmParams{})), InputError);
+}
+
+TEST(KernelSpec, FamilyNameOfTakesTheRegisteredFamilyThatPrefixesTheName) {
+  EXPECT_EQ(family_name_of("igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1"), "igemm");
+  EXPECT_EQ(family_name_of("direct"), "direct");
+  EXPECT_EQ(family_name_of("igemmx_m1"), "");
+  EXPECT_EQ(family_name_of("winograd_m1"), "");
 }
 
 TEST(KernelSpec, UnknownFamilyIsRejected) {
-  try {
-    parse_kernel_name("winograd_m1");
-    FAIL() << "expected InputError";
-  } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "kernel name 'winograd_m1': unknown family, expected one of direct, igemm");
-  }
+  EXPECT_EQ(input_error("winograd_m1"),
+            "kernel name 'winograd_m1': unknown family, expected one of " + family_names());
 }
 
 TEST(KernelSpec, MissingFieldIsRejected) {
-  try {
-    parse_kernel_name("igemm_m64_n64");
-    FAIL() << "expected InputError";
-  } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "kernel name 'igemm_m64_n64': expected field '_k<number>' at ''");
-  }
+  EXPECT_EQ(input_error("igemm_m64_n64"), "kernel name 'igemm_m64_n64': expected field '_k<number>' at ''");
 }
 
-TEST(KernelSpec, ZeroFieldIsRejected) {
-  EXPECT_THROW(parse_kernel_name("igemm_m0_n64_k8_tm4_tn4_st2_sk1_v1"), InputError);
+TEST(KernelSpec, ValueOutsideTheDeclaredOnesIsRejected) {
+  EXPECT_EQ(input_error("igemm_m0_n64_k8_tm4_tn4_st2_sk1_v1"),
+            "kernel name 'igemm_m0_n64_k8_tm4_tn4_st2_sk1_v1': field 'm' (output channels per block) must be one of "
+            "16, 32, 64, 128, 256, got 0");
+  EXPECT_EQ(input_error("igemm_m64_n64_k8_tm4_tn4_st2_sk65_v1"),
+            "kernel name 'igemm_m64_n64_k8_tm4_tn4_st2_sk65_v1': field 'sk' (blocks sharing one reduction) must be "
+            "from 1 to 64, got 65");
+}
+
+TEST(KernelSpec, NonNumericFieldIsRejected) {
+  EXPECT_EQ(input_error("igemm_mx_n64_k8_tm4_tn4_st2_sk1_v1"),
+            "kernel name 'igemm_mx_n64_k8_tm4_tn4_st2_sk1_v1': field 'm' must be an integer");
 }
 
 TEST(KernelSpec, TrailingTextIsRejected) {
-  EXPECT_THROW(parse_kernel_name("igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1_x"), InputError);
+  EXPECT_EQ(input_error("igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1_x"),
+            "kernel name 'igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1_x': unexpected trailing '_x'");
+}
+
+TEST(KernelSpec, NameOfASpecOfTheWrongArityIsRefused) {
+  EXPECT_THROW(kernel_name(KernelSpec{.family = "igemm", .values = {64}}), InputError);
+  EXPECT_THROW(kernel_name(KernelSpec{.family = "nope", .values = {}}), InputError);
 }
 
 }  // namespace

@@ -15,15 +15,8 @@ namespace {
 
 using namespace testing_tuner;
 
-const KernelSpec kDirect{.family = FamilyKind::direct,
-                         .block_m = 16,
-                         .block_n = 64,
-                         .block_k = 8,
-                         .thread_m = 4,
-                         .thread_n = 4,
-                         .stages = 1,
-                         .split_k = 1,
-                         .vector = 1};
+const KernelSpec kDirect =
+    to_spec(DirectParams{.block_m = 16, .block_n = 64, .block_k = 8, .thread_m = 4, .thread_n = 4});
 
 TEST(CalibrationData, TurnsTheGpusOkMeasurementsIntoSamplesWithTheirFamilysFeatures) {
   ScratchDir dir;
@@ -47,23 +40,23 @@ TEST(CalibrationData, TurnsTheGpusOkMeasurementsIntoSamplesWithTheirFamilysFeatu
   const CalibrationRow& first = data.rows[0];
   EXPECT_EQ(first.problem, conv3x3());
   EXPECT_EQ(first.spec, parse_kernel_name(igemm(64)));
-  EXPECT_EQ(first.sample.family, FamilyKind::igemm);
-  EXPECT_EQ(first.sample.features, family(FamilyKind::igemm).cost_features(conv3x3(), first.spec));
+  EXPECT_EQ(first.sample.family, "igemm");
+  EXPECT_EQ(first.sample.features, family("igemm").cost_features(conv3x3(), first.spec));
   EXPECT_EQ(first.sample.report, (PtxasReport{.registers = 64, .smem_bytes = 16384}));
   EXPECT_EQ(first.sample.measured_us, 41.5);
 
   const CalibrationRow& second = data.rows[1];
   EXPECT_EQ(second.problem, conv1x1());
   EXPECT_EQ(second.spec, kDirect);
-  EXPECT_EQ(second.sample.family, FamilyKind::direct);
-  EXPECT_EQ(second.sample.features, family(FamilyKind::direct).cost_features(conv1x1(), kDirect));
+  EXPECT_EQ(second.sample.family, "direct");
+  EXPECT_EQ(second.sample.features, family("direct").cost_features(conv1x1(), kDirect));
   EXPECT_EQ(second.sample.report, (PtxasReport{.registers = 96, .spill_store_bytes = 8, .smem_bytes = 20000}));
   EXPECT_EQ(second.sample.measured_us, 120.0);
 
   const std::vector<CalibrationSample> samples = samples_of(data.rows);
   ASSERT_EQ(samples.size(), 2u);
   EXPECT_EQ(samples[0].measured_us, 41.5);
-  EXPECT_EQ(samples[1].family, FamilyKind::direct);
+  EXPECT_EQ(samples[1].family, "direct");
 
   const CalibrationData other = calibration_data(db, h200());
   ASSERT_EQ(other.rows.size(), 1u);
@@ -96,15 +89,16 @@ TEST(CalibrationData, OfAGpuWithoutMeasurementsIsEmpty) {
 // Coefficients that weigh the FMA term alone: a row's prediction grows with its FMA instructions.
 Coefficients fma_only() {
   Coefficients c;
-  for (CostTerms& w : c.weights) w.fill(0);
-  c.of(FamilyKind::igemm)[static_cast<std::size_t>(CostTerm::fma)] = 1;
+  c.of("igemm").fill(0);
+  c.of("direct").fill(0);
+  c.of("igemm")[static_cast<std::size_t>(CostTerm::fma)] = 1;
   return c;
 }
 
 CalibrationRow row(const Problem& problem, double fma_instructions, double measured_us) {
   return {.problem = problem,
           .spec = parse_kernel_name(igemm(64)),
-          .sample = {.family = FamilyKind::igemm,
+          .sample = {.family = "igemm",
                      .features = {.blocks = 132, .threads_per_block = 256, .fma_instructions = fma_instructions},
                      .report = {.registers = 32},
                      .measured_us = measured_us}};

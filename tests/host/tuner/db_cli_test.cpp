@@ -161,8 +161,8 @@ TEST(DbCli, PruneRemovesWhatItIsAskedToAndRefusesToGuess) {
 // Weights unlike the defaults, so that a fit has something to find.
 Coefficients calibration_truth() {
   Coefficients c;
-  c.of(FamilyKind::igemm) = {3, 0.5, 2, 1, 0.6, 0.3, 2.5, 4, 3, 1, 5};
-  c.of(FamilyKind::direct) = {1, 8, 15, 0, 0.5, 0, 3, 0, 0, 1, 4};
+  c.of("igemm") = {3, 0.5, 2, 1, 0.6, 0.3, 2.5, 4, 3, 1, 5};
+  c.of("direct") = {1, 8, 15, 0, 0.5, 0, 3, 0, 0, 1, 4};
   return c;
 }
 
@@ -178,16 +178,16 @@ struct Filled {
 // Records an ok measurement of every candidate the given families enumerate for the problems on the H100, timed
 // exactly by calibration_truth().
 Filled filled_for_calibration(const ScratchDir& dir, const std::vector<Problem>& problems,
-                              const std::vector<FamilyKind>& families = {FamilyKind::igemm, FamilyKind::direct}) {
+                              const std::vector<std::string_view>& families = {"igemm", "direct"}) {
   Filled out{.path = dir / "calibrate.sqlite"};
   TuningDb db = TuningDb::open(out.path);
   for (const Problem& p : problems)
-    for (const FamilyKind kind : families)
+    for (const std::string_view kind : families)
       for (const KernelSpec& s : family(kind).enumerate(p, h100())) {
         const Prediction t =
             predict(kind, family(kind).cost_features(p, s), kMeasuredReport, h100(), calibration_truth());
         db.record(measured(h100(), p, kernel_name(s), t.time_us));
-        ++(kind == FamilyKind::igemm ? out.igemm : out.direct);
+        ++(kind == "igemm" ? out.igemm : out.direct);
       }
   return out;
 }
@@ -221,9 +221,9 @@ TEST(DbCli, CalibratePrintsTheFitPerFamilyAndStoresIt) {
   const std::optional<Calibration> fit = load_calibration(tuning, h100());
   ASSERT_TRUE(fit.has_value());
   EXPECT_EQ(fit->samples, db.igemm + db.direct);
-  EXPECT_EQ(fit->families[static_cast<std::size_t>(FamilyKind::igemm)].samples, db.igemm);
-  EXPECT_TRUE(fit->families[static_cast<std::size_t>(FamilyKind::igemm)].fitted);
-  EXPECT_TRUE(fit->families[static_cast<std::size_t>(FamilyKind::direct)].fitted);
+  EXPECT_EQ(fit->families.at("igemm").samples, db.igemm);
+  EXPECT_TRUE(fit->families.at("igemm").fitted);
+  EXPECT_TRUE(fit->families.at("direct").fitted);
   for (const MeasurementRecord& m : tuning.measurements()) {
     const KernelSpec s = parse_kernel_name(m.kernel);
     const double predicted =
@@ -240,7 +240,7 @@ TEST(DbCli, CalibratePrintsTheFitPerFamilyAndStoresIt) {
 
 TEST(DbCli, CalibrateKeepsTheStartWeightsOfAFamilyWithTooFewMeasurements) {
   ScratchDir dir;
-  const Filled db = filled_for_calibration(dir, {conv3x3(), conv1x1()}, {FamilyKind::igemm});
+  const Filled db = filled_for_calibration(dir, {conv3x3(), conv1x1()}, {"igemm"});
   const Result r = run_convgen("db calibrate --dry-run --db " + db.path.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // The default direct weights, as describe_coefficients words them.
@@ -280,7 +280,7 @@ TEST(DbCli, CalibrateWritesEverySampleAsCsv) {
             "pipelined_steps,waves,atomics,extra_launches,dram,launch");
   // Rows in the database's order: the first is conv3x3's first igemm candidate; every row has all 16 columns and a
   // launch term of 1.
-  const std::string first_kernel = kernel_name(family(FamilyKind::igemm).enumerate(conv3x3(), h100())[0]);
+  const std::string first_kernel = kernel_name(family("igemm").enumerate(conv3x3(), h100())[0]);
   EXPECT_EQ(lines[1].rfind(problem_key(conv3x3()) + "," + first_kernel + ",igemm,", 0), 0u) << lines[1];
   for (std::size_t i = 1; i < lines.size(); ++i) {
     EXPECT_EQ(std::count(lines[i].begin(), lines[i].end(), ','), 15) << lines[i];

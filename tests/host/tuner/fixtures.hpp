@@ -11,7 +11,9 @@
 
 #include "convgen/problem.hpp"
 #include "generator/gpu_json.hpp"
+#include "direct_params.hpp"
 #include "generator/kernel_spec.hpp"
+#include "igemm_params.hpp"
 #include "tuner/tuning_db.hpp"
 
 namespace convgen::testing_tuner {
@@ -48,7 +50,7 @@ inline Problem conv3x3(Precision precision = Precision::fp32) {
 inline Problem conv1x1() { return parse_problem_key("n8_c256_k64_i1x56x56_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nchw_fp32"); }
 
 inline std::string igemm(int block_m) {
-  return kernel_name({.family = FamilyKind::igemm, .block_m = block_m, .block_n = 64, .block_k = 8});
+  return kernel_name(to_spec(IgemmParams{.block_m = block_m, .block_n = 64, .block_k = 8}));
 }
 
 // An ok measurement with made-up but consistent statistics and provenance.

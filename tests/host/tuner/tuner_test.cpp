@@ -167,7 +167,7 @@ TEST(BestTimeUs, ComesFromTheGraphMedianWhenThereIsOne) {
 
 // A measured outcome: a spec told apart by block_m, its prediction and its time.
 CandidateOutcome outcome(int block_m, double predicted_us, std::optional<double> measured_us) {
-  CandidateOutcome c{.spec = {.family = FamilyKind::igemm, .block_m = block_m, .block_n = 64, .block_k = 8},
+  CandidateOutcome c{.spec = to_spec(IgemmParams{.block_m = block_m, .block_n = 64, .block_k = 8}),
                      .prediction = Prediction{.time_us = predicted_us}};
   if (measured_us) {
     c.timing = TimingResult{};

@@ -224,7 +224,7 @@ TEST(TuningDb, AVersionOneFileIsMigratedAndKeepsItsRecords) {
                                     "INSERT INTO best VALUES (1, '{}', 'fp32', '{}', 42.5, 7);",
                                     h100().name, gpu_to_json(h100()), key, igemm(64), key, igemm(64)));
   TuningDb db = TuningDb::open(path);
-  EXPECT_EQ(db.schema_version(), 2);
+  EXPECT_EQ(db.schema_version(), tuning_db_schema_version);
   const auto records = db.measurements();
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].id, 7);
@@ -239,6 +239,42 @@ TEST(TuningDb, AVersionOneFileIsMigratedAndKeepsItsRecords) {
   EXPECT_EQ(db.best(h100(), conv3x3())->kernel, igemm(128));
 }
 
+TEST(TuningDb, KernelNamesOfEarlierVersionsAreRewrittenInTheirFamilysSchema) {
+  // A file written before the families had their own parameters: direct names carried "_st1_sk1_v1".
+  ScratchDir dir;
+  const auto path = dir / "old-names.sqlite";
+  const std::string key = problem_key(conv1x1());
+  const std::string old_direct = "direct_m16_n64_k8_tm4_tn4_st1_sk1_v1";
+  create_file(path, std::string(kVersion1Schema) +
+                        fmt::format("INSERT INTO gpus VALUES (1, '{}', 'sm_90', 132, '{}');"
+                                    "INSERT INTO measurements (id, gpu_id, problem_key, precision, kernel, family, "
+                                    "status, median_us, samples_json, created_at) VALUES (3, 1, '{}', 'fp32', '{}', "
+                                    "'direct', 'ok', 9.5, '[9.5]', 1600000000), (4, 1, '{}', 'fp32', '{}', 'igemm', "
+                                    "'ok', 12.0, '[12.0]', 1600000000);"
+                                    "INSERT INTO best VALUES (1, '{}', 'fp32', '{}', 9.5, 3);",
+                                    h100().name, gpu_to_json(h100()), key, old_direct, key, igemm(64), key,
+                                    old_direct));
+  TuningDb db = TuningDb::open(path);
+  const auto records = db.measurements();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].kernel, "direct_m16_n64_k8_tm4_tn4");
+  EXPECT_EQ(records[1].kernel, igemm(64));  // igemm names were already in igemm's schema
+  const auto best = db.best(h100(), conv1x1());
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->kernel, "direct_m16_n64_k8_tm4_tn4");
+  EXPECT_EQ(parse_kernel_name(best->kernel), parse_kernel_name(old_direct));
+}
+
+TEST(TuningDb, TheFamilyColumnIsTheRegisteredFamilyThatPrefixesTheKernelName) {
+  ScratchDir dir;
+  const auto path = dir / "t.sqlite";
+  {
+    TuningDb db = TuningDb::open(path);
+    db.record(measured(h100(), conv3x3(), igemm(64), 30.0));
+  }
+  EXPECT_EQ(query_text(path, "SELECT family FROM measurements"), "igemm");
+}
+
 TEST(TuningDb, AFileWithANewerSchemaIsRefused) {
   ScratchDir dir;
   const auto path = dir / "future.sqlite";
@@ -248,7 +284,7 @@ TEST(TuningDb, AFileWithANewerSchemaIsRefused) {
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              path.string() + ": schema version 9 is newer than this convgen knows (2); use a newer convgen");
+              path.string() + ": schema version 9 is newer than this convgen knows (3); use a newer convgen");
   }
 }
 

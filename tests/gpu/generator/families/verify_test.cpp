@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "conv/verify.hpp"
+#include "igemm_params.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
@@ -58,7 +59,7 @@ class GpuVerify : public testing::Test {
     BuiltKernel kernel;
     ASSERT_NO_THROW(kernel = build_kernel(problem, spec, gpu_, cache_)) << label << " " << kernel_name(spec);
     const Verification v = verify_on_gpu(kernel, seed);
-    Tally& t = tallies()[std::string(to_string(spec.family))];
+    Tally& t = tallies()[spec.family];
     ++t.cases;
     if (!v.passed) ++t.failures;
     if (v.stats.rel_l2 > t.worst_rel_l2 || v.stats.nan_count > 0) {
@@ -101,8 +102,8 @@ TEST_F(GpuVerify, SplitKConfigurationsAccumulateCorrectly) {
   const Problem problem{.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3},
                         .padding = {0, 1, 1}};
   int split_configs = 0;
-  for (const KernelSpec& spec : family(FamilyKind::igemm).enumerate(problem, gpu_)) {
-    if (spec.split_k == 1) continue;
+  for (const KernelSpec& spec : family("igemm").enumerate(problem, gpu_)) {
+    if (params_of<IgemmParams>(spec).split_k == 1) continue;
     ++split_configs;
     verify("split_k_512_to_96_at_7", problem, spec, 77 + split_configs);
   }

@@ -11,7 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "generator/families/families.hpp"
+#include "direct_params.hpp"
+#include "generator/family.hpp"
 #include "reference/reference.hpp"
 
 namespace convgen_emulation {
@@ -44,7 +45,7 @@ constexpr int extent(int in, int filter, int stride, int pad, int dil) {
 #define DIRECT_CASE(NAME, PROBLEM, SPEC)                                                                          \
   namespace convgen_emulation::NAME {                                                                             \
   constexpr convgen::Problem kProblem = PROBLEM;                                                                  \
-  constexpr convgen::KernelSpec kSpec = SPEC;                                                                     \
+  constexpr convgen::DirectParams kSpec = SPEC;                                                                    \
   namespace cfg {                                                                                                 \
   constexpr int N = kProblem.n, C = kProblem.c, K = kProblem.k, GROUPS = kProblem.groups;                         \
   constexpr int D = kProblem.input.d, H = kProblem.input.h, W = kProblem.input.w;                                 \
@@ -57,13 +58,11 @@ constexpr int extent(int in, int filter, int stride, int pad, int dil) {
   constexpr bool CHANNELS_LAST = convgen::channels_last(kProblem.layout);                                         \
   constexpr int BLOCK_M = kSpec.block_m, BLOCK_N = kSpec.block_n, BLOCK_K = kSpec.block_k;                        \
   constexpr int THREAD_M = kSpec.thread_m, THREAD_N = kSpec.thread_n;                                             \
-  constexpr int STAGES = kSpec.stages, SPLIT_K = kSpec.split_k, VECTOR = kSpec.vector;                            \
   }                                                                                                               \
   }
 
 #define DIRECT_SPEC(BM, BN, BK, TM, TN)                                                                            \
-  (convgen::KernelSpec{.family = convgen::FamilyKind::direct, .block_m = BM, .block_n = BN, .block_k = BK,      \
-                       .thread_m = TM, .thread_n = TN, .stages = 1, .split_k = 1, .vector = 1})
+  (convgen::DirectParams{.block_m = BM, .block_n = BN, .block_k = BK, .thread_m = TM, .thread_n = TN})
 
 using convgen::Dims3;
 using convgen::Layout;
@@ -220,7 +219,7 @@ using Kernel = void (*)(const float*, const float*, float*, float*);
 struct EmulationCase {
   const char* name;
   Problem problem;
-  KernelSpec spec;
+  DirectParams spec;
   Kernel kernel;
 };
 
@@ -242,7 +241,7 @@ std::vector<float> run_on_host(const EmulationCase& c, std::span<const float> ac
                                std::span<const float> filter) {
   std::vector<float> output(static_cast<std::size_t>(output_elements(c.problem)),
                             std::numeric_limits<float>::quiet_NaN());
-  const LaunchGeometry geometry = direct_family().launch_geometry(c.problem, c.spec);
+  const LaunchGeometry geometry = convgen::family("direct").plan(c.problem, convgen::to_spec(c.spec)).main_geometry();
   const unsigned threads = geometry.block[0] * geometry.block[1] * geometry.block[2];
   for (unsigned z = 0; z < geometry.grid[2]; ++z) {
     for (unsigned y = 0; y < geometry.grid[1]; ++y) {
@@ -268,8 +267,8 @@ class DirectEmulation : public testing::TestWithParam<EmulationCase> {};
 TEST_P(DirectEmulation, MatchesTheReferenceOnEveryOutput) {
   const EmulationCase& c = GetParam();
   ASSERT_EQ(validate(c.problem), "");
-  ASSERT_EQ(direct_family().check_support(c.problem, kH100, c.spec), std::nullopt);
-  ASSERT_EQ(direct_family().launch_geometry(c.problem, c.spec).grid[2], 1u);
+  ASSERT_EQ(convgen::family("direct").check_support(c.problem, kH100, convgen::to_spec(c.spec)), std::nullopt);
+  ASSERT_EQ(convgen::family("direct").plan(c.problem, convgen::to_spec(c.spec)).main_geometry().grid[2], 1u);
   std::vector<float> activation(static_cast<std::size_t>(activation_elements(c.problem)));
   std::vector<float> filter(static_cast<std::size_t>(filter_elements(c.problem)));
   fill_random(activation, 1);

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "generator/families/families.hpp"
+#include "convgen/error.hpp"
+#include "direct_params.hpp"
+#include "generator/family.hpp"
 #include "generator/gpu_json.hpp"
 #include "generator/shapes.hpp"
 
@@ -15,18 +17,20 @@ const std::filesystem::path kSourceDir = CONVGEN_SOURCE_DIR;
 
 Gpu h100() { return load_gpu(kSourceDir / "gpus/h100_sxm.json"); }
 
-const Family& direct() { return direct_family(); }
+const Family& direct() { return family("direct"); }
+
+// The typed view of a spec, and the plan's parts the tests check.
+DirectParams P(const KernelSpec& s) { return params_of<DirectParams>(s); }
+LaunchGeometry geometry(const Problem& p, const KernelSpec& s) { return direct().plan(p, s).main_geometry(); }
+int threads_per_block(const KernelSpec& s) { return (P(s).block_m / P(s).thread_m) * (P(s).block_n / P(s).thread_n); }
+bool zeroes_output_first(const Problem& p, const KernelSpec& s) {
+  const LaunchPlan plan = direct().plan(p, s);
+  return !plan.run.empty() && plan.run.front().kind == LaunchStep::Kind::zero;
+}
 
 KernelSpec spec(int block_m, int block_n, int block_k, int thread_m, int thread_n) {
-  return {.family = FamilyKind::direct,
-          .block_m = block_m,
-          .block_n = block_n,
-          .block_k = block_k,
-          .thread_m = thread_m,
-          .thread_n = thread_n,
-          .stages = 1,
-          .split_k = 1,
-          .vector = 1};
+  return to_spec(DirectParams{
+      .block_m = block_m, .block_n = block_n, .block_k = block_k, .thread_m = thread_m, .thread_n = thread_n});
 }
 
 // Typical layers the family must serve: stems, depthwise, grouped, 3-D and 1-D, both layout kinds.
@@ -105,7 +109,7 @@ TEST(DirectFamily, EnumerateListsTheDefaultSpecFirst) {
 TEST(DirectFamily, DepthwiseEnumeratesOneChannelSteps) {
   const Problem p{
       .n = 1, .c = 32, .k = 32, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .groups = 32};
-  for (const KernelSpec& s : direct().enumerate(p, h100())) EXPECT_EQ(s.block_k, 1) << kernel_name(s);
+  for (const KernelSpec& s : direct().enumerate(p, h100())) EXPECT_EQ(P(s).block_k, 1) << kernel_name(s);
 }
 
 TEST(DirectFamily, SmallChannelStemsStageEveryChannelAtOnceByDefault) {
@@ -113,7 +117,7 @@ TEST(DirectFamily, SmallChannelStemsStageEveryChannelAtOnceByDefault) {
       .n = 1, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2}, .padding = {0, 3, 3}};
   const auto s = direct().default_spec(stem, h100());
   ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(s->block_k, 3);
+  EXPECT_EQ(P(*s).block_k, 3);
 }
 
 TEST(DirectFamily, DefaultSpecFillsTheGpu) {
@@ -124,7 +128,7 @@ TEST(DirectFamily, DefaultSpecFillsTheGpu) {
     ASSERT_TRUE(s.has_value());
     const CostFeatures features = direct().cost_features(p, *s);
     // Either two blocks per SM, or the tiles are already at their smallest.
-    EXPECT_TRUE(features.blocks >= 2 * gpu.sm_count || (s->block_n == 32 && s->block_m == 1)) << kernel_name(*s);
+    EXPECT_TRUE(features.blocks >= 2 * gpu.sm_count || (P(*s).block_n == 32 && P(*s).block_m == 1)) << kernel_name(*s);
   }
 }
 
@@ -169,26 +173,26 @@ TEST(DirectFamily, LaunchGeometryCoversEveryOutput) {
     const std::int64_t pixels = std::int64_t{p.n} * out.d * out.h * out.w;
     for (const KernelSpec& s : direct().enumerate(p, gpu)) {
       SCOPED_TRACE(problem_key(p) + " " + kernel_name(s));
-      const LaunchGeometry g = direct().launch_geometry(p, s);
+      const LaunchGeometry g = geometry(p, s);
       EXPECT_EQ(g.block, (std::array<unsigned, 3>{static_cast<unsigned>(threads_per_block(s)), 1, 1}));
       EXPECT_EQ(g.grid[2], 1u);
       // Every pixel is in a tile, and no tile is empty.
-      EXPECT_GE(std::int64_t{g.grid[0]} * s.block_n, pixels);
-      EXPECT_LT(std::int64_t{g.grid[0] - 1} * s.block_n, pixels);
+      EXPECT_GE(std::int64_t{g.grid[0]} * P(s).block_n, pixels);
+      EXPECT_LT(std::int64_t{g.grid[0] - 1} * P(s).block_n, pixels);
       // Channel tiles: inside one group when block_m fits it, else straight across K.
       const int kg = k_per_group(p);
-      if (p.groups == 1 || s.block_m <= kg) {
+      if (p.groups == 1 || P(s).block_m <= kg) {
         EXPECT_EQ(g.grid[1] % p.groups, 0u);
         const unsigned per_group = g.grid[1] / p.groups;
-        EXPECT_GE(std::int64_t{per_group} * s.block_m, kg);
-        EXPECT_LT(std::int64_t{per_group - 1} * s.block_m, kg);
+        EXPECT_GE(std::int64_t{per_group} * P(s).block_m, kg);
+        EXPECT_LT(std::int64_t{per_group - 1} * P(s).block_m, kg);
       } else {
-        EXPECT_GE(std::int64_t{g.grid[1]} * s.block_m, p.k);
-        EXPECT_LT(std::int64_t{g.grid[1] - 1} * s.block_m, p.k);
+        EXPECT_GE(std::int64_t{g.grid[1]} * P(s).block_m, p.k);
+        EXPECT_LT(std::int64_t{g.grid[1] - 1} * P(s).block_m, p.k);
       }
-      EXPECT_FALSE(g.zero_output_first);
+      EXPECT_FALSE(zeroes_output_first(p, s));
       EXPECT_EQ(g.dynamic_smem_bytes, 0u);
-      EXPECT_EQ(direct().workspace_bytes(p, s), 0);
+      EXPECT_EQ(direct().plan(p, s).workspace_bytes(), 0);
     }
   }
 }
@@ -249,9 +253,9 @@ TEST(DirectFamily, CostFeaturesStepThroughTheChannelsBlockKAtATime) {
 TEST(DirectFamily, RenderBakesTheShapeIntoTheTemplate) {
   const Problem p{.n = 1, .c = 3, .k = 37, .input = {1, 28, 28}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   const KernelSource src = direct().render(p, spec(16, 64, 3, 4, 4));
-  EXPECT_EQ(src.entry, "direct_m16_n64_k3_tm4_tn4_st1_sk1_v1");
-  EXPECT_EQ(src.file_name, "direct_m16_n64_k3_tm4_tn4_st1_sk1_v1.cu");
-  EXPECT_NE(src.text.find("#define CONVGEN_ENTRY direct_m16_n64_k3_tm4_tn4_st1_sk1_v1"), std::string::npos);
+  EXPECT_EQ(src.entry, "direct_m16_n64_k3_tm4_tn4");
+  EXPECT_EQ(src.file_name, "direct_m16_n64_k3_tm4_tn4.cu");
+  EXPECT_NE(src.text.find("#define CONVGEN_ENTRY direct_m16_n64_k3_tm4_tn4"), std::string::npos);
   EXPECT_NE(src.text.find("#line 1 \"direct.cu\""), std::string::npos);
   EXPECT_NE(src.text.find("constexpr int N = 1, C = 3, K = 37, GROUPS = 1;"), std::string::npos);
 }
@@ -270,20 +274,16 @@ TEST(DirectFamily, DeclinesOtherPrecisions) {
 
 TEST(DirectFamily, DeclinesSpecsOfAnotherFamily) {
   KernelSpec s = spec(16, 64, 3, 4, 4);
-  s.family = FamilyKind::igemm;
-  EXPECT_EQ(direct().check_support(kStem, h100(), s), "spec family igemm is not direct");
+  s.family = "igemm";
+  EXPECT_EQ(direct().check_support(kStem, h100(), s), "kernel igemm is not a direct kernel");
 }
 
-TEST(DirectFamily, DeclinesFieldsItDoesNotUse) {
-  KernelSpec s = spec(16, 64, 3, 4, 4);
-  s.stages = 2;
-  EXPECT_EQ(direct().check_support(kStem, h100(), s), "stages must be 1 for direct (one shared-memory stage), got 2");
-  s = spec(16, 64, 3, 4, 4);
-  s.split_k = 4;
-  EXPECT_EQ(direct().check_support(kStem, h100(), s), "split_k must be 1 for direct (no split reduction), got 4");
-  s = spec(16, 64, 3, 4, 4);
-  s.vector = 4;
-  EXPECT_EQ(direct().check_support(kStem, h100(), s), "vector must be 1 for direct (scalar loads), got 4");
+TEST(DirectFamily, AcceptsTheNamesOfEarlierVersions) {
+  // Names written before the families had their own parameters carried three fields direct never used.
+  const KernelSpec s = spec(16, 64, 3, 4, 4);
+  EXPECT_EQ(parse_kernel_name("direct_m16_n64_k3_tm4_tn4"), s);
+  EXPECT_EQ(kernel_name(s), "direct_m16_n64_k3_tm4_tn4");
+  EXPECT_THROW(parse_kernel_name("direct_m16_n64_k3_tm4_tn4_st2_sk1_v1"), InputError);
 }
 
 TEST(DirectFamily, DeclinesTilesThatDoNotDivide) {
@@ -318,8 +318,8 @@ TEST(DirectFamily, ServesAHugeFilterWithSmallTiles) {
   const Problem p{.n = 1, .c = 2, .k = 2, .input = {1, 1, 9000}, .filter = {1, 1, 8191}, .layout = Layout::ncw};
   const auto s = direct().default_spec(p, h100());
   ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(s->block_m, 1);
-  EXPECT_EQ(s->block_k, 1);
+  EXPECT_EQ(P(*s).block_m, 1);
+  EXPECT_EQ(P(*s).block_k, 1);
   EXPECT_EQ(direct().check_support(p, h100(), *s), std::nullopt);
 }
 

@@ -1,0 +1,76 @@
+// family_test: the registry of families (generated from generator/families/*.cpp), lookups and the default choice.
+#include "generator/family.hpp"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "convgen/error.hpp"
+#include "support/corpus.hpp"
+
+namespace convgen {
+namespace {
+
+using testing_support::h100;
+
+TEST(FamilyRegistry, ListsEveryFamilyOnceByNameWithItsTemplatesInterface) {
+  const auto& families = all_families();
+  ASSERT_GE(families.size(), 2u);
+  EXPECT_TRUE(std::is_sorted(families.begin(), families.end(),
+                             [](const Family* a, const Family* b) { return a->name() < b->name(); }));
+  for (const Family* f : families) {
+    EXPECT_EQ(&family(f->name()), f);
+    EXPECT_EQ(f->interface().template_file, std::string(f->name()) + ".cu");
+    EXPECT_FALSE(f->interface().entries.empty()) << f->name();
+  }
+  EXPECT_NE(find_family("igemm"), nullptr);
+  EXPECT_NE(find_family("direct"), nullptr);
+}
+
+TEST(FamilyRegistry, AnUnknownNameIsAnErrorListingTheFamilies) {
+  EXPECT_EQ(find_family("winograd"), nullptr);
+  try {
+    family("winograd");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "unknown kernel family 'winograd', expected one of " + family_names());
+  }
+}
+
+TEST(FamilyRegistry, CheckSupportRefusesUnknownFamiliesAndWrongArity) {
+  const Problem p{.n = 1, .c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  EXPECT_EQ(check_support(p, h100(), {.family = "winograd", .values = {}}),
+            "unknown kernel family 'winograd', expected one of " + family_names());
+  EXPECT_EQ(check_support(p, h100(), {.family = "igemm", .values = {64, 64}}),
+            "a igemm kernel has 8 parameters, got 2");
+}
+
+TEST(DefaultChoice, FollowsEachFamilysRankForTheProblem) {
+  const Problem wide{.n = 1, .c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const Problem stem{.n = 1, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
+                     .padding = {0, 3, 3}};
+  EXPECT_EQ(default_choice(wide, h100()).family, "igemm");
+  EXPECT_EQ(default_choice(stem, h100()).family, "direct");
+}
+
+TEST(LaunchPlan, CarvesBuffersFromTheWorkspaceAndThePersistentBlockAligned) {
+  LaunchPlan plan;
+  plan.buffers = {{.name = "a", .bytes = 10, .persistent = false},
+                  {.name = "packed", .bytes = 300, .persistent = true},
+                  {.name = "b", .bytes = 1, .persistent = false}};
+  EXPECT_EQ(plan.workspace_bytes(), 512);
+  EXPECT_EQ(plan.persistent_bytes(), 512);
+  EXPECT_EQ(plan.offset_of("a"), 0);
+  EXPECT_EQ(plan.offset_of("b"), 256);
+  EXPECT_EQ(plan.offset_of("packed"), 0);
+  EXPECT_EQ(plan.offset_of("none"), -1);
+  EXPECT_THROW(plan.main_geometry(), Error);
+  const LaunchPlan single = single_launch_plan({.grid = {2, 1, 1}, .block = {64, 1, 1}}, true);
+  ASSERT_EQ(single.run.size(), 2u);
+  EXPECT_EQ(single.run[0].kind, LaunchStep::Kind::zero);
+  EXPECT_EQ(single.run[0].buffer, "output");
+  EXPECT_EQ(single.main_geometry().grid[0], 2u);
+}
+
+}  // namespace
+}  // namespace convgen
