@@ -497,7 +497,9 @@ ScanResult scan_template(const std::string& file, const ScanOptions& options) {
   if (state.result.interface.family.empty() ||
       !std::all_of(state.result.interface.family.begin(), state.result.interface.family.end(),
                    [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }))
-    state.result.findings.push_back({{path, 1, 1}, true, "the file stem (the family name) must be lower-case letters, digits and _", ""});
+    state.result.findings.push_back(Finding{.where = Location{.file = path, .line = 1, .column = 1},
+                                            .message = "the file stem (the family name) must be lower-case letters, "
+                                                       "digits and _"});
   std::stable_sort(state.result.findings.begin(), state.result.findings.end(), line_order);
   return std::move(state.result);
 }
