@@ -122,8 +122,11 @@ TEST(TemplateScanner, RejectsEachBrokenDeclarationWithItsLocation) {
 TEST(TemplateScanner, LintReportsEachFindingOnASmallBadTemplate) {
   const std::pair<std::string, std::string> cases[] = {
       {"lint_dynamic_index",
-       ":13:35: warning: per-thread array 'r_value' is indexed by a value not known at compile time; it will live in "
-       "local memory [per-thread-dynamic-index]"},
+       ":14:35: warning: per-thread array 'r_value' is indexed by a value not known at compile time; it will live in "
+       "local memory [per-thread-dynamic-index]\n" +
+           bad("lint_dynamic_index") +
+           ":16:37: warning: per-thread array 'r_sum' is indexed by a value not known at compile time; it will live "
+           "in local memory [per-thread-dynamic-index]"},
       {"lint_no_restrict",
        ":9:55: warning: pointer parameter 'g_activation' of entry 'convgen_lint_no_restrict_default' is not "
        "__restrict__ [entry-restrict]"},
