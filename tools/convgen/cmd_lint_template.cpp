@@ -21,15 +21,17 @@ namespace fs = std::filesystem;
 
 fs::path scanner_path() {
   if (const char* named = std::getenv("CONVGEN_TEMPLATE_SCAN"); named && *named) {
-    if (!fs::exists(named)) throw InputError(fmt::format("CONVGEN_TEMPLATE_SCAN names {}, which does not exist", named));
+    if (!fs::exists(named))
+      throw InputError(fmt::format("CONVGEN_TEMPLATE_SCAN names {}, which does not exist", named));
     return named;
   }
   const fs::path self = fs::read_symlink("/proc/self/exe");
   const fs::path scanner = self.parent_path() / "convgen-template-scan";
   if (!fs::exists(scanner))
-    throw InputError(fmt::format("lint-template needs convgen-template-scan, which is built with Clang "
-                                 "(scripts/setup.sh installs it); not found next to {}",
-                                 self.string()));
+    throw InputError(
+        fmt::format("lint-template needs convgen-template-scan, which is built with Clang "
+                    "(scripts/setup.sh installs it); not found next to {}",
+                    self.string()));
   return scanner;
 }
 
@@ -79,10 +81,11 @@ int run(const fs::path& program, const std::vector<std::string>& args) {
 
 void add_lint_template_command(CLI::App& app) {
   auto files = std::make_shared<std::vector<std::string>>();
-  CLI::App* lint = app.add_subcommand(
-      "lint-template", "Check kernel templates: dynamic indexing of per-thread arrays, entry pointers without "
-                       "__restrict__, includes outside the allowed set, unused parameters, static_asserts without a "
-                       "message");
+  CLI::App* lint =
+      app.add_subcommand("lint-template",
+                         "Check kernel templates: dynamic indexing of per-thread arrays, entry pointers without "
+                         "__restrict__, includes outside the allowed set, unused parameters, static_asserts without a "
+                         "message");
   lint->add_option("files", *files, "Template files (.cu)")->required()->check(CLI::ExistingFile);
   lint->callback([files] {
     const fs::path scanner = scanner_path();

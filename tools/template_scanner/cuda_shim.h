@@ -15,12 +15,24 @@
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 #define __align__(n) __attribute__((aligned(n)))
 
-struct __attribute__((aligned(8))) float2 { float x, y; };
-struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
-struct __attribute__((aligned(8))) int2 { int x, y; };
-struct __attribute__((aligned(16))) int4 { int x, y, z, w; };
-struct uint3 { unsigned x, y, z; };
-struct dim3 { unsigned x, y, z; };
+struct __attribute__((aligned(8))) float2 {
+  float x, y;
+};
+struct __attribute__((aligned(16))) float4 {
+  float x, y, z, w;
+};
+struct __attribute__((aligned(8))) int2 {
+  int x, y;
+};
+struct __attribute__((aligned(16))) int4 {
+  int x, y, z, w;
+};
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x, y, z;
+};
 
 extern __device__ const uint3 threadIdx;
 extern __device__ const uint3 blockIdx;

@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
       std::cout << json_texts[0];
     } else if (!json_texts.empty()) {
       std::cout << "[\n";
-      for (std::size_t i = 0; i < json_texts.size(); ++i) std::cout << json_texts[i] << (i + 1 < json_texts.size() ? ",\n" : "");
+      for (std::size_t i = 0; i < json_texts.size(); ++i)
+        std::cout << json_texts[i] << (i + 1 < json_texts.size() ? ",\n" : "");
       std::cout << "]\n";
     }
     return failed ? 1 : 0;

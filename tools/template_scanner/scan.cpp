@@ -5,7 +5,6 @@
 #include <cctype>
 #include <charconv>
 #include <optional>
-#include <set>
 
 #include <clang/AST/ASTConsumer.h>
 #include <clang/AST/ASTContext.h>
@@ -94,40 +93,41 @@ std::string lower(std::string text) {
 // What one run of clang over a template gathers.
 struct State {
   const ScanOptions& options;
-  std::string source_root;               // absolute
+  std::string source_root;                // absolute
   std::vector<std::string> include_dirs;  // absolute
   ScanResult result;
 };
 
-class Scanner {
- public:
-  Scanner(State& state, ASTContext& context) : state_(state), context_(context), sm_(context.getSourceManager()) {}
+// What the visitors share: the run's state, the AST, and how to turn a location into a message's.
+struct Scanner {
+  Scanner(State& run, ASTContext& ast) : state(run), context(ast), sm(ast.getSourceManager()) {}
 
   Location where(SourceLocation loc) const {
-    const PresumedLoc p = sm_.getPresumedLoc(sm_.getExpansionLoc(loc));
+    const PresumedLoc p = sm.getPresumedLoc(sm.getExpansionLoc(loc));
     if (p.isInvalid()) return {};
     std::string file = absolute_clean(p.getFilename());
-    const std::string& root = state_.source_root;
-    if (!root.empty() && file.size() > root.size() && file.compare(0, root.size(), root) == 0 && file[root.size()] == '/')
+    const std::string& root = state.source_root;
+    if (!root.empty() && file.size() > root.size() && file.compare(0, root.size(), root) == 0 &&
+        file[root.size()] == '/')
       file = file.substr(root.size() + 1);
     return {file, p.getLine(), p.getColumn()};
   }
-  bool in_main_file(SourceLocation loc) const { return sm_.isWrittenInMainFile(sm_.getExpansionLoc(loc)); }
+  bool in_main_file(SourceLocation loc) const { return sm.isWrittenInMainFile(sm.getExpansionLoc(loc)); }
   std::string text(SourceRange range) const {
-    return Lexer::getSourceText(CharSourceRange::getTokenRange(sm_.getExpansionRange(range).getAsRange()), sm_,
-                                context_.getLangOpts())
+    return Lexer::getSourceText(CharSourceRange::getTokenRange(sm.getExpansionRange(range).getAsRange()), sm,
+                                context.getLangOpts())
         .str();
   }
   void error(SourceLocation loc, std::string message) {
-    state_.result.findings.push_back({where(loc), true, std::move(message), ""});
+    state.result.findings.push_back({where(loc), true, std::move(message), ""});
   }
   void warn(SourceLocation loc, std::string message, std::string check) {
-    state_.result.findings.push_back({where(loc), false, std::move(message), std::move(check)});
+    state.result.findings.push_back({where(loc), false, std::move(message), std::move(check)});
   }
 
-  State& state_;
-  ASTContext& context_;
-  SourceManager& sm_;
+  State& state;
+  ASTContext& context;
+  SourceManager& sm;
   std::vector<const VarDecl*> param_decls;  // parallel to result.interface.params
 };
 
@@ -146,7 +146,7 @@ class Collector : public RecursiveASTVisitor<Collector> {
     if (!fn->hasAttr<CUDAGlobalAttr>() || !fn->isExternC() || !fn->doesThisDeclarationHaveABody() ||
         !s_.in_main_file(fn->getLocation()))
       return true;
-    Interface& interface = s_.state_.result.interface;
+    Interface& interface = s_.state.result.interface;
     const std::string prefix = "convgen_" + interface.family + "_default";
     Entry entry{.symbol = fn->getNameAsString(), .where = s_.where(fn->getLocation())};
     if (entry.symbol == prefix) {
@@ -154,11 +154,12 @@ class Collector : public RecursiveASTVisitor<Collector> {
     } else if (entry.symbol.rfind(prefix + "_", 0) == 0 && entry.symbol.size() > prefix.size() + 1) {
       entry.suffix = entry.symbol.substr(prefix.size() + 1);
     } else {
-      s_.error(fn->getLocation(), "entry '" + entry.symbol + "' is not named CONVGEN_ENTRY or CONVGEN_ENTRY_NAMED(suffix)" +
-                                      " (expected " + prefix + " or " + prefix + "_<suffix>)");
+      s_.error(fn->getLocation(), "entry '" + entry.symbol +
+                                      "' is not named CONVGEN_ENTRY or CONVGEN_ENTRY_NAMED(suffix)" + " (expected " +
+                                      prefix + " or " + prefix + "_<suffix>)");
       return true;
     }
-    const PrintingPolicy policy = s_.context_.getPrintingPolicy();
+    const PrintingPolicy policy = s_.context.getPrintingPolicy();
     for (const ParmVarDecl* arg : fn->parameters()) {
       entry.args.push_back({arg->getNameAsString(), arg->getType().getAsString(policy)});
       if (arg->getType()->isPointerType() && !arg->getName().startswith("g_"))
@@ -176,7 +177,7 @@ class Collector : public RecursiveASTVisitor<Collector> {
                           .where = s_.where(assert->getLocation())};
     if (const StringLiteral* message = assert->getMessage()) constraint.message = message->getString().str();
     mentioned(assert->getAssertExpr(), constraint.params);
-    s_.state_.result.interface.constraints.push_back(std::move(constraint));
+    s_.state.result.interface.constraints.push_back(std::move(constraint));
     return true;
   }
 
@@ -185,9 +186,11 @@ class Collector : public RecursiveASTVisitor<Collector> {
     Param param{.name = var->getNameAsString(), .where = s_.where(var->getLocation())};
     std::vector<std::string> args;
     for (const Expr* arg : attr.args())
-      if (const auto* literal = dyn_cast<StringLiteral>(arg->IgnoreParenImpCasts())) args.push_back(literal->getString().str());
+      if (const auto* literal = dyn_cast<StringLiteral>(arg->IgnoreParenImpCasts()))
+        args.push_back(literal->getString().str());
     if (args.size() != 3 || attr.args_size() != 3)
-      return s_.error(var->getLocation(), "CONVGEN_PARAM of " + param.name + " needs three strings: token, values, doc");
+      return s_.error(var->getLocation(),
+                      "CONVGEN_PARAM of " + param.name + " needs three strings: token, values, doc");
     param.token = args[0];
     param.values = args[1];
     param.doc = args[2];
@@ -203,7 +206,7 @@ class Collector : public RecursiveASTVisitor<Collector> {
     if (!var->isConstexpr() || !var->getInit())
       return s_.error(var->getLocation(), "parameter " + param.name + " must be constexpr with a default value");
     Expr::EvalResult value;
-    if (!var->getInit()->EvaluateAsInt(value, s_.context_))
+    if (!var->getInit()->EvaluateAsInt(value, s_.context))
       return s_.error(var->getLocation(), "the default of parameter " + param.name + " is not a constant");
     param.default_value = static_cast<int>(value.Val.getInt().getExtValue());
 
@@ -218,22 +221,21 @@ class Collector : public RecursiveASTVisitor<Collector> {
     if (param.is_bool != (param.values == "bool"))
       return s_.error(var->getLocation(), param.is_bool ? "bool parameter " + param.name + " must have values 'bool'"
                                                         : "int parameter " + param.name + " cannot have values 'bool'");
-    const bool allowed = param.allowed.empty()
-                             ? param.default_value >= param.min && param.default_value <= param.max
-                             : std::find(param.allowed.begin(), param.allowed.end(), param.default_value) !=
-                                   param.allowed.end();
+    const bool allowed = param.allowed.empty() ? param.default_value >= param.min && param.default_value <= param.max
+                                               : std::find(param.allowed.begin(), param.allowed.end(),
+                                                           param.default_value) != param.allowed.end();
     if (!allowed)
       return s_.error(var->getLocation(), "default " + std::to_string(param.default_value) + " of parameter " +
                                               param.name + " is not among its allowed values " + param.values);
-    for (const Param& other : s_.state_.result.interface.params) {
+    for (const Param& other : s_.state.result.interface.params) {
       if (other.token == param.token)
-        return s_.error(var->getLocation(), "token '" + param.token + "' of parameter " + param.name +
-                                                " is already used by " + other.name);
+        return s_.error(var->getLocation(),
+                        "token '" + param.token + "' of parameter " + param.name + " is already used by " + other.name);
       if (lower(other.name) == lower(param.name))
         return s_.error(var->getLocation(), "parameter " + param.name + " has the same field name '" +
                                                 lower(param.name) + "' as " + other.name);
     }
-    s_.state_.result.interface.params.push_back(std::move(param));
+    s_.state.result.interface.params.push_back(std::move(param));
     s_.param_decls.push_back(var);
   }
 
@@ -243,7 +245,7 @@ class Collector : public RecursiveASTVisitor<Collector> {
     if (const auto* ref = dyn_cast<DeclRefExpr>(stmt)) {
       const auto& decls = s_.param_decls;
       if (auto it = std::find(decls.begin(), decls.end(), ref->getDecl()); it != decls.end()) {
-        const std::string& name = s_.state_.result.interface.params[it - decls.begin()].name;
+        const std::string& name = s_.state.result.interface.params[it - decls.begin()].name;
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
       }
     }
@@ -340,7 +342,7 @@ class Linter : public RecursiveASTVisitor<Linter> {
 
   std::optional<std::int64_t> constant(const Expr* expr) const {
     if (!expr || expr->isValueDependent() || !expr->getType()->isIntegralOrEnumerationType()) return std::nullopt;
-    if (auto value = expr->getIntegerConstantExpr(s_.context_)) return value->getExtValue();
+    if (auto value = expr->getIntegerConstantExpr(s_.context)) return value->getExtValue();
     return std::nullopt;
   }
 
@@ -379,7 +381,7 @@ class Linter : public RecursiveASTVisitor<Linter> {
     if (const auto* ref = dyn_cast<DeclRefExpr>(stmt)) {
       const auto* var = dyn_cast<VarDecl>(ref->getDecl());
       return !var || std::find(unrolled_.begin(), unrolled_.end(), var) != unrolled_.end() ||
-             var->isUsableInConstantExpressions(s_.context_);
+             var->isUsableInConstantExpressions(s_.context);
     }
     if (const auto* member = dyn_cast<MemberExpr>(stmt); member && isa<FieldDecl>(member->getMemberDecl()))
       return false;  // a value held in memory (threadIdx.x, r_pixel[i].d0)
@@ -395,13 +397,13 @@ class IncludeChecker : public PPCallbacks {
  public:
   IncludeChecker(State& state, SourceManager& sm) : state_(state), sm_(sm) {}
   void InclusionDirective(SourceLocation hash, const Token&, StringRef name, bool angled, CharSourceRange,
-                          const FileEntry* file, StringRef, StringRef, const Module*, SrcMgr::CharacteristicKind) override {
+                          const FileEntry* file, StringRef, StringRef, const Module*,
+                          SrcMgr::CharacteristicKind) override {
     if (!sm_.isWrittenInMainFile(hash)) return;
     bool allowed = false;
     if (file && !angled && name.endswith(".cuh")) {
-      const std::string dir = absolute_clean(llvm::sys::path::parent_path(file->tryGetRealPathName().empty()
-                                                                              ? file->getName()
-                                                                              : file->tryGetRealPathName()));
+      const std::string dir = absolute_clean(llvm::sys::path::parent_path(
+          file->tryGetRealPathName().empty() ? file->getName() : file->tryGetRealPathName()));
       allowed = std::find(state_.include_dirs.begin(), state_.include_dirs.end(), dir) != state_.include_dirs.end();
     }
     if (!allowed) pending.push_back({hash, name.str()});
@@ -422,14 +424,19 @@ class Consumer : public ASTConsumer {
     Scanner scanner(state_, context);
     Collector(scanner).TraverseDecl(context.getTranslationUnitDecl());
     Interface& interface = state_.result.interface;
-    const SourceLocation top = context.getSourceManager().getLocForStartOfFile(context.getSourceManager().getMainFileID());
-    if (std::none_of(interface.entries.begin(), interface.entries.end(), [](const Entry& e) { return e.suffix.empty(); }))
-      scanner.error(top, "no main entry: expected extern \"C\" __global__ void CONVGEN_ENTRY(...) (the symbol convgen_" +
-                             interface.family + "_default)");
+    const SourceLocation top =
+        context.getSourceManager().getLocForStartOfFile(context.getSourceManager().getMainFileID());
+    if (std::none_of(interface.entries.begin(), interface.entries.end(),
+                     [](const Entry& e) { return e.suffix.empty(); }))
+      scanner.error(top,
+                    "no main entry: expected extern \"C\" __global__ void CONVGEN_ENTRY(...) (the symbol convgen_" +
+                        interface.family + "_default)");
     if (!state_.options.lint) return;
     for (const auto& [hash, name] : includes_->pending)
-      scanner.warn(hash, "#include \"" + name + "\" is outside the allowed set: common.cuh, interface.cuh and other templates/*.cuh",
-                   "include");
+      scanner.warn(
+          hash,
+          "#include \"" + name + "\" is outside the allowed set: common.cuh, interface.cuh and other templates/*.cuh",
+          "include");
     Linter(scanner).TraverseDecl(context.getTranslationUnitDecl());
     for (std::size_t i = 0; i < scanner.param_decls.size(); ++i)
       if (!scanner.param_decls[i]->isReferenced())
@@ -472,16 +479,28 @@ bool line_order(const Finding& a, const Finding& b) {
 }  // namespace
 
 ScanResult scan_template(const std::string& file, const ScanOptions& options) {
-  State state{.options = options, .source_root = options.source_root.empty() ? "" : absolute_clean(options.source_root)};
+  State state{.options = options,
+              .source_root = options.source_root.empty() ? "" : absolute_clean(options.source_root)};
   state.result.interface.template_file = llvm::sys::path::filename(file).str();
   state.result.interface.family = llvm::sys::path::stem(file).str();
   for (const std::string& dir : options.include_dirs) state.include_dirs.push_back(absolute_clean(dir));
 
   // NVRTC's view of a template: device code, no CUDA or system headers, the built-ins from the shim.
-  std::vector<std::string> args = {"-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
-                                   "--cuda-gpu-arch=sm_80", "-std=c++17", "-nostdinc", "-Wno-unknown-cuda-version", "-Wno-cuda-compat",
-                                   "-resource-dir", CONVGEN_CLANG_RESOURCE_DIR, "-DCONVGEN_TEMPLATE_SCANNER",
-                                   "-include", CONVGEN_SCANNER_SHIM};
+  std::vector<std::string> args = {"-x",
+                                   "cuda",
+                                   "--cuda-device-only",
+                                   "-nocudainc",
+                                   "-nocudalib",
+                                   "--cuda-gpu-arch=sm_80",
+                                   "-std=c++17",
+                                   "-nostdinc",
+                                   "-Wno-unknown-cuda-version",
+                                   "-Wno-cuda-compat",
+                                   "-resource-dir",
+                                   CONVGEN_CLANG_RESOURCE_DIR,
+                                   "-DCONVGEN_TEMPLATE_SCANNER",
+                                   "-include",
+                                   CONVGEN_SCANNER_SHIM};
   for (const std::string& dir : state.include_dirs) args.push_back("-I" + dir);
   tooling::FixedCompilationDatabase database(".", args);
   tooling::ClangTool tool(database, {file});
@@ -506,7 +525,8 @@ ScanResult scan_template(const std::string& file, const ScanOptions& options) {
 
 std::string format_finding(const Finding& finding) {
   std::string out = finding.where.file + ":" + std::to_string(finding.where.line) + ":" +
-                    std::to_string(finding.where.column) + (finding.error ? ": error: " : ": warning: ") + finding.message;
+                    std::to_string(finding.where.column) + (finding.error ? ": error: " : ": warning: ") +
+                    finding.message;
   if (!finding.check.empty()) out += " [" + finding.check + "]";
   return out;
 }

@@ -40,7 +40,7 @@ struct Entry {
 };
 
 struct Constraint {
-  std::string condition;            // source text, whitespace collapsed
+  std::string condition;  // source text, whitespace collapsed
   std::string message;
   std::vector<std::string> params;  // tunable parameters the condition names, in order of first mention
   Location where;
@@ -64,9 +64,9 @@ struct Finding {
 };
 
 struct ScanOptions {
-  std::string source_root;               // paths in messages and #line are relative to it
+  std::string source_root;                // paths in messages and #line are relative to it
   std::vector<std::string> include_dirs;  // -I: the templates folder (common.cuh, interface.cuh)
-  bool lint = false;                     // also run the lint checks
+  bool lint = false;                      // also run the lint checks
 };
 
 struct ScanResult {

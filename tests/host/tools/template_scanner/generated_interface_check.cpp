@@ -21,8 +21,14 @@ TEST(GeneratedInterface, IgemmParamsHoldTheTemplatesDefaults) {
 TEST(GeneratedInterface, FromSpecReadsValuesInDeclarationOrder) {
   IgemmParams params;
   from_spec(KernelSpec{.family = "igemm", .values = {128, 32, 16, 8, 2, 1, 4, 4}}, params);
-  EXPECT_EQ(params, (IgemmParams{.block_m = 128, .block_n = 32, .block_k = 16, .thread_m = 8, .thread_n = 2,
-                                 .stages = 1, .split_k = 4, .vector = 4}));
+  EXPECT_EQ(params, (IgemmParams{.block_m = 128,
+                                 .block_n = 32,
+                                 .block_k = 16,
+                                 .thread_m = 8,
+                                 .thread_n = 2,
+                                 .stages = 1,
+                                 .split_k = 4,
+                                 .vector = 4}));
 }
 
 TEST(GeneratedInterface, FromSpecRejectsAnotherFamilyAndAWrongCount) {

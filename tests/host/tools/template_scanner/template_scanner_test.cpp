@@ -185,14 +185,16 @@ TEST(TemplateScanner, RegistryListsEveryFamilySorted) {
   const auto r = scan("--registry --out-dir " + dir.string() + " templates/igemm.cu templates/direct.cu");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string source = read(dir / "all_interfaces.cpp");
-  EXPECT_NE(source.find("static const TemplateInterface* const interfaces[] = {&direct_interface(), &igemm_interface()};"),
-            std::string::npos)
+  EXPECT_NE(
+      source.find("static const TemplateInterface* const interfaces[] = {&direct_interface(), &igemm_interface()};"),
+      std::string::npos)
       << source;
   fs::remove_all(dir);
 }
 
 TEST(LintTemplateCommand, RunsTheScannerNextToConvgen) {
-  const auto clean = run_convgen("lint-template " + kSource + "/templates/igemm.cu " + kSource + "/templates/direct.cu");
+  const auto clean =
+      run_convgen("lint-template " + kSource + "/templates/igemm.cu " + kSource + "/templates/direct.cu");
   EXPECT_EQ(clean.exit_code, 0) << clean.output;
   EXPECT_EQ(clean.output, "");
   const auto r = run_convgen("lint-template " + kSource + "/" + bad("lint_no_restrict"));
@@ -208,9 +210,10 @@ TEST(LintTemplateCommand, SaysWhereItLookedWhenTheScannerIsMissing) {
   fs::copy_file(std::string(CONVGEN_BINARY_DIR) + "/tools/convgen/convgen", dir / "convgen");
   const auto r = run_command((dir / "convgen").string() + " lint-template " + kSource + "/templates/igemm.cu");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.output, "convgen: error: lint-template needs convgen-template-scan, which is built with Clang (scripts/setup.sh "
-                      "installs it); not found next to " +
-                          (dir / "convgen").string() + "\n");
+  EXPECT_EQ(r.output,
+            "convgen: error: lint-template needs convgen-template-scan, which is built with Clang (scripts/setup.sh "
+            "installs it); not found next to " +
+                (dir / "convgen").string() + "\n");
   fs::remove_all(dir);
 }
 
