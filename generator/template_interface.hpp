@@ -60,4 +60,7 @@ struct TemplateInterface {
   std::span<const ConstraintDecl> constraints;
 };
 
+// Every scanned template's interface, sorted by family; generated at build time (all_interfaces.cpp) from templates/*.cu.
+std::span<const TemplateInterface* const> template_interfaces();
+
 }  // namespace convgen

@@ -2,7 +2,8 @@
 # setup: installs the Debian packages convgen builds with (run as root), and checks the CUDA toolkit is there.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ git libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libgtest-dev)
+packages=(cmake ninja-build g++ git libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libgtest-dev
+          libclang-cpp14-dev libclang-14-dev llvm-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,4 +1,6 @@
 // direct: direct convolution for few channels per group (stems, depthwise and grouped layers), the shape baked in.
+#include "interface.cuh"
+
 #ifndef CONVGEN_PRELUDE
 // Defaults so the template compiles alone: a 3x3 depthwise layer, 32 channels at 56x56, batch 2, NCHW.
 #define CONVGEN_ENTRY convgen_direct_default
@@ -11,12 +13,18 @@ constexpr int STRIDE_D = 1, STRIDE_H = 1, STRIDE_W = 1;
 constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
 constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = false;
-constexpr int BLOCK_M = 4, BLOCK_N = 128, BLOCK_K = 1;
-constexpr int THREAD_M = 1, THREAD_N = 2;
+// The tunable parameters, in kernel-name order (direct_m4_n128_k1_tm1_tn2). check_support bounds them further
+// (threads per block, shared memory, BLOCK_K within the channels per group).
+CONVGEN_PARAM("m", "1..4096", "output channels per block") constexpr int BLOCK_M = 4;
+CONVGEN_PARAM("n", "1..4096", "output pixels per block") constexpr int BLOCK_N = 128;
+CONVGEN_PARAM("k", "1..4096", "input channels staged in shared memory per step") constexpr int BLOCK_K = 1;
+CONVGEN_PARAM("tm", "1..256", "output channels per thread") constexpr int THREAD_M = 1;
+CONVGEN_PARAM("tn", "1..256", "output pixels per thread") constexpr int THREAD_N = 2;
 }  // namespace cfg
 #endif
 
-// Nothing from common.cuh is needed; including nothing also lets the host emulation test compile this file as C++.
+// Nothing from common.cuh is needed; including only interface.cuh (macros) also lets the host emulation test compile
+// this file as C++.
 
 // How the kernel works (generator/families/direct.cpp mirrors the grid):
 // - A block computes BLOCK_M output channels x BLOCK_N output pixels; pixels are linearized over (n, o, p, q).

@@ -10,6 +10,8 @@
 //   C[m][npix] = output
 // Each block computes a BLOCK_M x BLOCK_N tile of C over its split's kr range, BLOCK_K at a time through shared
 // memory; each thread holds a THREAD_M x THREAD_N micro tile in registers.
+#include "interface.cuh"
+
 #ifndef CONVGEN_PRELUDE
 #define CONVGEN_ENTRY convgen_igemm_default
 namespace cfg {
@@ -21,9 +23,15 @@ constexpr int STRIDE_D = 1, STRIDE_H = 1, STRIDE_W = 1;
 constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
 constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = false;
-constexpr int BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 8;
-constexpr int THREAD_M = 4, THREAD_N = 4;
-constexpr int STAGES = 2, SPLIT_K = 1, VECTOR = 1;
+// The tunable parameters, in kernel-name order (igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1).
+CONVGEN_PARAM("m", "16,32,64,128,256", "output channels per block (GEMM M tile)") constexpr int BLOCK_M = 64;
+CONVGEN_PARAM("n", "16,32,64,128,256", "output pixels per block (GEMM N tile)") constexpr int BLOCK_N = 64;
+CONVGEN_PARAM("k", "4,8,16,32", "reduction elements per shared-memory step") constexpr int BLOCK_K = 8;
+CONVGEN_PARAM("tm", "1,2,4,8", "output channels per thread") constexpr int THREAD_M = 4;
+CONVGEN_PARAM("tn", "1,2,4,8", "output pixels per thread") constexpr int THREAD_N = 4;
+CONVGEN_PARAM("st", "1,2", "shared-memory stages (2: double-buffered)") constexpr int STAGES = 2;
+CONVGEN_PARAM("sk", "1..64", "splits of the reduction, summed into the output with atomics") constexpr int SPLIT_K = 1;
+CONVGEN_PARAM("v", "1,4", "reduction elements per global load (4: float4)") constexpr int VECTOR = 1;
 }  // namespace cfg
 #endif
 

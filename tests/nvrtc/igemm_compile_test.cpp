@@ -62,8 +62,8 @@ std::vector<KernelSpec> configurations() {
 class IgemmTemplateForArch : public testing::TestWithParam<std::string> {};
 
 TEST_P(IgemmTemplateForArch, CompilesAloneWithItsDefaults) {
-  const Program program{.name = "igemm.cu", .source = template_text("igemm.cu"),
-                        .headers = {{"common.cuh", template_text("common.cuh")}}};
+  Program program{.name = "igemm.cu", .source = template_text("igemm.cu"), .headers = {}};
+  for (const std::string& header : template_header_names()) program.headers.emplace_back(header, template_text(header));
   const Cubin cubin = compile(program, {.arch = GetParam()});
   EXPECT_GT(cubin.report.registers, 0) << cubin.log;
   EXPECT_EQ(cubin.report.spill_store_bytes, 0) << cubin.log;

@@ -1,0 +1,13 @@
+// duplicate_name: two parameters with one field name
+#include "interface.cuh"
+
+#define CONVGEN_ENTRY convgen_duplicate_name_default
+namespace cfg {
+CONVGEN_PARAM("m", "1,2", "tile") constexpr int BLOCK_M = 2;
+CONVGEN_PARAM("b", "1,2", "again") constexpr int block_m = 1;
+}  // namespace cfg
+
+extern "C" __global__ void CONVGEN_ENTRY(const float* __restrict__ g_activation, float* __restrict__ g_output) {
+  g_output[threadIdx.x] = g_activation[threadIdx.x] * cfg::BLOCK_M;
+}
+__device__ int unused_block_m() { return cfg::block_m; }

@@ -1,0 +1,2 @@
+// helpers: a header a template may not include.
+#pragma once
