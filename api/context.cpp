@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "conv/conv_kernel.hpp"
-#include "conv/verify.hpp"
+#include "measure/verify.hpp"
 #include "generator/kernel_spec.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"

@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "bench/nvml.hpp"
+#include "measure/nvml.hpp"
 #include "bench/provenance.hpp"
-#include "bench/verification.hpp"
+#include "measure/verification.hpp"
 #include "conv/conv_kernel.hpp"
-#include "conv/verify.hpp"
+#include "measure/verify.hpp"
 #include "convgen/error.hpp"
 #include "reference/reference.hpp"
 #include "runtime/module.hpp"

@@ -8,7 +8,7 @@
 
 #include "bench/cudnn_routes.hpp"
 #include "bench/report.hpp"
-#include "bench/timing.hpp"
+#include "measure/timing.hpp"
 #include "convgen/gpu.hpp"
 #include "generator/kernel_spec.hpp"
 #include "generator/shapes.hpp"

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "bench/nvml.hpp"
-#include "bench/verification.hpp"
+#include "measure/nvml.hpp"
+#include "measure/verification.hpp"
 #include "conv/conv_kernel.hpp"
 #include "convgen/error.hpp"
 #include "convgen/version.hpp"

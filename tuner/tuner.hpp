@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/timing.hpp"
+#include "measure/timing.hpp"
 #include "convgen/gpu.hpp"
 #include "convgen/problem.hpp"
 #include "generator/kernel_spec.hpp"

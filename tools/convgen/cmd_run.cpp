@@ -1,7 +1,7 @@
 // cmd_run: `convgen run`: runs one kernel for one layer on the GPU and verifies it against the float64 reference.
 #include <fmt/format.h>
 
-#include "conv/verify.hpp"
+#include "measure/verify.hpp"
 #include "convgen/error.hpp"
 #include "runtime/device.hpp"
 #include "runtime/module.hpp"

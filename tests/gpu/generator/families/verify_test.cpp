@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "conv/verify.hpp"
+#include "measure/verify.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"

@@ -30,7 +30,7 @@ struct ReferenceOutputs {
   std::vector<double> values;
 };
 
-// Computes the reference: in full up to kFullReferenceMacs multiply-adds (conv/verify.hpp), else at 8192 output
+// Computes the reference: in full up to kFullReferenceMacs multiply-adds (measure/verify.hpp), else at 8192 output
 // indices drawn from `seed`.
 ReferenceOutputs compute_reference(const Problem& p, std::span<const float> activation, std::span<const float> filter,
                                    std::uint64_t seed);

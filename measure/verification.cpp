@@ -1,10 +1,10 @@
 // verification: the reference outputs and the poisoned, compared run shared by the benchmark and the tuner.
-#include "bench/verification.hpp"
+#include "measure/verification.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "conv/verify.hpp"
+#include "measure/verify.hpp"
 
 namespace convgen {
 

@@ -1,5 +1,5 @@
 // verify: one kernel on the GPU against the float64 reference, on random inputs with a poisoned output.
-#include "conv/verify.hpp"
+#include "measure/verify.hpp"
 
 #include <algorithm>
 #include <cmath>
