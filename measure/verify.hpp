@@ -1,26 +1,21 @@
-// verify: runs a built kernel on the GPU on random inputs with a poisoned output and compares it with the
-// float64 CPU reference.
+// verify: a built kernel of ours as a pipeline candidate, and one kernel verified on the GPU (`convgen run`, the API's
+// cost-model policy, the GPU tests), through the one pipeline (measure/verification).
 #pragma once
 
-#include <cstdint>
-
 #include "conv/conv_kernel.hpp"
-#include "reference/reference.hpp"
+#include "measure/verification.hpp"
+#include "reference/inputs.hpp"
 
 namespace convgen {
 
-struct Verification {
-  ErrorStats stats;
-  bool passed = false;
-  bool sampled = false;        // only a random sample of outputs was compared (large shapes)
-  double kernel_ms = 0;        // one launch, from events (a rough figure, not a benchmark)
-};
+// Returns `kernel` as a candidate named by its entry (the canonical kernel name): its module loaded now and its
+// workspace allocated, both kept alive by the candidate. Throws when the module does not load.
+ConvCandidate kernel_candidate(const BuiltKernel& kernel);
 
-// Outputs compared in full up to this many reference multiply-adds; beyond it a sample of 8192 outputs.
-inline constexpr std::int64_t kFullReferenceMacs = std::int64_t{1} << 28;
-
-// Verifies `kernel` on the current device: inputs random from `seed` (never zeros), the output poisoned with
-// NaN before the run so an unwritten output fails, compared with reference_conv by relative L2 and max error.
-Verification verify_on_gpu(const BuiltKernel& kernel, std::uint64_t seed);
+// Verifies `kernel` on the current device on `inputs` (dense random from seed 1 by default): the output poisoned
+// with NaN before the run so an unwritten output fails, compared with the float64 reference by relative L2 error
+// (the precision's limit) and max error.
+//   Verification v = verify_on_gpu(kernel, {.activation = SparseRandom{SparsityPattern::uniform, 0.5}, .seed = 3});
+Verification verify_on_gpu(const BuiltKernel& kernel, const ConvInputs& inputs = {});
 
 }  // namespace convgen
