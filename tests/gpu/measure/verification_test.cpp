@@ -25,9 +25,10 @@ class GpuPipeline : public testing::Test {
   void SetUp() override {
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
     context_.emplace(0);
+    stream_.emplace();
   }
   std::optional<Context> context_;
-  Stream stream_;
+  std::optional<Stream> stream_;  // made after the context is current
 };
 
 TEST_F(GpuPipeline, AnUnwrittenOutputFailsWithTheFirstNaN) {
@@ -35,7 +36,7 @@ TEST_F(GpuPipeline, AnUnwrittenOutputFailsWithTheFirstNaN) {
     Problem p = kProblem;
     p.precision = precision;
     ConvMeasurement m(p, {});
-    const Verification v = m.verify({"nothing", [](const ConvPointers&, CUstream) {}}, stream_);
+    const Verification v = m.verify({"nothing", [](const ConvPointers&, CUstream) {}}, *stream_);
     EXPECT_FALSE(v.passed);
     EXPECT_EQ(v.failure, fmt::format("nothing on {}: wrong result: {} outputs are NaN or infinite (first at output 0)",
                                      problem_key(p), output_elements(p)));
@@ -48,7 +49,7 @@ TEST_F(GpuPipeline, AZeroOutputFailsWithTheRelativeErrorAndWhere) {
   const Verification v = m.verify({"zeros", [bytes](const ConvPointers& t, CUstream s) {
                                      CONVGEN_CU_CHECK(driver().cuMemsetD8Async(t.output, 0, bytes, s));
                                    }},
-                                  stream_);
+                                  *stream_);
   EXPECT_FALSE(v.passed);
   EXPECT_EQ(v.stats.rel_l2, 1.0);
   EXPECT_EQ(v.failure.rfind(fmt::format("zeros on {}: wrong result: relative L2 error 1.0e+00 > 1e-05 (max error ",
@@ -66,10 +67,10 @@ TEST_F(GpuPipeline, OurDefaultKernelPassesOnEveryPatternAndSparsity) {
   for (SparsityPattern pattern : {SparsityPattern::uniform, SparsityPattern::channel, SparsityPattern::blob})
     for (double fraction : {0.0, 0.5, 0.9, 0.99, 1.0}) {
       ConvMeasurement m(kProblem, {.activation = SparseRandom{pattern, fraction}}, 3);
-      const Verification v = m.verify(candidate, stream_);
+      const Verification v = m.verify(candidate, *stream_);
       EXPECT_TRUE(v.passed) << to_string(pattern) << " " << fraction << ": " << v.failure;
       const std::vector<TimingResult> t = m.time(std::span(&candidate, 1), {.samples = 3, .calls_per_sample = 3},
-                                                 stream_);
+                                                 *stream_);
       EXPECT_EQ(t.size(), 1u);
     }
 }
