@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "conv/conv_kernel.hpp"
-#include "conv/verify.hpp"
+#include "measure/verify.hpp"
 #include "generator/kernel_spec.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
@@ -115,10 +115,9 @@ std::shared_ptr<const ConvOp> ConvContext::Impl::from_cost_model(const Problem& 
     if (candidate.status != MeasurementStatus::ok) continue;                       // did not compile
     const BuiltKernel kernel = build_kernel(problem, candidate.spec, gpu, cache);  // a JIT cache hit
     try {
-      const Verification v = verify_on_gpu(kernel, 1);
+      const Verification v = verify_on_gpu(kernel);
       if (v.passed) return load(kernel, ChosenBy::cost_model);
-      failures.push_back(fmt::format("{} failed verification (rel_l2 {:.3g}, {} NaN)", kernel_name(candidate.spec),
-                                     v.stats.rel_l2, v.stats.nan_count));
+      failures.push_back(v.failure);
     } catch (const ApiError& e) {  // e.g. refused for resources the model did not foresee
       failures.push_back(fmt::format("{}: {}", kernel_name(candidate.spec), e.what()));
     }

@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "bench/nvml.hpp"
+#include "measure/nvml.hpp"
 #include "bench/provenance.hpp"
-#include "bench/verification.hpp"
+#include "measure/verification.hpp"
+#include "measure/verify.hpp"
 #include "conv/conv_kernel.hpp"
-#include "conv/verify.hpp"
 #include "convgen/error.hpp"
 #include "reference/reference.hpp"
 #include "runtime/module.hpp"
@@ -119,47 +119,37 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   CudnnBaseline cudnn(p, options_.cudnn);
 
   // Buffers: enough sets that rotating through them leaves nothing of the last call in L2 (unless --warm).
-  const std::int64_t bytes_per_set = (activation_elements(p) + filter_elements(p) + output_elements(p)) * 4;
-  row.buffer_sets = buffer_sets_to_defeat_l2(bytes_per_set, gpu_.l2_bytes, options_.warm);
-  std::vector<float> h_activation(static_cast<std::size_t>(activation_elements(p)));
-  std::vector<float> h_filter(static_cast<std::size_t>(filter_elements(p)));
-  std::vector<float> scratch(static_cast<std::size_t>(output_elements(p)));
-  fill_random(h_activation, seed);
-  fill_random(h_filter, seed ^ 0x9e3779b97f4a7c15ull);
-  std::vector<BufferSet> sets = make_buffer_sets(p, row.buffer_sets, h_activation, h_filter);
-  std::int64_t our_workspace = 0;
-  for (const BuildOutcome& b : built)
-    if (const auto* k = std::get_if<BuiltKernel>(&b)) our_workspace = std::max(our_workspace, k->workspace_bytes());
-  DeviceBuffer workspace(std::max<std::size_t>({cudnn.max_workspace_bytes(), std::size_t(our_workspace), 256}));
+  row.buffer_sets = buffer_sets_to_defeat_l2(buffer_set_bytes(p), gpu_.l2_bytes, options_.warm);
+  DeviceBuffer cudnn_workspace(std::max<std::size_t>(cudnn.max_workspace_bytes(), 256));
 
-  stage("computing the float64 reference");
-  const ReferenceOutputs ref = compute_reference(p, h_activation, h_filter, seed);
+  stage("making the inputs and the float64 reference");
+  ConvMeasurement measurement(p, {.activation = options_.activation, .filter = options_.filter, .seed = seed},
+                              row.buffer_sets);
   Stream stream;
 
   // Verify every route and candidate; the verified ones become timing candidates.
   stage("verifying");
-  std::vector<Candidate> candidates;
+  std::vector<ConvCandidate> candidates;
   std::vector<std::size_t> candidate_cudnn_entry;  // candidate i < cudnn_count: its row.cudnn index
   const auto& routes = cudnn.routes();
   for (std::size_t r = 0; r < routes.size(); ++r) {
     const CudnnRoute& route = routes[r];
     CudnnEntry entry{.route = route.route, .algo = route.algo, .knobs = route.knobs,
                      .workspace_bytes = static_cast<std::int64_t>(route.workspace_bytes)};
+    ConvCandidate candidate{fmt::format("cudnn {}", entry.algo),
+                            [&cudnn, &cudnn_workspace, r](const ConvPointers& t, CUstream s) {
+                              cudnn.launch(r, t.activation, t.filter, t.output, cudnn_workspace.ptr(), s);
+                            }};
     if (!route.supported()) {
       entry.status = RouteStatus::unsupported;
       entry.reason = route.status_detail.empty() ? route.status : route.status + ": " + route.status_detail;
     } else {
       try {
-        entry.error = verify_launch(
-            [&](CUstream s) {
-              cudnn.launch(r, sets[0].activation.ptr(), sets[0].filter.ptr(), sets[0].output.ptr(), workspace.ptr(),
-                           s);
-            },
-            sets[0].output, ref, scratch, stream);
-        if (!passes(*entry.error, p.precision)) {
+        const Verification v = measurement.verify(candidate, stream);
+        entry.error = v.stats;
+        if (!v.passed) {
           entry.status = RouteStatus::failed_verification;
-          entry.reason = fmt::format("rel L2 error {:.3g} (limit {:.0e}), {} NaN", entry.error->rel_l2,
-                                     error_limit(p.precision), entry.error->nan_count);
+          entry.reason = v.failure;
         }
       } catch (const std::exception& e) {
         entry.status = RouteStatus::error;
@@ -169,16 +159,12 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
     }
     if (entry.status == RouteStatus::ok) {
       candidate_cudnn_entry.push_back(row.cudnn.size());
-      candidates.push_back({fmt::format("cudnn {}", entry.algo), [&, r](CUstream s, int i) {
-                              cudnn.launch(r, sets[i].activation.ptr(), sets[i].filter.ptr(), sets[i].output.ptr(),
-                                           workspace.ptr(), s);
-                            }});
+      candidates.push_back(std::move(candidate));
     }
     row.cudnn.push_back(std::move(entry));
   }
   const std::size_t cudnn_count = candidates.size();
 
-  std::vector<std::unique_ptr<ConvLauncher>> launchers;
   std::vector<OursEntry> ours;
   std::vector<std::optional<std::size_t>> ours_candidate;  // parallel to `ours`: its timing candidate, if verified
   std::string build_failures;
@@ -190,26 +176,16 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
     const BuiltKernel& k = std::get<BuiltKernel>(built[i]);
     OursEntry entry{.kernel = k.source.entry};
     try {
-      auto launcher = std::make_unique<ConvLauncher>(k);
-      launcher->prepare(sets[0].filter.ptr(), stream.get());  // every set holds the same filter
-      entry.error = verify_launch(
-          [&](CUstream s) {
-            launcher->launch(sets[0].activation.ptr(), sets[0].filter.ptr(), sets[0].output.ptr(), workspace.ptr(),
-                             s);
-          },
-          sets[0].output, ref, scratch, stream);
-      if (!passes(*entry.error, p.precision)) {
+      ConvCandidate candidate = kernel_candidate(k);
+      const Verification v = measurement.verify(candidate, stream);
+      entry.error = v.stats;
+      if (!v.passed) {
         entry.status = RouteStatus::failed_verification;
-        entry.reason = fmt::format("rel L2 error {:.3g}, {} NaN", entry.error->rel_l2, entry.error->nan_count);
+        entry.reason = v.failure;
       } else {
-        ConvLauncher* l = launcher.get();
         ours_candidate.resize(ours.size() + 1);
         ours_candidate[ours.size()] = candidates.size();
-        candidates.push_back({entry.kernel, [&, l](CUstream s, int set) {
-                                l->launch(sets[set].activation.ptr(), sets[set].filter.ptr(), sets[set].output.ptr(),
-                                          workspace.ptr(), s);
-                              }});
-        launchers.push_back(std::move(launcher));
+        candidates.push_back(std::move(candidate));
       }
     } catch (const std::exception& e) {
       entry.status = RouteStatus::error;
@@ -222,7 +198,9 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   stage(fmt::format("timing {} cuDNN routes and {} of ours", cudnn_count, candidates.size() - cudnn_count));
   TimingOptions timing = options_.timing;
   timing.buffer_sets = row.buffer_sets;
-  const std::vector<TimingResult> results = time_screened(candidates, cudnn_count, timing, options_.finalists, stream);
+  std::vector<Candidate> timed;
+  for (const ConvCandidate& c : candidates) timed.push_back(measurement.timed(c));
+  const std::vector<TimingResult> results = time_screened(timed, cudnn_count, timing, options_.finalists, stream);
   for (std::size_t c = 0; c < cudnn_count; ++c) row.cudnn[candidate_cudnn_entry[c]].timing = results[c];
 
   // Ours: the fastest verified candidate in the headline mode (graph replay where it could be captured).
@@ -239,7 +217,9 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
     row.ours = ours.front();  // every candidate failed: show the first failure
   } else {
     row.ours = {.kernel = "", .status = RouteStatus::unsupported,
-                .reason = build_failures.empty() ? "no family serves this problem" : build_failures};
+                .reason = build_failures.empty() ? fmt::format("no family serves this problem ({} {})", p.layout,
+                                                               p.precision)
+                                                 : build_failures};
   }
   int failed = 0;
   for (const OursEntry& e : ours) failed += e.status != RouteStatus::ok;
@@ -248,14 +228,14 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
 
   stage("energy");
   if (best_ours) {
-    const Candidate& c = candidates[*ours_candidate[*best_ours]];
+    const Candidate& c = timed[*ours_candidate[*best_ours]];
     const EnergyMeasurement e = energy_per_call(nvml_, [&] { c.enqueue(stream.get(), 0); }, stream.get());
     row.ours.energy_mj = e.mj_per_call;
     row.ours.energy_note = e.unavailable;
   }
   if (const auto best = cudnn_best(row)) {
     const auto it = std::find(candidate_cudnn_entry.begin(), candidate_cudnn_entry.end(), *best);
-    const Candidate& c = candidates[static_cast<std::size_t>(it - candidate_cudnn_entry.begin())];
+    const Candidate& c = timed[static_cast<std::size_t>(it - candidate_cudnn_entry.begin())];
     const EnergyMeasurement e = energy_per_call(nvml_, [&] { c.enqueue(stream.get(), 0); }, stream.get());
     row.cudnn_energy_mj = e.mj_per_call;
     row.cudnn_energy_note = e.unavailable;
@@ -277,9 +257,6 @@ Problem bench_problem(const Problem& layer, int batch, const BenchOptions& optio
 
 BenchReport run_bench(const Suite& suite, const Gpu& gpu, const BenchOptions& options,
                       const std::string& command_line, const BenchProgress& progress) {
-  if (options.precision != Precision::fp32 && options.precision != Precision::tf32)
-    throw InputError(fmt::format("--precision {}: the bench measures fp32 and tf32 so far (no family serves {} yet)",
-                                 options.precision, options.precision));
   check_timing_options(options.timing);
   const Nvml* nvml = Nvml::open(0);
   BenchReport report{.provenance = collect_provenance(0, nvml, cudnn_version(), command_line),

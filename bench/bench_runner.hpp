@@ -8,16 +8,17 @@
 
 #include "bench/cudnn_routes.hpp"
 #include "bench/report.hpp"
-#include "bench/timing.hpp"
+#include "measure/timing.hpp"
 #include "convgen/gpu.hpp"
 #include "generator/kernel_spec.hpp"
 #include "generator/shapes.hpp"
+#include "reference/inputs.hpp"
 
 namespace convgen {
 
 struct BenchOptions {
   std::vector<int> batches;               // empty: the shapes file's batch
-  Precision precision = Precision::fp32;  // fp32 (strict FMA) or tf32
+  Precision precision = Precision::fp32;  // fp32 (strict FMA), tf32, fp16 or bf16 (tensor-op math; ours: none yet)
   std::optional<Layout> layout;           // channels-first or -last override; the rank stays the layer's
   bool warm = false;                      // allow L2 residency (else rotate buffer sets past 2 x L2)
   TimingOptions timing;                   // buffer_sets is set per layer
@@ -29,6 +30,9 @@ struct BenchOptions {
   std::uint64_t seed = 1;
   // Further kernels of ours to try for a problem, e.g. the tuning database's best (`convgen bench` passes it).
   std::function<std::vector<KernelSpec>(const Problem&)> extra_candidates;
+  // The inputs both sides are verified and timed on (the seed is `seed` plus the layer's index).
+  TensorSource activation = DenseRandom{};
+  TensorSource filter = DenseRandom{};
 };
 
 // Samples per route in the screening round.

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/nvml.hpp"
+#include "measure/nvml.hpp"
 
 namespace convgen {
 

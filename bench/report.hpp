@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench/provenance.hpp"
-#include "bench/timing.hpp"
+#include "measure/timing.hpp"
 #include "convgen/enum_names.hpp"
 #include "convgen/problem.hpp"
 #include "reference/reference.hpp"
@@ -63,7 +63,7 @@ struct OursEntry {
   std::string reason;
   std::optional<ErrorStats> error;
   std::optional<TimingResult> timing;
-  std::optional<double> energy_mj;  // per call (bench/nvml.hpp energy_per_call)
+  std::optional<double> energy_mj;  // per call (measure/nvml.hpp energy_per_call)
   std::string energy_note;          // why energy_mj is empty
 };
 

@@ -31,8 +31,10 @@ class Indexer {
     return (((k * cg_ + c) * f.d + t) * f.h + r) * f.w + s;
   }
 
-  // Computes one output element, given by its flat index in the output layout.
-  double output(std::int64_t index, const float* activation_data, const float* filter_data) const {
+  // Computes one output element, given by its flat index in the output layout; the readers give element i of the
+  // activation and the filter as a double.
+  template <class ActivationReader, class FilterReader>
+  double output(std::int64_t index, ActivationReader activation_data, FilterReader filter_data) const {
     std::int64_t n, k, o, p, q;
     if (last_) {
       k = index % p_.k, index /= p_.k;
@@ -57,8 +59,7 @@ class Indexer {
           const std::int64_t w = q * p_.stride.w - p_.padding.w + s * p_.dilation.w;
           if (w < 0 || w >= p_.input.w) continue;
           for (std::int64_t c = 0; c < cg_; ++c)
-            sum += double{activation_data[activation(n, first_channel + c, d, h, w)]} *
-                   double{filter_data[filter(k, c, t, r, s)]};
+            sum += activation_data(activation(n, first_channel + c, d, h, w)) * filter_data(filter(k, c, t, r, s));
         }
       }
     }
@@ -72,16 +73,16 @@ class Indexer {
   bool last_;
 };
 
-void check_inputs(const Problem& problem, std::span<const float> activation, std::span<const float> filter) {
+void check_inputs(const Problem& problem, std::int64_t activation_size, std::int64_t filter_size) {
   if (const std::string reason = validate(problem); !reason.empty())
     throw InputError(fmt::format("invalid problem {}: {}", problem_key(problem), reason));
-  const auto check_size = [&](const char* what, std::size_t size, std::int64_t expected) {
-    if (static_cast<std::int64_t>(size) != expected)
+  const auto check_size = [&](const char* what, std::int64_t size, std::int64_t expected) {
+    if (size != expected)
       throw InputError(
           fmt::format("{} has {} elements, expected {} for {}", what, size, expected, problem_key(problem)));
   };
-  check_size("activation", activation.size(), activation_elements(problem));
-  check_size("filter", filter.size(), filter_elements(problem));
+  check_size("activation", activation_size, activation_elements(problem));
+  check_size("filter", filter_size, filter_elements(problem));
 }
 
 // splitmix64 (Steele, Lea, Flood 2014; the seeding generator of xoshiro): one 64-bit add and a fixed mix, so the
@@ -95,20 +96,39 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 
 }  // namespace
 
-std::vector<double> reference_conv(const Problem& problem, std::span<const float> activation,
-                                   std::span<const float> filter) {
-  check_inputs(problem, activation, filter);
+namespace {
+
+// Element readers: a double from element i of a float span or of a typed tensor.
+struct FloatReader {
+  const float* data;
+  double operator()(std::int64_t i) const { return data[i]; }
+};
+struct TensorReader {
+  const HostTensor* tensor;
+  double operator()(std::int64_t i) const { return tensor->get(i); }
+};
+
+// Calls fn(reader) with the fastest reader of `tensor` (a plain pointer for fp32 data).
+template <class Fn>
+auto with_reader(const HostTensor& tensor, Fn fn) {
+  if (tensor.type() == DataType::fp32)
+    return fn(FloatReader{reinterpret_cast<const float*>(tensor.bytes().data())});
+  return fn(TensorReader{&tensor});
+}
+
+template <class A, class F>
+std::vector<double> conv_all(const Problem& problem, A activation, F filter) {
   const Indexer indexer(problem);
   const std::int64_t count = output_elements(problem);
   std::vector<double> output(static_cast<std::size_t>(count));
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < count; ++i) output[i] = indexer.output(i, activation.data(), filter.data());
+  for (std::int64_t i = 0; i < count; ++i) output[i] = indexer.output(i, activation, filter);
   return output;
 }
 
-std::vector<double> reference_conv_at(const Problem& problem, std::span<const float> activation,
-                                      std::span<const float> filter, std::span<const std::int64_t> output_indices) {
-  check_inputs(problem, activation, filter);
+template <class A, class F>
+std::vector<double> conv_at(const Problem& problem, A activation, F filter,
+                            std::span<const std::int64_t> output_indices) {
   const std::int64_t count = output_elements(problem);
   for (std::int64_t index : output_indices)
     if (index < 0 || index >= count)
@@ -118,9 +138,39 @@ std::vector<double> reference_conv_at(const Problem& problem, std::span<const fl
   const auto samples = static_cast<std::int64_t>(output_indices.size());
   std::vector<double> output(output_indices.size());
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < samples; ++i)
-    output[i] = indexer.output(output_indices[i], activation.data(), filter.data());
+  for (std::int64_t i = 0; i < samples; ++i) output[i] = indexer.output(output_indices[i], activation, filter);
   return output;
+}
+
+std::int64_t ssize(std::span<const float> values) { return static_cast<std::int64_t>(values.size()); }
+
+}  // namespace
+
+std::vector<double> reference_conv(const Problem& problem, std::span<const float> activation,
+                                   std::span<const float> filter) {
+  check_inputs(problem, ssize(activation), ssize(filter));
+  return conv_all(problem, FloatReader{activation.data()}, FloatReader{filter.data()});
+}
+
+std::vector<double> reference_conv(const Problem& problem, const HostTensor& activation, const HostTensor& filter) {
+  check_inputs(problem, activation.size(), filter.size());
+  return with_reader(activation, [&](auto a) {
+    return with_reader(filter, [&](auto f) { return conv_all(problem, a, f); });
+  });
+}
+
+std::vector<double> reference_conv_at(const Problem& problem, std::span<const float> activation,
+                                      std::span<const float> filter, std::span<const std::int64_t> output_indices) {
+  check_inputs(problem, ssize(activation), ssize(filter));
+  return conv_at(problem, FloatReader{activation.data()}, FloatReader{filter.data()}, output_indices);
+}
+
+std::vector<double> reference_conv_at(const Problem& problem, const HostTensor& activation, const HostTensor& filter,
+                                      std::span<const std::int64_t> output_indices) {
+  check_inputs(problem, activation.size(), filter.size());
+  return with_reader(activation, [&](auto a) {
+    return with_reader(filter, [&](auto f) { return conv_at(problem, a, f, output_indices); });
+  });
 }
 
 std::vector<std::int64_t> sample_output_indices(const Problem& problem, std::int64_t count, std::uint64_t seed) {
@@ -153,16 +203,19 @@ struct ErrorAccumulator {
   double diff_sq = 0, ref_sq = 0;
   ErrorStats stats;
 
-  void add(float out, double ref) {
+  void add(float out, double ref, std::int64_t index) {
     ++stats.compared;
     if (!std::isfinite(out)) {
-      ++stats.nan_count;
+      if (stats.nan_count++ == 0) stats.first_nan_index = index;
       return;
     }
     const double diff = double{out} - ref;
     diff_sq += diff * diff;
     ref_sq += ref * ref;
-    stats.max_abs = std::max(stats.max_abs, std::abs(diff));
+    if (std::abs(diff) > stats.max_abs || stats.max_abs_index < 0) {
+      stats.max_abs = std::abs(diff);
+      stats.max_abs_index = index;
+    }
   }
 
   ErrorStats finish() {
@@ -172,30 +225,55 @@ struct ErrorAccumulator {
   }
 };
 
-}  // namespace
-
-ErrorStats compare(std::span<const float> output, std::span<const double> reference) {
-  if (output.size() != reference.size())
-    throw InputError(
-        fmt::format("output has {} elements, expected {} (the reference's)", output.size(), reference.size()));
+template <class Output>
+ErrorStats compare_all(const Output& output, std::int64_t size, std::span<const double> reference) {
+  if (size != static_cast<std::int64_t>(reference.size()))
+    throw InputError(fmt::format("output has {} elements, expected {} (the reference's)", size, reference.size()));
   ErrorAccumulator acc;
-  for (std::size_t i = 0; i < output.size(); ++i) acc.add(output[i], reference[i]);
+  for (std::int64_t i = 0; i < size; ++i) acc.add(output(i), reference[static_cast<std::size_t>(i)], i);
   return acc.finish();
 }
 
-ErrorStats compare(std::span<const float> output, std::span<const double> reference,
-                   std::span<const std::int64_t> indices) {
+template <class Output>
+ErrorStats compare_at(const Output& output, std::int64_t size, std::span<const double> reference,
+                      std::span<const std::int64_t> indices) {
   if (indices.size() != reference.size())
     throw InputError(
         fmt::format("reference has {} values, expected one per index ({})", reference.size(), indices.size()));
   ErrorAccumulator acc;
   for (std::size_t i = 0; i < indices.size(); ++i) {
     const std::int64_t index = indices[i];
-    if (index < 0 || index >= static_cast<std::int64_t>(output.size()))
-      throw InputError(fmt::format("index {} is out of range for an output of {} elements", index, output.size()));
-    acc.add(output[static_cast<std::size_t>(index)], reference[i]);
+    if (index < 0 || index >= size)
+      throw InputError(fmt::format("index {} is out of range for an output of {} elements", index, size));
+    acc.add(output(index), reference[i], index);
   }
   return acc.finish();
+}
+
+}  // namespace
+
+ErrorStats compare(std::span<const float> output, std::span<const double> reference) {
+  return compare_all([&](std::int64_t i) { return output[static_cast<std::size_t>(i)]; }, ssize(output), reference);
+}
+
+ErrorStats compare(std::span<const float> output, std::span<const double> reference,
+                   std::span<const std::int64_t> indices) {
+  return compare_at([&](std::int64_t i) { return output[static_cast<std::size_t>(i)]; }, ssize(output), reference,
+                    indices);
+}
+
+ErrorStats compare(const HostTensor& output, std::span<const double> reference) {
+  return compare_all([&](std::int64_t i) { return output.get(i); }, output.size(), reference);
+}
+
+ErrorStats compare(const HostTensor& output, std::span<const double> reference, std::span<const std::int64_t> indices) {
+  return compare_at([&](std::int64_t i) { return output.get(i); }, output.size(), reference, indices);
+}
+
+std::int64_t count_not_finite(const HostTensor& output) {
+  std::int64_t count = 0;
+  for (std::int64_t i = 0; i < output.size(); ++i) count += !std::isfinite(output.get(i));
+  return count;
 }
 
 double error_limit(Precision precision) {
@@ -216,13 +294,22 @@ bool passes(const ErrorStats& stats, Precision precision) {
   return stats.compared > 0 && stats.nan_count == 0 && stats.rel_l2 <= error_limit(precision);
 }
 
+float random_nonzero(std::uint64_t& state) {
+  // Top 24 bits m give (2m + 1 - 2^24) / 2^24: odd numerators, so never zero, and exact in a float mantissa.
+  const auto m = static_cast<std::int64_t>(splitmix64(state) >> 40);
+  return static_cast<float>(static_cast<double>(2 * m + 1 - (std::int64_t{1} << 24)) / 16777216.0);
+}
+
+std::uint64_t random_bits(std::uint64_t& state) { return splitmix64(state); }
+
 void fill_random(std::span<float> data, std::uint64_t seed) {
   std::uint64_t state = seed;
-  for (float& value : data) {
-    // Top 24 bits m give (2m + 1 - 2^24) / 2^24: odd numerators, so never zero, and exact in a float mantissa.
-    const auto m = static_cast<std::int64_t>(splitmix64(state) >> 40);
-    value = static_cast<float>(static_cast<double>(2 * m + 1 - (std::int64_t{1} << 24)) / 16777216.0);
-  }
+  for (float& value : data) value = random_nonzero(state);
+}
+
+void fill_random(HostTensor& data, std::uint64_t seed) {
+  std::uint64_t state = seed;
+  for (std::int64_t i = 0; i < data.size(); ++i) data.set(i, random_nonzero(state));
 }
 
 }  // namespace convgen

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "convgen/problem.hpp"
+#include "reference/host_tensor.hpp"
 
 namespace convgen {
 
@@ -15,11 +16,15 @@ namespace convgen {
 //   auto out = reference_conv(problem, activation, filter);  // out.size() == output_elements(problem)
 std::vector<double> reference_conv(const Problem& problem, std::span<const float> activation,
                                    std::span<const float> filter);
+// The same from typed tensors of any element type (each may differ from the other and from the problem's).
+std::vector<double> reference_conv(const Problem& problem, const HostTensor& activation, const HostTensor& filter);
 
 // Computes only the outputs at `output_indices` (flat indices in the problem's output layout), in that order, for
 // shapes too large to compute whole. Throws InputError for an index outside the output.
 std::vector<double> reference_conv_at(const Problem& problem, std::span<const float> activation,
                                       std::span<const float> filter, std::span<const std::int64_t> output_indices);
+std::vector<double> reference_conv_at(const Problem& problem, const HostTensor& activation, const HostTensor& filter,
+                                      std::span<const std::int64_t> output_indices);
 
 // Picks `count` distinct output indices, sorted, deterministic per seed; all indices when the output has no more
 // than `count` elements.
@@ -31,6 +36,8 @@ struct ErrorStats {
   double max_abs = 0;          // max |out - ref| over the finite outputs
   std::int64_t nan_count = 0;  // outputs that are NaN or infinite
   std::int64_t compared = 0;
+  std::int64_t max_abs_index = -1;    // flat output index of max_abs (-1: no finite output compared)
+  std::int64_t first_nan_index = -1;  // flat output index of the first NaN or Inf compared (-1: none)
 };
 
 // Compares `output` with the reference values, element by element; the sizes must match.
@@ -41,6 +48,13 @@ ErrorStats compare(std::span<const float> output, std::span<const double> refere
 ErrorStats compare(std::span<const float> output, std::span<const double> reference,
                    std::span<const std::int64_t> indices);
 
+// The same for an output of any element type.
+ErrorStats compare(const HostTensor& output, std::span<const double> reference);
+ErrorStats compare(const HostTensor& output, std::span<const double> reference, std::span<const std::int64_t> indices);
+
+// Returns the number of NaN or infinite values in `output`.
+std::int64_t count_not_finite(const HostTensor& output);
+
 // Returns the relative L2 limit for a precision (DESIGN.md: fp32 1e-5, tf32 2e-3, fp16/bf16 1e-2).
 double error_limit(Precision precision);
 
@@ -50,5 +64,12 @@ bool passes(const ErrorStats& stats, Precision precision);
 // Fills `data` with uniform random values in (-1, 1) from `seed`: splitmix64, 24 bits per value mapped to the odd
 // multiples of 2^-24, so every value is exact in fp32, never zero, and the same on every platform.
 void fill_random(std::span<float> data, std::uint64_t seed);
+// The same values, rounded to the tensor's type (never to zero: 2^-24 is an fp16 subnormal, and bf16 has fp32's range).
+void fill_random(HostTensor& data, std::uint64_t seed);
+
+// The generator behind fill_random, for the input generators (reference/inputs): one splitmix64 step, and one value
+// of fill_random's distribution.
+std::uint64_t random_bits(std::uint64_t& state);
+float random_nonzero(std::uint64_t& state);
 
 }  // namespace convgen

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/timing.hpp"
+#include "measure/timing.hpp"
 #include "convgen/gpu.hpp"
 #include "generator/shapes.hpp"
 #include "runtime/thread_pool.hpp"

@@ -10,8 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "bench/nvml.hpp"
-#include "bench/verification.hpp"
+#include "measure/nvml.hpp"
+#include "measure/verification.hpp"
+#include "measure/verify.hpp"
 #include "conv/conv_kernel.hpp"
 #include "convgen/error.hpp"
 #include "convgen/version.hpp"
@@ -116,11 +117,6 @@ MeasurementStatus classify_launch_failure(std::string_view message, const std::o
       prediction->resident_blocks_per_sm == 0)
     return MeasurementStatus::resources;
   return MeasurementStatus::launch_error;
-}
-
-std::string verification_failure_text(const ErrorStats& stats, Precision precision) {
-  return fmt::format("rel L2 error {:.3g} (limit {:.0e}), {} NaN", stats.rel_l2, error_limit(precision),
-                     stats.nan_count);
 }
 
 std::vector<KernelSpec> tuning_candidates(const Problem& problem, const Gpu& gpu) {
@@ -236,42 +232,27 @@ TuneResult Tuner::tune(const Problem& problem, const TuneOptions& options) {
   std::vector<double> clock_start(n, 0), clock_end(n, 0);
   if (any_built) {
     const Problem& p = problem;
-    const std::int64_t bytes_per_set = (activation_elements(p) + filter_elements(p) + output_elements(p)) * 4;
     TimingOptions timing = options.timing;
-    timing.buffer_sets = buffer_sets_to_defeat_l2(bytes_per_set, gpu_.l2_bytes, options.warm);
-    std::vector<float> h_activation(static_cast<std::size_t>(activation_elements(p)));
-    std::vector<float> h_filter(static_cast<std::size_t>(filter_elements(p)));
-    std::vector<float> scratch(static_cast<std::size_t>(output_elements(p)));
-    fill_random(h_activation, options.seed);
-    fill_random(h_filter, options.seed ^ 0x9e3779b97f4a7c15ull);
-    std::vector<BufferSet> sets = make_buffer_sets(p, timing.buffer_sets, h_activation, h_filter);
-    std::int64_t workspace_bytes = 256;
-    for (const auto& k : prepared.kernels)
-      if (k) workspace_bytes = std::max(workspace_bytes, k->workspace_bytes());
-    DeviceBuffer workspace(static_cast<std::size_t>(workspace_bytes));
-    const ReferenceOutputs ref = compute_reference(p, h_activation, h_filter, options.seed);
+    timing.buffer_sets = buffer_sets_to_defeat_l2(buffer_set_bytes(p), gpu_.l2_bytes, options.warm);
+    ConvMeasurement measurement(p, {.activation = options.activation, .filter = options.filter, .seed = options.seed},
+                                timing.buffer_sets);
     Stream stream;
     const Nvml* nvml = Nvml::open(device_);
-    std::vector<std::unique_ptr<ConvLauncher>> launchers(n);
+    std::vector<std::optional<ConvCandidate>> verified(n);
 
     // Loads and verifies candidate i; a failure is classified into its outcome.
     const auto verify = [&](std::size_t i) {
       CandidateOutcome& c = cands[i];
       try {
-        auto launcher = std::make_unique<ConvLauncher>(*prepared.kernels[i]);
-        launcher->prepare(sets[0].filter.ptr(), stream.get());  // every set holds the same filter
-        c.verification = verify_launch(
-            [&](CUstream s) {
-              launcher->launch(sets[0].activation.ptr(), sets[0].filter.ptr(), sets[0].output.ptr(),
-                               workspace.ptr(), s);
-            },
-            sets[0].output, ref, scratch, stream);
-        if (!passes(*c.verification, p.precision)) {
+        ConvCandidate candidate = kernel_candidate(*prepared.kernels[i]);
+        const Verification v = measurement.verify(candidate, stream);
+        c.verification = v.stats;
+        if (!v.passed) {
           c.status = MeasurementStatus::wrong_result;
-          c.error = verification_failure_text(*c.verification, p.precision);
+          c.error = v.failure;
           return false;
         }
-        launchers[i] = std::move(launcher);
+        verified[i] = std::move(candidate);
         return true;
       } catch (const NoDeviceError&) {
         throw;
@@ -286,13 +267,7 @@ TuneResult Tuner::tune(const Problem& problem, const TuneOptions& options) {
         return false;
       }
     };
-    const auto candidate = [&](std::size_t i) {
-      ConvLauncher* l = launchers[i].get();
-      return Candidate{kernel_name(cands[i].spec), [&sets, &workspace, l](CUstream s, int set) {
-                         const BufferSet& b = sets[static_cast<std::size_t>(set)];
-                         l->launch(b.activation.ptr(), b.filter.ptr(), b.output.ptr(), workspace.ptr(), s);
-                       }};
-    };
+    const auto candidate = [&](std::size_t i) { return measurement.timed(*verified[i]); };
     const auto sm_clock = [&] { return nvml ? nvml->sm_clock_mhz().value_or(0.0) : 0.0; };
 
     for (;;) {

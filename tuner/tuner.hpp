@@ -10,10 +10,11 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/timing.hpp"
+#include "measure/timing.hpp"
 #include "convgen/gpu.hpp"
 #include "convgen/problem.hpp"
 #include "generator/kernel_spec.hpp"
+#include "reference/inputs.hpp"
 #include "reference/reference.hpp"
 #include "runtime/jit_cache.hpp"
 #include "runtime/thread_pool.hpp"
@@ -36,12 +37,15 @@ struct TuneOptions {
   TimingOptions timing;  // per measurement round; buffer_sets is set per layer (1 when warm)
   bool warm = false;     // allow L2 residency (else rotate buffer sets past 2 × L2)
   bool record = true;    // write measurements and best into the database (when one is given)
-  std::uint64_t seed = 1;
+  std::uint64_t seed = 1;  // of the verification inputs
   // The stop rule's margin. The model's error on one candidate reaches 2x (rms relative error ~11% for igemm,
   // ~40% for direct after calibration on an H200), so wide: with the first model, 1.5 stopped after 4 of 10
   // measurements and missed the best.
   double stop_ratio = 3.0;
   bool reuse_best = true;   // with a database that knows a best for the problem, return it without measuring
+  // The inputs candidates are verified and timed on (a sparse layer's best kernel differs from a dense one's).
+  TensorSource activation = DenseRandom{};
+  TensorSource filter = DenseRandom{};
 };
 
 struct CandidateOutcome {
@@ -104,9 +108,6 @@ std::vector<std::size_t> candidate_order(std::span<const std::optional<Predictio
 // (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, or CUDA_ERROR_INVALID_VALUE for a block the model says does not fit an SM:
 // too many threads, registers or shared memory), else launch_error.
 MeasurementStatus classify_launch_failure(std::string_view message, const std::optional<Prediction>& prediction);
-
-// Returns "rel L2 error 2.1e-03 (limit 1e-05), 0 NaN" for a failed verification.
-std::string verification_failure_text(const ErrorStats& stats, Precision precision);
 
 // Tunes problems on the device of the current CUDA context.
 //   Context context(0);

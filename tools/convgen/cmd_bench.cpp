@@ -93,7 +93,7 @@ void add_bench_command(CLI::App& app) {
                "graph replay, with energy; writes JSON, CSV and Markdown");
   cmd->add_option("--shapes", opts->shapes, "Shapes file")->required();
   cmd->add_option("--batch", opts->batches, "Batch sizes, e.g. 1,2,4,8 (default: the file's)")->delimiter(',');
-  cmd->add_option("--precision", opts->precision, "fp32 (strict FMA, no TF32) or tf32")->capture_default_str();
+  cmd->add_option("--precision", opts->precision, "fp32 (strict FMA, no TF32), tf32, fp16 or bf16 (tensor-op math)")->capture_default_str();
   cmd->add_option("--layout", opts->layout, "nchw or nhwc (3-D layers take the matching 3-D layout)");
   cmd->add_flag("--warm", opts->warm, "Allow L2 residency (default: rotate buffer sets past twice the L2)");
   cmd->add_option("--out", opts->out, "Output folder")->capture_default_str();

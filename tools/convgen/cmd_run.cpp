@@ -1,7 +1,7 @@
 // cmd_run: `convgen run`: runs one kernel for one layer on the GPU and verifies it against the float64 reference.
 #include <fmt/format.h>
 
-#include "conv/verify.hpp"
+#include "measure/verify.hpp"
 #include "convgen/error.hpp"
 #include "runtime/device.hpp"
 #include "runtime/module.hpp"
@@ -23,7 +23,7 @@ struct Options {
 bool run_layer(const Layer& layer, const Options& opts, const Gpu& gpu, JitCache& cache) {
   const KernelSpec spec = opts.kernel.empty() ? default_choice(layer.problem, gpu) : parse_kernel_name(opts.kernel);
   const BuiltKernel kernel = build_kernel(layer.problem, spec, gpu, cache);
-  const Verification v = verify_on_gpu(kernel, opts.seed);
+  const Verification v = verify_on_gpu(kernel, {.seed = opts.seed});
   const auto& r = kernel.cubin.report;
   fmt::print("{} ({})\n  kernel {}: {} registers, {} B spilled, {} B static smem\n", layer.name,
              describe(layer.problem), kernel.source.entry, r.registers, r.spill_store_bytes, r.smem_bytes);
@@ -31,6 +31,7 @@ bool run_layer(const Layer& layer, const Options& opts, const Gpu& gpu, JitCache
              "launch {:.4f} ms\n",
              v.passed ? "PASS" : "FAIL", v.stats.rel_l2, v.stats.max_abs, v.stats.nan_count, v.stats.compared,
              v.sampled ? "sampled " : "", error_limit(layer.problem.precision), v.kernel_ms);
+  if (!v.passed) fmt::print("  {}\n", v.failure);
   return v.passed;
 }
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "convgen/convgen.hpp"
+#include "measure/verification.hpp"
 #include "reference/reference.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
@@ -44,25 +45,14 @@ class ScratchDir {
 
 Problem small_problem() { return parse_problem_key("n1_c32_k32_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32"); }
 
-// Runs `op` on random inputs and returns the error against the float64 reference.
+// Runs `op` through the verification pipeline (an op is a candidate like any other) and returns its error.
 ErrorStats run_and_compare(const ConvOp& op) {
-  const Problem& p = op.problem();
-  std::vector<float> activation(static_cast<std::size_t>(activation_elements(p)));
-  std::vector<float> filter(static_cast<std::size_t>(filter_elements(p)));
-  std::vector<float> output(static_cast<std::size_t>(output_elements(p)));
-  fill_random(activation, 7);
-  fill_random(filter, 8);
-  DeviceBuffer d_activation(activation.size() * sizeof(float));
-  DeviceBuffer d_filter(filter.size() * sizeof(float));
-  DeviceBuffer d_output(output.size() * sizeof(float));
-  d_activation.upload(activation);
-  d_filter.upload(filter);
+  ConvMeasurement measurement(op.problem(), {.seed = 7});
   Stream stream;
-  d_output.fill_u32(0x7fc00000u, stream.get());  // NaN: an output never written fails the comparison
-  op.run(d_activation.ptr(), d_filter.ptr(), d_output.ptr(), stream.get());
-  stream.synchronize();
-  d_output.download(output);
-  return compare(output, reference_conv(p, activation, filter));
+  const ConvCandidate candidate{op.kernel_name(), [&op](const ConvPointers& t, CUstream s) {
+                                  op.run(t.activation, t.filter, t.output, s);
+                                }};
+  return measurement.verify(candidate, stream).stats;
 }
 
 struct Ran {

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/cudnn_check.hpp"
+#include "measure/verification.hpp"
 #include "reference/reference.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
@@ -23,9 +24,6 @@
 
 namespace convgen {
 namespace {
-
-constexpr std::uint32_t kNanBits = 0x7fc00000u;
-constexpr std::uint32_t kHalfNanBits = 0x7e007e00u;  // two fp16 NaNs
 
 struct RouteResult {
   std::string launch;  // "ok" or why the launch failed
@@ -46,46 +44,20 @@ class CudnnRoutes : public testing::Test {
   // reference, prints the table and checks what must hold for every problem.
   std::vector<RouteResult> run_all(const Problem& problem, const CudnnBaseline& cudnn, bool print = true) {
     const auto& routes = cudnn.routes();
-    const bool half = problem.precision == Precision::fp16;
-    std::vector<float> x(static_cast<std::size_t>(activation_elements(problem)));
-    std::vector<float> w(static_cast<std::size_t>(filter_elements(problem)));
-    std::vector<float> y(static_cast<std::size_t>(output_elements(problem)));
-    fill_random(x, 1);
-    fill_random(w, 2);
-    DeviceBuffer dx(x.size() * 4), dw(w.size() * 4), dy(y.size() * 4);
-    // fp16 data: the inputs are rounded to half first, so the reference sees exactly what the GPU does.
-    const auto upload = [half](DeviceBuffer& buffer, std::vector<float>& values) {
-      if (!half) return buffer.upload(values);
-      const std::vector<_Float16> h(values.begin(), values.end());
-      std::copy(h.begin(), h.end(), values.begin());
-      buffer.upload_bytes(h.data(), h.size() * sizeof(_Float16));
-    };
-    upload(dx, x);
-    upload(dw, w);
-    const std::vector<double> expected = reference_conv(problem, x, w);
+    // The pipeline makes the inputs in the problem's element type (fp16 values rounded), so the reference sees
+    // exactly what the GPU does, and poisons the output before every run.
+    ConvMeasurement measurement(problem, {.seed = 1});
     DeviceBuffer workspace(std::max<std::size_t>(cudnn.max_workspace_bytes(), 4));
-
-    const auto run_and_compare = [&](const std::function<void()>& run) -> ErrorStats {
-      dy.fill_u32(half ? kHalfNanBits : kNanBits, stream_->get());
-      run();
-      stream_->synchronize();
-      if (half) {
-        std::vector<_Float16> h(y.size());
-        dy.download_bytes(h.data(), h.size() * sizeof(_Float16));
-        std::copy(h.begin(), h.end(), y.begin());
-      } else {
-        dy.download(y);
-      }
-      return compare(y, expected);
-    };
 
     std::vector<RouteResult> results(routes.size());
     for (std::size_t i = 0; i < routes.size(); ++i) {
       if (!routes[i].supported()) continue;
       RouteResult& r = results[i];
-      const auto launch = [&] { cudnn.launch(i, dx.ptr(), dw.ptr(), dy.ptr(), workspace.ptr(), stream_->get()); };
+      const ConvCandidate candidate{routes[i].algo, [&, i](const ConvPointers& t, CUstream s) {
+                                      cudnn.launch(i, t.activation, t.filter, t.output, workspace.ptr(), s);
+                                    }};
       try {
-        r.stats = run_and_compare(launch);
+        r.stats = measurement.verify(candidate, *stream_).stats;
         r.launch = "ok";
         r.passed = passes(r.stats, problem.precision);
       } catch (const CudnnError& e) {
@@ -94,8 +66,10 @@ class CudnnRoutes : public testing::Test {
       }
       // What the benchmark's graph-replay mode will meet: does the route capture into a CUDA graph?
       try {
-        const Graph graph = Graph::capture(stream_->get(), launch);
-        const ErrorStats again = run_and_compare([&] { graph.launch(stream_->get()); });
+        const ConvPointers tensors = measurement.pointers(0);
+        const Graph graph = Graph::capture(stream_->get(), [&] { candidate.launch(tensors, stream_->get()); });
+        const ConvCandidate replay{candidate.name, [&graph](const ConvPointers&, CUstream s) { graph.launch(s); }};
+        const ErrorStats again = measurement.verify(replay, *stream_).stats;
         r.graph_replay = passes(again, problem.precision) == r.passed ? "ok" : "mismatch";
       } catch (const Error& e) {
         r.graph_replay = e.what();
@@ -229,6 +203,21 @@ TEST_F(CudnnRoutes, Fp16NhwcLayerHasEveryRouteListedAndTheSupportedOnesVerified)
                         .padding = {0, 1, 1},
                         .layout = Layout::nhwc,
                         .precision = Precision::fp16});
+}
+
+TEST_F(CudnnRoutes, Bf16NhwcLayerHasEveryRouteListedAndTheSupportedOnesVerified) {
+  check_problem(Problem{.c = 64,
+                        .k = 64,
+                        .input = {1, 14, 14},
+                        .filter = {1, 3, 3},
+                        .padding = {0, 1, 1},
+                        .layout = Layout::nhwc,
+                        .precision = Precision::bf16});
+}
+
+TEST_F(CudnnRoutes, Tf32LayerHasEveryRouteListedAndTheSupportedOnesVerified) {
+  check_problem(Problem{.c = 64, .k = 64, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                        .precision = Precision::tf32});
 }
 
 // Every edge case (1-D, 3-D, odd sizes, stride, dilation, groups, depthwise, batch > 1) in its own layout: prints

@@ -133,11 +133,6 @@ TEST(ClassifyLaunchFailure, OtherErrorsAreLaunchErrors) {
             MeasurementStatus::launch_error);
 }
 
-TEST(VerificationFailureText, NamesTheErrorTheLimitAndTheNaNs) {
-  EXPECT_EQ(verification_failure_text({.rel_l2 = 0.0021, .max_abs = 0.5, .nan_count = 3}, Precision::fp32),
-            "rel L2 error 0.0021 (limit 1e-05), 3 NaN");
-}
-
 TEST(TuningCandidates, HoldEveryFamilysEnumerationOnce) {
   const Problem p = conv3x3();
   const Gpu gpu = h100();

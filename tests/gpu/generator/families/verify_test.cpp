@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "conv/verify.hpp"
 #include "igemm_params.hpp"
+#include "measure/verify.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
@@ -58,7 +58,7 @@ class GpuVerify : public testing::Test {
   void verify(const std::string& label, const Problem& problem, const KernelSpec& spec, std::uint64_t seed) {
     BuiltKernel kernel;
     ASSERT_NO_THROW(kernel = build_kernel(problem, spec, gpu_, cache_)) << label << " " << kernel_name(spec);
-    const Verification v = verify_on_gpu(kernel, seed);
+    const Verification v = verify_on_gpu(kernel, {.seed = seed});
     Tally& t = tallies()[spec.family];
     ++t.cases;
     if (!v.passed) ++t.failures;
@@ -66,9 +66,7 @@ class GpuVerify : public testing::Test {
       t.worst_rel_l2 = std::max(t.worst_rel_l2, v.stats.nan_count > 0 ? INFINITY : v.stats.rel_l2);
       t.worst_case = label + " " + kernel_name(spec);
     }
-    EXPECT_TRUE(v.passed) << label << " " << kernel_name(spec) << " (" << describe(problem) << "): rel L2 "
-                          << v.stats.rel_l2 << ", max abs " << v.stats.max_abs << ", NaN " << v.stats.nan_count
-                          << " of " << v.stats.compared;
+    EXPECT_TRUE(v.passed) << label << " (" << describe(problem) << "): " << v.failure;
   }
 
   std::unique_ptr<Context> context_;

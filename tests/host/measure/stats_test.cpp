@@ -1,5 +1,5 @@
 // stats_test: exact percentiles, mean and outlier counts of small sample sets, and the errors for bad samples.
-#include "bench/stats.hpp"
+#include "measure/stats.hpp"
 
 #include <limits>
 #include <vector>

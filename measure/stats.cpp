@@ -1,5 +1,5 @@
 // stats: percentiles by linear interpolation, mean, and the MAD-based outlier count.
-#include "bench/stats.hpp"
+#include "measure/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

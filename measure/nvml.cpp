@@ -1,5 +1,5 @@
 // nvml: dlopen of libnvidia-ml.so.1, device lookup by PCI bus id, the readings, and the energy loop.
-#include "bench/nvml.hpp"
+#include "measure/nvml.hpp"
 
 #include <dlfcn.h>
 

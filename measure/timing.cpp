@@ -1,5 +1,5 @@
 // timing: round-robin event timing of candidates, stream mode then graph mode, and the L2-defeating set count.
-#include "bench/timing.hpp"
+#include "measure/timing.hpp"
 
 #include <algorithm>
 #include <exception>

@@ -1,5 +1,5 @@
 // nvml_test (host): what loading NVML says when it cannot, and what the readings are without it.
-#include "bench/nvml.hpp"
+#include "measure/nvml.hpp"
 
 #include <regex>
 

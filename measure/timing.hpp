@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/stats.hpp"
+#include "measure/stats.hpp"
 #include "runtime/module.hpp"
 
 namespace convgen {

@@ -1,5 +1,5 @@
 // timing_test (gpu): two tiny kernels timed interleaved in both modes, rotating buffer sets, and their energy.
-#include "bench/timing.hpp"
+#include "measure/timing.hpp"
 
 #include <optional>
 #include <vector>
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "bench/nvml.hpp"
+#include "measure/nvml.hpp"
 #include "runtime/device.hpp"
 
 namespace convgen {

@@ -1,5 +1,5 @@
 // timing_test (host): the buffer-set count that defeats L2, the calls per sample, and the option errors.
-#include "bench/timing.hpp"
+#include "measure/timing.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,104 @@
+// verification: inputs, buffer sets, reference, the poisoned and compared run, the failure message, timing.
+#include "measure/verification.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "convgen/error.hpp"
+
+namespace convgen {
+
+std::string verification_failure(std::string_view candidate, const Problem& p, const ErrorStats& stats) {
+  if (passes(stats, p.precision)) return "";
+  const std::string head = fmt::format("{} on {}: wrong result: ", candidate, problem_key(p));
+  if (stats.compared == 0) return head + "no output compared";
+  if (stats.nan_count > 0)
+    return head + fmt::format("{} outputs are NaN or infinite (first at output {})", stats.nan_count,
+                              stats.first_nan_index);
+  return head + fmt::format("relative L2 error {:.1e} > {:.0e} (max error {:.1e} at output {})", stats.rel_l2,
+                            error_limit(p.precision), stats.max_abs, stats.max_abs_index);
+}
+
+ReferenceOutputs compute_reference(const Problem& p, const HostTensor& activation, const HostTensor& filter,
+                                   std::uint64_t seed) {
+  ReferenceOutputs ref;
+  if (flops(p) / 2 <= kFullReferenceMacs) {
+    ref.values = reference_conv(p, activation, filter);
+  } else {
+    ref.indices = sample_output_indices(p, kSampledOutputs, seed);
+    ref.values = reference_conv_at(p, activation, filter, ref.indices);
+  }
+  return ref;
+}
+
+std::int64_t buffer_set_bytes(const Problem& p) {
+  return tensor_bytes(p, TensorRole::activation) + tensor_bytes(p, TensorRole::filter) +
+         tensor_bytes(p, TensorRole::output);
+}
+
+ConvMeasurement::ConvMeasurement(const Problem& p, const ConvInputs& inputs, int buffer_sets)
+    : problem_(p), inputs_(make_inputs(p, inputs)), identity_(convgen::data_identity(inputs)),
+      scratch_(HostTensor::for_problem(p, TensorRole::output)) {
+  if (buffer_sets < 1) throw InputError(fmt::format("buffer sets must be at least 1, got {}", buffer_sets));
+  reference_ = compute_reference(p, inputs_.activation, inputs_.filter, inputs.seed);
+  sets_.reserve(static_cast<std::size_t>(buffer_sets));
+  const auto bytes = [&](TensorRole role) { return static_cast<std::size_t>(tensor_bytes(p, role)); };
+  for (int i = 0; i < buffer_sets; ++i) {
+    sets_.push_back({DeviceBuffer(bytes(TensorRole::activation)), DeviceBuffer(bytes(TensorRole::filter)),
+                     DeviceBuffer(bytes(TensorRole::output))});
+    sets_.back().activation.upload_bytes(inputs_.activation.bytes().data(), inputs_.activation.size_bytes());
+    sets_.back().filter.upload_bytes(inputs_.filter.bytes().data(), inputs_.filter.size_bytes());
+  }
+}
+
+ConvPointers ConvMeasurement::pointers(int set) const {
+  const BufferSet& b = sets_.at(static_cast<std::size_t>(set));
+  return {.activation = b.activation.ptr(), .filter = b.filter.ptr(), .output = b.output.ptr()};
+}
+
+Verification ConvMeasurement::verify(const ConvCandidate& candidate, Stream& stream) {
+  BufferSet& set = sets_.front();
+  // All-ones bytes are a NaN in fp32, fp16 and bf16 alike: an output the candidate never writes fails.
+  set.output.fill_u8(0xff, stream.get());
+  Event start, stop;
+  start.record(stream.get());
+  candidate.launch(pointers(0), stream.get());
+  stop.record(stream.get());
+  stream.synchronize();
+  set.output.download_bytes(scratch_.bytes().data(), scratch_.size_bytes());
+
+  Verification v;
+  v.kernel_ms = Event::elapsed_ms(start, stop);
+  if (reference_.indices.empty()) {
+    v.stats = compare(scratch_, reference_.values);
+  } else {
+    v.sampled = true;
+    v.stats = compare(scratch_, reference_.values, reference_.indices);
+    // The sample checks values; every output is still checked for having been written (no NaN left).
+    v.stats.nan_count = count_not_finite(scratch_);
+    if (v.stats.nan_count > 0 && v.stats.first_nan_index < 0)
+      for (std::int64_t i = 0; i < scratch_.size() && v.stats.first_nan_index < 0; ++i)
+        if (!std::isfinite(scratch_.get(i))) v.stats.first_nan_index = i;
+  }
+  v.passed = passes(v.stats, problem_.precision);
+  v.failure = verification_failure(candidate.name, problem_, v.stats);
+  return v;
+}
+
+Candidate ConvMeasurement::timed(const ConvCandidate& candidate) const {
+  return {candidate.name, [this, launch = candidate.launch](CUstream stream, int set) {
+            launch(pointers(set), stream);
+          }};
+}
+
+std::vector<TimingResult> ConvMeasurement::time(std::span<const ConvCandidate> candidates, TimingOptions options,
+                                                Stream& stream) const {
+  std::vector<Candidate> timed_candidates;
+  timed_candidates.reserve(candidates.size());
+  for (const ConvCandidate& c : candidates) timed_candidates.push_back(timed(c));
+  options.buffer_sets = buffer_sets();
+  return time_interleaved(timed_candidates, options, stream);
+}
+
+}  // namespace convgen

@@ -1,0 +1,72 @@
+// verification_test: the one failure message of the verify-and-time pipeline, word for word, and what the pipeline
+// needs from the host side (buffer sizes from the element type; no device without a GPU).
+#include "measure/verification.hpp"
+
+#include <gtest/gtest.h>
+
+#include "convgen/error.hpp"
+#include "runtime/driver.hpp"
+
+namespace convgen {
+namespace {
+
+const Problem kProblem{.n = 1, .c = 8, .k = 4, .input = {1, 6, 6}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+
+TEST(VerificationFailure, NamesTheCandidateTheProblemTheErrorTheLimitAndWhere) {
+  const ErrorStats stats{.rel_l2 = 0.0031, .max_abs = 0.5, .compared = 288, .max_abs_index = 123};
+  EXPECT_EQ(verification_failure("igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1", kProblem, stats),
+            "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1 on n1_c8_k4_i1x6x6_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32: wrong "
+            "result: relative L2 error 3.1e-03 > 1e-05 (max error 5.0e-01 at output 123)");
+}
+
+TEST(VerificationFailure, UsesThePrecisionsLimit) {
+  Problem p = kProblem;
+  p.precision = Precision::tf32;
+  const ErrorStats stats{.rel_l2 = 0.0031, .max_abs = 0.5, .compared = 288, .max_abs_index = 7};
+  EXPECT_EQ(verification_failure("cudnn legacy:GEMM", p, stats),
+            "cudnn legacy:GEMM on n1_c8_k4_i1x6x6_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_tf32: wrong result: relative "
+            "L2 error 3.1e-03 > 2e-03 (max error 5.0e-01 at output 7)");
+  p.precision = Precision::fp16;
+  EXPECT_EQ(verification_failure("cudnn legacy:GEMM", p, stats), "");  // within fp16's 1e-2
+}
+
+TEST(VerificationFailure, NamesTheFirstNaNAndAnEmptyComparison) {
+  const ErrorStats nan{.rel_l2 = 0, .nan_count = 12, .compared = 288, .first_nan_index = 17};
+  EXPECT_EQ(verification_failure("direct_m4_n128_k1_tm1_tn2_st1_sk1_v1", kProblem, nan),
+            "direct_m4_n128_k1_tm1_tn2_st1_sk1_v1 on n1_c8_k4_i1x6x6_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32: wrong "
+            "result: 12 outputs are NaN or infinite (first at output 17)");
+  EXPECT_EQ(verification_failure("x", kProblem, ErrorStats{}),
+            "x on n1_c8_k4_i1x6x6_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32: wrong result: no output compared");
+  EXPECT_EQ(verification_failure("x", kProblem, {.rel_l2 = 1e-6, .compared = 1}), "");
+}
+
+TEST(BufferSetBytes, ComeFromTheElementType) {
+  Problem p = kProblem;
+  const std::int64_t elements = 8 * 36 + 4 * 8 * 9 + 4 * 36;
+  EXPECT_EQ(buffer_set_bytes(p), elements * 4);
+  p.precision = Precision::tf32;
+  EXPECT_EQ(buffer_set_bytes(p), elements * 4);
+  p.precision = Precision::bf16;
+  EXPECT_EQ(buffer_set_bytes(p), elements * 2);
+}
+
+TEST(ComputeReference, IsWholeForSmallLayersAndSampledForLargeOnes) {
+  InputTensors in = make_inputs(kProblem, {});
+  const ReferenceOutputs whole = compute_reference(kProblem, in.activation, in.filter, 1);
+  EXPECT_TRUE(whole.indices.empty());
+  EXPECT_EQ(whole.values, reference_conv(kProblem, in.activation, in.filter));
+  const Problem large{.n = 8, .c = 256, .k = 256, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  ASSERT_GT(flops(large) / 2, kFullReferenceMacs);
+  in = make_inputs(large, {});
+  const ReferenceOutputs sampled = compute_reference(large, in.activation, in.filter, 1);
+  EXPECT_EQ(sampled.indices.size(), static_cast<std::size_t>(kSampledOutputs));
+  EXPECT_EQ(sampled.values.size(), static_cast<std::size_t>(kSampledOutputs));
+}
+
+TEST(ConvMeasurement, NeedsADevice) {
+  if (cuda_available()) GTEST_SKIP() << "a CUDA driver is present";
+  EXPECT_THROW(ConvMeasurement(kProblem, ConvInputs{}), NoDeviceError);
+}
+
+}  // namespace
+}  // namespace convgen
