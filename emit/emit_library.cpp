@@ -115,7 +115,10 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
     }
     const std::string entry =
         step.entry_suffix.empty() ? k.built.source.entry : k.built.source.entry + "_" + step.entry_suffix;
-    const std::vector<std::string> args = entry_arguments(k.built, step.entry_suffix);
+    const auto found = k.entries.find(step.entry_suffix);
+    if (found == k.entries.end())
+      throw Error(fmt::format("{}: entry {} has no argument list", where, entry));
+    const std::vector<std::string>& args = found->second;
     if (args.size() > max_entry_arguments)
       throw Error(fmt::format("{}: entry {} takes {} arguments; emit-lib binds at most {}", where, entry, args.size(),
                               max_entry_arguments));
@@ -302,6 +305,15 @@ std::vector<std::string> entry_arguments(const BuiltKernel&, std::string_view) {
   return {"activation", "filter", "output", "workspace"};
 }
 
+LibraryKernel library_kernel(const BuiltKernel& kernel, std::optional<TunedKernel> tuned) {
+  LibraryKernel out{.built = kernel, .plan = plan_of(kernel), .entries = {}, .tuned = std::move(tuned)};
+  for (const auto* steps : {&out.plan.setup, &out.plan.run})
+    for (const LaunchStep& step : *steps)
+      if (step.kind == LaunchStep::Kind::kernel)
+        out.entries[step.entry_suffix] = entry_arguments(kernel, step.entry_suffix);
+  return out;
+}
+
 std::vector<std::vector<ChosenKernel>> choose_kernels(const std::vector<Layer>& layers, const std::vector<Gpu>& gpus,
                                                       const LibraryChoice& choice) {
   std::vector<std::vector<ChosenKernel>> chosen(gpus.size());
@@ -374,7 +386,7 @@ LibraryDescription build_library(std::string_view name, const Suite& suite, cons
         continue;
       }
       const BuiltKernel& kernel = std::get<BuiltKernel>(outcomes[i]);
-      lib.problems[i].kernels.push_back({.built = kernel, .plan = plan_of(kernel), .tuned = chosen[g][i].tuned});
+      lib.problems[i].kernels.push_back(library_kernel(kernel, chosen[g][i].tuned));
     }
   }
   if (!failures.empty()) {

@@ -45,9 +45,14 @@ struct LibraryChoice {
 // One kernel of the library: built for one problem and architecture, how to run it, and where it came from.
 struct LibraryKernel {
   BuiltKernel built;
-  LaunchPlan plan;                   // plan_of(built)
+  LaunchPlan plan;  // plan_of(built)
+  // Per entry of the plan's kernel steps (by suffix), what each parameter binds to (entry_arguments).
+  std::map<std::string, std::vector<std::string>> entries;
   std::optional<TunedKernel> tuned;  // from the tuning database; nothing: convgen's default choice
 };
+
+// Returns a library kernel with its plan and entries' arguments (plan_of, entry_arguments).
+LibraryKernel library_kernel(const BuiltKernel& kernel, std::optional<TunedKernel> tuned = std::nullopt);
 
 // One problem the library serves, and its kernel built for each of the library's architectures (in order).
 struct LibraryProblem {
