@@ -116,8 +116,7 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
     const std::string entry =
         step.entry_suffix.empty() ? k.built.source.entry : k.built.source.entry + "_" + step.entry_suffix;
     const auto found = k.entries.find(step.entry_suffix);
-    if (found == k.entries.end())
-      throw Error(fmt::format("{}: entry {} has no argument list", where, entry));
+    if (found == k.entries.end()) throw Error(fmt::format("{}: entry {} has no argument list", where, entry));
     const std::vector<std::string>& args = found->second;
     if (args.size() > max_entry_arguments)
       throw Error(fmt::format("{}: entry {} takes {} arguments; emit-lib binds at most {}", where, entry, args.size(),
@@ -128,17 +127,18 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
       if (setup && args[a] != "filter") {
         const PlanBuffer* b = k.plan.find(args[a]);
         if (b == nullptr || !b->persistent)
-          throw Error(fmt::format("{}: setup entry {} takes g_{}; setup steps run once at op creation and may bind "
-                                  "only the filter and persistent buffers",
-                                  where, entry, args[a]));
+          throw Error(
+              fmt::format("{}: setup entry {} takes g_{}; setup steps run once at op creation and may bind "
+                          "only the filter and persistent buffers",
+                          where, entry, args[a]));
       }
       args_text += (a == 0 ? "" : ", ") + arg_binding(k.plan, args[a], where);
     }
     args_text += "};\n";
     const LaunchGeometry& g = step.geometry;
     steps_text += fmt::format("    {{Step::kernel, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}, {}, -1}},\n", entry,
-                              g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
-                              g.dynamic_smem_bytes, args_array, args.size());
+                              g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2], g.dynamic_smem_bytes,
+                              args_array, args.size());
   }
   return args_text + steps_text + "};\n";
 }
@@ -206,12 +206,12 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
       const auto array = [&](bool present, const std::string& name, std::size_t count) {
         return present ? fmt::format("{}, {}", name, count) : std::string("nullptr, 0");
       };
-      out += fmt::format("    {{{}, cubin_{}, sizeof cubin_{}, \"{}\", {}, {}ULL, {}ULL, {}, {}}},\n",
-                         compute_capability(lib.gpus[g]), id, id, k.built.source.entry,
-                         array(!k.plan.buffers.empty(), "buffers_" + id, k.plan.buffers.size()),
-                         k.plan.workspace_bytes(), k.plan.persistent_bytes(),
-                         array(!k.plan.setup.empty(), "setup_" + id, k.plan.setup.size()),
-                         array(true, "run_" + id, k.plan.run.size()));
+      out +=
+          fmt::format("    {{{}, cubin_{}, sizeof cubin_{}, \"{}\", {}, {}ULL, {}ULL, {}, {}}},\n",
+                      compute_capability(lib.gpus[g]), id, id, k.built.source.entry,
+                      array(!k.plan.buffers.empty(), "buffers_" + id, k.plan.buffers.size()), k.plan.workspace_bytes(),
+                      k.plan.persistent_bytes(), array(!k.plan.setup.empty(), "setup_" + id, k.plan.setup.size()),
+                      array(true, "run_" + id, k.plan.run.size()));
     }
     out += "};\n";
   }
@@ -246,12 +246,14 @@ std::string render_readme(const LibraryDescription& lib) {
   const std::string origin =
       tuned == total ? "every kernel is the tuning database's fastest verified one (its measured median per call)"
       : tuned == 0   ? "every kernel is convgen's default choice for the exact problem (untuned)"
-                     : fmt::format("{} of {} kernels are the tuning database's fastest verified ones (with their "
-                                   "measured median per call), the others convgen's default choice (untuned)",
-                                   tuned, total);
-  out += fmt::format("\n## Problems\n\nThe {} suite, for {}; {}. The plan is what a call runs (a `zero` step "
-                     "clears a buffer the kernel accumulates into).\n\n",
-                     one_line(lib.suite), gpus, origin);
+                     : fmt::format(
+                           "{} of {} kernels are the tuning database's fastest verified ones (with their "
+                             "measured median per call), the others convgen's default choice (untuned)",
+                           tuned, total);
+  out += fmt::format(
+      "\n## Problems\n\nThe {} suite, for {}; {}. The plan is what a call runs (a `zero` step "
+      "clears a buffer the kernel accumulates into).\n\n",
+      one_line(lib.suite), gpus, origin);
   out += "| layer | problem |";
   for (const Gpu& gpu : lib.gpus) out += fmt::format(" {} kernel | from | plan |", gpu.arch);
   out += "\n|---|---|";
@@ -332,8 +334,8 @@ std::vector<std::vector<ChosenKernel>> choose_kernels(const std::vector<Layer>& 
         continue;
       }
       if (choice.tuned && !choice.fallback_default)
-        missing.push_back(fmt::format("{} on {} ({}): {}", layer.name, gpus[g].name, gpus[g].arch,
-                                      problem_key(layer.problem)));
+        missing.push_back(
+            fmt::format("{} on {} ({}): {}", layer.name, gpus[g].name, gpus[g].arch, problem_key(layer.problem)));
       chosen[g].push_back({.spec = default_choice(layer.problem, gpus[g]), .tuned = std::nullopt});
     }
   }

@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "convgen/error.hpp"
 #include "bench/provenance.hpp"
+#include "convgen/error.hpp"
 #include "generator/embedded_templates.hpp"
 #include "generator/gpu_json.hpp"
 #include "generator/importers.hpp"
@@ -89,8 +89,7 @@ Suite select_layers(const Suite& suite, int batch, const std::string& layer_filt
   Suite selected = batch > 0 ? with_batch(suite, batch) : suite;
   if (!layer_filter.empty()) {
     std::erase_if(selected.layers, [&](const Layer& l) { return l.name != layer_filter; });
-    if (selected.layers.empty())
-      throw InputError(fmt::format("{}: no layer named '{}'", suite.name, layer_filter));
+    if (selected.layers.empty()) throw InputError(fmt::format("{}: no layer named '{}'", suite.name, layer_filter));
   }
   return selected;
 }

@@ -62,8 +62,8 @@ void run_emit_lib(const Options& opts) {
   JitCache cache(opts.no_cache ? std::nullopt : std::optional(user_cache_dir() / "jit"));
   ThreadPool pool(opts.jobs != 0 ? opts.jobs : std::thread::hardware_concurrency());
   Progress progress("compiling", distinct_problems(suite).size() * gpus.size());
-  const LibraryDescription library = build_library(opts.name, suite, gpus, cache, pool, choice,
-                                                   [&](const std::string& item) { progress.step(item); });
+  const LibraryDescription library =
+      build_library(opts.name, suite, gpus, cache, pool, choice, [&](const std::string& item) { progress.step(item); });
   progress.done();
 
   const std::map<std::string, std::string> files = render_library(library);
@@ -91,7 +91,8 @@ void add_emit_lib_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "emit-lib",
       "Write a CMake project that builds lib<name>.a: for every layer of a shapes file, the chosen kernel (the "
-      "tuning database's best with --db) and its launch plan, compiled to a cubin for each --gpu's architecture and embedded, a C/C++ header that dispatches on "
+      "tuning database's best with --db) and its launch plan, compiled to a cubin for each --gpu's architecture and "
+      "embedded, a C/C++ header that dispatches on "
       "the exact problem, and a CMake package (no NVRTC or convgen at run time; no GPU needed)");
   cmd->add_option("--shapes", opts->shapes, "Shapes file (suite CSV, SEER list or B,C,H,W,N list)")->required();
   cmd->add_option("--gpu", opts->gpus, "GPU descriptor (a name under gpus/ or a path); repeat for more architectures")

@@ -1,4 +1,5 @@
-// cusnn_sm90_runtime.cpp: the library's run time: loads the CUDA driver, finds the problem's kernel, loads it, runs its plan.
+// cusnn_sm90_runtime.cpp: the library's run time: loads the CUDA driver, finds the problem's kernel, loads it, runs its
+// plan.
 #include <dlfcn.h>
 
 #include <cuda.h>
@@ -302,8 +303,7 @@ cusnn_sm90_status prepare(const Driver& d, const ProblemEntry& entry, CUcontext*
                      const LoadedImage** loaded) {
   std::lock_guard<std::mutex> lock(state().mutex);
   ContextState* context_state = nullptr;
-  if (const cusnn_sm90_status status = current_context(d, context, &context_state); status != CUSNN_SM90_SUCCESS)
-    return status;
+  if (const cusnn_sm90_status status = current_context(d, context, &context_state); status != CUSNN_SM90_SUCCESS) return status;
   *image = find_image(entry, context_state->arch);
   if (*image == nullptr)
     return fail(CUSNN_SM90_ERROR_NO_KERNEL_FOR_ARCH,
@@ -385,15 +385,14 @@ cusnn_sm90_status cusnn_sm90_conv_forward(const cusnn_sm90_problem* problem, uns
   CUcontext context = nullptr;
   const KernelImage* image = nullptr;
   const LoadedImage* loaded = nullptr;
-  if (const cusnn_sm90_status status = prepare(d, *entry, &context, &image, &loaded); status != CUSNN_SM90_SUCCESS)
-    return status;
+  if (const cusnn_sm90_status status = prepare(d, *entry, &context, &image, &loaded); status != CUSNN_SM90_SUCCESS) return status;
   if (image->setup_count > 0 || image->workspace_bytes > 0)
-    return fail(CUSNN_SM90_ERROR_NEEDS_OP,
-                "problem " + key_of(*problem) + " (" + entry->name + "): kernel " + image->kernel + " (sm_" +
-                    std::to_string(image->arch) + ") " +
-                    (image->setup_count > 0 ? "has a one-time setup"
-                                            : "needs " + std::to_string(image->workspace_bytes) + " bytes of workspace") +
-                    "; run it through cusnn_sm90_op_create and cusnn_sm90_op_run");
+    return fail(CUSNN_SM90_ERROR_NEEDS_OP, "problem " + key_of(*problem) + " (" + entry->name + "): kernel " +
+                                          image->kernel + " (sm_" + std::to_string(image->arch) + ") " +
+                                          (image->setup_count > 0 ? "has a one-time setup"
+                                                                  : "needs " + std::to_string(image->workspace_bytes) +
+                                                                        " bytes of workspace") +
+                                          "; run it through cusnn_sm90_op_create and cusnn_sm90_op_run");
   Pointers pointers;
   pointers.activation = activation;
   pointers.filter = filter;
@@ -414,19 +413,18 @@ cusnn_sm90_status cusnn_sm90_op_create(const cusnn_sm90_problem* problem, unsign
   CUcontext context = nullptr;
   const KernelImage* image = nullptr;
   const LoadedImage* loaded = nullptr;
-  if (const cusnn_sm90_status status = prepare(d, *entry, &context, &image, &loaded); status != CUSNN_SM90_SUCCESS)
-    return status;
+  if (const cusnn_sm90_status status = prepare(d, *entry, &context, &image, &loaded); status != CUSNN_SM90_SUCCESS) return status;
   Pointers pointers;
   pointers.filter = filter;
   CUresult result = CUDA_SUCCESS;
-  if (image->persistent_bytes > 0 && (result = d.cuMemAlloc(&pointers.persistent, image->persistent_bytes)) !=
-                                         CUDA_SUCCESS)
+  if (image->persistent_bytes > 0 &&
+      (result = d.cuMemAlloc(&pointers.persistent, image->persistent_bytes)) != CUDA_SUCCESS)
     return fail(CUSNN_SM90_ERROR_CUDA, "cuMemAlloc of " + std::to_string(image->persistent_bytes) +
                                       " bytes (the op's persistent buffers) failed: " + error_text(d, result));
   if (image->setup_count > 0) {
     CUstream cu_stream = static_cast<CUstream>(stream);
-    cusnn_sm90_status status = run_steps(d, *entry, *image, image->setup, loaded->setup.data(), image->setup_count,
-                                    pointers, cu_stream);
+    cusnn_sm90_status status =
+        run_steps(d, *entry, *image, image->setup, loaded->setup.data(), image->setup_count, pointers, cu_stream);
     if (status == CUSNN_SM90_SUCCESS && (result = d.cuStreamSynchronize(cu_stream)) != CUDA_SUCCESS)
       status = cuda_fail(d, "cuStreamSynchronize (after the op's setup)", result);
     if (status != CUSNN_SM90_SUCCESS) {
@@ -446,8 +444,7 @@ cusnn_sm90_status cusnn_sm90_op_run(cusnn_sm90_op op, unsigned long long activat
                           unsigned long long workspace, void* stream) {
   last_error.clear();
   if (op == nullptr) return fail(CUSNN_SM90_ERROR_INVALID_ARGUMENT, "cusnn_sm90_op_run: op is NULL");
-  if (activation == 0 || output == 0)
-    return fail(CUSNN_SM90_ERROR_INVALID_ARGUMENT, "cusnn_sm90_op_run: a device pointer is 0");
+  if (activation == 0 || output == 0) return fail(CUSNN_SM90_ERROR_INVALID_ARGUMENT, "cusnn_sm90_op_run: a device pointer is 0");
   if (workspace == 0 && op->image->workspace_bytes > 0)
     return fail(CUSNN_SM90_ERROR_INVALID_ARGUMENT, "cusnn_sm90_op_run: the workspace pointer is 0; kernel " +
                                                   std::string(op->image->kernel) + " needs " +

@@ -76,8 +76,9 @@ LaunchPlan plan_with_setup() {
   plan.buffers = {{.name = "packed", .bytes = 1000, .persistent = true},
                   {.name = "scratch", .bytes = 300, .persistent = false},
                   {.name = "partial", .bytes = 64, .persistent = false}};
-  plan.setup = {{.kind = LaunchStep::Kind::kernel, .entry_suffix = "pack", .geometry = {.grid = {8, 1, 1},
-                                                                                         .block = {256, 1, 1}}}};
+  plan.setup = {{.kind = LaunchStep::Kind::kernel,
+                 .entry_suffix = "pack",
+                 .geometry = {.grid = {8, 1, 1}, .block = {256, 1, 1}}}};
   plan.run = {{.kind = LaunchStep::Kind::zero, .buffer = "partial"},
               {.kind = LaunchStep::Kind::kernel,
                .geometry = {.grid = {4, 2, 1}, .block = {128, 1, 1}, .dynamic_smem_bytes = 65536}}};
@@ -177,8 +178,10 @@ TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArgum
   k.plan = plan_with_setup();
   k.entries = {{"pack", {"filter", "packed"}}, {"", {"activation", "packed", "output", "scratch", "partial"}}};
   k.tuned = TunedKernel{.kernel = k.built.source.entry, .median_us = 12.345, .measurement_id = 7};
-  const LibraryDescription lib{
-      .name = "net", .suite = "s", .gpus = {gpu("h100_sxm")}, .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
+  const LibraryDescription lib{.name = "net",
+                               .suite = "s",
+                               .gpus = {gpu("h100_sxm")},
+                               .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
   const auto files = render_library(lib);
   const std::string& kernels = files.at("src/net_kernels.cpp");
   const std::string entry = "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1";
@@ -195,8 +198,8 @@ TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArgum
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const ArgBinding setup_0_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};\n"
-                         "const Step setup_0_sm_90[] = {\n    {Step::kernel, \"" + entry +
-                         "_pack\", {8, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1},\n};\n"),
+                         "const Step setup_0_sm_90[] = {\n    {Step::kernel, \"" +
+                         entry + "_pack\", {8, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const ArgBinding run_0_sm_90_args1[] = {{Arg::activation, -1}, {Arg::buffer, 0}, "
@@ -229,8 +232,10 @@ TEST(EmitLibrary, RenderLibraryRefusesASetupStepThatBindsAPerCallTensor) {
   LibraryKernel k = fake_kernel(p, "sm_90", {'\x7f'});
   k.plan = plan_with_setup();
   k.entries = {{"pack", {"filter", "activation"}}, {"", {"activation", "filter", "output", "workspace"}}};
-  const LibraryDescription lib{
-      .name = "net", .suite = "s", .gpus = {gpu("h100_sxm")}, .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
+  const LibraryDescription lib{.name = "net",
+                               .suite = "s",
+                               .gpus = {gpu("h100_sxm")},
+                               .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
   try {
     render_library(lib);
     ADD_FAILURE() << "no error";
@@ -248,8 +253,10 @@ TEST(EmitLibrary, AnEmittedPlanWithSetupAndBuffersCompiles) {
   LibraryKernel k = fake_kernel(p, "sm_90", {'\x7f'});
   k.plan = plan_with_setup();
   k.entries = {{"pack", {"filter", "packed"}}, {"", {"activation", "packed", "output", "scratch", "partial"}}};
-  const LibraryDescription lib{
-      .name = "net", .suite = "s", .gpus = {gpu("h100_sxm")}, .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
+  const LibraryDescription lib{.name = "net",
+                               .suite = "s",
+                               .gpus = {gpu("h100_sxm")},
+                               .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
   const fs::path dir = temp_dir("plan");
   write_library(dir / "net", render_library(lib));
   const Result r = cmake_build(dir / "net", dir / "build", "-DNET_BUILD_EXAMPLE=OFF -DNET_INSTALL=OFF");
@@ -264,7 +271,8 @@ TEST(EmitLibrary, ChooseKernelsTakesTheDatabasesBestAndTheDefaultOnlyWithFallbac
   const std::vector<Gpu> gpus = {gpu("h100_sxm")};
   const std::string best = "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1";
   LibraryChoice choice{.tuned = [&](const Gpu&, const Problem& problem) -> std::optional<TunedKernel> {
-                         if (problem == tuned) return TunedKernel{.kernel = best, .median_us = 41.5, .measurement_id = 3};
+                         if (problem == tuned)
+                           return TunedKernel{.kernel = best, .median_us = 41.5, .measurement_id = 3};
                          return std::nullopt;
                        },
                        .fallback_default = false,
@@ -329,7 +337,8 @@ TEST(EmitLibraryCli, BadNamesAndFallbackWithoutADatabaseAreRefusedWithClearError
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.output,
             "convgen: error: --fallback: only with --db (without a database every kernel is the default choice)\n");
-  r = run(convgen_binary() + " emit-lib --shapes " + shapes + " --gpu h100_sxm --name x --out /tmp/x --db /nonexistent.sqlite");
+  r = run(convgen_binary() + " emit-lib --shapes " + shapes +
+          " --gpu h100_sxm --name x --out /tmp/x --db /nonexistent.sqlite");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.output, "convgen: error: --db /nonexistent.sqlite: no such tuning database\n");
 }
@@ -349,8 +358,8 @@ TEST(EmitLibraryCli, DbBuildsTheDatabasesBestKernelsAndSaysWhichCameFromIt) {
   {
     TuningDb db = TuningDb::open(dir / "tuned.sqlite");
     db.record(testing_tuner::measured(gpu("h100_sxm"), suite.layers[0].problem, best, 41.5));
-    db.record(testing_tuner::measured(gpu("h100_sxm"), suite.layers[0].problem, "igemm_m32_n64_k8_tm4_tn4_st2_sk1_v1",
-                                      50.0));
+    db.record(
+        testing_tuner::measured(gpu("h100_sxm"), suite.layers[0].problem, "igemm_m32_n64_k8_tm4_tn4_st2_sk1_v1", 50.0));
     db.record(testing_tuner::measured(gpu("h200"), suite.layers[1].problem, best, 10.0));  // another GPU
   }
   const std::string args = "CONVGEN_CACHE_DIR=" + (dir / "cache").string() + " " + convgen_binary() +
@@ -371,8 +380,7 @@ TEST(EmitLibraryCli, DbBuildsTheDatabasesBestKernelsAndSaysWhichCameFromIt) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("1 kernels from the tuning database, 1 default"), std::string::npos) << r.output;
   const std::string readme = read(dir / "tuned" / "README.md");
-  EXPECT_NE(readme.find("1 of 2 kernels are the tuning database's fastest verified ones"), std::string::npos)
-      << readme;
+  EXPECT_NE(readme.find("1 of 2 kernels are the tuning database's fastest verified ones"), std::string::npos) << readme;
   EXPECT_NE(readme.find("| res_64to64_56 | 64->64 3x3 s1 p1 at 56x56 -> 56x56, n1 | `" + best +
                         "` | database, 41.50 us | kernel |"),
             std::string::npos)

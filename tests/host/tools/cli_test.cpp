@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "support/run_convgen.hpp"
 #include <nlohmann/json.hpp>
+#include "support/run_convgen.hpp"
 
 #include "runtime/driver.hpp"
 
@@ -60,8 +60,7 @@ TEST(Cli, ABadShapesFileFailsWithFileLineAndReason) {
   std::ofstream(path) << "name,n,c,k,h,w,r,s,stride\nbad,1,3,8,8,8,3,3,0\n";
   const Result r = run_convgen("analyze --shapes " + path.string() + " --gpu h100_sxm");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("convgen: error: " + path.string() + ":2: column 'stride'"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("convgen: error: " + path.string() + ":2: column 'stride'"), std::string::npos) << r.output;
 }
 
 TEST(Cli, AnUnknownGpuNameListsTheKnownOnes) {
