@@ -78,6 +78,96 @@ std::string cubin_file(std::size_t index, const LibraryProblem& problem, const G
   return fmt::format("src/cubins/{:02}_{}_{}.inc", index, file_stem(problem.name), gpu.arch);
 }
 
+// The most arguments an entry may take: the emitted run time binds them into a fixed array.
+constexpr std::size_t max_entry_arguments = 16;
+
+// What a kernel argument binds to, as the emitted table spells it: {Arg::x, buffer index or -1}.
+std::string arg_binding(const LaunchPlan& plan, const std::string& arg, const std::string& where) {
+  for (const char* tensor : {"activation", "filter", "output", "workspace"})
+    if (arg == tensor) return fmt::format("{{Arg::{}, -1}}", arg);
+  for (std::size_t b = 0; b < plan.buffers.size(); ++b)
+    if (plan.buffers[b].name == arg) return fmt::format("{{Arg::buffer, {}}}", b);
+  throw Error(fmt::format("{}: argument g_{} names no tensor and no buffer of the plan", where, arg));
+}
+
+// The steps of one kernel's setup or run as a C++ array named `array` (with the argument arrays it points to).
+std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& steps, const std::string& array,
+                         bool setup) {
+  const std::string where = fmt::format("{} ({})", k.built.source.entry, setup ? "setup" : "run");
+  std::string args_text;
+  std::string steps_text = fmt::format("const Step {}[] = {{\n", array);
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const LaunchStep& step = steps[s];
+    if (step.kind == LaunchStep::Kind::zero) {
+      int buffer = -1;
+      if (step.buffer != "output") {
+        const auto it = std::find_if(k.plan.buffers.begin(), k.plan.buffers.end(),
+                                     [&](const PlanBuffer& b) { return b.name == step.buffer; });
+        if (it == k.plan.buffers.end())
+          throw Error(fmt::format("{}: step {} zeroes '{}', which is neither the output nor a buffer of the plan",
+                                  where, s, step.buffer));
+        buffer = static_cast<int>(it - k.plan.buffers.begin());
+      } else if (setup) {
+        throw Error(fmt::format("{}: a setup step cannot zero the output (setup runs once, without one)", where));
+      }
+      steps_text += fmt::format("    {{Step::zero, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}}},\n", buffer);
+      continue;
+    }
+    const std::string entry =
+        step.entry_suffix.empty() ? k.built.source.entry : k.built.source.entry + "_" + step.entry_suffix;
+    const auto found = k.entries.find(step.entry_suffix);
+    if (found == k.entries.end()) throw Error(fmt::format("{}: entry {} has no argument list", where, entry));
+    const std::vector<std::string>& args = found->second;
+    if (args.size() > max_entry_arguments)
+      throw Error(fmt::format("{}: entry {} takes {} arguments; emit-lib binds at most {}", where, entry, args.size(),
+                              max_entry_arguments));
+    const std::string args_array = fmt::format("{}_args{}", array, s);
+    args_text += fmt::format("const ArgBinding {}[] = {{", args_array);
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      if (setup && args[a] != "filter") {
+        const PlanBuffer* b = k.plan.find(args[a]);
+        if (b == nullptr || !b->persistent)
+          throw Error(
+              fmt::format("{}: setup entry {} takes g_{}; setup steps run once at op creation and may bind "
+                          "only the filter and persistent buffers",
+                          where, entry, args[a]));
+      }
+      args_text += (a == 0 ? "" : ", ") + arg_binding(k.plan, args[a], where);
+    }
+    args_text += "};\n";
+    const LaunchGeometry& g = step.geometry;
+    steps_text += fmt::format("    {{Step::kernel, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}, {}, -1}},\n", entry,
+                              g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2], g.dynamic_smem_bytes,
+                              args_array, args.size());
+  }
+  return args_text + steps_text + "};\n";
+}
+
+// "the tuning database (median 41.50 us, measurement 17)" or "convgen's default choice (untuned)".
+std::string origin_text(const LibraryKernel& k) {
+  if (k.tuned)
+    return fmt::format("the tuning database (median {:.2f} us, measurement {})", k.tuned->median_us,
+                       k.tuned->measurement_id);
+  return "convgen's default choice (untuned)";
+}
+
+// "zero output, kernel" / "setup: kernel pack; run: kernel; workspace 1024 B, persistent 4096 B".
+std::string describe_plan(const LaunchPlan& plan) {
+  const auto steps = [](const std::vector<LaunchStep>& list) {
+    std::string out;
+    for (const LaunchStep& s : list) {
+      out += out.empty() ? "" : ", ";
+      out += s.kind == LaunchStep::Kind::zero ? "zero " + s.buffer
+                                              : (s.entry_suffix.empty() ? "kernel" : "kernel " + s.entry_suffix);
+    }
+    return out;
+  };
+  std::string out = plan.setup.empty() ? steps(plan.run) : "setup: " + steps(plan.setup) + "; run: " + steps(plan.run);
+  if (plan.workspace_bytes() > 0) out += fmt::format("; workspace {} B", plan.workspace_bytes());
+  if (plan.persistent_bytes() > 0) out += fmt::format("; persistent {} B", plan.persistent_bytes());
+  return out;
+}
+
 std::string render_kernels_cpp(const LibraryDescription& lib) {
   const std::string up = upper(lib.name);
   std::string out = fmt::format(
@@ -89,25 +179,39 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
     const LibraryProblem& p = lib.problems[i];
     out += fmt::format("\n// {}: {}\n//   {}\n", one_line(p.name), problem_key(p.problem), describe(p.problem));
     for (std::size_t g = 0; g < lib.gpus.size(); ++g) {
-      const BuiltKernel& k = p.kernels[g];
-      const PtxasReport& r = k.cubin.report;
+      const LibraryKernel& k = p.kernels[g];
+      const PtxasReport& r = k.built.cubin.report;
+      const std::string id = fmt::format("{}_{}", i, lib.gpus[g].arch);
       out += fmt::format(
-          "// {} ({}): {}, {} registers, {} bytes spilled, {} bytes static shared memory\n"
-          "alignas(64) const unsigned char cubin_{}_{}[] = {{\n#include \"cubins/{}\"\n}};\n",
-          lib.gpus[g].arch, one_line(lib.gpus[g].name), k.source.entry, r.registers,
-          r.spill_store_bytes + r.spill_load_bytes, r.smem_bytes, i, lib.gpus[g].arch,
+          "// {} ({}): {}, from {}; {} registers, {} bytes spilled, {} bytes static shared memory; plan: {}\n"
+          "alignas(64) const unsigned char cubin_{}[] = {{\n#include \"cubins/{}\"\n}};\n",
+          lib.gpus[g].arch, one_line(lib.gpus[g].name), k.built.source.entry, origin_text(k), r.registers,
+          r.spill_store_bytes + r.spill_load_bytes, r.smem_bytes, describe_plan(k.plan), id,
           std::filesystem::path(cubin_file(i, p, lib.gpus[g])).filename().string());
+      if (!k.plan.buffers.empty()) {
+        out += fmt::format("const PlanBuffer buffers_{}[] = {{\n", id);
+        for (const PlanBuffer& b : k.plan.buffers)
+          out += fmt::format("    {{\"{}\", {}ULL, {}ULL, {}}},\n", b.name, b.bytes, k.plan.offset_of(b.name),
+                             b.persistent);
+        out += "};\n";
+      }
+      if (!k.plan.setup.empty()) out += render_steps(k, k.plan.setup, "setup_" + id, true);
+      if (k.plan.run.empty()) throw Error(fmt::format("{}: the plan has no run step", k.built.source.entry));
+      out += render_steps(k, k.plan.run, "run_" + id, false);
     }
     out += fmt::format("const KernelImage kernels_{}[] = {{\n", i);
     for (std::size_t g = 0; g < lib.gpus.size(); ++g) {
-      const BuiltKernel& k = p.kernels[g];
-      const LaunchGeometry& geo = k.plan.main_geometry();
-      const bool zero_output_first = !k.plan.run.empty() && k.plan.run.front().kind == LaunchStep::Kind::zero;
+      const LibraryKernel& k = p.kernels[g];
+      const std::string id = fmt::format("{}_{}", i, lib.gpus[g].arch);
+      const auto array = [&](bool present, const std::string& name, std::size_t count) {
+        return present ? fmt::format("{}, {}", name, count) : std::string("nullptr, 0");
+      };
       out +=
-          fmt::format("    {{{}, cubin_{}_{}, sizeof cubin_{}_{}, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}}},\n",
-                      compute_capability(lib.gpus[g]), i, lib.gpus[g].arch, i, lib.gpus[g].arch, k.source.entry,
-                      geo.grid[0], geo.grid[1], geo.grid[2], geo.block[0], geo.block[1], geo.block[2],
-                      geo.dynamic_smem_bytes, zero_output_first);
+          fmt::format("    {{{}, cubin_{}, sizeof cubin_{}, \"{}\", {}, {}ULL, {}ULL, {}, {}}},\n",
+                      compute_capability(lib.gpus[g]), id, id, k.built.source.entry,
+                      array(!k.plan.buffers.empty(), "buffers_" + id, k.plan.buffers.size()), k.plan.workspace_bytes(),
+                      k.plan.persistent_bytes(), array(!k.plan.setup.empty(), "setup_" + id, k.plan.setup.size()),
+                      array(true, "run_" + id, k.plan.run.size()));
     }
     out += "};\n";
   }
@@ -132,17 +236,35 @@ std::string render_readme(const LibraryDescription& lib) {
   std::string out = skeleton_file("README.md", lib.name);
   std::string gpus;
   for (const Gpu& gpu : lib.gpus) gpus += fmt::format("{}{} ({})", gpus.empty() ? "" : ", ", gpu.name, gpu.arch);
-  out +=
-      fmt::format("\n## Problems\n\nThe {} suite, for {}; the kernel is convgen's choice for each exact problem.\n\n",
-                  one_line(lib.suite), gpus);
+  int tuned = 0;
+  int total = 0;
+  for (const LibraryProblem& p : lib.problems)
+    for (const LibraryKernel& k : p.kernels) {
+      tuned += k.tuned.has_value();
+      ++total;
+    }
+  const std::string origin =
+      tuned == total ? "every kernel is the tuning database's fastest verified one (its measured median per call)"
+      : tuned == 0   ? "every kernel is convgen's default choice for the exact problem (untuned)"
+                     : fmt::format(
+                           "{} of {} kernels are the tuning database's fastest verified ones (with their "
+                             "measured median per call), the others convgen's default choice (untuned)",
+                           tuned, total);
+  out += fmt::format(
+      "\n## Problems\n\nThe {} suite, for {}; {}. The plan is what a call runs (a `zero` step "
+      "clears a buffer the kernel accumulates into).\n\n",
+      one_line(lib.suite), gpus, origin);
   out += "| layer | problem |";
-  for (const Gpu& gpu : lib.gpus) out += fmt::format(" {} kernel |", gpu.arch);
+  for (const Gpu& gpu : lib.gpus) out += fmt::format(" {} kernel | from | plan |", gpu.arch);
   out += "\n|---|---|";
-  for (std::size_t g = 0; g < lib.gpus.size(); ++g) out += "---|";
+  for (std::size_t g = 0; g < lib.gpus.size(); ++g) out += "---|---|---|";
   out += "\n";
   for (const LibraryProblem& p : lib.problems) {
     out += fmt::format("| {} | {} |", replace_all(one_line(p.name), "|", "\\|"), describe(p.problem));
-    for (const BuiltKernel& k : p.kernels) out += fmt::format(" `{}` |", k.source.entry);
+    for (const LibraryKernel& k : p.kernels)
+      out += fmt::format(" `{}` | {} | {} |", k.built.source.entry,
+                         k.tuned ? fmt::format("database, {:.2f} us", k.tuned->median_us) : std::string("default"),
+                         describe_plan(k.plan));
     out += "\n";
   }
   return out;
@@ -173,8 +295,65 @@ std::vector<Layer> distinct_problems(const Suite& suite) {
   return out;
 }
 
+LaunchPlan plan_of(const BuiltKernel& kernel) { return kernel.plan; }
+
+std::vector<std::string> entry_arguments(const BuiltKernel& kernel, std::string_view entry_suffix) {
+  for (const EntryDecl& entry : family(kernel.spec.family).interface().entries) {
+    if (entry.suffix != entry_suffix) continue;
+    std::vector<std::string> names;
+    for (const EntryArg& arg : entry.args) names.emplace_back(arg.name.substr(2));  // g_activation -> activation
+    return names;
+  }
+  throw Error(fmt::format("{}: the template declares no entry '{}'", kernel.source.entry, entry_suffix));
+}
+
+LibraryKernel library_kernel(const BuiltKernel& kernel, std::optional<TunedKernel> tuned) {
+  LibraryKernel out{.built = kernel, .plan = plan_of(kernel), .entries = {}, .tuned = std::move(tuned)};
+  for (const auto* steps : {&out.plan.setup, &out.plan.run})
+    for (const LaunchStep& step : *steps)
+      if (step.kind == LaunchStep::Kind::kernel)
+        out.entries[step.entry_suffix] = entry_arguments(kernel, step.entry_suffix);
+  return out;
+}
+
+std::vector<std::vector<ChosenKernel>> choose_kernels(const std::vector<Layer>& layers, const std::vector<Gpu>& gpus,
+                                                      const LibraryChoice& choice) {
+  std::vector<std::vector<ChosenKernel>> chosen(gpus.size());
+  std::vector<std::string> missing;
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    for (const Layer& layer : layers) {
+      std::optional<TunedKernel> tuned;
+      if (choice.tuned) tuned = choice.tuned(gpus[g], layer.problem);
+      if (tuned) {
+        try {
+          chosen[g].push_back({.spec = parse_kernel_name(tuned->kernel), .tuned = tuned});
+        } catch (const InputError& e) {
+          throw InputError(fmt::format("{}: the best kernel for {} on {} ({}) is not one this convgen knows: {}",
+                                       choice.source, layer.name, gpus[g].name, gpus[g].arch, e.what()));
+        }
+        continue;
+      }
+      if (choice.tuned && !choice.fallback_default)
+        missing.push_back(
+            fmt::format("{} on {} ({}): {}", layer.name, gpus[g].name, gpus[g].arch, problem_key(layer.problem)));
+      chosen[g].push_back({.spec = default_choice(layer.problem, gpus[g]), .tuned = std::nullopt});
+    }
+  }
+  if (!missing.empty()) {
+    std::string message = fmt::format("{}: no verified kernel for {} of {} problems x architectures:", choice.source,
+                                      missing.size(), layers.size() * gpus.size());
+    for (const std::string& m : missing) message += "\n  " + m;
+    message += fmt::format(
+        "\nfill it with `{}` on each GPU named, or pass --fallback default to take convgen's default choice for "
+        "these",
+        choice.tune_command);
+    throw InputError(message);
+  }
+  return chosen;
+}
+
 LibraryDescription build_library(std::string_view name, const Suite& suite, const std::vector<Gpu>& gpus,
-                                 JitCache& cache, ThreadPool& pool,
+                                 JitCache& cache, ThreadPool& pool, const LibraryChoice& choice,
                                  const std::function<void(const std::string&)>& on_built) {
   check_library_name(name);
   if (gpus.empty()) throw InputError("--gpu: at least one GPU descriptor is needed");
@@ -185,14 +364,16 @@ LibraryDescription build_library(std::string_view name, const Suite& suite, cons
                                      gpus[j].name, gpus[i].name, gpus[i].arch));
   const std::vector<Layer> layers = distinct_problems(suite);
   if (layers.empty()) throw InputError(fmt::format("{}: the suite has no layers", suite.name));
+  const std::vector<std::vector<ChosenKernel>> chosen = choose_kernels(layers, gpus, choice);
 
   LibraryDescription lib{.name = std::string(name), .suite = suite.name, .gpus = gpus, .problems = {}};
   for (const Layer& layer : layers)
     lib.problems.push_back({.name = layer.name, .problem = layer.problem, .kernels = {}});
   std::vector<std::string> failures;
-  for (const Gpu& gpu : gpus) {
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const Gpu& gpu = gpus[g];
     std::vector<BuildRequest> requests;
-    for (const Layer& layer : layers) requests.push_back({layer.problem, default_choice(layer.problem, gpu)});
+    for (std::size_t i = 0; i < layers.size(); ++i) requests.push_back({layers[i].problem, chosen[g][i].spec});
     const std::vector<BuildOutcome> outcomes = build_kernels(requests, gpu, cache, pool, [&](std::size_t i) {
       if (on_built) on_built(fmt::format("{} {} {}", layers[i].name, gpu.arch, kernel_name(requests[i].spec)));
     });
@@ -201,19 +382,13 @@ LibraryDescription build_library(std::string_view name, const Suite& suite, cons
         try {
           std::rethrow_exception(*error);
         } catch (const std::exception& e) {
-          failures.push_back(
-              fmt::format("{} ({}) {}: {}", layers[i].name, gpu.arch, kernel_name(requests[i].spec), e.what()));
+          failures.push_back(fmt::format("{} ({}) {}{}: {}", layers[i].name, gpu.arch, kernel_name(requests[i].spec),
+                                         chosen[g][i].tuned ? " (from the tuning database)" : "", e.what()));
         }
         continue;
       }
       const BuiltKernel& kernel = std::get<BuiltKernel>(outcomes[i]);
-      // The library's API has no workspace argument: every kernel today needs none, and a new one must say so.
-      if (kernel.workspace_bytes() != 0 || !kernel.plan.setup.empty() || kernel.plan.run.size() > 2)
-        throw InputError(
-            fmt::format("{}: kernel {} needs a workspace, a setup or several launches; emit-lib supports only "
-                        "kernels of one launch",
-                        layers[i].name, kernel.source.entry));
-      lib.problems[i].kernels.push_back(kernel);
+      lib.problems[i].kernels.push_back(library_kernel(kernel, chosen[g][i].tuned));
     }
   }
   if (!failures.empty()) {
@@ -258,7 +433,7 @@ std::map<std::string, std::string> render_library(const LibraryDescription& lib)
     if (p.kernels.size() != lib.gpus.size())
       throw InputError(fmt::format("{}: {} kernels for {} GPUs", p.name, p.kernels.size(), lib.gpus.size()));
     for (std::size_t g = 0; g < lib.gpus.size(); ++g) {
-      const BuiltKernel& k = p.kernels[g];
+      const BuiltKernel& k = p.kernels[g].built;
       files[cubin_file(i, p, lib.gpus[g])] =
           fmt::format("// {}: {} for {} ({}), {} bytes\n", k.source.entry, lib.gpus[g].arch, problem_key(p.problem),
                       one_line(p.name), k.cubin.image.size()) +

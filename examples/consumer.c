@@ -1,4 +1,4 @@
-/* consumer.c: a C program using the emitted cusnn_sm90 library through find_package: lists, dispatches, falls back. */
+/* consumer.c: a C program using the emitted cusnn_sm90 library through find_package: lists, falls back, runs an op. */
 /*
  * Exit status: 0 the library ran its first problem, 1 a call failed, 2 no usable GPU (the message says why).
  */
@@ -25,6 +25,8 @@ int main(void) {
   cusnn_sm90_problem unknown;
   cusnn_sm90_status status;
   float* buffers[3] = {NULL, NULL, NULL};
+  void* workspace = NULL;
+  cusnn_sm90_op op = NULL;
   char key[256];
 
   for (i = 0; i < cusnn_sm90_problem_count(); ++i) {
@@ -62,13 +64,23 @@ int main(void) {
         fprintf(stderr, "consumer: cudaMalloc failed\n");
         return 1;
       }
-    status = cusnn_sm90_conv_forward(p, (unsigned long long)buffers[0], (unsigned long long)buffers[1],
-                                     (unsigned long long)buffers[2], NULL);
+    /* An op: the problem's plan set up once with this filter, then run (with the workspace it asks for). */
+    status = cusnn_sm90_op_create(p, (unsigned long long)buffers[1], NULL, &op);
+    if (status == CUSNN_SM90_SUCCESS && cusnn_sm90_op_workspace_size(op) > 0 &&
+        cudaMalloc(&workspace, cusnn_sm90_op_workspace_size(op)) != cudaSuccess) {
+      fprintf(stderr, "consumer: cudaMalloc failed\n");
+      return 1;
+    }
+    if (status == CUSNN_SM90_SUCCESS)
+      status = cusnn_sm90_op_run(op, (unsigned long long)buffers[0], (unsigned long long)buffers[2],
+                                 (unsigned long long)workspace, NULL);
     if (status != CUSNN_SM90_SUCCESS || cudaDeviceSynchronize() != cudaSuccess) {
       fprintf(stderr, "consumer: %s: %s\n", cusnn_sm90_status_string(status), cusnn_sm90_last_error_message());
       return 1;
     }
     printf("ran %s with %s\n", cusnn_sm90_problem_name(0), cusnn_sm90_kernel_name(p, 90));
+    cusnn_sm90_op_destroy(op);
+    cudaFree(workspace);
     for (i = 0; i < 3; ++i) cudaFree(buffers[i]);
   }
   return 0;

@@ -17,13 +17,25 @@
  * primary context made current, as the CUDA runtime would. Modules load lazily, once per context and kernel.
  * Every function is thread-safe.
  *
+ * Each problem's kernel comes with a launch plan: the steps of a call (kernel launches, zeroing a buffer the
+ * kernel accumulates into), the workspace a call needs, and possibly setup steps run once (a transformed or
+ * packed filter kept in buffers the library allocates). An op holds one problem's plan with its filter set up:
+ *
  *   cglib_problem p = {0};
  *   p.n = 1; p.c = 64; p.k = 64; p.d = 1; p.h = 56; p.w = 56; p.t = 1; p.r = 3; p.s = 3;
  *   p.stride_d = p.stride_h = p.stride_w = 1; p.pad_h = p.pad_w = 1;
  *   p.dilation_d = p.dilation_h = p.dilation_w = 1; p.groups = 1;
  *   p.layout = CGLIB_LAYOUT_NCHW; p.precision = CGLIB_PRECISION_FP32;
- *   if (cglib_conv_forward(&p, activation, filter, output, stream) != CGLIB_SUCCESS)
+ *   cglib_op op = NULL;
+ *   if (cglib_op_create(&p, filter, stream, &op) != CGLIB_SUCCESS ||
+ *       cglib_op_run(op, activation, output, workspace, stream) != CGLIB_SUCCESS)
  *     fprintf(stderr, "%s\n", cglib_last_error_message());
+ *   cglib_op_destroy(op);
+ *
+ * with a workspace of cglib_op_workspace_size(op) bytes (0 when the plan needs none).
+ *
+ * cglib_conv_forward(&p, activation, filter, output, stream) runs a problem in one call when its plan has no setup
+ * and needs no workspace (CGLIB_ERROR_NEEDS_OP otherwise).
  */
 #ifndef CGLIB_H_
 #define CGLIB_H_
@@ -42,7 +54,8 @@ typedef enum {
   CGLIB_ERROR_UNKNOWN_PROBLEM = 3,    /* no kernel was emitted for this exact problem, and no fallback is set */
   CGLIB_ERROR_NO_KERNEL_FOR_ARCH = 4, /* the problem is known, but no cubin was emitted for this GPU's architecture */
   CGLIB_ERROR_CUDA = 5,               /* a CUDA driver call failed (the message names it and the error) */
-  CGLIB_ERROR_INVALID_ARGUMENT = 6    /* a null problem or pointer */
+  CGLIB_ERROR_INVALID_ARGUMENT = 6,   /* a null problem or pointer, or an op used in another CUDA context */
+  CGLIB_ERROR_NEEDS_OP = 7            /* the problem's plan has setup steps or needs a workspace: use an op */
 } cglib_status;
 
 /* Memory layout of activation and output; the filter follows it (KCRS for channels-first, KRSC for channels-last). */
@@ -86,9 +99,33 @@ typedef cglib_status (*cglib_fallback_fn)(const cglib_problem* problem, unsigned
 
 /* Enqueues the forward convolution of `problem` on `stream`: output = conv(activation, filter), every tensor
  * dense in the problem's layout. Returns CGLIB_SUCCESS when the work was enqueued; errors of the kernel itself
- * surface at the next synchronization, as with any CUDA launch. No workspace is needed. */
+ * surface at the next synchronization, as with any CUDA launch. Serves problems whose plan has no setup and needs
+ * no workspace; others return CGLIB_ERROR_NEEDS_OP (use cglib_op_create). */
 cglib_status cglib_conv_forward(const cglib_problem* problem, unsigned long long activation, unsigned long long filter,
                                 unsigned long long output, void* stream);
+
+/* One problem ready to run on one CUDA context: its kernel loaded, its persistent buffers allocated and set up from
+ * the filter. Opaque; create with cglib_op_create, free with cglib_op_destroy. */
+typedef struct cglib_op_s* cglib_op;
+
+/* Creates an op for `problem` (an emitted one: the fallback is not consulted) in the calling thread's current
+ * context: loads its kernel, allocates the plan's persistent buffers and runs its setup steps on `stream`, then
+ * waits for them, so the op can run on any stream of the context. The filter must stay valid and unchanged while
+ * the op lives (most plans read it on every call). Writes the op to *op (NULL on failure). */
+cglib_status cglib_op_create(const cglib_problem* problem, unsigned long long filter, void* stream, cglib_op* op);
+
+/* Returns the bytes of device workspace every cglib_op_run of `op` needs (0: none; pass 0 as the workspace). */
+size_t cglib_op_workspace_size(cglib_op op);
+
+/* Enqueues the convolution of the op's problem on `stream`: output = conv(activation, the op's filter), using
+ * `workspace` (cglib_op_workspace_size(op) bytes, 256-byte aligned, not shared with a concurrent run) as scratch.
+ * Call it in the context the op was created in. */
+cglib_status cglib_op_run(cglib_op op, unsigned long long activation, unsigned long long output,
+                          unsigned long long workspace, void* stream);
+
+/* Frees the op's persistent buffers and the op (after work using them has finished: synchronize first). NULL is
+ * accepted and does nothing. */
+cglib_status cglib_op_destroy(cglib_op op);
 
 /* Checks that a driver and a device are present and that the library has cubins for the architecture of the
  * device it would run on (the current context's, else device 0); CGLIB_SUCCESS when it has. */
@@ -158,6 +195,42 @@ inline void conv_forward(const problem& p, unsigned long long activation, unsign
                          unsigned long long output, void* stream = nullptr) {
   detail::check(cglib_conv_forward(&p, activation, filter, output, stream));
 }
+
+/* An op (cglib_op_create), destroyed with its owner; movable, not copyable. Throws cglib::error on failure.
+ *   cglib::op conv(p, filter, stream);
+ *   conv.run(activation, output, workspace, stream);   // workspace: conv.workspace_size() bytes  */
+class op {
+ public:
+  op(const problem& p, unsigned long long filter, void* stream = nullptr) {
+    detail::check(cglib_op_create(&p, filter, stream, &op_));
+  }
+  ~op() { cglib_op_destroy(op_); }
+  op(op&& other) noexcept : op_(other.op_) { other.op_ = nullptr; }
+  op& operator=(op&& other) noexcept {
+    if (this != &other) {
+      cglib_op_destroy(op_);
+      op_ = other.op_;
+      other.op_ = nullptr;
+    }
+    return *this;
+  }
+  op(const op&) = delete;
+  op& operator=(const op&) = delete;
+
+  /* Returns the bytes of workspace run() needs. */
+  size_t workspace_size() const { return cglib_op_workspace_size(op_); }
+
+  /* Enqueues the convolution; throws cglib::error on failure. */
+  void run(unsigned long long activation, unsigned long long output, unsigned long long workspace = 0,
+           void* stream = nullptr) const {
+    detail::check(cglib_op_run(op_, activation, output, workspace, stream));
+  }
+
+  cglib_op get() const noexcept { return op_; }
+
+ private:
+  cglib_op op_ = nullptr;
+};
 
 /* Throws cglib::error unless a device this library has cubins for is present. */
 inline void check_device() { detail::check(cglib_check_device()); }

@@ -124,10 +124,19 @@ int main() {
     const auto a = reinterpret_cast<unsigned long long>(d_activation);
     const auto f = reinterpret_cast<unsigned long long>(d_filter);
     const auto o = reinterpret_cast<unsigned long long>(d_output);
-    cglib_status status = cglib_conv_forward(&x, a, f, o, nullptr);
+    // An op sets the problem's plan up once (its persistent buffers, its setup steps); each run needs a workspace
+    // of the size the op says.
+    cglib_op op = nullptr;
+    void* d_workspace = nullptr;
+    cglib_status status = cglib_op_create(&x, f, nullptr, &op);
+    if (status == CGLIB_SUCCESS && cglib_op_workspace_size(op) > 0 &&
+        !cuda_ok(cudaMalloc(&d_workspace, cglib_op_workspace_size(op)), "cudaMalloc"))
+      return 1;
+    const auto ws = reinterpret_cast<unsigned long long>(d_workspace);
+    if (status == CGLIB_SUCCESS) status = cglib_op_run(op, a, o, ws, nullptr);
     // Then 20 calls between events: a rough time per call, not a benchmark.
     cudaEventRecord(start, nullptr);
-    for (int call = 0; call < 20 && status == CGLIB_SUCCESS; ++call) status = cglib_conv_forward(&x, a, f, o, nullptr);
+    for (int call = 0; call < 20 && status == CGLIB_SUCCESS; ++call) status = cglib_op_run(op, a, o, ws, nullptr);
     cudaEventRecord(stop, nullptr);
     if (status != CGLIB_SUCCESS) {
       std::fprintf(stderr, "cglib_example: %s: %s: %s\n", cglib_problem_name(i), cglib_status_string(status),
@@ -151,8 +160,13 @@ int main() {
     std::printf("%-24s %-40s %8.1f us  %s (worst relative error %.1e)\n", cglib_problem_name(i),
                 cglib_kernel_name(&x, arch) ? cglib_kernel_name(&x, arch) : "?", ms * 1000 / 20, ok ? "ok" : "MISMATCH",
                 worst);
+    if (cglib_op_destroy(op) != CGLIB_SUCCESS) {
+      std::fprintf(stderr, "cglib_example: cglib_op_destroy: %s\n", cglib_last_error_message());
+      return 1;
+    }
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
+    cudaFree(d_workspace);
     cudaFree(d_activation);
     cudaFree(d_filter);
     cudaFree(d_output);

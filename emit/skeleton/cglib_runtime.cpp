@@ -1,4 +1,5 @@
-// cglib_runtime.cpp: the library's run time: loads the CUDA driver, finds the problem's kernel, loads it, launches it.
+// cglib_runtime.cpp: the library's run time: loads the CUDA driver, finds the problem's kernel, loads it, runs its
+// plan.
 #include <dlfcn.h>
 
 #include <cuda.h>
@@ -9,14 +10,17 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cglib.h"
 #include "cglib_kernels.hpp"
 
 namespace {
 
+using cglib_internal::Arg;
 using cglib_internal::KernelImage;
 using cglib_internal::ProblemEntry;
+using cglib_internal::Step;
 
 #define CGLIB_STRINGIFY_(x) #x
 #define CGLIB_STRINGIFY(x) CGLIB_STRINGIFY_(x)
@@ -27,7 +31,8 @@ using cglib_internal::ProblemEntry;
 #define CGLIB_DRIVER_FUNCTIONS(X) \
   X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuCtxGetCurrent) X(cuCtxSetCurrent) \
   X(cuCtxGetDevice) X(cuDevicePrimaryCtxRetain) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuFuncSetAttribute) \
-  X(cuLaunchKernel) X(cuMemsetD32Async) X(cuMemsetD8Async) X(cuGetErrorName) X(cuGetErrorString)
+  X(cuLaunchKernel) X(cuMemsetD32Async) X(cuMemsetD8Async) X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) \
+  X(cuMemFree) X(cuStreamSynchronize) X(cuCtxPushCurrent) X(cuCtxPopCurrent)
 // clang-format on
 
 struct Driver {
@@ -85,10 +90,16 @@ const Driver& driver() {
   return d;
 }
 
-// Per context: its device's compute capability and the kernels loaded into it so far.
+// A kernel image loaded into one context: the function of every kernel step of its setup and run.
+struct LoadedImage {
+  std::vector<CUfunction> setup;  // setup[i] for image.setup[i] (nullptr for a zero step)
+  std::vector<CUfunction> run;
+};
+
+// Per context: its device's compute capability and the kernel images loaded into it so far.
 struct ContextState {
   int arch = 0;
-  std::map<const KernelImage*, CUfunction> functions;
+  std::map<const KernelImage*, LoadedImage> images;  // never erased: ops point into it
 };
 
 struct State {
@@ -182,27 +193,128 @@ std::string no_arch_message(int arch) {
          " only";
 }
 
-// Returns the loaded kernel of `image` in the context, loading its module on first use. Mutex held.
-cglib_status load_function(const Driver& d, ContextState& context, const KernelImage& image, CUfunction* function) {
-  if (auto it = context.functions.find(&image); it != context.functions.end()) {
-    *function = it->second;
+// Returns the function of one kernel step, from a module already loaded. Mutex held.
+cglib_status get_function(const Driver& d, CUmodule module, const KernelImage& image, const Step& step,
+                          CUfunction* function) {
+  *function = nullptr;
+  if (step.kind != Step::kernel) return CGLIB_SUCCESS;
+  CUresult result = d.cuModuleGetFunction(function, module, step.entry);
+  if (result != CUDA_SUCCESS)
+    return fail(CGLIB_ERROR_CUDA, std::string("cuModuleGetFunction of ") + step.entry + " (sm_" +
+                                      std::to_string(image.arch) + ") failed: " + error_text(d, result));
+  if (step.dynamic_smem_bytes > 48 * 1024 &&
+      (result = d.cuFuncSetAttribute(*function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     static_cast<int>(step.dynamic_smem_bytes))) != CUDA_SUCCESS)
+    return fail(CGLIB_ERROR_CUDA, std::string("cuFuncSetAttribute (dynamic shared memory) of ") + step.entry +
+                                      " failed: " + error_text(d, result));
+  return CGLIB_SUCCESS;
+}
+
+// Returns `image` loaded into the context, loading its module on first use. Mutex held.
+cglib_status load_image(const Driver& d, ContextState& context, const KernelImage& image, const LoadedImage** loaded) {
+  if (auto it = context.images.find(&image); it != context.images.end()) {
+    *loaded = &it->second;
     return CGLIB_SUCCESS;
   }
   CUmodule module = nullptr;
-  CUresult result = d.cuModuleLoadData(&module, image.cubin);
+  const CUresult result = d.cuModuleLoadData(&module, image.cubin);
   if (result != CUDA_SUCCESS)
-    return fail(CGLIB_ERROR_CUDA, std::string("cuModuleLoadData of ") + image.entry + " (sm_" +
+    return fail(CGLIB_ERROR_CUDA, std::string("cuModuleLoadData of ") + image.kernel + " (sm_" +
                                       std::to_string(image.arch) + ") failed: " + error_text(d, result));
-  if ((result = d.cuModuleGetFunction(function, module, image.entry)) != CUDA_SUCCESS)
-    return fail(CGLIB_ERROR_CUDA,
-                std::string("cuModuleGetFunction of ") + image.entry + " failed: " + error_text(d, result));
-  if (image.dynamic_smem_bytes > 48 * 1024 &&
-      (result = d.cuFuncSetAttribute(*function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                     static_cast<int>(image.dynamic_smem_bytes))) != CUDA_SUCCESS)
-    return fail(CGLIB_ERROR_CUDA, std::string("cuFuncSetAttribute (dynamic shared memory) of ") + image.entry +
-                                      " failed: " + error_text(d, result));
-  context.functions.emplace(&image, *function);  // the module stays loaded for the context's life
+  LoadedImage functions;
+  functions.setup.resize(image.setup_count);
+  functions.run.resize(image.run_count);
+  for (std::size_t i = 0; i < image.setup_count; ++i)
+    if (const cglib_status status = get_function(d, module, image, image.setup[i], &functions.setup[i]);
+        status != CGLIB_SUCCESS)
+      return status;
+  for (std::size_t i = 0; i < image.run_count; ++i)
+    if (const cglib_status status = get_function(d, module, image, image.run[i], &functions.run[i]);
+        status != CGLIB_SUCCESS)
+      return status;
+  // The module stays loaded for the context's life.
+  *loaded = &context.images.emplace(&image, std::move(functions)).first->second;
   return CGLIB_SUCCESS;
+}
+
+// The device pointers a plan's steps bind: the call's tensors, the caller's workspace, the op's persistent block.
+struct Pointers {
+  CUdeviceptr activation = 0, filter = 0, output = 0, workspace = 0, persistent = 0;
+};
+
+CUdeviceptr buffer_pointer(const KernelImage& image, int buffer, const Pointers& p) {
+  const cglib_internal::PlanBuffer& b = image.buffers[buffer];
+  return (b.persistent ? p.persistent : p.workspace) + b.offset;
+}
+
+// Enqueues `count` steps of a plan on `stream`. No mutex needed: everything it reads is immutable.
+cglib_status run_steps(const Driver& d, const ProblemEntry& entry, const KernelImage& image, const Step* steps,
+                       const CUfunction* functions, std::size_t count, const Pointers& p, CUstream stream) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const Step& step = steps[i];
+    CUresult result = CUDA_SUCCESS;
+    if (step.kind == Step::zero) {
+      const CUdeviceptr target = step.zero_buffer < 0 ? p.output : buffer_pointer(image, step.zero_buffer, p);
+      const unsigned long long bytes =
+          step.zero_buffer < 0 ? entry.output_bytes : image.buffers[step.zero_buffer].bytes;
+      result = bytes % 4 == 0 ? d.cuMemsetD32Async(target, 0, bytes / 4, stream)
+                              : d.cuMemsetD8Async(target, 0, bytes, stream);
+      if (result != CUDA_SUCCESS)
+        return fail(CGLIB_ERROR_CUDA, std::string("cuMemsetD32Async (zeroing ") +
+                                          (step.zero_buffer < 0 ? "the output" : image.buffers[step.zero_buffer].name) +
+                                          ") failed: " + error_text(d, result));
+      continue;
+    }
+    CUdeviceptr values[16];
+    void* args[16];
+    for (std::size_t a = 0; a < step.arg_count && a < 16; ++a) {
+      const cglib_internal::ArgBinding& binding = step.args[a];
+      switch (binding.arg) {
+        case Arg::activation:
+          values[a] = p.activation;
+          break;
+        case Arg::filter:
+          values[a] = p.filter;
+          break;
+        case Arg::output:
+          values[a] = p.output;
+          break;
+        case Arg::workspace:
+          values[a] = p.workspace;
+          break;
+        case Arg::buffer:
+          values[a] = buffer_pointer(image, binding.buffer, p);
+          break;
+      }
+      args[a] = &values[a];
+    }
+    result = d.cuLaunchKernel(functions[i], step.grid[0], step.grid[1], step.grid[2], step.block[0], step.block[1],
+                              step.block[2], step.dynamic_smem_bytes, stream, args, nullptr);
+    if (result != CUDA_SUCCESS)
+      return fail(CGLIB_ERROR_CUDA, std::string("cuLaunchKernel of ") + step.entry + " for problem " +
+                                        key_of(entry.problem) + " failed: " + error_text(d, result));
+  }
+  return CGLIB_SUCCESS;
+}
+
+// Finds the problem's kernel image for the current context and loads it: the shared first half of a one-shot call
+// and of op creation.
+cglib_status prepare(const Driver& d, const ProblemEntry& entry, CUcontext* context, const KernelImage** image,
+                     const LoadedImage** loaded) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  ContextState* context_state = nullptr;
+  if (const cglib_status status = current_context(d, context, &context_state); status != CGLIB_SUCCESS) return status;
+  *image = find_image(entry, context_state->arch);
+  if (*image == nullptr)
+    return fail(CGLIB_ERROR_NO_KERNEL_FOR_ARCH,
+                "problem " + key_of(entry.problem) + " (" + entry.name + "): " + no_arch_message(context_state->arch));
+  return load_image(d, *context_state, **image, loaded);
+}
+
+cglib_status unknown_problem(const cglib_problem& problem) {
+  return fail(CGLIB_ERROR_UNKNOWN_PROBLEM, "problem " + key_of(problem) + " was not emitted into cglib (it serves " +
+                                               std::to_string(cglib_internal::problem_count) +
+                                               " problems; see cglib_problem_at)");
 }
 
 const char* layout_name(cglib_layout layout) {
@@ -239,6 +351,16 @@ const char* precision_name(cglib_precision precision) {
 
 }  // namespace
 
+// An op: one problem's kernel image loaded in one context, with the persistent block its setup filled.
+struct cglib_op_s {
+  const ProblemEntry* entry;
+  const KernelImage* image;
+  const LoadedImage* loaded;
+  CUcontext context;
+  CUdeviceptr filter;
+  CUdeviceptr persistent;
+};
+
 extern "C" {
 
 cglib_status cglib_conv_forward(const cglib_problem* problem, unsigned long long activation, unsigned long long filter,
@@ -255,44 +377,117 @@ cglib_status cglib_conv_forward(const cglib_problem* problem, unsigned long long
       user = state().fallback_user;
     }
     if (fallback != nullptr) return fallback(problem, activation, filter, output, stream, user);
-    return fail(CGLIB_ERROR_UNKNOWN_PROBLEM, "problem " + key_of(*problem) + " was not emitted into cglib (it serves " +
-                                                 std::to_string(cglib_internal::problem_count) +
-                                                 " problems; see cglib_problem_at)");
+    return unknown_problem(*problem);
   }
   if (activation == 0 || filter == 0 || output == 0)
     return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_conv_forward: a device pointer is 0");
   const Driver& d = driver();
-  CUfunction function = nullptr;
+  CUcontext context = nullptr;
   const KernelImage* image = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(state().mutex);
-    CUcontext context = nullptr;
-    ContextState* context_state = nullptr;
-    if (const cglib_status status = current_context(d, &context, &context_state); status != CGLIB_SUCCESS)
-      return status;
-    image = find_image(*entry, context_state->arch);
-    if (image == nullptr)
-      return fail(CGLIB_ERROR_NO_KERNEL_FOR_ARCH,
-                  "problem " + key_of(*problem) + " (" + entry->name + "): " + no_arch_message(context_state->arch));
-    if (const cglib_status status = load_function(d, *context_state, *image, &function); status != CGLIB_SUCCESS)
-      return status;
-  }
-  CUstream cu_stream = static_cast<CUstream>(stream);
+  const LoadedImage* loaded = nullptr;
+  if (const cglib_status status = prepare(d, *entry, &context, &image, &loaded); status != CGLIB_SUCCESS) return status;
+  if (image->setup_count > 0 || image->workspace_bytes > 0)
+    return fail(CGLIB_ERROR_NEEDS_OP, "problem " + key_of(*problem) + " (" + entry->name + "): kernel " +
+                                          image->kernel + " (sm_" + std::to_string(image->arch) + ") " +
+                                          (image->setup_count > 0 ? "has a one-time setup"
+                                                                  : "needs " + std::to_string(image->workspace_bytes) +
+                                                                        " bytes of workspace") +
+                                          "; run it through cglib_op_create and cglib_op_run");
+  Pointers pointers;
+  pointers.activation = activation;
+  pointers.filter = filter;
+  pointers.output = output;
+  return run_steps(d, *entry, *image, image->run, loaded->run.data(), image->run_count, pointers,
+                   static_cast<CUstream>(stream));
+}
+
+cglib_status cglib_op_create(const cglib_problem* problem, unsigned long long filter, void* stream, cglib_op* op) {
+  last_error.clear();
+  if (op == nullptr) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_create: op is NULL");
+  *op = nullptr;
+  if (problem == nullptr) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_create: problem is NULL");
+  const ProblemEntry* entry = find_problem(*problem);
+  if (entry == nullptr) return unknown_problem(*problem);
+  if (filter == 0) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_create: the filter pointer is 0");
+  const Driver& d = driver();
+  CUcontext context = nullptr;
+  const KernelImage* image = nullptr;
+  const LoadedImage* loaded = nullptr;
+  if (const cglib_status status = prepare(d, *entry, &context, &image, &loaded); status != CGLIB_SUCCESS) return status;
+  Pointers pointers;
+  pointers.filter = filter;
   CUresult result = CUDA_SUCCESS;
-  if (image->zero_output_first) {
-    const unsigned long long bytes = entry->output_bytes;
-    result = bytes % 4 == 0 ? d.cuMemsetD32Async(output, 0, bytes / 4, cu_stream)
-                            : d.cuMemsetD8Async(output, 0, bytes, cu_stream);
-    if (result != CUDA_SUCCESS) return cuda_fail(d, "cuMemsetD32Async (zeroing the output)", result);
+  if (image->persistent_bytes > 0 &&
+      (result = d.cuMemAlloc(&pointers.persistent, image->persistent_bytes)) != CUDA_SUCCESS)
+    return fail(CGLIB_ERROR_CUDA, "cuMemAlloc of " + std::to_string(image->persistent_bytes) +
+                                      " bytes (the op's persistent buffers) failed: " + error_text(d, result));
+  if (image->setup_count > 0) {
+    CUstream cu_stream = static_cast<CUstream>(stream);
+    cglib_status status =
+        run_steps(d, *entry, *image, image->setup, loaded->setup.data(), image->setup_count, pointers, cu_stream);
+    if (status == CGLIB_SUCCESS && (result = d.cuStreamSynchronize(cu_stream)) != CUDA_SUCCESS)
+      status = cuda_fail(d, "cuStreamSynchronize (after the op's setup)", result);
+    if (status != CGLIB_SUCCESS) {
+      if (pointers.persistent != 0) d.cuMemFree(pointers.persistent);
+      return status;
+    }
   }
-  CUdeviceptr workspace = 0;  // emit-lib refuses kernels that need one
-  void* args[] = {&activation, &filter, &output, &workspace};
-  result = d.cuLaunchKernel(function, image->grid[0], image->grid[1], image->grid[2], image->block[0], image->block[1],
-                            image->block[2], image->dynamic_smem_bytes, cu_stream, args, nullptr);
-  if (result != CUDA_SUCCESS)
-    return fail(CGLIB_ERROR_CUDA, std::string("cuLaunchKernel of ") + image->entry + " for problem " +
-                                      key_of(*problem) + " failed: " + error_text(d, result));
+  *op = new cglib_op_s{entry, image, loaded, context, filter, pointers.persistent};
   return CGLIB_SUCCESS;
+}
+
+size_t cglib_op_workspace_size(cglib_op op) {
+  return op != nullptr ? static_cast<size_t>(op->image->workspace_bytes) : 0;
+}
+
+cglib_status cglib_op_run(cglib_op op, unsigned long long activation, unsigned long long output,
+                          unsigned long long workspace, void* stream) {
+  last_error.clear();
+  if (op == nullptr) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_run: op is NULL");
+  if (activation == 0 || output == 0) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_run: a device pointer is 0");
+  if (workspace == 0 && op->image->workspace_bytes > 0)
+    return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_run: the workspace pointer is 0; kernel " +
+                                                  std::string(op->image->kernel) + " needs " +
+                                                  std::to_string(op->image->workspace_bytes) + " bytes");
+  const Driver& d = driver();
+  CUcontext current = nullptr;
+  if (const CUresult result = d.cuCtxGetCurrent(&current); result != CUDA_SUCCESS)
+    return cuda_fail(d, "cuCtxGetCurrent", result);
+  if (current == nullptr) {
+    if (const CUresult result = d.cuCtxSetCurrent(op->context); result != CUDA_SUCCESS)
+      return cuda_fail(d, "cuCtxSetCurrent", result);
+  } else if (current != op->context) {
+    return fail(CGLIB_ERROR_INVALID_ARGUMENT,
+                "cglib_op_run: the calling thread's current CUDA context is not the one the op was created in");
+  }
+  Pointers pointers;
+  pointers.activation = activation;
+  pointers.filter = op->filter;
+  pointers.output = output;
+  pointers.workspace = workspace;
+  pointers.persistent = op->persistent;
+  return run_steps(d, *op->entry, *op->image, op->image->run, op->loaded->run.data(), op->image->run_count, pointers,
+                   static_cast<CUstream>(stream));
+}
+
+cglib_status cglib_op_destroy(cglib_op op) {
+  last_error.clear();
+  if (op == nullptr) return CGLIB_SUCCESS;
+  cglib_status status = CGLIB_SUCCESS;
+  if (op->persistent != 0) {
+    const Driver& d = driver();
+    CUresult result = d.cuCtxPushCurrent(op->context);
+    if (result == CUDA_SUCCESS) {
+      if ((result = d.cuMemFree(op->persistent)) != CUDA_SUCCESS)
+        status = cuda_fail(d, "cuMemFree (the op's persistent buffers)", result);
+      CUcontext popped = nullptr;
+      d.cuCtxPopCurrent(&popped);
+    } else {
+      status = cuda_fail(d, "cuCtxPushCurrent (the op's context)", result);
+    }
+  }
+  delete op;
+  return status;
 }
 
 cglib_status cglib_check_device(void) {
@@ -322,7 +517,9 @@ const char* cglib_status_string(cglib_status status) {
     case CGLIB_ERROR_CUDA:
       return "CGLIB_ERROR_CUDA: a CUDA driver call failed";
     case CGLIB_ERROR_INVALID_ARGUMENT:
-      return "CGLIB_ERROR_INVALID_ARGUMENT: a null problem or pointer";
+      return "CGLIB_ERROR_INVALID_ARGUMENT: a null problem or pointer, or an op used in another context";
+    case CGLIB_ERROR_NEEDS_OP:
+      return "CGLIB_ERROR_NEEDS_OP: the problem's plan needs an op (setup or workspace)";
   }
   return "unknown cglib status";
 }
@@ -350,7 +547,7 @@ const char* cglib_kernel_name(const cglib_problem* problem, int arch) {
   const ProblemEntry* entry = find_problem(*problem);
   if (entry == nullptr) return nullptr;
   const KernelImage* image = find_image(*entry, arch);
-  return image != nullptr ? image->entry : nullptr;
+  return image != nullptr ? image->kernel : nullptr;
 }
 
 size_t cglib_problem_key(const cglib_problem* p, char* buffer, size_t size) {

@@ -3,14 +3,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
-#include "convgen/error.hpp"
 #include "bench/provenance.hpp"
+#include "convgen/error.hpp"
+#include "generator/embedded_templates.hpp"
 #include "generator/gpu_json.hpp"
 #include "generator/importers.hpp"
 #include "runtime/device.hpp"
@@ -18,20 +22,64 @@
 
 namespace convgen::cli {
 
-Suite load_shapes(const std::filesystem::path& path) {
+namespace {
+
+std::optional<std::string> read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open shapes file", path.string()));
+  if (!in) return std::nullopt;
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  return buffer.str();
+}
+
+// The names of embedded files without their extension, for messages: "a100_sxm4, h100_sxm, ...".
+std::string embedded_names(const std::vector<EmbeddedTemplate>& files) {
+  std::vector<std::string> names;
+  for (const EmbeddedTemplate& f : files) names.push_back(std::filesystem::path(f.name).stem().string());
+  std::sort(names.begin(), names.end());
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// The text of data file `file` ("cusnn.csv") of `folder` ("shapes"): $CONVGEN_DATA_ROOT/folder/file when that
+// exists, else the embedded copy. `label` is set to the name to use in messages.
+std::optional<std::string> data_file(const std::string& folder, const std::string& file,
+                                     const std::vector<EmbeddedTemplate>& embedded, std::string& label) {
+  if (const std::optional<std::filesystem::path> root = data_root()) {
+    const std::filesystem::path path = *root / folder / file;
+    if (std::optional<std::string> text = read_file(path)) {
+      label = path.string();
+      return text;
+    }
+  }
+  for (const EmbeddedTemplate& f : embedded)
+    if (f.name == file) {
+      label = folder + "/" + file;
+      return std::string(f.text);
+    }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Suite load_shapes(const std::filesystem::path& path) {
+  std::string label = path.string();
+  std::optional<std::string> read = read_file(path);
+  // Not a file here: "cusnn", "cusnn.csv" or "shapes/cusnn.csv" name a checked-in shapes file.
+  const std::filesystem::path parent = path.parent_path();
+  if (!read && (parent.empty() || parent == "shapes") && (path.extension().empty() || path.extension() == ".csv"))
+    read = data_file("shapes", path.stem().string() + ".csv", embedded_shapes(), label);
+  if (!read)
+    throw InputError(fmt::format("{}: cannot open shapes file (built-in shapes: {})", path.string(),
+                                 embedded_names(embedded_shapes())));
+  const std::string& text = *read;
   const std::string first_line = text.substr(0, text.find('\n'));
   Suite suite;
   if (first_line.rfind("B,C,H,W,N", 0) == 0) {
-    suite = import_bchwn_list(text, path.string());
+    suite = import_bchwn_list(text, label);
   } else if (!first_line.empty() && first_line.find_first_not_of("0123456789 \r") == std::string::npos) {
-    suite = import_seer_list(text, path.string());
+    suite = import_seer_list(text, label);
   } else {
-    suite = parse_suite(text, path.string());
+    suite = parse_suite(text, label);
   }
   suite.name = path.stem().string();
   return suite;
@@ -41,20 +89,31 @@ Suite select_layers(const Suite& suite, int batch, const std::string& layer_filt
   Suite selected = batch > 0 ? with_batch(suite, batch) : suite;
   if (!layer_filter.empty()) {
     std::erase_if(selected.layers, [&](const Layer& l) { return l.name != layer_filter; });
-    if (selected.layers.empty())
-      throw InputError(fmt::format("{}: no layer named '{}'", suite.name, layer_filter));
+    if (selected.layers.empty()) throw InputError(fmt::format("{}: no layer named '{}'", suite.name, layer_filter));
   }
   return selected;
 }
 
-std::filesystem::path data_root() {
-  if (const char* root = std::getenv("CONVGEN_DATA_ROOT"); root && *root) return root;
-  return CONVGEN_SOURCE_DIR;
+std::optional<std::filesystem::path> data_root() {
+  if (const char* root = std::getenv("CONVGEN_DATA_ROOT"); root && *root) return std::filesystem::path(root);
+  return std::nullopt;
 }
 
 Gpu load_gpu_descriptor(const std::string& name_or_path, bool prefer_live) {
   if (name_or_path.empty() || name_or_path == "live") return query_device(0);
-  Gpu gpu = load_gpu(find_gpu_file(name_or_path, data_root() / "gpus"));
+  const bool is_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
+  Gpu gpu;
+  if (is_path) {
+    gpu = load_gpu(name_or_path);
+  } else {
+    std::string label;
+    const std::optional<std::string> text = data_file("gpus", name_or_path + ".json", embedded_gpus(), label);
+    if (!text)
+      throw InputError(fmt::format("unknown GPU '{}', expected a path to a .json file or one of {} (built in{})",
+                                   name_or_path, embedded_names(embedded_gpus()),
+                                   data_root() ? ", or under " + (*data_root() / "gpus").string() : ""));
+    gpu = parse_gpu_json(*text, label);
+  }
   if (prefer_live && cuda_available()) {
     // A descriptor for another architecture describes a GPU that is not here (generating for it): keep it.
     const Gpu live = query_device(0);

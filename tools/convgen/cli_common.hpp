@@ -8,23 +8,34 @@
 #include <vector>
 
 #include "convgen/gpu.hpp"
+#include "generator/embedded_templates.hpp"
 #include "generator/shapes.hpp"
+
+namespace convgen {
+// Return the checked-in gpus/*.json and shapes/*.csv as embedded at build time, by file name.
+const std::vector<EmbeddedTemplate>& embedded_gpus();
+const std::vector<EmbeddedTemplate>& embedded_shapes();
+}  // namespace convgen
 
 namespace convgen::cli {
 
 // Loads a shapes file of any supported format: a convgen suite CSV, the SEER config list (first line a
-// count), or the sparse seed's B,C,H,W,N list (by its header).
+// count), or the sparse seed's B,C,H,W,N list (by its header). A path that is no file but names a checked-in
+// shapes file ("cusnn", "cusnn.csv", "shapes/cusnn.csv") reads $CONVGEN_DATA_ROOT/shapes/cusnn.csv when that
+// exists, else the copy embedded in the binary.
 Suite load_shapes(const std::filesystem::path& path);
 
 // Applies --batch (0 keeps the file's batch) and --layout/--layer filters.
 Suite select_layers(const Suite& suite, int batch, const std::string& layer_filter);
 
-// Returns the folder of the checked-in gpus/ and shapes/ (next to the binary's source tree, or
-// $CONVGEN_DATA_ROOT when set) for resolving short names like "h100_sxm".
-std::filesystem::path data_root();
+// Returns $CONVGEN_DATA_ROOT when set: a folder with gpus/ and shapes/ whose files win over the copies embedded
+// in the binary (cmake: tools/convgen/CMakeLists.txt) when resolving short names like "h100_sxm". The binary knows
+// no source tree.
+std::optional<std::filesystem::path> data_root();
 
-// Resolves and loads a GPU descriptor: a path, or a name under gpus/ ("h100_sxm"). "live" (or an empty name)
-// queries the present device. Where a device of the file's architecture is present and `prefer_live` is set,
+// Resolves and loads a GPU descriptor: a path (anything with a '/' or a ".json" ending), or a name of a checked-in
+// descriptor ("h100_sxm": $CONVGEN_DATA_ROOT/gpus/h100_sxm.json, else the embedded copy). "live" (or an empty
+// name) queries the present device. Where a device of the file's architecture is present and `prefer_live` is set,
 // its properties win over the file's (DESIGN.md); a file for another architecture is kept as it is.
 Gpu load_gpu_descriptor(const std::string& name_or_path, bool prefer_live);
 

@@ -17,13 +17,25 @@
  * primary context made current, as the CUDA runtime would. Modules load lazily, once per context and kernel.
  * Every function is thread-safe.
  *
+ * Each problem's kernel comes with a launch plan: the steps of a call (kernel launches, zeroing a buffer the
+ * kernel accumulates into), the workspace a call needs, and possibly setup steps run once (a transformed or
+ * packed filter kept in buffers the library allocates). An op holds one problem's plan with its filter set up:
+ *
  *   cusnn_sm90_problem p = {0};
  *   p.n = 1; p.c = 64; p.k = 64; p.d = 1; p.h = 56; p.w = 56; p.t = 1; p.r = 3; p.s = 3;
  *   p.stride_d = p.stride_h = p.stride_w = 1; p.pad_h = p.pad_w = 1;
  *   p.dilation_d = p.dilation_h = p.dilation_w = 1; p.groups = 1;
  *   p.layout = CUSNN_SM90_LAYOUT_NCHW; p.precision = CUSNN_SM90_PRECISION_FP32;
- *   if (cusnn_sm90_conv_forward(&p, activation, filter, output, stream) != CUSNN_SM90_SUCCESS)
+ *   cusnn_sm90_op op = NULL;
+ *   if (cusnn_sm90_op_create(&p, filter, stream, &op) != CUSNN_SM90_SUCCESS ||
+ *       cusnn_sm90_op_run(op, activation, output, workspace, stream) != CUSNN_SM90_SUCCESS)
  *     fprintf(stderr, "%s\n", cusnn_sm90_last_error_message());
+ *   cusnn_sm90_op_destroy(op);
+ *
+ * with a workspace of cusnn_sm90_op_workspace_size(op) bytes (0 when the plan needs none).
+ *
+ * cusnn_sm90_conv_forward(&p, activation, filter, output, stream) runs a problem in one call when its plan has no setup
+ * and needs no workspace (CUSNN_SM90_ERROR_NEEDS_OP otherwise).
  */
 #ifndef CUSNN_SM90_H_
 #define CUSNN_SM90_H_
@@ -42,7 +54,8 @@ typedef enum {
   CUSNN_SM90_ERROR_UNKNOWN_PROBLEM = 3,    /* no kernel was emitted for this exact problem, and no fallback is set */
   CUSNN_SM90_ERROR_NO_KERNEL_FOR_ARCH = 4, /* the problem is known, but no cubin was emitted for this GPU's architecture */
   CUSNN_SM90_ERROR_CUDA = 5,               /* a CUDA driver call failed (the message names it and the error) */
-  CUSNN_SM90_ERROR_INVALID_ARGUMENT = 6    /* a null problem or pointer */
+  CUSNN_SM90_ERROR_INVALID_ARGUMENT = 6,   /* a null problem or pointer, or an op used in another CUDA context */
+  CUSNN_SM90_ERROR_NEEDS_OP = 7            /* the problem's plan has setup steps or needs a workspace: use an op */
 } cusnn_sm90_status;
 
 /* Memory layout of activation and output; the filter follows it (KCRS for channels-first, KRSC for channels-last). */
@@ -86,9 +99,33 @@ typedef cusnn_sm90_status (*cusnn_sm90_fallback_fn)(const cusnn_sm90_problem* pr
 
 /* Enqueues the forward convolution of `problem` on `stream`: output = conv(activation, filter), every tensor
  * dense in the problem's layout. Returns CUSNN_SM90_SUCCESS when the work was enqueued; errors of the kernel itself
- * surface at the next synchronization, as with any CUDA launch. No workspace is needed. */
+ * surface at the next synchronization, as with any CUDA launch. Serves problems whose plan has no setup and needs
+ * no workspace; others return CUSNN_SM90_ERROR_NEEDS_OP (use cusnn_sm90_op_create). */
 cusnn_sm90_status cusnn_sm90_conv_forward(const cusnn_sm90_problem* problem, unsigned long long activation, unsigned long long filter,
                                 unsigned long long output, void* stream);
+
+/* One problem ready to run on one CUDA context: its kernel loaded, its persistent buffers allocated and set up from
+ * the filter. Opaque; create with cusnn_sm90_op_create, free with cusnn_sm90_op_destroy. */
+typedef struct cusnn_sm90_op_s* cusnn_sm90_op;
+
+/* Creates an op for `problem` (an emitted one: the fallback is not consulted) in the calling thread's current
+ * context: loads its kernel, allocates the plan's persistent buffers and runs its setup steps on `stream`, then
+ * waits for them, so the op can run on any stream of the context. The filter must stay valid and unchanged while
+ * the op lives (most plans read it on every call). Writes the op to *op (NULL on failure). */
+cusnn_sm90_status cusnn_sm90_op_create(const cusnn_sm90_problem* problem, unsigned long long filter, void* stream, cusnn_sm90_op* op);
+
+/* Returns the bytes of device workspace every cusnn_sm90_op_run of `op` needs (0: none; pass 0 as the workspace). */
+size_t cusnn_sm90_op_workspace_size(cusnn_sm90_op op);
+
+/* Enqueues the convolution of the op's problem on `stream`: output = conv(activation, the op's filter), using
+ * `workspace` (cusnn_sm90_op_workspace_size(op) bytes, 256-byte aligned, not shared with a concurrent run) as scratch.
+ * Call it in the context the op was created in. */
+cusnn_sm90_status cusnn_sm90_op_run(cusnn_sm90_op op, unsigned long long activation, unsigned long long output,
+                          unsigned long long workspace, void* stream);
+
+/* Frees the op's persistent buffers and the op (after work using them has finished: synchronize first). NULL is
+ * accepted and does nothing. */
+cusnn_sm90_status cusnn_sm90_op_destroy(cusnn_sm90_op op);
 
 /* Checks that a driver and a device are present and that the library has cubins for the architecture of the
  * device it would run on (the current context's, else device 0); CUSNN_SM90_SUCCESS when it has. */
@@ -158,6 +195,42 @@ inline void conv_forward(const problem& p, unsigned long long activation, unsign
                          unsigned long long output, void* stream = nullptr) {
   detail::check(cusnn_sm90_conv_forward(&p, activation, filter, output, stream));
 }
+
+/* An op (cusnn_sm90_op_create), destroyed with its owner; movable, not copyable. Throws cusnn_sm90::error on failure.
+ *   cusnn_sm90::op conv(p, filter, stream);
+ *   conv.run(activation, output, workspace, stream);   // workspace: conv.workspace_size() bytes  */
+class op {
+ public:
+  op(const problem& p, unsigned long long filter, void* stream = nullptr) {
+    detail::check(cusnn_sm90_op_create(&p, filter, stream, &op_));
+  }
+  ~op() { cusnn_sm90_op_destroy(op_); }
+  op(op&& other) noexcept : op_(other.op_) { other.op_ = nullptr; }
+  op& operator=(op&& other) noexcept {
+    if (this != &other) {
+      cusnn_sm90_op_destroy(op_);
+      op_ = other.op_;
+      other.op_ = nullptr;
+    }
+    return *this;
+  }
+  op(const op&) = delete;
+  op& operator=(const op&) = delete;
+
+  /* Returns the bytes of workspace run() needs. */
+  size_t workspace_size() const { return cusnn_sm90_op_workspace_size(op_); }
+
+  /* Enqueues the convolution; throws cusnn_sm90::error on failure. */
+  void run(unsigned long long activation, unsigned long long output, unsigned long long workspace = 0,
+           void* stream = nullptr) const {
+    detail::check(cusnn_sm90_op_run(op_, activation, output, workspace, stream));
+  }
+
+  cusnn_sm90_op get() const noexcept { return op_; }
+
+ private:
+  cusnn_sm90_op op_ = nullptr;
+};
 
 /* Throws cusnn_sm90::error unless a device this library has cubins for is present. */
 inline void check_device() { detail::check(cusnn_sm90_check_device()); }

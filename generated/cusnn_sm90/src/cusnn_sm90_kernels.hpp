@@ -1,4 +1,5 @@
-// cusnn_sm90_kernels.hpp: the table of embedded kernels that cusnn_sm90_kernels.cpp (written by convgen emit-lib) defines.
+// cusnn_sm90_kernels.hpp: the table of embedded kernels and their launch plans that cusnn_sm90_kernels.cpp (written by
+// convgen emit-lib) defines.
 #pragma once
 
 #include <cstddef>
@@ -7,23 +8,58 @@
 
 namespace cusnn_sm90_internal {
 
-// One problem's kernel compiled for one architecture, with how to launch it.
+// What a kernel argument binds to: a tensor of the call, the caller's workspace, or a buffer of the plan.
+enum class Arg : unsigned char { activation, filter, output, workspace, buffer };
+
+struct ArgBinding {
+  Arg arg;
+  int buffer;  // Arg::buffer: index into KernelImage::buffers; else -1
+};
+
+// A device buffer of a plan besides the tensors: per call, at `offset` in the caller's workspace; persistent, at
+// `offset` in the block an op allocates at creation (filled by the setup steps).
+struct PlanBuffer {
+  const char* name;
+  unsigned long long bytes;
+  unsigned long long offset;
+  bool persistent;
+};
+
+// One operation of a plan: launch an entry of the kernel's cubin, or zero the output or a plan buffer.
+struct Step {
+  enum Kind : unsigned char { kernel, zero };
+  Kind kind;
+  const char* entry;  // kernel: the symbol
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned dynamic_smem_bytes;
+  const ArgBinding* args;  // kernel: one per entry parameter, in order
+  std::size_t arg_count;
+  int zero_buffer;  // zero: -1 for the output, else an index into KernelImage::buffers
+};
+
+// One problem's kernel compiled for one architecture, with its plan: setup steps run once when an op is created,
+// run steps on every call.
 struct KernelImage {
   int arch;                    // compute capability of the cubin: 90 for sm_90
   const unsigned char* cubin;  // the cubin (ELF), loaded with cuModuleLoadData
   std::size_t cubin_bytes;
-  const char* entry;  // the kernel's symbol: its canonical convgen name
-  unsigned grid[3];
-  unsigned block[3];
-  unsigned dynamic_smem_bytes;
-  bool zero_output_first;  // the kernel accumulates into the output (split-K): zero it first
+  const char* kernel;  // the canonical convgen name of the kernel (its main entry's symbol)
+  const PlanBuffer* buffers;
+  std::size_t buffer_count;
+  unsigned long long workspace_bytes;   // the caller's workspace a call needs
+  unsigned long long persistent_bytes;  // what an op allocates at creation
+  const Step* setup;
+  std::size_t setup_count;
+  const Step* run;
+  std::size_t run_count;
 };
 
 // One problem the library serves, and its kernel for each architecture.
 struct ProblemEntry {
   cusnn_sm90_problem problem;
   const char* name;                 // the suite's layer name(s)
-  unsigned long long output_bytes;  // zeroed before kernels that accumulate
+  unsigned long long output_bytes;  // what a zero step of the output clears
   const KernelImage* kernels;
   std::size_t kernel_count;
 };

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "host/tuner/fixtures.hpp"
 #include "support/run_convgen.hpp"
 
 #include "convgen/error.hpp"
@@ -60,13 +61,29 @@ Result cmake_build(const fs::path& source, const fs::path& build, const std::str
 }
 
 // A built kernel that was never compiled: enough to render a library without NVRTC.
-BuiltKernel fake_kernel(const Problem& problem, const std::string& arch, std::vector<char> image) {
+LibraryKernel fake_kernel(const Problem& problem, const std::string& arch, std::vector<char> image) {
   BuiltKernel k{.problem = problem, .spec = to_spec(IgemmParams{}), .source = {}, .cubin = {}, .plan = {}};
   k.source.entry = kernel_name(k.spec);
   k.cubin.arch = arch;
   k.cubin.image = std::move(image);
   k.plan = single_launch_plan({.grid = {4, 2, 1}, .block = {128, 1, 1}, .dynamic_smem_bytes = 0}, true);
-  return k;
+  return library_kernel(k);
+}
+
+// A plan as a Winograd or sparse family would have it: a filter transform into a persistent buffer at op creation,
+// a per-call scratch buffer zeroed before the main kernel.
+LaunchPlan plan_with_setup() {
+  LaunchPlan plan;
+  plan.buffers = {{.name = "packed", .bytes = 1000, .persistent = true},
+                  {.name = "scratch", .bytes = 300, .persistent = false},
+                  {.name = "partial", .bytes = 64, .persistent = false}};
+  plan.setup = {{.kind = LaunchStep::Kind::kernel,
+                 .entry_suffix = "pack",
+                 .geometry = {.grid = {8, 1, 1}, .block = {256, 1, 1}}}};
+  plan.run = {{.kind = LaunchStep::Kind::zero, .buffer = "partial"},
+              {.kind = LaunchStep::Kind::kernel,
+               .geometry = {.grid = {4, 2, 1}, .block = {128, 1, 1}, .dynamic_smem_bytes = 65536}}};
+  return plan;
 }
 
 Gpu gpu(const std::string& name) { return load_gpu(source_dir() / "gpus" / (name + ".json")); }
@@ -126,8 +143,21 @@ TEST(EmitLibrary, RenderLibraryWritesEveryFileUnderTheLibrarysNameWithNoPlacehol
   }
   const std::string& kernels = files.at("src/mynet_kernels.cpp");
   EXPECT_NE(kernels.find("// conv \"one\": " + problem_key(p)), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("// sm_80 (" + gpu("a100_sxm4").name +
+                         "): igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1, from convgen's default choice (untuned); 0 "
+                         "registers, 0 bytes spilled, 0 bytes static shared memory; plan: zero output, kernel\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("const ArgBinding run_0_sm_80_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, "
+                         "{Arg::output, -1}, {Arg::workspace, -1}};\n"
+                         "const Step run_0_sm_80[] = {\n"
+                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1},\n"
+                         "    {Step::kernel, \"igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\", {4, 2, 1}, {128, 1, 1}, 0, "
+                         "run_0_sm_80_args1, 4, -1},\n};\n"),
+            std::string::npos)
+      << kernels;
   EXPECT_NE(kernels.find("{80, cubin_0_sm_80, sizeof cubin_0_sm_80, \"igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\", "
-                         "{4, 2, 1}, {128, 1, 1}, 0, true},"),
+                         "nullptr, 0, 0ULL, 0ULL, nullptr, 0, run_0_sm_80, 2},"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{{2, 8, 16, 1, 10, 12, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, MYNET_LAYOUT_NCHW, "
@@ -141,6 +171,134 @@ TEST(EmitLibrary, RenderLibraryWritesEveryFileUnderTheLibrarysNameWithNoPlacehol
                                                                 "0x7f,0x46,\n");
   EXPECT_NE(files.at("include/mynet.h").find("mynet_status mynet_conv_forward(const mynet_problem* problem"),
             std::string::npos);
+}
+
+TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArguments) {
+  const Problem p{.n = 1, .c = 8, .k = 8, .input = {1, 8, 8}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  LibraryKernel k = fake_kernel(p, "sm_90", {'\x7f'});
+  k.plan = plan_with_setup();
+  k.entries = {{"pack", {"filter", "packed"}}, {"", {"activation", "packed", "output", "scratch", "partial"}}};
+  k.tuned = TunedKernel{.kernel = k.built.source.entry, .median_us = 12.345, .measurement_id = 7};
+  const LibraryDescription lib{.name = "net",
+                               .suite = "s",
+                               .gpus = {gpu("h100_sxm")},
+                               .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
+  const auto files = render_library(lib);
+  const std::string& kernels = files.at("src/net_kernels.cpp");
+  const std::string entry = "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1";
+  EXPECT_NE(kernels.find(entry + ", from the tuning database (median 12.35 us, measurement 7); 0 registers, 0 bytes "
+                                 "spilled, 0 bytes static shared memory; plan: setup: kernel pack; run: zero partial, "
+                                 "kernel; workspace 768 B; persistent 1024 B\n"),
+            std::string::npos)
+      << kernels;
+  // Offsets are 256-byte aligned within each block: persistent and per-call buffers are counted apart.
+  EXPECT_NE(kernels.find("const PlanBuffer buffers_0_sm_90[] = {\n"
+                         "    {\"packed\", 1000ULL, 0ULL, true},\n"
+                         "    {\"scratch\", 300ULL, 0ULL, false},\n"
+                         "    {\"partial\", 64ULL, 512ULL, false},\n};\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("const ArgBinding setup_0_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};\n"
+                         "const Step setup_0_sm_90[] = {\n    {Step::kernel, \"" +
+                         entry + "_pack\", {8, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1},\n};\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("const ArgBinding run_0_sm_90_args1[] = {{Arg::activation, -1}, {Arg::buffer, 0}, "
+                         "{Arg::output, -1}, {Arg::buffer, 1}, {Arg::buffer, 2}};\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("const Step run_0_sm_90[] = {\n"
+                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, 2},\n"
+                         "    {Step::kernel, \"" +
+                         entry + "\", {4, 2, 1}, {128, 1, 1}, 65536, run_0_sm_90_args1, 5, -1},\n};\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("{90, cubin_0_sm_90, sizeof cubin_0_sm_90, \"" + entry +
+                         "\", buffers_0_sm_90, 3, 768ULL, 1024ULL, setup_0_sm_90, 1, run_0_sm_90, 2},"),
+            std::string::npos)
+      << kernels;
+  const std::string& readme = files.at("README.md");
+  EXPECT_NE(readme.find("every kernel is the tuning database's fastest verified one (its measured median per call)"),
+            std::string::npos)
+      << readme;
+  EXPECT_NE(readme.find("| `" + entry +
+                        "` | database, 12.35 us | setup: kernel pack; run: zero partial, kernel; workspace 768 B; "
+                        "persistent 1024 B |"),
+            std::string::npos)
+      << readme;
+}
+
+TEST(EmitLibrary, RenderLibraryRefusesASetupStepThatBindsAPerCallTensor) {
+  const Problem p{.n = 1, .c = 8, .k = 8, .input = {1, 8, 8}, .filter = {1, 3, 3}};
+  LibraryKernel k = fake_kernel(p, "sm_90", {'\x7f'});
+  k.plan = plan_with_setup();
+  k.entries = {{"pack", {"filter", "activation"}}, {"", {"activation", "filter", "output", "workspace"}}};
+  const LibraryDescription lib{.name = "net",
+                               .suite = "s",
+                               .gpus = {gpu("h100_sxm")},
+                               .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
+  try {
+    render_library(lib);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1 (setup): setup entry igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1_pack "
+              "takes g_activation; setup steps run once at op creation and may bind only the filter and persistent "
+              "buffers");
+  }
+}
+
+// The emitted table and run time compile for a plan with setup steps, buffers and a zeroed scratch buffer.
+TEST(EmitLibrary, AnEmittedPlanWithSetupAndBuffersCompiles) {
+  const Problem p{.n = 1, .c = 8, .k = 8, .input = {1, 8, 8}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  LibraryKernel k = fake_kernel(p, "sm_90", {'\x7f'});
+  k.plan = plan_with_setup();
+  k.entries = {{"pack", {"filter", "packed"}}, {"", {"activation", "packed", "output", "scratch", "partial"}}};
+  const LibraryDescription lib{.name = "net",
+                               .suite = "s",
+                               .gpus = {gpu("h100_sxm")},
+                               .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
+  const fs::path dir = temp_dir("plan");
+  write_library(dir / "net", render_library(lib));
+  const Result r = cmake_build(dir / "net", dir / "build", "-DNET_BUILD_EXAMPLE=OFF -DNET_INSTALL=OFF");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(EmitLibrary, ChooseKernelsTakesTheDatabasesBestAndTheDefaultOnlyWithFallback) {
+  const Problem tuned{.n = 1, .c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const Problem untuned{.n = 1, .c = 8, .k = 16, .input = {1, 8, 8}, .filter = {1, 1, 1}};
+  const std::vector<Layer> layers = {{"a", tuned, 1}, {"b", untuned, 1}};
+  const std::vector<Gpu> gpus = {gpu("h100_sxm")};
+  const std::string best = "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1";
+  LibraryChoice choice{.tuned = [&](const Gpu&, const Problem& problem) -> std::optional<TunedKernel> {
+                         if (problem == tuned)
+                           return TunedKernel{.kernel = best, .median_us = 41.5, .measurement_id = 3};
+                         return std::nullopt;
+                       },
+                       .fallback_default = false,
+                       .source = "--db t.sqlite",
+                       .tune_command = "convgen tune --shapes s.csv --db t.sqlite"};
+  try {
+    choose_kernels(layers, gpus, choice);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--db t.sqlite: no verified kernel for 1 of 2 problems x architectures:\n  b on " + gpus[0].name +
+                  " (sm_90): " + problem_key(untuned) +
+                  "\nfill it with `convgen tune --shapes s.csv --db t.sqlite` on each GPU named, or pass --fallback "
+                  "default to take convgen's default choice for these");
+  }
+  choice.fallback_default = true;
+  const auto chosen = choose_kernels(layers, gpus, choice);
+  ASSERT_EQ(chosen.size(), 1u);
+  ASSERT_EQ(chosen[0].size(), 2u);
+  EXPECT_EQ(chosen[0][0], (ChosenKernel{.spec = parse_kernel_name(best),
+                                        .tuned = TunedKernel{.kernel = best, .median_us = 41.5, .measurement_id = 3}}));
+  EXPECT_EQ(chosen[0][1], (ChosenKernel{.spec = default_choice(untuned, gpus[0]), .tuned = std::nullopt}));
+  // Without a database every kernel is the default choice.
+  const auto defaults = choose_kernels(layers, gpus, {});
+  EXPECT_EQ(defaults[0][0], (ChosenKernel{.spec = default_choice(tuned, gpus[0]), .tuned = std::nullopt}));
 }
 
 TEST(EmitLibrary, BuildLibraryRefusesTwoGpusOfOneArchitecture) {
@@ -168,18 +326,75 @@ TEST(EmitLibrary, HeaderCompilesAsStrictCAndAsCxxWithNoCudaHeader) {
   EXPECT_EQ(cxx.exit_code, 0) << cxx.output;
 }
 
-TEST(EmitLibraryCli, DbAndBadNamesAreRefusedWithClearErrors) {
+TEST(EmitLibraryCli, BadNamesAndFallbackWithoutADatabaseAreRefusedWithClearErrors) {
   const std::string shapes = (source_dir() / "shapes" / "cusnn.csv").string();
-  Result r = run(convgen_binary() + " emit-lib --shapes " + shapes + " --gpu h100_sxm --name x --out /tmp/x --db t.db");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.output,
-            "convgen: error: --db: the tuning database is not available yet (issue 4); the default choice is used "
-            "without it\n");
-  r = run(convgen_binary() + " emit-lib --shapes " + shapes + " --gpu h100_sxm --name 9x --out /tmp/x");
+  Result r = run(convgen_binary() + " emit-lib --shapes " + shapes + " --gpu h100_sxm --name 9x --out /tmp/x");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.output,
             "convgen: error: --name: '9x' must be a C identifier starting with a letter (letters, digits and '_'), "
             "e.g. cusnn_sm90\n");
+  r = run(convgen_binary() + " emit-lib --shapes " + shapes +
+          " --gpu h100_sxm --name x --out /tmp/x --fallback default");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output,
+            "convgen: error: --fallback: only with --db (without a database every kernel is the default choice)\n");
+  r = run(convgen_binary() + " emit-lib --shapes " + shapes +
+          " --gpu h100_sxm --name x --out /tmp/x --db /nonexistent.sqlite");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "convgen: error: --db /nonexistent.sqlite: no such tuning database\n");
+}
+
+// A database the test writes knows one of two layers: emit-lib refuses without --fallback (naming the missing layer
+// and the tune command) and with it builds the tuned kernel for one and the default for the other, saying which.
+TEST(EmitLibraryCli, DbBuildsTheDatabasesBestKernelsAndSaysWhichCameFromIt) {
+  const fs::path dir = temp_dir("db");
+  {
+    std::ofstream csv(dir / "two.csv");
+    csv << "name,n,c,k,h,w,r,s,stride,pad,count\n"
+           "res_64to64_56,1,64,64,56,56,3,3,1,1,1\n"
+           "res_512to512_7,1,512,512,7,7,3,3,1,1,1\n";
+  }
+  const Suite suite = load_suite(dir / "two.csv");
+  const std::string best = "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1";
+  {
+    TuningDb db = TuningDb::open(dir / "tuned.sqlite");
+    db.record(testing_tuner::measured(gpu("h100_sxm"), suite.layers[0].problem, best, 41.5));
+    db.record(
+        testing_tuner::measured(gpu("h100_sxm"), suite.layers[0].problem, "igemm_m32_n64_k8_tm4_tn4_st2_sk1_v1", 50.0));
+    db.record(testing_tuner::measured(gpu("h200"), suite.layers[1].problem, best, 10.0));  // another GPU
+  }
+  const std::string args = "CONVGEN_CACHE_DIR=" + (dir / "cache").string() + " " + convgen_binary() +
+                           " emit-lib --shapes " + (dir / "two.csv").string() + " --gpu h100_sxm --name tuned --out " +
+                           (dir / "tuned").string() + " --db " + (dir / "tuned.sqlite").string();
+  Result r = run(args);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "convgen: error: --db " + (dir / "tuned.sqlite").string() +
+                          ": no verified kernel for 1 of 2 problems x architectures:\n  res_512to512_7 on " +
+                          gpu("h100_sxm").name + " (sm_90): " + problem_key(suite.layers[1].problem) +
+                          "\nfill it with `convgen tune --shapes " + (dir / "two.csv").string() + " --db " +
+                          (dir / "tuned.sqlite").string() +
+                          "` on each GPU named, or pass --fallback default to take convgen's default choice for "
+                          "these\n");
+  EXPECT_FALSE(fs::exists(dir / "tuned"));
+
+  r = run(args + " --fallback default");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 kernels from the tuning database, 1 default"), std::string::npos) << r.output;
+  const std::string readme = read(dir / "tuned" / "README.md");
+  EXPECT_NE(readme.find("1 of 2 kernels are the tuning database's fastest verified ones"), std::string::npos) << readme;
+  EXPECT_NE(readme.find("| res_64to64_56 | 64->64 3x3 s1 p1 at 56x56 -> 56x56, n1 | `" + best +
+                        "` | database, 41.50 us | kernel |"),
+            std::string::npos)
+      << readme;
+  const std::string fallback = kernel_name(default_choice(suite.layers[1].problem, gpu("h100_sxm")));
+  EXPECT_NE(readme.find("| res_512to512_7 | 512->512 3x3 s1 p1 at 7x7 -> 7x7, n1 | `" + fallback + "` | default |"),
+            std::string::npos)
+      << readme;
+  const std::string kernels = read(dir / "tuned" / "src" / "tuned_kernels.cpp");
+  EXPECT_NE(kernels.find(best + ", from the tuning database (median 41.50 us, measurement 1);"), std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find(fallback + ", from convgen's default choice (untuned);"), std::string::npos) << kernels;
+  fs::remove_all(dir);
 }
 
 // Emits three cusnn layers for sm_80 and sm_90 (named cusnn_sm90, the name examples/ consumes), builds the project,
@@ -198,7 +413,8 @@ TEST(EmitLibraryCli, EmittedProjectBuildsItsExampleRunsAndAnInstalledConsumerLin
       run("CONVGEN_CACHE_DIR=" + (dir / "cache").string() + " " + convgen_binary() + " emit-lib --shapes " +
           (dir / "three.csv").string() + " --gpu a100_sxm4 --gpu h100_sxm --name cusnn_sm90 --out " + lib.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("emitted cusnn_sm90 (3 problems x 2 architectures, 6 compiled, 0 from cache)"),
+  EXPECT_NE(r.output.find("emitted cusnn_sm90 (3 problems x 2 architectures, 6 compiled, 0 from cache; 0 kernels "
+                          "from the tuning database, 6 default)"),
             std::string::npos)
       << r.output;
 

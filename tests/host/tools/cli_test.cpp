@@ -5,12 +5,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "support/run_convgen.hpp"
 #include <nlohmann/json.hpp>
+#include "support/run_convgen.hpp"
 
 #include "runtime/driver.hpp"
 
@@ -59,8 +60,7 @@ TEST(Cli, ABadShapesFileFailsWithFileLineAndReason) {
   std::ofstream(path) << "name,n,c,k,h,w,r,s,stride\nbad,1,3,8,8,8,3,3,0\n";
   const Result r = run_convgen("analyze --shapes " + path.string() + " --gpu h100_sxm");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("convgen: error: " + path.string() + ":2: column 'stride'"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("convgen: error: " + path.string() + ":2: column 'stride'"), std::string::npos) << r.output;
 }
 
 TEST(Cli, AnUnknownGpuNameListsTheKnownOnes) {
@@ -92,6 +92,55 @@ TEST(Cli, AnalyzeReadsTheSeerListAndTheSeedsBchwnListByTheirFirstLine) {
   const Result bchwn = run_convgen("analyze --shapes " + (dir / "convgen_cli_bchwn.csv").string() + " --gpu h100_sxm");
   ASSERT_EQ(bchwn.exit_code, 0) << bchwn.output;
   EXPECT_NE(bchwn.output.find("128->32 3x3 s1 p1 at 28x28 -> 28x28, n1"), std::string::npos) << bchwn.output;
+}
+
+// The binaries carry their data (templates, GPU descriptors, shapes) and name no path of the machine they were built
+// on: this test knows the source and build folders, the binaries must not.
+TEST(Cli, TheBinariesNameNoPathOfTheBuildMachine) {
+  for (const std::string relative : {"tools/convgen/convgen", "api/libconvgen_api.a"}) {
+    const std::filesystem::path path = std::filesystem::path(CONVGEN_BINARY_DIR) / relative;
+    std::ifstream in(path, std::ios::binary);
+    ASSERT_TRUE(in) << path;
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(bytes.find(CONVGEN_SOURCE_DIR), std::string::npos) << relative << " names " << CONVGEN_SOURCE_DIR;
+    EXPECT_EQ(bytes.find(CONVGEN_BINARY_DIR), std::string::npos) << relative << " names " << CONVGEN_BINARY_DIR;
+  }
+}
+
+// Away from the source tree, with no $CONVGEN_DATA_ROOT, short names resolve to the embedded gpus/ and shapes/.
+TEST(Cli, ShortGpuAndShapesNamesResolveWithoutASourceTree) {
+  const auto dir = std::filesystem::temp_directory_path() / "convgen_cli_no_source";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string convgen = std::string(CONVGEN_BINARY_DIR) + "/tools/convgen/convgen";
+  for (const char* shapes_name : {"cusnn", "cusnn.csv", "shapes/cusnn.csv"}) {
+    const Result r = testing_support::run_command("cd " + dir.string() + " && env -u CONVGEN_DATA_ROOT " + convgen +
+                                                  " analyze --shapes " + shapes_name + " --gpu h100_sxm");
+    ASSERT_EQ(r.exit_code, 0) << shapes_name << ": " << r.output;
+    EXPECT_NE(r.output.find("cusnn on NVIDIA H100"), std::string::npos) << r.output;
+  }
+  // A file of that name in the working folder wins over the embedded copy.
+  std::ofstream(dir / "cusnn.csv") << "name,n,c,k,h,w,r,s,stride\nmine,1,8,8,8,8,3,3,1\n";
+  Result r = testing_support::run_command("cd " + dir.string() + " && env -u CONVGEN_DATA_ROOT " + convgen +
+                                          " analyze --shapes cusnn.csv --gpu h100_sxm");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("mine"), std::string::npos) << r.output;
+  // $CONVGEN_DATA_ROOT's files win over the embedded ones.
+  std::filesystem::create_directories(dir / "root" / "gpus");
+  std::ifstream h100(std::string(CONVGEN_SOURCE_DIR) + "/gpus/h100_sxm.json");
+  std::string json((std::istreambuf_iterator<char>(h100)), std::istreambuf_iterator<char>());
+  json.replace(json.find("NVIDIA H100"), 11, "Root's H100");
+  std::ofstream(dir / "root" / "gpus" / "h100_sxm.json") << json;
+  r = testing_support::run_command("cd " + dir.string() + " && CONVGEN_DATA_ROOT=" + (dir / "root").string() + " " +
+                                   convgen + " analyze --shapes shapes/resnet50.csv --gpu h100_sxm");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Root's H100"), std::string::npos) << r.output;
+  r = testing_support::run_command("cd " + dir.string() + " && " + convgen + " analyze --shapes nope --gpu h100_sxm");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("convgen: error: nope: cannot open shapes file (built-in shapes: cosmoflow, cusnn, "),
+            std::string::npos)
+      << r.output;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
