@@ -1,4 +1,5 @@
 // cmd_bench: `convgen bench`: every layer of a shapes file against every cuDNN route, verified, in both timing modes.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -7,6 +8,7 @@
 #include "bench/bench_runner.hpp"
 #include "bench/provenance.hpp"
 #include "convgen/error.hpp"
+#include "reference/inputs.hpp"
 #include "runtime/module.hpp"
 #include "tuner/tuning_db.hpp"
 #include "tools/convgen/cli_common.hpp"
@@ -18,10 +20,15 @@ namespace {
 struct Options {
   std::string shapes, layer, out = "bench-results", precision = "fp32", layout, gpu = "live", db;
   std::vector<int> batches;
+  std::vector<double> act_sparsity;  // zero fractions of the activation; empty: dense random
+  std::string pattern = "blob";
   bool warm = false;
   int samples = kProtocolSamples, calls = kProtocolCallsPerSample, candidates = 3, finalists = 8;
   std::uint64_t seed = 1;
 };
+
+void write_reports(const Options& opts, const BenchOptions& options, const Suite& suite, const BenchReport& report,
+                   const std::string& suffix);
 
 void run_bench_command(const Options& opts, const std::string& command_line) {
   const Suite suite = select_layers(load_shapes(opts.shapes), 0, opts.layer);
@@ -61,19 +68,40 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
       if (auto best = db->best(gpu, p)) specs.push_back(parse_kernel_name(best->kernel));
       return specs;
     };
-  Progress progress("bench", suite.layers.size() * std::max<std::size_t>(1, opts.batches.size()));
-  std::size_t last = static_cast<std::size_t>(-1);
-  const BenchReport report =
-      run_bench(suite, gpu, options, command_line, [&](std::size_t index, std::size_t, const std::string& what) {
-        if (index != last) progress.step(what);
-        last = index;
-      });
-  progress.done();
+  const auto pattern = parse_enum<SparsityPattern>(opts.pattern);
+  if (!pattern)
+    throw InputError(fmt::format("--sparsity-pattern: unknown '{}', expected one of {}", opts.pattern,
+                                 enum_choices<SparsityPattern>()));
+  for (double z : opts.act_sparsity)
+    if (!(z >= 0 && z <= 1)) throw InputError(fmt::format("--act-sparsity: {} is not a zero fraction in [0, 1]", z));
+  // One run per zero fraction: both sides verified and timed on the same sparse activation.
+  const std::vector<std::optional<double>> runs =
+      opts.act_sparsity.empty() ? std::vector<std::optional<double>>{std::nullopt}
+                                : std::vector<std::optional<double>>(opts.act_sparsity.begin(), opts.act_sparsity.end());
+  for (const std::optional<double>& zeros : runs) {
+    options.activation = zeros ? TensorSource{SparseRandom{*pattern, *zeros}} : TensorSource{DenseRandom{}};
+    if (zeros) fmt::print("activation: {}\n", describe(options.activation));
+    Progress progress("bench", suite.layers.size() * std::max<std::size_t>(1, opts.batches.size()));
+    std::size_t last = static_cast<std::size_t>(-1);
+    const BenchReport report =
+        run_bench(suite, gpu, options, command_line, [&](std::size_t index, std::size_t, const std::string& what) {
+          if (index != last) progress.step(what);
+          last = index;
+        });
+    progress.done();
+    std::string suffix;
+    if (zeros) suffix = fmt::format("_z{}_{}", static_cast<int>(std::lround(*zeros * 100)), *pattern);
+    write_reports(opts, options, suite, report, suffix);
+  }
+}
 
+void write_reports(const Options& opts, const BenchOptions& options, const Suite& suite, const BenchReport& report,
+                   const std::string& suffix) {
   std::string stem = fmt::format("{}_{}", suite.name, options.precision);
   if (!opts.batches.empty()) stem += fmt::format("_n{}", fmt::join(opts.batches, "-"));
   if (options.layout) stem += fmt::format("_{}", *options.layout);
   if (opts.warm) stem += "_warm";
+  stem += suffix;
   const std::filesystem::path dir = opts.out;
   std::filesystem::create_directories(dir);
   write_output_file(dir / (stem + ".json"), report_json(report));
@@ -95,6 +123,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--batch", opts->batches, "Batch sizes, e.g. 1,2,4,8 (default: the file's)")->delimiter(',');
   cmd->add_option("--precision", opts->precision, "fp32 (strict FMA, no TF32), tf32, fp16 or bf16 (tensor-op math)")->capture_default_str();
   cmd->add_option("--layout", opts->layout, "nchw or nhwc (3-D layers take the matching 3-D layout)");
+  cmd->add_option("--act-sparsity", opts->act_sparsity,
+                  "Zero fractions of the activation, e.g. 0,0.5,0.7,0.9: one run each, both sides on the same input "
+                  "(default: dense random)")
+      ->delimiter(',');
+  cmd->add_option("--sparsity-pattern", opts->pattern, "Where the zeros lie: uniform, channel or blob")
+      ->capture_default_str();
   cmd->add_flag("--warm", opts->warm, "Allow L2 residency (default: rotate buffer sets past twice the L2)");
   cmd->add_option("--out", opts->out, "Output folder")->capture_default_str();
   cmd->add_option("--layer", opts->layer, "Only this layer");

@@ -48,3 +48,18 @@ __device__ float4 __ldg(const float4* address);
 __device__ float atomicAdd(float* address, float value);
 __device__ int atomicAdd(int* address, int value);
 __device__ unsigned atomicAdd(unsigned* address, unsigned value);
+__device__ float fmaxf(float a, float b);
+__device__ float fminf(float a, float b);
+// Warp-level primitives (sm_70 and later).
+__device__ unsigned __ballot_sync(unsigned mask, int predicate);
+__device__ int __any_sync(unsigned mask, int predicate);
+__device__ int __all_sync(unsigned mask, int predicate);
+__device__ float __shfl_sync(unsigned mask, float value, int lane, int width = 32);
+__device__ int __shfl_sync(unsigned mask, int value, int lane, int width = 32);
+__device__ unsigned __shfl_sync(unsigned mask, unsigned value, int lane, int width = 32);
+__device__ float __shfl_xor_sync(unsigned mask, float value, int lane_mask, int width = 32);
+__device__ float __shfl_down_sync(unsigned mask, float value, unsigned delta, int width = 32);
+__device__ void __syncwarp(unsigned mask = 0xffffffffu);
+__device__ int __ffs(int value);
+__device__ int __popc(unsigned value);
+__device__ int __clz(int value);

@@ -121,8 +121,28 @@ struct Scanner {
   void error(SourceLocation loc, std::string message) {
     state.result.findings.push_back({where(loc), true, std::move(message), ""});
   }
+  // Records a lint finding, unless the finding's line or the line above it says
+  // `// convgen-lint: allow <check> (<why>)`: for what the checks cannot see (an index that is a constant only
+  // after inlining), said where it happens.
   void warn(SourceLocation loc, std::string message, std::string check) {
+    if (allowed_here(loc, check)) return;
     state.result.findings.push_back({where(loc), false, std::move(message), std::move(check)});
+  }
+
+  bool allowed_here(SourceLocation loc, const std::string& check) {
+    const SourceLocation spelling = sm.getSpellingLoc(loc);
+    const FileID file = sm.getFileID(spelling);
+    const unsigned line = sm.getSpellingLineNumber(spelling);
+    const llvm::StringRef buffer = sm.getBufferData(file);
+    const std::string marker = "convgen-lint: allow " + check;
+    for (unsigned l = line > 1 ? line - 1 : line; l <= line; ++l) {
+      const SourceLocation start = sm.translateLineCol(file, l, 1);
+      const unsigned offset = sm.getFileOffset(start);
+      const std::size_t end = buffer.find('\n', offset);
+      if (buffer.substr(offset, end == llvm::StringRef::npos ? llvm::StringRef::npos : end - offset).contains(marker))
+        return true;
+    }
+    return false;
   }
 
   State& state;

@@ -62,11 +62,11 @@ TEST(KernelSpec, MissingFieldIsRejected) {
 
 TEST(KernelSpec, ValueOutsideTheDeclaredOnesIsRejected) {
   EXPECT_EQ(input_error("igemm_m0_n64_k8_tm4_tn4_st2_sk1_v1"),
-            "kernel name 'igemm_m0_n64_k8_tm4_tn4_st2_sk1_v1': field 'm' (output channels per block) must be one of "
-            "16, 32, 64, 128, 256, got 0");
+            "kernel name 'igemm_m0_n64_k8_tm4_tn4_st2_sk1_v1': field 'm' (output channels per block (GEMM M tile)) "
+            "must be one of 16, 32, 64, 128, 256, got 0");
   EXPECT_EQ(input_error("igemm_m64_n64_k8_tm4_tn4_st2_sk65_v1"),
-            "kernel name 'igemm_m64_n64_k8_tm4_tn4_st2_sk65_v1': field 'sk' (blocks sharing one reduction) must be "
-            "from 1 to 64, got 65");
+            "kernel name 'igemm_m64_n64_k8_tm4_tn4_st2_sk65_v1': field 'sk' (splits of the reduction, summed into the "
+            "output with atomics) must be from 1 to 64, got 65");
 }
 
 TEST(KernelSpec, NonNumericFieldIsRejected) {

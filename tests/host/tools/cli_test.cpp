@@ -137,7 +137,7 @@ TEST(Cli, ShortGpuAndShapesNamesResolveWithoutASourceTree) {
   EXPECT_NE(r.output.find("Root's H100"), std::string::npos) << r.output;
   r = testing_support::run_command("cd " + dir.string() + " && " + convgen + " analyze --shapes nope --gpu h100_sxm");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("convgen: error: nope: cannot open shapes file (built-in shapes: cosmoflow, cusnn, "),
+  EXPECT_NE(r.output.find("convgen: error: nope: cannot open shapes file (built-in shapes: act_sparse_extra, cosmoflow, cusnn, "),
             std::string::npos)
       << r.output;
   std::filesystem::remove_all(dir);

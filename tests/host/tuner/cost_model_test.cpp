@@ -238,11 +238,14 @@ TEST(DefaultCoefficients, PredictAPositiveTimeForEveryCandidateOfTypicalLayers) 
 
 TEST(DescribeCoefficients, ListsEachFamilysNonZeroWeightsOrSaysAllZero) {
   Coefficients c;
-  c.of("direct").fill(0);
-  c.of("igemm").fill(0);
+  for (const Family* f : all_families()) c.of(f->name()).fill(0);
   c.of("igemm")[at(CostTerm::launch)] = 3.14159;
   c.of("igemm")[at(CostTerm::fma)] = 0.5;
-  EXPECT_EQ(describe_coefficients(c), "direct: all 0; igemm: fma 0.5, launch 3.14");
+  std::string expected;  // every registered family, by name
+  for (const Family* f : all_families())
+    expected += fmt::format("{}{}: {}", expected.empty() ? "" : "; ", f->name(),
+                            f->name() == "igemm" ? "fma 0.5, launch 3.14" : "all 0");
+  EXPECT_EQ(describe_coefficients(c), expected);
 }
 
 TEST(Rank, OrdersByPredictedTimeWithTiesInPlaceAndUnlaunchableLast) {
@@ -484,10 +487,16 @@ TEST(Calibration, NeedsEnoughLaunchableTimedSamplesOfOneFamily) {
   CalibrationSample nan = samples[2];
   nan.measured_us = std::nan("");
   samples.insert(samples.end(), {unlaunchable, untimed, nan});
-  EXPECT_EQ(input_error([&] { calibrate(samples, gpu); }),
-            "calibrate: need at least 33 measurements of launchable kernels of one family, got direct 5, igemm 32");
-  EXPECT_EQ(input_error([&] { calibrate(std::vector<CalibrationSample>{}, gpu); }),
-            "calibrate: need at least 33 measurements of launchable kernels of one family, got direct 0, igemm 0");
+  // Every registered family is counted, by name; those without samples as 0.
+  const auto counts = [](int direct, int igemm) {
+    std::string text;
+    for (const Family* f : all_families())
+      text += fmt::format("{}{} {}", text.empty() ? "" : ", ", f->name(),
+                          f->name() == "direct" ? direct : f->name() == "igemm" ? igemm : 0);
+    return "calibrate: need at least 33 measurements of launchable kernels of one family, got " + text;
+  };
+  EXPECT_EQ(input_error([&] { calibrate(samples, gpu); }), counts(5, 32));
+  EXPECT_EQ(input_error([&] { calibrate(std::vector<CalibrationSample>{}, gpu); }), counts(0, 0));
   // One more igemm sample is enough.
   samples.push_back(synthetic("igemm", 33, truth(), gpu).back());
   const Calibration fit = calibrate(samples, gpu);

@@ -322,9 +322,10 @@ TEST(DbCli, CalibrateNeedsOneGpuAndEnoughMeasurements) {
   r = run_convgen("db calibrate --gpu h200 --db " + path.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.output, fmt::format("convgen: error: calibrate: need at least {} measurements of launchable "
-                                             "kernels of one family, got direct 0, igemm 1\n",
+                                             "kernels of one family, got ",
                                              min_calibration_samples)))
       << r.output;
+  EXPECT_TRUE(contains(r.output, "direct 0, igemm 1\n")) << r.output;
   EXPECT_EQ(load_calibration(TuningDb::open(path), h200()), std::nullopt);
   const auto empty = dir / "empty.sqlite";
   r = run_convgen("db calibrate --db " + empty.string());

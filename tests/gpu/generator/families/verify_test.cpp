@@ -9,6 +9,7 @@
 
 #include "igemm_params.hpp"
 #include "measure/verify.hpp"
+#include "reference/inputs.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
@@ -55,10 +56,11 @@ class GpuVerify : public testing::Test {
   }
 
   // Builds and verifies one (problem, spec); records the tally; returns a gtest assertion result.
-  void verify(const std::string& label, const Problem& problem, const KernelSpec& spec, std::uint64_t seed) {
+  void verify(const std::string& label, const Problem& problem, const KernelSpec& spec, std::uint64_t seed,
+              const TensorSource& activation = DenseRandom{}) {
     BuiltKernel kernel;
     ASSERT_NO_THROW(kernel = build_kernel(problem, spec, gpu_, cache_)) << label << " " << kernel_name(spec);
-    const Verification v = verify_on_gpu(kernel, {.seed = seed});
+    const Verification v = verify_on_gpu(kernel, {.activation = activation, .seed = seed});
     Tally& t = tallies()[spec.family];
     ++t.cases;
     if (!v.passed) ++t.failures;
@@ -80,6 +82,42 @@ TEST_F(GpuVerify, EveryFamilyAndRepresentativeConfigurationIsCorrectOnTheEdgeCas
     for (const Family* family : all_families())
       for (const KernelSpec& spec : representative_specs(*family, layer.problem, gpu_, 3))
         verify(layer.name, layer.problem, spec, seed++);
+}
+
+// Activations with zeros where ReLU leaves them. The activation-sparse family: every pattern at 0, 50, 90, 99 and 100%
+// zeros, its representative configurations and each of its sparse loops with the dense loop forced off (dense_at
+// 128), so both of its paths meet every pattern. The dense families: one fraction per pattern.
+TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFraction) {
+  std::uint64_t seed = 5000;
+  std::vector<TensorSource> sources, few_sources = {SparseRandom{SparsityPattern::uniform, 0.5},
+                                                     SparseRandom{SparsityPattern::channel, 0.9},
+                                                     SparseRandom{SparsityPattern::blob, 0.99}};
+  for (SparsityPattern pattern : {SparsityPattern::uniform, SparsityPattern::channel, SparsityPattern::blob})
+    for (double zeros : {0.0, 0.5, 0.9, 0.99, 1.0}) sources.push_back(SparseRandom{pattern, zeros});
+  std::vector<Layer> layers = edge_cases().layers;
+  for (const Layer& layer : load_suite(source_dir() / "shapes" / "cusnn.csv").layers) layers.push_back(layer);
+  for (const Layer& layer : layers)
+    for (const Family* family : all_families()) {
+      std::vector<KernelSpec> specs = representative_specs(*family, layer.problem, gpu_, 2);
+      if (family->name() == "act_sparse" && !specs.empty()) {
+        const auto index_of = [&](std::string_view token) {
+          const auto& params = family->interface().params;
+          for (std::size_t i = 0; i < params.size(); ++i)
+            if (params[i].token == token) return i;
+          throw Error(fmt::format("act_sparse declares no parameter '{}'", token));
+        };
+        const std::size_t index_of_mode = index_of("sm"), index_of_dense_at = index_of("dm");
+        for (int mode : {0, 1, 2}) {
+          KernelSpec variant = specs.front();
+          variant.values[index_of_mode] = mode;
+          variant.values[index_of_dense_at] = 128;
+          if (!family->check_support(layer.problem, gpu_, variant)) specs.push_back(variant);
+        }
+      }
+      for (const KernelSpec& spec : specs)
+        for (const TensorSource& source : family->name() == "act_sparse" ? sources : few_sources)
+          verify(fmt::format("{} {}", layer.name, describe(source)), layer.problem, spec, seed++, source);
+    }
 }
 
 TEST_F(GpuVerify, TheDefaultChoiceAndEachFamilysDefaultAreCorrectOnOneLayerOfEverySuite) {

@@ -1,0 +1,367 @@
+// act_sparse: the activation-sparse family (templates/act_sparse.cu): a warp owns a tile of output pixels x 32*tk
+// output channels and skips the zeros it finds in each input channel's halo (warp-uniform ballots), with a dense
+// loop where a halo is mostly nonzero. Search space, support checks, launch plan (the filter packed once into a
+// persistent buffer), cost features with the expected zero fraction as a term.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "act_sparse_params.hpp"  // generated from templates/act_sparse.cu
+#include "generator/family.hpp"
+
+// The template's logic, independent of the Family API (mirrors the constants of templates/act_sparse.cu).
+namespace convgen::act_sparse {
+
+
+// Field order = CONVGEN_PARAM declaration order in templates/act_sparse.cu (th tw tk wp sc dm sm u2 relu).
+struct Params {
+  int tile_h = 4;          // th: output rows per warp tile
+  int tile_w = 7;          // tw: output columns per warp tile
+  int k_per_lane = 1;      // tk: output channels per lane
+  int warps = 4;           // wp: warps per block, splitting its input channels
+  int split_c = 1;         // sc: blocks splitting the input channels (atomics into a zeroed output)
+  int dense_at = 0;        // dm: nonzeros per halo from which the dense loop runs (0: the template's cost model)
+  int sparse_mode = 3;     // sm: 3 shared halo read by 8, 2 shuffles by 8, 0 one shuffle per nonzero, 1 ffs + switch
+  bool unroll2 = false;    // ur: channel loop unrolled by 2 (two register sets)
+  bool relu_on_load = false;
+  bool operator==(const Params&) const = default;
+};
+
+
+// Halo of one warp tile (input rows x columns one input channel contributes), as the template computes it.
+int halo_h(const Problem& problem, const Params& p);
+int halo_w(const Problem& problem, const Params& p);
+
+// Why the template cannot run `params` on `problem`, or nullopt. Every decline has a reason.
+std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu, const Params& params);
+
+// Candidates, best estimated first, for inputs with `zero_fraction` of zeros (0 = dense), at most `limit`.
+std::vector<Params> enumerate(const Problem& problem, const Gpu& gpu, double zero_fraction, std::size_t limit = 8,
+                              bool relu_on_load = false);
+
+// The first candidate of enumerate, or nullopt when none is supported.
+std::optional<Params> default_params(const Problem& problem, const Gpu& gpu, double zero_fraction,
+                                     bool relu_on_load = false);
+
+// Launch geometry of the main entry; zero_output_first when split_c > 1 (the plan's zero step).
+struct Geometry {
+  std::array<unsigned, 3> grid{1, 1, 1};
+  std::array<unsigned, 3> block{1, 1, 1};
+  bool zero_output_first = false;
+};
+Geometry geometry(const Problem& problem, const Params& p);
+// The setup entry (pack_filter): one thread per packed element, 256 per block; its persistent buffer's bytes
+// (C * K * R*S rounded up to 4 when R*S >= 4: the template's [c][k][RS_PAD] layout).
+Geometry pack_geometry(const Problem& problem);
+std::int64_t packed_filter_bytes(const Problem& problem);
+
+
+// Rough time in microseconds, for ranking: issue-bound instruction count of the busiest SM, or the channel loop's
+// latency chain, whichever is longer, plus split-C's atomics. zero_fraction scales the sparse work: a channel's
+// halo of h elements has about h * (1 - z) nonzeros, each costing the sparse overhead plus its taps' FMAs, and
+// the dense loop runs when that is dearer (as in the template).
+double estimate_us(const Problem& problem, const Gpu& gpu, const Params& p, double zero_fraction);
+
+
+
+namespace {
+
+constexpr std::int64_t kIntMax = 2147483647;
+constexpr int kSparseOverhead = 4;        // per nonzero besides its FMAs (shuffle, convergence check, branch)
+constexpr int kSparsePerPosition = 2;     // per halo position: bit test and branch
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+struct Derived {
+  int halo, halo_regs, tp, kw, tiles, k_groups, c_chunk, c_per_warp;
+};
+
+Derived derive(const Problem& pr, const Params& p) {
+  const Dims3 out = output_dims(pr);
+  Derived d{};
+  d.halo = halo_h(pr, p) * halo_w(pr, p);
+  d.halo_regs = static_cast<int>(ceil_div(d.halo, 32));
+  d.tp = p.tile_h * p.tile_w;
+  d.kw = 32 * p.k_per_lane;
+  d.tiles = static_cast<int>(pr.n * ceil_div(out.h, p.tile_h) * ceil_div(out.w, p.tile_w));
+  d.k_groups = static_cast<int>(ceil_div(pr.k, d.kw));
+  d.c_chunk = static_cast<int>(ceil_div(pr.c, p.split_c));
+  d.c_per_warp = static_cast<int>(ceil_div(d.c_chunk, p.warps));
+  return d;
+}
+
+// Registers per thread, roughly: accumulators, two channels of taps and halo, addresses and loop state.
+int register_estimate(const Problem& pr, const Params& p) {
+  const Derived d = derive(pr, p);
+  const int rs = pr.filter.h * pr.filter.w;
+  // Measured with ptxas (sm_90): about twice the accumulators plus the double-buffered taps.
+  return 2 * p.k_per_lane * d.tp + 2 * p.k_per_lane * rs + 3 * d.halo_regs + 32;
+}
+
+}  // namespace
+
+
+int halo_h(const Problem& pr, const Params& p) {
+  return (p.tile_h - 1) * pr.stride.h + (pr.filter.h - 1) * pr.dilation.h + 1;
+}
+int halo_w(const Problem& pr, const Params& p) {
+  return (p.tile_w - 1) * pr.stride.w + (pr.filter.w - 1) * pr.dilation.w + 1;
+}
+
+std::optional<std::string> check_support(const Problem& pr, const Gpu& gpu, const Params& p) {
+  if (std::string reason = validate(pr); !reason.empty()) return "invalid problem: " + reason;
+  if (pr.precision != Precision::fp32)
+    return fmt::format("precision {} is not supported by act_sparse (fp32 only)", pr.precision);
+  if (pr.groups != 1) return fmt::format("act_sparse handles ungrouped convolutions only, got groups {}", pr.groups);
+  if (pr.input.d != 1 || pr.filter.d != 1 || pr.padding.d != 0)
+    return "act_sparse handles 1-D and 2-D convolutions only (depth 1)";
+  if (p.tile_h < 1 || p.tile_h > 8) return fmt::format("tile_h must be 1 to 8, got {}", p.tile_h);
+  if (p.tile_w < 1 || p.tile_w > 16) return fmt::format("tile_w must be 1 to 16, got {}", p.tile_w);
+  if (p.k_per_lane != 1 && p.k_per_lane != 2 && p.k_per_lane != 4)
+    return fmt::format("k_per_lane must be 1, 2 or 4, got {}", p.k_per_lane);
+  if (p.warps != 1 && p.warps != 2 && p.warps != 4 && p.warps != 8 && p.warps != 16)
+    return fmt::format("warps must be 1, 2, 4, 8 or 16, got {}", p.warps);
+  if (p.split_c < 1 || p.split_c > 64 || p.split_c > pr.c)
+    return fmt::format("split_c must be 1 to min(64, C = {}), got {}", pr.c, p.split_c);
+  if (p.dense_at < 0 || p.dense_at > 128) return fmt::format("dense_at must be 0 to 128, got {}", p.dense_at);
+  if (p.sparse_mode < 0 || p.sparse_mode > 3) return fmt::format("sparse_mode must be 0 to 3, got {}", p.sparse_mode);
+  const Derived d = derive(pr, p);
+  if (d.halo > 128)
+    return fmt::format("the tile's input halo of {}x{} = {} elements exceeds 128 (4 per lane)", halo_h(pr, p),
+                       halo_w(pr, p), d.halo);
+  if (activation_elements(pr) > kIntMax || output_elements(pr) > kIntMax)
+    return "act_sparse indexes tensors with int: the activation and output must have fewer than 2^31 elements";
+  // A warp whose channel range is empty only wastes its slot; so does a tile much wider than the output.
+  if (p.warps > 1 && std::int64_t{p.warps - 1} * d.c_per_warp >= d.c_chunk)
+    return fmt::format("{} warps leave some without input channels ({} per block)", p.warps, d.c_chunk);
+  if (std::int64_t{p.split_c - 1} * d.c_chunk >= pr.c)
+    return fmt::format("split_c {} leaves blocks without input channels (C = {})", p.split_c, pr.c);
+  const Dims3 out = output_dims(pr);
+  if (p.tile_h > out.h && p.tile_h > 1) return fmt::format("tile_h {} exceeds the output height {}", p.tile_h, out.h);
+  if (p.tile_w > out.w && p.tile_w > 1) return fmt::format("tile_w {} exceeds the output width {}", p.tile_w, out.w);
+  if (d.kw > 32 * ceil_div(pr.k, 32))
+    return fmt::format("k_per_lane {} gives {} channels per warp for K = {}", p.k_per_lane, d.kw, pr.k);
+  if (d.tiles > kIntMax || d.k_groups > 65535 || p.split_c > 65535) return "grid limits exceeded";
+  if (p.k_per_lane * d.tp > 64)
+    return fmt::format("{} accumulators per lane (k_per_lane {} x {} pixels) exceed 64: ptxas spills past that",
+                       p.k_per_lane * d.tp, p.k_per_lane, d.tp);
+  const int regs = register_estimate(pr, p);
+  if (regs > gpu.max_regs_per_thread)
+    return fmt::format("about {} registers per thread exceed the gpu's {}", regs, gpu.max_regs_per_thread);
+  const int regs_per_block = gpu.regs_per_block > 0 ? gpu.regs_per_block : 65536;
+  if (regs * 32 * p.warps > regs_per_block)
+    return fmt::format("about {} registers per thread x {} threads exceed the {} of a block (ptxas would spill)", regs,
+                       32 * p.warps, regs_per_block);
+  const int smem = d.kw * (d.tp + 1) * 4 + (p.sparse_mode == 3 ? p.warps * d.halo_regs * 32 * 4 : 0);
+  if (smem > std::min(gpu.smem_per_block_bytes, 48 * 1024))
+    return fmt::format("{} bytes of shared memory exceed the {} allowed", smem, std::min(gpu.smem_per_block_bytes, 48 * 1024));
+  if (32 * p.warps > gpu.max_threads_per_block)
+    return fmt::format("{} threads exceed the gpu's {}", 32 * p.warps, gpu.max_threads_per_block);
+  return std::nullopt;
+}
+
+Geometry geometry(const Problem& pr, const Params& p) {
+  const Derived d = derive(pr, p);
+  return {.grid = {static_cast<unsigned>(d.tiles), static_cast<unsigned>(d.k_groups), static_cast<unsigned>(p.split_c)},
+          .block = {static_cast<unsigned>(32 * p.warps), 1, 1},
+          .zero_output_first = p.split_c > 1};
+}
+
+namespace {
+std::int64_t packed_elements(const Problem& pr) {
+  const int rs = pr.filter.h * pr.filter.w;
+  const int rs_pad = rs >= 4 ? (rs + 3) / 4 * 4 : rs;
+  return std::int64_t{pr.c} * pr.k * rs_pad;
+}
+}  // namespace
+
+Geometry pack_geometry(const Problem& pr) {
+  return {.grid = {static_cast<unsigned>(ceil_div(packed_elements(pr), 256)), 1, 1}, .block = {256, 1, 1}};
+}
+
+std::int64_t packed_filter_bytes(const Problem& pr) { return packed_elements(pr) * 4; }
+
+
+double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double zero_fraction) {
+  const Derived d = derive(pr, p);
+  const int rs = pr.filter.h * pr.filter.w;
+  const double a = static_cast<double>(d.tp) * rs * p.k_per_lane / d.halo;  // FMAs per halo position
+  const double density = 1 - zero_fraction;
+  // Sparse loop (mode 2, as measured best): per group of 8 positions a test; a group with a nonzero (probability
+  // 1 - z^8 for independent zeros) shuffles all 8 and tests each bit; each nonzero then costs its FMAs. Its
+  // dependent chain is one shuffle latency (~40 cycles) per nonzero group.
+  const double groups = std::ceil(d.halo / 8.0);
+  const double live_groups = groups * (1 - std::pow(zero_fraction, 8));
+  const double sparse = 2 * groups + live_groups * (8 + 2 * 8) + d.halo * density * (1 + a);
+  const double dense = d.halo * (1 + a);
+  const bool sparse_wins = sparse < dense;
+  const double per_channel = std::min(dense, sparse) + d.halo_regs * 3 + rs * p.k_per_lane + 12;
+  const double chain = (sparse_wins ? live_groups * 40 : 0) + 60;
+  const std::int64_t warps_total = std::int64_t{d.tiles} * d.k_groups * p.split_c * p.warps;
+  const int sms = std::max(gpu.sm_count, 1);
+  const double warps_per_sm = std::ceil(static_cast<double>(warps_total) / sms);
+  const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
+  const int regs = std::min(255, register_estimate(pr, p));
+  const double resident = std::max(1.0, std::min({warps_per_sm, 64.0, std::floor(65536.0 / (32.0 * regs))}));
+  // Issue-bound: the SM's 4 schedulers; latency-bound: each warp's serial chain, resident warps at a time; the
+  // channel loads (prefetched one channel ahead) need ~700 cycles shared by the resident warps of a scheduler.
+  const double issue_cycles = warps_per_sm * d.c_per_warp * per_channel / 4;
+  const double serial_cycles = std::ceil(warps_per_sm / resident) * d.c_per_warp *
+                               std::max(per_channel + chain, 700.0 / std::max(1.0, resident / 4));
+  const double reduce_cycles = (p.warps > 1 ? d.kw * d.tp * 2.0 / 32 : 0) * warps_per_sm / p.warps;
+  double us = (std::max(issue_cycles, serial_cycles) + reduce_cycles) / clock_mhz;
+  if (p.split_c > 1) {
+    // Atomic adds of every split's tile in L2 (~1 per clock per 2 slices), plus the zeroing launch.
+    us += static_cast<double>(output_elements(pr)) * p.split_c / (64.0 * clock_mhz) + 1.0;
+  }
+  return us;
+}
+
+std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fraction, std::size_t limit,
+                              bool relu_on_load) {
+  std::vector<std::pair<double, Params>> ranked;
+  for (int th : {1, 2, 4, 7, 8})
+    for (int tw : {1, 2, 4, 7, 8, 14, 16})
+      for (int tk : {1, 2, 4})
+        for (int warps : {1, 2, 4, 8, 16})
+          for (int sc = 1; sc <= 64; sc *= 2) {
+            const Params p{.tile_h = th, .tile_w = tw, .k_per_lane = tk, .warps = warps, .split_c = sc,
+                           .dense_at = 0, .relu_on_load = relu_on_load};
+            if (check_support(pr, gpu, p)) continue;
+            const Derived d = derive(pr, p);
+            if (d.halo_regs * 32 > d.halo * 1.5 && d.halo > 32) continue;  // mostly empty lanes
+            if (d.c_per_warp < 4 && (warps > 1 || sc > 1)) continue;        // reduction overhead dominates
+            ranked.emplace_back(estimate_us(pr, gpu, p, zero_fraction), p);
+          }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Params> out;
+  for (const auto& [us, p] : ranked) {
+    if (out.size() == limit) break;
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::optional<Params> default_params(const Problem& pr, const Gpu& gpu, double zero_fraction, bool relu_on_load) {
+  auto all = enumerate(pr, gpu, zero_fraction, 1, relu_on_load);
+  if (all.empty()) return std::nullopt;
+  return all.front();
+}
+
+}  // namespace convgen::act_sparse
+
+namespace convgen {
+namespace {
+
+namespace as = convgen::act_sparse;
+
+constexpr double kAssumedZeroFraction = 0.5;  // until the problem carries act_sparsity
+
+as::Params to_logic(const ActSparseParams& s) {
+  return {.tile_h = s.tile_h, .tile_w = s.tile_w, .k_per_lane = s.k_per_lane, .warps = s.warps, .split_c = s.split_c,
+          .dense_at = s.dense_at, .sparse_mode = s.sparse_mode, .unroll2 = s.unroll2, .relu_on_load = s.relu_on_load};
+}
+ActSparseParams from_logic(const as::Params& p) {
+  ActSparseParams s;
+  s.tile_h = p.tile_h;
+  s.tile_w = p.tile_w;
+  s.k_per_lane = p.k_per_lane;
+  s.warps = p.warps;
+  s.split_c = p.split_c;
+  s.dense_at = p.dense_at;
+  s.sparse_mode = p.sparse_mode;
+  s.unroll2 = p.unroll2;
+  s.relu_on_load = p.relu_on_load;
+  return s;
+}
+
+class ActSparse final : public Family {
+ public:
+  const TemplateInterface& interface() const override { return act_sparse_interface(); }
+
+  std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& spec) const override {
+    if (spec.family != ActSparseParams::family) return fmt::format("kernel {} is not an act_sparse kernel", spec.family);
+    return act_sparse::check_support(p, gpu, to_logic(params_of<ActSparseParams>(spec)));
+  }
+
+  std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
+    std::vector<KernelSpec> specs;
+    for (const auto& a : act_sparse::enumerate(p, gpu, kAssumedZeroFraction, 24)) specs.push_back(to_spec(from_logic(a)));
+    return specs;
+  }
+
+  // setup: pack the filter once into the persistent buffer "packed_filter" ([c][k][rs4] or [c][r][s][k]);
+  // run: zero the output when split_c > 1 (atomics), then the main kernel (g_activation, g_packed_filter, g_output).
+  LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
+    const as::Params a = to_logic(params_of<ActSparseParams>(spec));
+    const act_sparse::Geometry g = act_sparse::geometry(p, a);
+    const act_sparse::Geometry pg = act_sparse::pack_geometry(p);
+    LaunchPlan plan;
+    plan.buffers.push_back({.name = "packed_filter", .bytes = act_sparse::packed_filter_bytes(p), .persistent = true});
+    plan.setup.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "pack_filter",
+                          .geometry = {.grid = pg.grid, .block = pg.block}});
+    if (g.zero_output_first) plan.run.push_back({.kind = LaunchStep::Kind::zero, .buffer = "output"});
+    plan.run.push_back({.kind = LaunchStep::Kind::kernel, .geometry = {.grid = g.grid, .block = g.block}});
+    return plan;
+  }
+
+  // Warp instructions per block at the assumed zero fraction z: per input channel of a warp, the halo and tap
+  // loads, then the dense loop (halo shuffles + all FMAs) or the sparse loop (per group of 8 a test; a live group
+  // 2 shared loads and 8 bit tests; each nonzero its FMAs), whichever the template picks (see act_sparse_params).
+  CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
+    const as::Params a = to_logic(params_of<ActSparseParams>(spec));
+    const act_sparse::Geometry g = act_sparse::geometry(p, a);
+    const double z = kAssumedZeroFraction;
+    const int rs = p.filter.h * p.filter.w;
+    const int halo = act_sparse::halo_h(p, a) * act_sparse::halo_w(p, a);
+    const int tp = a.tile_h * a.tile_w;
+    const double channels_per_warp = std::ceil(std::ceil(static_cast<double>(p.c) / a.split_c) / a.warps);
+    const double dense_fma = static_cast<double>(tp) * rs * a.k_per_lane;
+    const double groups = std::ceil(halo / 8.0), live = groups * (1 - std::pow(z, 8));
+    const double sparse_fma = dense_fma * (1 - z);
+    const bool sparse = 2 * groups + live * 18 + halo * (1 - z) < halo + dense_fma - sparse_fma;
+    const double per_warp = channels_per_warp * a.warps;
+    const std::int64_t blocks = std::int64_t{g.grid[0]} * g.grid[1] * g.grid[2];
+    return {.blocks = blocks,
+            .threads_per_block = 32 * a.warps,
+            .smem_bytes_per_block = 32 * a.k_per_lane * (tp + 1) * 4,
+            .flops = static_cast<double>(flops(p)) * (1 - z),
+            .dram_bytes = static_cast<double>(min_bytes(p)),
+            .flops_per_block = 2.0 * 32 * a.k_per_lane * tp * rs * per_warp * (sparse ? 1 - z : 1),
+            .fma_instructions = per_warp * (sparse ? sparse_fma : dense_fma),
+            .shared_load_instructions = per_warp * (sparse ? 2 * live + std::ceil(halo / 32.0) : halo),
+            .global_load_instructions = per_warp * (std::ceil(halo / 32.0) + (rs >= 4 ? (rs + 3) / 4 : rs) * a.k_per_lane),
+            .address_instructions = per_warp * (sparse ? 2 * groups + 8 * live : 4),
+            .main_loop_steps = static_cast<int>(channels_per_warp),
+            .pipelined = true,
+            .atomic_outputs = a.split_c > 1 ? static_cast<double>(output_elements(p)) * a.split_c : 0,
+            .extra_launches = a.split_c > 1 ? 1 : 0};
+  }
+
+  // Until a calibration includes the family: igemm's weights (the same instruction kinds), which rank dense
+  // configurations close to what was measured (bench/results/h200/act_sparse).
+  CostWeights default_cost_weights() const override { return {2.44, 0, 2.36, 0.702, 0.486, 0.449, 2.02, 4.82, 2.07, 2.13, 0}; }
+
+  std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
+    if (auto a = act_sparse::default_params(p, gpu, kAssumedZeroFraction)) return to_spec(from_logic(*a));
+    return std::nullopt;
+  }
+
+  // After igemm for dense problems (rank 1: tried when asked for, or when the problem says it is sparse).
+  int default_rank(const Problem&) const override { return 2; }
+};
+
+}  // namespace
+
+const Family& act_sparse_family() {
+  static const ActSparse instance;
+  return instance;
+}
+
+}  // namespace convgen

@@ -1,0 +1,449 @@
+// act_sparse: FP32 direct convolution that skips the zero activations (ReLU's zeros), found inside the kernel.
+//
+// Input-stationary over a register-resident output tile. A warp owns TILE_H x TILE_W output pixels of one image
+// and KW = 32 * K_PER_LANE output channels: lane l holds the accumulators of channels k0 + t * 32 + l (t <
+// K_PER_LANE) for every pixel of the tile, so every lane needs the same activations and every zero test is
+// warp-uniform. Per input channel c the warp
+//   1. loads the channel's input halo (HALO_H x HALO_W values; lane l holds halo elements j * 32 + l),
+//      applying max(0, x) first when RELU_ON_LOAD;
+//   2. takes one __ballot_sync per 32 halo elements: the nonzero mask, and its population count;
+//   3. if the count reaches DENSE_MIN, runs the fully unrolled dense loop over every halo position (broadcast by
+//      __shfl_sync, FMAs into compile-time accumulator indices); else walks the set bits (ffs loop) and jumps
+//      (switch over the halo position, every case compile-time code) to the FMAs of that position only;
+//      a channel whose halo is all zero costs its loads and nothing else.
+// The lane's filter values for channel c (K_PER_LANE x R x S) come from the packed filter, written once per op by
+// the pack_filter entry: [c][k][R*S padded to 4] read as float4 (R*S >= 4), else [c][r][s][k]. Loads of channel
+// c + 1 are issued before channel c is computed.
+// Nothing is built or counted outside the kernel: no second launch, no host round trip, no atomics for lists.
+//
+// Grid: x = N * TILES_H * TILES_W output tiles, y = ceil(K / KW) channel groups, z = SPLIT_C input-channel splits.
+// Block: WARPS warps that split the block's input channels; they sum their accumulators in shared memory (shared
+// atomics), then the block writes its tile: plain stores when SPLIT_C == 1, else global atomic adds into an output
+// the caller zeroed (the launch plan's zero step).
+#include "interface.cuh"
+
+#ifndef CONVGEN_PRELUDE
+#define CONVGEN_ENTRY convgen_act_sparse_default
+namespace cfg {
+constexpr int N = 1, C = 64, K = 64, GROUPS = 1;
+constexpr int D = 1, H = 56, W = 56;
+constexpr int T = 1, R = 3, S = 3;
+constexpr int O = 1, P = 56, Q = 56;
+constexpr int STRIDE_D = 1, STRIDE_H = 1, STRIDE_W = 1;
+constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
+constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
+constexpr bool CHANNELS_LAST = false;
+CONVGEN_PARAM("th", "1..8", "output rows per warp tile") constexpr int TILE_H = 4;
+CONVGEN_PARAM("tw", "1..16", "output columns per warp tile") constexpr int TILE_W = 7;
+CONVGEN_PARAM("tk", "1,2,4", "output channels per lane (a warp owns 32 * tk)") constexpr int K_PER_LANE = 1;
+CONVGEN_PARAM("wp", "1,2,4,8,16", "warps per block, splitting the block's input channels") constexpr int WARPS = 4;
+CONVGEN_PARAM("sc", "1..64", "blocks splitting the input channels (atomic adds into a zeroed output)")
+constexpr int SPLIT_C = 1;
+CONVGEN_PARAM("dm", "0..128", "nonzeros in a channel's halo from which the dense loop runs (0: from the cost model)")
+constexpr int DENSE_AT = 0;
+CONVGEN_PARAM("sm", "0,1,2,3", "sparse loop: 3 halo in shared memory, read by 8 (2 x float4) + per-position branches; "
+              "2 the same with 8 shuffles; 0 one shuffle per nonzero; 1 ffs loop + switch")
+constexpr int SPARSE_MODE = 3;
+CONVGEN_PARAM("ur", "bool", "unroll the channel loop by 2 (two register sets, no copies between channels)")
+constexpr bool UNROLL2 = false;
+CONVGEN_PARAM("relu", "bool", "apply max(0, x) to the activation as it is loaded") constexpr bool RELU_ON_LOAD = false;
+}  // namespace cfg
+#endif
+
+#include "common.cuh"
+
+namespace act_sparse {
+
+using namespace cfg;
+using convgen::ceil_div;
+
+constexpr int RS = R * S;
+constexpr int KW = 32 * K_PER_LANE;  // output channels per warp
+constexpr int TP = TILE_H * TILE_W;  // output pixels per warp tile
+constexpr int HALO_H = (TILE_H - 1) * STRIDE_H + (R - 1) * DIL_H + 1;
+constexpr int HALO_W = (TILE_W - 1) * STRIDE_W + (S - 1) * DIL_W + 1;
+constexpr int HALO = HALO_H * HALO_W;
+constexpr int HALO_REGS = (HALO + 31) / 32;  // halo elements per lane
+constexpr int TILES_H = (int)ceil_div(P, TILE_H);
+constexpr int TILES_W = (int)ceil_div(Q, TILE_W);
+constexpr int C_CHUNK = (int)ceil_div(C, SPLIT_C);          // input channels per block
+constexpr int C_PER_WARP = (int)ceil_div(C_CHUNK, WARPS);   // input channels per warp
+constexpr int THREADS = 32 * WARPS;
+constexpr int HW = H * W;
+
+static_assert(GROUPS == 1, "act_sparse handles ungrouped convolutions only");
+static_assert(D == 1 && T == 1 && O == 1 && PAD_D == 0, "act_sparse handles 2-D convolutions only");
+static_assert(P == convgen::conv_out_extent(H, R, STRIDE_H, PAD_H, DIL_H), "P does not match H, R, stride, padding");
+static_assert(Q == convgen::conv_out_extent(W, S, STRIDE_W, PAD_W, DIL_W), "Q does not match W, S, stride, padding");
+static_assert(HALO_REGS <= 4, "the input halo of a warp tile must have at most 128 elements");
+static_assert(K_PER_LANE == 1 || K_PER_LANE == 2 || K_PER_LANE == 4, "K_PER_LANE must be 1, 2 or 4");
+static_assert(WARPS >= 1 && WARPS <= 16, "WARPS must be 1 to 16");
+static_assert(SPLIT_C >= 1 && SPLIT_C <= C, "SPLIT_C must be 1 to C");
+static_assert((long long)N * C * H * W <= convgen::kIntMax && (long long)N * K * P * Q <= convgen::kIntMax,
+              "act_sparse indexes tensors with int: each must have fewer than 2^31 elements");
+
+// The dense loop costs about HALO shuffles and TP * RS * K_PER_LANE FMAs per channel: 1 + A per halo position,
+// A = TP * RS * K_PER_LANE / HALO. The unrolled sparse loop (SPARSE_MODE 0) costs 2 per position (bit test,
+// branch) and about 4 + A more per nonzero (shuffle, convergence check, FMAs); the ffs/switch loop (SPARSE_MODE 1)
+// about 12 + A per nonzero, and a chain of dependent branches. The dense loop runs from the count where it is the
+// cheaper; DENSE_AT overrides.
+constexpr int TAP_FMAS = TP * RS * K_PER_LANE;  // FMAs of the dense loop per channel
+constexpr int DENSE_MIN_MODEL =
+    SPARSE_MODE != 1 ? (int)ceil_div((long long)HALO * (TAP_FMAS - HALO), 4LL * HALO + TAP_FMAS)
+                     : (int)ceil_div((long long)(HALO + TAP_FMAS) * HALO, 12LL * HALO + TAP_FMAS);
+constexpr int DENSE_MIN = DENSE_AT > 0 ? DENSE_AT : (DENSE_MIN_MODEL < 1 ? 1 : DENSE_MIN_MODEL);
+static_assert(SPARSE_MODE >= 0 && SPARSE_MODE <= 3, "SPARSE_MODE must be 0 to 3");
+
+// Packed filter: with R * S >= 4 taps, [c][k][RS_PAD] (a lane's taps of one channel are contiguous, read as
+// float4: RS_PAD / 4 loads per output channel instead of R * S), else [c][r][s][k] (lanes read consecutive k).
+constexpr bool VEC_TAPS = RS >= 4;
+constexpr int RS_PAD = VEC_TAPS ? (RS + 3) / 4 * 4 : RS;
+constexpr int HALO_SLOTS = HALO_REGS * 32;  // shared halo floats per warp (SPARSE_MODE 3)
+
+constexpr unsigned FULL = 0xffffffffu;
+
+using Acc = float[K_PER_LANE][TILE_H][TILE_W];
+using Taps = float[K_PER_LANE][R][S];
+
+// Adds x times the taps that reach from halo position `pos` to each pixel of the tile. Called with a constant
+// `pos` only: after inlining and unrolling every condition and index below is a compile-time constant.
+__device__ __forceinline__ void apply(Acc& acc, const Taps& f, float x, int pos) {
+  const int hh = pos / HALO_W;
+  const int ww = pos % HALO_W;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int dh = hh - r * DIL_H;
+    if (dh < 0 || dh % STRIDE_H != 0 || dh / STRIDE_H >= TILE_H) continue;
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      const int dw = ww - s * DIL_W;
+      if (dw < 0 || dw % STRIDE_W != 0 || dw / STRIDE_W >= TILE_W) continue;
+#pragma unroll
+      for (int t = 0; t < K_PER_LANE; ++t)
+        // convgen-lint: allow per-thread-dynamic-index (pos is a constant at every call: see above)
+        acc[t][dh / STRIDE_H][dw / STRIDE_W] = fmaf(f[t][r][s], x, acc[t][dh / STRIDE_H][dw / STRIDE_W]);
+    }
+  }
+}
+
+// The sparse step of halo register J: one case per bit, each a constant position.
+#define ACT_SPARSE_CASE(b)                                               \
+  case b:                                                                \
+    if constexpr (J * 32 + (b) < HALO) apply(acc, f, x, J * 32 + (b));   \
+    break;
+#define ACT_SPARSE_CASE4(b) ACT_SPARSE_CASE(b) ACT_SPARSE_CASE(b + 1) ACT_SPARSE_CASE(b + 2) ACT_SPARSE_CASE(b + 3)
+
+template <int J>
+__device__ __forceinline__ void sparse_reg(Acc& acc, const Taps& f, float v, unsigned mask) {
+  while (mask != 0) {
+    const int b = __ffs(mask) - 1;
+    mask &= mask - 1;
+    const float x = __shfl_sync(FULL, v, b);
+    switch (b) {
+      ACT_SPARSE_CASE4(0) ACT_SPARSE_CASE4(4) ACT_SPARSE_CASE4(8) ACT_SPARSE_CASE4(12)
+      ACT_SPARSE_CASE4(16) ACT_SPARSE_CASE4(20) ACT_SPARSE_CASE4(24) ACT_SPARSE_CASE4(28)
+      default: break;
+    }
+  }
+}
+#undef ACT_SPARSE_CASE4
+#undef ACT_SPARSE_CASE
+
+template <int J>
+__device__ __forceinline__ void sparse_all(Acc& acc, const Taps& f, const float (&v)[HALO_REGS],
+                                           const unsigned (&mask)[HALO_REGS]) {
+  if constexpr (J < HALO_REGS) {
+    sparse_reg<J>(acc, f, v[J], mask[J]);
+    sparse_all<J + 1>(acc, f, v, mask);
+  }
+}
+
+// The sparse step without a jump: every halo position in turn, its FMAs behind a warp-uniform test of its mask bit
+// (a branch over the block, no serial chain from one nonzero to the next); whole zero mask words are skipped.
+__device__ __forceinline__ void sparse_unrolled(Acc& acc, const Taps& f, const float (&v)[HALO_REGS],
+                                                const unsigned (&mask)[HALO_REGS]) {
+#pragma unroll
+  for (int j = 0; j < HALO_REGS; ++j) {
+    if (mask[j] == 0) continue;
+#pragma unroll
+    for (int b = 0; b < 32; ++b)
+      if (j * 32 + b < HALO && (mask[j] & (1u << b)) != 0) apply(acc, f, __shfl_sync(FULL, v[j], b), j * 32 + b);
+  }
+}
+
+// As sparse_unrolled, but each group of 8 positions with a nonzero is shuffled at once (8 independent shuffles in
+// flight instead of one shuffle-then-FMA chain per nonzero); the FMAs stay behind their bit's branch.
+__device__ __forceinline__ void sparse_grouped(Acc& acc, const Taps& f, const float (&v)[HALO_REGS],
+                                               const unsigned (&mask)[HALO_REGS]) {
+#pragma unroll
+  for (int j = 0; j < HALO_REGS; ++j) {
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      if (j * 32 + g * 8 >= HALO || ((mask[j] >> (g * 8)) & 0xffu) == 0) continue;
+      float x[8];
+#pragma unroll
+      for (int b = 0; b < 8; ++b) x[b] = __shfl_sync(FULL, v[j], g * 8 + b);
+#pragma unroll
+      for (int b = 0; b < 8; ++b) {
+        const int pos = j * 32 + g * 8 + b;
+        if (pos < HALO && (mask[j] & (1u << (g * 8 + b))) != 0) apply(acc, f, x[b], pos);
+      }
+    }
+  }
+}
+
+// As sparse_grouped, but the halo goes through the warp's shared buffer: a group of 8 positions with a nonzero is
+// read with two float4 broadcasts instead of 8 shuffles (and needs no convergence check).
+__device__ __forceinline__ void sparse_shared(Acc& acc, const Taps& f, const float (&v)[HALO_REGS],
+                                              const unsigned (&mask)[HALO_REGS], float* s_halo, int lane) {
+  __syncwarp();  // the previous channel's reads are done
+#pragma unroll
+  for (int j = 0; j < HALO_REGS; ++j) s_halo[j * 32 + lane] = v[j];
+  __syncwarp();
+#pragma unroll
+  for (int j = 0; j < HALO_REGS; ++j) {
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      if (j * 32 + g * 8 >= HALO || ((mask[j] >> (g * 8)) & 0xffu) == 0) continue;
+      float x[8];
+      convgen::load_floats<4>(x, s_halo + j * 32 + g * 8);
+      convgen::load_floats<4>(x + 4, s_halo + j * 32 + g * 8 + 4);
+#pragma unroll
+      for (int b = 0; b < 8; ++b) {
+        const int pos = j * 32 + g * 8 + b;
+        if (pos < HALO && (mask[j] & (1u << (g * 8 + b))) != 0) apply(acc, f, x[b], pos);
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void dense_all(Acc& acc, const Taps& f, const float (&v)[HALO_REGS]) {
+#pragma unroll
+  for (int j = 0; j < HALO_REGS; ++j)
+#pragma unroll
+    for (int b = 0; b < 32; ++b)
+      if (j * 32 + b < HALO) apply(acc, f, __shfl_sync(FULL, v[j], b), j * 32 + b);
+}
+
+// Loads channel c's halo (this lane's elements) and the lane's taps of channel c.
+__device__ __forceinline__ void load_channel(float (&v)[HALO_REGS], Taps& f, const float* __restrict__ g_activation,
+                                             const float* __restrict__ g_packed_filter, const int (&spatial)[HALO_REGS],
+                                             int image_base, int c, int k_lane) {
+  const int channel_base = CHANNELS_LAST ? image_base + c : image_base + c * HW;
+#pragma unroll
+  for (int j = 0; j < HALO_REGS; ++j) {
+    float x = spatial[j] >= 0 ? __ldg(g_activation + channel_base + spatial[j]) : 0.0f;
+    if constexpr (RELU_ON_LOAD) x = fmaxf(x, 0.0f);
+    v[j] = x;
+  }
+  if constexpr (VEC_TAPS) {
+#pragma unroll
+    for (int t = 0; t < K_PER_LANE; ++t) {
+      const int k = k_lane + t * 32;
+      const float* g_taps = g_packed_filter + (c * K + k) * RS_PAD;
+      float r_taps[RS_PAD];
+#pragma unroll
+      for (int i = 0; i < RS_PAD; i += 4) {
+        if (k < K) {
+          convgen::load_floats<4>(r_taps + i, g_taps + i);
+        } else {
+#pragma unroll
+          for (int u = 0; u < 4; ++u) r_taps[i + u] = 0.0f;
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int s = 0; s < S; ++s) f[t][r][s] = r_taps[r * S + s];
+    }
+  } else {
+    const float* g_taps = g_packed_filter + c * RS * K + k_lane;
+#pragma unroll
+    for (int t = 0; t < K_PER_LANE; ++t)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int s = 0; s < S; ++s)
+          f[t][r][s] = (k_lane + t * 32 < K) ? __ldg(g_taps + (r * S + s) * K + t * 32) : 0.0f;
+  }
+}
+
+__device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, const float (&v)[HALO_REGS], float* s_halo,
+                                                int lane) {
+  unsigned mask[HALO_REGS];
+  int count = 0;
+#pragma unroll
+  for (int j = 0; j < HALO_REGS; ++j) {
+    mask[j] = __ballot_sync(FULL, v[j] != 0.0f);
+    count += __popc(mask[j]);
+  }
+  if (count >= DENSE_MIN)
+    dense_all(acc, f, v);
+  else if (count > 0) {
+    if constexpr (SPARSE_MODE == 1)
+      sparse_all<0>(acc, f, v, mask);
+    else if constexpr (SPARSE_MODE == 2)
+      sparse_grouped(acc, f, v, mask);
+    else if constexpr (SPARSE_MODE == 3)
+      sparse_shared(acc, f, v, mask, s_halo, lane);
+    else
+      sparse_unrolled(acc, f, v, mask);
+  }
+}
+
+}  // namespace act_sparse
+
+// One-time setup: filter (K C R S, or K R S C channels-last) -> packed [c][r][s][k].
+extern "C" __global__ void __launch_bounds__(256)
+    CONVGEN_ENTRY_NAMED(pack_filter)(const float* __restrict__ g_filter, float* __restrict__ g_packed_filter) {
+  using namespace act_sparse;
+  const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= C * K * RS_PAD) return;
+  int c, k, rs;
+  if constexpr (VEC_TAPS) {  // packed index (c * K + k) * RS_PAD + rs; the padding taps are zero
+    rs = i % RS_PAD;
+    k = (i / RS_PAD) % K;
+    c = i / (RS_PAD * K);
+    if (rs >= RS) {
+      g_packed_filter[i] = 0.0f;
+      return;
+    }
+  } else {  // packed index (c * RS + rs) * K + k
+    k = i % K;
+    rs = (i / K) % RS;
+    c = i / (K * RS);
+  }
+  g_packed_filter[i] = CHANNELS_LAST ? g_filter[(k * RS + rs) * C + c] : g_filter[(k * C + c) * RS + rs];
+}
+
+extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
+    CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_packed_filter,
+                  float* __restrict__ g_output) {
+  using namespace act_sparse;
+  constexpr bool REDUCE = WARPS > 1 || SPLIT_C > 1;
+  constexpr int LDP = TP + 1;  // shared row of one output channel, padded: lane-indexed rows hit distinct banks
+  __shared__ float s_sum[REDUCE ? KW * LDP : 1];
+  __shared__ __align__(16) float s_halo[SPARSE_MODE == 3 ? WARPS * HALO_SLOTS : 4];
+
+  const int lane = (int)threadIdx.x & 31;
+  const int warp = (int)threadIdx.x >> 5;
+  int tile = (int)blockIdx.x;
+  const int tw = tile % TILES_W;
+  tile /= TILES_W;
+  const int th = tile % TILES_H;
+  const int n = tile / TILES_H;
+  const int p0 = th * TILE_H, q0 = tw * TILE_W;
+  const int k0 = (int)blockIdx.y * KW;
+  const int k_lane = k0 + lane;
+
+  if constexpr (REDUCE) {
+    for (int i = (int)threadIdx.x; i < KW * LDP; i += THREADS) s_sum[i] = 0.0f;
+  }
+
+  // This lane's halo elements: spatial offsets within a channel (channels-first) or an image (channels-last),
+  // -1 outside the input (padding) or past the halo.
+  int spatial[HALO_REGS];
+#pragma unroll
+  for (int j = 0; j < HALO_REGS; ++j) {
+    const int e = j * 32 + lane;
+    const int h = p0 * STRIDE_H - PAD_H + e / HALO_W;
+    const int w = q0 * STRIDE_W - PAD_W + e % HALO_W;
+    const bool inside = e < HALO && (unsigned)h < (unsigned)H && (unsigned)w < (unsigned)W;
+    spatial[j] = inside ? (CHANNELS_LAST ? (h * W + w) * C : h * W + w) : -1;
+  }
+  const int image_base = n * C * HW;
+
+  const int c_block = (int)blockIdx.z * C_CHUNK;
+  const int c_lo = c_block + warp * C_PER_WARP;
+  const int c_end = C < c_block + C_CHUNK ? C : c_block + C_CHUNK;
+  const int c_hi = c_end < c_lo + C_PER_WARP ? c_end : c_lo + C_PER_WARP;
+
+  float acc[K_PER_LANE][TILE_H][TILE_W];
+#pragma unroll
+  for (int t = 0; t < K_PER_LANE; ++t)
+#pragma unroll
+    for (int i = 0; i < TILE_H; ++i)
+#pragma unroll
+      for (int j = 0; j < TILE_W; ++j) acc[t][i][j] = 0.0f;
+
+  float* s_my_halo = s_halo + (SPARSE_MODE == 3 ? warp * HALO_SLOTS : 0);
+  if (c_lo < c_hi) {
+    if constexpr (UNROLL2) {
+      // Two register sets in turn: channel c + 1 loads into one while channel c computes from the other.
+      float va[HALO_REGS], vb[HALO_REGS];
+      float fa[K_PER_LANE][R][S], fb[K_PER_LANE][R][S];
+      load_channel(va, fa, g_activation, g_packed_filter, spatial, image_base, c_lo, k_lane);
+#pragma unroll 1
+      for (int c = c_lo; c < c_hi; c += 2) {
+        if (c + 1 < c_hi) load_channel(vb, fb, g_activation, g_packed_filter, spatial, image_base, c + 1, k_lane);
+        compute_channel(acc, fa, va, s_my_halo, lane);
+        if (c + 1 >= c_hi) break;
+        if (c + 2 < c_hi) load_channel(va, fa, g_activation, g_packed_filter, spatial, image_base, c + 2, k_lane);
+        compute_channel(acc, fb, vb, s_my_halo, lane);
+      }
+    } else {
+      float v[HALO_REGS];
+      float f[K_PER_LANE][R][S];
+      load_channel(v, f, g_activation, g_packed_filter, spatial, image_base, c_lo, k_lane);
+#pragma unroll 1
+      for (int c = c_lo; c < c_hi; ++c) {
+        float cv[HALO_REGS];
+        float cf[K_PER_LANE][R][S];
+#pragma unroll
+        for (int j = 0; j < HALO_REGS; ++j) cv[j] = v[j];
+#pragma unroll
+        for (int t = 0; t < K_PER_LANE; ++t)
+#pragma unroll
+          for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int s = 0; s < S; ++s) cf[t][r][s] = f[t][r][s];
+        if (c + 1 < c_hi) load_channel(v, f, g_activation, g_packed_filter, spatial, image_base, c + 1, k_lane);
+        compute_channel(acc, cf, cv, s_my_halo, lane);
+      }
+    }
+  }
+
+  const int out_image = n * K * P * Q;
+  if constexpr (!REDUCE) {
+#pragma unroll
+    for (int t = 0; t < K_PER_LANE; ++t) {
+      const int k = k_lane + t * 32;
+#pragma unroll
+      for (int i = 0; i < TILE_H; ++i)
+#pragma unroll
+        for (int j = 0; j < TILE_W; ++j) {
+          const int p = p0 + i, q = q0 + j;
+          if (k < K && p < P && q < Q)
+            g_output[CHANNELS_LAST ? out_image + (p * Q + q) * K + k : out_image + (k * P + p) * Q + q] = acc[t][i][j];
+        }
+    }
+  } else {
+    __syncthreads();  // s_sum is zero
+#pragma unroll
+    for (int t = 0; t < K_PER_LANE; ++t)
+#pragma unroll
+      for (int i = 0; i < TILE_H; ++i)
+#pragma unroll
+        for (int j = 0; j < TILE_W; ++j) {
+          if constexpr (WARPS > 1)
+            atomicAdd(&s_sum[(t * 32 + lane) * LDP + i * TILE_W + j], acc[t][i][j]);
+          else
+            s_sum[(t * 32 + lane) * LDP + i * TILE_W + j] = acc[t][i][j];
+        }
+    __syncthreads();
+    // Pixels fastest for channels-first outputs, channels fastest for channels-last: neighbouring threads write
+    // neighbouring elements.
+    for (int e = (int)threadIdx.x; e < KW * TP; e += THREADS) {
+      const int kl = CHANNELS_LAST ? e % KW : e / TP;
+      const int pix = CHANNELS_LAST ? e / KW : e % TP;
+      const int k = k0 + kl, p = p0 + pix / TILE_W, q = q0 + pix % TILE_W;
+      if (k >= K || p >= P || q >= Q) continue;
+      const int o = CHANNELS_LAST ? out_image + (p * Q + q) * K + k : out_image + (k * P + p) * Q + q;
+      const float value = s_sum[kl * LDP + pix];
+      if constexpr (SPLIT_C > 1)
+        atomicAdd(g_output + o, value);
+      else
+        g_output[o] = value;
+    }
+  }
+}

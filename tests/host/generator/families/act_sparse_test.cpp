@@ -1,0 +1,77 @@
+// act_sparse_test: the activation-sparse family's search space, support reasons and launch plan (a filter packed once
+// into a persistent buffer, the output zeroed first when blocks split the channels).
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "act_sparse_params.hpp"
+#include "generator/family.hpp"
+#include "generator/shapes.hpp"
+#include "igemm_params.hpp"
+#include "support/corpus.hpp"
+
+namespace convgen {
+namespace {
+
+using testing_support::h100;
+using testing_support::source_dir;
+
+const Family& act_sparse() { return family("act_sparse"); }
+
+std::vector<Problem> cusnn_layers() {
+  std::vector<Problem> problems;
+  for (const Layer& layer : load_suite(source_dir() / "shapes" / "cusnn.csv").layers) problems.push_back(layer.problem);
+  return problems;
+}
+
+TEST(ActSparseFamily, EnumeratesSupportedDistinctCandidatesForEveryCusnnLayer) {
+  for (const Problem& p : cusnn_layers()) {
+    const std::vector<KernelSpec> specs = act_sparse().enumerate(p, h100());
+    ASSERT_FALSE(specs.empty()) << problem_key(p);
+    std::set<std::string> names;
+    for (const KernelSpec& s : specs) {
+      EXPECT_EQ(act_sparse().check_support(p, h100(), s), std::nullopt) << kernel_name(s);
+      EXPECT_TRUE(names.insert(kernel_name(s)).second) << kernel_name(s);
+      EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
+    }
+    EXPECT_EQ(act_sparse().default_spec(p, h100()), specs.front());
+  }
+}
+
+TEST(ActSparseFamily, PacksTheFilterOnceAndZeroesTheOutputOnlyWhenBlocksSplitTheChannels) {
+  const Problem p = cusnn_layers().front();
+  for (const KernelSpec& s : act_sparse().enumerate(p, h100())) {
+    const LaunchPlan plan = act_sparse().plan(p, s);
+    ASSERT_EQ(plan.setup.size(), 1u);
+    EXPECT_EQ(plan.setup[0].entry_suffix, "pack_filter");
+    const PlanBuffer* packed = plan.find("packed_filter");
+    ASSERT_NE(packed, nullptr);
+    EXPECT_TRUE(packed->persistent);
+    EXPECT_GE(packed->bytes, filter_elements(p) * 4);
+    EXPECT_EQ(plan.workspace_bytes(), 0);
+    const bool split = params_of<ActSparseParams>(s).split_c > 1;
+    EXPECT_EQ(plan.run.front().kind == LaunchStep::Kind::zero, split) << kernel_name(s);
+    EXPECT_EQ(plan.run.back().kind, LaunchStep::Kind::kernel);
+  }
+}
+
+TEST(ActSparseFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
+  Problem p = cusnn_layers().front();
+  const KernelSpec s = *act_sparse().default_spec(p, h100());
+  Problem grouped = p;
+  grouped.groups = 2;
+  EXPECT_EQ(act_sparse().check_support(grouped, h100(), s), "act_sparse handles ungrouped convolutions only, got groups 2");
+  Problem half = p;
+  half.precision = Precision::fp16;
+  EXPECT_EQ(act_sparse().check_support(half, h100(), s), "precision fp16 is not supported by act_sparse (fp32 only)");
+  EXPECT_EQ(act_sparse().check_support(p, h100(), to_spec(IgemmParams{})), "kernel igemm is not an act_sparse kernel");
+}
+
+TEST(ActSparseFamily, IsNotTheDefaultForDenseProblemsButCompetesInTuning) {
+  const Problem p = cusnn_layers().front();
+  EXPECT_NE(default_choice(p, h100()).family, "act_sparse");
+  EXPECT_GT(act_sparse().default_rank(p), family("igemm").default_rank(p));
+}
+
+}  // namespace
+}  // namespace convgen
