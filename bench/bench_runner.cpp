@@ -37,11 +37,16 @@ std::string error_text(const std::exception_ptr& error) {
   }
 }
 
-// Our candidates for a problem: the default choice, then each family's default and first enumerated specs.
-std::vector<KernelSpec> our_candidates(const Problem& p, const Gpu& gpu, int per_family) {
+// Our candidates for a problem: the default choice, then each family's default and first enumerated specs; only
+// the named families when `families` is not empty.
+std::vector<KernelSpec> our_candidates(const Problem& p, const Gpu& gpu, int per_family,
+                                       const std::vector<std::string>& families) {
   std::vector<KernelSpec> specs;
+  const auto wanted = [&](std::string_view family) {
+    return families.empty() || std::find(families.begin(), families.end(), family) != families.end();
+  };
   const auto add = [&](const KernelSpec& s) {
-    if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+    if (wanted(s.family) && std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   };
   try {
     add(default_choice(p, gpu));
@@ -49,6 +54,7 @@ std::vector<KernelSpec> our_candidates(const Problem& p, const Gpu& gpu, int per
     // No family serves the problem: the row says so.
   }
   for (const Family* f : all_families()) {
+    if (!wanted(f->name())) continue;
     if (auto s = f->default_spec(p, gpu)) add(*s);
     int taken = 0;
     for (const KernelSpec& s : f->enumerate(p, gpu)) {
@@ -108,10 +114,13 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
 
   stage("compiling ours");
   std::vector<BuildRequest> requests;
-  std::vector<KernelSpec> specs = our_candidates(p, gpu_, options_.candidates_per_family);
+  std::vector<KernelSpec> specs = our_candidates(p, gpu_, options_.candidates_per_family, options_.families);
   if (options_.extra_candidates)
-    for (const KernelSpec& s : options_.extra_candidates(p))
-      if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+    for (const KernelSpec& s : options_.extra_candidates(p)) {
+      const auto& families = options_.families;
+      const bool wanted = families.empty() || std::find(families.begin(), families.end(), s.family) != families.end();
+      if (wanted && std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+    }
   for (const KernelSpec& s : specs) requests.push_back({p, s});
   const std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool_);
 

@@ -23,6 +23,7 @@ struct BenchOptions {
   bool warm = false;                      // allow L2 residency (else rotate buffer sets past 2 x L2)
   TimingOptions timing;                   // buffer_sets is set per layer
   int candidates_per_family = 3;          // ours: each family's default plus its first enumerated candidates
+  std::vector<std::string> families;      // ours only from these families (empty: every registered family)
   // cuDNN offers ~100 routes per layer. Every verified route is screened (stream launches, kScreenSamples samples);
   // the `finalists` fastest go on to the full protocol with ours, interleaved. 0 takes every route to the end.
   int finalists = 8;

@@ -65,12 +65,13 @@ class ConvOp {
   // (the one the CUDA runtime API uses), which run() makes current on the calling thread. Throws ApiError when the
   // launch is refused.
   //   op.run(d_activation, d_filter, d_output, stream);
-  // Throws Error when the kernel needs prepare() and it has not run.
+  // A kernel with one-time work on the filter (needs_prepare()) does it on the first run and whenever `filter`
+  // is another pointer than last time; after changing a filter's values in place, call prepare().
   void run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUstream stream) const;
 
-  // Enqueues the kernel's one-time work on a filter (a transformed or packed copy kept with the op) on `stream`;
-  // call it once before run() and again whenever the filter's values change. Kernels without such work
-  // (needs_prepare() false) need no call. Not to be called while a run() of this op is in flight.
+  // Enqueues the kernel's one-time work on a filter (a transformed or packed copy kept with the op) on `stream`:
+  // run() does it for a new filter pointer; call it after changing the filter's values in place. Kernels without
+  // such work (needs_prepare() false) need none. Not to be called while a run() of this op is in flight.
   //   if (op.needs_prepare()) op.prepare(d_filter, stream);
   void prepare(CUdeviceptr filter, CUstream stream) const;
   bool needs_prepare() const;

@@ -8,6 +8,7 @@
 #include "bench/bench_runner.hpp"
 #include "bench/provenance.hpp"
 #include "convgen/error.hpp"
+#include "generator/family.hpp"
 #include "reference/inputs.hpp"
 #include "runtime/module.hpp"
 #include "tuner/tuning_db.hpp"
@@ -20,6 +21,7 @@ namespace {
 struct Options {
   std::string shapes, layer, out = "bench-results", precision = "fp32", layout, gpu = "live", db;
   std::vector<int> batches;
+  std::vector<std::string> families;
   std::vector<double> act_sparsity;  // zero fractions of the activation; empty: dense random
   std::string pattern = "blob";
   bool warm = false;
@@ -46,6 +48,8 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
       throw InputError(fmt::format("--layout: expected nchw or nhwc, got '{}'", opts.layout));
     options.layout = layout;
   }
+  for (const std::string& name : opts.families) family(name);  // an unknown name is an error listing the families
+  options.families = opts.families;
   options.timing.samples = opts.samples;
   options.timing.calls_per_sample = opts.calls;
   if (opts.samples < kProtocolSamples || opts.calls < kProtocolCallsPerSample)
@@ -123,6 +127,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--batch", opts->batches, "Batch sizes, e.g. 1,2,4,8 (default: the file's)")->delimiter(',');
   cmd->add_option("--precision", opts->precision, "fp32 (strict FMA, no TF32), tf32, fp16 or bf16 (tensor-op math)")->capture_default_str();
   cmd->add_option("--layout", opts->layout, "nchw or nhwc (3-D layers take the matching 3-D layout)");
+  cmd->add_option("--families", opts->families, "Our kernels only from these families, e.g. igemm,direct (default: all)")
+      ->delimiter(',');
   cmd->add_option("--act-sparsity", opts->act_sparsity,
                   "Zero fractions of the activation, e.g. 0,0.5,0.7,0.9: one run each, both sides on the same input "
                   "(default: dense random)")
