@@ -28,8 +28,7 @@ struct ConvOp::Impl {
   std::string kernel_name;
   ConvLauncher launcher;
   std::optional<DeviceBuffer> workspace;  // only for a kernel whose plan needs one
-  std::mutex prepare_mutex;              // guards the filter the persistent buffers were prepared from
-  CUdeviceptr prepared_filter = 0;
+  std::mutex prepare_mutex;              // serializes preparing the launcher's persistent buffers
 };
 
 ConvOp::ConvOp(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -39,7 +38,6 @@ void ConvOp::prepare(CUdeviceptr filter, CUstream stream) const {
   impl_->runtime_context->make_current();
   const std::lock_guard lock(impl_->prepare_mutex);
   impl_->launcher.prepare(filter, stream);
-  impl_->prepared_filter = filter;
 }
 
 bool ConvOp::needs_prepare() const { return !impl_->launcher.kernel().plan.setup.empty(); }
@@ -49,10 +47,7 @@ void ConvOp::run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output,
   if (needs_prepare()) {
     // The first run, or a run with another filter, prepares it first (on the same stream, so in order).
     const std::lock_guard lock(impl_->prepare_mutex);
-    if (impl_->prepared_filter != filter) {
-      impl_->launcher.prepare(filter, stream);
-      impl_->prepared_filter = filter;
-    }
+    if (impl_->launcher.prepared_filter() != filter) impl_->launcher.prepare(filter, stream);
   }
   impl_->launcher.launch(activation, filter, output, impl_->workspace ? impl_->workspace->ptr() : 0, stream);
 }

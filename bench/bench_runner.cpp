@@ -37,14 +37,17 @@ std::string error_text(const std::exception_ptr& error) {
   }
 }
 
+// Whether ours may come from `family`: every family when `families` is empty, else the named ones.
+bool wanted_family(const std::vector<std::string>& families, std::string_view family) {
+  return families.empty() || std::find(families.begin(), families.end(), family) != families.end();
+}
+
 // Our candidates for a problem: the default choice, then each family's default and first enumerated specs; only
 // the named families when `families` is not empty.
 std::vector<KernelSpec> our_candidates(const Problem& p, const Gpu& gpu, int per_family,
                                        const std::vector<std::string>& families) {
   std::vector<KernelSpec> specs;
-  const auto wanted = [&](std::string_view family) {
-    return families.empty() || std::find(families.begin(), families.end(), family) != families.end();
-  };
+  const auto wanted = [&](std::string_view family) { return wanted_family(families, family); };
   const auto add = [&](const KernelSpec& s) {
     if (wanted(s.family) && std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   };
@@ -116,11 +119,9 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   std::vector<BuildRequest> requests;
   std::vector<KernelSpec> specs = our_candidates(p, gpu_, options_.candidates_per_family, options_.families);
   if (options_.extra_candidates)
-    for (const KernelSpec& s : options_.extra_candidates(p)) {
-      const auto& families = options_.families;
-      const bool wanted = families.empty() || std::find(families.begin(), families.end(), s.family) != families.end();
-      if (wanted && std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
-    }
+    for (const KernelSpec& s : options_.extra_candidates(p))
+      if (wanted_family(options_.families, s.family) && std::find(specs.begin(), specs.end(), s) == specs.end())
+        specs.push_back(s);
   for (const KernelSpec& s : specs) requests.push_back({p, s});
   const std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool_);
 

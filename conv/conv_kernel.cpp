@@ -72,7 +72,6 @@ ConvLauncher::ConvLauncher(const BuiltKernel& kernel) : kernel_(kernel) {
     }
   if (kernel.plan.persistent_bytes() > 0)
     loaded_->persistent.emplace(static_cast<std::size_t>(kernel.plan.persistent_bytes()));
-  prepared_ = kernel.plan.setup.empty();
 }
 
 ConvLauncher::~ConvLauncher() = default;
@@ -106,8 +105,7 @@ struct Bindings {
 };
 
 const EntryDecl& entry_decl(const BuiltKernel& kernel, const std::string& suffix) {
-  for (const EntryDecl& e : family(kernel.spec.family).interface().entries)
-    if (e.suffix == suffix) return e;
+  if (const EntryDecl* e = family(kernel.spec.family).interface().find_entry(suffix)) return *e;
   throw Error(fmt::format("{}: the template declares no entry '{}'", kernel.source.entry, suffix));
 }
 
@@ -137,12 +135,12 @@ void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
   const Bindings bind{.kernel = kernel_, .filter = filter,
                       .persistent = loaded_->persistent ? loaded_->persistent->ptr() : 0};
   run_steps(kernel_.plan.setup, loaded_->kernels, bind, stream);
-  prepared_ = true;
+  prepared_filter_ = filter;
 }
 
 void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr workspace,
                           CUstream stream) const {
-  if (!prepared_)
+  if (!prepared())
     throw Error(fmt::format("{}: its launch plan has a one-time setup; call prepare(filter) before launch",
                             kernel_.source.entry));
   const Bindings bind{.kernel = kernel_, .activation = activation, .filter = filter, .output = output,

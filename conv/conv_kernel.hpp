@@ -78,12 +78,16 @@ class ConvLauncher {
               CUstream stream) const;
 
   const BuiltKernel& kernel() const { return kernel_; }
+  // Whether launch() may run: the plan has no setup, or prepare() ran.
+  bool prepared() const { return kernel_.plan.setup.empty() || prepared_filter_ != 0; }
+  // The filter the last prepare() read (0 when none ran).
+  CUdeviceptr prepared_filter() const { return prepared_filter_; }
 
  private:
   struct Loaded;
   BuiltKernel kernel_;
   std::unique_ptr<Loaded> loaded_;
-  bool prepared_ = false;
+  CUdeviceptr prepared_filter_ = 0;
 };
 
 }  // namespace convgen

@@ -298,10 +298,9 @@ std::vector<Layer> distinct_problems(const Suite& suite) {
 LaunchPlan plan_of(const BuiltKernel& kernel) { return kernel.plan; }
 
 std::vector<std::string> entry_arguments(const BuiltKernel& kernel, std::string_view entry_suffix) {
-  for (const EntryDecl& entry : family(kernel.spec.family).interface().entries) {
-    if (entry.suffix != entry_suffix) continue;
+  if (const EntryDecl* entry = family(kernel.spec.family).interface().find_entry(entry_suffix)) {
     std::vector<std::string> names;
-    for (const EntryArg& arg : entry.args) names.emplace_back(arg.name.substr(2));  // g_activation -> activation
+    for (const EntryArg& arg : entry->args) names.emplace_back(arg.name.substr(2));  // g_activation -> activation
     return names;
   }
   throw Error(fmt::format("{}: the template declares no entry '{}'", kernel.source.entry, entry_suffix));

@@ -63,6 +63,10 @@ struct LaunchPlan {
       if (b.name == name) return &b;
     return nullptr;
   }
+  // Whether a call zeroes the output before its kernels (they accumulate into it).
+  bool zeroes_output_first() const {
+    return !run.empty() && run.front().kind == LaunchStep::Kind::zero && run.front().buffer == "output";
+  }
   // The geometry of the first kernel step of `run` (most plans have one kernel).
   const LaunchGeometry& main_geometry() const;
   bool operator==(const LaunchPlan&) const = default;

@@ -58,6 +58,13 @@ struct TemplateInterface {
   std::span<const ParamDecl> params;
   std::span<const EntryDecl> entries;
   std::span<const ConstraintDecl> constraints;
+
+  // Returns the entry point of a suffix ("" for the main entry), or nullptr.
+  const EntryDecl* find_entry(std::string_view suffix) const {
+    for (const EntryDecl& e : entries)
+      if (e.suffix == suffix) return &e;
+    return nullptr;
+  }
 };
 
 // Every scanned template's interface, sorted by family; generated at build time (all_interfaces.cpp) from templates/*.cu.

@@ -346,7 +346,7 @@ class ActSparse final : public Family {
 
   // Until a calibration includes the family: igemm's weights (the same instruction kinds), which rank dense
   // configurations close to what was measured (bench/results/h200/act_sparse).
-  CostWeights default_cost_weights() const override { return {2.44, 0, 2.36, 0.702, 0.486, 0.449, 2.02, 4.82, 2.07, 2.13, 0}; }
+  CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
 
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
     if (auto a = act_sparse::default_params(p, gpu, kAssumedZeroFraction)) return to_spec(from_logic(*a));

@@ -38,7 +38,7 @@ nlohmann::json manifest_entry(const Layer& layer, const BuiltKernel& k, const st
       {"grid", g.grid},
       {"block", g.block},
       {"dynamic_smem_bytes", g.dynamic_smem_bytes},
-      {"zero_output_first", !k.plan.run.empty() && k.plan.run.front().kind == LaunchStep::Kind::zero},
+      {"zero_output_first", k.plan.zeroes_output_first()},
       {"launches", k.plan.run.size()},
       {"setup_launches", k.plan.setup.size()},
       {"workspace_bytes", k.workspace_bytes()},

@@ -23,10 +23,7 @@ const Family& direct() { return family("direct"); }
 DirectParams P(const KernelSpec& s) { return params_of<DirectParams>(s); }
 LaunchGeometry geometry(const Problem& p, const KernelSpec& s) { return direct().plan(p, s).main_geometry(); }
 int threads_per_block(const KernelSpec& s) { return (P(s).block_m / P(s).thread_m) * (P(s).block_n / P(s).thread_n); }
-bool zeroes_output_first(const Problem& p, const KernelSpec& s) {
-  const LaunchPlan plan = direct().plan(p, s);
-  return !plan.run.empty() && plan.run.front().kind == LaunchStep::Kind::zero;
-}
+bool zeroes_output_first(const Problem& p, const KernelSpec& s) { return direct().plan(p, s).zeroes_output_first(); }
 
 KernelSpec spec(int block_m, int block_n, int block_k, int thread_m, int thread_n) {
   return to_spec(DirectParams{
