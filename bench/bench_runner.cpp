@@ -68,11 +68,13 @@ std::vector<KernelSpec> our_candidates(const Problem& p, const Gpu& gpu, int per
   return specs;
 }
 
-// Times candidates [0, screened) (cuDNN's routes) in a screening round, then the fastest `finalists` of them and
-// every candidate from `screened` on (ours) by the full protocol, interleaved. Screened-out routes keep their
-// screening times (kScreenSamples samples, stream only), which the report shows as such.
+// Times candidates [0, screened) (cuDNN's routes) in a screening round, then the fastest `finalists` of them, those
+// marked in `always_final` (the seed's GEMM baseline, so that it has full-protocol times too) and every candidate
+// from `screened` on (ours) by the full protocol, interleaved. Screened-out routes keep their screening times
+// (kScreenSamples samples, stream only), which the report shows as such.
 std::vector<TimingResult> time_screened(std::span<const Candidate> candidates, std::size_t screened,
-                                        const TimingOptions& timing, int finalists, Stream& stream) {
+                                        const std::vector<bool>& always_final, const TimingOptions& timing,
+                                        int finalists, Stream& stream) {
   if (finalists <= 0 || screened <= static_cast<std::size_t>(finalists))
     return time_interleaved(candidates, timing, stream);
   TimingOptions screen = timing;
@@ -83,7 +85,9 @@ std::vector<TimingResult> time_screened(std::span<const Candidate> candidates, s
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(),
             [&](std::size_t a, std::size_t b) { return results[a].stream.median < results[b].stream.median; });
-  order.resize(static_cast<std::size_t>(finalists));
+  std::stable_partition(order.begin() + finalists, order.end(), [&](std::size_t i) { return always_final[i]; });
+  const auto kept = std::count_if(order.begin() + finalists, order.end(), [&](std::size_t i) { return always_final[i]; });
+  order.resize(static_cast<std::size_t>(finalists + kept));
   std::vector<Candidate> final_round;
   for (std::size_t i : order) final_round.push_back(candidates[i]);
   for (std::size_t i = screened; i < candidates.size(); ++i) final_round.push_back(candidates[i]);
@@ -133,8 +137,10 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   DeviceBuffer cudnn_workspace(std::max<std::size_t>(cudnn.max_workspace_bytes(), 256));
 
   stage("making the inputs and the float64 reference");
-  ConvMeasurement measurement(p, {.activation = options_.activation, .filter = options_.filter, .seed = seed},
-                              row.buffer_sets);
+  const TensorSource activation = options_.activation ? *options_.activation : expected_activation(p, options_.pattern);
+  ConvMeasurement measurement(p, {.activation = activation, .filter = options_.filter, .seed = seed}, row.buffer_sets);
+  row.activation = describe(activation);
+  row.zero_fraction = zero_fraction(measurement.inputs().activation);
   Stream stream;
 
   // Verify every route and candidate; the verified ones become timing candidates.
@@ -210,7 +216,10 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   timing.buffer_sets = row.buffer_sets;
   std::vector<Candidate> timed;
   for (const ConvCandidate& c : candidates) timed.push_back(measurement.timed(c));
-  const std::vector<TimingResult> results = time_screened(timed, cudnn_count, timing, options_.finalists, stream);
+  std::vector<bool> always_final(cudnn_count);
+  for (std::size_t c = 0; c < cudnn_count; ++c) always_final[c] = is_seed_gemm_route(row.cudnn[candidate_cudnn_entry[c]]);
+  const std::vector<TimingResult> results =
+      time_screened(timed, cudnn_count, always_final, timing, options_.finalists, stream);
   for (std::size_t c = 0; c < cudnn_count; ++c) row.cudnn[candidate_cudnn_entry[c]].timing = results[c];
 
   // Ours: the fastest verified candidate in the headline mode (graph replay where it could be captured).

@@ -31,8 +31,10 @@ struct BenchOptions {
   std::uint64_t seed = 1;
   // Further kernels of ours to try for a problem, e.g. the tuning database's best (`convgen bench` passes it).
   std::function<std::vector<KernelSpec>(const Problem&)> extra_candidates;
-  // The inputs both sides are verified and timed on (the seed is `seed` plus the layer's index).
-  TensorSource activation = DenseRandom{};
+  // The inputs both sides are verified and timed on (the seed is `seed` plus the layer's index). No activation: each
+  // layer's expected one (expected_activation: dense, or its act_sparsity with zeros in `pattern`).
+  std::optional<TensorSource> activation;
+  SparsityPattern pattern = SparsityPattern::blob;
   TensorSource filter = DenseRandom{};
 };
 

@@ -116,6 +116,9 @@ Json row_json(const BenchRow& row) {
                {"shape", describe(row.problem)},
                {"precision", to_string(row.problem.precision)},
                {"math", row.math},
+               {"act_sparsity", row.problem.act_sparsity},
+               {"activation", row.activation},
+               {"zero_fraction", row.zero_fraction},
                {"buffer_sets", row.buffer_sets},
                {"device", {{"start", to_json(row.start)}, {"end", to_json(row.end)}}}};
   json["cudnn"] = Json::array();
@@ -132,6 +135,13 @@ Json row_json(const BenchRow& row) {
   } else {
     json["cudnn_best"] = nullptr;
   }
+  if (const auto gemm = cudnn_gemm_best(row)) {
+    const CudnnEntry& g = row.cudnn[*gemm];
+    json["cudnn_gemm_best"] = {{"algo", g.algo}, {"us", or_null(median_us(g.timing, headline_mode(row)))}};
+  } else {
+    json["cudnn_gemm_best"] = nullptr;
+  }
+  json["gemm_speedup"] = or_null(gemm_speedup(row));
   json["cudnn_energy_mj"] = or_null(row.cudnn_energy_mj);
   json["cudnn_energy_note"] = row.cudnn_energy_note;
   json["ours"] = ours_json(row.ours);
@@ -220,6 +230,29 @@ std::optional<double> speedup(const BenchRow& row) {
   return *cudnn / *ours;
 }
 
+bool is_seed_gemm_route(const CudnnEntry& entry) {
+  return entry.route == "legacy" &&
+         (entry.algo == "IMPLICIT_GEMM" || entry.algo == "IMPLICIT_PRECOMP_GEMM" || entry.algo == "GEMM");
+}
+
+std::optional<std::size_t> cudnn_gemm_best(const BenchRow& row) {
+  const HeadlineMode mode = headline_mode(row);
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < row.cudnn.size(); ++i) {
+    const CudnnEntry& entry = row.cudnn[i];
+    if (!is_seed_gemm_route(entry) || !timed_ok(entry.status, entry.timing, mode)) continue;
+    if (!best || *median_us(entry.timing, mode) < *median_us(row.cudnn[*best].timing, mode)) best = i;
+  }
+  return best;
+}
+
+std::optional<double> gemm_speedup(const BenchRow& row) {
+  const std::optional<double> ours = ours_us(row);
+  const std::optional<std::size_t> best = cudnn_gemm_best(row);
+  if (!ours || !best || *ours <= 0) return std::nullopt;
+  return *median_us(row.cudnn[*best].timing, headline_mode(row)) / *ours;
+}
+
 std::string route_label(const CudnnEntry& entry) {
   std::string label = entry.route + ":" + entry.algo;
   if (!entry.knobs.empty()) label += "{" + entry.knobs + "}";
@@ -250,7 +283,8 @@ std::string report_csv(const BenchReport& report) {
 
   std::string out = "B,C,H,W,N,D,T,R,S,stride,pad,dilation,groups";
   for (const std::string& column : columns) out += fmt::format(",{}", csv_field(column));
-  out += ",cudnn_best_us,cudnn_best_route,ours_us,ours_kernel,speedup,mode,suite,layer,count,precision\n";
+  out += ",cudnn_best_us,cudnn_best_route,ours_us,ours_kernel,speedup,mode,suite,layer,count,precision,"
+         "cudnn_gemm_us,gemm_speedup,act_sparsity,zero_fraction,activation,cudnn_energy_mj,ours_energy_mj\n";
   for (const BenchRow& row : report.rows) {
     const Problem& p = row.problem;
     const HeadlineMode mode = headline_mode(row);
@@ -263,10 +297,16 @@ std::string report_csv(const BenchReport& report) {
     for (const std::string& column : columns) out += fmt::format(",{}", cells[column]);
     const std::optional<std::size_t> best = cudnn_best(row);
     const std::optional<double> ratio = speedup(row);
-    out += fmt::format(",{},{},{},{},{},{},{},{},{},{}\n", us_cell(best_us(row)),
+    out += fmt::format(",{},{},{},{},{},{},{},{},{},{}", us_cell(best_us(row)),
                        best ? csv_field(route_label(row.cudnn[*best])) : "", us_cell(ours_us(row)),
                        csv_field(row.ours.kernel), ratio ? fmt::format("{:.3f}", *ratio) : "", to_string(mode),
                        csv_field(row.suite), csv_field(row.layer), row.count, to_string(p.precision));
+    const std::optional<std::size_t> gemm = cudnn_gemm_best(row);
+    const std::optional<double> gemm_ratio = gemm_speedup(row);
+    const auto energy_cell = [](const std::optional<double>& mj) { return mj ? fmt::format("{:.5f}", *mj) : ""; };
+    out += fmt::format(",{},{},{},{:.4f},{},{},{}\n", gemm ? us_cell(median_us(row.cudnn[*gemm].timing, mode)) : "",
+                       gemm_ratio ? fmt::format("{:.3f}", *gemm_ratio) : "", p.act_sparsity, row.zero_fraction,
+                       csv_field(row.activation), energy_cell(row.cudnn_energy_mj), energy_cell(row.ours.energy_mj));
   }
   return out;
 }
@@ -307,11 +347,13 @@ std::string report_markdown(const BenchReport& report) {
     out += fmt::format("\n## {}, batch {}, {} ({})\n\n", std::get<0>(key), std::get<1>(key), std::get<2>(key),
                        md_or_dash(rows.front()->math));
     out +=
-        "| layer | shape | count | cuDNN best µs | cuDNN route | ours µs | our kernel | speedup | mode | "
-        "rel L2 cuDNN / ours | energy mJ cuDNN / ours |\n"
-        "|---|---|--:|--:|---|--:|---|--:|---|--:|--:|\n";
-    double log_sum = 0, cudnn_total = 0, ours_total = 0;
-    int compared = 0, graph_rows = 0;
+        "| layer | shape | count | zeros | cuDNN best µs | cuDNN route | ours µs | our kernel | speedup | "
+        "speedup vs cuDNN GEMM | mode | rel L2 cuDNN / ours | energy mJ cuDNN / ours |\n"
+        "|---|---|--:|--:|--:|---|--:|---|--:|--:|---|--:|--:|\n";
+    double log_sum = 0, cudnn_total = 0, ours_total = 0, gemm_log_sum = 0;
+    int compared = 0, graph_rows = 0, gemm_compared = 0;
+    double cudnn_energy_total = 0, ours_energy_total = 0;
+    bool energy_complete = true;
     const BenchRow* worst = nullptr;
     std::vector<std::string> not_compared, suspicious;
     for (const BenchRow* row : rows) {
@@ -326,10 +368,13 @@ std::string report_markdown(const BenchReport& report) {
       };
       std::string kernel = md_or_dash(row->ours.kernel);
       if (row->ours.status != RouteStatus::ok) kernel += fmt::format(" ({})", to_string(row->ours.status));
-      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} |\n", md_escape(row->layer),
-                         md_escape(describe(row->problem)), row->count, md_or_dash(us_cell(best_us(*row))),
+      const std::optional<double> gemm_ratio = gemm_speedup(*row);
+      out += fmt::format("| {} | {} | {} | {:.0f}% | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} |\n",
+                         md_escape(row->layer), md_escape(describe(row->problem)), row->count,
+                         row->zero_fraction * 100, md_or_dash(us_cell(best_us(*row))),
                          best ? md_escape(route_label(row->cudnn[*best])) : "—", md_or_dash(us_cell(ours_us(*row))),
-                         md_escape(kernel), ratio ? fmt::format("{:.2f}×", *ratio) : "—", to_string(mode),
+                         md_escape(kernel), ratio ? fmt::format("{:.2f}×", *ratio) : "—",
+                         gemm_ratio ? fmt::format("{:.2f}×", *gemm_ratio) : "—", to_string(mode),
                          best ? error_text(row->cudnn[*best].error) : "—", error_text(row->ours.error),
                          energy_text(row->cudnn_energy_mj), energy_text(row->ours.energy_mj));
       if (ratio) {
@@ -338,6 +383,16 @@ std::string report_markdown(const BenchReport& report) {
         log_sum += std::log(*ratio);
         cudnn_total += row->count * *best_us(*row);
         ours_total += row->count * *ours_us(*row);
+        if (row->cudnn_energy_mj && row->ours.energy_mj) {
+          cudnn_energy_total += row->count * *row->cudnn_energy_mj;
+          ours_energy_total += row->count * *row->ours.energy_mj;
+        } else {
+          energy_complete = false;
+        }
+        if (gemm_ratio) {
+          ++gemm_compared;
+          gemm_log_sum += std::log(*gemm_ratio);
+        }
         if (worst == nullptr || *ratio < *speedup(*worst)) worst = row;
       } else if (row->ours.status != RouteStatus::ok) {
         not_compared.push_back(fmt::format("{} (ours {}{})", row->layer, to_string(row->ours.status),
@@ -366,6 +421,14 @@ std::string report_markdown(const BenchReport& report) {
           "Network total, Σ count × time over the same layers: cuDNN {:.2f} µs, ours {:.2f} µs, cuDNN ÷ ours "
           "{:.2f}× ({}).\n",
           cudnn_total, ours_total, cudnn_total / ours_total, modes);
+      if (energy_complete && ours_energy_total > 0)
+        out += fmt::format("Network energy, Σ count × energy per call: cuDNN {:.3f} mJ, ours {:.3f} mJ.\n",
+                           cudnn_energy_total, ours_energy_total);
+      if (gemm_compared > 0)
+        out += fmt::format(
+            "Against the sparse-conv seed's baseline (the fastest of cuDNN's legacy IMPLICIT_GEMM, "
+            "IMPLICIT_PRECOMP_GEMM and GEMM): geometric-mean speedup {:.2f}× over {} layers.\n",
+            std::exp(gemm_log_sum / gemm_compared), gemm_compared);
     }
     if (!not_compared.empty())
       out += fmt::format("Not compared: {}.\n", md_escape(fmt::format("{}", fmt::join(not_compared, "; "))));

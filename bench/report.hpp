@@ -75,6 +75,8 @@ struct BenchRow {
   Problem problem;                // the batch is problem.n
   std::string math;               // the math mode both sides are held to ("strict_fp32", "tf32", "tensor_op")
   int buffer_sets = 1;            // sets rotated while timing (1: warm, or one set already exceeds 2 x L2)
+  std::string activation;         // the input both sides ran on: "dense random", "blob sparse, 70% zeros"
+  double zero_fraction = 0;       // of that activation, counted
   std::vector<CudnnEntry> cudnn;  // every route, in the order cuDNN's routes were listed
   OursEntry ours;
   std::optional<double> cudnn_energy_mj;  // per call, of the best cuDNN route
@@ -104,6 +106,12 @@ std::optional<std::size_t> cudnn_best(const BenchRow& row);
 
 // Returns cuDNN best ÷ ours in the headline mode; empty unless both sides have an ok, timed result.
 std::optional<double> speedup(const BenchRow& row);
+
+// The sparse-conv seed's baseline: the fastest ok route among the legacy IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM and
+// GEMM algorithms in the row's headline mode (index in row.cudnn), and cuDNN GEMM-only ÷ ours.
+bool is_seed_gemm_route(const CudnnEntry& entry);
+std::optional<std::size_t> cudnn_gemm_best(const BenchRow& row);
+std::optional<double> gemm_speedup(const BenchRow& row);
 
 // Names a route's column in the CSV and its route in tables: "legacy:GEMM", "graph:engine 3 [all]{TILE=2}".
 std::string route_label(const CudnnEntry& entry);

@@ -2,6 +2,7 @@
 #include "convgen/problem.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
@@ -79,6 +80,8 @@ std::string validate(const Problem& p) {
   if (!positive(p.c)) return fmt::format("input channels must be positive, got {}", p.c);
   if (!positive(p.k)) return fmt::format("output channels must be positive, got {}", p.k);
   if (!positive(p.groups)) return fmt::format("groups must be positive, got {}", p.groups);
+  if (!(p.act_sparsity >= 0 && p.act_sparsity <= 1))
+    return fmt::format("act_sparsity must be a zero fraction in [0, 1], got {}", p.act_sparsity);
   if (p.c % p.groups != 0)
     return fmt::format("input channels {} are not divisible by groups {}", p.c, p.groups);
   if (p.k % p.groups != 0)
@@ -107,17 +110,22 @@ std::string validate(const Problem& p) {
   return {};
 }
 
+int act_sparsity_bucket(const Problem& p) { return static_cast<int>(std::lround(p.act_sparsity * 20)) * 5; }
+
 std::string problem_key(const Problem& p) {
+  const int zeros = act_sparsity_bucket(p);
   return fmt::format("n{}_c{}_k{}_i{}x{}x{}_f{}x{}x{}_s{}x{}x{}_p{}x{}x{}_d{}x{}x{}_g{}_{}_{}", p.n, p.c, p.k,
                      p.input.d, p.input.h, p.input.w, p.filter.d, p.filter.h, p.filter.w, p.stride.d, p.stride.h,
                      p.stride.w, p.padding.d, p.padding.h, p.padding.w, p.dilation.d, p.dilation.h, p.dilation.w,
-                     p.groups, p.layout, p.precision);
+                     p.groups, p.layout, p.precision) +
+         (zeros != 0 ? fmt::format("_z{}", zeros) : std::string());
 }
 
 Problem parse_problem_key(std::string_view key) {
   const auto tokens = split(key, '_');
-  if (tokens.size() != 11)
-    throw InputError(fmt::format("problem key '{}': expected 11 fields separated by '_', got {}", key, tokens.size()));
+  if (tokens.size() != 11 && tokens.size() != 12)
+    throw InputError(
+        fmt::format("problem key '{}': expected 11 or 12 fields separated by '_', got {}", key, tokens.size()));
   const auto field = [&](int i, char prefix) {
     if (tokens[i].empty() || tokens[i][0] != prefix)
       throw InputError(fmt::format("problem key '{}': field {} must start with '{}', got '{}'", key, i + 1, prefix,
@@ -145,6 +153,13 @@ Problem parse_problem_key(std::string_view key) {
                                  enum_choices<Precision>()));
   p.layout = *layout;
   p.precision = *precision;
+  if (tokens.size() == 12) {
+    const int zeros = parse_int(field(11, 'z'), key);
+    if (zeros <= 0 || zeros > 100 || zeros % 5 != 0)
+      throw InputError(fmt::format("problem key '{}': sparsity bucket '{}' must be a multiple of 5 in 5..100", key,
+                                   tokens[11]));
+    p.act_sparsity = zeros / 100.0;
+  }
   return p;
 }
 
@@ -172,7 +187,9 @@ std::string describe(const Problem& p) {
   } else {
     text += fmt::format(" at {} -> {}", input, out.w);
   }
-  return text + fmt::format(", n{}", p.n);
+  text += fmt::format(", n{}", p.n);
+  if (p.act_sparsity != 0) text += fmt::format(", {:.0f}% zeros", p.act_sparsity * 100);
+  return text;
 }
 
 }  // namespace convgen

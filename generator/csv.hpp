@@ -30,6 +30,8 @@ std::vector<std::string_view> split_whitespace(std::string_view line);
 // Parses a whole decimal integer (an optional leading '-', digits, nothing after); nothing when it is not one
 // or does not fit an int.
 std::optional<int> parse_integer(std::string_view text);
+// Parses a whole field as a finite decimal number ("0.5", "1e-3"); nothing when it is not one.
+std::optional<double> parse_number(std::string_view text);
 
 // Reads a whole file; nothing when it cannot be opened or is not a regular file.
 std::optional<std::string> read_text_file(const std::filesystem::path& path);

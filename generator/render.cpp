@@ -37,7 +37,11 @@ std::vector<std::string> template_header_names() {
 std::string render_prelude(const Problem& p, const KernelSpec& spec, const TemplateInterface& iface) {
   const Dims3 out = output_dims(p);
   std::string text;
-  text += fmt::format("// Rendered by convgen: {} for {}\n", kernel_name(spec), problem_key(p));
+  // The code does not depend on the expected sparsity: the key without it, so that a dense and a sparse problem of
+  // one shape share the source (and its JIT cache entry).
+  Problem shape = p;
+  shape.act_sparsity = 0;
+  text += fmt::format("// Rendered by convgen: {} for {}\n", kernel_name(spec), problem_key(shape));
   text += "#define CONVGEN_PRELUDE 1\n";
   text += fmt::format("#define CONVGEN_ENTRY {}\n", kernel_name(spec));
   text += "namespace cfg {\n";

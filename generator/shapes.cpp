@@ -15,9 +15,9 @@ namespace convgen {
 namespace {
 
 // Every column the format knows, in the order write_suite_csv writes them.
-constexpr std::array<std::string_view, 17> kColumns = {"name",     "n",      "c",      "k",         "d",      "h",
-                                                       "w",        "t",      "r",      "s",         "stride", "pad",
-                                                       "dilation", "groups", "layout", "precision", "count"};
+constexpr std::array<std::string_view, 18> kColumns = {
+    "name", "n",   "c",        "k",      "d",      "h",         "w",     "t",           "r",
+    "s",    "stride", "pad", "dilation", "groups", "layout", "precision", "count", "act_sparsity"};
 constexpr std::array<std::string_view, 8> kRequired = {"name", "n", "c", "k", "h", "w", "r", "s"};
 
 std::string column_list() {
@@ -103,6 +103,12 @@ Layer parse_layer(const Row& row) {
   p.stride = spatial(row, "stride", p.layout, 1);
   p.padding = spatial(row, "pad", p.layout, 0);
   p.dilation = spatial(row, "dilation", p.layout, 1);
+  if (const auto text = row.get("act_sparsity")) {
+    const auto zeros = parse_number(*text);
+    if (!zeros || *zeros < 0 || *zeros > 1)
+      row.fail("column 'act_sparsity' must be a zero fraction in [0, 1], got '{}'", *text);
+    p.act_sparsity = *zeros;
+  }
   const int count = positive(row, "count", 1);
   if (const std::string reason = validate(p); !reason.empty()) row.fail("{}", reason);
   return {.name = std::string(name), .problem = p, .count = count};
@@ -178,10 +184,10 @@ std::string write_suite_csv(const Suite& suite) {
                       "line breaks, a leading '#' or surrounding blanks",
                       name));
     const Problem& p = layer.problem;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, p.n, p.c, p.k, p.input.d,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, p.n, p.c, p.k, p.input.d,
                        p.input.h, p.input.w, p.filter.d, p.filter.h, p.filter.w, spatial_field(p.stride, p.layout),
                        spatial_field(p.padding, p.layout), spatial_field(p.dilation, p.layout), p.groups, p.layout,
-                       p.precision, layer.count);
+                       p.precision, layer.count, p.act_sparsity);
   }
   return out;
 }

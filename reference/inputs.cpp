@@ -156,6 +156,11 @@ std::string canonical(const TensorSource& source, std::uint64_t seed) {
 
 }  // namespace
 
+TensorSource expected_activation(const Problem& p, SparsityPattern pattern) {
+  if (p.act_sparsity == 0) return DenseRandom{};
+  return SparseRandom{pattern, p.act_sparsity};
+}
+
 std::uint64_t tensor_seed(TensorRole role, std::uint64_t seed) {
   return role == TensorRole::filter ? seed ^ 0x9e3779b97f4a7c15ull : seed;
 }

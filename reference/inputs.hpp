@@ -64,6 +64,10 @@ struct ConvInputs {
   bool operator==(const ConvInputs&) const = default;
 };
 
+// The activation a problem expects: dense random when its act_sparsity is 0, else random with that fraction of
+// zeros in `pattern` (blob by default: zeros clustered as ReLU leaves them).
+TensorSource expected_activation(const Problem& p, SparsityPattern pattern = SparsityPattern::blob);
+
 // The seed of one tensor of a ConvInputs: the activation's is `seed`, the filter's `seed ^ 0x9e3779b97f4a7c15`.
 std::uint64_t tensor_seed(TensorRole role, std::uint64_t seed);
 

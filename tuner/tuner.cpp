@@ -234,7 +234,8 @@ TuneResult Tuner::tune(const Problem& problem, const TuneOptions& options) {
     const Problem& p = problem;
     TimingOptions timing = options.timing;
     timing.buffer_sets = buffer_sets_to_defeat_l2(buffer_set_bytes(p), gpu_.l2_bytes, options.warm);
-    ConvMeasurement measurement(p, {.activation = options.activation, .filter = options.filter, .seed = options.seed},
+    const TensorSource activation = options.activation ? *options.activation : expected_activation(p, options.pattern);
+    ConvMeasurement measurement(p, {.activation = activation, .filter = options.filter, .seed = options.seed},
                                 timing.buffer_sets);
     Stream stream;
     const Nvml* nvml = Nvml::open(device_);

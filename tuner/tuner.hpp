@@ -44,7 +44,9 @@ struct TuneOptions {
   double stop_ratio = 3.0;
   bool reuse_best = true;   // with a database that knows a best for the problem, return it without measuring
   // The inputs candidates are verified and timed on (a sparse layer's best kernel differs from a dense one's).
-  TensorSource activation = DenseRandom{};
+  // No activation: the problem's expected one (expected_activation: dense, or its act_sparsity in `pattern`).
+  std::optional<TensorSource> activation;
+  SparsityPattern pattern = SparsityPattern::blob;
   TensorSource filter = DenseRandom{};
 };
 

@@ -261,8 +261,6 @@ namespace {
 
 namespace as = convgen::act_sparse;
 
-constexpr double kAssumedZeroFraction = 0.5;  // until the problem carries act_sparsity
-
 as::Params to_logic(const ActSparseParams& s) {
   return {.tile_h = s.tile_h, .tile_w = s.tile_w, .k_per_lane = s.k_per_lane, .warps = s.warps, .split_c = s.split_c,
           .dense_at = s.dense_at, .sparse_mode = s.sparse_mode, .unroll2 = s.unroll2, .relu_on_load = s.relu_on_load};
@@ -292,7 +290,7 @@ class ActSparse final : public Family {
 
   std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
     std::vector<KernelSpec> specs;
-    for (const auto& a : act_sparse::enumerate(p, gpu, kAssumedZeroFraction, 24)) specs.push_back(to_spec(from_logic(a)));
+    for (const auto& a : act_sparse::enumerate(p, gpu, p.act_sparsity, 24)) specs.push_back(to_spec(from_logic(a)));
     return specs;
   }
 
@@ -311,13 +309,13 @@ class ActSparse final : public Family {
     return plan;
   }
 
-  // Warp instructions per block at the assumed zero fraction z: per input channel of a warp, the halo and tap
+  // Warp instructions per block at the problem's expected zero fraction z (act_sparsity): per input channel of a warp, the halo and tap
   // loads, then the dense loop (halo shuffles + all FMAs) or the sparse loop (per group of 8 a test; a live group
   // 2 shared loads and 8 bit tests; each nonzero its FMAs), whichever the template picks (see act_sparse_params).
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
     const as::Params a = to_logic(params_of<ActSparseParams>(spec));
     const act_sparse::Geometry g = act_sparse::geometry(p, a);
-    const double z = kAssumedZeroFraction;
+    const double z = p.act_sparsity;
     const int rs = p.filter.h * p.filter.w;
     const int halo = act_sparse::halo_h(p, a) * act_sparse::halo_w(p, a);
     const int tp = a.tile_h * a.tile_w;
@@ -349,12 +347,16 @@ class ActSparse final : public Family {
   CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
 
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
-    if (auto a = act_sparse::default_params(p, gpu, kAssumedZeroFraction)) return to_spec(from_logic(*a));
+    if (auto a = act_sparse::default_params(p, gpu, p.act_sparsity)) return to_spec(from_logic(*a));
     return std::nullopt;
   }
 
-  // After igemm for dense problems (rank 1: tried when asked for, or when the problem says it is sparse).
-  int default_rank(const Problem&) const override { return 2; }
+  // First for a problem that expects zeros, where skipping them pays (measured, bench/results/h200/act_sparse:
+  // 1x1 layers from batch 4 on run faster as igemm's GEMM); after igemm and direct for dense problems.
+  int default_rank(const Problem& p) const override {
+    const bool pays = act_sparsity_bucket(p) > 0 && (p.filter.h * p.filter.w > 1 || p.n <= 2);
+    return pays ? -1 : 2;
+  }
 };
 
 }  // namespace

@@ -76,8 +76,16 @@ struct Problem {
   int groups = 1;
   Layout layout = Layout::nchw;
   Precision precision = Precision::fp32;
+  // The expected fraction of zeros in the activation (a ReLU's output), in [0, 1]. Not part of the shape: it
+  // decides which kernel is best (activation-sparse kernels skip zeros), so the tuner measures on inputs of this
+  // sparsity and the problem key carries its bucket (act_sparsity_bucket).
+  double act_sparsity = 0;
   bool operator==(const Problem&) const = default;
 };
+
+// The act_sparsity bucket, in percent: the zero fraction rounded to the nearest 5% (0.52 -> 50, 0.97 -> 95), so
+// that problems whose best kernels hardly differ share tuning records.
+int act_sparsity_bucket(const Problem& p);
 
 // Returns the output extents O P Q (floor((in + 2 pad - dil (f - 1) - 1) / stride) + 1 per dim).
 Dims3 output_dims(const Problem& p);
@@ -100,14 +108,16 @@ std::int64_t min_bytes(const Problem& p);
 // Returns an empty string when the problem is well formed, else the first reason it is not.
 std::string validate(const Problem& p);
 
-// Returns the canonical problem key, e.g. "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32".
-// It encodes every field and parses back with parse_problem_key.
+// Returns the canonical problem key, e.g. "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32", with
+// "_z<bucket>" appended when the act_sparsity bucket is not 0 ("..._nchw_fp32_z50"). It encodes every field (the
+// sparsity as its bucket) and parses back with parse_problem_key (act_sparsity = bucket / 100).
 std::string problem_key(const Problem& p);
 
 // Parses a key written by problem_key; throws InputError naming what was wrong.
 Problem parse_problem_key(std::string_view key);
 
-// Returns a short human description, e.g. "64->64 3x3 s1 p1 at 56x56 -> 56x56, n1".
+// Returns a short human description, e.g. "64->64 3x3 s1 p1 at 56x56 -> 56x56, n1" (", 50% zeros" appended when
+// act_sparsity is not 0).
 std::string describe(const Problem& p);
 
 }  // namespace convgen

@@ -85,13 +85,25 @@ Suite load_shapes(const std::filesystem::path& path) {
   return suite;
 }
 
-Suite select_layers(const Suite& suite, int batch, const std::string& layer_filter) {
+Suite select_layers(const Suite& suite, int batch, const std::string& layer_filter,
+                    std::optional<double> act_sparsity) {
   Suite selected = batch > 0 ? with_batch(suite, batch) : suite;
+  if (act_sparsity) {
+    if (!(*act_sparsity >= 0 && *act_sparsity <= 1))
+      throw InputError(fmt::format("--act-sparsity: {} is not a zero fraction in [0, 1]", *act_sparsity));
+    for (Layer& layer : selected.layers) layer.problem.act_sparsity = *act_sparsity;
+  }
   if (!layer_filter.empty()) {
     std::erase_if(selected.layers, [&](const Layer& l) { return l.name != layer_filter; });
     if (selected.layers.empty()) throw InputError(fmt::format("{}: no layer named '{}'", suite.name, layer_filter));
   }
   return selected;
+}
+
+void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity) {
+  cmd->add_option("--act-sparsity", act_sparsity,
+                  "Expected zero fraction of every layer's activation, in [0, 1] (default: the shapes file's "
+                  "act_sparsity column, else 0): sparse kernels are chosen and tuned for it");
 }
 
 std::optional<std::filesystem::path> data_root() {

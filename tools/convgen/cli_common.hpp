@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "convgen/gpu.hpp"
 #include "generator/embedded_templates.hpp"
 #include "generator/shapes.hpp"
@@ -25,8 +27,13 @@ namespace convgen::cli {
 // exists, else the copy embedded in the binary.
 Suite load_shapes(const std::filesystem::path& path);
 
-// Applies --batch (0 keeps the file's batch) and --layout/--layer filters.
-Suite select_layers(const Suite& suite, int batch, const std::string& layer_filter);
+// Applies --batch (0 keeps the file's batch), the --layer filter and --act-sparsity (when given, every layer's
+// expected zero fraction; else each keeps its shapes file's act_sparsity column).
+Suite select_layers(const Suite& suite, int batch, const std::string& layer_filter,
+                    std::optional<double> act_sparsity = std::nullopt);
+
+// Adds --act-sparsity Z: the zero fraction every layer's activation is expected to have, in [0, 1].
+void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity);
 
 // Returns $CONVGEN_DATA_ROOT when set: a folder with gpus/ and shapes/ whose files win over the copies embedded
 // in the binary (cmake: tools/convgen/CMakeLists.txt) when resolving short names like "h100_sxm". The binary knows

@@ -71,6 +71,7 @@ void add_analyze_command(CLI::App& app) {
   struct Options {
     std::string shapes, gpu = "h100_sxm", json, db;
     int batch = 0;
+    std::optional<double> act_sparsity;
     bool candidates = false;
   };
   auto opts = std::make_shared<Options>();
@@ -80,6 +81,7 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--gpu", opts->gpu, "GPU descriptor: a name under gpus/ or a path, or 'live'")
       ->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
+  add_act_sparsity_option(cmd, opts->act_sparsity);
   cmd->add_option("--json", opts->json, "Also write the analysis as JSON to this file");
   cmd->add_flag("--candidates", opts->candidates,
                 "Also list, per layer, every family's candidates ranked by the cost model's predicted time (with "
@@ -88,7 +90,7 @@ void add_analyze_command(CLI::App& app) {
                   "With --candidates: predict with this tuning database's calibration for the GPU (default: the "
                   "model's default coefficients)");
   cmd->callback([opts] {
-    const Suite suite = select_layers(load_shapes(opts->shapes), opts->batch, "");
+    const Suite suite = select_layers(load_shapes(opts->shapes), opts->batch, "", opts->act_sparsity);
     const Gpu gpu = load_gpu_descriptor(opts->gpu, true);
     const NetworkAnalysis analysis = analyze(suite, gpu);
     fmt::print("{} on {} ({})\n", suite.name, gpu.name, gpu.arch);

@@ -1,4 +1,5 @@
 // cmd_bench: `convgen bench`: every layer of a shapes file against every cuDNN route, verified, in both timing modes.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -22,7 +23,7 @@ struct Options {
   std::string shapes, layer, out = "bench-results", precision = "fp32", layout, gpu = "live", db;
   std::vector<int> batches;
   std::vector<std::string> families;
-  std::vector<double> act_sparsity;  // zero fractions of the activation; empty: dense random
+  std::vector<double> act_sparsity;  // zero fractions of every layer's activation; empty: the shapes file's
   std::string pattern = "blob";
   bool warm = false;
   int samples = kProtocolSamples, calls = kProtocolCallsPerSample, candidates = 3, finalists = 8;
@@ -33,7 +34,7 @@ void write_reports(const Options& opts, const BenchOptions& options, const Suite
                    const std::string& suffix);
 
 void run_bench_command(const Options& opts, const std::string& command_line) {
-  const Suite suite = select_layers(load_shapes(opts.shapes), 0, opts.layer);
+  const Suite file_suite = select_layers(load_shapes(opts.shapes), 0, opts.layer);
   BenchOptions options{.batches = opts.batches, .warm = opts.warm, .candidates_per_family = opts.candidates,
                        .finalists = opts.finalists,
                        .seed = opts.seed};
@@ -76,15 +77,24 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
   if (!pattern)
     throw InputError(fmt::format("--sparsity-pattern: unknown '{}', expected one of {}", opts.pattern,
                                  enum_choices<SparsityPattern>()));
+  options.pattern = *pattern;
   for (double z : opts.act_sparsity)
     if (!(z >= 0 && z <= 1)) throw InputError(fmt::format("--act-sparsity: {} is not a zero fraction in [0, 1]", z));
-  // One run per zero fraction: both sides verified and timed on the same sparse activation.
+  // One run per zero fraction, which every layer then expects (its problem carries it: our candidates are chosen
+  // for it); without --act-sparsity one run where each layer has its shapes file's act_sparsity. Both sides are
+  // verified and timed on the same activation.
   const std::vector<std::optional<double>> runs =
       opts.act_sparsity.empty() ? std::vector<std::optional<double>>{std::nullopt}
                                 : std::vector<std::optional<double>>(opts.act_sparsity.begin(), opts.act_sparsity.end());
+  const bool file_has_sparsity = std::any_of(file_suite.layers.begin(), file_suite.layers.end(),
+                                             [](const Layer& l) { return l.problem.act_sparsity != 0; });
   for (const std::optional<double>& zeros : runs) {
-    options.activation = zeros ? TensorSource{SparseRandom{*pattern, *zeros}} : TensorSource{DenseRandom{}};
-    if (zeros) fmt::print("activation: {}\n", describe(options.activation));
+    const Suite suite = select_layers(file_suite, 0, "", zeros);
+    if (zeros)
+      fmt::print("activation: {}\n", describe(zeros == 0.0 ? TensorSource{DenseRandom{}}
+                                                            : TensorSource{SparseRandom{*pattern, *zeros}}));
+    else if (file_has_sparsity)
+      fmt::print("activation: each layer's act_sparsity from {}, zeros in the {} pattern\n", opts.shapes, *pattern);
     Progress progress("bench", suite.layers.size() * std::max<std::size_t>(1, opts.batches.size()));
     std::size_t last = static_cast<std::size_t>(-1);
     const BenchReport report =
@@ -95,6 +105,7 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
     progress.done();
     std::string suffix;
     if (zeros) suffix = fmt::format("_z{}_{}", static_cast<int>(std::lround(*zeros * 100)), *pattern);
+    else if (file_has_sparsity) suffix = fmt::format("_zfile_{}", *pattern);
     write_reports(opts, options, suite, report, suffix);
   }
 }
@@ -130,8 +141,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--families", opts->families, "Our kernels only from these families, e.g. igemm,direct (default: all)")
       ->delimiter(',');
   cmd->add_option("--act-sparsity", opts->act_sparsity,
-                  "Zero fractions of the activation, e.g. 0,0.5,0.7,0.9: one run each, both sides on the same input "
-                  "(default: dense random)")
+                  "Zero fractions of every layer's activation, e.g. 0,0.5,0.7,0.9: one run each, both sides on the "
+                  "same input (default: each layer's act_sparsity column of the shapes file, else dense)")
       ->delimiter(',');
   cmd->add_option("--sparsity-pattern", opts->pattern, "Where the zeros lie: uniform, channel or blob")
       ->capture_default_str();

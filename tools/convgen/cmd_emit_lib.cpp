@@ -21,6 +21,7 @@ struct Options {
   std::string shapes, name, out, db, fallback;
   std::vector<std::string> gpus;
   int batch = 0;
+  std::optional<double> act_sparsity;
   unsigned jobs = 0;
   bool no_cache = false;
 };
@@ -29,6 +30,7 @@ struct Options {
 std::string tune_command(const Options& opts) {
   std::vector<std::string> args = {"convgen", "tune", "--shapes", opts.shapes};
   if (opts.batch > 0) args.insert(args.end(), {"--batch", std::to_string(opts.batch)});
+  if (opts.act_sparsity) args.insert(args.end(), {"--act-sparsity", fmt::format("{}", *opts.act_sparsity)});
   args.insert(args.end(), {"--db", opts.db});
   return shell_join(args);
 }
@@ -38,7 +40,7 @@ void run_emit_lib(const Options& opts) {
     throw InputError("--fallback: only with --db (without a database every kernel is the default choice)");
   check_library_name(opts.name);
   const auto start = std::chrono::steady_clock::now();
-  const Suite suite = select_layers(load_shapes(opts.shapes), opts.batch, "");
+  const Suite suite = select_layers(load_shapes(opts.shapes), opts.batch, "", opts.act_sparsity);
   std::vector<Gpu> gpus;
   for (const std::string& g : opts.gpus) gpus.push_back(load_gpu_descriptor(g, false));
 
@@ -108,6 +110,7 @@ void add_emit_lib_command(CLI::App& app) {
                   "are an error)")
       ->check(CLI::IsMember({"default"}));
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
+  add_act_sparsity_option(cmd, opts->act_sparsity);
   cmd->add_option("--jobs", opts->jobs, "Parallel compiles (0: one per core)");
   cmd->add_flag("--no-cache", opts->no_cache, "Do not read or write the on-disk JIT cache");
   cmd->callback([opts] { run_emit_lib(*opts); });

@@ -3,6 +3,7 @@
 
 #include "measure/verify.hpp"
 #include "convgen/error.hpp"
+#include "reference/inputs.hpp"
 #include "runtime/device.hpp"
 #include "runtime/module.hpp"
 #include "runtime/paths.hpp"
@@ -15,6 +16,8 @@ namespace {
 struct Options {
   std::string shapes, layer, problem, kernel, gpu = "live";
   int batch = 0;
+  std::optional<double> act_sparsity;
+  std::string pattern = "blob";
   std::uint64_t seed = 1;
   bool all_layers = false;
 };
@@ -23,7 +26,12 @@ struct Options {
 bool run_layer(const Layer& layer, const Options& opts, const Gpu& gpu, JitCache& cache) {
   const KernelSpec spec = opts.kernel.empty() ? default_choice(layer.problem, gpu) : parse_kernel_name(opts.kernel);
   const BuiltKernel kernel = build_kernel(layer.problem, spec, gpu, cache);
-  const Verification v = verify_on_gpu(kernel, {.seed = opts.seed});
+  const auto pattern = parse_enum<SparsityPattern>(opts.pattern);
+  if (!pattern)
+    throw InputError(fmt::format("--sparsity-pattern: unknown '{}', expected one of {}", opts.pattern,
+                                 enum_choices<SparsityPattern>()));
+  const TensorSource activation = expected_activation(layer.problem, *pattern);
+  const Verification v = verify_on_gpu(kernel, {.activation = activation, .seed = opts.seed});
   const auto& r = kernel.cubin.report;
   fmt::print("{} ({})\n  kernel {}: {} registers, {} B spilled, {} B static smem\n", layer.name,
              describe(layer.problem), kernel.source.entry, r.registers, r.spill_store_bytes, r.smem_bytes);
@@ -43,7 +51,7 @@ void run_run(const Options& opts) {
   } else if (!opts.shapes.empty()) {
     if (opts.layer.empty() && !opts.all_layers)
       throw InputError("run: give --layer NAME (or --all-layers) with --shapes");
-    suite = select_layers(load_shapes(opts.shapes), opts.batch, opts.layer);
+    suite = select_layers(load_shapes(opts.shapes), opts.batch, opts.layer, opts.act_sparsity);
   } else {
     throw InputError("run: give --shapes FILE with --layer NAME, or --problem KEY");
   }
@@ -69,6 +77,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--kernel", opts->kernel, "Kernel canonical name (default: the default choice)");
   cmd->add_option("--gpu", opts->gpu, "GPU descriptor; the present device's properties win")->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size (0 keeps the file's)");
+  add_act_sparsity_option(cmd, opts->act_sparsity);
+  cmd->add_option("--sparsity-pattern", opts->pattern, "Where the activation's zeros lie: uniform, channel or blob")
+      ->capture_default_str();
   cmd->add_option("--seed", opts->seed, "Random seed of the inputs")->capture_default_str();
   cmd->callback([opts] { run_run(*opts); });
 }

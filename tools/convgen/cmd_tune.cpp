@@ -58,7 +58,8 @@ std::vector<int> parse_gpus(const std::string& text, int count) {
 struct TuneArgs {
   std::vector<std::string> shapes;
   std::vector<int> batches;
-  std::string layer, gpus = "0", db, out, record;
+  std::string layer, gpus = "0", db, out, record, pattern = "blob";
+  std::optional<double> act_sparsity;
   int budget = 10, samples = 10, calls = 10;
   bool warm = false, force = false, no_graph = false, graph = false;
   std::uint64_t seed = 1;
@@ -78,7 +79,7 @@ std::vector<Job> jobs_of(const TuneArgs& a) {
   std::vector<Job> jobs;
   const std::vector<int> batches = a.batches.empty() ? std::vector<int>{0} : a.batches;
   for (const std::string& file : a.shapes) {
-    const Suite suite = select_layers(load_shapes(file), 0, a.layer);
+    const Suite suite = select_layers(load_shapes(file), 0, a.layer, a.act_sparsity);
     for (int batch : batches)
       for (const Layer& layer : suite.layers) {
         Problem p = layer.problem;
@@ -103,8 +104,12 @@ void run_tune(const TuneArgs& a) {
   const std::vector<Job> jobs = jobs_of(a);
   const std::vector<int> ordinals = parse_gpus(a.gpus, device_count());
   const std::filesystem::path db_path = a.db.empty() ? TuningDb::default_path() : std::filesystem::path(a.db);
+  const auto pattern = parse_enum<SparsityPattern>(a.pattern);
+  if (!pattern)
+    throw InputError(fmt::format("--sparsity-pattern: unknown '{}', expected one of {}", a.pattern,
+                                 enum_choices<SparsityPattern>()));
   const TuneOptions options{.budget = a.budget, .timing = timing_of(a), .warm = a.warm, .seed = a.seed,
-                            .reuse_best = !a.force};
+                            .reuse_best = !a.force, .pattern = *pattern};
   check_timing_options(options.timing);
   TuningDb::open(db_path);  // creates or migrates it once, before the workers race to
 
@@ -199,6 +204,7 @@ void add_common_options(CLI::App* cmd, TuneArgs& a) {
   cmd->add_option("--samples", a.samples, "Timing samples per candidate and round")->capture_default_str();
   cmd->add_option("--calls", a.calls, "Calls per timing sample")->capture_default_str();
   cmd->add_option("--seed", a.seed, "Seed of the verification inputs")->capture_default_str();
+  add_act_sparsity_option(cmd, a.act_sparsity);
 }
 
 }  // namespace
@@ -216,6 +222,10 @@ void add_tune_command(CLI::App& app) {
   cmd->add_flag("--warm", tune->warm, "Allow L2 residency (else buffer sets rotate past 2 x L2)");
   cmd->add_flag("--no-graph", tune->no_graph, "Time stream launches only (no CUDA graph replays): faster");
   cmd->add_flag("--force", tune->force, "Tune again layers the database already knows");
+  cmd->add_option("--sparsity-pattern", tune->pattern,
+                  "Where the zeros of a sparse layer's activation lie while candidates are measured: uniform, channel "
+                  "or blob")
+      ->capture_default_str();
   cmd->callback([tune] { run_tune(*tune); });
 
   auto study = std::make_shared<TuneArgs>();

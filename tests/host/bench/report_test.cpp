@@ -100,7 +100,10 @@ BenchReport sample_report() {
                  .count = 1,
                  .problem = conv2d(3, 64, 224, 7, 2, 3),
                  .math = "strict_fp32",
-                 .buffer_sets = 11};
+                 .buffer_sets = 11,
+                 .activation = "blob sparse, 70% zeros",
+                 .zero_fraction = 0.7001};
+  conv1.problem.act_sparsity = 0.7;
   conv1.cudnn = {legacy("IMPLICIT_GEMM"),
                  legacy("WINOGRAD_NONFUSED"),
                  {.route = "graph", .algo = "engine 3 [heur_a #0, all]", .knobs = "TILE_SIZE=2,SPLIT_K=1"}};
@@ -180,6 +183,21 @@ TEST(Report, AFastRouteThatFailedVerificationIsNeverBest) {
   // WINOGRAD_NONFUSED is fastest but wrong; the graph engine has no graph time: IMPLICIT_GEMM is the best.
   EXPECT_EQ(cudnn_best(row), 0u);
   EXPECT_DOUBLE_EQ(*speedup(row), 29 / 20.5);
+}
+
+TEST(Report, TheSeedsGemmBaselineIsTheFastestOkLegacyGemmRoute) {
+  const BenchRow row = sample_report().rows[0];
+  // The graph engine is faster (15.5) but not one of the seed's three: IMPLICIT_GEMM (19) is its baseline.
+  EXPECT_EQ(cudnn_gemm_best(row), 0u);
+  EXPECT_DOUBLE_EQ(*gemm_speedup(row), 19 / 12.5);
+  EXPECT_TRUE(is_seed_gemm_route(legacy("IMPLICIT_PRECOMP_GEMM")));
+  EXPECT_TRUE(is_seed_gemm_route(legacy("GEMM")));
+  EXPECT_FALSE(is_seed_gemm_route(legacy("WINOGRAD")));
+  EXPECT_FALSE(is_seed_gemm_route({.route = "graph", .algo = "GEMM"}));
+  BenchRow no_gemm = row;
+  no_gemm.cudnn[0].status = RouteStatus::failed_verification;
+  EXPECT_EQ(cudnn_gemm_best(no_gemm), std::nullopt);
+  EXPECT_EQ(gemm_speedup(no_gemm), std::nullopt);
 }
 
 TEST(Report, StreamModeWhenOursCouldNotBeCaptured) {

@@ -118,7 +118,28 @@ TEST(Problem, KeysRoundTripIn1d2dAnd3d) {
 
 TEST(Problem, KeyWithTooFewFieldsIsRejected) {
   EXPECT_EQ(input_error([] { parse_problem_key("n1_c64_k64"); }),
-            "problem key 'n1_c64_k64': expected 11 fields separated by '_', got 3");
+            "problem key 'n1_c64_k64': expected 11 or 12 fields separated by '_', got 3");
+}
+
+TEST(Problem, KeyCarriesTheSparsityBucketOnlyWhenNotZero) {
+  Problem p{.n = 1, .c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  EXPECT_EQ(problem_key(p), "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32");
+  p.act_sparsity = 0.02;  // rounds to bucket 0: the dense key
+  EXPECT_EQ(act_sparsity_bucket(p), 0);
+  EXPECT_EQ(problem_key(p), "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32");
+  p.act_sparsity = 0.52;
+  EXPECT_EQ(act_sparsity_bucket(p), 50);
+  EXPECT_EQ(problem_key(p), "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_z50");
+  p.act_sparsity = 0.97;
+  EXPECT_EQ(problem_key(p), "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_z95");
+  const Problem back = parse_problem_key(problem_key(p));
+  EXPECT_EQ(back.act_sparsity, 0.95);
+  EXPECT_EQ(problem_key(back), problem_key(p));
+  EXPECT_EQ(input_error([] { parse_problem_key("n1_c6_k64_i1x5x5_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_z52"); }),
+            "problem key 'n1_c6_k64_i1x5x5_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_z52': sparsity bucket 'z52' must be "
+            "a multiple of 5 in 5..100");
+  p.act_sparsity = 1.5;
+  EXPECT_EQ(validate(p), "act_sparsity must be a zero fraction in [0, 1], got 1.5");
 }
 
 TEST(Problem, KeyWithAWrongPrefixIsRejected) {

@@ -92,17 +92,18 @@ TEST(Shapes, DepthMakesTheDefaultLayoutNcdhw) {
 
 TEST(Shapes, WrittenCsvParsesBackEqual) {
   const Suite suite = parse_suite(
-      "name,n,c,k,d,h,w,t,r,s,stride,pad,dilation,groups,layout,precision,count\n"
-      "a,2,16,32,1,12,16,1,3,3,1x2,1,2,4,nhwc,bf16,3\n"
-      "b,1,4,8,9,9,9,3,3,3,2,1x0x1,1,1,ndhwc,tf32,1\n"
-      "c,3,8,16,1,1,50,1,1,5,2,2,1,8,ncw,fp16,7\n",
+      "name,n,c,k,d,h,w,t,r,s,stride,pad,dilation,groups,layout,precision,count,act_sparsity\n"
+      "a,2,16,32,1,12,16,1,3,3,1x2,1,2,4,nhwc,bf16,3,0.55\n"
+      "b,1,4,8,9,9,9,3,3,3,2,1x0x1,1,1,ndhwc,tf32,1,0\n"
+      "c,3,8,16,1,1,50,1,1,5,2,2,1,8,ncw,fp16,7,1\n",
       "shapes/mixed.csv");
+  EXPECT_EQ(suite.layers[0].problem.act_sparsity, 0.55);
   const std::string csv = write_suite_csv(suite);
   EXPECT_EQ(csv,
-            "name,n,c,k,d,h,w,t,r,s,stride,pad,dilation,groups,layout,precision,count\n"
-            "a,2,16,32,1,12,16,1,3,3,1x2,1,2,4,nhwc,bf16,3\n"
-            "b,1,4,8,9,9,9,3,3,3,2,1x0x1,1,1,ndhwc,tf32,1\n"
-            "c,3,8,16,1,1,50,1,1,5,2,2,1,8,ncw,fp16,7\n");
+            "name,n,c,k,d,h,w,t,r,s,stride,pad,dilation,groups,layout,precision,count,act_sparsity\n"
+            "a,2,16,32,1,12,16,1,3,3,1x2,1,2,4,nhwc,bf16,3,0.55\n"
+            "b,1,4,8,9,9,9,3,3,3,2,1x0x1,1,1,ndhwc,tf32,1,0\n"
+            "c,3,8,16,1,1,50,1,1,5,2,2,1,8,ncw,fp16,7,1\n");
   EXPECT_EQ(parse_suite(csv, "elsewhere/mixed.csv"), suite);
 }
 
@@ -147,10 +148,18 @@ TEST(Shapes, MissingRequiredColumnIsRejected) {
   EXPECT_EQ(parse_error("name,n,c,k,h,w,s\na,1,1,1,4,4,3\n"), "shapes/x.csv:1: missing required column 'r'");
 }
 
+TEST(Shapes, ActSparsityMustBeAZeroFraction) {
+  EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,act_sparsity\na,1,1,1,4,4,3,3,1.5\n"),
+            "shapes/x.csv:2: column 'act_sparsity' must be a zero fraction in [0, 1], got '1.5'");
+  EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,act_sparsity\na,1,1,1,4,4,3,3,half\n"),
+            "shapes/x.csv:2: column 'act_sparsity' must be a zero fraction in [0, 1], got 'half'");
+  EXPECT_EQ(parse_suite("name,n,c,k,h,w,r,s\na,1,1,1,4,4,3,3\n", "x.csv").layers[0].problem.act_sparsity, 0);
+}
+
 TEST(Shapes, UnknownColumnListsTheKnownOnes) {
   EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,strides\na,1,1,1,4,4,3,3,1\n"),
             "shapes/x.csv:1: unknown column 'strides', expected one of name, n, c, k, d, h, w, t, r, s, stride, pad, "
-            "dilation, groups, layout, precision, count");
+            "dilation, groups, layout, precision, count, act_sparsity");
 }
 
 TEST(Shapes, DuplicateColumnIsRejected) {

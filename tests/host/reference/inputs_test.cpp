@@ -201,5 +201,13 @@ TEST(DataIdentity, DescribesTheSource) {
   EXPECT_EQ(describe(GivenTensor{std::make_shared<HostTensor>(DataType::bf16, 1)}), "given bf16 tensor");
 }
 
+TEST(Inputs, ExpectedActivationFollowsTheProblemsSparsity) {
+  Problem p{.n = 1, .c = 4, .k = 4, .input = {1, 8, 8}, .filter = {1, 3, 3}};
+  EXPECT_EQ(expected_activation(p), TensorSource{DenseRandom{}});
+  p.act_sparsity = 0.7;
+  EXPECT_EQ(expected_activation(p), (TensorSource{SparseRandom{SparsityPattern::blob, 0.7}}));
+  EXPECT_EQ(expected_activation(p, SparsityPattern::channel), (TensorSource{SparseRandom{SparsityPattern::channel, 0.7}}));
+}
+
 }  // namespace
 }  // namespace convgen

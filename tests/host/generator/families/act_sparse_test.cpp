@@ -73,5 +73,26 @@ TEST(ActSparseFamily, IsNotTheDefaultForDenseProblemsButCompetesInTuning) {
   EXPECT_GT(act_sparse().default_rank(p), family("igemm").default_rank(p));
 }
 
+TEST(ActSparseFamily, IsTheDefaultWhereTheProblemExpectsZerosAndSkippingPays) {
+  Problem p = cusnn_layers().front();
+  p.act_sparsity = 0.7;
+  EXPECT_EQ(default_choice(p, h100()).family, "act_sparse");
+  Problem pointwise = p;  // 1x1 from batch 4 on: igemm's GEMM was faster (bench/results/h200/act_sparse)
+  pointwise.filter = {1, 1, 1};
+  pointwise.padding = {0, 0, 0};
+  pointwise.n = 8;
+  EXPECT_NE(default_choice(pointwise, h100()).family, "act_sparse");
+}
+
+TEST(ActSparseFamily, RanksCandidatesForTheProblemsSparsity) {
+  Problem dense = cusnn_layers().front();
+  dense.n = 8;
+  Problem sparse = dense;
+  sparse.act_sparsity = 0.9;
+  // The cost model sees the zeros: fewer FMAs expected at 90% zeros than on dense input for the same kernel.
+  const KernelSpec s = *act_sparse().default_spec(sparse, h100());
+  EXPECT_LT(act_sparse().cost_features(sparse, s).fma_instructions, act_sparse().cost_features(dense, s).fma_instructions);
+}
+
 }  // namespace
 }  // namespace convgen
