@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bench-act-sparse: the activation-sparsity benchmark of issue 11, in parts that each fit one lent-GPU call.
+# Usage (repository root, GPU machine, build carried): scripts/bench-act-sparse.sh OUT PART...
+#   cusnn-blob-low    cusnn, batch 1,2,4,8, blob zeros at 0% and 50%
+#   cusnn-blob-high   cusnn, batch 1,2,4,8, blob zeros at 70% and 90%
+#   cusnn-uniform     cusnn, batch 1,2,4,8, uniform zeros at 50%, 70% and 90%
+#   cusnn-channel     cusnn, batch 1 and 8, whole zero channels at 50% and 90%
+#   network-resnet50  resnet50, batch 1 and 8: dense, then each layer's act_sparsity from the shapes file
+#   network-densenet121-n1, network-densenet121-n8   the same for densenet121, one batch per part
+# Each part writes OUT/<part>/ (reports and a log); the network parts also OUT/<part>/network_n<batch>.md
+# (bench/network_table.py: cuDNN dense, ours dense, ours sparse, time and energy).
+set -uo pipefail
+out=${1:?usage: scripts/bench-act-sparse.sh OUT PART...}
+shift
+cd "$(dirname "$0")/.."
+source scripts/use-carried-build.sh
+export CONVGEN_CACHE_DIR=${CONVGEN_CACHE_DIR:-/tmp/convgen-cache}
+convgen=build/tools/convgen/convgen
+status=0
+
+bench() {  # bench PART ARGS...: one convgen bench run into OUT/PART
+  local part=$1
+  shift
+  mkdir -p "$out/$part"
+  echo "== $(date -u +%FT%TZ) convgen bench $*" >> "$out/$part/bench.log"
+  "$convgen" bench "$@" --out "$out/$part" >> "$out/$part/bench.log" 2>&1 || status=1
+}
+
+network() {  # network PART SUITE BATCH: dense and file-sparsity runs, then the whole-network table
+  local part=$1 suite=$2 batch=$3
+  bench "$part" --shapes "shapes/$suite.csv" --batch "$batch" --act-sparsity 0
+  bench "$part" --shapes "shapes/$suite.csv" --batch "$batch"
+  python3 bench/network_table.py "$out/$part/${suite}_fp32_n${batch}_z0_blob.json" \
+    "$out/$part/${suite}_fp32_n${batch}_zfile_blob.json" > "$out/$part/network_n$batch.md" || status=1
+}
+
+for part in "$@"; do
+  case $part in
+    cusnn-blob-low) bench "$part" --shapes shapes/cusnn.csv --batch 1,2,4,8 --act-sparsity 0,0.5 --sparsity-pattern blob ;;
+    cusnn-blob-high) bench "$part" --shapes shapes/cusnn.csv --batch 1,2,4,8 --act-sparsity 0.7,0.9 --sparsity-pattern blob ;;
+    cusnn-uniform) bench "$part" --shapes shapes/cusnn.csv --batch 1,2,4,8 --act-sparsity 0.5,0.7,0.9 --sparsity-pattern uniform ;;
+    cusnn-channel) bench "$part" --shapes shapes/cusnn.csv --batch 1,8 --act-sparsity 0.5,0.9 --sparsity-pattern channel ;;
+    network-resnet50) network "$part" resnet50 1; network "$part" resnet50 8 ;;
+    network-densenet121-n1) network "$part" densenet121 1 ;;
+    network-densenet121-n8) network "$part" densenet121 8 ;;
+    *) echo "bench-act-sparse: unknown part '$part'" >&2; status=1 ;;
+  esac
+  echo "$part done at $(date -u +%FT%TZ), status $status"
+done
+exit $status
