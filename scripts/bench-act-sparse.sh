@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # bench-act-sparse: the activation-sparsity benchmark of issue 11, in parts that each fit one lent-GPU call.
 # Usage (repository root, GPU machine, build carried): scripts/bench-act-sparse.sh OUT PART...
-#   cusnn-blob-low    cusnn, batch 1,2,4,8, blob zeros at 0% and 50%
-#   cusnn-blob-high   cusnn, batch 1,2,4,8, blob zeros at 70% and 90%
-#   cusnn-uniform     cusnn, batch 1,2,4,8, uniform zeros at 50%, 70% and 90%
-#   cusnn-channel     cusnn, batch 1 and 8, whole zero channels at 50% and 90%
+#   cusnn:PATTERN:ZEROS:BATCHES   cusnn at each zero fraction of ZEROS (e.g. 0,0.5) and batch of BATCHES (1,2,4,8),
+#                                 zeros in PATTERN (uniform, channel or blob); e.g. cusnn:blob:0,0.5:1,2,4,8
 #   network-resnet50  resnet50, batch 1 and 8: dense, then each layer's act_sparsity from the shapes file
 #   network-densenet121-n1, network-densenet121-n8   the same for densenet121, one batch per part
 # Each part writes OUT/<part>/ (reports and a log); the network parts also OUT/<part>/network_n<batch>.md
@@ -36,10 +34,9 @@ network() {  # network PART SUITE BATCH: dense and file-sparsity runs, then the 
 
 for part in "$@"; do
   case $part in
-    cusnn-blob-low) bench "$part" --shapes shapes/cusnn.csv --batch 1,2,4,8 --act-sparsity 0,0.5 --sparsity-pattern blob ;;
-    cusnn-blob-high) bench "$part" --shapes shapes/cusnn.csv --batch 1,2,4,8 --act-sparsity 0.7,0.9 --sparsity-pattern blob ;;
-    cusnn-uniform) bench "$part" --shapes shapes/cusnn.csv --batch 1,2,4,8 --act-sparsity 0.5,0.7,0.9 --sparsity-pattern uniform ;;
-    cusnn-channel) bench "$part" --shapes shapes/cusnn.csv --batch 1,8 --act-sparsity 0.5,0.9 --sparsity-pattern channel ;;
+    cusnn:*:*:*)
+      IFS=: read -r _ pattern zeros batches <<< "$part"
+      bench "cusnn-$pattern" --shapes shapes/cusnn.csv --batch "$batches" --act-sparsity "$zeros" --sparsity-pattern "$pattern" ;;
     network-resnet50) network "$part" resnet50 1; network "$part" resnet50 8 ;;
     network-densenet121-n1) network "$part" densenet121 1 ;;
     network-densenet121-n8) network "$part" densenet121 8 ;;
