@@ -14,6 +14,7 @@
 #include "measure/verify.hpp"
 #include "conv/conv_kernel.hpp"
 #include "convgen/error.hpp"
+#include "generator/analysis.hpp"
 #include "reference/reference.hpp"
 #include "runtime/module.hpp"
 #include "runtime/paths.hpp"
@@ -118,6 +119,13 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   BenchRow row{.suite = suite, .layer = layer.name, .count = layer.count, .problem = p,
                .math = std::string(to_string(cudnn_math(p.precision)))};
   row.start = device_state(nvml_);
+  try {
+    const LayerAnalysis roofline = analyze_layer({.name = layer.name, .problem = p, .count = layer.count}, gpu_);
+    row.floor_us = roofline.floor_us;
+    row.winograd_floor_us = roofline.winograd_floor_us;
+  } catch (const InputError&) {
+    // The descriptor lacks a peak or the bandwidth: the row has no floor (0), the report shows a dash.
+  }
 
   stage("compiling ours");
   std::vector<BuildRequest> requests;

@@ -16,6 +16,10 @@ using Json = nlohmann::ordered_json;
 
 Json or_null(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
 
+// Ours' and cuDNN best's time in the row's headline mode, when ok and timed (below).
+std::optional<double> ours_us(const BenchRow& row);
+std::optional<double> best_us(const BenchRow& row);
+
 const SampleStats* stats_in(const std::optional<TimingResult>& timing, HeadlineMode mode) {
   if (!timing) return nullptr;
   if (mode == HeadlineMode::stream) return &timing->stream;
@@ -145,6 +149,13 @@ Json row_json(const BenchRow& row) {
   json["cudnn_energy_mj"] = or_null(row.cudnn_energy_mj);
   json["cudnn_energy_note"] = row.cudnn_energy_note;
   json["ours"] = ours_json(row.ours);
+  const auto over_floor = [&](const std::optional<double>& us) {
+    return us && row.floor_us > 0 ? Json(*us / row.floor_us) : Json(nullptr);
+  };
+  json["roofline"] = {{"floor_us", row.floor_us > 0 ? Json(row.floor_us) : Json(nullptr)},
+                      {"winograd_floor_us", row.winograd_floor_us > 0 ? Json(row.winograd_floor_us) : Json(nullptr)},
+                      {"ours_over_floor", over_floor(ours_us(row))},
+                      {"cudnn_over_floor", over_floor(best_us(row))}};
   json["headline_mode"] = to_string(headline_mode(row));
   json["speedup"] = or_null(speedup(row));
   return json;
@@ -284,7 +295,8 @@ std::string report_csv(const BenchReport& report) {
   std::string out = "B,C,H,W,N,D,T,R,S,stride,pad,dilation,groups";
   for (const std::string& column : columns) out += fmt::format(",{}", csv_field(column));
   out += ",cudnn_best_us,cudnn_best_route,ours_us,ours_kernel,speedup,mode,suite,layer,count,precision,"
-         "cudnn_gemm_us,gemm_speedup,act_sparsity,zero_fraction,activation,cudnn_energy_mj,ours_energy_mj\n";
+         "cudnn_gemm_us,gemm_speedup,act_sparsity,zero_fraction,activation,cudnn_energy_mj,ours_energy_mj,floor_us,"
+         "winograd_floor_us\n";
   for (const BenchRow& row : report.rows) {
     const Problem& p = row.problem;
     const HeadlineMode mode = headline_mode(row);
@@ -304,9 +316,12 @@ std::string report_csv(const BenchReport& report) {
     const std::optional<std::size_t> gemm = cudnn_gemm_best(row);
     const std::optional<double> gemm_ratio = gemm_speedup(row);
     const auto energy_cell = [](const std::optional<double>& mj) { return mj ? fmt::format("{:.5f}", *mj) : ""; };
-    out += fmt::format(",{},{},{},{:.4f},{},{},{}\n", gemm ? us_cell(median_us(row.cudnn[*gemm].timing, mode)) : "",
+    const auto floor_cell = [](double us) { return us > 0 ? fmt::format("{:.3f}", us) : ""; };
+    out += fmt::format(",{},{},{},{:.4f},{},{},{},{},{}\n",
+                       gemm ? us_cell(median_us(row.cudnn[*gemm].timing, mode)) : "",
                        gemm_ratio ? fmt::format("{:.3f}", *gemm_ratio) : "", p.act_sparsity, row.zero_fraction,
-                       csv_field(row.activation), energy_cell(row.cudnn_energy_mj), energy_cell(row.ours.energy_mj));
+                       csv_field(row.activation), energy_cell(row.cudnn_energy_mj), energy_cell(row.ours.energy_mj),
+                       floor_cell(row.floor_us), floor_cell(row.winograd_floor_us));
   }
   return out;
 }
@@ -348,9 +363,10 @@ std::string report_markdown(const BenchReport& report) {
                        md_or_dash(rows.front()->math));
     out +=
         "| layer | shape | count | zeros | cuDNN best µs | cuDNN route | ours µs | our kernel | speedup | "
-        "speedup vs cuDNN GEMM | mode | rel L2 cuDNN / ours | energy mJ cuDNN / ours |\n"
-        "|---|---|--:|--:|--:|---|--:|---|--:|--:|---|--:|--:|\n";
-    double log_sum = 0, cudnn_total = 0, ours_total = 0, gemm_log_sum = 0;
+        "speedup vs cuDNN GEMM | mode | floor µs (Winograd) | ÷ floor cuDNN / ours | rel L2 cuDNN / ours | "
+        "energy mJ cuDNN / ours |\n"
+        "|---|---|--:|--:|--:|---|--:|---|--:|--:|---|--:|--:|--:|--:|\n";
+    double log_sum = 0, cudnn_total = 0, ours_total = 0, gemm_log_sum = 0, floor_total = 0;
     int compared = 0, graph_rows = 0, gemm_compared = 0;
     double cudnn_energy_total = 0, ours_energy_total = 0;
     bool energy_complete = true;
@@ -369,20 +385,29 @@ std::string report_markdown(const BenchReport& report) {
       std::string kernel = md_or_dash(row->ours.kernel);
       if (row->ours.status != RouteStatus::ok) kernel += fmt::format(" ({})", to_string(row->ours.status));
       const std::optional<double> gemm_ratio = gemm_speedup(*row);
-      out += fmt::format("| {} | {} | {} | {:.0f}% | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} |\n",
-                         md_escape(row->layer), md_escape(describe(row->problem)), row->count,
-                         row->zero_fraction * 100, md_or_dash(us_cell(best_us(*row))),
-                         best ? md_escape(route_label(row->cudnn[*best])) : "—", md_or_dash(us_cell(ours_us(*row))),
-                         md_escape(kernel), ratio ? fmt::format("{:.2f}×", *ratio) : "—",
-                         gemm_ratio ? fmt::format("{:.2f}×", *gemm_ratio) : "—", to_string(mode),
-                         best ? error_text(row->cudnn[*best].error) : "—", error_text(row->ours.error),
-                         energy_text(row->cudnn_energy_mj), energy_text(row->ours.energy_mj));
+      const auto floor_text = [&] {
+        if (row->floor_us <= 0) return std::string("—");
+        return row->winograd_floor_us > 0 ? fmt::format("{:.2f} ({:.2f})", row->floor_us, row->winograd_floor_us)
+                                          : fmt::format("{:.2f}", row->floor_us);
+      };
+      const auto over_floor = [&](const std::optional<double>& us) {
+        return us && row->floor_us > 0 ? fmt::format("{:.1f}", *us / row->floor_us) : std::string("—");
+      };
+      out += fmt::format(
+          "| {} | {} | {} | {:.0f}% | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} / {} |\n",
+          md_escape(row->layer), md_escape(describe(row->problem)), row->count, row->zero_fraction * 100,
+          md_or_dash(us_cell(best_us(*row))), best ? md_escape(route_label(row->cudnn[*best])) : "—",
+          md_or_dash(us_cell(ours_us(*row))), md_escape(kernel), ratio ? fmt::format("{:.2f}×", *ratio) : "—",
+          gemm_ratio ? fmt::format("{:.2f}×", *gemm_ratio) : "—", to_string(mode), floor_text(),
+          over_floor(best_us(*row)), over_floor(ours_us(*row)), best ? error_text(row->cudnn[*best].error) : "—",
+          error_text(row->ours.error), energy_text(row->cudnn_energy_mj), energy_text(row->ours.energy_mj));
       if (ratio) {
         ++compared;
         graph_rows += mode == HeadlineMode::graph;
         log_sum += std::log(*ratio);
         cudnn_total += row->count * *best_us(*row);
         ours_total += row->count * *ours_us(*row);
+        floor_total += row->count * row->floor_us;
         if (row->cudnn_energy_mj && row->ours.energy_mj) {
           cudnn_energy_total += row->count * *row->cudnn_energy_mj;
           ours_energy_total += row->count * *row->ours.energy_mj;
@@ -421,6 +446,10 @@ std::string report_markdown(const BenchReport& report) {
           "Network total, Σ count × time over the same layers: cuDNN {:.2f} µs, ours {:.2f} µs, cuDNN ÷ ours "
           "{:.2f}× ({}).\n",
           cudnn_total, ours_total, cudnn_total / ours_total, modes);
+      if (floor_total > 0)
+        out += fmt::format("Roofline floor of the same layers, Σ count × floor: {:.2f} µs; cuDNN at {:.1f}× it, ours at "
+                           "{:.1f}×.\n",
+                           floor_total, cudnn_total / floor_total, ours_total / floor_total);
       if (energy_complete && ours_energy_total > 0)
         out += fmt::format("Network energy, Σ count × energy per call: cuDNN {:.3f} mJ, ours {:.3f} mJ.\n",
                            cudnn_energy_total, ours_energy_total);

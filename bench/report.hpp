@@ -77,6 +77,8 @@ struct BenchRow {
   int buffer_sets = 1;            // sets rotated while timing (1: warm, or one set already exceeds 2 x L2)
   std::string activation;         // the input both sides ran on: "dense random", "blob sparse, 70% zeros"
   double zero_fraction = 0;       // of that activation, counted
+  double floor_us = 0;            // the roofline floor on the GPU (generator/analysis.hpp); 0 when unknown
+  double winograd_floor_us = 0;   // the same with Winograd's reduced multiplies; 0 where it does not apply
   std::vector<CudnnEntry> cudnn;  // every route, in the order cuDNN's routes were listed
   OursEntry ours;
   std::optional<double> cudnn_energy_mj;  // per call, of the best cuDNN route

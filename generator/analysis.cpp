@@ -11,6 +11,14 @@
 
 namespace convgen {
 
+double winograd_flop_reduction(const Problem& p) {
+  const bool unit = p.stride == Dims3{1, 1, 1} && p.dilation == Dims3{1, 1, 1};
+  if (!unit || p.filter.h != 3 || p.filter.w != 3) return 0;
+  if (p.filter.d == 1) return 144.0 / 36;    // F(4x4, 3x3): 16 outputs x 9 taps against a 6x6 tile
+  if (p.filter.d == 3) return 1728.0 / 216;  // F(4x4x4, 3x3x3): 64 x 27 against 6x6x6
+  return 0;
+}
+
 LayerAnalysis analyze_layer(const Layer& layer, const Gpu& gpu) {
   const Problem& p = layer.problem;
   if (const std::string reason = validate(p); !reason.empty())
@@ -26,6 +34,8 @@ LayerAnalysis analyze_layer(const Layer& layer, const Gpu& gpu) {
   const double byte_count = static_cast<double>(min_bytes(p));
   const double compute_us = flop_count / peak * 1e6;
   const double memory_us = byte_count / (gpu.dram_bandwidth_gbs * 1e9) * 1e6;
+  const double reduction = winograd_flop_reduction(p);
+  const double winograd_flops = reduction > 0 ? flop_count / reduction : 0;
   return {
       .name = layer.name,
       .problem = p,
@@ -35,6 +45,8 @@ LayerAnalysis analyze_layer(const Layer& layer, const Gpu& gpu) {
       .intensity = flop_count / byte_count,
       .floor_us = std::max(compute_us, memory_us),
       .compute_bound = compute_us >= memory_us,
+      .winograd_flops = winograd_flops,
+      .winograd_floor_us = reduction > 0 ? std::max(winograd_flops / peak * 1e6, memory_us) : 0,
   };
 }
 
@@ -135,6 +147,7 @@ std::string analysis_to_json(const NetworkAnalysis& analysis, const Gpu& gpu) {
         {"intensity", a.intensity},
         {"floor_us", a.floor_us},
         {"bound", a.compute_bound ? "compute" : "memory"},
+        {"winograd_floor_us", a.winograd_floor_us > 0 ? nlohmann::json(a.winograd_floor_us) : nlohmann::json(nullptr)},
     });
     total_count += a.count;
   }

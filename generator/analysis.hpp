@@ -21,6 +21,11 @@ struct LayerAnalysis {
   double intensity = 0;        // FLOP per byte
   double floor_us = 0;         // max(flops / peak FLOP/s of the precision, bytes / DRAM bandwidth)
   bool compute_bound = false;  // the compute time is the larger of the two
+  // Winograd's floor, stated separately (0 where it does not apply: only 3x3 and 3x3x3, stride 1, dilation 1):
+  // the same bound with the multiplies of F(4x4, 3x3) — 36 per 16 outputs instead of 144, 4x fewer (3-D:
+  // F(4x4x4, 3x3x3), 8x fewer) — transforms not counted, so no Winograd kernel beats it either.
+  double winograd_flops = 0;
+  double winograd_floor_us = 0;
   bool operator==(const LayerAnalysis&) const = default;
 };
 
@@ -37,6 +42,10 @@ struct NetworkAnalysis {
 // Analyzes one layer on `gpu`. Throws InputError when the GPU lacks the peak rate of the layer's precision or its
 // DRAM bandwidth, or the problem is invalid.
 LayerAnalysis analyze_layer(const Layer& layer, const Gpu& gpu);
+
+// The factor by which Winograd F(4x4, 3x3) (F(4x4x4, 3x3x3) in 3-D) cuts a problem's multiplies: 4 (8), or 0 when
+// it does not apply (other filter sizes, stride or dilation not 1).
+double winograd_flop_reduction(const Problem& p);
 
 // Analyzes every layer of a suite and sums the count-weighted totals.
 //   NetworkAnalysis a = analyze(load_suite("shapes/resnet50.csv"), gpu);

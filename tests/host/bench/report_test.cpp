@@ -102,7 +102,8 @@ BenchReport sample_report() {
                  .math = "strict_fp32",
                  .buffer_sets = 11,
                  .activation = "blob sparse, 70% zeros",
-                 .zero_fraction = 0.7001};
+                 .zero_fraction = 0.7001,
+                 .floor_us = 2.5};
   conv1.problem.act_sparsity = 0.7;
   conv1.cudnn = {legacy("IMPLICIT_GEMM"),
                  legacy("WINOGRAD_NONFUSED"),
@@ -127,7 +128,7 @@ BenchReport sample_report() {
                  .count = 3,
                  .problem = conv2d(64, 64, 56, 3, 1, 1),
                  .math = "strict_fp32",
-                 .buffer_sets = 29};
+                 .buffer_sets = 29, .floor_us = 2, .winograd_floor_us = 0.6};
   conv2.cudnn = {legacy("IMPLICIT_GEMM"),
                  legacy("WINOGRAD_NONFUSED"),
                  {.route = "graph", .algo = "engine 3 [heur_a #0, all]", .knobs = "TILE_SIZE=2,SPLIT_K=1"}};

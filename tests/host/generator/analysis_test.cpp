@@ -35,6 +35,23 @@ TEST(Analysis, KnownLayerHasItsFlopsBytesAndComputeFloor) {
   EXPECT_EQ(a.name, "conv2_3x3");
 }
 
+TEST(Analysis, WinogradFloorOnlyWhereWinogradApplies) {
+  const LayerAnalysis a = analyze_layer(conv3x3, test_gpu);
+  EXPECT_EQ(winograd_flop_reduction(conv3x3.problem), 4);
+  EXPECT_EQ(a.winograd_flops, 231211008.0 / 4);
+  EXPECT_DOUBLE_EQ(a.winograd_floor_us, 231211008.0 / 4 / 60e12 * 1e6);  // 0.96 us compute, still above memory
+  EXPECT_EQ(analyze_layer(conv1x1, test_gpu).winograd_floor_us, 0);
+  Problem strided = conv3x3.problem;
+  strided.stride = {1, 2, 2};
+  EXPECT_EQ(winograd_flop_reduction(strided), 0);
+  Problem volume = conv3x3.problem;
+  volume.filter = {3, 3, 3};
+  volume.input = {8, 16, 16};
+  volume.padding = {1, 1, 1};
+  volume.layout = Layout::ncdhw;
+  EXPECT_EQ(winograd_flop_reduction(volume), 8);
+}
+
 TEST(Analysis, LowIntensityLayerIsMemoryBound) {
   const LayerAnalysis a = analyze_layer(conv1x1, test_gpu);
   EXPECT_EQ(a.flops, 2.0 * 256 * 64 * 56 * 56);
