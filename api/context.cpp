@@ -122,7 +122,7 @@ std::shared_ptr<const ConvOp> ConvContext::Impl::from_cost_model(const Problem& 
     if (candidate.status != MeasurementStatus::ok) continue;                       // did not compile
     const BuiltKernel kernel = build_kernel(problem, candidate.spec, gpu, cache);  // a JIT cache hit
     try {
-      const Verification v = verify_on_gpu(kernel);
+      const Verification v = verify_on_gpu(kernel, expected_inputs(problem));
       if (v.passed) return load(kernel, ChosenBy::cost_model);
       failures.push_back(v.failure);
     } catch (const ApiError& e) {  // e.g. refused for resources the model did not foresee

@@ -146,7 +146,8 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
 
   stage("making the inputs and the float64 reference");
   const TensorSource activation = options_.activation ? *options_.activation : expected_activation(p, options_.pattern);
-  ConvMeasurement measurement(p, {.activation = activation, .filter = options_.filter, .seed = seed}, row.buffer_sets);
+  const TensorSource filter = options_.filter ? *options_.filter : expected_filter(p);
+  ConvMeasurement measurement(p, {.activation = activation, .filter = filter, .seed = seed}, row.buffer_sets);
   row.activation = describe(activation);
   row.zero_fraction = zero_fraction(measurement.inputs().activation);
   Stream stream;

@@ -35,7 +35,7 @@ struct BenchOptions {
   // layer's expected one (expected_activation: dense, or its act_sparsity with zeros in `pattern`).
   std::optional<TensorSource> activation;
   SparsityPattern pattern = SparsityPattern::blob;
-  TensorSource filter = DenseRandom{};
+  std::optional<TensorSource> filter;  // none: the problem's own (expected_filter)
 };
 
 // Samples per route in the screening round.

@@ -1,6 +1,7 @@
 // problem: derived sizes, validation and the canonical key of a convolution problem.
 #include "convgen/problem.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <vector>
@@ -118,14 +119,15 @@ std::string problem_key(const Problem& p) {
                      p.input.d, p.input.h, p.input.w, p.filter.d, p.filter.h, p.filter.w, p.stride.d, p.stride.h,
                      p.stride.w, p.padding.d, p.padding.h, p.padding.w, p.dilation.d, p.dilation.h, p.dilation.w,
                      p.groups, p.layout, p.precision) +
-         (zeros != 0 ? fmt::format("_z{}", zeros) : std::string());
+         (zeros != 0 ? fmt::format("_z{}", zeros) : std::string()) +
+         (p.weights.pattern.empty() ? std::string() : "_w" + p.weights.pattern);
 }
 
 Problem parse_problem_key(std::string_view key) {
   const auto tokens = split(key, '_');
-  if (tokens.size() != 11 && tokens.size() != 12)
+  if (tokens.size() < 11 || tokens.size() > 13)
     throw InputError(
-        fmt::format("problem key '{}': expected 11 or 12 fields separated by '_', got {}", key, tokens.size()));
+        fmt::format("problem key '{}': expected 11 to 13 fields separated by '_', got {}", key, tokens.size()));
   const auto field = [&](int i, char prefix) {
     if (tokens[i].empty() || tokens[i][0] != prefix)
       throw InputError(fmt::format("problem key '{}': field {} must start with '{}', got '{}'", key, i + 1, prefix,
@@ -153,13 +155,28 @@ Problem parse_problem_key(std::string_view key) {
                                  enum_choices<Precision>()));
   p.layout = *layout;
   p.precision = *precision;
-  if (tokens.size() == 12) {
-    const int zeros = parse_int(field(11, 'z'), key);
+  // Then the optional sparsity bucket "z<percent>" and filter pattern "w<16 hex digits>", in that order.
+  std::size_t next = 11;
+  if (next < tokens.size() && !tokens[next].empty() && tokens[next][0] == 'z') {
+    const int zeros = parse_int(field(static_cast<int>(next), 'z'), key);
     if (zeros <= 0 || zeros > 100 || zeros % 5 != 0)
       throw InputError(fmt::format("problem key '{}': sparsity bucket '{}' must be a multiple of 5 in 5..100", key,
-                                   tokens[11]));
+                                   tokens[next]));
     p.act_sparsity = zeros / 100.0;
+    ++next;
   }
+  if (next < tokens.size()) {
+    const std::string_view pattern = field(static_cast<int>(next), 'w');
+    if (pattern.size() != 16 || pattern.find_first_not_of("0123456789abcdef") != std::string_view::npos)
+      throw InputError(fmt::format("problem key '{}': filter pattern '{}' must be 'w' and 16 lowercase hex digits",
+                                   key, tokens[next]));
+    p.weights.pattern = std::string(pattern);
+    ++next;
+  }
+  if (next != tokens.size())
+    throw InputError(fmt::format("problem key '{}': unexpected field '{}' after the precision (expected z<bucket> "
+                                 "then w<pattern>)",
+                                 key, tokens[next]));
   return p;
 }
 
@@ -189,6 +206,13 @@ std::string describe(const Problem& p) {
   }
   text += fmt::format(", n{}", p.n);
   if (p.act_sparsity != 0) text += fmt::format(", {:.0f}% zeros", p.act_sparsity * 100);
+  if (p.weights.values) {
+    const auto zeros = std::count(p.weights.values->begin(), p.weights.values->end(), 0.0f);
+    text += fmt::format(", its filter ({:.0f}% zeros)", 100.0 * static_cast<double>(zeros) /
+                                                          static_cast<double>(std::max<std::size_t>(1, p.weights.values->size())));
+  } else if (!p.weights.pattern.empty()) {
+    text += fmt::format(", filter pattern {}", p.weights.pattern);
+  }
   return text;
 }
 

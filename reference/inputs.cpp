@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "convgen/hash.hpp"
+
 #include "convgen/error.hpp"
 #include "reference/reference.hpp"
 
@@ -139,13 +141,6 @@ void zero_by_pattern(HostTensor& tensor, const Planes& planes, const SparseRando
   }
 }
 
-// FNV-1a, 64 bits: small, stable across platforms, enough to tell data sets apart.
-std::uint64_t fnv1a(std::uint64_t hash, const void* data, std::size_t size) {
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
-  return hash;
-}
-constexpr std::uint64_t kFnvBasis = 0xcbf29ce484222325ull;
 
 std::string canonical(const TensorSource& source, std::uint64_t seed) {
   if (std::holds_alternative<DenseRandom>(source)) return fmt::format("dense;seed={}", seed);
@@ -159,6 +154,19 @@ std::string canonical(const TensorSource& source, std::uint64_t seed) {
 TensorSource expected_activation(const Problem& p, SparsityPattern pattern) {
   if (p.act_sparsity == 0) return DenseRandom{};
   return SparseRandom{pattern, p.act_sparsity};
+}
+
+TensorSource expected_filter(const Problem& p) {
+  if (p.weights.pattern.empty()) return DenseRandom{};
+  if (!p.weights.values)
+    throw InputError(fmt::format("problem {} carries filter pattern {} but not its values: give the filter "
+                                 "(--weights DIR, --weight-sparsity, or with_weights)",
+                                 problem_key(p), p.weights.pattern));
+  return GivenTensor{std::make_shared<const HostTensor>(HostTensor::from_floats(storage_type(p.precision), *p.weights.values))};
+}
+
+ConvInputs expected_inputs(const Problem& p, SparsityPattern pattern, std::uint64_t seed) {
+  return {.activation = expected_activation(p, pattern), .filter = expected_filter(p), .seed = seed};
 }
 
 std::uint64_t tensor_seed(TensorRole role, std::uint64_t seed) {

@@ -68,6 +68,14 @@ struct ConvInputs {
 // zeros in `pattern` (blob by default: zeros clustered as ReLU leaves them).
 TensorSource expected_activation(const Problem& p, SparsityPattern pattern = SparsityPattern::blob);
 
+// The filter a problem expects: its own values (problem.weights, converted to the problem's type) when it carries
+// them, else dense random. Throws InputError when it carries only a pattern (a key parsed back): the kernels that
+// bake the pattern need the values it came from.
+TensorSource expected_filter(const Problem& p);
+
+// Both: the inputs a problem expects (expected_activation with `pattern`, expected_filter), drawn from `seed`.
+ConvInputs expected_inputs(const Problem& p, SparsityPattern pattern = SparsityPattern::blob, std::uint64_t seed = 1);
+
 // The seed of one tensor of a ConvInputs: the activation's is `seed`, the filter's `seed ^ 0x9e3779b97f4a7c15`.
 std::uint64_t tensor_seed(TensorRole role, std::uint64_t seed);
 

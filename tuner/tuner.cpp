@@ -235,7 +235,8 @@ TuneResult Tuner::tune(const Problem& problem, const TuneOptions& options) {
     TimingOptions timing = options.timing;
     timing.buffer_sets = buffer_sets_to_defeat_l2(buffer_set_bytes(p), gpu_.l2_bytes, options.warm);
     const TensorSource activation = options.activation ? *options.activation : expected_activation(p, options.pattern);
-    ConvMeasurement measurement(p, {.activation = activation, .filter = options.filter, .seed = options.seed},
+    const TensorSource filter = options.filter ? *options.filter : expected_filter(p);
+    ConvMeasurement measurement(p, {.activation = activation, .filter = filter, .seed = options.seed},
                                 timing.buffer_sets);
     Stream stream;
     const Nvml* nvml = Nvml::open(device_);

@@ -47,7 +47,8 @@ struct TuneOptions {
   // No activation: the problem's expected one (expected_activation: dense, or its act_sparsity in `pattern`).
   std::optional<TensorSource> activation;
   SparsityPattern pattern = SparsityPattern::blob;
-  TensorSource filter = DenseRandom{};
+  // No filter: the problem's own (expected_filter: its weights, else dense random).
+  std::optional<TensorSource> filter;
 };
 
 struct CandidateOutcome {

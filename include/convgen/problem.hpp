@@ -3,7 +3,9 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "convgen/enum_names.hpp"
 
@@ -62,6 +64,18 @@ struct Dims3 {
   bool operator==(const Dims3&) const = default;
 };
 
+// A problem's own filter, where one was given (`--weights`, `--weight-sparsity`, `with_weights`): weight-sparse
+// kernels bake its nonzero pattern into their code. Equal when the patterns are equal.
+struct ProblemWeights {
+  // 16 hex digits hashing the filter's shape and the positions of its nonzeros (weight_pattern_hash,
+  // convgen/weights.hpp); "" when the problem has no filter of its own.
+  std::string pattern;
+  // fp32 values in the problem's filter layout (K C/g T R S, or K T R S C/g for channels-last); null when only
+  // the pattern is known (a problem key parsed back).
+  std::shared_ptr<const std::vector<float>> values;
+  bool operator==(const ProblemWeights& other) const { return pattern == other.pattern; }
+};
+
 // One forward convolution. Every problem is held as 3-D: a 2-D problem has d = t = 1, stride.d = dilation.d = 1
 // and padding.d = 0, a 1-D problem also has h = r = 1. Derived sizes are functions below, never fields.
 struct Problem {
@@ -80,6 +94,8 @@ struct Problem {
   // decides which kernel is best (activation-sparse kernels skip zeros), so the tuner measures on inputs of this
   // sparsity and the problem key carries its bucket (act_sparsity_bucket).
   double act_sparsity = 0;
+  // The filter, where the problem carries one: part of the key (its pattern), since kernels may bake it.
+  ProblemWeights weights;
   bool operator==(const Problem&) const = default;
 };
 
@@ -109,8 +125,9 @@ std::int64_t min_bytes(const Problem& p);
 std::string validate(const Problem& p);
 
 // Returns the canonical problem key, e.g. "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32", with
-// "_z<bucket>" appended when the act_sparsity bucket is not 0 ("..._nchw_fp32_z50"). It encodes every field (the
-// sparsity as its bucket) and parses back with parse_problem_key (act_sparsity = bucket / 100).
+// "_z<bucket>" appended when the act_sparsity bucket is not 0 ("..._nchw_fp32_z50") and "_w<pattern>" when the
+// problem carries a filter. It encodes every field (the sparsity as its bucket, the filter as its pattern) and
+// parses back with parse_problem_key (act_sparsity = bucket / 100; weights with the pattern and no values).
 std::string problem_key(const Problem& p);
 
 // Parses a key written by problem_key; throws InputError naming what was wrong.

@@ -14,6 +14,9 @@
 
 #include "bench/provenance.hpp"
 #include "convgen/error.hpp"
+#include "convgen/weights.hpp"
+#include "reference/npy.hpp"
+#include "reference/pruning.hpp"
 #include "generator/embedded_templates.hpp"
 #include "generator/gpu_json.hpp"
 #include "generator/importers.hpp"
@@ -104,6 +107,44 @@ void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity)
   cmd->add_option("--act-sparsity", act_sparsity,
                   "Expected zero fraction of every layer's activation, in [0, 1] (default: the shapes file's "
                   "act_sparsity column, else 0): sparse kernels are chosen and tuned for it");
+}
+
+void add_weight_options(CLI::App* cmd, WeightOptions& weights) {
+  CLI::Option* dir = cmd->add_option("--weights", weights.dir,
+                                     "Folder with each layer's filter as <layer>.npy (float32, in the layer's filter "
+                                     "layout: K C R S, or K R S C for channels-last): kernels may bake its pattern");
+  CLI::Option* sparsity = cmd->add_option(
+      "--weight-sparsity", weights.sparsity,
+      "Give every layer seeded random weights, magnitude-pruned per output channel to this zero fraction in [0, 1]");
+  dir->excludes(sparsity);
+  if (cmd->get_option_no_throw("--seed") == nullptr)
+    cmd->add_option("--seed", weights.seed, "Seed of the weights --weight-sparsity makes")->capture_default_str();
+}
+
+Suite with_layer_weights(const Suite& suite, const WeightOptions& weights) {
+  if (weights.dir.empty() && !weights.sparsity) return suite;
+  Suite out = suite;
+  for (Layer& layer : out.layers) {
+    Problem& p = layer.problem;
+    if (weights.sparsity) {
+      p = with_weights(p, pruned_random_filter(p, *weights.sparsity, weights.seed));
+      continue;
+    }
+    const std::filesystem::path file = std::filesystem::path(weights.dir) / (layer.name + ".npy");
+    const FilterShape shape = filter_shape(p);
+    const std::string context = fmt::format("the filter of layer '{}' ({}), shape {}", layer.name, describe(p),
+                                            describe(shape));
+    NpyArray array;
+    try {
+      array = read_npy(file);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}; expected {}", e.what(), context));
+    }
+    if (array.shape != shape.dims)
+      throw InputError(fmt::format("{}: shape ({}), expected {}", file.string(), fmt::join(array.shape, ", "), context));
+    p = with_weights(p, std::move(array.values), file.string());
+  }
+  return out;
 }
 
 std::optional<std::filesystem::path> data_root() {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <cstdint>
+
 #include <CLI/CLI.hpp>
 
 #include "convgen/gpu.hpp"
@@ -34,6 +36,22 @@ Suite select_layers(const Suite& suite, int batch, const std::string& layer_filt
 
 // Adds --act-sparsity Z: the zero fraction every layer's activation is expected to have, in [0, 1].
 void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity);
+
+// The layers' own filters: read from DIR/<layer>.npy (float32 in the layer's filter layout), or made: seeded
+// random weights magnitude-pruned per output channel to a zero fraction. Neither: no layer carries a filter.
+struct WeightOptions {
+  std::string dir;
+  std::optional<double> sparsity;
+  std::uint64_t seed = 1;
+};
+
+// Adds --weights DIR and --weight-sparsity Z (exclusive), and --seed N when the command has no --seed of its own
+// (a command with one passes its value to with_layer_weights).
+void add_weight_options(CLI::App* cmd, WeightOptions& weights);
+
+// Returns the suite with every layer carrying its filter as `weights` says (unchanged when it says nothing).
+// Throws InputError naming the file and what was expected: a missing file, a wrong dtype or shape, NaN or Inf.
+Suite with_layer_weights(const Suite& suite, const WeightOptions& weights);
 
 // Returns $CONVGEN_DATA_ROOT when set: a folder with gpus/ and shapes/ whose files win over the copies embedded
 // in the binary (cmake: tools/convgen/CMakeLists.txt) when resolving short names like "h100_sxm". The binary knows

@@ -72,6 +72,7 @@ void add_analyze_command(CLI::App& app) {
     std::string shapes, gpu = "h100_sxm", json, db;
     int batch = 0;
     std::optional<double> act_sparsity;
+    WeightOptions weights;
     bool candidates = false;
   };
   auto opts = std::make_shared<Options>();
@@ -82,6 +83,7 @@ void add_analyze_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
   add_act_sparsity_option(cmd, opts->act_sparsity);
+  add_weight_options(cmd, opts->weights);
   cmd->add_option("--json", opts->json, "Also write the analysis as JSON to this file");
   cmd->add_flag("--candidates", opts->candidates,
                 "Also list, per layer, every family's candidates ranked by the cost model's predicted time (with "
@@ -90,7 +92,8 @@ void add_analyze_command(CLI::App& app) {
                   "With --candidates: predict with this tuning database's calibration for the GPU (default: the "
                   "model's default coefficients)");
   cmd->callback([opts] {
-    const Suite suite = select_layers(load_shapes(opts->shapes), opts->batch, "", opts->act_sparsity);
+    const Suite suite =
+        with_layer_weights(select_layers(load_shapes(opts->shapes), opts->batch, "", opts->act_sparsity), opts->weights);
     const Gpu gpu = load_gpu_descriptor(opts->gpu, true);
     const NetworkAnalysis analysis = analyze(suite, gpu);
     fmt::print("{} on {} ({})\n", suite.name, gpu.name, gpu.arch);

@@ -25,6 +25,7 @@ struct Options {
   std::vector<std::string> families;
   std::vector<double> act_sparsity;  // zero fractions of every layer's activation; empty: the shapes file's
   std::string pattern = "blob";
+  WeightOptions weights;
   bool warm = false;
   int samples = kProtocolSamples, calls = kProtocolCallsPerSample, candidates = 3, finalists = 8;
   std::uint64_t seed = 1;
@@ -34,7 +35,9 @@ void write_reports(const Options& opts, const BenchOptions& options, const Suite
                    const std::string& suffix);
 
 void run_bench_command(const Options& opts, const std::string& command_line) {
-  const Suite file_suite = select_layers(load_shapes(opts.shapes), 0, opts.layer);
+  WeightOptions weights = opts.weights;
+  weights.seed = opts.seed;
+  const Suite file_suite = with_layer_weights(select_layers(load_shapes(opts.shapes), 0, opts.layer), weights);
   BenchOptions options{.batches = opts.batches, .warm = opts.warm, .candidates_per_family = opts.candidates,
                        .finalists = opts.finalists,
                        .seed = opts.seed};
@@ -157,7 +160,9 @@ void add_bench_command(CLI::App& app) {
                   "cuDNN routes (fastest in a 3-sample screening round) taken to the full protocol; 0: all")
       ->capture_default_str();
   cmd->add_option("--db", opts->db, "Tuning database whose best kernels join ours (default: the user's, if it exists)");
-  cmd->add_option("--seed", opts->seed, "Random seed of the inputs")->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "Random seed of the inputs (and of --weight-sparsity's weights)")
+      ->capture_default_str();
+  add_weight_options(cmd, opts->weights);
   cmd->callback([opts] { run_bench_command(*opts, invocation()); });
 }
 

@@ -22,6 +22,7 @@ struct Options {
   std::vector<std::string> gpus;
   int batch = 0;
   std::optional<double> act_sparsity;
+  WeightOptions weights;
   unsigned jobs = 0;
   bool no_cache = false;
 };
@@ -40,7 +41,8 @@ void run_emit_lib(const Options& opts) {
     throw InputError("--fallback: only with --db (without a database every kernel is the default choice)");
   check_library_name(opts.name);
   const auto start = std::chrono::steady_clock::now();
-  const Suite suite = select_layers(load_shapes(opts.shapes), opts.batch, "", opts.act_sparsity);
+  const Suite suite =
+      with_layer_weights(select_layers(load_shapes(opts.shapes), opts.batch, "", opts.act_sparsity), opts.weights);
   std::vector<Gpu> gpus;
   for (const std::string& g : opts.gpus) gpus.push_back(load_gpu_descriptor(g, false));
 
@@ -111,6 +113,7 @@ void add_emit_lib_command(CLI::App& app) {
       ->check(CLI::IsMember({"default"}));
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
   add_act_sparsity_option(cmd, opts->act_sparsity);
+  add_weight_options(cmd, opts->weights);
   cmd->add_option("--jobs", opts->jobs, "Parallel compiles (0: one per core)");
   cmd->add_flag("--no-cache", opts->no_cache, "Do not read or write the on-disk JIT cache");
   cmd->callback([opts] { run_emit_lib(*opts); });

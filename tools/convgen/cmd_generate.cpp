@@ -19,6 +19,7 @@ struct Options {
   std::string shapes, gpu = "h100_sxm", out = "generated", layer, kernel;
   int batch = 0;
   std::optional<double> act_sparsity;
+  WeightOptions weights;
   unsigned jobs = 0;
   bool all = false, no_cache = false;
 };
@@ -54,7 +55,8 @@ nlohmann::json manifest_entry(const Layer& layer, const BuiltKernel& k, const st
 }
 
 void run_generate(const Options& opts) {
-  const Suite suite = select_layers(load_shapes(opts.shapes), opts.batch, opts.layer, opts.act_sparsity);
+  const Suite suite =
+      with_layer_weights(select_layers(load_shapes(opts.shapes), opts.batch, opts.layer, opts.act_sparsity), opts.weights);
   const Gpu gpu = load_gpu_descriptor(opts.gpu, false);
 
   // One request per (layer, kernel): the default choice, a named kernel, or every candidate of every family.
@@ -134,6 +136,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--out", opts->out, "Output folder")->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
   add_act_sparsity_option(cmd, opts->act_sparsity);
+  add_weight_options(cmd, opts->weights);
   cmd->add_option("--layer", opts->layer, "Only this layer");
   cmd->add_option("--kernel", opts->kernel, "Use this kernel (canonical name) instead of the default choice");
   cmd->add_flag("--all", opts->all, "Emit every candidate configuration of every family, not only the default");

@@ -17,6 +17,7 @@ struct Options {
   std::string shapes, layer, problem, kernel, gpu = "live";
   int batch = 0;
   std::optional<double> act_sparsity;
+  WeightOptions weights;
   std::string pattern = "blob";
   std::uint64_t seed = 1;
   bool all_layers = false;
@@ -30,8 +31,7 @@ bool run_layer(const Layer& layer, const Options& opts, const Gpu& gpu, JitCache
   if (!pattern)
     throw InputError(fmt::format("--sparsity-pattern: unknown '{}', expected one of {}", opts.pattern,
                                  enum_choices<SparsityPattern>()));
-  const TensorSource activation = expected_activation(layer.problem, *pattern);
-  const Verification v = verify_on_gpu(kernel, {.activation = activation, .seed = opts.seed});
+  const Verification v = verify_on_gpu(kernel, expected_inputs(layer.problem, *pattern, opts.seed));
   const auto& r = kernel.cubin.report;
   fmt::print("{} ({})\n  kernel {}: {} registers, {} B spilled, {} B static smem\n", layer.name,
              describe(layer.problem), kernel.source.entry, r.registers, r.spill_store_bytes, r.smem_bytes);
@@ -51,7 +51,10 @@ void run_run(const Options& opts) {
   } else if (!opts.shapes.empty()) {
     if (opts.layer.empty() && !opts.all_layers)
       throw InputError("run: give --layer NAME (or --all-layers) with --shapes");
-    suite = select_layers(load_shapes(opts.shapes), opts.batch, opts.layer, opts.act_sparsity);
+    WeightOptions weights = opts.weights;
+    weights.seed = opts.seed;
+    suite = with_layer_weights(select_layers(load_shapes(opts.shapes), opts.batch, opts.layer, opts.act_sparsity),
+                               weights);
   } else {
     throw InputError("run: give --shapes FILE with --layer NAME, or --problem KEY");
   }
@@ -80,7 +83,9 @@ void add_run_command(CLI::App& app) {
   add_act_sparsity_option(cmd, opts->act_sparsity);
   cmd->add_option("--sparsity-pattern", opts->pattern, "Where the activation's zeros lie: uniform, channel or blob")
       ->capture_default_str();
-  cmd->add_option("--seed", opts->seed, "Random seed of the inputs")->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "Random seed of the inputs (and of --weight-sparsity's weights)")
+      ->capture_default_str();
+  add_weight_options(cmd, opts->weights);
   cmd->callback([opts] { run_run(*opts); });
 }
 

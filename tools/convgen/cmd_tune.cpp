@@ -60,6 +60,7 @@ struct TuneArgs {
   std::vector<int> batches;
   std::string layer, gpus = "0", db, out, record, pattern = "blob";
   std::optional<double> act_sparsity;
+  WeightOptions weights;
   int budget = 10, samples = 10, calls = 10;
   bool warm = false, force = false, no_graph = false, graph = false;
   std::uint64_t seed = 1;
@@ -79,7 +80,9 @@ std::vector<Job> jobs_of(const TuneArgs& a) {
   std::vector<Job> jobs;
   const std::vector<int> batches = a.batches.empty() ? std::vector<int>{0} : a.batches;
   for (const std::string& file : a.shapes) {
-    const Suite suite = select_layers(load_shapes(file), 0, a.layer, a.act_sparsity);
+    WeightOptions weights = a.weights;
+    weights.seed = a.seed;
+    const Suite suite = with_layer_weights(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity), weights);
     for (int batch : batches)
       for (const Layer& layer : suite.layers) {
         Problem p = layer.problem;
@@ -179,7 +182,9 @@ void run_tune_study(const TuneArgs& a) {
   StudyReport report{.gpu = describe_gpu(gpu), .command_line = invocation(), .options = options};
   ThreadPool pool;
   for (const std::string& file : a.shapes) {
-    const Suite suite = select_layers(load_shapes(file), 0, a.layer);
+    WeightOptions weights = a.weights;
+    weights.seed = a.seed;
+    const Suite suite = with_layer_weights(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity), weights);
     Progress progress(fmt::format("tune-study {}", suite.name),
                       suite.layers.size() * std::max<std::size_t>(1, a.batches.size()));
     const std::vector<StudyLayer> rows =
@@ -205,6 +210,7 @@ void add_common_options(CLI::App* cmd, TuneArgs& a) {
   cmd->add_option("--calls", a.calls, "Calls per timing sample")->capture_default_str();
   cmd->add_option("--seed", a.seed, "Seed of the verification inputs")->capture_default_str();
   add_act_sparsity_option(cmd, a.act_sparsity);
+  add_weight_options(cmd, a.weights);
 }
 
 }  // namespace

@@ -118,7 +118,7 @@ TEST(Problem, KeysRoundTripIn1d2dAnd3d) {
 
 TEST(Problem, KeyWithTooFewFieldsIsRejected) {
   EXPECT_EQ(input_error([] { parse_problem_key("n1_c64_k64"); }),
-            "problem key 'n1_c64_k64': expected 11 or 12 fields separated by '_', got 3");
+            "problem key 'n1_c64_k64': expected 11 to 13 fields separated by '_', got 3");
 }
 
 TEST(Problem, KeyCarriesTheSparsityBucketOnlyWhenNotZero) {

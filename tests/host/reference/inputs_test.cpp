@@ -67,7 +67,9 @@ TEST(Inputs, NonzeroValuesAreTheDenseOnes) {
   const HostTensor dense = make_tensor(p, TensorRole::activation, DenseRandom{}, 9);
   const HostTensor sparse = activation(p, SparsityPattern::blob, 0.6, 9);
   for (std::int64_t i = 0; i < dense.size(); ++i) {
-    if (sparse.get(i) != 0.0f) ASSERT_EQ(sparse.get(i), dense.get(i)) << i;
+    if (sparse.get(i) != 0.0f) {
+      ASSERT_EQ(sparse.get(i), dense.get(i)) << i;
+    }
   }
 }
 

@@ -143,5 +143,50 @@ TEST(Cli, ShortGpuAndShapesNamesResolveWithoutASourceTree) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Cli, WeightsFromNpyFilesAreCheckedAndMadeFiltersArePruned) {
+  const auto dir = std::filesystem::temp_directory_path() / "convgen_cli_weights";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto csv = dir / "two.csv";
+  std::ofstream(csv) << "name,n,c,k,h,w,r,s,pad\na,1,4,2,6,6,3,3,1\nb,1,2,3,6,6,1,1,0\n";
+  // No file for layer a.
+  Result r = run_convgen("analyze --gpu h100_sxm --shapes " + csv.string() + " --weights " + dir.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find((dir / "a.npy").string() + ": no such file (expected a float32 .npy file); expected the "
+                          "filter of layer 'a'"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("shape (2, 4, 3, 3) (K, C, R, S)"), std::string::npos) << r.output;
+  // a.npy with the wrong shape, as numpy would write it.
+  const auto write = [&](const std::string& name, const std::string& shape, int count) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
+    header.append(118 - header.size() - 1, ' ');
+    header += '\n';
+    std::ofstream out(dir / name, std::ios::binary);
+    out << std::string("\x93NUMPY\x01\x00", 8) << static_cast<char>(header.size()) << '\0' << header;
+    for (int i = 0; i < count; ++i) {
+      const float v = i % 2 == 0 ? 0.0f : 0.25f;
+      out.write(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+  };
+  write("a.npy", "2, 3, 3, 4", 72);
+  r = run_convgen("analyze --gpu h100_sxm --shapes " + csv.string() + " --weights " + dir.string());
+  EXPECT_NE(r.output.find((dir / "a.npy").string() + ": shape (2, 3, 3, 4), expected the filter of layer 'a'"),
+            std::string::npos)
+      << r.output;
+  write("a.npy", "2, 4, 3, 3", 72);
+  write("b.npy", "3, 2, 1, 1", 6);
+  r = run_convgen("analyze --gpu h100_sxm --shapes " + csv.string() + " --weights " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("its filter (50% zeros)"), std::string::npos) << r.output;
+  r = run_convgen("analyze --gpu h100_sxm --shapes " + csv.string() + " --weight-sparsity 0.9");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("its filter (89% zeros)"), std::string::npos) << r.output;  // round(0.9 x 36) = 32 of 36
+  r = run_convgen("analyze --gpu h100_sxm --shapes " + csv.string() + " --weight-sparsity 0.9 --weights " +
+                  dir.string());
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace convgen

@@ -28,6 +28,19 @@ std::barrier<>* block_barrier = nullptr;
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 inline float __ldg(const float* address) { return *address; }
 
+// The geometry of a Problem as a literal type (a Problem carries a std::string and a shared_ptr, so it cannot be
+// constexpr): the cases declare a Shape and hand it on as the Problem it converts to.
+struct Shape {
+  int n = 1, c = 1, k = 1;
+  convgen::Dims3 input{}, filter{}, stride{1, 1, 1}, padding{0, 0, 0}, dilation{1, 1, 1};
+  int groups = 1;
+  convgen::Layout layout = convgen::Layout::nchw;
+  operator convgen::Problem() const {  // NOLINT(google-explicit-constructor): the cases read as problems
+    return {.n = n, .c = c, .k = k, .input = input, .filter = filter, .stride = stride, .padding = padding,
+            .dilation = dilation, .groups = groups, .layout = layout};
+  }
+};
+
 constexpr int extent(int in, int filter, int stride, int pad, int dil) {
   return (in + 2 * pad - dil * (filter - 1) - 1) / stride + 1;
 }
@@ -44,7 +57,7 @@ constexpr int extent(int in, int filter, int stride, int pad, int dil) {
 // Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them.
 #define DIRECT_CASE(NAME, PROBLEM, SPEC)                                                                          \
   namespace convgen_emulation::NAME {                                                                             \
-  constexpr convgen::Problem kProblem = PROBLEM;                                                                  \
+  constexpr Shape kProblem = PROBLEM;                                                                           \
   constexpr convgen::DirectParams kSpec = SPEC;                                                                    \
   namespace cfg {                                                                                                 \
   constexpr int N = kProblem.n, C = kProblem.c, K = kProblem.k, GROUPS = kProblem.groups;                         \
@@ -67,10 +80,11 @@ constexpr int extent(int in, int filter, int stride, int pad, int dil) {
 using convgen::Dims3;
 using convgen::Layout;
 using convgen::Problem;
+using convgen_emulation::Shape;
 
 // Stem: C = 3, 7x7 stride 2 pad 3, K = 37 (partial channel tile), odd sizes, batch 2. Group-tiled.
 DIRECT_CASE(stem_nchw,
-            (Problem{.n = 2, .c = 3, .k = 37, .input = {1, 23, 19}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
+            (Shape{.n = 2, .c = 3, .k = 37, .input = {1, 23, 19}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
                      .padding = {0, 3, 3}, .layout = Layout::nchw}),
             DIRECT_SPEC(16, 64, 3, 4, 4))
 namespace convgen_emulation::stem_nchw {
@@ -81,7 +95,7 @@ namespace convgen_emulation::stem_nchw {
 
 // The same in NHWC, with a partial input-channel step (3 = 2 + 1).
 DIRECT_CASE(stem_nhwc,
-            (Problem{.n = 2, .c = 3, .k = 37, .input = {1, 23, 19}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
+            (Shape{.n = 2, .c = 3, .k = 37, .input = {1, 23, 19}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
                      .padding = {0, 3, 3}, .layout = Layout::nhwc}),
             DIRECT_SPEC(8, 32, 2, 2, 2))
 namespace convgen_emulation::stem_nhwc {
@@ -92,7 +106,7 @@ namespace convgen_emulation::stem_nhwc {
 
 // Depthwise, stride 2, odd input, batch 2: blocks run across groups, two channels per thread.
 DIRECT_CASE(depthwise_nchw,
-            (Problem{.n = 2, .c = 12, .k = 12, .input = {1, 15, 15}, .filter = {1, 3, 3}, .stride = {1, 2, 2},
+            (Shape{.n = 2, .c = 12, .k = 12, .input = {1, 15, 15}, .filter = {1, 3, 3}, .stride = {1, 2, 2},
                      .padding = {0, 1, 1}, .groups = 12, .layout = Layout::nchw}),
             DIRECT_SPEC(4, 32, 1, 2, 1))
 namespace convgen_emulation::depthwise_nchw {
@@ -103,7 +117,7 @@ namespace convgen_emulation::depthwise_nchw {
 
 // Depthwise NHWC with a partial channel tile (24 = 16 + 8).
 DIRECT_CASE(depthwise_nhwc,
-            (Problem{.n = 1, .c = 24, .k = 24, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+            (Shape{.n = 1, .c = 24, .k = 24, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
                      .groups = 24, .layout = Layout::nhwc}),
             DIRECT_SPEC(16, 32, 1, 1, 4))
 namespace convgen_emulation::depthwise_nhwc {
@@ -114,7 +128,7 @@ namespace convgen_emulation::depthwise_nhwc {
 
 // Channel multiplier 2 (C/g = 1, K/g = 2): a block of 4 channels spans two groups.
 DIRECT_CASE(multiplier2_nchw,
-            (Problem{.n = 1, .c = 8, .k = 16, .input = {1, 9, 11}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+            (Shape{.n = 1, .c = 8, .k = 16, .input = {1, 9, 11}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
                      .groups = 8, .layout = Layout::nchw}),
             DIRECT_SPEC(4, 32, 1, 2, 2))
 namespace convgen_emulation::multiplier2_nchw {
@@ -125,7 +139,7 @@ namespace convgen_emulation::multiplier2_nchw {
 
 // Three groups of 4 -> 6 channels, dilation 2, padding 2: channel tiles of 4 inside a group of 6, channel steps of 3.
 DIRECT_CASE(groups3_dilated_nchw,
-            (Problem{.n = 1, .c = 12, .k = 18, .input = {1, 13, 10}, .filter = {1, 3, 3}, .padding = {0, 2, 2},
+            (Shape{.n = 1, .c = 12, .k = 18, .input = {1, 13, 10}, .filter = {1, 3, 3}, .padding = {0, 2, 2},
                      .dilation = {1, 2, 2}, .groups = 3, .layout = Layout::nchw}),
             DIRECT_SPEC(4, 32, 3, 2, 2))
 namespace convgen_emulation::groups3_dilated_nchw {
@@ -136,7 +150,7 @@ namespace convgen_emulation::groups3_dilated_nchw {
 
 // Three groups of 2 -> 3 channels in NHWC, channel tiles of 4 crossing group boundaries.
 DIRECT_CASE(groups3_across_nhwc,
-            (Problem{.n = 2, .c = 6, .k = 9, .input = {1, 7, 8}, .filter = {1, 3, 3}, .stride = {1, 2, 1},
+            (Shape{.n = 2, .c = 6, .k = 9, .input = {1, 7, 8}, .filter = {1, 3, 3}, .stride = {1, 2, 1},
                      .padding = {0, 1, 1}, .groups = 3, .layout = Layout::nhwc}),
             DIRECT_SPEC(4, 32, 2, 2, 2))
 namespace convgen_emulation::groups3_across_nhwc {
@@ -147,7 +161,7 @@ namespace convgen_emulation::groups3_across_nhwc {
 
 // 3-D NCDHW, stride 2, padding 1, batch 2.
 DIRECT_CASE(conv3d_ncdhw,
-            (Problem{.n = 2, .c = 4, .k = 8, .input = {7, 9, 8}, .filter = {3, 3, 3}, .stride = {2, 2, 2},
+            (Shape{.n = 2, .c = 4, .k = 8, .input = {7, 9, 8}, .filter = {3, 3, 3}, .stride = {2, 2, 2},
                      .padding = {1, 1, 1}, .layout = Layout::ncdhw}),
             DIRECT_SPEC(8, 64, 4, 2, 2))
 namespace convgen_emulation::conv3d_ncdhw {
@@ -158,7 +172,7 @@ namespace convgen_emulation::conv3d_ncdhw {
 
 // 3-D NDHWC with a different stride, padding and dilation per dim.
 DIRECT_CASE(conv3d_ndhwc,
-            (Problem{.n = 1, .c = 3, .k = 5, .input = {6, 7, 5}, .filter = {3, 3, 2}, .stride = {1, 2, 1},
+            (Shape{.n = 1, .c = 3, .k = 5, .input = {6, 7, 5}, .filter = {3, 3, 2}, .stride = {1, 2, 1},
                      .padding = {1, 0, 2}, .dilation = {2, 1, 1}, .layout = Layout::ndhwc}),
             DIRECT_SPEC(4, 32, 3, 1, 2))
 namespace convgen_emulation::conv3d_ndhwc {
@@ -169,7 +183,7 @@ namespace convgen_emulation::conv3d_ndhwc {
 
 // 1-D NCW, stride 2, dilation 2.
 DIRECT_CASE(conv1d_ncw,
-            (Problem{.n = 2, .c = 8, .k = 16, .input = {1, 1, 50}, .filter = {1, 1, 5}, .stride = {1, 1, 2},
+            (Shape{.n = 2, .c = 8, .k = 16, .input = {1, 1, 50}, .filter = {1, 1, 5}, .stride = {1, 1, 2},
                      .padding = {0, 0, 2}, .dilation = {1, 1, 2}, .layout = Layout::ncw}),
             DIRECT_SPEC(8, 32, 8, 4, 1))
 namespace convgen_emulation::conv1d_ncw {
@@ -180,7 +194,7 @@ namespace convgen_emulation::conv1d_ncw {
 
 // 1-D NWC with a 150-tap filter: past the unroll limit, the tap loop stays a loop.
 DIRECT_CASE(conv1d_nwc_long_filter,
-            (Problem{.n = 1, .c = 2, .k = 3, .input = {1, 1, 300}, .filter = {1, 1, 150}, .padding = {0, 0, 10},
+            (Shape{.n = 1, .c = 2, .k = 3, .input = {1, 1, 300}, .filter = {1, 1, 150}, .padding = {0, 0, 10},
                      .layout = Layout::nwc}),
             DIRECT_SPEC(4, 64, 1, 2, 2))
 namespace convgen_emulation::conv1d_nwc_long_filter {
@@ -191,7 +205,7 @@ namespace convgen_emulation::conv1d_nwc_long_filter {
 
 // Padding larger than the input: a 2x2 input with padding 3 gives 6x6 outputs, most taps in the padding.
 DIRECT_CASE(padding_beyond_input,
-            (Problem{.n = 1, .c = 4, .k = 4, .input = {1, 2, 2}, .filter = {1, 3, 3}, .padding = {0, 3, 3},
+            (Shape{.n = 1, .c = 4, .k = 4, .input = {1, 2, 2}, .filter = {1, 3, 3}, .padding = {0, 3, 3},
                      .layout = Layout::nchw}),
             DIRECT_SPEC(2, 32, 4, 1, 1))
 namespace convgen_emulation::padding_beyond_input {
@@ -202,7 +216,7 @@ namespace convgen_emulation::padding_beyond_input {
 
 // 1x1 stride 2 over 32 channels in steps of 8, a channel tile wider than K (one group).
 DIRECT_CASE(pointwise_s2,
-            (Problem{.n = 1, .c = 32, .k = 5, .input = {1, 15, 15}, .filter = {1, 1, 1}, .stride = {1, 2, 2},
+            (Shape{.n = 1, .c = 32, .k = 5, .input = {1, 15, 15}, .filter = {1, 1, 1}, .stride = {1, 2, 2},
                      .layout = Layout::nchw}),
             DIRECT_SPEC(8, 64, 8, 4, 4))
 namespace convgen_emulation::pointwise_s2 {
