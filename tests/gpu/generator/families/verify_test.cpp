@@ -9,7 +9,9 @@
 
 #include "igemm_params.hpp"
 #include "measure/verify.hpp"
+#include "convgen/weights.hpp"
 #include "reference/inputs.hpp"
+#include "reference/pruning.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
@@ -60,7 +62,9 @@ class GpuVerify : public testing::Test {
               const TensorSource& activation = DenseRandom{}) {
     BuiltKernel kernel;
     ASSERT_NO_THROW(kernel = build_kernel(problem, spec, gpu_, cache_)) << label << " " << kernel_name(spec);
-    const Verification v = verify_on_gpu(kernel, {.activation = activation, .seed = seed});
+    // The problem's own filter where it carries one (weight_sparse bakes it), else dense random.
+    const Verification v =
+        verify_on_gpu(kernel, {.activation = activation, .filter = expected_filter(problem), .seed = seed});
     Tally& t = tallies()[spec.family];
     ++t.cases;
     if (!v.passed) ++t.failures;
@@ -129,6 +133,34 @@ TEST_F(GpuVerify, TheDefaultChoiceAndEachFamilysDefaultAreCorrectOnOneLayerOfEve
       const std::string label = suite.name + "/" + layer.name;
       for (const Family* family : all_families())
         if (auto spec = family->default_spec(layer.problem, gpu_)) verify(label, layer.problem, *spec, seed++);
+    }
+  }
+}
+
+// weight_sparse bakes the filter: every corpus layer it serves, with filters pruned to 0, 50, 90, 99 and 100% zeros
+// and one whose odd output channels are all zero, in both value modes (immediates, packed array).
+TEST_F(GpuVerify, WeightSparseIsCorrectWithPrunedFiltersOfEverySparsity) {
+  std::uint64_t seed = 1;
+  std::vector<Layer> layers = edge_cases().layers;
+  for (const Layer& layer : load_suite(source_dir() / "shapes" / "cusnn.csv").layers) layers.push_back(layer);
+  for (const Layer& layer : layers) {
+    std::vector<Problem> pruned;
+    for (double zeros : {0.0, 0.5, 0.9, 0.99, 1.0})
+      pruned.push_back(with_weights(layer.problem, pruned_random_filter(layer.problem, zeros, seed)));
+    std::vector<float> channels = pruned_random_filter(layer.problem, 0.5, seed);
+    const std::size_t per_k = channels.size() / static_cast<std::size_t>(layer.problem.k);
+    for (std::size_t i = 0; i < channels.size(); ++i)
+      if ((i / per_k) % 2 == 1) channels[i] = 0;
+    pruned.push_back(with_weights(layer.problem, channels));
+    for (const Problem& p : pruned) {
+      std::vector<KernelSpec> specs = representative_specs(family("weight_sparse"), p, gpu_, 2);
+      for (const KernelSpec& s : family("weight_sparse").enumerate(p, gpu_))
+        if (std::find(specs.begin(), specs.end(), s) == specs.end() && s.values.back() != specs.front().values.back()) {
+          specs.push_back(s);  // the other value mode
+          break;
+        }
+      for (const KernelSpec& spec : specs)
+        verify(fmt::format("{} ({:.0f}% zero weights)", layer.name, 100 * weight_zero_fraction(p)), p, spec, seed++);
     }
   }
 }

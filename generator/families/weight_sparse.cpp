@@ -1,0 +1,295 @@
+// weight_sparse: the weight-sparse family (templates/weight_sparse.cu): the problem's own pruned filter baked into
+// the code as straight-line FMAs, one per nonzero weight (generated here, into the prelude), the values as
+// immediates or gathered once per op into a packed array. Search space, support checks, code generation, launch
+// plan and cost features.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "convgen/error.hpp"
+#include "convgen/weights.hpp"
+#include "generator/family.hpp"
+#include "generator/render.hpp"
+#include "weight_sparse_params.hpp"  // generated from templates/weight_sparse.cu
+
+namespace convgen {
+namespace {
+
+constexpr std::int64_t kIntMax = 2147483647;
+// Straight-line code grows with the nonzeros; past this many in one layer NVRTC time and code size stop being
+// bounded (a later variant splits such layers across modules): the family declines with this reason.
+constexpr std::int64_t kMaxBakedNonzeros = 65536;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// One nonzero weight: its output channel, input channel, tap and index in the filter.
+struct Nonzero {
+  int k, c, r, s;
+  std::int64_t index;
+  float value;
+};
+
+// The nonzeros of the problem's filter, in (k, c, r, s) order.
+std::vector<Nonzero> nonzeros(const Problem& p) {
+  std::vector<Nonzero> out;
+  const std::vector<float>& v = *p.weights.values;
+  const int c_count = c_per_group(p), r_count = p.filter.h, s_count = p.filter.w;
+  for (int k = 0; k < p.k; ++k)
+    for (int c = 0; c < c_count; ++c)
+      for (int r = 0; r < r_count; ++r)
+        for (int s = 0; s < s_count; ++s) {
+          const std::int64_t index = channels_last(p.layout)
+                                         ? ((std::int64_t{k} * r_count + r) * s_count + s) * c_count + c
+                                         : ((std::int64_t{k} * c_count + c) * r_count + r) * s_count + s;
+          const float value = v[static_cast<std::size_t>(index)];
+          if (value != 0.0f) out.push_back({k, c, r, s, index, value});
+        }
+  return out;
+}
+
+std::int64_t nonzero_count(const Problem& p) {
+  if (!p.weights.values) return 0;
+  return static_cast<std::int64_t>(
+      std::count_if(p.weights.values->begin(), p.weights.values->end(), [](float v) { return v != 0.0f; }));
+}
+
+// The activation offset of (c, r, s) from the thread's (c 0, h0, w0), as templates/weight_sparse.cu reads it.
+std::int64_t activation_offset(const Problem& p, int c, int r, int s) {
+  const std::int64_t spatial = std::int64_t{r} * p.dilation.h * p.input.w + std::int64_t{s} * p.dilation.w;
+  return channels_last(p.layout) ? spatial * p.c + c : std::int64_t{c} * p.input.h * p.input.w + spatial;
+}
+
+// Renders namespace ws_code: NNZ, kGather (each packed value's filter index, in code order) and group(), a switch
+// over the blocks' channel groups whose cases load each needed activation once and FMA it into the channels that
+// use it.
+std::string ws_code(const Problem& p, const WeightSparseParams& s) {
+  const std::vector<Nonzero> all = nonzeros(p);
+  std::string body;
+  std::vector<std::int64_t> gather;
+  const int groups = static_cast<int>(ceil_div(p.k, s.k_group));
+  std::size_t next = 0;
+  for (int g = 0; g < groups; ++g) {
+    // This group's nonzeros by activation (c, r, s), then channel.
+    std::map<std::tuple<int, int, int>, std::vector<const Nonzero*>> by_input;
+    while (next < all.size() && all[next].k < (g + 1) * s.k_group) {
+      by_input[{all[next].c, all[next].r, all[next].s}].push_back(&all[next]);
+      ++next;
+    }
+    if (by_input.empty()) continue;  // every weight of the group is zero: the default case leaves zeros
+    body += fmt::format("    case {}: {{\n", g);
+    for (const auto& [input, uses] : by_input) {
+      const auto [c, r, sx] = input;
+      body += fmt::format("      {{ const float a = x({}, {});\n", activation_offset(p, c, r, sx),
+                          r * p.filter.w + sx);
+      for (const Nonzero* nz : uses) {
+        const int j = nz->k - g * s.k_group;
+        if (s.immediates) {
+          body += fmt::format("        acc[{}] = fmaf({:a}f, a, acc[{}]);\n", j, nz->value, j);
+        } else {
+          body += fmt::format("        acc[{}] = fmaf(wv[{}], a, acc[{}]);\n", j, gather.size(), j);
+          gather.push_back(nz->index);
+        }
+      }
+      body += "      }\n";
+    }
+    body += "    } break;\n";
+  }
+  std::string out = "namespace ws_code {\n";
+  out += fmt::format("// {} nonzero weights of {} ({:.1f}% zeros), pattern {}\n", all.size(), filter_elements(p),
+                     100.0 * weight_zero_fraction(p), p.weights.pattern);
+  out += fmt::format("constexpr int NNZ = {};\n", gather.size());
+  if (gather.empty()) {
+    out += "__device__ const int kGather[1] = {0};\n";
+  } else {
+    out += "__device__ const int kGather[NNZ] = {";
+    for (std::size_t i = 0; i < gather.size(); ++i) out += fmt::format("{}{}", i % 16 == 0 ? "\n  " : " ", gather[i]) + (i + 1 < gather.size() ? "," : "");
+    out += "\n};\n";
+  }
+  out += "template <class Load>\n__device__ __forceinline__ void group(int g, const Load& x, const float* __restrict__ "
+         "wv, float* acc) {\n  (void)wv;\n  switch (g) {\n";
+  out += body;
+  out += "    default: break;\n  }\n}\n}  // namespace ws_code\n";
+  return out;
+}
+
+// Distinct activation loads and FMAs of the busiest channel group (per thread).
+struct GroupWork {
+  double loads = 0, fmas = 0;
+};
+GroupWork busiest_group(const Problem& p, int k_group) {
+  GroupWork worst;
+  if (!p.weights.values) return worst;
+  const std::vector<Nonzero> all = nonzeros(p);
+  std::size_t next = 0;
+  for (int g = 0; g < ceil_div(p.k, k_group); ++g) {
+    std::map<std::tuple<int, int, int>, int> inputs;
+    double fmas = 0;
+    while (next < all.size() && all[next].k < (g + 1) * k_group) {
+      ++inputs[{all[next].c, all[next].r, all[next].s}];
+      ++fmas;
+      ++next;
+    }
+    if (fmas > worst.fmas) worst = {static_cast<double>(inputs.size()), fmas};
+  }
+  return worst;
+}
+
+class WeightSparse final : public Family {
+ public:
+  const TemplateInterface& interface() const override { return weight_sparse_interface(); }
+
+  std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& spec) const override {
+    if (spec.family != WeightSparseParams::family)
+      return fmt::format("kernel {} is not a weight_sparse kernel", spec.family);
+    const WeightSparseParams s = params_of<WeightSparseParams>(spec);
+    if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
+    if (p.weights.pattern.empty()) return "weight_sparse bakes the problem's own filter, and this problem has none";
+    if (!p.weights.values)
+      return fmt::format("weight_sparse needs the values of filter pattern {} (the problem carries only its hash)",
+                         p.weights.pattern);
+    if (p.precision != Precision::fp32)
+      return fmt::format("precision {} is not supported by weight_sparse (fp32 only)", p.precision);
+    if (p.groups != 1) return fmt::format("weight_sparse handles ungrouped convolutions only, got groups {}", p.groups);
+    if (p.input.d != 1 || p.filter.d != 1) return "weight_sparse handles 1-D and 2-D convolutions only (depth 1)";
+    if (p.filter.h * p.filter.w > 32)
+      return fmt::format("{}x{} filter taps exceed the 32 of the tap mask", p.filter.h, p.filter.w);
+    if (activation_elements(p) > kIntMax || output_elements(p) > kIntMax)
+      return "weight_sparse indexes activations with int offsets: tensors must have fewer than 2^31 elements";
+    if (s.block_pixels > gpu.max_threads_per_block)
+      return fmt::format("{} threads exceed the gpu's {}", s.block_pixels, gpu.max_threads_per_block);
+    if (s.k_group > 64 || s.k_group < 1) return fmt::format("k_group must be 1 to 64, got {}", s.k_group);
+    if (ceil_div(p.k, s.k_group) > 65535) return "grid y limit exceeded";
+    if (const std::int64_t nnz = nonzero_count(p); nnz > kMaxBakedNonzeros)
+      return fmt::format("{} nonzero weights exceed the {} baked into one kernel (code size and NVRTC time)", nnz,
+                         kMaxBakedNonzeros);
+    return std::nullopt;
+  }
+
+  std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
+    std::vector<std::pair<double, KernelSpec>> ranked;
+    const Dims3 out = output_dims(p);
+    const std::int64_t pixels = std::int64_t{p.n} * out.h * out.w;
+    for (int bp : {64, 128, 256})
+      for (int kg : {4, 8, 16, 32})
+        for (bool iv : {false, true}) {
+          if (kg > 4 && kg > p.k) continue;
+          if (bp > 64 && bp > 2 * pixels) continue;
+          WeightSparseParams s;
+          s.block_pixels = bp;
+          s.k_group = kg;
+          s.immediates = iv;
+          const KernelSpec spec = to_spec(s);
+          if (check_support(p, gpu, spec)) continue;
+          ranked.emplace_back(estimate_us(p, gpu, s), spec);
+        }
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<KernelSpec> specs;
+    for (const auto& [us, spec] : ranked) specs.push_back(spec);
+    return specs;
+  }
+
+  KernelSource render(const Problem& p, const KernelSpec& spec) const override {
+    if (auto reason = check_support_without_gpu(p, spec)) throw InputError(*reason);
+    const TemplateInterface& iface = interface();
+    KernelSource source;
+    source.entry = kernel_name(spec);
+    source.file_name = source.entry + ".cu";
+    source.text = render_prelude(p, spec, iface);
+    source.text += ws_code(p, params_of<WeightSparseParams>(spec));
+    source.text += fmt::format("#line 1 \"{}\"\n", iface.template_file);
+    source.text += template_text(iface.template_file);
+    source.headers = template_header_names();
+    return source;
+  }
+
+  // setup: gather the nonzero values into the persistent "packed_values" (code order); run: the main kernel.
+  LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
+    const WeightSparseParams s = params_of<WeightSparseParams>(spec);
+    const Dims3 out = output_dims(p);
+    const std::int64_t pixels = std::int64_t{p.n} * out.h * out.w;
+    const std::int64_t nnz = s.immediates ? 0 : nonzero_count(p);
+    LaunchPlan plan;
+    plan.buffers.push_back({.name = "packed_values", .bytes = std::max<std::int64_t>(4, nnz * 4), .persistent = true});
+    if (nnz > 0)
+      plan.setup.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "pack_values",
+                            .geometry = {.grid = {static_cast<unsigned>(ceil_div(nnz, 256)), 1, 1},
+                                         .block = {256, 1, 1}}});
+    plan.run.push_back({.kind = LaunchStep::Kind::kernel,
+                        .geometry = {.grid = {static_cast<unsigned>(ceil_div(pixels, s.block_pixels)),
+                                              static_cast<unsigned>(ceil_div(p.k, s.k_group)), 1},
+                                     .block = {static_cast<unsigned>(s.block_pixels), 1, 1}}});
+    return plan;
+  }
+
+  // Per block (one pixel per thread, warps = block_pixels / 32): per warp the busiest group's distinct activation
+  // loads (with their bounds test) and its FMAs; values from the packed array add a uniform load per FMA.
+  CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
+    const WeightSparseParams s = params_of<WeightSparseParams>(spec);
+    const Dims3 out = output_dims(p);
+    const std::int64_t pixels = std::int64_t{p.n} * out.h * out.w;
+    const GroupWork work = busiest_group(p, s.k_group);
+    const double warps = s.block_pixels / 32.0;
+    const double nnz = static_cast<double>(nonzero_count(p));
+    return {.blocks = ceil_div(pixels, s.block_pixels) * ceil_div(p.k, s.k_group),
+            .threads_per_block = s.block_pixels,
+            .smem_bytes_per_block = 0,
+            .flops = 2.0 * nnz * static_cast<double>(pixels),
+            .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 4,
+            .flops_per_block = 2.0 * work.fmas * s.block_pixels,
+            .fma_instructions = warps * work.fmas,
+            .shared_load_instructions = 0,
+            .global_load_instructions = warps * (work.loads + (s.immediates ? 0 : work.fmas)),
+            .address_instructions = warps * (2 * work.loads + 20),
+            .main_loop_steps = 1,
+            .pipelined = true};
+  }
+
+  CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
+
+  std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
+    const std::vector<KernelSpec> specs = enumerate(p, gpu);
+    if (specs.empty()) return std::nullopt;
+    return specs.front();
+  }
+
+  // First where the problem's own filter is mostly zeros (what the family is for); last otherwise.
+  int default_rank(const Problem& p) const override {
+    return p.weights.values && weight_zero_fraction(p) >= 0.5 ? -2 : 3;
+  }
+
+ private:
+  std::optional<std::string> check_support_without_gpu(const Problem& p, const KernelSpec& spec) const {
+    Gpu any;
+    any.max_threads_per_block = 1024;
+    return check_support(p, any, spec);
+  }
+
+  // Rough time for ranking: the busiest group's instructions per warp over the SM's schedulers, in waves.
+  double estimate_us(const Problem& p, const Gpu& gpu, const WeightSparseParams& s) const {
+    const CostFeatures f = cost_features(p, to_spec(s));
+    const double per_warp = (f.fma_instructions + f.global_load_instructions * 2 + f.address_instructions) /
+                            (s.block_pixels / 32.0);
+    const double warps_total = static_cast<double>(f.blocks) * s.block_pixels / 32.0;
+    const double sms = std::max(1, gpu.sm_count);
+    const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
+    const double issue_cycles = std::ceil(warps_total / sms) * per_warp / 4;
+    const double latency_cycles = per_warp * 4 + 600;  // one warp's dependent chain and first loads
+    return std::max(issue_cycles, latency_cycles) / clock_mhz + 2.0;
+  }
+};
+
+}  // namespace
+
+const Family& weight_sparse_family() {
+  static const WeightSparse instance;
+  return instance;
+}
+
+}  // namespace convgen
