@@ -27,19 +27,20 @@ constexpr bool CHANNELS_LAST = false;
 CONVGEN_PARAM("p", "32,64,128,256", "output pixels per block, one per thread") constexpr int BLOCK_PIXELS = 128;
 CONVGEN_PARAM("kg", "1..64", "output channels per block (accumulators per thread)") constexpr int K_GROUP = 4;
 CONVGEN_PARAM("iv", "bool", "weights as immediates in the code (else read from the packed array)")
+// convgen-lint: allow unused-param (the generated ws_code reads it: immediates, or wv[] from the packed array)
 constexpr bool IMMEDIATES = false;
 }  // namespace cfg
 namespace ws_code {
 constexpr int NNZ = 2;  // nonzero weights
 __device__ const int kGather[NNZ] = {4, 2 * 9 * 8 + 9 + 4};
-template <class Load>
-__device__ __forceinline__ void group(int g, const Load& x, const float* __restrict__ wv, float* acc) {
+__device__ __forceinline__ void group(int g, const float* __restrict__ x, const long long* tb, unsigned valid,
+                                      const float* __restrict__ wv, float* acc) {
   switch (g) {
     case 0: {
-      const float a = x(196 * 0 + 14 * 1 + 1, 4);  // c 0, r 1, s 1
-      acc[0] = fmaf(wv[0], a, acc[0]);
-      const float b = x(196 * 1 + 14 * 1 + 1, 4);  // c 1, r 1, s 1
-      acc[2] = fmaf(wv[1], b, acc[2]);
+      { const float v = __ldg(x + tb[4] + 196 * 0 + 14 * 1 + 1); const float a = (valid >> 4) & 1u ? v : 0.0f;
+        acc[0] = fmaf(wv[0], a, acc[0]); }  // c 0, r 1, s 1
+      { const float v = __ldg(x + tb[4] + 196 * 1 + 14 * 1 + 1); const float a = (valid >> 4) & 1u ? v : 0.0f;
+        acc[2] = fmaf(wv[1], a, acc[2]); }  // c 1, r 1, s 1
     } break;
     default: break;
   }
@@ -92,14 +93,11 @@ extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS)
       if (inside) valid |= 1u << (r * S + s);
       tap_base[r * S + s] = inside ? image : -spatial;
     }
-  const auto x = [&](int offset, int tap) {
-    const float v = __ldg(g_activation + tap_base[tap] + offset);
-    return (valid >> tap) & 1u ? v : 0.0f;
-  };
   float acc[K_GROUP];
 #pragma unroll
   for (int j = 0; j < K_GROUP; ++j) acc[j] = 0.0f;
-  ws_code::group((int)blockIdx.y, x, g_packed_values, acc);
+  // The generated code indexes tap_base with constants only (every case names its taps), so it stays in registers.
+  ws_code::group((int)blockIdx.y, g_activation, tap_base, valid, g_packed_values, acc);
 #pragma unroll
   for (int j = 0; j < K_GROUP; ++j) {
     const int k = (int)blockIdx.y * K_GROUP + j;

@@ -86,8 +86,9 @@ std::string ws_code(const Problem& p, const WeightSparseParams& s) {
     body += fmt::format("    case {}: {{\n", g);
     for (const auto& [input, uses] : by_input) {
       const auto [c, r, sx] = input;
-      body += fmt::format("      {{ const float a = x({}, {});\n", activation_offset(p, c, r, sx),
-                          r * p.filter.w + sx);
+      const int tap = r * p.filter.w + sx;
+      body += fmt::format("      {{ const float v = __ldg(x + tb[{}] + {}); const float a = (valid >> {}) & 1u ? v : 0.0f;\n",
+                          tap, activation_offset(p, c, r, sx), tap);
       for (const Nonzero* nz : uses) {
         const int j = nz->k - g * s.k_group;
         if (s.immediates) {
@@ -112,8 +113,9 @@ std::string ws_code(const Problem& p, const WeightSparseParams& s) {
     for (std::size_t i = 0; i < gather.size(); ++i) out += fmt::format("{}{}", i % 16 == 0 ? "\n  " : " ", gather[i]) + (i + 1 < gather.size() ? "," : "");
     out += "\n};\n";
   }
-  out += "template <class Load>\n__device__ __forceinline__ void group(int g, const Load& x, const float* __restrict__ "
-         "wv, float* acc) {\n  (void)wv;\n  switch (g) {\n";
+  out += "__device__ __forceinline__ void group(int g, const float* __restrict__ x, const long long* tb, unsigned valid,\n"
+         "                                      const float* __restrict__ wv, float* acc) {\n"
+         "  (void)x, (void)tb, (void)valid, (void)wv;\n  switch (g) {\n";
   out += body;
   out += "    default: break;\n  }\n}\n}  // namespace ws_code\n";
   return out;

@@ -67,7 +67,7 @@ TEST(WeightSparseFamily, GeneratesOneFmaPerNonzeroAndOneLoadPerNeededActivation)
       text = text.substr(0, text.find("#line 1"));
       EXPECT_EQ(count(text, R"(acc\[\d+\] = fmaf\()"), nnz) << to_string(layout);
       // Each group's loads are distinct activations: at most one per nonzero.
-      const std::size_t loads = count(text, R"(const float a = x\()");
+      const std::size_t loads = count(text, R"(const float v = __ldg\(x \+ tb\[)");
       EXPECT_LE(loads, nnz);
       EXPECT_GT(loads, 0u);
       EXPECT_NE(text.find(p.weights.pattern), std::string::npos);
@@ -91,7 +91,8 @@ TEST(WeightSparseFamily, GathersEachPackedValueFromItsFilterIndex) {
   EXPECT_NE(text.find("__device__ const int kGather[NNZ] = {\n  753\n};"), std::string::npos) << text.substr(0, 3000);
   // Channel 5 is accumulator 1 of group 1; its activation is channel 3 at row offset 2 (3 * 81 + 2 * 9 + 0 = 261),
   // tap 6.
-  EXPECT_NE(text.find("case 1: {\n      { const float a = x(261, 6);\n        acc[1] = fmaf(wv[0], a, acc[1]);"),
+  EXPECT_NE(text.find("case 1: {\n      { const float v = __ldg(x + tb[6] + 261); const float a = (valid >> 6) & 1u ? "
+                      "v : 0.0f;\n        acc[1] = fmaf(wv[0], a, acc[1]);"),
             std::string::npos)
       << text.substr(text.find("namespace ws_code"), 1200);
   const std::string imm = weight_sparse().render(p, to_spec(params(64, 4, true))).text;
