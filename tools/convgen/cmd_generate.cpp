@@ -16,7 +16,7 @@ namespace convgen::cli {
 namespace {
 
 struct Options {
-  std::string shapes, gpu = "h100_sxm", out = "generated", layer, kernel;
+  std::string shapes, gpu = "h100_sxm", out = "generated", layer, kernel, precision, layout;
   int batch = 0;
   unsigned jobs = 0;
   bool all = false, no_cache = false;
@@ -53,7 +53,9 @@ nlohmann::json manifest_entry(const Layer& layer, const BuiltKernel& k, const st
 }
 
 void run_generate(const Options& opts) {
-  const Suite suite = select_layers(load_shapes(opts.shapes), opts.batch, opts.layer);
+  const Suite suite =
+      with_precision_and_layout(select_layers(load_shapes(opts.shapes), opts.batch, opts.layer), opts.precision,
+                                opts.layout);
   const Gpu gpu = load_gpu_descriptor(opts.gpu, false);
 
   // One request per (layer, kernel): the default choice, a named kernel, or every candidate of every family.
@@ -133,6 +135,9 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--out", opts->out, "Output folder")->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
   cmd->add_option("--layer", opts->layer, "Only this layer");
+  cmd->add_option("--precision", opts->precision, "Every layer in fp32, tf32, fp16 or bf16 (default: the file's)");
+  cmd->add_option("--layout", opts->layout,
+                  "Every layer channels-first (nchw) or channels-last (nhwc), at its own rank (default: the file's)");
   cmd->add_option("--kernel", opts->kernel, "Use this kernel (canonical name) instead of the default choice");
   cmd->add_flag("--all", opts->all, "Emit every candidate configuration of every family, not only the default");
   cmd->add_option("--jobs", opts->jobs, "Parallel compiles (0: one per core)");

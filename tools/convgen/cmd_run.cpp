@@ -13,7 +13,7 @@ namespace convgen::cli {
 namespace {
 
 struct Options {
-  std::string shapes, layer, problem, kernel, gpu = "live";
+  std::string shapes, layer, problem, kernel, gpu = "live", precision, layout;
   int batch = 0;
   std::uint64_t seed = 1;
   bool all_layers = false;
@@ -47,6 +47,7 @@ void run_run(const Options& opts) {
   } else {
     throw InputError("run: give --shapes FILE with --layer NAME, or --problem KEY");
   }
+  suite = with_precision_and_layout(std::move(suite), opts.precision, opts.layout);
   const Gpu gpu = load_gpu_descriptor(opts.gpu, true);
   Context context(0);
   fmt::print("on {} ({}, {} SMs)\n", gpu.name, gpu.arch, gpu.sm_count);
@@ -69,6 +70,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--kernel", opts->kernel, "Kernel canonical name (default: the default choice)");
   cmd->add_option("--gpu", opts->gpu, "GPU descriptor; the present device's properties win")->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size (0 keeps the file's)");
+  cmd->add_option("--precision", opts->precision, "Run in fp32, tf32, fp16 or bf16 (default: the file's or key's)");
+  cmd->add_option("--layout", opts->layout,
+                  "Channels-first (nchw) or channels-last (nhwc), at the layer's rank (default: the file's or key's)");
   cmd->add_option("--seed", opts->seed, "Random seed of the inputs")->capture_default_str();
   cmd->callback([opts] { run_run(*opts); });
 }
