@@ -289,6 +289,11 @@ class IgemmTc final : public Family {
     return std::nullopt;
   }
 
+  // The search space: every tile that fits the GEMM, with 128- or 64-byte rows per stage (32 only for a reduction
+  // shorter than that), 4 or 3 stages (2 only where neither fits the shared memory: measured on an H100, 2 stages
+  // were up to 2x slower), and split-K while the output alone fills fewer than two waves. Of these, kMaxCandidates
+  // by estimate, taking the best of every tile before the second best of any, so that the tuner sees tile shapes
+  // rather than near-copies of one (on an H100 the operand traffic of the tile shape decided most layers).
   std::vector<IgemmTcParams> candidates(const Problem& p, const Gpu& gpu) const {
     if (!serves_precision(p.precision) || !validate(p).empty() || !has_mma_tf32(gpu)) return {};
     const Gemm g = gemm_of(p);
@@ -296,31 +301,46 @@ class IgemmTc final : public Family {
     // 16-byte loads wherever the alignment allows them; element loads otherwise.
     const bool vector = !vector_reason(p, g);
     const int eb = element_bytes_of(p);
-    std::vector<std::pair<double, IgemmTcParams>> ranked;
+    std::vector<std::vector<std::pair<double, IgemmTcParams>>> by_tile;
     for (const Tile& t : kTiles) {
       if (!tile_fits(g, t)) continue;
-      for (int row_bytes : {64, 128, 32}) {
+      std::vector<std::pair<double, IgemmTcParams>> ranked;
+      for (int row_bytes : {128, 64, 32}) {
         const int block_k = row_bytes / eb;
         // 32-byte rows only where the whole reduction is shorter than a 64-byte row.
         if (row_bytes == 32 && g.kr * eb > 32) continue;
-        for (int stages : {3, 4, 2}) {
+        bool deep_pipeline = false;
+        for (int stages : {4, 3, 2}) {
+          if (stages == 2 && deep_pipeline) break;
           const std::int64_t tiles = blocks_of(g, params_of_tile(t, block_k, stages, 1, vector));
           const std::int64_t steps = ceil_div(g.kr, block_k);
           // Split-K only while the output alone fills fewer than two waves, keeping >= 2 steps per split.
           for (int split_k = 1; split_k <= 16; split_k *= 2) {
             if (split_k > 1 && (tiles * (split_k / 2) >= 2 * sm_count || ceil_div(steps, split_k) < 2)) break;
             const IgemmTcParams s = params_of_tile(t, block_k, stages, split_k, vector);
-            if (!check(p, gpu, s)) ranked.emplace_back(estimate_us(p, gpu, s), s);
+            if (check(p, gpu, s)) continue;
+            ranked.emplace_back(estimate_us(p, gpu, s), s);
+            deep_pipeline = true;
           }
         }
       }
+      std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (!ranked.empty()) by_tile.push_back(std::move(ranked));
     }
-    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::pair<double, IgemmTcParams>> chosen;
+    for (std::size_t round = 0; chosen.size() < kMaxCandidates; ++round) {
+      std::vector<std::pair<double, IgemmTcParams>> this_round;
+      for (const auto& ranked : by_tile)
+        if (round < ranked.size()) this_round.push_back(ranked[round]);
+      if (this_round.empty()) break;
+      std::stable_sort(this_round.begin(), this_round.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& c : this_round)
+        if (chosen.size() < kMaxCandidates) chosen.push_back(c);
+    }
+    std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<IgemmTcParams> specs;
-    for (const auto& [us, s] : ranked) {
-      if (specs.size() == kMaxCandidates) break;
-      specs.push_back(s);
-    }
+    for (const auto& c : chosen) specs.push_back(c.second);
     return specs;
   }
 
@@ -359,11 +379,16 @@ class IgemmTc final : public Family {
 
   static constexpr std::size_t kMaxCandidates = 24;
 
-  // A rough time in microseconds that orders the search space (the tuner's cost model ranks for real): waves of
-  // resident blocks, each doing its executed FLOPs at a share of the SM's tensor rate set by how many fragments a
-  // warp loads per mma and whether enough warps hide latency, or the operand traffic if longer, plus the issue
-  // time of element-wise loads and split-K's second pass.
+  // A rough time in microseconds that orders the search space (the tuner's cost model ranks for real), the largest
+  // of: the tensor-core work of waves of resident blocks, at a share of the SM's rate set by how many fragments a
+  // warp loads per mma and whether enough warps hide latency; the chain of dependent pipeline steps (~0.1 us each:
+  // wait, barrier, ldmatrix, mma); the operand traffic of every block's tiles through L2 (each block reads BLOCK_M +
+  // BLOCK_N rows of its reduction; on an H100 this term, at 1.3 x the DRAM rate, matched the measured time of small
+  // tiles on the cusnn layers at batch 8 within 2%); the tensors once from DRAM. Then the issue time of element-wise
+  // loads and split-K's partial sums and second pass.
   static double estimate_us(const Problem& p, const Gpu& gpu, const IgemmTcParams& s) {
+    constexpr double kStepLatencyUs = 0.1;
+    constexpr double kL2OverDram = 1.3;
     const Gemm g = gemm_of(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     const std::int64_t blocks = blocks_of(g, s);
@@ -374,13 +399,15 @@ class IgemmTc final : public Family {
     // mma.sync reaches about 2/3 of the datasheet's dense tensor rate; ldmatrix traffic per mma lowers it further.
     double efficiency = 0.65 / (1 + 0.5 * (mi + ni / 2.0) / (mi * ni));
     efficiency *= std::min(1.0, resident * warps_of(s) / 8);  // ~8 warps per SM hide the pipeline's latency
-    if (s.stages == 2) efficiency *= 0.85;
     const double peak = peak_tflops(gpu, p.precision) > 0 ? peak_tflops(gpu, p.precision) : 8 * gpu.peak_fp32_tflops;
     const double sm_flops_per_us = std::max(peak, 1.0) * 1e6 / sm_count;
     const int chunk = split_chunk(g, s);
     const double flops_per_block = 2.0 * s.block_m * s.block_n * chunk;
     const double compute_us = waves * resident * flops_per_block / (sm_flops_per_us * efficiency);
+    const double latency_us = waves * std::ceil(static_cast<double>(chunk) / s.block_k) * kStepLatencyUs;
     const double bytes_per_us = std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3;
+    const double operand_bytes = static_cast<double>(blocks) * (s.block_m + s.block_n) * chunk * element_bytes_of(p);
+    const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
     // Element-wise loads: ~12 issued instructions per element, 4 per cycle per SM.
     const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1500;
@@ -390,7 +417,7 @@ class IgemmTc final : public Family {
     const double element_us = waves * resident * element_loads * 12 / 32 / (4 * clock_mhz);
     const double split_us =
         s.split_k > 1 ? 2.0 * static_cast<double>(output_elements(p)) * s.split_k * 4 / bytes_per_us + 2 : 0;
-    return std::max(compute_us, memory_us) + element_us + split_us;
+    return std::max({compute_us, latency_us, operand_us, memory_us}) + element_us + split_us;
   }
 };
 
