@@ -52,6 +52,14 @@ void ConvOp::run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output,
   impl_->launcher.launch(activation, filter, output, impl_->workspace ? impl_->workspace->ptr() : 0, stream);
 }
 
+void ConvOp::check_element_size(std::size_t bytes) const {
+  const Precision precision = problem().precision;
+  if (bytes != static_cast<std::size_t>(element_bytes(precision)))
+    throw InputError(fmt::format("ConvOp::run: pointers to {}-byte elements given, the problem's precision {} takes "
+                                 "{}-byte elements",
+                                 bytes, precision, element_bytes(precision)));
+}
+
 const Problem& ConvOp::problem() const { return impl_->launcher.kernel().problem; }
 const std::string& ConvOp::kernel_name() const { return impl_->kernel_name; }
 std::string ConvOp::source() const { return std::string(to_string(impl_->chosen_by)); }

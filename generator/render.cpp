@@ -34,7 +34,8 @@ std::vector<std::string> template_header_names() {
   return names;
 }
 
-std::string render_prelude(const Problem& p, const KernelSpec& spec, const TemplateInterface& iface) {
+std::string render_prelude(const Problem& p, const KernelSpec& spec, const TemplateInterface& iface,
+                           std::span<const PreludeConstant> extra) {
   const Dims3 out = output_dims(p);
   std::string text;
   // The code does not depend on the expected sparsity: the key without it, so that a dense and a sparse problem of
@@ -65,16 +66,19 @@ std::string render_prelude(const Problem& p, const KernelSpec& spec, const Templ
     else
       text += fmt::format("constexpr int {} = {};\n", param.name, spec.values[i]);
   }
+  for (const PreludeConstant& c : extra)
+    text += fmt::format("constexpr int {} = {};{}\n", c.name, c.value, c.comment.empty() ? "" : "  // " + c.comment);
   text += "}  // namespace cfg\n";
   return text;
 }
 
-KernelSource render_kernel(const Problem& problem, const KernelSpec& spec, const TemplateInterface& iface) {
+KernelSource render_kernel(const Problem& problem, const KernelSpec& spec, const TemplateInterface& iface,
+                           std::span<const PreludeConstant> extra) {
   const std::string_view template_name = iface.template_file;
   KernelSource source;
   source.entry = kernel_name(spec);
   source.file_name = source.entry + ".cu";
-  source.text = render_prelude(problem, spec, iface);
+  source.text = render_prelude(problem, spec, iface, extra);
   source.text += fmt::format("#line 1 \"{}\"\n", template_name);
   source.text += template_text(template_name);
   source.headers = template_header_names();

@@ -1,6 +1,7 @@
 // render: turns a problem and a configuration into kernel source: a prelude of constants, then the template.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,11 +19,22 @@ std::string template_text(std::string_view name);
 // Returns the names of every template header (*.cuh), which NVRTC receives as include headers.
 std::vector<std::string> template_header_names();
 
+// A constant a family adds to the prelude beyond the shape and its parameters (igemm_tc's PRECISION), rendered as
+// `constexpr int <name> = <value>;  // <comment>` at the end of namespace `cfg`.
+struct PreludeConstant {
+  std::string name;
+  int value = 0;
+  std::string comment;
+};
+
 // Renders the prelude: `#define CONVGEN_PRELUDE`, the entry symbol, and the problem and the spec's parameters (as
-// the template declares them) as constexpr constants in namespace `cfg` (see templates/README.md for the list).
-std::string render_prelude(const Problem& problem, const KernelSpec& spec, const TemplateInterface& iface);
+// the template declares them) as constexpr constants in namespace `cfg` (see templates/README.md for the list), then
+// the family's `extra` constants.
+std::string render_prelude(const Problem& problem, const KernelSpec& spec, const TemplateInterface& iface,
+                           std::span<const PreludeConstant> extra = {});
 
 // Renders a whole kernel: the prelude, then `#line 1 "<template>"` and the template's text.
-KernelSource render_kernel(const Problem& problem, const KernelSpec& spec, const TemplateInterface& iface);
+KernelSource render_kernel(const Problem& problem, const KernelSpec& spec, const TemplateInterface& iface,
+                           std::span<const PreludeConstant> extra = {});
 
 }  // namespace convgen

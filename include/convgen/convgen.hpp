@@ -5,6 +5,7 @@
 // time, so nothing links against libcuda). cudaStream_t from the runtime API is the same type as CUstream.
 #include <cuda.h>
 
+#include <cstddef>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -69,6 +70,17 @@ class ConvOp {
   // is another pointer than last time; after changing a filter's values in place, call prepare().
   void run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUstream stream) const;
 
+  // The same with typed device pointers: float* for fp32 and tf32 problems (a tf32 problem's output is fp32 too),
+  // a 2-byte type (__half*, __nv_bfloat16*, or their bits as std::uint16_t*) for fp16 and bf16, whose output is in
+  // the same type. Throws InputError when the element size is not the problem's. No CUDA header is needed here.
+  //   op.run(d_x, d_w, d_y, stream);  // __half* d_x, d_w, d_y for an fp16 problem
+  template <class T>
+  void run(const T* activation, const T* filter, T* output, CUstream stream) const {
+    check_element_size(sizeof(T));
+    run(reinterpret_cast<CUdeviceptr>(activation), reinterpret_cast<CUdeviceptr>(filter),
+        reinterpret_cast<CUdeviceptr>(output), stream);
+  }
+
   // Enqueues the kernel's one-time work on a filter (a transformed or packed copy kept with the op) on `stream`:
   // run() does it for a new filter pointer; call it after changing the filter's values in place. Kernels without
   // such work (needs_prepare() false) need none. Not to be called while a run() of this op is in flight.
@@ -85,6 +97,7 @@ class ConvOp {
 
  private:
   friend class ConvContext;
+  void check_element_size(std::size_t bytes) const;
   struct Impl;
   explicit ConvOp(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -147,6 +147,38 @@ Suite with_layer_weights(const Suite& suite, const WeightOptions& weights) {
   return out;
 }
 
+Suite with_precision_and_layout(Suite suite, const std::string& precision, const std::string& layout) {
+  std::optional<Precision> to_precision;
+  if (!precision.empty()) {
+    to_precision = parse_enum<Precision>(precision);
+    if (!to_precision)
+      throw InputError(fmt::format("--precision: unknown '{}', expected one of {}", precision,
+                                   enum_choices<Precision>()));
+  }
+  std::optional<Layout> to_layout;
+  if (!layout.empty()) {
+    to_layout = parse_enum<Layout>(layout);
+    if (!to_layout)
+      throw InputError(fmt::format("--layout: unknown '{}', expected one of {}", layout, enum_choices<Layout>()));
+  }
+  for (Layer& l : suite.layers) {
+    if (to_precision) l.problem.precision = *to_precision;
+    if (to_layout) {
+      const bool last = channels_last(*to_layout);
+      if (!l.problem.weights.pattern.empty() && last != channels_last(l.problem.layout))
+        throw InputError(fmt::format("--layout {}: layer '{}' carries its filter, whose layout follows the problem's; "
+                                     "give the filter in the new layout instead",
+                                     layout, l.name));
+      switch (rank(l.problem.layout)) {
+        case 1: l.problem.layout = last ? Layout::nwc : Layout::ncw; break;
+        case 2: l.problem.layout = last ? Layout::nhwc : Layout::nchw; break;
+        default: l.problem.layout = last ? Layout::ndhwc : Layout::ncdhw; break;
+      }
+    }
+  }
+  return suite;
+}
+
 std::optional<std::filesystem::path> data_root() {
   if (const char* root = std::getenv("CONVGEN_DATA_ROOT"); root && *root) return std::filesystem::path(root);
   return std::nullopt;

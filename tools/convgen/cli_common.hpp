@@ -53,6 +53,11 @@ void add_weight_options(CLI::App* cmd, WeightOptions& weights);
 // Throws InputError naming the file and what was expected: a missing file, a wrong dtype or shape, NaN or Inf.
 Suite with_layer_weights(const Suite& suite, const WeightOptions& weights);
 
+// Applies --precision and --layout to every layer (an empty string keeps the shapes file's): the precision as named
+// (fp32 tf32 fp16 bf16), the layout's channel order at each layer's own rank (`nhwc` makes a 1-D layer nwc and a 3-D
+// one ndhwc). Throws InputError naming the option and the choices for an unknown name.
+Suite with_precision_and_layout(Suite suite, const std::string& precision, const std::string& layout);
+
 // Returns $CONVGEN_DATA_ROOT when set: a folder with gpus/ and shapes/ whose files win over the copies embedded
 // in the binary (cmake: tools/convgen/CMakeLists.txt) when resolving short names like "h100_sxm". The binary knows
 // no source tree.

@@ -16,7 +16,7 @@ namespace convgen::cli {
 namespace {
 
 struct Options {
-  std::string shapes, gpu = "h100_sxm", out = "generated", layer, kernel;
+  std::string shapes, gpu = "h100_sxm", out = "generated", layer, kernel, precision, layout;
   int batch = 0;
   std::optional<double> act_sparsity;
   WeightOptions weights;
@@ -56,7 +56,10 @@ nlohmann::json manifest_entry(const Layer& layer, const BuiltKernel& k, const st
 
 void run_generate(const Options& opts) {
   const Suite suite =
-      with_layer_weights(select_layers(load_shapes(opts.shapes), opts.batch, opts.layer, opts.act_sparsity), opts.weights);
+      with_layer_weights(with_precision_and_layout(select_layers(load_shapes(opts.shapes), opts.batch, opts.layer,
+                                                                 opts.act_sparsity),
+                                                   opts.precision, opts.layout),
+                         opts.weights);
   const Gpu gpu = load_gpu_descriptor(opts.gpu, false);
 
   // One request per (layer, kernel): the default choice, a named kernel, or every candidate of every family.
@@ -138,6 +141,9 @@ void add_generate_command(CLI::App& app) {
   add_act_sparsity_option(cmd, opts->act_sparsity);
   add_weight_options(cmd, opts->weights);
   cmd->add_option("--layer", opts->layer, "Only this layer");
+  cmd->add_option("--precision", opts->precision, "Every layer in fp32, tf32, fp16 or bf16 (default: the file's)");
+  cmd->add_option("--layout", opts->layout,
+                  "Every layer channels-first (nchw) or channels-last (nhwc), at its own rank (default: the file's)");
   cmd->add_option("--kernel", opts->kernel, "Use this kernel (canonical name) instead of the default choice");
   cmd->add_flag("--all", opts->all, "Emit every candidate configuration of every family, not only the default");
   cmd->add_option("--jobs", opts->jobs, "Parallel compiles (0: one per core)");

@@ -14,7 +14,7 @@ namespace convgen::cli {
 namespace {
 
 struct Options {
-  std::string shapes, layer, problem, kernel, gpu = "live";
+  std::string shapes, layer, problem, kernel, gpu = "live", precision, layout;
   int batch = 0;
   std::optional<double> act_sparsity;
   WeightOptions weights;
@@ -51,13 +51,15 @@ void run_run(const Options& opts) {
   } else if (!opts.shapes.empty()) {
     if (opts.layer.empty() && !opts.all_layers)
       throw InputError("run: give --layer NAME (or --all-layers) with --shapes");
-    WeightOptions weights = opts.weights;
-    weights.seed = opts.seed;
-    suite = with_layer_weights(select_layers(load_shapes(opts.shapes), opts.batch, opts.layer, opts.act_sparsity),
-                               weights);
+    suite = select_layers(load_shapes(opts.shapes), opts.batch, opts.layer, opts.act_sparsity);
   } else {
     throw InputError("run: give --shapes FILE with --layer NAME, or --problem KEY");
   }
+  // Layout first: a layer's filter is read (or made) in its final layout.
+  suite = with_precision_and_layout(std::move(suite), opts.precision, opts.layout);
+  WeightOptions weights = opts.weights;
+  weights.seed = opts.seed;
+  suite = with_layer_weights(suite, weights);
   const Gpu gpu = load_gpu_descriptor(opts.gpu, true);
   Context context(0);
   fmt::print("on {} ({}, {} SMs)\n", gpu.name, gpu.arch, gpu.sm_count);
@@ -83,6 +85,9 @@ void add_run_command(CLI::App& app) {
   add_act_sparsity_option(cmd, opts->act_sparsity);
   cmd->add_option("--sparsity-pattern", opts->pattern, "Where the activation's zeros lie: uniform, channel or blob")
       ->capture_default_str();
+  cmd->add_option("--precision", opts->precision, "Run in fp32, tf32, fp16 or bf16 (default: the file's or key's)");
+  cmd->add_option("--layout", opts->layout,
+                  "Channels-first (nchw) or channels-last (nhwc), at the layer's rank (default: the file's or key's)");
   cmd->add_option("--seed", opts->seed, "Random seed of the inputs (and of --weight-sparsity's weights)")
       ->capture_default_str();
   add_weight_options(cmd, opts->weights);

@@ -58,7 +58,7 @@ std::vector<int> parse_gpus(const std::string& text, int count) {
 struct TuneArgs {
   std::vector<std::string> shapes;
   std::vector<int> batches;
-  std::string layer, gpus = "0", db, out, record, pattern = "blob";
+  std::string layer, gpus = "0", db, out, record, pattern = "blob", precision, layout;
   std::optional<double> act_sparsity;
   WeightOptions weights;
   int budget = 10, samples = 10, calls = 10;
@@ -82,7 +82,9 @@ std::vector<Job> jobs_of(const TuneArgs& a) {
   for (const std::string& file : a.shapes) {
     WeightOptions weights = a.weights;
     weights.seed = a.seed;
-    const Suite suite = with_layer_weights(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity), weights);
+    const Suite suite = with_layer_weights(
+        with_precision_and_layout(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity), a.precision, a.layout),
+        weights);
     for (int batch : batches)
       for (const Layer& layer : suite.layers) {
         Problem p = layer.problem;
@@ -184,7 +186,9 @@ void run_tune_study(const TuneArgs& a) {
   for (const std::string& file : a.shapes) {
     WeightOptions weights = a.weights;
     weights.seed = a.seed;
-    const Suite suite = with_layer_weights(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity), weights);
+    const Suite suite = with_layer_weights(
+        with_precision_and_layout(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity), a.precision, a.layout),
+        weights);
     Progress progress(fmt::format("tune-study {}", suite.name),
                       suite.layers.size() * std::max<std::size_t>(1, a.batches.size()));
     const std::vector<StudyLayer> rows =
@@ -206,6 +210,9 @@ void add_common_options(CLI::App* cmd, TuneArgs& a) {
   cmd->add_option("--shapes", a.shapes, "Shapes file(s) (suite CSV, SEER list or B,C,H,W,N list)")->required();
   cmd->add_option("--batch", a.batches, "Batch sizes, comma-separated (default: the file's)")->delimiter(',');
   cmd->add_option("--layer", a.layer, "Only layers whose name contains this");
+  cmd->add_option("--precision", a.precision, "Every layer in fp32, tf32, fp16 or bf16 (default: the file's)");
+  cmd->add_option("--layout", a.layout,
+                  "Every layer channels-first (nchw) or channels-last (nhwc), at its own rank (default: the file's)");
   cmd->add_option("--samples", a.samples, "Timing samples per candidate and round")->capture_default_str();
   cmd->add_option("--calls", a.calls, "Calls per timing sample")->capture_default_str();
   cmd->add_option("--seed", a.seed, "Seed of the verification inputs")->capture_default_str();

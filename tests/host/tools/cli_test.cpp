@@ -55,6 +55,41 @@ TEST(Cli, GenerateWritesSourceCubinAndManifestForEachLayer) {
   std::filesystem::remove_all(out);
 }
 
+TEST(Cli, GenerateInTf32Fp16AndBf16ChoosesTheTensorCoreFamilyForSm80AndSm90) {
+  const auto out = std::filesystem::temp_directory_path() / "convgen_cli_test_generate_precision";
+  for (const char* gpu : {"a100_sxm4", "h100_sxm"})
+    for (const char* precision : {"tf32", "fp16", "bf16"}) {
+      std::filesystem::remove_all(out);
+      const Result r = run_convgen(std::string("generate --no-cache --shapes ") + shapes("cusnn.csv") +
+                                   " --layer res_64to64_56 --layout nhwc --precision " + precision + " --gpu " + gpu +
+                                   " --out " + out.string());
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      std::ifstream in(out / "manifest.json");
+      const auto manifest = nlohmann::json::parse(in);
+      ASSERT_EQ(manifest["kernels"].size(), 1u) << r.output;
+      const auto& k = manifest["kernels"][0];
+      EXPECT_EQ(k["family"], "igemm_tc") << k;
+      EXPECT_NE(k["problem"].get<std::string>().find(std::string("_nhwc_") + precision), std::string::npos) << k;
+      EXPECT_GT(k["registers"].get<int>(), 0) << k;
+      EXPECT_EQ(k["spill_store_bytes"].get<int>(), 0) << k;
+    }
+  std::filesystem::remove_all(out);
+}
+
+TEST(Cli, AnUnknownPrecisionOrLayoutNamesTheChoices) {
+  Result r = run_convgen("generate --shapes " + shapes("cusnn.csv") + " --precision fp8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("convgen: error: --precision: unknown 'fp8', expected one of fp32, tf32, fp16, bf16"),
+            std::string::npos)
+      << r.output;
+  r = run_convgen("generate --shapes " + shapes("cusnn.csv") + " --layout hwcn");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("convgen: error: --layout: unknown 'hwcn', expected one of ncw, nwc, nchw, nhwc, ncdhw, "
+                          "ndhwc"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, ABadShapesFileFailsWithFileLineAndReason) {
   const auto path = std::filesystem::temp_directory_path() / "convgen_cli_bad.csv";
   std::ofstream(path) << "name,n,c,k,h,w,r,s,stride\nbad,1,3,8,8,8,3,3,0\n";

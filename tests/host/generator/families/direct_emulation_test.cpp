@@ -14,6 +14,7 @@
 #include "direct_params.hpp"
 #include "generator/family.hpp"
 #include "reference/reference.hpp"
+#include "support/literal_shape.hpp"
 
 namespace convgen_emulation {
 
@@ -27,19 +28,6 @@ thread_local Dim3 blockIdx;
 std::barrier<>* block_barrier = nullptr;
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 inline float __ldg(const float* address) { return *address; }
-
-// The geometry of a Problem as a literal type (a Problem carries a std::string and a shared_ptr, so it cannot be
-// constexpr): the cases declare a Shape and hand it on as the Problem it converts to.
-struct Shape {
-  int n = 1, c = 1, k = 1;
-  convgen::Dims3 input{}, filter{}, stride{1, 1, 1}, padding{0, 0, 0}, dilation{1, 1, 1};
-  int groups = 1;
-  convgen::Layout layout = convgen::Layout::nchw;
-  operator convgen::Problem() const {  // NOLINT(google-explicit-constructor): the cases read as problems
-    return {.n = n, .c = c, .k = k, .input = input, .filter = filter, .stride = stride, .padding = padding,
-            .dilation = dilation, .groups = groups, .layout = layout};
-  }
-};
 
 constexpr int extent(int in, int filter, int stride, int pad, int dil) {
   return (in + 2 * pad - dil * (filter - 1) - 1) / stride + 1;
@@ -57,7 +45,7 @@ constexpr int extent(int in, int filter, int stride, int pad, int dil) {
 // Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them.
 #define DIRECT_CASE(NAME, PROBLEM, SPEC)                                                                          \
   namespace convgen_emulation::NAME {                                                                             \
-  constexpr Shape kProblem = PROBLEM;                                                                           \
+  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                                                  \
   constexpr convgen::DirectParams kSpec = SPEC;                                                                    \
   namespace cfg {                                                                                                 \
   constexpr int N = kProblem.n, C = kProblem.c, K = kProblem.k, GROUPS = kProblem.groups;                         \
@@ -80,7 +68,7 @@ constexpr int extent(int in, int filter, int stride, int pad, int dil) {
 using convgen::Dims3;
 using convgen::Layout;
 using convgen::Problem;
-using convgen_emulation::Shape;
+using Shape = convgen::testing_support::LiteralShape;
 
 // Stem: C = 3, 7x7 stride 2 pad 3, K = 37 (partial channel tile), odd sizes, batch 2. Group-tiled.
 DIRECT_CASE(stem_nchw,

@@ -1,0 +1,112 @@
+// tensor_core: the sm_80 warp-level instructions the tensor-core templates use (cp.async, ldmatrix, mma.sync and the
+// conversions to tf32, fp16 and bf16), each one inline-PTX function; included by NVRTC as a header.
+//
+// Every instruction a template issues on tensor cores is here and nowhere else, so that a host test
+// (tests/host/generator/families/igemm_tc_emulation_test.cpp) can put its own definitions of these functions in
+// place of this header, with the semantics of the PTX ISA, and run the template's index arithmetic, pipeline and
+// fragment bookkeeping on the CPU.
+#ifndef CONVGEN_TENSOR_CORE_CUH
+#define CONVGEN_TENSOR_CORE_CUH
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "the tensor-core templates need sm_80 or later (cp.async, ldmatrix, mma.sync with tf32 and bf16)"
+#endif
+
+namespace convgen::tc {
+
+// The dynamic shared memory of the block (the launch plan gives its size).
+__device__ __forceinline__ unsigned char* dynamic_shared() {
+  extern __shared__ __align__(16) unsigned char s_dynamic[];
+  return s_dynamic;
+}
+
+// The 32-bit shared-state-space address of a generic pointer into shared memory (what cp.async and ldmatrix take).
+__device__ __forceinline__ unsigned shared_address(const void* pointer) {
+  unsigned address;
+  asm("{\n\t.reg .u64 a;\n\tcvta.to.shared.u64 a, %1;\n\tcvt.u32.u64 %0, a;\n\t}\n" : "=r"(address) : "l"(pointer));
+  return address;
+}
+
+// Copies 16 bytes global -> shared without passing through registers (L1 bypassed: .cg). When `full` is false
+// nothing is read (the source size is 0) and the 16 bytes are zero-filled: padding, partial tiles and the reduction
+// tail cost no branch. `global` must be 16-byte aligned and, even when `full` is false, a valid address.
+__device__ __forceinline__ void cp_async_16(unsigned s_address, const void* global, bool full) {
+  const int source_bytes = full ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s_address), "l"(global), "r"(source_bytes));
+}
+
+// Closes the group of cp.async issued since the last commit (an empty group is allowed and completes at once).
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most `PENDING` committed groups are still in flight (the older ones have landed in shared memory;
+// a __syncthreads() then makes them visible to the whole block).
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
+// Loads four 8x8 matrices of 16-bit elements (rows of 16 bytes) from shared memory: lanes 8i..8i+7 give the row
+// addresses of matrix i, and lane l receives in r[i] the two elements of row l / 4, columns 2 (l % 4) and + 1
+// (the low half is the lower column). 32-bit elements load as pairs of halves: r[i] is then element l % 4 of row l / 4.
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned s_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s_address));
+}
+
+// D = A * B + D for one 16x8 tile, fp32 accumulators. With g = lane / 4, t = lane % 4:
+//   d[0], d[1]: row g, columns 2t, 2t+1;  d[2], d[3]: row g + 8, same columns.
+// m16n8k16 fp16 / bf16 (two elements per register, the lower column in the low half):
+//   a[0]: row g, k 2t..2t+1;  a[1]: row g+8, k 2t..;  a[2]: row g, k 2t+8..;  a[3]: row g+8, k 2t+8..
+//   b[0]: k 2t..2t+1, column g;  b[1]: k 2t+8..2t+9, column g
+// m16n8k8 tf32 (one element per register):
+//   a[0]: row g, k t;  a[1]: row g+8, k t;  a[2]: row g, k t+4;  a[3]: row g+8, k t+4
+//   b[0]: k t, column g;  b[1]: k t+4, column g
+__device__ __forceinline__ void mma_fp16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Rounds the fp32 value with bits `bits` to tf32 (10 mantissa bits, to nearest, ties away from zero), as the bits of
+// an fp32 value. The tensor core would otherwise ignore the low 13 mantissa bits (truncation).
+__device__ __forceinline__ unsigned round_to_tf32(unsigned bits) {
+  unsigned rounded;
+  asm("{\n\t.reg .f32 f;\n\tmov.b32 f, %1;\n\tcvt.rna.tf32.f32 %0, f;\n\t}\n" : "=r"(rounded) : "r"(bits));
+  return rounded;
+}
+
+// Rounds an fp32 value to fp16 / bf16 (to nearest even), as the element's 16 bits.
+__device__ __forceinline__ unsigned short float_to_fp16_bits(float value) {
+  unsigned short bits;
+  asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(bits) : "f"(value));
+  return bits;
+}
+
+__device__ __forceinline__ unsigned short float_to_bf16_bits(float value) {
+  unsigned short bits;
+  asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(bits) : "f"(value));
+  return bits;
+}
+
+}  // namespace convgen::tc
+
+#endif  // CONVGEN_TENSOR_CORE_CUH

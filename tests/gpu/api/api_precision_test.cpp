@@ -1,0 +1,85 @@
+// api_precision_test: the public API in tf32, fp16 and bf16 on the GPU: a context chooses the tensor-core kernel,
+// the op runs on typed device pointers (float, or 16-bit bits for half and bfloat16) and matches the reference; a
+// pointer of the wrong element size is refused.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "convgen/convgen.hpp"
+#include "convgen/error.hpp"
+#include "measure/verification.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/module.hpp"
+
+namespace convgen {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ApiPrecisionGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
+    static std::atomic<int> counter{0};
+    scratch_ = fs::temp_directory_path() / fmt::format("convgen-api-precision-test-{}-{}", getpid(), counter++);
+    fs::remove_all(scratch_);
+    fs::create_directories(scratch_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!scratch_.empty()) fs::remove_all(scratch_, ec);
+  }
+  ContextOptions options() const {
+    return {.cache_dir = scratch_ / "jit", .database = scratch_ / "tuning.sqlite",
+            .policy = TuningPolicy::cost_model_only};
+  }
+  fs::path scratch_;
+};
+
+// Runs `op` through the verification pipeline with typed pointers of element type T.
+template <class T>
+Verification run_typed(const ConvOp& op) {
+  ConvMeasurement measurement(op.problem(), {.seed = 11});
+  Stream stream;
+  const ConvCandidate candidate{op.kernel_name(), [&op](const ConvPointers& t, CUstream s) {
+                                  op.run(reinterpret_cast<const T*>(t.activation), reinterpret_cast<const T*>(t.filter),
+                                         reinterpret_cast<T*>(t.output), s);
+                                }};
+  return measurement.verify(candidate, stream);
+}
+
+TEST_F(ApiPrecisionGpu, TensorCorePrecisionsRunOnTypedPointersAndMatchTheReference) {
+  ConvContext context(options());
+  for (Precision precision : {Precision::tf32, Precision::fp16, Precision::bf16}) {
+    const Problem problem{.n = 2, .c = 32, .k = 48, .input = {1, 14, 14}, .filter = {1, 3, 3},
+                          .padding = {0, 1, 1}, .layout = Layout::nhwc, .precision = precision};
+    const ConvOp& op = context.conv(problem);
+    EXPECT_EQ(op.kernel_name().rfind("igemm_tc_", 0), 0u) << op.kernel_name();
+    const Verification v =
+        precision == Precision::tf32 ? run_typed<float>(op) : run_typed<std::uint16_t>(op);
+    EXPECT_TRUE(v.passed) << to_string(precision) << ": " << v.failure;
+  }
+}
+
+TEST_F(ApiPrecisionGpu, APointerOfTheWrongElementSizeIsRefused) {
+  ConvContext context(options());
+  const Problem problem{.n = 1, .c = 16, .k = 16, .input = {1, 8, 8}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                        .layout = Layout::nhwc, .precision = Precision::fp16};
+  const ConvOp& op = context.conv(problem);
+  const float* none = nullptr;
+  try {
+    op.run(none, none, const_cast<float*>(none), nullptr);
+    ADD_FAILURE() << "a float pointer was accepted for an fp16 problem";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "ConvOp::run: pointers to 4-byte elements given, the problem's precision fp16 takes 2-byte elements");
+  }
+}
+
+}  // namespace
+}  // namespace convgen

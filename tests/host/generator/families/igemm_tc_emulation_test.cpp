@@ -1,0 +1,466 @@
+// igemm_tc_emulation_test: runs templates/igemm_tc.cu on the host, a std::thread per CUDA thread, against the
+// reference. No GPU is needed: the template's tensor-core instructions all live in templates/tensor_core.cuh, and this
+// file puts in its place host definitions with the PTX ISA's semantics (cp.async copies at once, ldmatrix and mma.sync
+// exchange their fragments between the 32 threads of a warp at a barrier), so the template's index arithmetic,
+// predication, pipeline, fragment bookkeeping, epilogue and split-K pass are checked on every CI run.
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/literal_shape.hpp"
+
+#include "generator/family.hpp"
+#include "igemm_tc_params.hpp"
+#include "reference/host_tensor.hpp"
+#include "reference/reference.hpp"
+
+// ---- The CUDA vocabulary of the template, for a host compiler ----------------------------------------------------
+#define CONVGEN_PRELUDE 1
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+struct float2 {
+  float x, y;
+};
+struct float4 {
+  float x, y, z, w;
+};
+#include "templates/common.cuh"
+#include "templates/interface.cuh"
+
+namespace tc_emulation {
+
+struct Dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+thread_local Dim3 threadIdx;
+thread_local Dim3 blockIdx;
+
+// The running block: threads meet at block_barrier; the 32 threads of warp w exchange fragments through warps[w].
+struct Warp {
+  explicit Warp() : barrier(32) {}
+  std::barrier<> barrier;
+  unsigned address[32] = {};
+  unsigned a[32][4] = {};
+  unsigned b[32][2] = {};
+};
+std::barrier<>* block_barrier = nullptr;
+std::vector<std::unique_ptr<Warp>>* warps = nullptr;
+unsigned char* shared_memory = nullptr;
+std::size_t shared_bytes = 0;
+// Set when an mma.sync tf32 operand still has the low 13 mantissa bits that the template must round away.
+std::atomic<bool> unrounded_tf32_operand{false};
+// Set when a cp.async or ldmatrix address is misaligned or outside the dynamic shared memory.
+std::atomic<bool> bad_shared_access{false};
+
+inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+
+inline int lane() { return static_cast<int>(threadIdx.x % 32); }
+inline Warp& my_warp() { return *(*warps)[threadIdx.x / 32]; }
+
+void check_shared(unsigned address, unsigned bytes) {
+  if (address % 16 != 0 || address + bytes > shared_bytes) bad_shared_access = true;
+}
+
+float as_float(unsigned bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Element e (0 low, 1 high) of a register holding two 16-bit values, or the register as one tf32.
+enum class MmaType { fp16, bf16, tf32 };
+double element(unsigned reg, int e, MmaType type) {
+  const auto half = static_cast<std::uint16_t>(e == 0 ? reg & 0xffffu : reg >> 16);
+  switch (type) {
+    case MmaType::fp16: return convgen::half_to_float(half);
+    case MmaType::bf16: return convgen::bfloat16_to_float(half);
+    case MmaType::tf32:
+      if ((reg & 0x1fffu) != 0) unrounded_tf32_operand = true;
+      return as_float(reg);
+  }
+  return 0;
+}
+
+// mma.sync m16n8k16 (fp16, bf16) or m16n8k8 (tf32), fp32 accumulation, with the PTX ISA's fragment layouts (the
+// table in templates/tensor_core.cuh): every lane publishes its A and B registers, then computes its own four D.
+void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], MmaType type) {
+  Warp& w = my_warp();
+  const int l = lane();
+  for (int i = 0; i < 4; ++i) w.a[l][i] = a[i];
+  for (int i = 0; i < 2; ++i) w.b[l][i] = b[i];
+  w.barrier.arrive_and_wait();
+  const int k_extent = type == MmaType::tf32 ? 8 : 16;
+  double A[16][16] = {}, B[16][8] = {};
+  for (int src = 0; src < 32; ++src) {
+    const int g = src / 4, t = src % 4;
+    if (type == MmaType::tf32) {
+      A[g][t] = element(w.a[src][0], 0, type);
+      A[g + 8][t] = element(w.a[src][1], 0, type);
+      A[g][t + 4] = element(w.a[src][2], 0, type);
+      A[g + 8][t + 4] = element(w.a[src][3], 0, type);
+      B[t][g] = element(w.b[src][0], 0, type);
+      B[t + 4][g] = element(w.b[src][1], 0, type);
+    } else {
+      for (int e = 0; e < 2; ++e) {
+        A[g][2 * t + e] = element(w.a[src][0], e, type);
+        A[g + 8][2 * t + e] = element(w.a[src][1], e, type);
+        A[g][2 * t + 8 + e] = element(w.a[src][2], e, type);
+        A[g + 8][2 * t + 8 + e] = element(w.a[src][3], e, type);
+        B[2 * t + e][g] = element(w.b[src][0], e, type);
+        B[2 * t + 8 + e][g] = element(w.b[src][1], e, type);
+      }
+    }
+  }
+  w.barrier.arrive_and_wait();  // every lane has read the fragments before any lane's next mma overwrites them
+  const int g = l / 4, t = l % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+    double sum = d[i];
+    for (int k = 0; k < k_extent; ++k) sum += A[row][k] * B[k][col];
+    d[i] = static_cast<float>(sum);
+  }
+}
+
+}  // namespace tc_emulation
+
+// templates/tensor_core.cuh's functions, on the host.
+#define CONVGEN_TENSOR_CORE_CUH
+namespace convgen::tc {
+using namespace tc_emulation;
+inline unsigned char* dynamic_shared() { return shared_memory; }
+inline unsigned shared_address(const void* pointer) {
+  return static_cast<unsigned>(static_cast<const unsigned char*>(pointer) - shared_memory);
+}
+inline void cp_async_16(unsigned s_address, const void* global, bool full) {
+  check_shared(s_address, 16);
+  if (bad_shared_access) return;
+  if (full)
+    std::memcpy(shared_memory + s_address, global, 16);
+  else
+    std::memset(shared_memory + s_address, 0, 16);
+}
+inline void cp_async_commit() {}
+template <int PENDING>
+inline void cp_async_wait() {}
+inline void ldmatrix_x4(unsigned (&r)[4], unsigned s_address) {
+  Warp& w = my_warp();
+  const int l = lane();
+  check_shared(s_address, 16);
+  w.address[l] = s_address;
+  w.barrier.arrive_and_wait();
+  for (int i = 0; i < 4; ++i) {
+    const unsigned row = w.address[8 * i + l / 4];
+    if (!bad_shared_access) std::memcpy(&r[i], shared_memory + row + 4 * (l % 4), 4);
+  }
+  w.barrier.arrive_and_wait();
+}
+inline void mma_fp16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma(d, a, b, MmaType::fp16); }
+inline void mma_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma(d, a, b, MmaType::bf16); }
+inline void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma(d, a, b, MmaType::tf32); }
+// cvt.rna.tf32.f32: to nearest, ties away from zero, on the magnitude (finite values).
+inline unsigned round_to_tf32(unsigned bits) { return (bits + 0x1000u) & ~0x1fffu; }
+inline unsigned short float_to_fp16_bits(float value) { return convgen::float_to_half(value); }
+inline unsigned short float_to_bf16_bits(float value) { return convgen::float_to_bfloat16(value); }
+}  // namespace convgen::tc
+
+// Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them,
+// includes the template there, and wraps its two entries with untyped pointers.
+#define IGEMM_TC_CASE(NAME, PROBLEM, SPEC)                                                                         \
+  namespace tc_emulation::NAME {                                                                              \
+  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                            \
+  constexpr convgen::IgemmTcParams kSpec = SPEC;                                                                   \
+  constexpr int extent(int in, int filter, int stride, int pad, int dil) {                                         \
+    return (in + 2 * pad - dil * (filter - 1) - 1) / stride + 1;                                                   \
+  }                                                                                                                \
+  namespace cfg {                                                                                                  \
+  constexpr int N = kProblem.n, C = kProblem.c, K = kProblem.k, GROUPS = kProblem.groups;                          \
+  constexpr int D = kProblem.input.d, H = kProblem.input.h, W = kProblem.input.w;                                  \
+  constexpr int T = kProblem.filter.d, R = kProblem.filter.h, S = kProblem.filter.w;                               \
+  constexpr int STRIDE_D = kProblem.stride.d, STRIDE_H = kProblem.stride.h, STRIDE_W = kProblem.stride.w;          \
+  constexpr int PAD_D = kProblem.padding.d, PAD_H = kProblem.padding.h, PAD_W = kProblem.padding.w;                \
+  constexpr int DIL_D = kProblem.dilation.d, DIL_H = kProblem.dilation.h, DIL_W = kProblem.dilation.w;             \
+  constexpr int O = extent(D, T, STRIDE_D, PAD_D, DIL_D), P = extent(H, R, STRIDE_H, PAD_H, DIL_H),                \
+                Q = extent(W, S, STRIDE_W, PAD_W, DIL_W);                                                          \
+  constexpr bool CHANNELS_LAST = convgen::channels_last(kProblem.layout);                                          \
+  constexpr int PRECISION = static_cast<int>(kProblem.precision);                                                  \
+  constexpr int BLOCK_M = kSpec.block_m, BLOCK_N = kSpec.block_n, BLOCK_K = kSpec.block_k;                         \
+  constexpr int WARP_M = kSpec.warp_m, WARP_N = kSpec.warp_n, STAGES = kSpec.stages, SPLIT_K = kSpec.split_k;      \
+  constexpr bool VECTOR = kSpec.vector;                                                                            \
+  }                                                                                                                \
+  }                                                                                                                \
+  namespace tc_emulation::NAME {
+#define IGEMM_TC_ENTRIES(NAME)                                                                                     \
+  inline void run_main(const void* activation, const void* filter, void* output, float* workspace) {               \
+    kernel_##NAME(static_cast<const igemm_tc::element_t*>(activation),                                             \
+                  static_cast<const igemm_tc::element_t*>(filter), static_cast<igemm_tc::element_t*>(output),      \
+                  workspace);                                                                                      \
+  }                                                                                                                \
+  inline void run_reduce(const float* workspace, void* output) {                                                   \
+    kernel_##NAME##_reduce(workspace, static_cast<igemm_tc::element_t*>(output));                                  \
+  }                                                                                                                \
+  }
+
+#define SPEC(BM, BN, BK, WM, WN, ST, SK, V)                                                                         \
+  (convgen::IgemmTcParams{.block_m = BM, .block_n = BN, .block_k = BK, .warp_m = WM, .warp_n = WN, .stages = ST,   \
+                          .split_k = SK, .vector = V})
+
+using convgen::Layout;
+using convgen::Precision;
+using convgen::Problem;
+using Shape = convgen::testing_support::LiteralShape;
+
+// 3x3 pad 1, batch 2, odd 9x7, fp16 NHWC: 16-byte loads, a partial channel tile (24 of 32), 32-byte rows, 3 stages.
+IGEMM_TC_CASE(fp16_nhwc_3x3,
+              (Shape{.n = 2, .c = 16, .k = 24, .input = {1, 9, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                       .layout = Layout::nhwc, .precision = Precision::fp16}),
+              SPEC(32, 32, 16, 16, 16, 3, 1, true))
+#define CONVGEN_ENTRY kernel_fp16_nhwc_3x3
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(fp16_nhwc_3x3)
+
+// bf16 NHWC, stride 2 and dilation 2, a 64x16 block of four warps, 64-byte rows, 2 stages.
+IGEMM_TC_CASE(bf16_nhwc_stride2_dilation2,
+              (Shape{.n = 1, .c = 8, .k = 16, .input = {1, 17, 15}, .filter = {1, 3, 3}, .stride = {1, 2, 2},
+                       .padding = {0, 2, 2}, .dilation = {1, 2, 2}, .layout = Layout::nhwc,
+                       .precision = Precision::bf16}),
+              SPEC(64, 16, 32, 16, 16, 2, 1, true))
+#define CONVGEN_ENTRY kernel_bf16_nhwc_stride2_dilation2
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(bf16_nhwc_stride2_dilation2)
+
+// tf32 NHWC, K = 10 (odd pairs at the tile's edge), split-K 3 through the workspace and the reduce pass, 4 stages.
+IGEMM_TC_CASE(tf32_nhwc_split3,
+              (Shape{.n = 1, .c = 12, .k = 10, .input = {1, 8, 9}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                       .layout = Layout::nhwc, .precision = Precision::tf32}),
+              SPEC(32, 16, 8, 16, 16, 4, 3, true))
+#define CONVGEN_ENTRY kernel_tf32_nhwc_split3
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(tf32_nhwc_split3)
+
+// fp16 NCHW, C = 5: element-wise loads of both operands (the reduction 45 is no multiple of 8), odd K = 7.
+IGEMM_TC_CASE(fp16_nchw_elementwise,
+              (Shape{.n = 2, .c = 5, .k = 7, .input = {1, 7, 6}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                       .layout = Layout::nchw, .precision = Precision::fp16}),
+              SPEC(32, 16, 16, 16, 16, 3, 1, false))
+#define CONVGEN_ENTRY kernel_fp16_nchw_elementwise
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(fp16_nchw_elementwise)
+
+// bf16 NCHW, C = 8: 16-byte filter loads, element-wise activation loads, stride 2, a 5x5 filter.
+IGEMM_TC_CASE(bf16_nchw_vector_filter,
+              (Shape{.n = 1, .c = 8, .k = 16, .input = {1, 11, 11}, .filter = {1, 5, 5}, .stride = {1, 2, 2},
+                       .padding = {0, 2, 2}, .layout = Layout::nchw, .precision = Precision::bf16}),
+              SPEC(16, 16, 32, 16, 16, 3, 1, true))
+#define CONVGEN_ENTRY kernel_bf16_nchw_vector_filter
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(bf16_nchw_vector_filter)
+
+// fp16 NHWC stem: C = 3 (element-wise loads), 7x7 stride 2 pad 3, K = 20.
+IGEMM_TC_CASE(fp16_nhwc_stem,
+              (Shape{.n = 1, .c = 3, .k = 20, .input = {1, 13, 12}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
+                       .padding = {0, 3, 3}, .layout = Layout::nhwc, .precision = Precision::fp16}),
+              SPEC(32, 32, 32, 32, 16, 2, 1, false))
+#define CONVGEN_ENTRY kernel_fp16_nhwc_stem
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(fp16_nhwc_stem)
+
+// tf32 3-D NCDHW, 3x3x3 pad 1: 16-byte filter loads (the reduction 108 is a multiple of 4), element activations.
+IGEMM_TC_CASE(tf32_ncdhw_3d,
+              (Shape{.n = 1, .c = 4, .k = 8, .input = {5, 6, 5}, .filter = {3, 3, 3}, .padding = {1, 1, 1},
+                       .layout = Layout::ncdhw, .precision = Precision::tf32}),
+              SPEC(16, 16, 16, 16, 16, 3, 1, true))
+#define CONVGEN_ENTRY kernel_tf32_ncdhw_3d
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(tf32_ncdhw_3d)
+
+// fp16 NDHWC 3-D, batch 2, stride 2 per dim.
+IGEMM_TC_CASE(fp16_ndhwc_3d,
+              (Shape{.n = 2, .c = 8, .k = 16, .input = {5, 5, 6}, .filter = {3, 3, 3}, .stride = {2, 1, 2},
+                       .padding = {1, 1, 1}, .layout = Layout::ndhwc, .precision = Precision::fp16}),
+              SPEC(16, 16, 16, 16, 16, 2, 1, true))
+#define CONVGEN_ENTRY kernel_fp16_ndhwc_3d
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(fp16_ndhwc_3d)
+
+// fp16 NHWC, 2 groups of 16 -> 24 channels, split-K 2: channel tiles stop at the group's end.
+IGEMM_TC_CASE(fp16_nhwc_groups2_split2,
+              (Shape{.n = 1, .c = 32, .k = 48, .input = {1, 6, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                       .groups = 2, .layout = Layout::nhwc, .precision = Precision::fp16}),
+              SPEC(32, 16, 16, 16, 16, 3, 2, true))
+#define CONVGEN_ENTRY kernel_fp16_nhwc_groups2_split2
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(fp16_nhwc_groups2_split2)
+
+// bf16 1-D NWC, stride 2.
+IGEMM_TC_CASE(bf16_nwc_1d,
+              (Shape{.n = 1, .c = 16, .k = 16, .input = {1, 1, 33}, .filter = {1, 1, 3}, .stride = {1, 1, 2},
+                       .padding = {0, 0, 1}, .layout = Layout::nwc, .precision = Precision::bf16}),
+              SPEC(16, 16, 16, 16, 16, 2, 1, true))
+#define CONVGEN_ENTRY kernel_bf16_nwc_1d
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(bf16_nwc_1d)
+
+// fp16 NHWC, four warps of 64x64 (4 x 8 mma tiles each) in a 128x128 block, 128-byte rows, 5 stages.
+IGEMM_TC_CASE(fp16_nhwc_big_warp_tile,
+              (Shape{.n = 1, .c = 64, .k = 72, .input = {1, 9, 10}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                       .layout = Layout::nhwc, .precision = Precision::fp16}),
+              SPEC(128, 128, 64, 64, 64, 5, 1, true))
+#define CONVGEN_ENTRY kernel_fp16_nhwc_big_warp_tile
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(fp16_nhwc_big_warp_tile)
+
+// tf32 NHWC, 128-byte rows (32 elements), 8 warps of 16x32 in a 64x64 block, a 1x1 filter, C = 40.
+IGEMM_TC_CASE(tf32_nhwc_pointwise_8warps,
+              (Shape{.n = 2, .c = 40, .k = 36, .input = {1, 5, 7}, .filter = {1, 1, 1}, .layout = Layout::nhwc,
+                       .precision = Precision::tf32}),
+              SPEC(64, 64, 32, 16, 32, 3, 1, true))
+#define CONVGEN_ENTRY kernel_tf32_nhwc_pointwise_8warps
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(tf32_nhwc_pointwise_8warps)
+
+namespace convgen {
+namespace {
+
+struct EmulationCase {
+  const char* name;
+  Problem problem;
+  IgemmTcParams spec;
+  void (*run_main)(const void*, const void*, void*, float*);
+  void (*run_reduce)(const float*, void*);
+};
+
+void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
+
+#define IGEMM_TC_EMULATION_CASE(NAME)                                                                              \
+  EmulationCase {                                                                                                  \
+    #NAME, tc_emulation::NAME::kProblem, tc_emulation::NAME::kSpec, &tc_emulation::NAME::run_main,  \
+        &tc_emulation::NAME::run_reduce                                                                       \
+  }
+
+const Gpu kH100{.name = "H100", .arch = "sm_90", .sm_count = 132, .max_threads_per_sm = 2048,
+                .max_threads_per_block = 1024, .max_blocks_per_sm = 32, .regs_per_sm = 65536,
+                .regs_per_block = 65536, .max_regs_per_thread = 255, .smem_per_sm_bytes = 233472,
+                .smem_per_block_bytes = 49152, .smem_per_block_optin_bytes = 232448};
+
+// Runs one kernel step of the plan: every block of its grid in turn, its threads at once.
+void run_blocks(const LaunchGeometry& geometry, const std::function<void()>& entry) {
+  const unsigned threads = geometry.block[0] * geometry.block[1] * geometry.block[2];
+  ASSERT_EQ(threads % 32, 0u);
+  std::vector<unsigned char> shared(geometry.dynamic_smem_bytes, 0x7f);  // NaN in fp16 and fp32 words
+  for (unsigned z = 0; z < geometry.grid[2]; ++z)
+    for (unsigned y = 0; y < geometry.grid[1]; ++y)
+      for (unsigned x = 0; x < geometry.grid[0]; ++x) {
+        std::barrier<> barrier(threads);
+        std::vector<std::unique_ptr<tc_emulation::Warp>> warps;
+        for (unsigned w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<tc_emulation::Warp>());
+        tc_emulation::block_barrier = &barrier;
+        tc_emulation::warps = &warps;
+        tc_emulation::shared_memory = shared.data();
+        tc_emulation::shared_bytes = shared.size();
+        std::vector<std::jthread> block;
+        for (unsigned t = 0; t < threads; ++t)
+          block.emplace_back([&, t] {
+            tc_emulation::threadIdx = {t, 0, 0};
+            tc_emulation::blockIdx = {x, y, z};
+            entry();
+          });
+      }
+}
+
+// Runs the family's launch plan on the host: the main entry, then (split-K) the reduce entry, with a workspace of
+// the plan's size; output and workspace start as NaN so that anything left unwritten fails the comparison.
+HostTensor run_on_host(const EmulationCase& c, const HostTensor& activation, const HostTensor& filter) {
+  const LaunchPlan plan = family("igemm_tc").plan(c.problem, to_spec(c.spec));
+  HostTensor output = HostTensor::for_problem(c.problem, TensorRole::output);
+  std::fill(output.bytes().begin(), output.bytes().end(), std::byte{0xff});
+  std::vector<float> workspace(static_cast<std::size_t>(plan.workspace_bytes() / 4),
+                               std::numeric_limits<float>::quiet_NaN());
+  for (const LaunchStep& step : plan.run) {
+    EXPECT_EQ(step.kind, LaunchStep::Kind::kernel);
+    if (step.entry_suffix.empty()) {
+      run_blocks(step.geometry, [&] {
+        c.run_main(activation.bytes().data(), filter.bytes().data(), output.bytes().data(), workspace.data());
+      });
+    } else {
+      EXPECT_EQ(step.entry_suffix, "reduce");
+      run_blocks(step.geometry, [&] { c.run_reduce(workspace.data(), output.bytes().data()); });
+    }
+  }
+  return output;
+}
+
+class IgemmTcEmulation : public testing::TestWithParam<EmulationCase> {};
+
+TEST_P(IgemmTcEmulation, MatchesTheReferenceOnEveryOutput) {
+  const EmulationCase& c = GetParam();
+  ASSERT_EQ(validate(c.problem), "");
+  ASSERT_EQ(family("igemm_tc").check_support(c.problem, kH100, to_spec(c.spec)), std::nullopt);
+  HostTensor activation = HostTensor::for_problem(c.problem, TensorRole::activation);
+  HostTensor filter = HostTensor::for_problem(c.problem, TensorRole::filter);
+  fill_random(activation, 1);
+  fill_random(filter, 2);
+  tc_emulation::unrounded_tf32_operand = false;
+  tc_emulation::bad_shared_access = false;
+  const HostTensor output = run_on_host(c, activation, filter);
+  EXPECT_FALSE(tc_emulation::bad_shared_access) << "a misaligned or out-of-range shared-memory access";
+  const ErrorStats stats = compare(output, reference_conv(c.problem, activation, filter));
+  EXPECT_EQ(stats.nan_count, 0) << "outputs left unwritten";
+  EXPECT_TRUE(passes(stats, c.problem.precision)) << "rel_l2 " << stats.rel_l2 << ", max_abs " << stats.max_abs;
+  if (c.problem.precision == Precision::tf32) {
+    // The emulated tensor core computes exactly on what it is given: against the reference of the tf32-rounded
+    // inputs the only error left is fp32 accumulation, so a misplaced element cannot hide in tf32's tolerance.
+    EXPECT_FALSE(tc_emulation::unrounded_tf32_operand) << "an operand reached mma.sync without tf32 rounding";
+    HostTensor a_tf32 = activation, f_tf32 = filter;
+    for (HostTensor* t : {&a_tf32, &f_tf32})
+      for (std::int64_t i = 0; i < t->size(); ++i) {
+        std::uint32_t bits;
+        const float v = t->get(i);
+        std::memcpy(&bits, &v, 4);
+        bits = convgen::tc::round_to_tf32(bits);
+        float r;
+        std::memcpy(&r, &bits, 4);
+        t->set(i, r);
+      }
+    const ErrorStats exact = compare(output, reference_conv(c.problem, a_tf32, f_tf32));
+    EXPECT_LT(exact.rel_l2, 1e-6) << "max_abs " << exact.max_abs << " at output " << exact.max_abs_index;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EdgeCases, IgemmTcEmulation,
+    testing::Values(IGEMM_TC_EMULATION_CASE(fp16_nhwc_3x3), IGEMM_TC_EMULATION_CASE(bf16_nhwc_stride2_dilation2),
+                    IGEMM_TC_EMULATION_CASE(tf32_nhwc_split3), IGEMM_TC_EMULATION_CASE(fp16_nchw_elementwise),
+                    IGEMM_TC_EMULATION_CASE(bf16_nchw_vector_filter), IGEMM_TC_EMULATION_CASE(fp16_nhwc_stem),
+                    IGEMM_TC_EMULATION_CASE(tf32_ncdhw_3d), IGEMM_TC_EMULATION_CASE(fp16_ndhwc_3d),
+                    IGEMM_TC_EMULATION_CASE(fp16_nhwc_groups2_split2), IGEMM_TC_EMULATION_CASE(bf16_nwc_1d),
+                    IGEMM_TC_EMULATION_CASE(fp16_nhwc_big_warp_tile),
+                    IGEMM_TC_EMULATION_CASE(tf32_nhwc_pointwise_8warps)),
+    [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
+
+}  // namespace
+}  // namespace convgen
