@@ -103,6 +103,14 @@ Suite select_layers(const Suite& suite, int batch, const std::string& layer_filt
   return selected;
 }
 
+SparsityPattern parse_sparsity_pattern(const std::string& text) {
+  const auto pattern = parse_enum<SparsityPattern>(text);
+  if (!pattern)
+    throw InputError(fmt::format("--sparsity-pattern: unknown '{}', expected one of {}", text,
+                                 enum_choices<SparsityPattern>()));
+  return *pattern;
+}
+
 void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity) {
   cmd->add_option("--act-sparsity", act_sparsity,
                   "Expected zero fraction of every layer's activation, in [0, 1] (default: the shapes file's "

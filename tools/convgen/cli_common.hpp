@@ -14,6 +14,7 @@
 #include "convgen/gpu.hpp"
 #include "generator/embedded_templates.hpp"
 #include "generator/shapes.hpp"
+#include "reference/inputs.hpp"
 
 namespace convgen {
 // Return the checked-in gpus/*.json and shapes/*.csv as embedded at build time, by file name.
@@ -33,6 +34,9 @@ Suite load_shapes(const std::filesystem::path& path);
 // expected zero fraction; else each keeps its shapes file's act_sparsity column).
 Suite select_layers(const Suite& suite, int batch, const std::string& layer_filter,
                     std::optional<double> act_sparsity = std::nullopt);
+
+// Parses --sparsity-pattern (uniform, channel or blob); throws InputError listing the choices.
+SparsityPattern parse_sparsity_pattern(const std::string& text);
 
 // Adds --act-sparsity Z: the zero fraction every layer's activation is expected to have, in [0, 1].
 void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity);

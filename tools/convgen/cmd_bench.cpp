@@ -76,11 +76,8 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
       if (auto best = db->best(gpu, p)) specs.push_back(parse_kernel_name(best->kernel));
       return specs;
     };
-  const auto pattern = parse_enum<SparsityPattern>(opts.pattern);
-  if (!pattern)
-    throw InputError(fmt::format("--sparsity-pattern: unknown '{}', expected one of {}", opts.pattern,
-                                 enum_choices<SparsityPattern>()));
-  options.pattern = *pattern;
+  const SparsityPattern pattern = parse_sparsity_pattern(opts.pattern);
+  options.pattern = pattern;
   for (double z : opts.act_sparsity)
     if (!(z >= 0 && z <= 1)) throw InputError(fmt::format("--act-sparsity: {} is not a zero fraction in [0, 1]", z));
   // One run per zero fraction, which every layer then expects (its problem carries it: our candidates are chosen
@@ -95,9 +92,9 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
     const Suite suite = select_layers(file_suite, 0, "", zeros);
     if (zeros)
       fmt::print("activation: {}\n", describe(zeros == 0.0 ? TensorSource{DenseRandom{}}
-                                                            : TensorSource{SparseRandom{*pattern, *zeros}}));
+                                                            : TensorSource{SparseRandom{pattern, *zeros}}));
     else if (file_has_sparsity)
-      fmt::print("activation: each layer's act_sparsity from {}, zeros in the {} pattern\n", opts.shapes, *pattern);
+      fmt::print("activation: each layer's act_sparsity from {}, zeros in the {} pattern\n", opts.shapes, pattern);
     Progress progress("bench", suite.layers.size() * std::max<std::size_t>(1, opts.batches.size()));
     std::size_t last = static_cast<std::size_t>(-1);
     const BenchReport report =
@@ -107,8 +104,8 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
         });
     progress.done();
     std::string suffix;
-    if (zeros) suffix = fmt::format("_z{}_{}", static_cast<int>(std::lround(*zeros * 100)), *pattern);
-    else if (file_has_sparsity) suffix = fmt::format("_zfile_{}", *pattern);
+    if (zeros) suffix = fmt::format("_z{}_{}", static_cast<int>(std::lround(*zeros * 100)), pattern);
+    else if (file_has_sparsity) suffix = fmt::format("_zfile_{}", pattern);
     write_reports(opts, options, suite, report, suffix);
   }
 }

@@ -27,11 +27,8 @@ struct Options {
 bool run_layer(const Layer& layer, const Options& opts, const Gpu& gpu, JitCache& cache) {
   const KernelSpec spec = opts.kernel.empty() ? default_choice(layer.problem, gpu) : parse_kernel_name(opts.kernel);
   const BuiltKernel kernel = build_kernel(layer.problem, spec, gpu, cache);
-  const auto pattern = parse_enum<SparsityPattern>(opts.pattern);
-  if (!pattern)
-    throw InputError(fmt::format("--sparsity-pattern: unknown '{}', expected one of {}", opts.pattern,
-                                 enum_choices<SparsityPattern>()));
-  const Verification v = verify_on_gpu(kernel, expected_inputs(layer.problem, *pattern, opts.seed));
+  const SparsityPattern pattern = parse_sparsity_pattern(opts.pattern);
+  const Verification v = verify_on_gpu(kernel, expected_inputs(layer.problem, pattern, opts.seed));
   const auto& r = kernel.cubin.report;
   fmt::print("{} ({})\n  kernel {}: {} registers, {} B spilled, {} B static smem\n", layer.name,
              describe(layer.problem), kernel.source.entry, r.registers, r.spill_store_bytes, r.smem_bytes);

@@ -109,12 +109,9 @@ void run_tune(const TuneArgs& a) {
   const std::vector<Job> jobs = jobs_of(a);
   const std::vector<int> ordinals = parse_gpus(a.gpus, device_count());
   const std::filesystem::path db_path = a.db.empty() ? TuningDb::default_path() : std::filesystem::path(a.db);
-  const auto pattern = parse_enum<SparsityPattern>(a.pattern);
-  if (!pattern)
-    throw InputError(fmt::format("--sparsity-pattern: unknown '{}', expected one of {}", a.pattern,
-                                 enum_choices<SparsityPattern>()));
+  const SparsityPattern pattern = parse_sparsity_pattern(a.pattern);
   const TuneOptions options{.budget = a.budget, .timing = timing_of(a), .warm = a.warm, .seed = a.seed,
-                            .reuse_best = !a.force, .pattern = *pattern};
+                            .reuse_best = !a.force, .pattern = pattern};
   check_timing_options(options.timing);
   TuningDb::open(db_path);  // creates or migrates it once, before the workers race to
 
