@@ -28,5 +28,5 @@ print("|---|---|---|--:|--:|--:|--:|--:|")
 print("\n".join(rows))
 if times:
     print(f"\nweight_sparse layers: {len(times)}; compile time median {statistics.median(times):.2f} s, "
-          f"worst {max(times):.2f} s (one NVRTC job at a time on this machine).")
+          f"worst {max(times):.2f} s (wall time of each compile; parallel jobs share the machine's cores).")
 PY

@@ -23,9 +23,11 @@ namespace convgen {
 namespace {
 
 constexpr std::int64_t kIntMax = 2147483647;
-// Straight-line code grows with the nonzeros; past this many in one layer NVRTC time and code size stop being
-// bounded (a later variant splits such layers across modules): the family declines with this reason.
-constexpr std::int64_t kMaxBakedNonzeros = 65536;
+// Straight-line code grows with the nonzeros, and NVRTC time faster than that (one kernel, one switch: measured on
+// the 2-core developer machine at 90% zeros, bench/results/nvrtc-debian12/weight_sparse_cusnn_z90.md: 3.7K nonzeros
+// 4-7 s, 14.7K 48 s, 59K 647 s). Past this many the family declines (the dense families serve the layer) until big
+// layers are split across kernels compiled apart.
+constexpr std::int64_t kMaxBakedNonzeros = 8192;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 

@@ -50,7 +50,7 @@ TEST(WeightSparseFamily, ServesOnlyProblemsThatCarryTheirFilter) {
   EXPECT_EQ(weight_sparse().check_support(half, h100(), s), "precision fp16 is not supported by weight_sparse (fp32 only)");
   const Problem big{.n = 1, .c = 512, .k = 512, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   EXPECT_EQ(weight_sparse().check_support(with_weights(big, pruned_random_filter(big, 0.5, 1)), h100(), s),
-            "1179648 nonzero weights exceed the 65536 baked into one kernel (code size and NVRTC time)");
+            "1179648 nonzero weights exceed the 8192 baked into one kernel (code size and NVRTC time)");
 }
 
 TEST(WeightSparseFamily, GeneratesOneFmaPerNonzeroAndOneLoadPerNeededActivation) {
