@@ -15,37 +15,14 @@
 #include "runtime/module.hpp"
 #include "runtime/thread_pool.hpp"
 #include "support/corpus.hpp"
+#include "support/verify_tally.hpp"
 
 namespace convgen {
 namespace {
 
 using namespace testing_support;
 
-struct Tally {
-  int cases = 0;
-  int failures = 0;
-  double worst_rel_l2 = 0;
-  std::string worst_case;
-};
-// Per "<precision> <layout kind>", across the binary.
-std::map<std::string, Tally>& tallies() {
-  static std::map<std::string, Tally> t;
-  return t;
-}
-
-class TallyPrinter : public testing::Environment {
- public:
-  void TearDown() override {
-    if (tallies().empty()) return;
-    std::string text = "igemm_tc verified cases per precision and layout (configuration, shape):\n";
-    for (const auto& [key, t] : tallies())
-      text += fmt::format("  {:<20} {:5} cases, {} failed, worst rel L2 {:.3g} ({})\n", key, t.cases, t.failures,
-                          t.worst_rel_l2, t.worst_case);
-    std::printf("\n%s", text.c_str());
-    if (const char* path = std::getenv("CONVGEN_VERIFY_REPORT"); path && *path) std::ofstream(path, std::ios::app) << text;
-  }
-};
-const auto* const kPrinter = testing::AddGlobalTestEnvironment(new TallyPrinter);
+const std::string kTallyTable = "igemm_tc verified cases per precision and layout (configuration, shape)";
 
 Layout channels_last_of(Layout layout) {
   switch (layout) {
@@ -107,13 +84,7 @@ class IgemmTcGpu : public testing::Test {
         ++verified;
         const std::string key = fmt::format("{} {}", c.problem.precision,
                                             channels_last(c.problem.layout) ? "channels-last" : "channels-first");
-        Tally& t = tallies()[key];
-        ++t.cases;
-        if (!v.passed) ++t.failures;
-        if (v.stats.rel_l2 > t.worst_rel_l2 || v.stats.nan_count > 0) {
-          t.worst_rel_l2 = std::max(t.worst_rel_l2, v.stats.nan_count > 0 ? INFINITY : v.stats.rel_l2);
-          t.worst_case = c.label + " " + kernel_name(c.spec);
-        }
+        tally_verification(kTallyTable, key, c.label + " " + kernel_name(c.spec), v);
         EXPECT_TRUE(v.passed) << c.label << " (" << describe(c.problem) << "): " << v.failure;
       }
     }

@@ -16,38 +16,15 @@
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
 #include "support/corpus.hpp"
+#include "support/verify_tally.hpp"
 
 namespace convgen {
 namespace {
 
 using namespace testing_support;
 
-// Tallies per family across the whole binary, printed at exit for the record.
-struct Tally {
-  int cases = 0;
-  int failures = 0;
-  double worst_rel_l2 = 0;
-  std::string worst_case;
-};
-std::map<std::string, Tally>& tallies() {
-  static std::map<std::string, Tally> t;
-  return t;
-}
 
-class TallyPrinter : public testing::Environment {
- public:
-  void TearDown() override {
-    if (tallies().empty()) return;
-    std::string text = "verified cases per family (family, configuration, shape):\n";
-    for (const auto& [family, t] : tallies())
-      text += fmt::format("  {:<8} {:4} cases, {} failed, worst rel L2 {:.3g} ({})\n", family, t.cases, t.failures,
-                          t.worst_rel_l2, t.worst_case);
-    std::printf("\n%s", text.c_str());
-    // CTest keeps a passing test's output to itself: CONVGEN_VERIFY_REPORT names a file to append the tally to.
-    if (const char* path = std::getenv("CONVGEN_VERIFY_REPORT"); path && *path) std::ofstream(path, std::ios::app) << text;
-  }
-};
-const auto* const kPrinter = testing::AddGlobalTestEnvironment(new TallyPrinter);
+const std::string kTallyTable = "verified cases per family (family, configuration, shape)";
 
 class GpuVerify : public testing::Test {
  protected:
@@ -65,13 +42,7 @@ class GpuVerify : public testing::Test {
     // The problem's own filter where it carries one (weight_sparse bakes it), else dense random.
     const Verification v =
         verify_on_gpu(kernel, {.activation = activation, .filter = expected_filter(problem), .seed = seed});
-    Tally& t = tallies()[spec.family];
-    ++t.cases;
-    if (!v.passed) ++t.failures;
-    if (v.stats.rel_l2 > t.worst_rel_l2 || v.stats.nan_count > 0) {
-      t.worst_rel_l2 = std::max(t.worst_rel_l2, v.stats.nan_count > 0 ? INFINITY : v.stats.rel_l2);
-      t.worst_case = label + " " + kernel_name(spec);
-    }
+    tally_verification(kTallyTable, spec.family, label + " " + kernel_name(spec), v);
     EXPECT_TRUE(v.passed) << label << " (" << describe(problem) << "): " << v.failure;
   }
 
