@@ -119,9 +119,15 @@ MeasurementStatus classify_launch_failure(std::string_view message, const std::o
   return MeasurementStatus::launch_error;
 }
 
-std::vector<KernelSpec> tuning_candidates(const Problem& problem, const Gpu& gpu) {
+std::vector<KernelSpec> tuning_candidates(const Problem& problem, const Gpu& gpu,
+                                          const std::vector<std::string>& families) {
+  for (const std::string& name : families) family(name);  // throws, naming the known families, for an unknown one
+  const auto wanted = [&](const Family* f) {
+    return families.empty() || std::find(families.begin(), families.end(), f->name()) != families.end();
+  };
   std::vector<KernelSpec> specs;
   for (const Family* f : all_families())
+    if (wanted(f))
     for (const KernelSpec& s : f->enumerate(problem, gpu))
       if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   return specs;
@@ -142,10 +148,10 @@ struct Tuner::Prepared {
 Tuner::Tuner(const Gpu& gpu, JitCache& cache, ThreadPool& pool, TuningDb* db, Coefficients coefficients, int device)
     : gpu_(gpu), cache_(cache), pool_(pool), db_(db), coefficients_(coefficients), device_(device) {}
 
-Tuner::Prepared Tuner::prepare(const Problem& problem) {
+Tuner::Prepared Tuner::prepare(const Problem& problem, const std::vector<std::string>& families) {
   const auto start = Clock::now();
   std::vector<BuildRequest> requests;
-  for (const KernelSpec& s : tuning_candidates(problem, gpu_)) requests.push_back({problem, s});
+  for (const KernelSpec& s : tuning_candidates(problem, gpu_, families)) requests.push_back({problem, s});
   std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool_);
 
   std::vector<CandidateOutcome> outcomes(requests.size());
@@ -214,7 +220,7 @@ TuneResult Tuner::tune(const Problem& problem, const TuneOptions& options) {
   if (options.stop_ratio <= 0)
     throw InputError(fmt::format("stop ratio: expected a positive number, got {}", options.stop_ratio));
 
-  Prepared prepared = prepare(problem);
+  Prepared prepared = prepare(problem, options.families);
   TuneResult& result = prepared.result;
   std::vector<CandidateOutcome>& cands = result.candidates;
   const std::size_t n = cands.size();

@@ -49,6 +49,8 @@ struct TuneOptions {
   SparsityPattern pattern = SparsityPattern::blob;
   // No filter: the problem's own (expected_filter: its weights, else dense random).
   std::optional<TensorSource> filter;
+  // Only these families' candidates (names as registered); empty: every family.
+  std::vector<std::string> families;
 };
 
 struct CandidateOutcome {
@@ -138,7 +140,7 @@ class Tuner {
 
  private:
   struct Prepared;
-  Prepared prepare(const Problem& problem);
+  Prepared prepare(const Problem& problem, const std::vector<std::string>& families = {});
 
   Gpu gpu_;
   JitCache& cache_;
@@ -149,7 +151,8 @@ class Tuner {
 };
 
 // Returns every family's enumerated candidates for the problem, without duplicates, in family order.
-std::vector<KernelSpec> tuning_candidates(const Problem& problem, const Gpu& gpu);
+std::vector<KernelSpec> tuning_candidates(const Problem& problem, const Gpu& gpu,
+                                          const std::vector<std::string>& families = {});
 
 // Loads the GPU's calibration from the database when there is one, else the default coefficients.
 Coefficients coefficients_for(const TuningDb* db, const Gpu& gpu);

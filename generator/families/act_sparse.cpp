@@ -201,7 +201,10 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
   const double sparse = 2 * groups + live_groups * (8 + 2 * 8) + d.halo * density * (1 + a);
   const double dense = d.halo * (1 + a);
   const bool sparse_wins = sparse < dense;
-  const double per_channel = std::min(dense, sparse) + d.halo_regs * 3 + rs * p.k_per_lane + 12;
+  // A warp's tap load (float4, or one float per tap for R * S < 4) moves up to 32 * 16 bytes through the SM's
+  // 128-byte-per-clock L1: 4 clocks of the SM, 16 issue slots of its 4 schedulers.
+  const int tap_loads = (rs >= 4 ? (rs + 3) / 4 : rs) * p.k_per_lane;
+  const double per_channel = std::min(dense, sparse) + d.halo_regs * 3 + 16.0 * tap_loads + 12;
   const double chain = (sparse_wins ? live_groups * 40 : 0) + 60;
   const std::int64_t warps_total = std::int64_t{d.tiles} * d.k_groups * p.split_c * p.warps;
   const int sms = std::max(gpu.sm_count, 1);
@@ -216,6 +219,12 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
                                std::max(per_channel + chain, 700.0 / std::max(1.0, resident / 4));
   const double reduce_cycles = (p.warps > 1 ? d.kw * d.tp * 2.0 / 32 : 0) * warps_per_sm / p.warps;
   double us = (std::max(issue_cycles, serial_cycles) + reduce_cycles) / clock_mhz;
+  // Bytes through L2 where L1 misses: every warp's halo and taps per channel; L2 reads at about twice the DRAM
+  // bandwidth.
+  const int rs_pad = rs >= 4 ? (rs + 3) / 4 * 4 : rs;
+  const double l2_bytes = static_cast<double>(warps_total) * d.c_per_warp * (d.halo + d.kw * rs_pad) * 4.0;
+  const double l2_gbs = 2 * (gpu.dram_bandwidth_gbs > 0 ? gpu.dram_bandwidth_gbs : 1000);
+  us = std::max(us, l2_bytes / (l2_gbs * 1e3));
   if (p.split_c > 1) {
     // Atomic adds of every split's tile in L2 (~1 per clock per 2 slices), plus the zeroing launch.
     us += static_cast<double>(output_elements(pr)) * p.split_c / (64.0 * clock_mhz) + 1.0;

@@ -61,6 +61,7 @@ struct TuneArgs {
   std::string layer, gpus = "0", db, out, record, pattern = "blob", precision, layout;
   std::optional<double> act_sparsity;
   WeightOptions weights;
+  std::vector<std::string> families;
   int budget = 10, samples = 10, calls = 10;
   bool warm = false, force = false, no_graph = false, graph = false;
   std::uint64_t seed = 1;
@@ -106,12 +107,13 @@ std::string describe(const TuneResult& r) {
 }
 
 void run_tune(const TuneArgs& a) {
+  for (const std::string& name : a.families) family(name);  // an unknown name fails before any device work
   const std::vector<Job> jobs = jobs_of(a);
   const std::vector<int> ordinals = parse_gpus(a.gpus, device_count());
   const std::filesystem::path db_path = a.db.empty() ? TuningDb::default_path() : std::filesystem::path(a.db);
   const SparsityPattern pattern = parse_sparsity_pattern(a.pattern);
   const TuneOptions options{.budget = a.budget, .timing = timing_of(a), .warm = a.warm, .seed = a.seed,
-                            .reuse_best = !a.force, .pattern = pattern};
+                            .reuse_best = !a.force, .pattern = pattern, .families = a.families};
   check_timing_options(options.timing);
   TuningDb::open(db_path);  // creates or migrates it once, before the workers race to
 
@@ -232,6 +234,9 @@ void add_tune_command(CLI::App& app) {
   cmd->add_flag("--warm", tune->warm, "Allow L2 residency (else buffer sets rotate past 2 x L2)");
   cmd->add_flag("--no-graph", tune->no_graph, "Time stream launches only (no CUDA graph replays): faster");
   cmd->add_flag("--force", tune->force, "Tune again layers the database already knows");
+  cmd->add_option("--family", tune->families,
+                  "Only candidates of these kernel families, comma-separated (default: every family)")
+      ->delimiter(',');
   cmd->add_option("--sparsity-pattern", tune->pattern,
                   "Where the zeros of a sparse layer's activation lie while candidates are measured: uniform, channel "
                   "or blob")
