@@ -4,7 +4,7 @@
 #   cusnn:PATTERN:ZEROS:BATCHES   cusnn at each zero fraction of ZEROS (e.g. 0,0.5) and batch of BATCHES (1,2,4,8),
 #                                 zeros in PATTERN (uniform, channel or blob); e.g. cusnn:blob:0,0.5:1,2,4,8
 #   network-resnet50  resnet50, batch 1 and 8: dense, then each layer's act_sparsity from the shapes file
-#   network-densenet121-n1, network-densenet121-n8   the same for densenet121, one batch per part
+#   network-resnet50-n1, network-resnet50-n8, network-densenet121-n1, network-densenet121-n8   one batch per part
 # Each part writes OUT/<part>/ (reports and a log); the network parts also OUT/<part>/network_n<batch>.md
 # (bench/network_table.py: cuDNN dense, ours dense, ours sparse, time and energy).
 set -uo pipefail
@@ -38,6 +38,8 @@ for part in "$@"; do
       IFS=: read -r _ pattern zeros batches <<< "$part"
       bench "cusnn-$pattern" --shapes shapes/cusnn.csv --batch "$batches" --act-sparsity "$zeros" --sparsity-pattern "$pattern" ;;
     network-resnet50) network "$part" resnet50 1; network "$part" resnet50 8 ;;
+    network-resnet50-n1) network "$part" resnet50 1 ;;
+    network-resnet50-n8) network "$part" resnet50 8 ;;
     network-densenet121-n1) network "$part" densenet121 1 ;;
     network-densenet121-n8) network "$part" densenet121 8 ;;
     *) echo "bench-act-sparse: unknown part '$part'" >&2; status=1 ;;
