@@ -17,6 +17,7 @@ report's architecture; --gpu names one. Descriptors carry no L2 bandwidth, so th
 """
 import argparse
 import gzip
+import io
 import json
 import math
 import sys
@@ -29,6 +30,7 @@ try:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
+    from PIL import Image
 except ImportError:
     sys.exit(f"convgen plot: error: {sys.executable} has no matplotlib (Debian: apt-get install python3-matplotlib, "
              "which scripts/setup.sh does; $CONVGEN_PYTHON chooses the interpreter)")
@@ -37,7 +39,6 @@ from network_table import headline, layer_times  # noqa: E402 (this folder)
 
 # Text stays text in the SVG (searchable layer names); no dates or random ids, so a regenerated picture diffs clean.
 plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "convgen", "font.size": 9})
-SAVE_METADATA = {"svg": {"Date": None}, "png": {"Software": None}}
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 MATH = {"strict_fp32": "strict FP32 FMA", "tf32": "TF32 tensor cores", "tensor_op": "tensor cores, FP32 accumulation"}
 GPUS = Path(__file__).resolve().parent.parent / "gpus"
@@ -135,16 +136,15 @@ def plot_roofline(report, suite, rows, descriptor):
     peak = descriptor[f"peak_{precision}_tflops"] * 1e12
     bandwidth = descriptor["dram_bandwidth_gbs"] * 1e9
     colours = batch_colours(rows)
-    intensities = []
-    for row in rows:
-        mode = row["headline_mode"]
-        intensity = flops(row["problem"]) / min_bytes(row["problem"])
-        intensities.append(intensity)
-        for entry, marker in ((row["ours"] if row["ours"]["status"] == "ok" else None, "o"), (row["cudnn_best"], "x")):
-            us = headline(entry, mode)
-            if us:
-                ax.scatter(intensity, flops(row["problem"]) / (us * 1e-6), marker=marker, s=28,
-                           color=colours[row["batch"]], facecolors="none" if marker == "o" else None, linewidths=1.2)
+    intensities = [flops(row["problem"]) / min_bytes(row["problem"]) for row in rows]
+    for batch, colour in colours.items():
+        for side, marker in (("ours", "o"), ("cudnn_best", "x")):
+            points = [(intensity, flops(row["problem"]) / (us * 1e-6)) for intensity, row in zip(intensities, rows)
+                      if row["batch"] == batch and (us := headline(row[side], row["headline_mode"]))
+                      and (side != "ours" or row["ours"]["status"] == "ok")]
+            if points:
+                ax.scatter(*zip(*points), marker=marker, s=28, linewidths=1.2, color=colour,
+                           facecolors="none" if marker == "o" else None)
     ridge = peak / bandwidth
     x = [min(min(intensities), ridge) / 2, max(max(intensities), ridge) * 2]
     ax.plot([x[0], ridge, x[1]], [x[0] * bandwidth, peak, peak], color="black", linewidth=1.5)
@@ -165,10 +165,10 @@ def plot_roofline(report, suite, rows, descriptor):
     handles += [Line2D([], [], marker="s", linestyle="", color=c, label=f"batch {b}") for b, c in colours.items()]
     ax.legend(handles=handles, loc="lower right")
     sparse = any(row.get("zero_fraction", 0) > 0 for row in rows)
-    ax.text(0, -0.1, f"ceilings: gpus/ descriptor '{descriptor['name']}'; no L2 ceiling (the descriptor has no L2 "
-            "bandwidth)\nFLOP/s = the direct convolution's FLOPs ÷ time: Winograd and FFT routes do fewer multiplies"
-            + (", skipped zeros too," if sparse else "") + " so a point can lie above the peak",
-            transform=ax.transAxes, va="top", fontsize=8, color="dimgray")
+    fig.supxlabel(f"ceilings: gpus/ descriptor '{descriptor['name']}'; no L2 ceiling (the descriptor has no L2 "
+                  "bandwidth)\nFLOP/s = the direct convolution's FLOPs ÷ time: Winograd and FFT routes do fewer "
+                  "multiplies" + (", skipped zeros too," if sparse else ",") + " so a point can lie above the peak",
+                  fontsize=8, color="dimgray", x=0.01, ha="left")
     return fig
 
 
@@ -199,7 +199,7 @@ def plot_speedup(report, suite, rows):
         ax.set_title(f"batch {batch}: geometric mean {geomean:.2f}×")
         ax.grid(True, axis="x", alpha=0.3)
     axes[0][0].set(yticks=range(len(names)), yticklabels=names, ylim=(len(names) - 0.5, -0.5))
-    fig.suptitle(title(report, suite, rows, "speedup per layer (> 1: ours faster; — : not compared)"))
+    fig.suptitle(title(report, suite, rows, "speedup per layer, > 1: ours faster, —: not compared"))
     return fig
 
 
@@ -208,7 +208,7 @@ def plot_network(report, suite, rows):
     groups = batches(rows)
     colours = [plt.get_cmap(m)(i) for m in ("tab20", "tab20b", "tab20c") for i in range(20)]
     fig, axes = plt.subplots(2, len(groups), squeeze=False, layout="constrained",
-                             figsize=(3.2 * len(groups), 7.5))
+                             figsize=(3.2 * max(len(groups), 2), 7.5))
     left_out = []
     for column, batch in enumerate(groups):
         by_layer = {row["layer"]: row for row in rows if row["batch"] == batch}
@@ -244,11 +244,13 @@ def plot_network(report, suite, rows):
 
 
 def save(fig, out, stem):
-    for fmt in ("svg", "png"):
-        path = out / f"{stem}.{fmt}"
-        fig.savefig(path, dpi=110, bbox_inches="tight", metadata=SAVE_METADATA[fmt])
-        print(path)
+    """Writes STEM.svg and STEM.png; the PNG with a 256-colour palette, a third of the size, for checking in."""
+    fig.savefig(out / f"{stem}.svg", bbox_inches="tight", metadata={"Date": None})
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
+    Image.open(png).convert("RGB").quantize(256).save(out / f"{stem}.png", optimize=True)
     plt.close(fig)
+    print(out / f"{stem}.svg", out / f"{stem}.png")
 
 
 def plot_report(path, out, gpu):
@@ -267,11 +269,11 @@ def plot_report(path, out, gpu):
 
 
 def main():
-    parser = argparse.ArgumentParser(prog="convgen plot", description=__doc__.split("\n\n", 1)[1],
+    parser = argparse.ArgumentParser(prog="convgen plot", description="\n\n".join(__doc__.split("\n\n")[::2]),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("reports", nargs="+", metavar="REPORT", help="`convgen bench` JSON report (.json or .json.gz)")
-    parser.add_argument("--out", help="folder for the pictures (default: each report's own folder)")
-    parser.add_argument("--gpu", help="GPU descriptor file for the ceilings (default: matched in gpus/)")
+    parser.add_argument("--out", metavar="DIR", help="folder for the pictures (default: each report's own folder)")
+    parser.add_argument("--gpu", metavar="FILE", help="GPU descriptor file for the ceilings (default: matched in gpus/)")
     args = parser.parse_args()
     for path in args.reports:
         try:
