@@ -106,7 +106,7 @@ def layer_names(rows):
 
 def activation_text(rows):
     """What the activations were: dense, one zero fraction, or per-layer zero fractions."""
-    kinds = {row.get("activation", "dense random") for row in rows}
+    kinds = {row.get("activation") or "dense random" for row in rows}
     if kinds == {"dense random"}:
         return "dense activations"
     if len(kinds) == 1:
@@ -137,12 +137,14 @@ def plot_roofline(report, suite, rows, descriptor):
     bandwidth = descriptor["dram_bandwidth_gbs"] * 1e9
     colours = batch_colours(rows)
     intensities = [flops(row["problem"]) / min_bytes(row["problem"]) for row in rows]
+    lowest = peak / 100
     for batch, colour in colours.items():
         for side, marker in (("ours", "o"), ("cudnn_best", "x")):
             points = [(intensity, flops(row["problem"]) / (us * 1e-6)) for intensity, row in zip(intensities, rows)
                       if row["batch"] == batch and (us := headline(row[side], row["headline_mode"]))
                       and (side != "ours" or row["ours"]["status"] == "ok")]
             if points:
+                lowest = min([lowest] + [y for _, y in points])
                 ax.scatter(*zip(*points), marker=marker, s=28, linewidths=1.2, color=colour,
                            facecolors="none" if marker == "o" else None)
     ridge = peak / bandwidth
@@ -158,7 +160,7 @@ def plot_roofline(report, suite, rows, descriptor):
         axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
         axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _, scale=scale: f"{v / scale:g}"))
         axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_ylim(top=peak * 2)
+    ax.set_ylim(lowest / 1.5, peak * 2)
     ax.grid(True, which="major", alpha=0.3)
     handles = [Line2D([], [], marker="o", linestyle="", markerfacecolor="none", color="gray", label="ours"),
                Line2D([], [], marker="x", linestyle="", color="gray", label="cuDNN best")]
@@ -216,7 +218,7 @@ def plot_network(report, suite, rows):
         left_out += [f"{name} (batch {batch})" for name in by_layer if name not in compared]
         for ax, (cudnn, ours, unit, what) in zip(axes[:, column], ((0, 1, "µs", "time"), (2, 3, "mJ", "energy"))):
             if any(t[cudnn] is None or t[ours] is None for t in compared.values()) or not compared:
-                ax.text(0.5, 0.5, f"no {what} for every layer\n(energy needs NVML)", ha="center", va="center",
+                ax.text(0.5, 0.5, f"{what}: not measured for every layer\n(NVML absent or without the energy counter)", ha="center", va="center",
                         transform=ax.transAxes)
                 ax.set(xticks=[], yticks=[])
                 continue
