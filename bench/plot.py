@@ -12,14 +12,15 @@ For each suite of each report (written next to the report unless --out), with ST
   STEM_network.{svg,png}   Σ count × time and Σ count × energy per call, stacked by layer, cuDNN's best beside ours,
                            one column per batch
 Times are each row's headline mode (graph replay where both sides were captured, bench/README.md). The GPU
-descriptor is the gpus/*.json whose file name's model (h100 in h100_sxm.json) is in the report's GPU name, for the
-report's architecture; --gpu names one. Descriptors carry no L2 bandwidth, so the roofline has no L2 ceiling.
+descriptor is the gpus/*.json of the report's architecture whose file name's model (h100 of h100_sxm.json) is a
+word of the report's GPU name, or words of it joined (rtx2080ti); --gpu names one. Descriptors carry no L2 bandwidth, so the roofline has no L2 ceiling.
 """
 import argparse
 import gzip
 import io
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -74,10 +75,12 @@ def load_descriptor(report, path, named):
     if named:
         return load_json(named, "a GPU descriptor like gpus/h100_sxm.json")
     gpu, arch = report["provenance"]["gpu"], report["provenance"]["arch"]
-    squeezed = gpu.lower().replace(" ", "")
+    words = re.split(r"[\s-]+", gpu.lower())
+    # Runs of whole words, joined: "rtx2080ti" in "NVIDIA GeForce RTX 2080 Ti", but no "l4" in "NVIDIA L40S".
+    models = {"".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
     for candidate in sorted(GPUS.glob("*.json")):
         descriptor = load_json(candidate, "a GPU descriptor")
-        if candidate.stem.split("_")[0] in squeezed and descriptor.get("arch") == arch:
+        if candidate.stem.split("_")[0] in models and descriptor.get("arch") == arch:
             return descriptor
     raise PlotError(f"{path}: no descriptor in gpus/ matches the report's GPU '{gpu}' ({arch}); name one with --gpu")
 
