@@ -13,7 +13,8 @@ For each suite of each report (written next to the report unless --out), with ST
                            one column per batch
 Times are each row's headline mode (graph replay where both sides were captured, bench/README.md). The GPU
 descriptor is the gpus/*.json of the report's architecture whose file name's model (h100 of h100_sxm.json) is a
-word of the report's GPU name, or words of it joined (rtx2080ti); --gpu names one. Descriptors carry no L2 bandwidth, so the roofline has no L2 ceiling.
+word of the report's GPU name, or words of it joined (rtx2080ti); --gpu names one. Descriptors carry no L2
+bandwidth, so the roofline has no L2 ceiling.
 """
 import argparse
 import gzip
