@@ -222,8 +222,8 @@ def plot_network(report, suite, rows):
         left_out += [f"{name} (batch {batch})" for name in by_layer if name not in compared]
         for ax, (cudnn, ours, unit, what) in zip(axes[:, column], ((0, 1, "µs", "time"), (2, 3, "mJ", "energy"))):
             if any(t[cudnn] is None or t[ours] is None for t in compared.values()) or not compared:
-                ax.text(0.5, 0.5, f"{what}: not measured for every layer\n(NVML absent or without the energy counter)", ha="center", va="center",
-                        transform=ax.transAxes)
+                ax.text(0.5, 0.5, f"{what}: not measured for every layer\n(NVML absent or without the energy counter)",
+                        ha="center", va="center", transform=ax.transAxes)
                 ax.set(xticks=[], yticks=[])
                 continue
             totals = []
@@ -279,7 +279,8 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("reports", nargs="+", metavar="REPORT", help="`convgen bench` JSON report (.json or .json.gz)")
     parser.add_argument("--out", metavar="DIR", help="folder for the pictures (default: each report's own folder)")
-    parser.add_argument("--gpu", metavar="FILE", help="GPU descriptor file for the ceilings (default: matched in gpus/)")
+    parser.add_argument("--gpu", metavar="FILE",
+                        help="GPU descriptor file for the ceilings (default: matched in gpus/)")
     args = parser.parse_args()
     for path in args.reports:
         try:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""plot_test: `convgen plot` draws every picture of a report, names every layer in its SVGs, and says what a bad file is.
+"""plot_test: `convgen plot` draws every picture of a report, names every layer in its SVGs, says what a bad file is.
 
 Usage: plot_test.py pictures CONVGEN REPORT...   every output file exists; the speedup and network SVGs name each layer
        plot_test.py errors CONVGEN REPORT        a missing file and a file that is no report give their exact messages
