@@ -22,9 +22,10 @@ fs::path plot_script() {
   tried.push_back(fs::path(CONVGEN_SOURCE_DIR) / "bench" / "plot.py");
   for (const fs::path& script : tried)
     if (fs::exists(script)) return script;
-  throw InputError(fmt::format("plot needs bench/plot.py from convgen's source tree, not found at {}: set "
-                               "CONVGEN_DATA_ROOT to the repository",
-                               tried.back().string()));
+  throw InputError(
+      fmt::format("plot needs bench/plot.py from convgen's source tree, not found at {}: set "
+                  "CONVGEN_DATA_ROOT to the repository",
+                  tried.back().string()));
 }
 
 }  // namespace
