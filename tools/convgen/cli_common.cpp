@@ -1,10 +1,13 @@
 // cli_common: shapes and GPU loading, layer selection and the progress display shared by subcommands.
 #include "tools/convgen/cli_common.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -190,6 +193,23 @@ Suite with_precision_and_layout(Suite suite, const std::string& precision, const
 std::optional<std::filesystem::path> data_root() {
   if (const char* root = std::getenv("CONVGEN_DATA_ROOT"); root && *root) return std::filesystem::path(root);
   return std::nullopt;
+}
+
+int run_program(const std::filesystem::path& program, const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(program.c_str()));
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t child = fork();
+  if (child < 0) throw Error(fmt::format("cannot start {}: fork failed", program.string()));
+  if (child == 0) {
+    execvp(program.c_str(), argv.data());
+    fmt::print(stderr, "convgen: error: cannot run {}: {}\n", program.string(), std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) < 0) throw Error(fmt::format("waiting for {} failed", program.string()));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 Gpu load_gpu_descriptor(const std::string& name_or_path, bool prefer_live) {

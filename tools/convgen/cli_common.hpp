@@ -73,6 +73,10 @@ std::optional<std::filesystem::path> data_root();
 // its properties win over the file's (DESIGN.md); a file for another architecture is kept as it is.
 Gpu load_gpu_descriptor(const std::string& name_or_path, bool prefer_live);
 
+// Runs `program` (a path, or a name looked up in PATH) with `args` and returns its exit status; a program that
+// cannot be started reports why on stderr and gives 127.
+int run_program(const std::filesystem::path& program, const std::vector<std::string>& args);
+
 // The command line convgen was started with, as a shell would take it back (for provenance records).
 const std::string& invocation();
 void set_invocation(int argc, char** argv);

@@ -1,7 +1,6 @@
 // cmd_lint_template: `convgen lint-template FILE...`: runs the template linter (convgen-template-scan --lint).
 // The scanner links Clang, which convgen itself must not need (the GPU machine has no libclang), so it is a separate
 // program: next to this binary, or named by $CONVGEN_TEMPLATE_SCAN.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,6 +11,7 @@
 
 #include "convgen/error.hpp"
 #include "generator/embedded_templates.hpp"
+#include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
 
 namespace convgen::cli {
@@ -61,22 +61,6 @@ void find_include_dir(const std::string& first_file, IncludeDir& dir) {
   }
 }
 
-int run(const fs::path& program, const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(program.c_str()));
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t child = fork();
-  if (child < 0) throw Error("lint-template: fork failed");
-  if (child == 0) {
-    execv(program.c_str(), argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  if (waitpid(child, &status, 0) < 0) throw Error("lint-template: waitpid failed");
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
 }  // namespace
 
 void add_lint_template_command(CLI::App& app) {
@@ -93,7 +77,7 @@ void add_lint_template_command(CLI::App& app) {
     find_include_dir(files->front(), include);
     std::vector<std::string> args = {"--lint", "-I", include.path.string()};
     args.insert(args.end(), files->begin(), files->end());
-    if (const int code = run(scanner, args); code != 0) throw CLI::RuntimeError(code);
+    if (const int code = run_program(scanner, args); code != 0) throw CLI::RuntimeError(code);
   });
 }
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""plot_test: `convgen plot` draws every picture of a report, names every layer in its SVGs, says what a bad file is.
+
+Usage: plot_test.py pictures CONVGEN REPORT...   every output file exists; the speedup and network SVGs name each layer
+       plot_test.py errors CONVGEN REPORT        a missing file and a file that is no report give their exact messages
+The interpreter running this test is the one `convgen plot` runs ($CONVGEN_PYTHON).
+"""
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ENV = dict(os.environ, CONVGEN_PYTHON=sys.executable)
+
+
+def plot(convgen, *args):
+    return subprocess.run([convgen, "plot", *args], env=ENV, capture_output=True, text=True)
+
+
+def load(path):
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        return json.load(f)
+
+
+def check_pictures(convgen, reports):
+    failures = []
+    with tempfile.TemporaryDirectory() as out:
+        for report in reports:
+            result = plot(convgen, "--out", out, report)
+            if result.returncode != 0:
+                sys.exit(f"convgen plot {report} failed:\n{result.stderr}")
+            rows = load(report)["rows"]
+            suites = list(dict.fromkeys(row["suite"] for row in rows))
+            stem = Path(report).name.removesuffix(".gz").removesuffix(".json")
+            for suite in suites:
+                prefix = stem if len(suites) == 1 else f"{stem}_{suite}"
+                for picture in ("roofline", "speedup", "network"):
+                    for fmt in ("svg", "png"):
+                        path = Path(out) / f"{prefix}_{picture}.{fmt}"
+                        if not path.is_file() or path.stat().st_size == 0:
+                            failures.append(f"{path.name}: not written")
+                        elif fmt == "svg" and picture != "roofline":
+                            text = path.read_text()
+                            failures += [f"{path.name}: layer {row['layer']} not named" for row in rows
+                                         if row["suite"] == suite and
+                                         not re.search(f">{re.escape(row['layer'])}( ×[0-9]+)?<", text)]
+    if failures:
+        sys.exit("\n".join(failures))
+
+
+def check_errors(convgen, not_a_report):
+    expected = {
+        "no/such.json.gz": "convgen plot: error: no/such.json.gz: no such file (expected a `convgen bench` JSON "
+                           "report, .json or .json.gz)\n",
+        not_a_report: f"convgen plot: error: {not_a_report}: expected a `convgen bench` JSON report (\"schema\": 1 "
+                      "with provenance and rows)\n",
+    }
+    failures = []
+    for path, message in expected.items():
+        result = plot(convgen, path)
+        if result.returncode == 0 or result.stderr != message:
+            failures.append(f"convgen plot {path}: exit {result.returncode}, stderr:\n{result.stderr}"
+                            f"expected:\n{message}")
+    if failures:
+        sys.exit("\n".join(failures))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4 or sys.argv[1] not in ("pictures", "errors"):
+        sys.exit(__doc__)
+    (check_pictures if sys.argv[1] == "pictures" else check_errors)(sys.argv[2], sys.argv[3:] if sys.argv[1] ==
+                                                                    "pictures" else sys.argv[3])
