@@ -675,9 +675,19 @@ ImportStats TuningDb::import_json(std::string_view text, const Gpu& local, bool 
   }
 
   WriteTransaction transaction(db_.get());
+  const ImportStats stats = insert_new(records);
+  transaction.commit();
+  return stats;
+}
+
+ImportStats TuningDb::insert_new(std::span<const MeasurementRecord> records) {
   ImportStats stats;
+  std::map<std::string, std::int64_t> gpu_ids;  // by descriptor name, arch and SM count
   for (const MeasurementRecord& m : records) {
-    const Inserted inserted = insert_measurement(m, ensure_gpu(m.gpu), true);
+    const std::string gpu_key = describe_gpu(m.gpu);
+    auto it = gpu_ids.find(gpu_key);
+    if (it == gpu_ids.end()) it = gpu_ids.emplace(gpu_key, ensure_gpu(m.gpu)).first;
+    const Inserted inserted = insert_measurement(m, it->second, true);
     if (inserted.id == 0) {
       ++stats.duplicates_skipped;
       continue;
@@ -685,6 +695,46 @@ ImportStats TuningDb::import_json(std::string_view text, const Gpu& local, bool 
     ++stats.measurements_imported;
     if (inserted.best_changed) ++stats.best_updated;
   }
+  return stats;
+}
+
+std::vector<ImportStats> TuningDb::merge(std::span<const std::filesystem::path> inputs, bool allow_other_gpus) {
+  // Everything is read and checked before anything is written: a merge is all or nothing.
+  std::vector<std::vector<MeasurementRecord>> records;
+  std::vector<std::vector<Gpu>> gpus_of;
+  for (const std::filesystem::path& input : inputs) {
+    if (!std::filesystem::is_regular_file(input))
+      throw InputError(fmt::format("{}: no such tuning database", input.string()));
+    const TuningDb db = open(input);
+    records.push_back(db.measurements());
+    gpus_of.push_back(db.gpus());
+  }
+  if (!allow_other_gpus) {
+    std::vector<Gpu> allowed = gpus();
+    std::string whose = fmt::format("the GPU {} holds", path_.string());
+    if (allowed.size() > 1) whose = fmt::format("the GPUs {} holds", path_.string());
+    for (std::size_t i = 0; i < inputs.size() && allowed.empty(); ++i)
+      if (!gpus_of[i].empty()) {
+        allowed = {gpus_of[i].front()};
+        whose = fmt::format("the GPU of {}, the first input", inputs[i].string());
+      }
+    std::string refused;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      for (const Gpu& g : gpus_of[i])
+        if (std::none_of(allowed.begin(), allowed.end(), [&](const Gpu& a) { return same_gpu(a, g); }))
+          refused += fmt::format("{}{}: {}", refused.empty() ? "" : ", ", inputs[i].string(), describe_gpu(g));
+    if (!refused.empty()) {
+      std::string allowed_names;
+      for (const Gpu& g : allowed) allowed_names += (allowed_names.empty() ? "" : ", ") + describe_gpu(g);
+      throw InputError(
+          fmt::format("merge: records of another GPU than {} ({}): {}; merge with --allow-other-gpus to "
+                      "keep them anyway",
+                      allowed_names, whose, refused));
+    }
+  }
+  WriteTransaction transaction(db_.get());
+  std::vector<ImportStats> stats;
+  for (const std::vector<MeasurementRecord>& input : records) stats.push_back(insert_new(input));
   transaction.commit();
   return stats;
 }

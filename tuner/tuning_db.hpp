@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -174,6 +175,18 @@ class TuningDb {
   ImportStats import_json(std::string_view text, const Gpu& local, bool allow_other_gpu,
                           std::string_view source = "import");
 
+  // Merges other tuning databases (the files of a sharded tune) into this one, in one transaction: every
+  // measurement is added unless already present (the same test as import_json), and the best per (GPU, problem,
+  // precision; the problem key holds the sparsity) becomes the fastest ok measurement of all, so merging the same
+  // files again changes nothing. Records of a GPU other than this database's (when it holds none: the first GPU of
+  // the first input that holds any) are refused with an InputError naming each file and its GPUs unless
+  // `allow_other_gpus`; then nothing is merged. Calibrations are not merged (run `db calibrate` on the result).
+  // Returns what each input added, in the inputs' order. Throws InputError for an input that does not exist.
+  //   TuningDb all = TuningDb::open("tune.sqlite");
+  //   const std::vector<std::filesystem::path> shards{"tune-0.sqlite", "tune-1.sqlite"};
+  //   all.merge(shards, false);
+  std::vector<ImportStats> merge(std::span<const std::filesystem::path> inputs, bool allow_other_gpus);
+
   // Stores (replacing) a cost-model calibration for a GPU and model version.
   void save_calibration(const Gpu& gpu, const StoredCalibration& calibration);
 
@@ -190,6 +203,8 @@ class TuningDb {
   };
   // Inserts within the caller's transaction and updates `best`; the caller has checked the record.
   Inserted insert_measurement(const MeasurementRecord& m, std::int64_t gpu_id, bool skip_duplicate);
+  // Inserts checked records within the caller's transaction, skipping duplicates: what import and merge share.
+  ImportStats insert_new(std::span<const MeasurementRecord> records);
 
   std::filesystem::path path_;
   struct Closer {

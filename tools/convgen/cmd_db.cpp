@@ -1,8 +1,9 @@
-// cmd_db: `convgen db list|show|export|import|calibrate|prune`: read and maintain the tuning database.
+// cmd_db: `convgen db list|show|export|import|merge|calibrate|prune`: read and maintain the tuning database.
 #include <algorithm>
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -284,6 +285,32 @@ void add_db_command(CLI::App& app) {
     const ImportStats stats = tuning.import_json(text, local, opts->allow_other_gpu, opts->file);
     fmt::print("imported {} measurements into {} ({} already there), {} best choices added or made faster\n",
                stats.measurements_imported, tuning.path().string(), stats.duplicates_skipped, stats.best_updated);
+  });
+
+  auto merge_inputs = std::make_shared<std::vector<std::string>>();
+  CLI::App* merge_cmd = db->add_subcommand(
+      "merge",
+      "Merge tuning databases (the files of a sharded tune) into one: every measurement kept, the fastest "
+      "per GPU and problem made the best; merging again changes nothing");
+  merge_cmd->add_option("files", *merge_inputs, "Tuning databases to read (SQLite files written by `convgen tune`)")
+      ->required();
+  merge_cmd->add_option("--into", opts->db, "The database to merge into (created when missing)")->required();
+  merge_cmd->add_flag("--allow-other-gpus", opts->allow_other_gpu,
+                      "Merge records of GPUs other than the target's (or the first input's) too");
+  merge_cmd->callback([opts, merge_inputs] {
+    const std::vector<std::filesystem::path> inputs(merge_inputs->begin(), merge_inputs->end());
+    TuningDb tuning = open_db(opts->db);
+    const std::vector<ImportStats> stats = tuning.merge(inputs, opts->allow_other_gpu);
+    ImportStats total;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      fmt::print("{}: {} measurements added ({} already there), {} best choices added or made faster\n",
+                 inputs[i].string(), stats[i].measurements_imported, stats[i].duplicates_skipped,
+                 stats[i].best_updated);
+      total.measurements_imported += stats[i].measurements_imported;
+    }
+    fmt::print("merged {} databases into {}: {} measurements added, {} measurements and {} best choices in all\n",
+               inputs.size(), tuning.path().string(), total.measurements_imported, tuning.measurements().size(),
+               tuning.list_best().size());
   });
 
   auto calibrate_args = std::make_shared<CalibrateArgs>();

@@ -18,6 +18,7 @@
 #include "runtime/thread_pool.hpp"
 #include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
+#include "tuner/shard.hpp"
 #include "tuner/study.hpp"
 #include "tuner/tuner.hpp"
 #include "tuner/tuning_db.hpp"
@@ -58,12 +59,12 @@ std::vector<int> parse_gpus(const std::string& text, int count) {
 struct TuneArgs {
   std::vector<std::string> shapes;
   std::vector<int> batches;
-  std::string layer, gpus = "0", db, out, record, pattern = "blob", precision, layout;
+  std::string layer, gpus = "0", db, out, record, pattern = "blob", precision, layout, shard;
   std::optional<double> act_sparsity;
   WeightOptions weights;
   std::vector<std::string> families;
   int budget = 10, samples = 10, calls = 10;
-  bool warm = false, force = false, no_graph = false, graph = false;
+  bool warm = false, force = false, no_graph = false, graph = false, dry_run = false;
   std::uint64_t seed = 1;
 };
 
@@ -106,11 +107,50 @@ std::string describe(const TuneResult& r) {
   return fmt::format("{} {:.2f} us ({})", kernel_name(r.candidates[*r.best].spec), *best_time_us(r), counts);
 }
 
+// This process's shard: --shard, else the launcher's variables (Slurm array, MPI ranks), else the whole work.
+std::optional<ShardOrigin> shard_of(const TuneArgs& a) {
+  if (!a.shard.empty()) return ShardOrigin{.shard = parse_shard(a.shard), .source = "--shard"};
+  return shard_from_environment(process_environment());
+}
+
+// Keeps the shard's share of the jobs, balanced by predicted cost (the same split in every task), and says so.
+std::vector<Job> select_shard(const std::vector<Job>& jobs, const std::optional<ShardOrigin>& origin) {
+  if (!origin) return jobs;
+  std::vector<ShardJob> costed;
+  for (const Job& job : jobs) costed.push_back({.key = problem_key(job.problem), .cost = tune_cost(job.problem)});
+  const std::vector<int> shard_of_job = split_jobs(costed, origin->shard.count);
+  std::vector<Job> mine;
+  double mine_cost = 0, total_cost = 0;
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    total_cost += costed[j].cost;
+    if (shard_of_job[j] != origin->shard.index) continue;
+    mine.push_back(jobs[j]);
+    mine_cost += costed[j].cost;
+  }
+  fmt::print("shard {}/{} from {}: {} of {} jobs, {:.0f}% of the predicted cost\n", origin->shard.index,
+             origin->shard.count, origin->source, mine.size(), jobs.size(),
+             total_cost > 0 ? 100 * mine_cost / total_cost : 0.0);
+  return mine;
+}
+
 void run_tune(const TuneArgs& a) {
   for (const std::string& name : a.families) family(name);  // an unknown name fails before any device work
-  const std::vector<Job> jobs = jobs_of(a);
+  const std::optional<ShardOrigin> origin = shard_of(a);
+  const std::vector<Job> jobs = select_shard(jobs_of(a), origin);
+  const Shard shard = origin ? origin->shard : Shard{};
+  const std::filesystem::path db_path =
+      a.db.empty() ? TuningDb::default_path() : std::filesystem::path(shard_path(a.db, shard));
+  if (shard.count > 1 && a.db.find("{shard}") == std::string::npos)
+    fmt::print("note: every shard writes to {}; one file per shard (--db 'tune-{{shard}}.sqlite') keeps SQLite off "
+               "a shared file system's locks, then `convgen db merge`\n",
+               db_path.string());
+  if (a.dry_run) {
+    for (const Job& job : jobs)
+      fmt::print("{}: {} (predicted cost {:.2f})\n", job.label, problem_key(job.problem), tune_cost(job.problem));
+    fmt::print("database: {}\n", db_path.string());
+    return;
+  }
   const std::vector<int> ordinals = parse_gpus(a.gpus, device_count());
-  const std::filesystem::path db_path = a.db.empty() ? TuningDb::default_path() : std::filesystem::path(a.db);
   const SparsityPattern pattern = parse_sparsity_pattern(a.pattern);
   const TuneOptions options{.budget = a.budget, .timing = timing_of(a), .warm = a.warm, .seed = a.seed,
                             .reuse_best = !a.force, .pattern = pattern, .families = a.families};
@@ -224,13 +264,23 @@ void add_common_options(CLI::App* cmd, TuneArgs& a) {
 void add_tune_command(CLI::App& app) {
   auto tune = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "tune", "Tune every layer: candidates ranked by the cost model, the top ones verified and measured in rounds "
-              "until a stop rule, the best recorded in the tuning database (one worker per GPU)");
+      "tune",
+      "Tune every layer: candidates ranked by the cost model, the top ones verified and measured in rounds "
+      "until a stop rule, the best recorded in the tuning database (one worker per GPU; --shard I/N for one "
+      "task of a cluster job, then `db merge`)");
   add_common_options(cmd, *tune);
   cmd->add_option("--budget", tune->budget, "Candidates measured at most per layer (0: every candidate)")
       ->capture_default_str();
   cmd->add_option("--gpus", tune->gpus, "Devices to tune on: 'all' or ordinals like 0,1")->capture_default_str();
-  cmd->add_option("--db", tune->db, "Tuning database (default: the user's data folder)");
+  cmd->add_option("--db", tune->db,
+                  "Tuning database (default: the user's data folder); '{shard}' in it becomes the shard index");
+  cmd->add_option("--shard", tune->shard,
+                  "Tune only shard I of N (I from 0 to N-1): a share of the layer x batch jobs balanced by predicted "
+                  "cost, the same split in every task (default: from SLURM_ARRAY_TASK_ID/_MIN/_COUNT, "
+                  "OMPI_COMM_WORLD_RANK/_SIZE or PMI_RANK/PMI_SIZE when set, else every job)");
+  cmd->add_flag(
+      "--dry-run", tune->dry_run,
+      "Print this shard's jobs with their predicted cost and the database path; tune nothing (no GPU needed)");
   cmd->add_flag("--warm", tune->warm, "Allow L2 residency (else buffer sets rotate past 2 x L2)");
   cmd->add_flag("--no-graph", tune->no_graph, "Time stream launches only (no CUDA graph replays): faster");
   cmd->add_flag("--force", tune->force, "Tune again layers the database already knows");

@@ -342,5 +342,49 @@ TEST(DbCli, ADatabaseFileThatIsNotSqliteIsAnError) {
   EXPECT_EQ(r.output, "convgen: error: " + path.string() + ": not a tuning database (the file is not SQLite)\n");
 }
 
+TEST(DbCli, MergeCombinesShardFilesSaysWhatEachAddedAndChangesNothingTheSecondTime) {
+  ScratchDir dir;
+  {
+    TuningDb shard0 = TuningDb::open(dir / "tune-0.sqlite");
+    shard0.record(measured(h100(), conv3x3(), igemm(64), 41.5));
+    shard0.record(failed(h100(), conv1x1(), igemm(32), MeasurementStatus::wrong_result, "rel_l2 0.5 > 1e-05"));
+    TuningDb shard1 = TuningDb::open(dir / "tune-1.sqlite");
+    shard1.record(measured(h100(), conv1x1(), igemm(64), 20.0));
+    shard1.record(measured(h100(), conv3x3(), igemm(128), 38.25));
+  }
+  const std::string inputs = (dir / "tune-0.sqlite").string() + " " + (dir / "tune-1.sqlite").string();
+  const auto target = dir / "all.sqlite";
+  Result r = run_convgen("db merge " + inputs + " --into " + target.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, fmt::format("{}: 2 measurements added (0 already there), 1 best choices added or made faster\n"
+                                  "{}: 2 measurements added (0 already there), 2 best choices added or made faster\n"
+                                  "merged 2 databases into {}: 4 measurements added, 4 measurements and 2 best "
+                                  "choices in all\n",
+                                  (dir / "tune-0.sqlite").string(), (dir / "tune-1.sqlite").string(), target.string()));
+  EXPECT_EQ(TuningDb::open(target).best(h100(), conv3x3())->kernel, igemm(128));
+  r = run_convgen("db merge " + inputs + " --into " + target.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "merged 2 databases into " + target.string() +
+                                     ": 0 measurements added, 4 measurements and 2 best choices in all\n"))
+      << r.output;
+}
+
+TEST(DbCli, MergeRefusesAnotherGpuUnlessAllowedAndNeedsItsTarget) {
+  ScratchDir dir;
+  const auto path = filled(dir);  // H100 and H200 records
+  const auto target = dir / "all.sqlite";
+  Result r = run_convgen("db merge " + path.string() + " --into " + target.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, fmt::format("convgen: error: merge: records of another GPU than {} (the GPU of {}, the first "
+                                  "input): {}: {}; merge with --allow-other-gpus to keep them anyway\n",
+                                  describe_gpu(h100()), path.string(), path.string(), describe_gpu(h200())));
+  r = run_convgen("db merge " + path.string() + " --allow-other-gpus --into " + target.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(TuningDb::open(target).list_best().size(), 2u);
+  r = run_convgen("db merge " + path.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "--into is required")) << r.output;
+}
+
 }  // namespace
 }  // namespace convgen

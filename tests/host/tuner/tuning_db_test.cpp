@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -342,10 +343,9 @@ void expect_consistent_best(const TuningDb& db) {
   }
 }
 
-TEST(TuningDb, TwoProcessesWritingToOneFileAtOnceLoseNothing) {
-  ScratchDir dir;
-  const auto path = dir / "shared.sqlite";
-  constexpr int kPerWriter = 200;
+// Runs write(0) and write(1) in two child processes at once and expects both to exit 0. Gtest assertions
+// cannot run in a child, so a child reports only its exit status (and _exits, so no test state is torn down).
+void in_two_processes_at_once(const std::function<void(int writer)>& write) {
   // Both children wait on this pipe until the parent closes it, so that their writes overlap.
   int start[2];
   ASSERT_EQ(pipe(start), 0);
@@ -354,13 +354,12 @@ TEST(TuningDb, TwoProcessesWritingToOneFileAtOnceLoseNothing) {
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      // The child: no gtest assertions here, only an exit status (and _exit, so that no test state is torn down).
       close(start[1]);
       char byte = 0;
       [[maybe_unused]] const auto got = read(start[0], &byte, 1);  // returns 0 when the parent closes its end
       int status = 0;
       try {
-        write_many(path, writer, kPerWriter);
+        write(writer);
       } catch (const std::exception& e) {
         fmt::print(stderr, "writer {}: {}\n", writer, e.what());
         status = 1;
@@ -377,6 +376,13 @@ TEST(TuningDb, TwoProcessesWritingToOneFileAtOnceLoseNothing) {
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0);
   }
+}
+
+TEST(TuningDb, TwoProcessesWritingToOneFileAtOnceLoseNothing) {
+  ScratchDir dir;
+  const auto path = dir / "shared.sqlite";
+  constexpr int kPerWriter = 200;
+  in_two_processes_at_once([&](int writer) { write_many(path, writer, kPerWriter); });
   const TuningDb db = TuningDb::open(path);
   EXPECT_EQ(db.measurements().size(), 2u * kPerWriter);
   EXPECT_EQ(db.gpus().size(), 1u);
@@ -604,6 +610,123 @@ TEST(TuningDb, PruneWithNothingChosenIsRefused) {
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "prune: nothing to remove: choose not-best, failed, older-than or everything");
   }
+}
+
+// --- merge -------------------------------------------------------------------------------------------------------
+
+std::vector<std::filesystem::path> paths(std::initializer_list<std::filesystem::path> list) { return list; }
+
+TEST(TuningDb, MergeKeepsEveryMeasurementAndMakesTheFastestTheBest) {
+  ScratchDir dir;
+  TuningDb shard0 = TuningDb::open(dir / "tune-0.sqlite");
+  shard0.record(measured(h100(), conv3x3(), igemm(64), 30.0));
+  shard0.record(failed(h100(), conv3x3(), igemm(128), MeasurementStatus::resources, "too many registers"));
+  shard0.record(measured(h100(), conv3x3(Precision::fp16), igemm(64), 12.0));
+  TuningDb shard1 = TuningDb::open(dir / "tune-1.sqlite");
+  shard1.record(measured(h100(), conv1x1(), igemm(32), 55.0));
+  shard1.record(measured(h100(), conv3x3(), igemm(32), 28.0));  // the same problem, faster
+  TuningDb all = TuningDb::open(dir / "all.sqlite");
+  const std::vector<ImportStats> stats = all.merge(paths({dir / "tune-0.sqlite", dir / "tune-1.sqlite"}), false);
+  EXPECT_EQ(stats, (std::vector<ImportStats>{{.measurements_imported = 3, .best_updated = 2},
+                                             {.measurements_imported = 2, .best_updated = 2}}));
+  EXPECT_EQ(all.measurements().size(), 5u);
+  EXPECT_EQ(all.list_best().size(), 3u);  // conv3x3 fp32 and fp16 are two problems
+  EXPECT_EQ(all.best(h100(), conv3x3())->kernel, igemm(32));
+  EXPECT_EQ(all.best(h100(), conv3x3(Precision::fp16))->median_us, 12.0);
+  EXPECT_EQ(all.best(h100(), conv1x1())->median_us, 55.0);
+}
+
+TEST(TuningDb, MergingTheSameFilesAgainChangesNothing) {
+  ScratchDir dir;
+  TuningDb a = TuningDb::open(dir / "a.sqlite");
+  fill(a);
+  TuningDb b = TuningDb::open(dir / "b.sqlite");
+  b.record(measured(h100(), conv3x3(), igemm(32), 37.0));
+  const auto inputs = paths({dir / "a.sqlite", dir / "b.sqlite"});
+  TuningDb all = TuningDb::open(dir / "all.sqlite");
+  all.merge(inputs, false);
+  const std::vector<MeasurementRecord> records = all.measurements();
+  const std::vector<BestChoice> best = all.list_best();
+  EXPECT_EQ(records.size(), 5u);
+  EXPECT_EQ(all.best(h100(), conv3x3())->kernel, igemm(32));
+  const std::vector<ImportStats> again = all.merge(inputs, false);
+  EXPECT_EQ(again, (std::vector<ImportStats>{{.duplicates_skipped = 4}, {.duplicates_skipped = 1}}));
+  EXPECT_EQ(all.measurements(), records);
+  EXPECT_EQ(all.list_best(), best);
+  // A file merged into itself, or listed twice, adds nothing either.
+  all.merge(paths({dir / "all.sqlite", dir / "a.sqlite", dir / "a.sqlite"}), false);
+  EXPECT_EQ(all.measurements(), records);
+  EXPECT_EQ(all.list_best(), best);
+}
+
+TEST(TuningDb, MergeRefusesAnotherGpuNamingTheFilesAndTheirGpusAndWritesNothing) {
+  ScratchDir dir;
+  TuningDb a = TuningDb::open(dir / "a.sqlite");
+  a.record(measured(h100(), conv3x3(), igemm(64), 30.0));
+  TuningDb b = TuningDb::open(dir / "b.sqlite");
+  b.record(measured(h200(), conv3x3(), igemm(64), 25.0));
+  b.record(measured(h100(), conv1x1(), igemm(64), 50.0));
+  const auto inputs = paths({dir / "a.sqlite", dir / "b.sqlite"});
+  TuningDb empty = TuningDb::open(dir / "empty.sqlite");
+  try {
+    empty.merge(inputs, false);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("merge: records of another GPU than {} (the GPU of {}, the first input): {}: {}; merge with "
+                          "--allow-other-gpus to keep them anyway",
+                          describe_gpu(h100()), (dir / "a.sqlite").string(), (dir / "b.sqlite").string(),
+                          describe_gpu(h200())));
+  }
+  EXPECT_TRUE(empty.measurements().empty());
+  // The target's own GPU decides when it holds one.
+  TuningDb h200_db = TuningDb::open(dir / "h200.sqlite");
+  h200_db.record(measured(h200(), conv1x1(), igemm(32), 20.0));
+  try {
+    h200_db.merge(inputs, false);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("merge: records of another GPU than {} (the GPU {} holds): {}: {}, {}: {}; merge with "
+                          "--allow-other-gpus to keep them anyway",
+                          describe_gpu(h200()), (dir / "h200.sqlite").string(), (dir / "a.sqlite").string(),
+                          describe_gpu(h100()), (dir / "b.sqlite").string(), describe_gpu(h100())));
+  }
+  EXPECT_EQ(h200_db.measurements().size(), 1u);
+  const std::vector<ImportStats> stats = empty.merge(inputs, true);
+  EXPECT_EQ(stats[1].measurements_imported, 2);
+  EXPECT_EQ(empty.best(h200(), conv3x3())->median_us, 25.0);
+  EXPECT_EQ(empty.best(h100(), conv3x3())->median_us, 30.0);
+}
+
+TEST(TuningDb, MergeOfAMissingFileIsRefused) {
+  ScratchDir dir;
+  TuningDb all = TuningDb::open(dir / "all.sqlite");
+  try {
+    all.merge(paths({dir / "missing.sqlite"}), false);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "missing.sqlite").string() + ": no such tuning database");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "missing.sqlite"));
+}
+
+TEST(TuningDb, FilesWrittenByTwoProcessesAtOnceMergeIntoTheirUnion) {
+  ScratchDir dir;
+  constexpr int kPerWriter = 150;
+  // Each child writes its own file, as each task of a sharded tune does.
+  in_two_processes_at_once(
+      [&](int writer) { write_many(dir / fmt::format("tune-{}.sqlite", writer), writer, kPerWriter); });
+  TuningDb all = TuningDb::open(dir / "all.sqlite");
+  const auto inputs = paths({dir / "tune-0.sqlite", dir / "tune-1.sqlite"});
+  all.merge(inputs, false);
+  EXPECT_EQ(all.measurements().size(), 2u * kPerWriter);
+  expect_consistent_best(all);
+  EXPECT_EQ(all.best(h100(), conv3x3())->median_us, 100.0);  // writer 0's fastest beats writer 1's 100.25
+  const std::size_t best_count = all.list_best().size();
+  all.merge(inputs, false);
+  EXPECT_EQ(all.measurements().size(), 2u * kPerWriter);
+  EXPECT_EQ(all.list_best().size(), best_count);
 }
 
 }  // namespace
