@@ -14,5 +14,6 @@ void add_emit_lib_command(CLI::App& app);
 void add_db_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
 void add_lint_template_command(CLI::App& app);
+void add_import_command(CLI::App& app);
 
 }  // namespace convgen::cli
