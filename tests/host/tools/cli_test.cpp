@@ -130,7 +130,7 @@ TEST(Cli, AnalyzeReadsTheSeerListAndTheSeedsBchwnListByTheirFirstLine) {
 }
 
 // convgen links no ONNX: `import onnx` runs convgen-onnx-import beside it, and says how to get it where it is missing.
-TEST(Cli, ImportOnnxWithoutTheImporterSaysHowToBuildIt) {
+TEST(Cli, ConvgenLinksNoOnnxAndImportOnnxWithoutTheImporterSaysHowToBuildIt) {
   const auto dir = std::filesystem::temp_directory_path() / "convgen_cli_no_importer";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -143,6 +143,10 @@ TEST(Cli, ImportOnnxWithoutTheImporterSaysHowToBuildIt) {
   const Result help = run_convgen("import --help");
   EXPECT_NE(help.output.find("onnx"), std::string::npos) << help.output;
   std::filesystem::remove_all(dir);
+  const Result ldd = testing_support::run_command("ldd " + std::string(CONVGEN_BINARY_DIR) + "/tools/convgen/convgen");
+  ASSERT_EQ(ldd.exit_code, 0) << ldd.output;
+  EXPECT_EQ(ldd.output.find("libonnx"), std::string::npos) << ldd.output;
+  EXPECT_EQ(ldd.output.find("libprotobuf"), std::string::npos) << ldd.output;
 }
 
 // The binaries carry their data (templates, GPU descriptors, shapes) and name no path of the machine they were built
