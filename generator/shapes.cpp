@@ -15,9 +15,10 @@ namespace convgen {
 namespace {
 
 // Every column the format knows, in the order write_suite_csv writes them.
-constexpr std::array<std::string_view, 18> kColumns = {
-    "name", "n",   "c",        "k",      "d",      "h",         "w",     "t",           "r",
-    "s",    "stride", "pad", "dilation", "groups", "layout", "precision", "count", "act_sparsity"};
+constexpr std::array<std::string_view, 20> kColumns = {
+    "name",       "n",       "c",   "k",        "d",      "h",      "w",         "t",     "r",
+    "s",          "stride",  "pad", "dilation", "groups", "layout", "precision", "count", "act_sparsity",
+    "input_relu", "epilogue"};
 constexpr std::array<std::string_view, 8> kRequired = {"name", "n", "c", "k", "h", "w", "r", "s"};
 
 std::string column_list() {
@@ -85,6 +86,32 @@ E named(const Row& row, std::string_view column, E fallback) {
   return *value;
 }
 
+bool input_relu(const Row& row) {
+  const auto text = row.get("input_relu");
+  if (!text || *text == "0") return false;
+  if (*text == "1") return true;
+  row.fail("column 'input_relu' must be 0 or 1, got '{}'", *text);
+}
+
+// Reads the epilogue column: "none", or operations joined by '+' ("bias+add+relu").
+std::vector<Epilogue> epilogue(const Row& row) {
+  const auto text = row.get("epilogue");
+  std::vector<Epilogue> ops;
+  if (!text || *text == "none") return ops;
+  for (const auto part : split_fields(*text, '+')) {
+    const auto op = parse_enum<Epilogue>(part);
+    if (!op)
+      row.fail("column 'epilogue' must be 'none' or operations joined by '+' ({}), got '{}'", enum_choices<Epilogue>(),
+               *text);
+    ops.push_back(*op);
+  }
+  return ops;
+}
+
+std::string epilogue_field(const std::vector<Epilogue>& ops) {
+  return ops.empty() ? "none" : fmt::format("{}", fmt::join(ops, "+"));
+}
+
 Layer parse_layer(const Row& row) {
   const std::string_view name = *row.get("name");
   if (name.empty()) row.fail("column 'name' must not be empty");
@@ -111,7 +138,11 @@ Layer parse_layer(const Row& row) {
   }
   const int count = positive(row, "count", 1);
   if (const std::string reason = validate(p); !reason.empty()) row.fail("{}", reason);
-  return {.name = std::string(name), .problem = p, .count = count};
+  return {.name = std::string(name),
+          .problem = p,
+          .count = count,
+          .input_relu = input_relu(row),
+          .epilogue = epilogue(row)};
 }
 
 // Writes stride, pad or dilation as one integer when every dim of the layout's rank agrees, else per dim.
@@ -184,12 +215,27 @@ std::string write_suite_csv(const Suite& suite) {
                       "line breaks, a leading '#' or surrounding blanks",
                       name));
     const Problem& p = layer.problem;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, p.n, p.c, p.k, p.input.d,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, p.n, p.c, p.k, p.input.d,
                        p.input.h, p.input.w, p.filter.d, p.filter.h, p.filter.w, spatial_field(p.stride, p.layout),
                        spatial_field(p.padding, p.layout), spatial_field(p.dilation, p.layout), p.groups, p.layout,
-                       p.precision, layer.count, p.act_sparsity);
+                       p.precision, layer.count, p.act_sparsity, static_cast<int>(layer.input_relu),
+                       epilogue_field(layer.epilogue));
   }
   return out;
+}
+
+std::vector<Layer> merge_identical_layers(const std::vector<Layer>& layers) {
+  std::vector<Layer> merged;
+  for (const Layer& layer : layers) {
+    const auto same = std::find_if(merged.begin(), merged.end(), [&](const Layer& m) {
+      return m.problem == layer.problem && m.input_relu == layer.input_relu && m.epilogue == layer.epilogue;
+    });
+    if (same == merged.end())
+      merged.push_back(layer);
+    else
+      same->count += layer.count;
+  }
+  return merged;
 }
 
 Suite with_batch(const Suite& suite, int n) {

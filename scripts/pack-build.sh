@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # pack-build: copies build/ without object files and static libraries into build-carry/, small enough to carry to
-# the GPU machine, where scripts/gpu-check.sh moves it back to build/.
+# the GPU machine, where scripts/gpu-check.sh moves it back to build/. The ONNX importer and its tests stay behind: the
+# GPU machine has no libonnx, and `convgen import onnx` there says the importer is not built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf build-carry
-mkdir -p build-carry && tar -C build --exclude="*.o" --exclude="*.a" --exclude=Testing -cf - . | tar -C build-carry -xf -
+mkdir -p build-carry && tar -C build --exclude="*.o" --exclude="*.a" --exclude=Testing --exclude=convgen-onnx-import \
+  --exclude=convgen_host_onnx_import_tests -cf - . | tar -C build-carry -xf -
 du -sh build-carry

@@ -15,5 +15,6 @@ void add_db_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
 void add_lint_template_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
+void add_import_command(CLI::App& app);
 
 }  // namespace convgen::cli

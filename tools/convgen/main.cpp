@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   convgen::cli::add_tune_command(app);
   convgen::cli::add_lint_template_command(app);
   convgen::cli::add_plot_command(app);
+  convgen::cli::add_import_command(app);
   convgen::cli::set_invocation(argc, argv);
   try {
     app.parse(argc, argv);

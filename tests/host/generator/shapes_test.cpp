@@ -100,10 +100,11 @@ TEST(Shapes, WrittenCsvParsesBackEqual) {
   EXPECT_EQ(suite.layers[0].problem.act_sparsity, 0.55);
   const std::string csv = write_suite_csv(suite);
   EXPECT_EQ(csv,
-            "name,n,c,k,d,h,w,t,r,s,stride,pad,dilation,groups,layout,precision,count,act_sparsity\n"
-            "a,2,16,32,1,12,16,1,3,3,1x2,1,2,4,nhwc,bf16,3,0.55\n"
-            "b,1,4,8,9,9,9,3,3,3,2,1x0x1,1,1,ndhwc,tf32,1,0\n"
-            "c,3,8,16,1,1,50,1,1,5,2,2,1,8,ncw,fp16,7,1\n");
+            "name,n,c,k,d,h,w,t,r,s,stride,pad,dilation,groups,layout,precision,count,act_sparsity,input_relu,"
+            "epilogue\n"
+            "a,2,16,32,1,12,16,1,3,3,1x2,1,2,4,nhwc,bf16,3,0.55,0,none\n"
+            "b,1,4,8,9,9,9,3,3,3,2,1x0x1,1,1,ndhwc,tf32,1,0,0,none\n"
+            "c,3,8,16,1,1,50,1,1,5,2,2,1,8,ncw,fp16,7,1,0,none\n");
   EXPECT_EQ(parse_suite(csv, "elsewhere/mixed.csv"), suite);
 }
 
@@ -159,7 +160,51 @@ TEST(Shapes, ActSparsityMustBeAZeroFraction) {
 TEST(Shapes, UnknownColumnListsTheKnownOnes) {
   EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,strides\na,1,1,1,4,4,3,3,1\n"),
             "shapes/x.csv:1: unknown column 'strides', expected one of name, n, c, k, d, h, w, t, r, s, stride, pad, "
-            "dilation, groups, layout, precision, count, act_sparsity");
+            "dilation, groups, layout, precision, count, act_sparsity, input_relu, epilogue");
+}
+
+TEST(Shapes, InputReluAndEpilogueSayWhatSurroundsTheLayerAndRoundTrip) {
+  const Suite suite = parse_suite(
+      "name,n,c,k,h,w,r,s,input_relu,epilogue\n"
+      "a,1,8,8,4,4,3,3,1,bias+add+relu\n"
+      "b,1,8,8,4,4,3,3,0,none\n"
+      "c,1,8,8,4,4,3,3,1,relu\n",
+      "shapes/x.csv");
+  EXPECT_TRUE(suite.layers[0].input_relu);
+  EXPECT_EQ(suite.layers[0].epilogue, (std::vector{Epilogue::bias, Epilogue::add, Epilogue::relu}));
+  EXPECT_FALSE(suite.layers[1].input_relu);
+  EXPECT_TRUE(suite.layers[1].epilogue.empty());
+  EXPECT_EQ(suite.layers[2].epilogue, std::vector{Epilogue::relu});
+  const Suite plain = parse_suite("name,n,c,k,h,w,r,s\na,1,8,8,4,4,3,3\n", "x.csv");
+  EXPECT_FALSE(plain.layers[0].input_relu);
+  EXPECT_TRUE(plain.layers[0].epilogue.empty());
+  EXPECT_EQ(parse_suite(write_suite_csv(suite), "shapes/x.csv"), suite);
+}
+
+TEST(Shapes, BadInputReluOrEpilogueIsRejected) {
+  EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,input_relu\na,1,1,1,4,4,3,3,yes\n"),
+            "shapes/x.csv:2: column 'input_relu' must be 0 or 1, got 'yes'");
+  EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,epilogue\na,1,1,1,4,4,3,3,bias+gelu\n"),
+            "shapes/x.csv:2: column 'epilogue' must be 'none' or operations joined by '+' (bias, add, relu), got "
+            "'bias+gelu'");
+}
+
+TEST(Shapes, IdenticalLayersMergeIntoTheFirstsRowWithTheirCountsAdded) {
+  const Problem p{.c = 8, .k = 8, .input = {1, 4, 4}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  Problem other = p;
+  other.stride = {1, 2, 2};
+  const std::vector<Layer> merged = merge_identical_layers({
+      {.name = "a", .problem = p},
+      {.name = "b", .problem = other},
+      {.name = "c", .problem = p, .count = 2},
+      {.name = "d", .problem = p, .input_relu = true},
+      {.name = "e", .problem = p, .epilogue = {Epilogue::relu}},
+      {.name = "f", .problem = p, .input_relu = true},
+  });
+  EXPECT_EQ(merged, (std::vector<Layer>{{.name = "a", .problem = p, .count = 3},
+                                        {.name = "b", .problem = other},
+                                        {.name = "d", .problem = p, .count = 2, .input_relu = true},
+                                        {.name = "e", .problem = p, .epilogue = {Epilogue::relu}}}));
 }
 
 TEST(Shapes, DuplicateColumnIsRejected) {

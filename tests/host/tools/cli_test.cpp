@@ -26,7 +26,7 @@ std::string shapes(const char* name) { return std::string(CONVGEN_SOURCE_DIR) + 
 TEST(Cli, HelpListsEverySubcommand) {
   const Result r = run_convgen("--help");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (const char* sub : {"generate", "analyze", "gpu", "run"}) EXPECT_NE(r.output.find(sub), std::string::npos) << sub;
+  for (const char* sub : {"generate", "analyze", "gpu", "run", "import"}) EXPECT_NE(r.output.find(sub), std::string::npos) << sub;
 }
 
 TEST(Cli, AnalyzePrintsEveryLayerAndTheNetworkTotals) {
@@ -127,6 +127,26 @@ TEST(Cli, AnalyzeReadsTheSeerListAndTheSeedsBchwnListByTheirFirstLine) {
   const Result bchwn = run_convgen("analyze --shapes " + (dir / "convgen_cli_bchwn.csv").string() + " --gpu h100_sxm");
   ASSERT_EQ(bchwn.exit_code, 0) << bchwn.output;
   EXPECT_NE(bchwn.output.find("128->32 3x3 s1 p1 at 28x28 -> 28x28, n1"), std::string::npos) << bchwn.output;
+}
+
+// convgen links no ONNX: `import onnx` runs convgen-onnx-import beside it, and says how to get it where it is missing.
+TEST(Cli, ConvgenLinksNoOnnxAndImportOnnxWithoutTheImporterSaysHowToBuildIt) {
+  const auto dir = std::filesystem::temp_directory_path() / "convgen_cli_no_importer";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(CONVGEN_BINARY_DIR) + "/tools/convgen/convgen", dir / "convgen");
+  const Result r = testing_support::run_command((dir / "convgen").string() + " import onnx model.onnx --out x.csv");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output, "convgen: error: import onnx needs convgen-onnx-import, which was not built: it is built next "
+                      "to convgen (" + dir.string() + ") where the ONNX library is installed; install libonnx-dev and "
+                      "libprotobuf-dev (run scripts/setup.sh as root) and configure and build again\n");
+  const Result help = run_convgen("import --help");
+  EXPECT_NE(help.output.find("onnx"), std::string::npos) << help.output;
+  std::filesystem::remove_all(dir);
+  const Result ldd = testing_support::run_command("ldd " + std::string(CONVGEN_BINARY_DIR) + "/tools/convgen/convgen");
+  ASSERT_EQ(ldd.exit_code, 0) << ldd.output;
+  EXPECT_EQ(ldd.output.find("libonnx"), std::string::npos) << ldd.output;
+  EXPECT_EQ(ldd.output.find("libprotobuf"), std::string::npos) << ldd.output;
 }
 
 // The binaries carry their data (templates, GPU descriptors, shapes) and name no path of the machine they were built
