@@ -246,6 +246,10 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
             const Derived d = derive(pr, p);
             if (d.halo_regs * 32 > d.halo * 1.5 && d.halo > 32) continue;  // mostly empty lanes
             if (d.c_per_warp < 4 && (warps > 1 || sc > 1)) continue;        // reduction overhead dominates
+            // ptxas (CUDA 13.0, sm_80) spills 4-8 bytes at 72 registers for one-row or one-column tiles of filters
+            // taller than 3 rows (5x5: th1 x tw2, th1 x tw4 and th2 x tw1 spill; th2 x tw2, th2 x tw4, th4 x tw4
+            // do not).
+            if ((th == 1 || tw == 1) && pr.filter.h > 3) continue;
             ranked.emplace_back(estimate_us(pr, gpu, p, zero_fraction), p);
           }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
