@@ -104,6 +104,17 @@ int register_estimate(const Problem& pr, const Params& p) {
   return 2 * p.k_per_lane * d.tp + 2 * p.k_per_lane * rs + 3 * d.halo_regs + 32;
 }
 
+// Filter taps per input channel as the packed filter stores them: R * S rounded up to 4 when R * S >= 4 (read as
+// float4), else R * S; and the load instructions of a warp's taps of one channel.
+int rs_pad(const Problem& pr) {
+  const int rs = pr.filter.h * pr.filter.w;
+  return rs >= 4 ? (rs + 3) / 4 * 4 : rs;
+}
+int tap_loads(const Problem& pr, const Params& p) {
+  const int rs = pr.filter.h * pr.filter.w;
+  return (rs >= 4 ? rs_pad(pr) / 4 : rs) * p.k_per_lane;
+}
+
 }  // namespace
 
 
@@ -175,9 +186,7 @@ Geometry geometry(const Problem& pr, const Params& p) {
 
 namespace {
 std::int64_t packed_elements(const Problem& pr) {
-  const int rs = pr.filter.h * pr.filter.w;
-  const int rs_pad = rs >= 4 ? (rs + 3) / 4 * 4 : rs;
-  return std::int64_t{pr.c} * pr.k * rs_pad;
+  return std::int64_t{pr.c} * pr.k * rs_pad(pr);
 }
 }  // namespace
 
@@ -203,8 +212,7 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
   const bool sparse_wins = sparse < dense;
   // A warp's tap load (float4, or one float per tap for R * S < 4) moves up to 32 * 16 bytes through the SM's
   // 128-byte-per-clock L1: 4 clocks of the SM, 16 issue slots of its 4 schedulers.
-  const int tap_loads = (rs >= 4 ? (rs + 3) / 4 : rs) * p.k_per_lane;
-  const double per_channel = std::min(dense, sparse) + d.halo_regs * 3 + 16.0 * tap_loads + 12;
+  const double per_channel = std::min(dense, sparse) + d.halo_regs * 3 + 16.0 * tap_loads(pr, p) + 12;
   const double chain = (sparse_wins ? live_groups * 40 : 0) + 60;
   const std::int64_t warps_total = std::int64_t{d.tiles} * d.k_groups * p.split_c * p.warps;
   const int sms = std::max(gpu.sm_count, 1);
@@ -221,8 +229,7 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
   double us = (std::max(issue_cycles, serial_cycles) + reduce_cycles) / clock_mhz;
   // Bytes through L2 where L1 misses: every warp's halo and taps per channel; L2 reads at about twice the DRAM
   // bandwidth.
-  const int rs_pad = rs >= 4 ? (rs + 3) / 4 * 4 : rs;
-  const double l2_bytes = static_cast<double>(warps_total) * d.c_per_warp * (d.halo + d.kw * rs_pad) * 4.0;
+  const double l2_bytes = static_cast<double>(warps_total) * d.c_per_warp * (d.halo + d.kw * rs_pad(pr)) * 4.0;
   const double l2_gbs = 2 * (gpu.dram_bandwidth_gbs > 0 ? gpu.dram_bandwidth_gbs : 1000);
   us = std::max(us, l2_bytes / (l2_gbs * 1e3));
   if (p.split_c > 1) {
@@ -347,7 +354,7 @@ class ActSparse final : public Family {
             .flops_per_block = 2.0 * 32 * a.k_per_lane * tp * rs * per_warp * (sparse ? 1 - z : 1),
             .fma_instructions = per_warp * (sparse ? sparse_fma : dense_fma),
             .shared_load_instructions = per_warp * (sparse ? 2 * live + std::ceil(halo / 32.0) : halo),
-            .global_load_instructions = per_warp * (std::ceil(halo / 32.0) + (rs >= 4 ? (rs + 3) / 4 : rs) * a.k_per_lane),
+            .global_load_instructions = per_warp * (std::ceil(halo / 32.0) + as::tap_loads(p, a)),
             .address_instructions = per_warp * (sparse ? 2 * groups + 8 * live : 4),
             .main_loop_steps = static_cast<int>(channels_per_warp),
             .pipelined = true,

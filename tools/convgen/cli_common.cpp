@@ -195,6 +195,13 @@ std::optional<std::filesystem::path> data_root() {
   return std::nullopt;
 }
 
+std::optional<std::filesystem::path> program_beside_convgen(const std::string& name, std::filesystem::path& folder) {
+  folder = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  std::filesystem::path program = folder / name;
+  if (!std::filesystem::exists(program)) return std::nullopt;
+  return program;
+}
+
 int run_program(const std::filesystem::path& program, const std::vector<std::string>& args) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(program.c_str()));

@@ -73,6 +73,10 @@ std::optional<std::filesystem::path> data_root();
 // its properties win over the file's (DESIGN.md); a file for another architecture is kept as it is.
 Gpu load_gpu_descriptor(const std::string& name_or_path, bool prefer_live);
 
+// The program `name` built next to the running convgen (convgen-template-scan, convgen-onnx-import), or nullopt
+// when it is not there; `folder` receives convgen's folder, for the caller's message.
+std::optional<std::filesystem::path> program_beside_convgen(const std::string& name, std::filesystem::path& folder);
+
 // Runs `program` (a path, or a name looked up in PATH) with `args` and returns its exit status; a program that
 // cannot be started reports why on stderr and gives 127.
 int run_program(const std::filesystem::path& program, const std::vector<std::string>& args);

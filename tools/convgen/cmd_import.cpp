@@ -1,18 +1,16 @@
 // cmd_import: `convgen import onnx MODEL.onnx --out shapes.csv`: runs convgen-onnx-import, the ONNX importer.
 // The importer links ONNX and protobuf, which convgen itself must not need (the GPU machine has neither), so it is a
 // separate program next to this binary, built where ONNX is installed; every argument after `onnx` goes to it.
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "convgen/error.hpp"
+#include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
 
 namespace convgen::cli {
@@ -20,22 +18,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-[[noreturn]] void exec_onnx_importer(const std::vector<std::string>& args) {
-  const fs::path self = fs::read_symlink("/proc/self/exe");
-  const fs::path importer = self.parent_path() / "convgen-onnx-import";
-  if (!fs::exists(importer))
+void run_onnx_importer(const std::vector<std::string>& args) {
+  fs::path folder;
+  const std::optional<fs::path> importer = program_beside_convgen("convgen-onnx-import", folder);
+  if (!importer)
     throw InputError(fmt::format(
         "import onnx needs convgen-onnx-import, which was not built: it is built next to convgen ({}) where the ONNX "
         "library is installed; install libonnx-dev and libprotobuf-dev (run scripts/setup.sh as root) and configure "
         "and build again",
-        self.parent_path().string()));
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(importer.c_str()));
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+        folder.string()));
   std::fflush(nullptr);
-  execv(importer.c_str(), argv.data());
-  throw Error(fmt::format("import onnx: cannot run {}: {}", importer.string(), std::strerror(errno)));
+  if (const int code = run_program(*importer, args); code != 0) throw CLI::RuntimeError(code);
 }
 
 }  // namespace
@@ -50,7 +43,7 @@ void add_import_command(CLI::App& app) {
   // Everything after `onnx`, --help included, is the importer's.
   onnx->set_help_flag();
   onnx->prefix_command();
-  onnx->callback([onnx] { exec_onnx_importer(onnx->remaining()); });
+  onnx->callback([onnx] { run_onnx_importer(onnx->remaining()); });
 }
 
 }  // namespace convgen::cli

@@ -25,14 +25,14 @@ fs::path scanner_path() {
       throw InputError(fmt::format("CONVGEN_TEMPLATE_SCAN names {}, which does not exist", named));
     return named;
   }
-  const fs::path self = fs::read_symlink("/proc/self/exe");
-  const fs::path scanner = self.parent_path() / "convgen-template-scan";
-  if (!fs::exists(scanner))
+  fs::path folder;
+  const std::optional<fs::path> scanner = program_beside_convgen("convgen-template-scan", folder);
+  if (!scanner)
     throw InputError(
         fmt::format("lint-template needs convgen-template-scan, which is built with Clang "
                     "(scripts/setup.sh installs it); not found next to {}",
-                    self.string()));
-  return scanner;
+                    (folder / "convgen").string()));
+  return *scanner;
 }
 
 // The folder of common.cuh and interface.cuh: the template's own folder when it has them (editing templates/),
