@@ -43,7 +43,9 @@ from network_table import headline, layer_times  # noqa: E402 (this folder)
 plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "convgen", "font.size": 9})
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 MATH = {"strict_fp32": "strict FP32 FMA", "tf32": "TF32 tensor cores", "tensor_op": "tensor cores, FP32 accumulation"}
-GPUS = Path(__file__).resolve().parent.parent / "gpus"
+# The repository's gpus/ beside bench/, or the copy the build puts beside convgen-plot/plot.py.
+GPUS = next((d for d in (Path(__file__).resolve().parent.parent / "gpus", Path(__file__).resolve().parent / "gpus")
+             if d.is_dir()), Path(__file__).resolve().parent.parent / "gpus")
 
 
 class PlotError(Exception):

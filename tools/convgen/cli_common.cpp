@@ -1,6 +1,7 @@
 // cli_common: shapes and GPU loading, layer selection and the progress display shared by subcommands.
 #include "tools/convgen/cli_common.hpp"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,11 +19,11 @@
 #include "bench/provenance.hpp"
 #include "convgen/error.hpp"
 #include "convgen/weights.hpp"
-#include "reference/npy.hpp"
-#include "reference/pruning.hpp"
 #include "generator/embedded_templates.hpp"
 #include "generator/gpu_json.hpp"
 #include "generator/importers.hpp"
+#include "reference/npy.hpp"
+#include "reference/pruning.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 
@@ -109,8 +110,8 @@ Suite select_layers(const Suite& suite, int batch, const std::string& layer_filt
 SparsityPattern parse_sparsity_pattern(const std::string& text) {
   const auto pattern = parse_enum<SparsityPattern>(text);
   if (!pattern)
-    throw InputError(fmt::format("--sparsity-pattern: unknown '{}', expected one of {}", text,
-                                 enum_choices<SparsityPattern>()));
+    throw InputError(
+        fmt::format("--sparsity-pattern: unknown '{}', expected one of {}", text, enum_choices<SparsityPattern>()));
   return *pattern;
 }
 
@@ -143,8 +144,8 @@ Suite with_layer_weights(const Suite& suite, const WeightOptions& weights) {
     }
     const std::filesystem::path file = std::filesystem::path(weights.dir) / (layer.name + ".npy");
     const FilterShape shape = filter_shape(p);
-    const std::string context = fmt::format("the filter of layer '{}' ({}), shape {}", layer.name, describe(p),
-                                            describe(shape));
+    const std::string context =
+        fmt::format("the filter of layer '{}' ({}), shape {}", layer.name, describe(p), describe(shape));
     NpyArray array;
     try {
       array = read_npy(file);
@@ -152,7 +153,8 @@ Suite with_layer_weights(const Suite& suite, const WeightOptions& weights) {
       throw InputError(fmt::format("{}; expected {}", e.what(), context));
     }
     if (array.shape != shape.dims)
-      throw InputError(fmt::format("{}: shape ({}), expected {}", file.string(), fmt::join(array.shape, ", "), context));
+      throw InputError(
+          fmt::format("{}: shape ({}), expected {}", file.string(), fmt::join(array.shape, ", "), context));
     p = with_weights(p, std::move(array.values), file.string());
   }
   return out;
@@ -163,8 +165,8 @@ Suite with_precision_and_layout(Suite suite, const std::string& precision, const
   if (!precision.empty()) {
     to_precision = parse_enum<Precision>(precision);
     if (!to_precision)
-      throw InputError(fmt::format("--precision: unknown '{}', expected one of {}", precision,
-                                   enum_choices<Precision>()));
+      throw InputError(
+          fmt::format("--precision: unknown '{}', expected one of {}", precision, enum_choices<Precision>()));
   }
   std::optional<Layout> to_layout;
   if (!layout.empty()) {
@@ -177,13 +179,20 @@ Suite with_precision_and_layout(Suite suite, const std::string& precision, const
     if (to_layout) {
       const bool last = channels_last(*to_layout);
       if (!l.problem.weights.pattern.empty() && last != channels_last(l.problem.layout))
-        throw InputError(fmt::format("--layout {}: layer '{}' carries its filter, whose layout follows the problem's; "
-                                     "give the filter in the new layout instead",
-                                     layout, l.name));
+        throw InputError(
+            fmt::format("--layout {}: layer '{}' carries its filter, whose layout follows the problem's; "
+                        "give the filter in the new layout instead",
+                        layout, l.name));
       switch (rank(l.problem.layout)) {
-        case 1: l.problem.layout = last ? Layout::nwc : Layout::ncw; break;
-        case 2: l.problem.layout = last ? Layout::nhwc : Layout::nchw; break;
-        default: l.problem.layout = last ? Layout::ndhwc : Layout::ncdhw; break;
+        case 1:
+          l.problem.layout = last ? Layout::nwc : Layout::ncw;
+          break;
+        case 2:
+          l.problem.layout = last ? Layout::nhwc : Layout::nchw;
+          break;
+        default:
+          l.problem.layout = last ? Layout::ndhwc : Layout::ncdhw;
+          break;
       }
     }
   }
@@ -202,7 +211,7 @@ std::optional<std::filesystem::path> program_beside_convgen(const std::string& n
   return program;
 }
 
-int run_program(const std::filesystem::path& program, const std::vector<std::string>& args) {
+int run_program(const std::filesystem::path& program, const std::vector<std::string>& args, bool quiet) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(program.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -210,6 +219,13 @@ int run_program(const std::filesystem::path& program, const std::vector<std::str
   const pid_t child = fork();
   if (child < 0) throw Error(fmt::format("cannot start {}: fork failed", program.string()));
   if (child == 0) {
+    if (quiet) {
+      const int null = open("/dev/null", O_WRONLY);
+      if (null >= 0) {
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+      }
+    }
     execvp(program.c_str(), argv.data());
     fmt::print(stderr, "convgen: error: cannot run {}: {}\n", program.string(), std::strerror(errno));
     _exit(127);

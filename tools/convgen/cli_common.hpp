@@ -78,8 +78,8 @@ Gpu load_gpu_descriptor(const std::string& name_or_path, bool prefer_live);
 std::optional<std::filesystem::path> program_beside_convgen(const std::string& name, std::filesystem::path& folder);
 
 // Runs `program` (a path, or a name looked up in PATH) with `args` and returns its exit status; a program that
-// cannot be started reports why on stderr and gives 127.
-int run_program(const std::filesystem::path& program, const std::vector<std::string>& args);
+// cannot be started reports why on stderr and gives 127. `quiet` sends its stdout and stderr to /dev/null (a probe).
+int run_program(const std::filesystem::path& program, const std::vector<std::string>& args, bool quiet = false);
 
 // The command line convgen was started with, as a shell would take it back (for provenance records).
 const std::string& invocation();
