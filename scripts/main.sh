@@ -8,7 +8,7 @@ gpu=${CONVGEN_GPU:-h100_sxm}
 out=${CONVGEN_OUT:-generated/$(basename "$shapes" .csv)-$gpu}
 
 scripts/setup.sh
-scripts/build.sh
+scripts/build.sh convgen  # the tool alone: the tests are scripts/test.sh's
 convgen=build/tools/convgen/convgen
 
 echo "== generate: $shapes for $gpu into $out"

@@ -1,0 +1,18 @@
+# A torchvision ResNet-50 on convgen's kernels: convert, tune once into the tuning database, run, compare.
+import os
+
+import torch
+import torchvision
+
+import convgen.torch
+
+batch = int(os.environ.get("CONVGEN_EXAMPLE_BATCH", "8"))
+model = torchvision.models.resnet50(weights=None).cuda().eval()  # random weights: nothing is downloaded
+x = torch.randn(batch, 3, 224, 224, device="cuda")
+with torch.inference_mode():
+    want = model(x)
+    convgen.torch.convert(model)  # every Conv2d now runs convgen's kernel for its shape
+    for layer in convgen.torch.tune(model, x, budget=4):  # measured once, then read from the database
+        print(layer["layer"], layer["kernel"], layer["chosen_by"])
+    got = model(x)
+print(f"max |convgen - pytorch| = {(got - want).abs().max().item():.2e}")

@@ -1,0 +1,42 @@
+"""convgen: specialized CUDA convolution kernels, generated per shape and GPU, compiled with NVRTC, tuned, verified.
+
+    import convgen
+    context = convgen.ConvContext()                       # device 0, tune on first use, the CLI's database
+    problem = convgen.Problem(1, 64, 64, input=(56, 56), filter=(3, 3), padding=(1, 1))
+    op = context.conv(problem)                            # chosen, compiled and loaded once
+    op.run(x, w, y)                                       # any DLPack / __cuda_array_interface__ CUDA tensors
+
+`convgen.torch` holds drop-in `Conv2d`/`Conv3d` modules, `conv2d`/`conv3d` functions, `convert(model)` and
+`tune(model, example_input)`. Errors from C++ arrive as `convgen.InputError` (a ValueError), `convgen.NoDeviceError`,
+`convgen.ApiError` or `convgen.Error` (RuntimeErrors), with the C++ message.
+"""
+from ._convgen import (  # noqa: F401 (re-exported)
+    ApiError,
+    ConvContext,
+    ConvOp,
+    Error,
+    InputError,
+    NoDeviceError,
+    Problem,
+    commit,
+    default_cache_dir,
+    default_database,
+    version,
+)
+from ._tensors import check_tensors, run_op, tensor_info  # noqa: F401
+
+__version__ = version()
+
+_build_op = ConvContext.conv
+
+
+def _conv(context, problem):
+    """The op for a problem, built on first ask by the context's policy (compiles, and may tune)."""
+    op = _build_op(context, problem)
+    op.device = context.device  # the device its tensors must be on
+    return op
+
+
+ConvContext.conv = _conv
+# ConvOp.run: tensors in, checked against the problem (device, dtype, shape, layout, contiguity), no copy.
+ConvOp.run = run_op

@@ -1,0 +1,302 @@
+"""convgen.torch: convgen's kernels behind PyTorch's convolution interface, for inference.
+
+    import convgen.torch
+    model = convgen.torch.convert(torchvision.models.resnet50().cuda().eval())   # every eligible Conv2d swapped
+    convgen.torch.tune(model, torch.randn(8, 3, 224, 224, device="cuda"))      # into the CLI's tuning database
+    with torch.inference_mode():
+        y = model(x)
+
+`Conv2d`/`Conv3d` are drop-in for `torch.nn.Conv2d`/`Conv3d` (same arguments; `from_module` takes an existing
+module's weights and bias). They run convgen when the call is one it serves: a CUDA tensor of float32, float16 or
+bfloat16, no gradient wanted (inference, `torch.no_grad()` or tensors that need none), zero padding (`padding_mode`
+'zeros', and 'same' only where it is symmetric). Anything else runs PyTorch's own convolution, and `fallbacks`
+counts those calls, so a model is never wrong for being converted. float32 follows
+`torch.backends.cudnn.allow_tf32` as `torch.nn.Conv2d` does (tf32 kernels when allowed, strict fp32 otherwise).
+Channels-last inputs (`memory_format=torch.channels_last`) run NHWC kernels, others NCHW. The bias is added after
+the convolution by PyTorch (convgen fuses no epilogue yet).
+
+Sparse families: `act_sparsity=0.5` declares the zero fraction a module's input is expected to have (one that follows
+a ReLU), which the context's tuner measures with; `weight_sparse=True` bakes the module's filter pattern into the
+kernel (for pruned weights; the filter is then read once per change of `weight`).
+"""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import ConvContext, Problem
+
+_contexts = {}
+_context_options = {}
+
+
+def configure(**options):
+    """Options of the contexts convgen.torch makes from now on, one per device: database, cache_dir, policy,
+    tune_budget (ConvContext's keywords). Contexts already made are dropped."""
+    allowed = {"database", "cache_dir", "policy", "tune_budget"}
+    unknown = set(options) - allowed
+    if unknown:
+        raise TypeError(f"configure: unknown option(s) {sorted(unknown)}, expected some of {sorted(allowed)}")
+    _context_options.clear()
+    _context_options.update(options)
+    _contexts.clear()
+
+
+def context(device=None):
+    """The ConvContext convgen.torch uses for a CUDA device (an index or torch.device; default: the current one)."""
+    if device is None:
+        index = torch.cuda.current_device()
+    elif isinstance(device, int):
+        index = device
+    else:
+        device = torch.device(device)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _contexts:
+        _contexts[index] = ConvContext(device=index, **_context_options)
+    return _contexts[index]
+
+
+_PRECISIONS = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+_LAYOUTS = {1: ("ncw", "nwc"), 2: ("nchw", "nhwc"), 3: ("ncdhw", "ndhwc")}
+_CHANNELS_LAST = {2: torch.channels_last, 3: torch.channels_last_3d}
+
+
+def _tuple(value, rank):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * rank
+
+
+def _padding(padding, rank, kernel, stride, dilation):
+    """Zero padding per dim, or None where convgen cannot serve it ('same' that is not symmetric)."""
+    if padding == "valid":
+        return (0,) * rank
+    if padding == "same":
+        if any(s != 1 for s in stride):
+            return None
+        totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
+        return None if any(t % 2 for t in totals) else tuple(t // 2 for t in totals)
+    return _tuple(padding, rank)
+
+
+def _precision(dtype):
+    if dtype == torch.float32:
+        return "tf32" if torch.backends.cudnn.allow_tf32 else "fp32"
+    return _PRECISIONS.get(dtype)
+
+
+def _channels_last(x, rank):
+    memory_format = _CHANNELS_LAST.get(rank)
+    return memory_format is not None and not x.is_contiguous() and x.is_contiguous(memory_format=memory_format)
+
+
+def servable(input, weight, padding, rank):
+    """Why convgen does not serve this call ('' when it does)."""
+    if not input.is_cuda:
+        return f"input on {input.device}"
+    if _precision(input.dtype) is None:
+        return f"dtype {input.dtype}"
+    if weight.dtype != input.dtype or weight.device != input.device:
+        return "weight of another dtype or device than the input"
+    if torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad):
+        return "a gradient is wanted (convgen runs the forward pass only)"
+    if padding is None:
+        return "asymmetric 'same' padding"
+    if input.dim() != rank + 2:
+        return f"a {input.dim()}-D input"
+    return ""
+
+
+def problem_for(input, weight, stride, padding, dilation, groups, act_sparsity=0.0, weights_baked=False):
+    """The convgen Problem of a PyTorch convolution call (input and weight as given to F.convNd)."""
+    rank = input.dim() - 2
+    layout = _LAYOUTS[rank][1 if _channels_last(input, rank) else 0]
+    problem = Problem(input.shape[0], input.shape[1], weight.shape[0], input=tuple(input.shape[2:]),
+                      filter=tuple(weight.shape[2:]), stride=stride, padding=padding, dilation=dilation,
+                      groups=groups, layout=layout, precision=_precision(input.dtype), act_sparsity=act_sparsity)
+    if weights_baked:
+        filter = weight.detach().float()
+        if layout in ("nwc", "nhwc", "ndhwc"):
+            filter = filter.permute(0, *range(2, filter.dim()), 1)  # K (T) R S C/g
+        problem = problem.with_weights(filter.contiguous().cpu().numpy())
+    return problem
+
+
+def _run(op, input, weight, problem):
+    rank = input.dim() - 2
+    channels_last = problem.layout in ("nwc", "nhwc", "ndhwc")
+    memory_format = _CHANNELS_LAST[rank] if channels_last else torch.contiguous_format
+    input = input.contiguous(memory_format=memory_format)
+    weight = weight.contiguous(memory_format=memory_format)
+    output = torch.empty((problem.n, problem.k, *problem.output), device=input.device, dtype=input.dtype,
+                         memory_format=memory_format)
+    op.run_pointers(input.data_ptr(), weight.data_ptr(), output.data_ptr(),
+                    torch.cuda.current_stream(input.device).cuda_stream)
+    return output
+
+
+def _conv(rank, input, weight, bias, stride, padding, dilation, groups, act_sparsity=0.0):
+    stride, dilation = _tuple(stride, rank), _tuple(dilation, rank)
+    kernel = tuple(weight.shape[2:])
+    pad = _padding(padding, rank, kernel, stride, dilation)
+    if servable(input, weight, pad, rank):
+        return getattr(F, f"conv{rank}d")(input, weight, bias, stride, padding, dilation, groups)
+    problem = problem_for(input, weight, stride, pad, dilation, groups, act_sparsity)
+    output = _run(context(input.device).conv(problem), input, weight, problem)
+    if bias is not None:
+        output += bias.view(1, -1, *([1] * rank))
+    return output
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act_sparsity=0.0):
+    """torch.nn.functional.conv2d's arguments; convgen's kernel where it serves the call, PyTorch's otherwise."""
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups, act_sparsity)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act_sparsity=0.0):
+    """torch.nn.functional.conv3d's arguments; convgen's kernel where it serves the call, PyTorch's otherwise."""
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups, act_sparsity)
+
+
+class _ConvgenConv:
+    """What Conv2d and Conv3d share: the op per input signature, the fallback count, the sparse declarations."""
+
+    _rank = 2
+
+    def _convgen_init(self, act_sparsity, weight_sparse):
+        if not 0.0 <= act_sparsity <= 1.0:
+            raise ValueError(f"act_sparsity: {act_sparsity}, expected a zero fraction in [0, 1]")
+        self.act_sparsity = float(act_sparsity)
+        self.weight_sparse = bool(weight_sparse)
+        self.fallbacks = 0
+        self.last_fallback = ""
+        self._ops = {}
+
+    @classmethod
+    def from_module(cls, module, *, act_sparsity=0.0, weight_sparse=False):
+        """A convgen module sharing `module`'s weight and bias (a torch.nn.Conv2d or Conv3d)."""
+        new = cls(module.in_channels, module.out_channels, module.kernel_size, module.stride, module.padding,
+                  module.dilation, module.groups, module.bias is not None, module.padding_mode, device="meta",
+                  dtype=module.weight.dtype, act_sparsity=act_sparsity, weight_sparse=weight_sparse)
+        new.weight = module.weight
+        new.bias = module.bias
+        new.train(module.training)
+        return new
+
+    def forward(self, input):
+        rank = self._rank
+        pad = _padding(self.padding, rank, self.kernel_size, self.stride, self.dilation)
+        why = "padding_mode " + self.padding_mode if self.padding_mode != "zeros" else \
+            servable(input, self.weight, pad, rank)
+        if why:
+            self.fallbacks += 1
+            self.last_fallback = why
+            return super().forward(input)
+        # One op per input signature (and filter version, when its pattern is baked).
+        signature = (tuple(input.shape), input.dtype, input.device, _channels_last(input, rank),
+                     torch.backends.cudnn.allow_tf32, self.weight._version if self.weight_sparse else None)
+        entry = self._ops.get(signature)
+        if entry is None:
+            problem = problem_for(input, self.weight, self.stride, pad, self.dilation, self.groups,
+                                  self.act_sparsity, self.weight_sparse)
+            entry = (context(input.device).conv(problem), problem)
+            self._ops[signature] = entry
+        op, problem = entry
+        output = _run(op, input, self.weight, problem)
+        if self.bias is not None:
+            output += self.bias.view(1, -1, *([1] * rank))
+        return output
+
+    def ops(self):
+        """The (problem key, kernel name, how it was chosen) of each op this module built."""
+        return [(problem.key(), op.kernel_name, op.chosen_by) for op, problem in self._ops.values()]
+
+    def extra_repr(self):
+        extra = super().extra_repr()
+        if self.act_sparsity:
+            extra += f", act_sparsity={self.act_sparsity}"
+        if self.weight_sparse:
+            extra += ", weight_sparse=True"
+        return extra
+
+
+class Conv2d(_ConvgenConv, nn.Conv2d):
+    """torch.nn.Conv2d on convgen's kernels (where it serves the call; see the module's doc)."""
+
+    _rank = 2
+
+    def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, **kwargs):
+        nn.Conv2d.__init__(self, *args, **kwargs)
+        self._convgen_init(act_sparsity, weight_sparse)
+
+
+class Conv3d(_ConvgenConv, nn.Conv3d):
+    """torch.nn.Conv3d on convgen's kernels (where it serves the call; see the module's doc)."""
+
+    _rank = 3
+
+    def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, **kwargs):
+        nn.Conv3d.__init__(self, *args, **kwargs)
+        self._convgen_init(act_sparsity, weight_sparse)
+
+
+def convert(model, *, act_sparsity=None, weight_sparse=False):
+    """Swaps every torch.nn.Conv2d and Conv3d of `model` (in place; returned) for convgen's, sharing weights.
+
+    act_sparsity: a zero fraction for every convolution, or {qualified module name: fraction}; weight_sparse: True,
+    or a set of qualified names, for filters whose pattern convgen bakes into the kernel. Modules of other types,
+    subclasses of Conv2d/Conv3d included, are left as they are."""
+    def fraction(name):
+        if isinstance(act_sparsity, dict):
+            return act_sparsity.get(name, 0.0)
+        return act_sparsity or 0.0
+
+    def baked(name):
+        return weight_sparse is True or (not isinstance(weight_sparse, bool) and name in weight_sparse)
+
+    replacements = []
+    for name, module in model.named_modules():
+        kind = {nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}.get(type(module))
+        if kind is not None:
+            replacements.append((name, kind.from_module(module, act_sparsity=fraction(name),
+                                                        weight_sparse=baked(name))))
+    if not replacements and type(model) in (nn.Conv2d, nn.Conv3d):
+        return {nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}[type(model)].from_module(
+            model, act_sparsity=fraction(""), weight_sparse=baked(""))
+    for name, replacement in replacements:
+        parent_name, _, child = name.rpartition(".")
+        setattr(model.get_submodule(parent_name) if parent_name else model, child, replacement)
+    return model
+
+
+def tune(model, example_input, *, database=None, budget=None):
+    """Tunes every convolution `model` runs on `example_input` (one forward pass, no gradient) into the tuning
+    database (the CLI's unless `database`), measuring at most `budget` candidates per layer (the context's
+    tune_budget, 10, unless given). Returns one dict per convgen module: layer, problem, kernel, chosen_by,
+    plus the layers PyTorch ran (fallbacks) with why."""
+    options = dict(_context_options)
+    options["policy"] = "tune_on_first_use"
+    if database is not None:
+        options["database"] = str(database)
+    if budget is not None:
+        options["tune_budget"] = int(budget)
+    saved = dict(_context_options)
+    configure(**options)
+    try:
+        modules = [(name, m) for name, m in model.named_modules() if isinstance(m, _ConvgenConv)]
+        for _, m in modules:
+            m._ops.clear()
+        with torch.no_grad():
+            model(example_input)
+        torch.cuda.synchronize()
+        summary = []
+        for name, m in modules:
+            for key, kernel, chosen_by in m.ops():
+                summary.append({"layer": name, "problem": key, "kernel": kernel, "chosen_by": chosen_by})
+            if not m.ops() and m.fallbacks:
+                summary.append({"layer": name, "problem": None, "kernel": None, "chosen_by": "pytorch",
+                                "why": m.last_fallback})
+        return summary
+    finally:
+        configure(**saved)
+
+
+__all__ = ["Conv2d", "Conv3d", "conv2d", "conv3d", "convert", "tune", "configure", "context", "problem_for",
+           "servable"]

@@ -1,0 +1,131 @@
+"""Tensors checked against a problem before a launch (device, dtype, shape, layout, contiguity), without a GPU:
+objects with __cuda_array_interface__ stand in for CUDA tensors, NumPy's DLPack arrays for CPU ones."""
+import numpy as np
+import pytest
+
+import convgen
+from convgen import _tensors
+
+
+class CudaArray:
+    """An object exposing only __cuda_array_interface__ (as Numba's device arrays do)."""
+
+    def __init__(self, shape, typestr="<f4", strides=None, pointer=0x7000_0000):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr, "data": (pointer, False),
+                                         "version": 3, "strides": strides}
+
+
+class RecordingOp:
+    def __init__(self, problem, device=0):
+        self.problem = problem
+        self.device = device
+        self.calls = []
+
+    def run_pointers(self, activation, filter, output, stream):
+        self.calls.append((activation, filter, output, stream))
+
+
+def nchw_problem(**kw):
+    return convgen.Problem(2, 8, 16, input=(10, 12), filter=(3, 3), padding=(1, 1), **kw)
+
+
+def test_dense_tensors_of_the_problem_run_with_their_pointers_on_the_default_stream():
+    op = RecordingOp(nchw_problem())
+    convgen.run_op(op, CudaArray((2, 8, 10, 12), pointer=0x1000), CudaArray((16, 8, 3, 3), pointer=0x2000),
+                   CudaArray((2, 16, 10, 12), pointer=0x3000))
+    assert op.calls == [(0x1000, 0x2000, 0x3000, 0)]
+
+
+def test_a_stream_is_an_int_or_an_object_with_its_handle():
+    op = RecordingOp(nchw_problem())
+    args = (CudaArray((2, 8, 10, 12)), CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 10, 12)))
+
+    class TorchLikeStream:
+        cuda_stream = 0xBEEF
+
+    class CupyLikeStream:
+        ptr = 0xCAFE
+
+    convgen.run_op(op, *args, 0x55)
+    convgen.run_op(op, *args, TorchLikeStream())
+    convgen.run_op(op, *args, CupyLikeStream())
+    assert [call[3] for call in op.calls] == [0x55, 0xBEEF, 0xCAFE]
+    with pytest.raises(TypeError, match=r"^stream: expected an int CUstream, a torch.cuda.Stream or a CuPy stream, "
+                                        r"got str$"):
+        convgen.run_op(op, *args, "default")
+
+
+def test_a_wrong_shape_names_the_tensor_the_expected_dims_and_the_problem():
+    op = RecordingOp(nchw_problem())
+    with pytest.raises(ValueError, match=r"^activation: shape \(2, 8, 10, 11\), expected \(2, 8, 10, 12\) "
+                                         r"\(n, c, h, w\) for 8->16 3x3 s1 p1 at 10x12 -> 10x12, n2$"):
+        convgen.run_op(op, CudaArray((2, 8, 10, 11)), CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 10, 12)))
+    with pytest.raises(ValueError, match=r"^filter: shape \(16, 8, 1, 1\), expected \(16, 8, 3, 3\) "
+                                         r"\(k, c/groups, r, s\)"):
+        convgen.run_op(op, CudaArray((2, 8, 10, 12)), CudaArray((16, 8, 1, 1)), CudaArray((2, 16, 10, 12)))
+    with pytest.raises(ValueError, match=r"^output: shape \(2, 16, 12, 10\), expected \(2, 16, 10, 12\) "
+                                         r"\(n, k, p, q\)"):
+        convgen.run_op(op, CudaArray((2, 8, 10, 12)), CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 12, 10)))
+    assert op.calls == []
+
+
+def test_a_wrong_dtype_names_the_precisions_dtype():
+    op = RecordingOp(nchw_problem(precision="fp16"))
+    with pytest.raises(ValueError, match=r"^activation: float32, expected float16 for a fp16 problem$"):
+        convgen.run_op(op, CudaArray((2, 8, 10, 12)), CudaArray((16, 8, 3, 3), "<f2"),
+                       CudaArray((2, 16, 10, 12), "<f2"))
+
+
+def test_a_tf32_problem_takes_float32_tensors():
+    op = RecordingOp(nchw_problem(precision="tf32"))
+    convgen.run_op(op, CudaArray((2, 8, 10, 12)), CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 10, 12)))
+    assert len(op.calls) == 1
+
+
+def test_a_strided_view_is_refused_not_copied():
+    op = RecordingOp(nchw_problem())
+    # (2, 8, 10, 12) viewed out of a (2, 8, 10, 24) buffer: rows 24 apart.
+    strided = CudaArray((2, 8, 10, 12), strides=(8 * 10 * 24 * 4, 10 * 24 * 4, 24 * 4, 4))
+    with pytest.raises(ValueError, match=r"^activation: strides \(1920, 240, 24, 1\) are not those of a dense nchw "
+                                         r"tensor of shape \(2, 8, 10, 12\): expected \(960, 120, 12, 1\) "
+                                         r"\(x.contiguous\(\) in PyTorch\)$"):
+        convgen.run_op(op, strided, CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 10, 12)))
+
+
+def test_channels_last_tensors_are_taken_in_logical_or_physical_order():
+    op = RecordingOp(nchw_problem(layout="nhwc"))
+    # PyTorch's channels_last: logical (n, c, h, w) shape, NHWC strides.
+    logical = CudaArray((2, 8, 10, 12), strides=tuple(4 * s for s in (10 * 12 * 8, 1, 12 * 8, 8)))
+    filter_logical = CudaArray((16, 8, 3, 3), strides=tuple(4 * s for s in (9 * 8, 1, 3 * 8, 8)))
+    convgen.run_op(op, logical, filter_logical, CudaArray((2, 10, 12, 16)))
+    # Physical (n, h, w, c) order, contiguous.
+    convgen.run_op(op, CudaArray((2, 10, 12, 8)), CudaArray((16, 3, 3, 8)), CudaArray((2, 10, 12, 16)))
+    assert len(op.calls) == 2
+    with pytest.raises(ValueError, match=r"^activation: strides .* are not those of a dense nhwc tensor of shape "
+                                         r"\(2, 8, 10, 12\): expected \(960, 1, 96, 8\) \(x.contiguous\("
+                                         r"memory_format=torch.channels_last\) in PyTorch\)$"):
+        convgen.run_op(op, CudaArray((2, 8, 10, 12)), CudaArray((16, 3, 3, 8)), CudaArray((2, 10, 12, 16)))
+
+
+def test_a_cpu_array_and_an_object_that_is_no_tensor_are_refused():
+    op = RecordingOp(nchw_problem())
+    host = np.zeros((2, 8, 10, 12), np.float32)  # DLPack, on the CPU
+    with pytest.raises(ValueError, match=r"^activation: on cpu, expected a CUDA tensor on device 0 \(the context's\)$"):
+        convgen.run_op(op, host, CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 10, 12)))
+    with pytest.raises(TypeError, match=r"^expected a CUDA tensor with __dlpack__ or __cuda_array_interface__ "
+                                        r"\(PyTorch, CuPy, JAX, Numba\), got builtins.list$"):
+        convgen.run_op(op, [1.0], CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 10, 12)))
+
+
+def test_dlpack_reports_pointer_shape_strides_dtype_and_device_without_a_copy():
+    host = np.arange(24, dtype=np.float32).reshape(2, 3, 4)[:, :, ::2]
+    info = convgen.tensor_info(host)
+    assert info.pointer == host.__array_interface__["data"][0]
+    assert (info.shape, info.strides, info.dtype, info.device) == ((2, 3, 2), (12, 4, 2), "float32", "cpu")
+
+
+def test_a_tensor_on_another_device_is_refused():
+    op = RecordingOp(nchw_problem(), device=1)
+    info = _tensors.TensorInfo(0x1000, (2, 8, 10, 12), (960, 120, 12, 1), "float32", "cuda", 0)
+    with pytest.raises(ValueError, match=r"^activation: on CUDA device 0, expected device 1 \(the context's\)$"):
+        _tensors.check_tensor("activation", info, op.problem, op.device)
