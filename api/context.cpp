@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "conv/conv_kernel.hpp"
-#include "measure/verify.hpp"
 #include "generator/kernel_spec.hpp"
+#include "measure/verify.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/jit_cache.hpp"
@@ -22,13 +22,16 @@
 
 namespace convgen {
 
+std::filesystem::path default_cache_dir() { return default_jit_cache_dir(); }
+std::filesystem::path default_database() { return TuningDb::default_path(); }
+
 struct ConvOp::Impl {
   const Context* runtime_context;  // the device's primary context, owned by the ConvContext
   ChosenBy chosen_by;
   std::string kernel_name;
   ConvLauncher launcher;
   std::optional<DeviceBuffer> workspace;  // only for a kernel whose plan needs one
-  std::mutex prepare_mutex;              // serializes preparing the launcher's persistent buffers
+  std::mutex prepare_mutex;               // serializes preparing the launcher's persistent buffers
 };
 
 ConvOp::ConvOp(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -55,9 +58,10 @@ void ConvOp::run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output,
 void ConvOp::check_element_size(std::size_t bytes) const {
   const Precision precision = problem().precision;
   if (bytes != static_cast<std::size_t>(element_bytes(precision)))
-    throw InputError(fmt::format("ConvOp::run: pointers to {}-byte elements given, the problem's precision {} takes "
-                                 "{}-byte elements",
-                                 bytes, precision, element_bytes(precision)));
+    throw InputError(
+        fmt::format("ConvOp::run: pointers to {}-byte elements given, the problem's precision {} takes "
+                    "{}-byte elements",
+                    bytes, precision, element_bytes(precision)));
 }
 
 const Problem& ConvOp::problem() const { return impl_->launcher.kernel().problem; }
@@ -84,8 +88,8 @@ struct ConvContext::Impl {
       : options(std::move(opts)),
         runtime_context(options.device),  // first: NoDeviceError before any folder or file is created
         gpu(query_device(options.device)),
-        database(options.database ? *options.database : TuningDb::default_path()),
-        cache(options.cache_dir ? *options.cache_dir : default_jit_cache_dir()) {}
+        database(options.database ? *options.database : default_database()),
+        cache(options.cache_dir ? *options.cache_dir : default_cache_dir()) {}
 
   std::shared_ptr<const ConvOp> build(const Problem& problem);
   std::shared_ptr<const ConvOp> load(const Problem& problem, const KernelSpec& spec, ChosenBy chosen_by);

@@ -3,7 +3,8 @@
 # (include/convgen) and a CMake package, so that an application does
 #   find_package(convgen REQUIRED)  # CMAKE_PREFIX_PATH=P
 #   target_link_libraries(app PRIVATE convgen::convgen)
-# The library needs no cuDNN (only bench does). Components: the default one; `python` is the wheel's (pyproject.toml).
+# The library needs no cuDNN (only bench does). Components: `library` (archive, headers, package), `tool` (the
+# programs), `python` (the wheel's, pyproject.toml; not in the default install).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -23,20 +24,20 @@ target_compile_features(convgen_library INTERFACE cxx_std_20)
 target_link_libraries(convgen_library INTERFACE CUDA::toolkit CUDA::nvrtc SQLite::SQLite3 OpenMP::OpenMP_CXX
                                                 Threads::Threads ${CMAKE_DL_LIBS})
 
-install(TARGETS convgen_library EXPORT convgenTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/convgen DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(EXPORT convgenTargets NAMESPACE convgen:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/convgen)
+install(TARGETS convgen_library EXPORT convgenTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT library)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/convgen DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT library)
+install(EXPORT convgenTargets NAMESPACE convgen:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/convgen COMPONENT library)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/convgenConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/convgenConfig.cmake
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/convgen)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/convgenConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/convgenConfig.cmake ${PROJECT_BINARY_DIR}/convgenConfigVersion.cmake
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/convgen)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/convgen COMPONENT library)
 
 # The tool, and beside it what it runs: the template scanner (lint-template), the ONNX importer where built, and
 # plot's scripts with the GPU descriptors.
-install(TARGETS convgen convgen-template-scan RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS convgen convgen-template-scan RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tool)
 if(TARGET convgen-onnx-import)
-  install(TARGETS convgen-onnx-import RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS convgen-onnx-import RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tool)
 endif()
-install(DIRECTORY ${PROJECT_BINARY_DIR}/tools/convgen/convgen-plot DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_BINARY_DIR}/tools/convgen/convgen-plot DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tool)

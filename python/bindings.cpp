@@ -15,13 +15,10 @@
 #include <tuple>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "convgen/convgen.hpp"
 #include "convgen/error.hpp"
 #include "convgen/version.hpp"
 #include "convgen/weights.hpp"
-#include "runtime/paths.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -32,13 +29,14 @@ namespace {
 template <class E>
 E parse_name(const std::string& text, const char* what) {
   if (const auto value = parse_enum<E>(text)) return *value;
-  throw InputError(fmt::format("{}: unknown '{}', expected one of {}", what, text, enum_choices<E>()));
+  throw InputError(std::string(what) + ": unknown '" + text + "', expected one of " + enum_choices<E>());
 }
 
 // (d, h, w) from a tuple of 1, 2 or 3 ints (the innermost dims), the rest `fill`.
 Dims3 dims_from(const std::vector<int>& v, int fill, const char* what) {
   if (v.empty() || v.size() > 3)
-    throw InputError(fmt::format("{}: expected 1 to 3 extents (w; h, w; or d, h, w), got {}", what, v.size()));
+    throw InputError(std::string(what) + ": expected 1 to 3 extents (w; h, w; or d, h, w), got " +
+                     std::to_string(v.size()));
   Dims3 d{fill, fill, fill};
   const std::size_t n = v.size();
   d.w = v[n - 1];
@@ -67,7 +65,8 @@ Problem make_problem(int n, int c, int k, const std::vector<int>& input, const s
   const int r = rank(p.layout);
   auto checked = [r](const std::vector<int>& v, const char* what) -> const std::vector<int>& {
     if (static_cast<int>(v.size()) != r)
-      throw InputError(fmt::format("{}: {} extents given, the {}-D layout takes {}", what, v.size(), r, r));
+      throw InputError(std::string(what) + ": " + std::to_string(v.size()) + " extents given, the " +
+                       std::to_string(r) + "-D layout takes " + std::to_string(r));
     return v;
   };
   p.input = dims_from(checked(input, "input"), 1, "input");
@@ -77,7 +76,7 @@ Problem make_problem(int n, int c, int k, const std::vector<int>& input, const s
   if (dilation) p.dilation = dims_from(checked(*dilation, "dilation"), 1, "dilation");
   p.groups = groups;
   p.act_sparsity = act_sparsity;
-  if (const std::string why = validate(p); !why.empty()) throw InputError(fmt::format("invalid problem: {}", why));
+  if (const std::string why = validate(p); !why.empty()) throw InputError("invalid problem: " + why);
   return p;
 }
 
@@ -113,10 +112,10 @@ NB_MODULE(_convgen, m) {
   m.def(
       "commit", [] { return std::string(build_commit()); }, "the commit the extension was built from");
   m.def(
-      "default_cache_dir", [] { return (user_cache_dir() / "jit").string(); },
+      "default_cache_dir", [] { return default_cache_dir().string(); },
       "the JIT cache folder a context uses by default");
   m.def(
-      "default_database", [] { return (user_data_dir() / "tuning.sqlite").string(); },
+      "default_database", [] { return default_database().string(); },
       "the tuning database a context uses by default (the CLI's)");
 
   nb::class_<Problem>(m, "Problem", "One forward convolution: shape, layout, precision, expected activation sparsity")
@@ -158,8 +157,8 @@ NB_MODULE(_convgen, m) {
           "with_weights",
           [](const Problem& p, nb::ndarray<const float, nb::c_contig, nb::device::cpu> values) {
             if (static_cast<std::int64_t>(values.size()) != filter_elements(p))
-              throw InputError(fmt::format("with_weights: {} values given, the filter ({}) has {}", values.size(),
-                                           describe(filter_shape(p)), filter_elements(p)));
+              throw InputError("with_weights: " + std::to_string(values.size()) + " values given, the filter (" +
+                               describe(filter_shape(p)) + ") has " + std::to_string(filter_elements(p)));
             return with_weights(p, std::vector<float>(values.data(), values.data() + values.size()), "Python array");
           },
           "values"_a,
@@ -167,7 +166,7 @@ NB_MODULE(_convgen, m) {
           "weight-sparse kernels bake its nonzero pattern")
       .def("__eq__", [](const Problem& a, const Problem& b) { return a == b; })
       .def("__hash__", [](const Problem& p) { return std::hash<std::string>()(problem_key(p)); })
-      .def("__repr__", [](const Problem& p) { return fmt::format("convgen.Problem('{}')", problem_key(p)); });
+      .def("__repr__", [](const Problem& p) { return "convgen.Problem('" + problem_key(p) + "')"; });
 
   nb::class_<ConvOp>(m, "ConvOp", nb::dynamic_attr(),
                      "One convolution with its kernel chosen, compiled and loaded; valid while its context lives")
@@ -203,7 +202,7 @@ NB_MODULE(_convgen, m) {
             if (cache_dir) options.cache_dir = std::filesystem::path(*cache_dir);
             if (database) options.database = std::filesystem::path(*database);
             options.policy = parse_name<TuningPolicy>(policy, "policy");
-            if (tune_budget < 0) throw InputError(fmt::format("tune_budget: {} is negative", tune_budget));
+            if (tune_budget < 0) throw InputError("tune_budget: " + std::to_string(tune_budget) + " is negative");
             options.tune_budget = tune_budget;
             new (self) ConvContext(options);
           },
@@ -223,8 +222,7 @@ NB_MODULE(_convgen, m) {
       .def_prop_ro("policy", [](const ConvContext& c) { return std::string(to_string(c.options().policy)); })
       .def_prop_ro("database",
                    [](const ConvContext& c) {
-                     return c.options().database ? c.options().database->string()
-                                                 : (user_data_dir() / "tuning.sqlite").string();
+                     return c.options().database ? c.options().database->string() : default_database().string();
                    })
       .def("stats", [](const ConvContext& c) {
         const ConvContext::Stats s = c.stats();

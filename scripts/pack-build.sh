@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# pack-build: copies build/ without object files and static libraries into build-carry/, small enough to carry to
+# pack-build: copies build/ without object files and static libraries (but with the installed libconvgen.a) into
+# build-carry/, small enough to carry to
 # the GPU machine, where scripts/gpu-check.sh moves it back to build/. The ONNX importer and its tests stay behind: the
 # GPU machine has no libonnx, and `convgen import onnx` there says the importer is not built.
 set -euo pipefail
@@ -7,4 +8,8 @@ cd "$(dirname "$0")/.."
 rm -rf build-carry
 mkdir -p build-carry && tar -C build --exclude="*.o" --exclude="*.a" --exclude=Testing --exclude=convgen-onnx-import \
   --exclude=convgen_host_onnx_import_tests -cf - . | tar -C build-carry -xf -
+# The installed C++ library (archive, headers, CMake package) under build/prefix: the GPU machine builds the Python
+# extension against it for its own Python (scripts/gpu-check.sh).
+cmake --install build --prefix build-carry/prefix --component library >/dev/null
+mkdir -p build-carry/prefix/include/sqlite3-carried && cp /usr/include/sqlite3.h build-carry/prefix/include/sqlite3-carried/
 du -sh build-carry

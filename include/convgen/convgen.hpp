@@ -41,6 +41,11 @@ struct ContextOptions {
   int tune_budget = 10;  // candidates measured at most when tuning on first use
 };
 
+// The JIT cache folder and the tuning database (the CLI's) a ConvContext uses where ContextOptions names none:
+// $CONVGEN_CACHE_DIR or ~/.cache/convgen, then jit/; $CONVGEN_DATA_DIR or ~/.local/share/convgen, then tuning.sqlite.
+std::filesystem::path default_cache_dir();
+std::filesystem::path default_database();
+
 // How a ConvOp's kernel was chosen.
 enum class ChosenBy { database, tuned_now, cost_model };
 

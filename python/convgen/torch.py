@@ -266,6 +266,25 @@ def convert(model, *, act_sparsity=None, weight_sparse=False):
     return model
 
 
+def observe_act_sparsity(model, example_input, *, floor=0.05):
+    """{qualified name: zero fraction of its input} for every Conv2d/Conv3d (PyTorch's or convgen's) of `model`
+    on `example_input`, measured in one forward pass without gradient; fractions under `floor` are left out.
+    Pass the result to convert(model, act_sparsity=...) so the tuner measures each layer on inputs that sparse."""
+    fractions, hooks = {}, []
+    for name, module in model.named_modules():
+        if isinstance(module, (nn.Conv2d, nn.Conv3d)):
+            def record(module, args, name=name):
+                fractions[name] = (args[0] == 0).float().mean().item()
+            hooks.append(module.register_forward_pre_hook(record))
+    try:
+        with torch.no_grad():
+            model(example_input)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return {name: round(f, 2) for name, f in fractions.items() if f >= floor}
+
+
 def tune(model, example_input, *, database=None, budget=None):
     """Tunes every convolution `model` runs on `example_input` (one forward pass, no gradient) into the tuning
     database (the CLI's unless `database`), measuring at most `budget` candidates per layer (the context's
@@ -298,5 +317,5 @@ def tune(model, example_input, *, database=None, budget=None):
         configure(**saved)
 
 
-__all__ = ["Conv2d", "Conv3d", "conv2d", "conv3d", "convert", "tune", "configure", "context", "problem_for",
+__all__ = ["Conv2d", "Conv3d", "conv2d", "conv3d", "convert", "observe_act_sparsity", "tune", "configure", "context", "problem_for",
            "servable"]

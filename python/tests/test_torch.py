@@ -52,6 +52,14 @@ def test_convert_leaves_subclasses_and_converts_a_bare_conv():
     assert isinstance(ct.convert(nn.Conv2d(3, 4, 1)), ct.Conv2d)
 
 
+def test_observed_sparsity_is_the_zero_fraction_of_each_convolutions_input():
+    model = nn.Sequential(nn.Conv2d(1, 2, 1, bias=False), nn.ReLU(), nn.Conv2d(2, 2, 1))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([1.0, -1.0]).view(2, 1, 1, 1))
+    x = torch.arange(1.0, 17.0).view(1, 1, 4, 4)  # positive: channel 0 keeps it, channel 1 is all zeros after ReLU
+    assert ct.observe_act_sparsity(model, x) == {"2": 0.5}
+
+
 def test_act_sparsity_out_of_range_is_refused():
     with pytest.raises(ValueError, match=r"^act_sparsity: 1.5, expected a zero fraction in \[0, 1\]$"):
         ct.Conv2d(3, 4, 3, act_sparsity=1.5)
