@@ -115,6 +115,12 @@ SparsityPattern parse_sparsity_pattern(const std::string& text) {
   return *pattern;
 }
 
+void add_precision_layout_options(CLI::App* cmd, std::string& precision, std::string& layout) {
+  cmd->add_option("--precision", precision, "Every layer in fp32, tf32, fp16 or bf16 (default: the file's)");
+  cmd->add_option("--layout", layout,
+                  "Every layer channels-first (nchw) or channels-last (nhwc), at its own rank (default: the file's)");
+}
+
 void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity) {
   cmd->add_option("--act-sparsity", act_sparsity,
                   "Expected zero fraction of every layer's activation, in [0, 1] (default: the shapes file's "

@@ -38,6 +38,10 @@ Suite select_layers(const Suite& suite, int batch, const std::string& layer_filt
 // Parses --sparsity-pattern (uniform, channel or blob); throws InputError listing the choices.
 SparsityPattern parse_sparsity_pattern(const std::string& text);
 
+// Adds --precision (fp32, tf32, fp16 or bf16) and --layout (nchw or nhwc, each layer at its own rank) for every
+// layer; empty keeps the file's (with_precision_and_layout applies them).
+void add_precision_layout_options(CLI::App* cmd, std::string& precision, std::string& layout);
+
 // Adds --act-sparsity Z: the zero fraction every layer's activation is expected to have, in [0, 1].
 void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity);
 

@@ -44,8 +44,8 @@ void print_candidates(const Suite& suite, const Gpu& gpu, const std::string& db_
   for (const Layer& layer : suite.layers) {
     progress.step(layer.name);
     const TuneResult r = tuner.rank_only(layer.problem);
-    text += fmt::format("\n{} ({}): {} candidates, predicted with {}\n", layer.name,
-                        problem_key(layer.problem), r.candidates.size(), source);
+    text += fmt::format("\n{} ({}): {} candidates, predicted with {}\n", layer.name, problem_key(layer.problem),
+                        r.candidates.size(), source);
     text += fmt::format("{:>4}  {:<44} {:>12} {:>7} {:>9} {:<15} {:>4} {:>7}\n", "rank", "kernel", "predicted us",
                         "waves", "blocks/SM", "largest term", "regs", "smem");
     for (std::size_t i = 0; i < r.candidates.size(); ++i) {
@@ -69,19 +69,20 @@ void print_candidates(const Suite& suite, const Gpu& gpu, const std::string& db_
 
 void add_analyze_command(CLI::App& app) {
   struct Options {
-    std::string shapes, gpu = "h100_sxm", json, db;
+    std::string shapes, gpu = "h100_sxm", json, db, precision, layout;
     int batch = 0;
     std::optional<double> act_sparsity;
     WeightOptions weights;
     bool candidates = false;
   };
   auto opts = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("analyze", "Print FLOPs, bytes, arithmetic intensity and the roofline floor "
-                                                "time per layer on a GPU, with network totals (count-weighted)");
+  CLI::App* cmd = app.add_subcommand("analyze",
+                                     "Print FLOPs, bytes, arithmetic intensity and the roofline floor "
+                                     "time per layer on a GPU, with network totals (count-weighted)");
   cmd->add_option("--shapes", opts->shapes, "Shapes file (suite CSV, SEER list or B,C,H,W,N list)")->required();
-  cmd->add_option("--gpu", opts->gpu, "GPU descriptor: a name under gpus/ or a path, or 'live'")
-      ->capture_default_str();
+  cmd->add_option("--gpu", opts->gpu, "GPU descriptor: a name under gpus/ or a path, or 'live'")->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
+  add_precision_layout_options(cmd, opts->precision, opts->layout);
   add_act_sparsity_option(cmd, opts->act_sparsity);
   add_weight_options(cmd, opts->weights);
   cmd->add_option("--json", opts->json, "Also write the analysis as JSON to this file");
@@ -92,8 +93,10 @@ void add_analyze_command(CLI::App& app) {
                   "With --candidates: predict with this tuning database's calibration for the GPU (default: the "
                   "model's default coefficients)");
   cmd->callback([opts] {
-    const Suite suite =
-        with_layer_weights(select_layers(load_shapes(opts->shapes), opts->batch, "", opts->act_sparsity), opts->weights);
+    const Suite suite = with_layer_weights(
+        with_precision_and_layout(select_layers(load_shapes(opts->shapes), opts->batch, "", opts->act_sparsity),
+                                  opts->precision, opts->layout),
+        opts->weights);
     const Gpu gpu = load_gpu_descriptor(opts->gpu, true);
     const NetworkAnalysis analysis = analyze(suite, gpu);
     fmt::print("{} on {} ({})\n", suite.name, gpu.name, gpu.arch);

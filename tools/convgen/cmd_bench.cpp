@@ -12,9 +12,9 @@
 #include "generator/family.hpp"
 #include "reference/inputs.hpp"
 #include "runtime/module.hpp"
-#include "tuner/tuning_db.hpp"
 #include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
+#include "tuner/tuning_db.hpp"
 
 namespace convgen::cli {
 namespace {
@@ -38,13 +38,15 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
   WeightOptions weights = opts.weights;
   weights.seed = opts.seed;
   const Suite file_suite = with_layer_weights(select_layers(load_shapes(opts.shapes), 0, opts.layer), weights);
-  BenchOptions options{.batches = opts.batches, .warm = opts.warm, .candidates_per_family = opts.candidates,
+  BenchOptions options{.batches = opts.batches,
+                       .warm = opts.warm,
+                       .candidates_per_family = opts.candidates,
                        .finalists = opts.finalists,
                        .seed = opts.seed};
   const auto precision = parse_enum<Precision>(opts.precision);
   if (!precision)
-    throw InputError(fmt::format("--precision: unknown '{}', expected one of {}", opts.precision,
-                                 enum_choices<Precision>()));
+    throw InputError(
+        fmt::format("--precision: unknown '{}', expected one of {}", opts.precision, enum_choices<Precision>()));
   options.precision = *precision;
   if (!opts.layout.empty()) {
     const auto layout = parse_enum<Layout>(opts.layout);
@@ -84,15 +86,16 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
   // for it); without --act-sparsity one run where each layer has its shapes file's act_sparsity. Both sides are
   // verified and timed on the same activation.
   const std::vector<std::optional<double>> runs =
-      opts.act_sparsity.empty() ? std::vector<std::optional<double>>{std::nullopt}
-                                : std::vector<std::optional<double>>(opts.act_sparsity.begin(), opts.act_sparsity.end());
+      opts.act_sparsity.empty()
+          ? std::vector<std::optional<double>>{std::nullopt}
+          : std::vector<std::optional<double>>(opts.act_sparsity.begin(), opts.act_sparsity.end());
   const bool file_has_sparsity = std::any_of(file_suite.layers.begin(), file_suite.layers.end(),
                                              [](const Layer& l) { return l.problem.act_sparsity != 0; });
   for (const std::optional<double>& zeros : runs) {
     const Suite suite = select_layers(file_suite, 0, "", zeros);
     if (zeros)
-      fmt::print("activation: {}\n", describe(zeros == 0.0 ? TensorSource{DenseRandom{}}
-                                                            : TensorSource{SparseRandom{pattern, *zeros}}));
+      fmt::print("activation: {}\n",
+                 describe(zeros == 0.0 ? TensorSource{DenseRandom{}} : TensorSource{SparseRandom{pattern, *zeros}}));
     else if (file_has_sparsity)
       fmt::print("activation: each layer's act_sparsity from {}, zeros in the {} pattern\n", opts.shapes, pattern);
     Progress progress("bench", suite.layers.size() * std::max<std::size_t>(1, opts.batches.size()));
@@ -104,8 +107,10 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
         });
     progress.done();
     std::string suffix;
-    if (zeros) suffix = fmt::format("_z{}_{}", static_cast<int>(std::lround(*zeros * 100)), pattern);
-    else if (file_has_sparsity) suffix = fmt::format("_zfile_{}", pattern);
+    if (zeros)
+      suffix = fmt::format("_z{}_{}", static_cast<int>(std::lround(*zeros * 100)), pattern);
+    else if (file_has_sparsity)
+      suffix = fmt::format("_zfile_{}", pattern);
     write_reports(opts, options, suite, report, suffix);
   }
 }
@@ -131,14 +136,17 @@ void write_reports(const Options& opts, const BenchOptions& options, const Suite
 void add_bench_command(CLI::App& app) {
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "bench", "Benchmark every layer against every cuDNN forward route (legacy algorithms and graph-API engines) in "
-               "the same math mode: both verified against float64 first, timed interleaved by stream launches and "
-               "graph replay, with energy; writes JSON, CSV and Markdown");
+      "bench",
+      "Benchmark every layer against every cuDNN forward route (legacy algorithms and graph-API engines) in "
+      "the same math mode: both verified against float64 first, timed interleaved by stream launches and "
+      "graph replay, with energy; writes JSON, CSV and Markdown");
   cmd->add_option("--shapes", opts->shapes, "Shapes file")->required();
   cmd->add_option("--batch", opts->batches, "Batch sizes, e.g. 1,2,4,8 (default: the file's)")->delimiter(',');
-  cmd->add_option("--precision", opts->precision, "fp32 (strict FMA, no TF32), tf32, fp16 or bf16 (tensor-op math)")->capture_default_str();
+  cmd->add_option("--precision", opts->precision, "fp32 (strict FMA, no TF32), tf32, fp16 or bf16 (tensor-op math)")
+      ->capture_default_str();
   cmd->add_option("--layout", opts->layout, "nchw or nhwc (3-D layers take the matching 3-D layout)");
-  cmd->add_option("--families", opts->families, "Our kernels only from these families, e.g. igemm,direct (default: all)")
+  cmd->add_option("--families", opts->families,
+                  "Our kernels only from these families, e.g. igemm,direct (default: all)")
       ->delimiter(',');
   cmd->add_option("--act-sparsity", opts->act_sparsity,
                   "Zero fractions of every layer's activation, e.g. 0,0.5,0.7,0.9: one run each, both sides on the "

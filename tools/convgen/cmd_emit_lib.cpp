@@ -18,7 +18,7 @@ namespace convgen::cli {
 namespace {
 
 struct Options {
-  std::string shapes, name, out, db, fallback;
+  std::string shapes, name, out, db, fallback, precision, layout;
   std::vector<std::string> gpus;
   int batch = 0;
   std::optional<double> act_sparsity;
@@ -31,6 +31,8 @@ struct Options {
 std::string tune_command(const Options& opts) {
   std::vector<std::string> args = {"convgen", "tune", "--shapes", opts.shapes};
   if (opts.batch > 0) args.insert(args.end(), {"--batch", std::to_string(opts.batch)});
+  if (!opts.precision.empty()) args.insert(args.end(), {"--precision", opts.precision});
+  if (!opts.layout.empty()) args.insert(args.end(), {"--layout", opts.layout});
   if (opts.act_sparsity) args.insert(args.end(), {"--act-sparsity", fmt::format("{}", *opts.act_sparsity)});
   args.insert(args.end(), {"--db", opts.db});
   return shell_join(args);
@@ -41,8 +43,10 @@ void run_emit_lib(const Options& opts) {
     throw InputError("--fallback: only with --db (without a database every kernel is the default choice)");
   check_library_name(opts.name);
   const auto start = std::chrono::steady_clock::now();
-  const Suite suite =
-      with_layer_weights(select_layers(load_shapes(opts.shapes), opts.batch, "", opts.act_sparsity), opts.weights);
+  const Suite suite = with_layer_weights(
+      with_precision_and_layout(select_layers(load_shapes(opts.shapes), opts.batch, "", opts.act_sparsity),
+                                opts.precision, opts.layout),
+      opts.weights);
   std::vector<Gpu> gpus;
   for (const std::string& g : opts.gpus) gpus.push_back(load_gpu_descriptor(g, false));
 
@@ -112,6 +116,7 @@ void add_emit_lib_command(CLI::App& app) {
                   "are an error)")
       ->check(CLI::IsMember({"default"}));
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
+  add_precision_layout_options(cmd, opts->precision, opts->layout);
   add_act_sparsity_option(cmd, opts->act_sparsity);
   add_weight_options(cmd, opts->weights);
   cmd->add_option("--jobs", opts->jobs, "Parallel compiles (0: one per core)");

@@ -55,11 +55,10 @@ nlohmann::json manifest_entry(const Layer& layer, const BuiltKernel& k, const st
 }
 
 void run_generate(const Options& opts) {
-  const Suite suite =
-      with_layer_weights(with_precision_and_layout(select_layers(load_shapes(opts.shapes), opts.batch, opts.layer,
-                                                                 opts.act_sparsity),
-                                                   opts.precision, opts.layout),
-                         opts.weights);
+  const Suite suite = with_layer_weights(
+      with_precision_and_layout(select_layers(load_shapes(opts.shapes), opts.batch, opts.layer, opts.act_sparsity),
+                                opts.precision, opts.layout),
+      opts.weights);
   const Gpu gpu = load_gpu_descriptor(opts.gpu, false);
 
   // One request per (layer, kernel): the default choice, a named kernel, or every candidate of every family.
@@ -91,10 +90,14 @@ void run_generate(const Options& opts) {
 
   const std::filesystem::path out_dir = opts.out;
   std::filesystem::create_directories(out_dir);
-  nlohmann::json manifest = {{"suite", suite.name},       {"gpu", gpu.name},
-                             {"arch", gpu.arch},          {"convgen", build_version()},
-                             {"commit", build_commit()}, {"nvrtc", nvrtc_version()},
-                             {"kernels", nlohmann::json::array()}, {"failures", nlohmann::json::array()}};
+  nlohmann::json manifest = {{"suite", suite.name},
+                             {"gpu", gpu.name},
+                             {"arch", gpu.arch},
+                             {"convgen", build_version()},
+                             {"commit", build_commit()},
+                             {"nvrtc", nvrtc_version()},
+                             {"kernels", nlohmann::json::array()},
+                             {"failures", nlohmann::json::array()}};
   int failures = 0;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const Layer& layer = *request_layer[i];
@@ -132,8 +135,9 @@ void run_generate(const Options& opts) {
 void add_generate_command(CLI::App& app) {
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "generate", "Render and compile kernels for every layer of a shapes file for a GPU (no GPU needed): writes "
-                  "<out>/<layer>/<kernel>.cu and .cubin, and <out>/manifest.json");
+      "generate",
+      "Render and compile kernels for every layer of a shapes file for a GPU (no GPU needed): writes "
+      "<out>/<layer>/<kernel>.cu and .cubin, and <out>/manifest.json");
   cmd->add_option("--shapes", opts->shapes, "Shapes file (suite CSV, SEER list or B,C,H,W,N list)")->required();
   cmd->add_option("--gpu", opts->gpu, "GPU descriptor: a name under gpus/ or a path")->capture_default_str();
   cmd->add_option("--out", opts->out, "Output folder")->capture_default_str();
@@ -141,9 +145,7 @@ void add_generate_command(CLI::App& app) {
   add_act_sparsity_option(cmd, opts->act_sparsity);
   add_weight_options(cmd, opts->weights);
   cmd->add_option("--layer", opts->layer, "Only this layer");
-  cmd->add_option("--precision", opts->precision, "Every layer in fp32, tf32, fp16 or bf16 (default: the file's)");
-  cmd->add_option("--layout", opts->layout,
-                  "Every layer channels-first (nchw) or channels-last (nhwc), at its own rank (default: the file's)");
+  add_precision_layout_options(cmd, opts->precision, opts->layout);
   cmd->add_option("--kernel", opts->kernel, "Use this kernel (canonical name) instead of the default choice");
   cmd->add_flag("--all", opts->all, "Emit every candidate configuration of every family, not only the default");
   cmd->add_option("--jobs", opts->jobs, "Parallel compiles (0: one per core)");

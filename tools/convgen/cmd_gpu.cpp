@@ -19,13 +19,12 @@ void add_gpu_command(CLI::App& app) {
   auto opts = std::make_shared<Options>();
   CLI::App* gpu = app.add_subcommand("gpu", "GPU descriptors");
   gpu->require_subcommand(1);
-  CLI::App* detect = gpu->add_subcommand("detect", "Write the descriptor of the present device (JSON, the format "
-                                                   "of gpus/*.json)");
+  CLI::App* detect = gpu->add_subcommand("detect",
+                                         "Write the descriptor of the present device (JSON, the format "
+                                         "of gpus/*.json)");
   detect->add_option("--device", opts->device, "Device ordinal")->capture_default_str();
   detect->add_option("--out", opts->out, "Write to this file instead of standard output");
-  detect->callback([opts] {
-    print_or_write(opts->out, gpu_to_json(query_device(opts->device)));
-  });
+  detect->callback([opts] { print_or_write(opts->out, gpu_to_json(query_device(opts->device))); });
 }
 
 }  // namespace convgen::cli

@@ -1,8 +1,8 @@
 // cmd_run: `convgen run`: runs one kernel for one layer on the GPU and verifies it against the float64 reference.
 #include <fmt/format.h>
 
-#include "measure/verify.hpp"
 #include "convgen/error.hpp"
+#include "measure/verify.hpp"
 #include "reference/inputs.hpp"
 #include "runtime/device.hpp"
 #include "runtime/module.hpp"
@@ -32,10 +32,11 @@ bool run_layer(const Layer& layer, const Options& opts, const Gpu& gpu, JitCache
   const auto& r = kernel.cubin.report;
   fmt::print("{} ({})\n  kernel {}: {} registers, {} B spilled, {} B static smem\n", layer.name,
              describe(layer.problem), kernel.source.entry, r.registers, r.spill_store_bytes, r.smem_bytes);
-  fmt::print("  {}: rel L2 error {:.3g}, max abs error {:.3g}, {} NaN, over {} {}outputs (limit {:.0e}); one "
-             "launch {:.4f} ms\n",
-             v.passed ? "PASS" : "FAIL", v.stats.rel_l2, v.stats.max_abs, v.stats.nan_count, v.stats.compared,
-             v.sampled ? "sampled " : "", error_limit(layer.problem.precision), v.kernel_ms);
+  fmt::print(
+      "  {}: rel L2 error {:.3g}, max abs error {:.3g}, {} NaN, over {} {}outputs (limit {:.0e}); one "
+      "launch {:.4f} ms\n",
+      v.passed ? "PASS" : "FAIL", v.stats.rel_l2, v.stats.max_abs, v.stats.nan_count, v.stats.compared,
+      v.sampled ? "sampled " : "", error_limit(layer.problem.precision), v.kernel_ms);
   if (!v.passed) fmt::print("  {}\n", v.failure);
   return v.passed;
 }
@@ -70,8 +71,9 @@ void run_run(const Options& opts) {
 
 void add_run_command(CLI::App& app) {
   auto opts = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("run", "Run one kernel (the default choice, or --kernel) for a layer on the GPU "
-                                            "and verify it against the float64 CPU reference");
+  CLI::App* cmd = app.add_subcommand("run",
+                                     "Run one kernel (the default choice, or --kernel) for a layer on the GPU "
+                                     "and verify it against the float64 CPU reference");
   cmd->add_option("--shapes", opts->shapes, "Shapes file");
   cmd->add_option("--layer", opts->layer, "Layer name in the shapes file");
   cmd->add_flag("--all-layers", opts->all_layers, "Every layer of the shapes file");

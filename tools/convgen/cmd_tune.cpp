@@ -101,8 +101,8 @@ std::string describe(const TuneResult& r) {
   if (r.from_db) return fmt::format("{} {:.2f} us (from the database)", r.from_db->kernel, r.from_db->median_us);
   int failed = 0;
   for (const CandidateOutcome& c : r.candidates) failed += c.status != MeasurementStatus::ok;
-  const std::string counts = fmt::format("{} measured of {}, {} failed, {:.1f} s", r.measured, r.candidates.size(),
-                                         failed, r.wall_ms / 1000);
+  const std::string counts =
+      fmt::format("{} measured of {}, {} failed, {:.1f} s", r.measured, r.candidates.size(), failed, r.wall_ms / 1000);
   if (!r.best) return fmt::format("no verified candidate ({})", counts);
   return fmt::format("{} {:.2f} us ({})", kernel_name(r.candidates[*r.best].spec), *best_time_us(r), counts);
 }
@@ -141,9 +141,10 @@ void run_tune(const TuneArgs& a) {
   const std::filesystem::path db_path =
       a.db.empty() ? TuningDb::default_path() : std::filesystem::path(shard_path(a.db, shard));
   if (shard.count > 1 && a.db.find("{shard}") == std::string::npos)
-    fmt::print("note: every shard writes to {}; one file per shard (--db 'tune-{{shard}}.sqlite') keeps SQLite off "
-               "a shared file system's locks, then `convgen db merge`\n",
-               db_path.string());
+    fmt::print(
+        "note: every shard writes to {}; one file per shard (--db 'tune-{{shard}}.sqlite') keeps SQLite off "
+        "a shared file system's locks, then `convgen db merge`\n",
+        db_path.string());
   if (a.dry_run) {
     for (const Job& job : jobs)
       fmt::print("{}: {} (predicted cost {:.2f})\n", job.label, problem_key(job.problem), tune_cost(job.problem));
@@ -152,8 +153,13 @@ void run_tune(const TuneArgs& a) {
   }
   const std::vector<int> ordinals = parse_gpus(a.gpus, device_count());
   const SparsityPattern pattern = parse_sparsity_pattern(a.pattern);
-  const TuneOptions options{.budget = a.budget, .timing = timing_of(a), .warm = a.warm, .seed = a.seed,
-                            .reuse_best = !a.force, .pattern = pattern, .families = a.families};
+  const TuneOptions options{.budget = a.budget,
+                            .timing = timing_of(a),
+                            .warm = a.warm,
+                            .seed = a.seed,
+                            .reuse_best = !a.force,
+                            .pattern = pattern,
+                            .families = a.families};
   check_timing_options(options.timing);
   TuningDb::open(db_path);  // creates or migrates it once, before the workers race to
 
@@ -211,12 +217,13 @@ void run_tune_study(const TuneArgs& a) {
     const TuningDb db = TuningDb::open(a.db);
     const std::optional<Calibration> calibration = load_calibration(db, gpu);
     if (!calibration)
-      throw InputError(fmt::format("--db {}: no calibration of the cost model (version {}) for {}; run `convgen db "
-                                   "calibrate --db {}` first",
-                                   a.db, cost_model_version, describe_gpu(gpu), a.db));
+      throw InputError(
+          fmt::format("--db {}: no calibration of the cost model (version {}) for {}; run `convgen db "
+                      "calibrate --db {}` first",
+                      a.db, cost_model_version, describe_gpu(gpu), a.db));
     options.coefficients = calibration->coefficients;
-    options.coefficients_source = fmt::format("the calibration for this GPU in {}, fitted on {} measurements", a.db,
-                                              calibration->samples);
+    options.coefficients_source =
+        fmt::format("the calibration for this GPU in {}, fitted on {} measurements", a.db, calibration->samples);
   }
   std::optional<TuningDb> record;
   if (!a.record.empty()) record = TuningDb::open(a.record);
@@ -230,10 +237,9 @@ void run_tune_study(const TuneArgs& a) {
         weights);
     Progress progress(fmt::format("tune-study {}", suite.name),
                       suite.layers.size() * std::max<std::size_t>(1, a.batches.size()));
-    const std::vector<StudyLayer> rows =
-        run_study(suite, gpu, options, pool, ordinals[0],
-                  [&](std::size_t, std::size_t, const std::string& what) { progress.step(what); },
-                  record ? &*record : nullptr);
+    const std::vector<StudyLayer> rows = run_study(
+        suite, gpu, options, pool, ordinals[0],
+        [&](std::size_t, std::size_t, const std::string& what) { progress.step(what); }, record ? &*record : nullptr);
     progress.done();
     report.layers.insert(report.layers.end(), rows.begin(), rows.end());
     // Written after every suite, so a long study that is cut short still leaves what it measured.
@@ -249,9 +255,7 @@ void add_common_options(CLI::App* cmd, TuneArgs& a) {
   cmd->add_option("--shapes", a.shapes, "Shapes file(s) (suite CSV, SEER list or B,C,H,W,N list)")->required();
   cmd->add_option("--batch", a.batches, "Batch sizes, comma-separated (default: the file's)")->delimiter(',');
   cmd->add_option("--layer", a.layer, "Only layers whose name contains this");
-  cmd->add_option("--precision", a.precision, "Every layer in fp32, tf32, fp16 or bf16 (default: the file's)");
-  cmd->add_option("--layout", a.layout,
-                  "Every layer channels-first (nchw) or channels-last (nhwc), at its own rank (default: the file's)");
+  add_precision_layout_options(cmd, a.precision, a.layout);
   cmd->add_option("--samples", a.samples, "Timing samples per candidate and round")->capture_default_str();
   cmd->add_option("--calls", a.calls, "Calls per timing sample")->capture_default_str();
   cmd->add_option("--seed", a.seed, "Seed of the verification inputs")->capture_default_str();
@@ -295,8 +299,9 @@ void add_tune_command(CLI::App& app) {
 
   auto study = std::make_shared<TuneArgs>();
   CLI::App* s = app.add_subcommand(
-      "tune-study", "Per layer, the exhaustive best against the model-guided tuner with --budget measurements, the "
-                    "model's rank correlation and the tuning wall time with a cold and a warm JIT cache, as Markdown");
+      "tune-study",
+      "Per layer, the exhaustive best against the model-guided tuner with --budget measurements, the "
+      "model's rank correlation and the tuning wall time with a cold and a warm JIT cache, as Markdown");
   add_common_options(s, *study);
   s->add_option("--budget", study->budget, "Measurements of the guided tuner per layer")->capture_default_str();
   s->add_option("--gpus", study->gpus, "The device to run on (one ordinal)")->capture_default_str();

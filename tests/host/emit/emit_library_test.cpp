@@ -344,6 +344,25 @@ TEST(EmitLibraryCli, BadNamesAndFallbackWithoutADatabaseAreRefusedWithClearError
   EXPECT_EQ(r.output, "convgen: error: --db /nonexistent.sqlite: no such tuning database\n");
 }
 
+// --precision fp16 --layout nhwc: the library's problems are fp16 channels-last, served by tensor-core kernels.
+TEST(EmitLibraryCli, PrecisionAndLayoutReachEveryProblemOfTheLibrary) {
+  const fs::path dir = temp_dir("fp16");
+  {
+    std::ofstream csv(dir / "one.csv");
+    csv << "name,n,c,k,h,w,r,s,stride,pad,count\nres_64to64_14,1,64,64,14,14,3,3,1,1,1\n";
+  }
+  const Result r = run(convgen_binary() + " emit-lib --no-cache --shapes " + (dir / "one.csv").string() +
+                       " --gpu h100_sxm --name half16 --precision fp16 --layout nhwc --out " + (dir / "lib").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream header(dir / "lib" / "include" / "half16.h");
+  const std::string text((std::istreambuf_iterator<char>(header)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("HALF16_PRECISION_FP16"), std::string::npos);
+  EXPECT_NE(r.output.find("igemm_tc_"), std::string::npos) << r.output;
+  std::ifstream cubin(dir / "lib" / "src" / "cubins" / "00_res_64to64_14_sm_90.inc");
+  const std::string table((std::istreambuf_iterator<char>(cubin)), std::istreambuf_iterator<char>());
+  EXPECT_NE(table.find("_nhwc_fp16"), std::string::npos) << table.substr(0, 400);
+}
+
 // A database the test writes knows one of two layers: emit-lib refuses without --fallback (naming the missing layer
 // and the tune command) and with it builds the tuned kernel for one and the default for the other, saying which.
 TEST(EmitLibraryCli, DbBuildsTheDatabasesBestKernelsAndSaysWhichCameFromIt) {

@@ -26,7 +26,8 @@ std::string shapes(const char* name) { return std::string(CONVGEN_SOURCE_DIR) + 
 TEST(Cli, HelpListsEverySubcommand) {
   const Result r = run_convgen("--help");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (const char* sub : {"generate", "analyze", "gpu", "run", "import"}) EXPECT_NE(r.output.find(sub), std::string::npos) << sub;
+  for (const char* sub : {"generate", "analyze", "gpu", "run", "import"})
+    EXPECT_NE(r.output.find(sub), std::string::npos) << sub;
 }
 
 TEST(Cli, AnalyzePrintsEveryLayerAndTheNetworkTotals) {
@@ -34,6 +35,20 @@ TEST(Cli, AnalyzePrintsEveryLayerAndTheNetworkTotals) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("cusnn on NVIDIA H100"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("total"), std::string::npos) << r.output;
+}
+
+// --precision and --layout reach analyze: the floor is the precision's tensor-core peak, and a bad value is named.
+TEST(Cli, AnalyzeTakesThePrecisionAndLayoutOfEveryLayer) {
+  const Result r =
+      run_convgen("analyze --shapes " + shapes("cusnn.csv") + " --gpu h100_sxm --precision fp16 --layout nhwc");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("; fp16 "), std::string::npos) << r.output;
+  const Result fp32 = run_convgen("analyze --shapes " + shapes("cusnn.csv") + " --gpu h100_sxm");
+  EXPECT_NE(fp32.output.find("; fp32 "), std::string::npos) << fp32.output;
+  EXPECT_NE(r.output, fp32.output);  // the floors differ: 990 against 67 TFLOP/s
+  const Result bad = run_convgen("analyze --shapes " + shapes("cusnn.csv") + " --gpu h100_sxm --precision fp8");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.output, "convgen: error: --precision: unknown 'fp8', expected one of fp32, tf32, fp16, bf16\n");
 }
 
 TEST(Cli, GenerateWritesSourceCubinAndManifestForEachLayer) {
@@ -137,9 +152,12 @@ TEST(Cli, ConvgenLinksNoOnnxAndImportOnnxWithoutTheImporterSaysHowToBuildIt) {
   std::filesystem::copy_file(std::string(CONVGEN_BINARY_DIR) + "/tools/convgen/convgen", dir / "convgen");
   const Result r = testing_support::run_command((dir / "convgen").string() + " import onnx model.onnx --out x.csv");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.output, "convgen: error: import onnx needs convgen-onnx-import, which was not built: it is built next "
-                      "to convgen (" + dir.string() + ") where the ONNX library is installed; install libonnx-dev and "
-                      "libprotobuf-dev (run scripts/setup.sh as root) and configure and build again\n");
+  EXPECT_EQ(r.output,
+            "convgen: error: import onnx needs convgen-onnx-import, which was not built: it is built next "
+            "to convgen (" +
+                dir.string() +
+                ") where the ONNX library is installed; install libonnx-dev and "
+                "libprotobuf-dev (run scripts/setup.sh as root) and configure and build again\n");
   const Result help = run_convgen("import --help");
   EXPECT_NE(help.output.find("onnx"), std::string::npos) << help.output;
   std::filesystem::remove_all(dir);
@@ -192,7 +210,8 @@ TEST(Cli, ShortGpuAndShapesNamesResolveWithoutASourceTree) {
   EXPECT_NE(r.output.find("Root's H100"), std::string::npos) << r.output;
   r = testing_support::run_command("cd " + dir.string() + " && " + convgen + " analyze --shapes nope --gpu h100_sxm");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("convgen: error: nope: cannot open shapes file (built-in shapes: act_sparse_extra, cosmoflow, cusnn, "),
+  EXPECT_NE(r.output.find(
+                "convgen: error: nope: cannot open shapes file (built-in shapes: act_sparse_extra, cosmoflow, cusnn, "),
             std::string::npos)
       << r.output;
   std::filesystem::remove_all(dir);
@@ -208,7 +227,7 @@ TEST(Cli, WeightsFromNpyFilesAreCheckedAndMadeFiltersArePruned) {
   Result r = run_convgen("analyze --gpu h100_sxm --shapes " + csv.string() + " --weights " + dir.string());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find((dir / "a.npy").string() + ": no such file (expected a float32 .npy file); expected the "
-                          "filter of layer 'a'"),
+                                                     "filter of layer 'a'"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("shape (2, 4, 3, 3) (K, C, R, S)"), std::string::npos) << r.output;
