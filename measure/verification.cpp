@@ -1,7 +1,10 @@
 // verification: inputs, buffer sets, reference, the poisoned and compared run, the failure message, timing.
 #include "measure/verification.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -14,8 +17,8 @@ std::string verification_failure(std::string_view candidate, const Problem& p, c
   const std::string head = fmt::format("{} on {}: wrong result: ", candidate, problem_key(p));
   if (stats.compared == 0) return head + "no output compared";
   if (stats.nan_count > 0)
-    return head + fmt::format("{} outputs are NaN or infinite (first at output {})", stats.nan_count,
-                              stats.first_nan_index);
+    return head +
+           fmt::format("{} outputs are NaN or infinite (first at output {})", stats.nan_count, stats.first_nan_index);
   return head + fmt::format("relative L2 error {:.1e} > {:.0e} (max error {:.1e} at output {})", stats.rel_l2,
                             error_limit(p.precision), stats.max_abs, stats.max_abs_index);
 }
@@ -37,10 +40,60 @@ std::int64_t buffer_set_bytes(const Problem& p) {
          tensor_bytes(p, TensorRole::output);
 }
 
-ConvMeasurement::ConvMeasurement(const Problem& p, const ConvInputs& inputs, int buffer_sets)
-    : problem_(p), inputs_(make_inputs(p, inputs)), identity_(convgen::data_identity(inputs)),
-      scratch_(HostTensor::for_problem(p, TensorRole::output)) {
+MemoryNeed memory_need(const Problem& p, int buffer_sets) {
+  const std::int64_t tensors = tensor_bytes(p, TensorRole::activation) + tensor_bytes(p, TensorRole::filter) +
+                               tensor_bytes(p, TensorRole::output);
+  return {.device_bytes = std::max(buffer_sets, 1) * tensors, .host_bytes = tensors};
+}
+
+namespace {
+
+std::string gigabytes(std::int64_t bytes) { return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9); }
+
+// Checks the problem first (a problem that cannot fit, or whose sizes overflow, never reaches the slow work).
+const Problem& checked(const Problem& p, int buffer_sets) {
   if (buffer_sets < 1) throw InputError(fmt::format("buffer sets must be at least 1, got {}", buffer_sets));
+  const std::optional<DeviceMemoryInfo> device = device_memory_info();
+  check_memory_fits(p, buffer_sets,
+                    device ? std::optional<std::int64_t>(static_cast<std::int64_t>(device->free)) : std::nullopt,
+                    host_available_bytes());
+  return p;
+}
+
+}  // namespace
+
+void check_memory_fits(const Problem& p, int buffer_sets, std::optional<std::int64_t> device_free,
+                       std::optional<std::int64_t> host_available) {
+  const MemoryNeed need = memory_need(p, buffer_sets);
+  const std::string tensors =
+      fmt::format("activation {}, filter {}, output {}", gigabytes(tensor_bytes(p, TensorRole::activation)),
+                  gigabytes(tensor_bytes(p, TensorRole::filter)), gigabytes(tensor_bytes(p, TensorRole::output)));
+  if (device_free && need.device_bytes > *device_free)
+    throw InputError(fmt::format(
+        "{}: needs {} of device memory ({}{}) and the device has {} free", describe(p), gigabytes(need.device_bytes),
+        buffer_sets > 1 ? fmt::format("{} sets of ", buffer_sets) : "", tensors, gigabytes(*device_free)));
+  if (host_available && need.host_bytes > *host_available)
+    throw InputError(
+        fmt::format("{}: needs {} of host memory for its inputs and output ({}) and the host has {} "
+                    "available",
+                    describe(p), gigabytes(need.host_bytes), tensors, gigabytes(*host_available)));
+}
+
+std::optional<std::int64_t> host_available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return std::nullopt;
+}
+
+ConvMeasurement::ConvMeasurement(const Problem& p, const ConvInputs& inputs, int buffer_sets)
+    : problem_(checked(p, buffer_sets)),
+      inputs_(make_inputs(p, inputs)),
+      identity_(convgen::data_identity(inputs)),
+      scratch_(HostTensor::for_problem(p, TensorRole::output)) {
   reference_ = compute_reference(p, inputs_.activation, inputs_.filter, inputs.seed);
   sets_.reserve(static_cast<std::size_t>(buffer_sets));
   const auto bytes = [&](TensorRole role) { return static_cast<std::size_t>(tensor_bytes(p, role)); };
@@ -87,9 +140,8 @@ Verification ConvMeasurement::verify(const ConvCandidate& candidate, Stream& str
 }
 
 Candidate ConvMeasurement::timed(const ConvCandidate& candidate) const {
-  return {candidate.name, [this, launch = candidate.launch](CUstream stream, int set) {
-            launch(pointers(set), stream);
-          }};
+  return {candidate.name,
+          [this, launch = candidate.launch](CUstream stream, int set) { launch(pointers(set), stream); }};
 }
 
 std::vector<TimingResult> ConvMeasurement::time(std::span<const ConvCandidate> candidates, TimingOptions options,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -78,10 +79,27 @@ struct BufferSet {
 //   ConvMeasurement m(problem, {.activation = SparseRandom{SparsityPattern::blob, 0.7}}, sets);
 //   Verification v = m.verify(candidate, stream);          // poisoned output, compared with the reference
 //   if (v.passed) results = m.time(verified, timing, stream);  // the protocol, rotating the buffer sets
+// What measuring a problem needs: `buffer_sets` device copies of activation, filter and output, and host copies
+// of the inputs and one output (the reference is sampled for large outputs).
+struct MemoryNeed {
+  std::int64_t device_bytes = 0;
+  std::int64_t host_bytes = 0;
+};
+MemoryNeed memory_need(const Problem& p, int buffer_sets = 1);
+
+// Throws InputError, naming the bytes asked and the bytes there are, when the need exceeds `device_free` or
+// `host_available` (each unchecked when nullopt). Called before any slow work (inputs, reference, uploads).
+void check_memory_fits(const Problem& p, int buffer_sets, std::optional<std::int64_t> device_free,
+                       std::optional<std::int64_t> host_available);
+
+// The host's MemAvailable (/proc/meminfo), nullopt where it cannot be read.
+std::optional<std::int64_t> host_available_bytes();
+
 class ConvMeasurement {
  public:
   // Makes the inputs from `inputs`, uploads them into `buffer_sets` sets (each with the same data) and computes
-  // the float64 reference. Throws InputError for a bad input source or buffer_sets < 1.
+  // the float64 reference. Throws InputError for a bad input source, buffer_sets < 1, or a problem whose buffers
+  // do not fit the current device's free memory or the host's (check_memory_fits, before any of that work).
   ConvMeasurement(const Problem& p, const ConvInputs& inputs, int buffer_sets = 1);
   ConvMeasurement(const ConvMeasurement&) = delete;  // timed() candidates point at it
   ConvMeasurement& operator=(const ConvMeasurement&) = delete;

@@ -139,6 +139,12 @@ float Event::elapsed_ms(const Event& start, const Event& stop) {
 
 // ---- DeviceBuffer
 
+std::optional<DeviceMemoryInfo> device_memory_info() {
+  DeviceMemoryInfo info;
+  if (!cuda_available() || driver().cuMemGetInfo(&info.free, &info.total) != CUDA_SUCCESS) return std::nullopt;
+  return info;
+}
+
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
   // cuMemAlloc refuses 0 bytes; an empty buffer is a null pointer.
   if (bytes == 0) return;

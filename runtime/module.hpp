@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -118,6 +119,14 @@ class Event {
  private:
   CUevent event_ = nullptr;
 };
+
+// Free and total bytes of the current context's device (cuMemGetInfo); nullopt without a driver, a device or a
+// current context.
+struct DeviceMemoryInfo {
+  std::size_t free = 0;
+  std::size_t total = 0;
+};
+std::optional<DeviceMemoryInfo> device_memory_info();
 
 // Device memory of a fixed size. The copies are synchronous unless named _async.
 class DeviceBuffer {

@@ -70,3 +70,40 @@ TEST(ConvMeasurement, NeedsADevice) {
 
 }  // namespace
 }  // namespace convgen
+
+namespace convgen {
+
+// The new user's 128x512x512x512 3x3 problem on an 80 GB device: refused at once, naming the bytes asked and free.
+TEST(MemoryCheck, AProblemLargerThanTheDeviceIsRefusedNamingTheBytes) {
+  const Problem p{.n = 128, .c = 512, .k = 512, .input = {1, 512, 512}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const MemoryNeed need = memory_need(p, 1);
+  EXPECT_EQ(need.device_bytes, 2 * std::int64_t{128} * 512 * 512 * 512 * 4 + 512 * 512 * 9 * 4);
+  EXPECT_EQ(memory_need(p, 3).device_bytes, 3 * need.device_bytes);
+  try {
+    check_memory_fits(p, 1, std::int64_t{79'000'000'000}, std::nullopt);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "512->512 3x3 s1 p1 at 512x512 -> 512x512, n128: needs 137.45 GB of device memory (activation 68.72 "
+              "GB, filter 0.01 GB, output 68.72 GB) and the device has 79.00 GB free");
+  }
+  EXPECT_THROW(check_memory_fits(p, 1, std::nullopt, std::int64_t{64'000'000'000}), InputError);
+  EXPECT_NO_THROW(check_memory_fits(p, 1, std::nullopt, std::nullopt));  // nothing known: nothing refused
+  EXPECT_NO_THROW(check_memory_fits(p, 1, std::int64_t{200'000'000'000}, std::int64_t{200'000'000'000}));
+}
+
+TEST(MemoryCheck, SetsOfBuffersCountInTheMessageAndHostMemoryIsRead) {
+  const Problem p{.n = 1, .c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  try {
+    check_memory_fits(p, 4, std::int64_t{1'000'000}, std::nullopt);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 0.01 GB of device memory (4 sets of activation"), std::string::npos)
+        << e.what();
+  }
+  const std::optional<std::int64_t> host = host_available_bytes();
+  ASSERT_TRUE(host.has_value());  // Linux: /proc/meminfo
+  EXPECT_GT(*host, 0);
+}
+
+}  // namespace convgen
