@@ -78,6 +78,7 @@ int resident_blocks_per_sm(const Gpu& gpu, const WinogradParams& s) {
 // Warp instructions of one block, by kind, from the template's structure.
 struct BlockWork {
   double fma = 0, shared_loads = 0, global_loads = 0, address = 0, transform = 0;
+  double shared_bytes = 0;  // through the SM's shared-memory banks (128 bytes a clock)
   int steps = 0;
 };
 BlockWork block_work(const Problem& p, const WinogradParams& s) {
@@ -96,6 +97,15 @@ BlockWork block_work(const Problem& p, const WinogradParams& s) {
   w.global_loads = (patches * positions(s) + filter_loads) / 32;
   w.address = (patches * positions(s) * 4 + filter_loads * 4) / 32;
   w.transform = (patches * (input_transform_ops(s) + positions(s)) + outputs * output_transform_ops(s)) / 32;
+  // Shared-memory bytes at distinct addresses (a warp's requests to one address are broadcast): per channel and
+  // position a warp reads the register tiles of its distinct (position, channel) and (position, tile) threads; the
+  // patches, the staged filter and the accumulators are written once and read once.
+  const int t_threads = s.block_t / s.thread_t, k_threads = s.block_k / s.thread_k;
+  const int p_in_warp = std::max(1, 32 / (t_threads * k_threads));
+  const int u_distinct = std::max(1, 32 / t_threads);
+  const int v_distinct = std::min(32, std::min(32, t_threads) * p_in_warp);
+  w.shared_bytes = warps * channels * s.pos_per_thread * (u_distinct * s.thread_k + v_distinct * s.thread_t) * 4.0 +
+                   (patches + filter_loads / positions(s) * 2 + outputs * 2) * positions(s) * 4.0;
   return w;
 }
 
@@ -262,9 +272,10 @@ class Winograd final : public Family {
   static constexpr std::size_t kPerTile = 8;
 
   // A rough time in microseconds that orders the search space (the tuner's cost model ranks for real): waves of
-  // resident blocks, each issuing its warp instructions at 4 per clock per SM, slowed when fewer than 16 warps
-  // per SM hide the latency of the shared loads and barriers; or the bytes through L2 (every column of blocks reads
-  // its channels' transformed filter) at twice the DRAM bandwidth, if longer.
+  // resident blocks, each issuing its warp instructions at 4 per clock per SM or moving its shared-memory bytes at 128
+  // per clock, whichever is longer, slowed when fewer than 16 warps per SM hide the latency of the shared loads and
+  // barriers; or, if longer, the bytes through L2 at twice the DRAM bandwidth: every row of blocks reads the patches
+  // of its tiles (each (m+2)^2 floats, overlaps counted again), every column its channels' transformed filter.
   static double estimate_us(const Problem& p, const Gpu& gpu, const WinogradParams& s) {
     const int sm_count = std::max(gpu.sm_count, 1);
     const std::int64_t blocks = blocks_of(p, s);
@@ -276,9 +287,13 @@ class Winograd final : public Family {
     const double warps_per_sm = resident * threads_per_block(s) / 32.0;
     const double latency = std::max(1.0, 16.0 / warps_per_sm);
     const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
-    const double compute_us = waves * resident * instructions / 4 * latency / clock_mhz;
-    const double l2_bytes = static_cast<double>(min_bytes(p)) +
-                            static_cast<double>(grid_of(p, s)[0]) * static_cast<double>(transformed_filter_bytes(p, s));
+    const double block_cycles = std::max(instructions / 4, w.shared_bytes / 128);
+    const double compute_us = waves * resident * block_cycles * latency / clock_mhz;
+    const auto grid = grid_of(p, s);
+    const double patch_bytes = static_cast<double>(tiles(p, s)) * p.c * positions(s) * 4;
+    const double l2_bytes = static_cast<double>(grid[1]) * patch_bytes +
+                            static_cast<double>(grid[0]) * static_cast<double>(transformed_filter_bytes(p, s)) +
+                            static_cast<double>(output_elements(p)) * 4;
     const double l2_gbs = 2 * std::max(gpu.dram_bandwidth_gbs, 100.0);
     return std::max(compute_us, l2_bytes / (l2_gbs * 1e3));
   }
