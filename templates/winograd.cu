@@ -104,12 +104,12 @@ constexpr int PASSES = BLOCK_K / KSLICE;
 static_assert(POSITIONS * KSLICE * BLOCK_T <= SMEM_FLOATS, "the output stage must fit the main loop's shared memory");
 static_assert(SMEM_FLOATS * 4 <= 48 * 1024, "static shared memory must not exceed 48 KiB");
 
-// Register tile: thread (tid_k, tid_t) owns k = (i / VK) * (K_THREADS * VK) + tid_k * VK + i % VK for i < THREAD_K
-// (and likewise t): runs of VK (VT) consecutive values, read from shared memory as one vector.
+// Register tile: thread (tid_k, tid_t) owns output channels tid_k * THREAD_K + i (i < THREAD_K) and tiles
+// tid_t * THREAD_T + j of the block, each run read from shared memory as one vector (VK, VT floats).
 constexpr int VK = THREAD_K;
 constexpr int VT = THREAD_T;
-__device__ __forceinline__ int micro_k(int tid_k, int i) { return (i / VK) * (K_THREADS * VK) + tid_k * VK + i % VK; }
-__device__ __forceinline__ int micro_t(int tid_t, int j) { return (j / VT) * (T_THREADS * VT) + tid_t * VT + j % VT; }
+__device__ __forceinline__ int micro_k(int tid_k, int i) { return tid_k * THREAD_K + i; }
+__device__ __forceinline__ int micro_t(int tid_t, int j) { return tid_t * THREAD_T + j; }
 
 // ---- The transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016) ---------------
 // Each matrix is a function of constant indices: every caller runs in fully unrolled loops, so after inlining the
