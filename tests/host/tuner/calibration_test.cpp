@@ -69,7 +69,7 @@ TEST(CalibrationData, CountsExcludedProblemsAndUnknownKernelsApart) {
   db.record(measured(h100(), conv3x3(), igemm(64), 41.5));
   db.record(measured(h100(), conv1x1(), igemm(64), 50.0));
   db.record(measured(h100(), conv1x1(), igemm(128), 45.0));
-  db.record(measured(h100(), conv3x3(), "winograd_f2x3_t64", 30.0));  // no family of this build
+  db.record(measured(h100(), conv3x3(), "fft_f2x3_t64", 30.0));  // no family of this build
   const CalibrationData data = calibration_data(db, h100(), std::vector<Problem>{conv1x1()});
   ASSERT_EQ(data.rows.size(), 1u);
   EXPECT_EQ(data.rows[0].problem, conv3x3());

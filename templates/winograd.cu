@@ -1,0 +1,364 @@
+// winograd: FP32 Winograd convolution F(m x m, 3 x 3), m = TILE (2 or 4), for 3x3 filters at stride 1, dilation 1.
+//
+// Y = A^T [ (G g G^T) . (B^T d B) ] A per output tile (Lavin & Gray 2016), cross-correlation as the reference.
+// The filter transform U = G g G^T is a setup step (entry transform_filter), run once per filter into the persistent
+// buffer transformed_filter laid out [position][c][k] (ALPHA x ALPHA positions, ALPHA = TILE + 2), computed in double.
+// The main kernel does the rest in one launch. A block owns BLOCK_K output channels x BLOCK_T output tiles (tiles
+// numbered over n, tile row, tile column); per chunk of BLOCK_C input channels it
+//   1. stages U[pos][c][k] of the chunk in shared memory, s_u[pos][c][k];
+//   2. loads each (channel, tile) input patch of ALPHA x ALPHA (zero outside the input: padding and the last partial
+//      tiles), transforms it, V = B^T d B, and stores it to s_v[pos][c][t];
+//   3. accumulates M[pos][k][t] += U[pos][c][k] * V[pos][c][t]: POSITIONS small GEMMs; each thread owns a
+//      THREAD_K x THREAD_T register tile for POS_PER_THREAD positions (pos = tid_p + q * P_THREADS).
+// Then M goes through shared memory, KSLICE output channels at a time (reusing s_u and s_v), and each (k, tile) is
+// transformed back, Y = A^T M A, and stored where the output exists (P, Q, K, tiles need not be multiples of
+// anything). Grid: x = ceil(TILES / BLOCK_T), y = ceil(K / BLOCK_K).
+#include "interface.cuh"
+
+#ifndef CONVGEN_PRELUDE
+#define CONVGEN_ENTRY convgen_winograd_default
+namespace cfg {
+constexpr int N = 1, C = 64, K = 64, GROUPS = 1;
+constexpr int D = 1, H = 56, W = 56;
+constexpr int T = 1, R = 3, S = 3;
+constexpr int O = 1, P = 56, Q = 56;
+constexpr int STRIDE_D = 1, STRIDE_H = 1, STRIDE_W = 1;
+constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
+constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
+constexpr bool CHANNELS_LAST = false;
+// The tunable parameters, in kernel-name order (winograd_m2_k32_n32_c8_tk4_tt4_pp4).
+CONVGEN_PARAM("m", "2,4", "output tile of F(m x m, 3 x 3)") constexpr int TILE = 2;
+CONVGEN_PARAM("k", "8,16,32,64", "output channels per block") constexpr int BLOCK_K = 32;
+CONVGEN_PARAM("n", "8,16,32,64", "output tiles per block") constexpr int BLOCK_T = 32;
+CONVGEN_PARAM("c", "4,8,16", "input channels per shared-memory step") constexpr int BLOCK_C = 8;
+CONVGEN_PARAM("tk", "1,2,4", "output channels per thread (register tile)") constexpr int THREAD_K = 4;
+CONVGEN_PARAM("tt", "1,2,4", "output tiles per thread (register tile)") constexpr int THREAD_T = 4;
+CONVGEN_PARAM("pp", "1,2,3,4,6,8,9,12,16,18,36", "transform positions per thread") constexpr int POS_PER_THREAD = 4;
+}  // namespace cfg
+#endif
+
+#include "common.cuh"
+
+namespace winograd {
+
+using namespace cfg;
+using convgen::ceil_div;
+using convgen::cmin;
+using convgen::is_pow2;
+
+// ---- The shape ----------------------------------------------------------------------------------------------
+constexpr int ALPHA = TILE + 2;           // input patch and transform extent
+constexpr int POSITIONS = ALPHA * ALPHA;  // 16 or 36 GEMMs
+constexpr int TILES_H = (int)ceil_div(P, TILE);
+constexpr int TILES_W = (int)ceil_div(Q, TILE);
+constexpr int TILES_PER_IMAGE = TILES_H * TILES_W;
+constexpr long long TILES_LL = (long long)N * TILES_PER_IMAGE;
+constexpr int TILES = (int)TILES_LL;
+constexpr long long ACTIVATION_ELEMENTS = (long long)N * C * H * W;
+constexpr long long OUTPUT_ELEMENTS = (long long)N * K * P * Q;
+constexpr long long TRANSFORMED_ELEMENTS = (long long)POSITIONS * C * K;
+constexpr long long MAX_ELEMENTS = ACTIVATION_ELEMENTS > OUTPUT_ELEMENTS
+                                       ? (ACTIVATION_ELEMENTS > TRANSFORMED_ELEMENTS ? ACTIVATION_ELEMENTS
+                                                                                     : TRANSFORMED_ELEMENTS)
+                                       : (OUTPUT_ELEMENTS > TRANSFORMED_ELEMENTS ? OUTPUT_ELEMENTS
+                                                                                 : TRANSFORMED_ELEMENTS);
+using idx_t = convgen::index_for<MAX_ELEMENTS>;
+
+static_assert(GROUPS == 1, "winograd handles ungrouped convolutions only");
+static_assert(D == 1 && T == 1 && O == 1 && PAD_D == 0, "winograd handles 2-D convolutions only");
+static_assert(R == 3 && S == 3, "winograd handles 3x3 filters only");
+static_assert(STRIDE_H == 1 && STRIDE_W == 1, "winograd needs stride 1");
+static_assert(DIL_H == 1 && DIL_W == 1, "winograd needs dilation 1");
+static_assert(P == convgen::conv_out_extent(H, R, STRIDE_H, PAD_H, DIL_H), "P does not match H, R, stride, padding");
+static_assert(Q == convgen::conv_out_extent(W, S, STRIDE_W, PAD_W, DIL_W), "Q does not match W, S, stride, padding");
+static_assert(P > 0 && Q > 0, "the output must not be empty");
+static_assert(TILES_LL <= convgen::kIntMax, "output tiles must fit in int");
+static_assert((long long)C * K <= convgen::kIntMax, "C * K must fit in int");
+
+// ---- The configuration --------------------------------------------------------------------------------------
+static_assert(TILE == 2 || TILE == 4, "TILE must be 2 or 4");
+static_assert(is_pow2(BLOCK_K) && is_pow2(BLOCK_T), "BLOCK_K and BLOCK_T must be powers of two");
+static_assert(BLOCK_C >= 1, "BLOCK_C must be positive");
+static_assert(THREAD_K == 1 || THREAD_K == 2 || THREAD_K == 4, "THREAD_K must be 1, 2 or 4");
+static_assert(THREAD_T == 1 || THREAD_T == 2 || THREAD_T == 4, "THREAD_T must be 1, 2 or 4");
+static_assert(BLOCK_K % THREAD_K == 0, "BLOCK_K must be a multiple of THREAD_K");
+static_assert(BLOCK_T % THREAD_T == 0, "BLOCK_T must be a multiple of THREAD_T");
+static_assert(POS_PER_THREAD >= 1 && POSITIONS % POS_PER_THREAD == 0,
+              "POS_PER_THREAD must divide the (TILE + 2)^2 transform positions");
+
+constexpr int P_THREADS = POSITIONS / POS_PER_THREAD;  // threads along positions (slowest)
+constexpr int K_THREADS = BLOCK_K / THREAD_K;          // threads along output channels
+constexpr int T_THREADS = BLOCK_T / THREAD_T;          // threads along tiles (fastest)
+constexpr int THREADS = P_THREADS * K_THREADS * T_THREADS;
+static_assert(THREADS >= 1 && THREADS <= 1024, "a block must have 1 to 1024 threads");
+
+// Shared memory: s_u [POSITIONS][BLOCK_C][BLOCK_K] and s_v [POSITIONS][BLOCK_C][BLOCK_T] in the main loop; then the
+// same floats hold s_m [POSITIONS][KSLICE][BLOCK_T], the accumulators of KSLICE output channels at a time.
+constexpr int U_FLOATS = POSITIONS * BLOCK_C * BLOCK_K;
+constexpr int V_FLOATS = POSITIONS * BLOCK_C * BLOCK_T;
+constexpr int SMEM_FLOATS = U_FLOATS + V_FLOATS;
+constexpr int floor_pow2(int v) { return v >= 2 ? 2 * floor_pow2(v / 2) : 1; }
+// Output channels per pass of the output transform: a power of two (so it divides BLOCK_K) whose s_m fits.
+constexpr int KSLICE = floor_pow2(cmin(BLOCK_K, SMEM_FLOATS / (POSITIONS * BLOCK_T)));
+constexpr int PASSES = BLOCK_K / KSLICE;
+static_assert(POSITIONS * KSLICE * BLOCK_T <= SMEM_FLOATS, "the output stage must fit the main loop's shared memory");
+static_assert(SMEM_FLOATS * 4 <= 48 * 1024, "static shared memory must not exceed 48 KiB");
+
+// Register tile: thread (tid_k, tid_t) owns output channels tid_k * THREAD_K + i (i < THREAD_K) and tiles
+// tid_t * THREAD_T + j of the block, each run read from shared memory as one vector (VK, VT floats).
+constexpr int VK = THREAD_K;
+constexpr int VT = THREAD_T;
+__device__ __forceinline__ int micro_k(int tid_k, int i) { return tid_k * THREAD_K + i; }
+__device__ __forceinline__ int micro_t(int tid_t, int j) { return tid_t * THREAD_T + j; }
+
+// ---- The transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016) ---------------
+// Each matrix is a function of constant indices: every caller runs in fully unrolled loops, so after inlining the
+// coefficient is a constant, zero terms vanish and products by 1 or -1 fold to additions.
+struct InputMatrix {  // B^T, ALPHA x ALPHA
+  static constexpr int ROWS = ALPHA, COLS = ALPHA;
+  __device__ static __forceinline__ double at(int i, int j) {
+    if constexpr (TILE == 2) {
+      constexpr double kBT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+      return kBT[i][j];  // convgen-lint: allow per-thread-dynamic-index (constant indices after unrolling)
+    } else {
+      constexpr double kBT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                    {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+      return kBT[i][j];  // convgen-lint: allow per-thread-dynamic-index (constant indices after unrolling)
+    }
+  }
+};
+struct FilterMatrix {  // G, ALPHA x 3
+  static constexpr int ROWS = ALPHA, COLS = 3;
+  __device__ static __forceinline__ double at(int i, int j) {
+    if constexpr (TILE == 2) {
+      constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+      return kG[i][j];  // convgen-lint: allow per-thread-dynamic-index (constant indices after unrolling)
+    } else {
+      constexpr double kG[6][3] = {{1.0 / 4, 0, 0},
+                                   {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                   {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                   {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                   {0, 0, 1}};
+      return kG[i][j];  // convgen-lint: allow per-thread-dynamic-index (constant indices after unrolling)
+    }
+  }
+};
+struct OutputMatrix {  // A^T, TILE x ALPHA
+  static constexpr int ROWS = TILE, COLS = ALPHA;
+  __device__ static __forceinline__ double at(int i, int j) {
+    if constexpr (TILE == 2) {
+      constexpr double kAT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+      return kAT[i][j];  // convgen-lint: allow per-thread-dynamic-index (constant indices after unrolling)
+    } else {
+      constexpr double kAT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+      return kAT[i][j];  // convgen-lint: allow per-thread-dynamic-index (constant indices after unrolling)
+    }
+  }
+};
+
+// y = sum_j M(i, j) * x[j] over the nonzero coefficients, the first term a product (not 0 + a product, which the
+// compiler may not fold under strict fp32 rules).
+template <class M, class F>
+__device__ __forceinline__ F dot_row(int i, const F (&x)[M::COLS]) {
+  F sum = 0;
+  bool first = true;
+#pragma unroll
+  for (int j = 0; j < M::COLS; ++j) {
+    const F m = (F)M::at(i, j);
+    if (m == (F)0) continue;
+    sum = first ? m * x[j] : sum + m * x[j];
+    first = false;
+  }
+  return sum;
+}
+
+// out = M x M^T for an M::COLS x M::COLS x: the 2-D transform of one patch, tile or filter.
+template <class M, class F>
+__device__ __forceinline__ void transform_2d(F (&out)[M::ROWS][M::ROWS], const F (&x)[M::COLS][M::COLS]) {
+  F tmp[M::COLS][M::ROWS];  // (M x)^T: tmp[col][i] = sum_j M(i, j) x[j][col]
+#pragma unroll
+  for (int col = 0; col < M::COLS; ++col) {
+    F column[M::COLS];
+#pragma unroll
+    for (int j = 0; j < M::COLS; ++j) column[j] = x[j][col];
+#pragma unroll
+    for (int i = 0; i < M::ROWS; ++i) tmp[col][i] = dot_row<M, F>(i, column);
+  }
+#pragma unroll
+  for (int i = 0; i < M::ROWS; ++i) {
+    F row[M::COLS];  // row i of M x
+#pragma unroll
+    for (int j = 0; j < M::COLS; ++j) row[j] = tmp[j][i];
+#pragma unroll
+    for (int b = 0; b < M::ROWS; ++b) out[i][b] = dot_row<M, F>(b, row);
+  }
+}
+
+// The input patch of one (channel, tile): ALPHA x ALPHA values from (th * TILE - PAD_H, tw * TILE - PAD_W), zero
+// outside the input and for tiles past the end.
+__device__ __forceinline__ void load_patch(float (&r_d)[ALPHA][ALPHA], const float* __restrict__ g_activation, int c,
+                                           int tile, bool ok) {
+  const int n = tile / TILES_PER_IMAGE;
+  const int rest = tile % TILES_PER_IMAGE;
+  const int h0 = (rest / TILES_W) * TILE - PAD_H;
+  const int w0 = (rest % TILES_W) * TILE - PAD_W;
+  // channels-last: ((n * H + h) * W + w) * C + c; channels-first: ((n * C + c) * H + h) * W + w
+  const idx_t base = CHANNELS_LAST ? (idx_t)n * H * W * C + c : ((idx_t)n * C + c) * H * W;
+#pragma unroll
+  for (int a = 0; a < ALPHA; ++a) {
+#pragma unroll
+    for (int b = 0; b < ALPHA; ++b) {
+      const int h = h0 + a;
+      const int w = w0 + b;
+      const bool inside = ok && (unsigned)h < (unsigned)H && (unsigned)w < (unsigned)W;
+      const idx_t spatial = (idx_t)h * W + w;
+      r_d[a][b] = inside ? g_activation[CHANNELS_LAST ? base + spatial * C : base + spatial] : 0.0f;
+    }
+  }
+}
+
+}  // namespace winograd
+
+// Setup, once per filter: U[pos][c][k] = (G g G^T) of filter (k, c), in double, rounded to float once. One thread
+// per (c, k), k fastest (coalesced stores); 256 threads per block.
+extern "C" __global__ void __launch_bounds__(256)
+    CONVGEN_ENTRY_NAMED(transform_filter)(const float* __restrict__ g_filter,
+                                          float* __restrict__ g_transformed_filter) {
+  using namespace winograd;
+  const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= C * K) return;
+  const int k = i % K;
+  const int c = i / K;
+  double r_g[3][3];
+#pragma unroll
+  for (int r = 0; r < 3; ++r)
+#pragma unroll
+    for (int s = 0; s < 3; ++s)
+      // channels-last filter: ((k * R + r) * S + s) * C + c; channels-first: ((k * C + c) * R + r) * S + s
+      r_g[r][s] =
+          CHANNELS_LAST ? g_filter[((idx_t)k * 9 + r * 3 + s) * C + c] : g_filter[((idx_t)k * C + c) * 9 + r * 3 + s];
+  double r_u[ALPHA][ALPHA];
+  transform_2d<FilterMatrix, double>(r_u, r_g);
+#pragma unroll
+  for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+    for (int b = 0; b < ALPHA; ++b) g_transformed_filter[((idx_t)(a * ALPHA + b) * C + c) * K + k] = (float)r_u[a][b];
+}
+
+extern "C" __global__ void __launch_bounds__(winograd::THREADS)
+    CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_transformed_filter,
+                  float* __restrict__ g_output) {
+  using namespace winograd;
+  __shared__ __align__(16) float s_mem[SMEM_FLOATS];
+  float* const s_u = s_mem;             // [POSITIONS][BLOCK_C][BLOCK_K]
+  float* const s_v = s_mem + U_FLOATS;  // [POSITIONS][BLOCK_C][BLOCK_T]
+
+  const int tid = (int)threadIdx.x;
+  const int t_block = (int)blockIdx.x * BLOCK_T;  // first tile of the block
+  const int k_block = (int)blockIdx.y * BLOCK_K;  // first output channel of the block
+  const int tid_t = tid % T_THREADS;
+  const int tid_k = (tid / T_THREADS) % K_THREADS;
+  const int tid_p = tid / (T_THREADS * K_THREADS);
+
+  float r_acc[POS_PER_THREAD][THREAD_K][THREAD_T];
+#pragma unroll
+  for (int q = 0; q < POS_PER_THREAD; ++q)
+#pragma unroll
+    for (int i = 0; i < THREAD_K; ++i)
+#pragma unroll
+      for (int j = 0; j < THREAD_T; ++j) r_acc[q][i][j] = 0.0f;
+
+  for (int c0 = 0; c0 < C; c0 += BLOCK_C) {
+    // 1. The chunk's transformed filter; channels past C or K read as zero.
+    for (int e = tid; e < U_FLOATS; e += THREADS) {
+      const int kk = e % BLOCK_K;
+      const int cc = (e / BLOCK_K) % BLOCK_C;
+      const int pos = e / (BLOCK_K * BLOCK_C);
+      const int c = c0 + cc;
+      const int k = k_block + kk;
+      s_u[e] = c < C && k < K ? g_transformed_filter[((idx_t)pos * C + c) * K + k] : 0.0f;
+    }
+    // 2. The chunk's input patches, transformed: V = B^T d B.
+    for (int e = tid; e < BLOCK_C * BLOCK_T; e += THREADS) {
+      const int tt = e % BLOCK_T;
+      const int cc = e / BLOCK_T;
+      const int tile = t_block + tt;
+      const int c = c0 + cc;
+      float r_d[ALPHA][ALPHA];
+      load_patch(r_d, g_activation, c < C ? c : 0, tile < TILES ? tile : 0, c < C && tile < TILES);
+      float r_v[ALPHA][ALPHA];
+      transform_2d<InputMatrix, float>(r_v, r_d);
+#pragma unroll
+      for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+        for (int b = 0; b < ALPHA; ++b) s_v[((a * ALPHA + b) * BLOCK_C + cc) * BLOCK_T + tt] = r_v[a][b];
+    }
+    __syncthreads();
+    // 3. POSITIONS GEMMs over the chunk.
+#pragma unroll
+    for (int cc = 0; cc < BLOCK_C; ++cc) {
+#pragma unroll
+      for (int q = 0; q < POS_PER_THREAD; ++q) {
+        const int pos = tid_p + q * P_THREADS;
+        float r_u[THREAD_K];
+        float r_x[THREAD_T];
+        convgen::load_floats<VK>(r_u, &s_u[(pos * BLOCK_C + cc) * BLOCK_K + micro_k(tid_k, 0)]);
+        convgen::load_floats<VT>(r_x, &s_v[(pos * BLOCK_C + cc) * BLOCK_T + micro_t(tid_t, 0)]);
+#pragma unroll
+        for (int i = 0; i < THREAD_K; ++i)
+#pragma unroll
+          for (int j = 0; j < THREAD_T; ++j) r_acc[q][i][j] = fmaf(r_u[i], r_x[j], r_acc[q][i][j]);
+      }
+    }
+    __syncthreads();
+  }
+
+  // 4. The output transform, KSLICE output channels per pass: M through shared memory, Y = A^T M A.
+  float* const s_m = s_mem;  // [POSITIONS][KSLICE][BLOCK_T]
+  for (int pass = 0; pass < PASSES; ++pass) {
+    const int k0 = pass * KSLICE;
+#pragma unroll
+    for (int q = 0; q < POS_PER_THREAD; ++q)
+#pragma unroll
+      for (int i = 0; i < THREAD_K; ++i) {
+        const int kk = micro_k(tid_k, i) - k0;
+        if (kk < 0 || kk >= KSLICE) continue;
+#pragma unroll
+        for (int j = 0; j < THREAD_T; ++j)
+          s_m[((tid_p + q * P_THREADS) * KSLICE + kk) * BLOCK_T + micro_t(tid_t, j)] = r_acc[q][i][j];
+      }
+    __syncthreads();
+    for (int e = tid; e < KSLICE * BLOCK_T; e += THREADS) {
+      const int tt = e % BLOCK_T;
+      const int kk = e / BLOCK_T;
+      const int tile = t_block + tt;
+      const int k = k_block + k0 + kk;
+      if (tile >= TILES || k >= K) continue;
+      float r_m[ALPHA][ALPHA];
+#pragma unroll
+      for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+        for (int b = 0; b < ALPHA; ++b) r_m[a][b] = s_m[((a * ALPHA + b) * KSLICE + kk) * BLOCK_T + tt];
+      float r_y[TILE][TILE];
+      transform_2d<OutputMatrix, float>(r_y, r_m);
+      const int n = tile / TILES_PER_IMAGE;
+      const int rest = tile % TILES_PER_IMAGE;
+      const int p0 = (rest / TILES_W) * TILE;
+      const int q0 = (rest % TILES_W) * TILE;
+#pragma unroll
+      for (int a = 0; a < TILE; ++a)
+#pragma unroll
+        for (int b = 0; b < TILE; ++b) {
+          const int p = p0 + a;
+          const int q = q0 + b;
+          if (p >= P || q >= Q) continue;
+          // channels-last: ((n * P + p) * Q + q) * K + k; channels-first: ((n * K + k) * P + p) * Q + q
+          const idx_t offset =
+              CHANNELS_LAST ? (((idx_t)n * P + p) * Q + q) * K + k : (((idx_t)n * K + k) * P + p) * Q + q;
+          g_output[offset] = r_y[a][b];
+        }
+    }
+    __syncthreads();
+  }
+}
