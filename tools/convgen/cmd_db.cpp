@@ -58,7 +58,9 @@ std::string date(std::int64_t unix_seconds) {
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open", path));
+  if (!in)
+    throw InputError(
+        fmt::format("{}: cannot open the file (expected a JSON file written by `convgen db export`)", path));
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
@@ -144,8 +146,8 @@ std::string samples_csv(std::span<const CalibrationRow> rows, const Gpu& gpu, co
   for (const CalibrationRow& r : rows) {
     const CalibrationSample& s = r.sample;
     const Prediction p = predict(s.family, s.features, s.report, gpu, coefficients);
-    csv += fmt::format("{},{},{},{:.6g},{:.6g}", problem_key(r.problem), kernel_name(r.spec), s.family,
-                       s.measured_us, p.time_us);
+    csv += fmt::format("{},{},{},{:.6g},{:.6g}", problem_key(r.problem), kernel_name(r.spec), s.family, s.measured_us,
+                       p.time_us);
     const std::optional<CostTerms> terms = cost_terms(s.features, s.report, gpu);
     for (std::size_t t = 0; t < cost_term_count; ++t) csv += fmt::format(",{:.6g}", terms ? (*terms)[t] : 0.0);
     csv += "\n";
@@ -196,9 +198,10 @@ void calibrate_command(const std::string& db_path, const std::string& gpu_filter
   // measured: the fit may reproduce the times yet rank other problems badly.
   constexpr int kFewProblems = 10;
   if (data.problems < kFewProblems)
-    fmt::print("warning: only {} problems measured; weights fitted on fewer than {} problems may not carry over to "
-               "others (tune more layers with --budget 0 first)\n",
-               data.problems, kFewProblems);
+    fmt::print(
+        "warning: only {} problems measured; weights fitted on fewer than {} problems may not carry over to "
+        "others (tune more layers with --budget 0 first)\n",
+        data.problems, kFewProblems);
   if (!a.samples_csv.empty()) write_output_file(a.samples_csv, samples_csv(data.rows, gpu, fit.coefficients));
   if (a.dry_run) {
     fmt::print("dry run: nothing stored\n");
@@ -320,14 +323,14 @@ void add_db_command(CLI::App& app) {
   add_gpu_filter(calibrate_cmd, opts->gpu);
   calibrate_cmd->add_option("--exclude-shapes", calibrate_args->exclude_shapes,
                             "Leave out measurements of these shapes files' problems (e.g. those a study judges)");
-  calibrate_cmd->add_option("--exclude-batch", calibrate_args->exclude_batches,
-                            "Batch sizes of the excluded shapes, comma-separated (default: the files')")
+  calibrate_cmd
+      ->add_option("--exclude-batch", calibrate_args->exclude_batches,
+                   "Batch sizes of the excluded shapes, comma-separated (default: the files')")
       ->delimiter(',');
   calibrate_cmd->add_option("--samples-csv", calibrate_args->samples_csv,
                             "Also write every sample with its measured and predicted time and its terms as CSV");
   calibrate_cmd->add_flag("--dry-run", calibrate_args->dry_run, "Fit and report, but store nothing");
-  calibrate_cmd->callback(
-      [opts, calibrate_args] { calibrate_command(opts->db, opts->gpu, *calibrate_args); });
+  calibrate_cmd->callback([opts, calibrate_args] { calibrate_command(opts->db, opts->gpu, *calibrate_args); });
 
   CLI::App* prune_cmd = db->add_subcommand("prune", "Remove measurements; a current best is kept unless --everything");
   add_db_option(prune_cmd, opts->db);
