@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cmath>
+#include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,10 +16,16 @@
 namespace convgen {
 namespace {
 
+// In 64 bits: the extents are ints, but 2 pad + in and dil (f - 1) need not be (validate refuses an output
+// extent past an int; output_dims of an unvalidated problem clamps rather than wrap).
+std::int64_t output_extent64(int in, int filter, int stride, int pad, int dil) {
+  const std::int64_t span = std::int64_t{dil} * (filter - 1) + 1;
+  const std::int64_t room = std::int64_t{in} + 2 * std::int64_t{pad} - span;
+  return room < 0 || stride <= 0 ? 0 : room / stride + 1;
+}
+
 int output_extent(int in, int filter, int stride, int pad, int dil) {
-  const int span = dil * (filter - 1) + 1;
-  const int room = in + 2 * pad - span;
-  return room < 0 ? 0 : room / stride + 1;
+  return static_cast<int>(std::min<std::int64_t>(output_extent64(in, filter, stride, pad, dil), INT_MAX));
 }
 
 std::vector<std::string_view> split(std::string_view text, char sep) {
@@ -44,6 +53,21 @@ Dims3 parse_dims(std::string_view text, std::string_view key) {
   if (parts.size() != 3)
     throw InputError(fmt::format("problem key '{}': expected three extents DxHxW, got '{}'", key, text));
   return {parse_int(parts[0], key), parse_int(parts[1], key), parse_int(parts[2], key)};
+}
+
+// The product of non-negative factors, or nothing when it does not fit 64 bits.
+std::optional<std::int64_t> product(std::initializer_list<std::int64_t> factors) {
+  std::int64_t out = 1;
+  for (const std::int64_t f : factors)
+    if (__builtin_mul_overflow(out, f, &out)) return std::nullopt;
+  return out;
+}
+
+// The sum of sizes, or nothing when one is missing or the sum does not fit.
+std::optional<std::int64_t> operator+(std::optional<std::int64_t> a, std::optional<std::int64_t> b) {
+  std::int64_t out = 0;
+  if (!a || !b || __builtin_add_overflow(*a, *b, &out)) return std::nullopt;
+  return out;
 }
 
 }  // namespace
@@ -83,10 +107,8 @@ std::string validate(const Problem& p) {
   if (!positive(p.groups)) return fmt::format("groups must be positive, got {}", p.groups);
   if (!(p.act_sparsity >= 0 && p.act_sparsity <= 1))
     return fmt::format("act_sparsity must be a zero fraction in [0, 1], got {}", p.act_sparsity);
-  if (p.c % p.groups != 0)
-    return fmt::format("input channels {} are not divisible by groups {}", p.c, p.groups);
-  if (p.k % p.groups != 0)
-    return fmt::format("output channels {} are not divisible by groups {}", p.k, p.groups);
+  if (p.c % p.groups != 0) return fmt::format("input channels {} are not divisible by groups {}", p.c, p.groups);
+  if (p.k % p.groups != 0) return fmt::format("output channels {} are not divisible by groups {}", p.k, p.groups);
   const char* names[] = {"depth", "height", "width"};
   const int in[] = {p.input.d, p.input.h, p.input.w};
   const int f[] = {p.filter.d, p.filter.h, p.filter.w};
@@ -102,12 +124,32 @@ std::string validate(const Problem& p) {
     if (pad[i] < 0) return fmt::format("padding {} must not be negative, got {}", names[i], pad[i]);
     // Dims beyond the layout's rank must be unit extents.
     if (i < 3 - r && (in[i] != 1 || f[i] != 1 || st[i] != 1 || dil[i] != 1 || pad[i] != 0))
-      return fmt::format("layout {} is {}-D: {} must have extent 1, stride 1, dilation 1 and padding 0", p.layout,
-                         r, names[i]);
+      return fmt::format("layout {} is {}-D: {} must have extent 1, stride 1, dilation 1 and padding 0", p.layout, r,
+                         names[i]);
   }
-  const Dims3 out = output_dims(p);
-  if (out.d <= 0 || out.h <= 0 || out.w <= 0)
-    return fmt::format("padding leaves no output: output is {}x{}x{}", out.d, out.h, out.w);
+  std::int64_t out[3];
+  for (int i = 0; i < 3; ++i) {
+    out[i] = output_extent64(in[i], f[i], st[i], pad[i], dil[i]);
+    if (out[i] > INT_MAX)
+      return fmt::format("output {} is {}, more than the largest extent, {}", names[i], out[i], INT_MAX);
+  }
+  if (out[0] <= 0 || out[1] <= 0 || out[2] <= 0)
+    return fmt::format("padding leaves no output: output is {}x{}x{}", out[0], out[1], out[2]);
+  // Sizes are counted in 64 bits (elements, bytes, FLOPs, offsets in the kernels): a problem whose products do not
+  // fit is refused here rather than wrapped.
+  const std::int64_t cpg = p.c / p.groups;
+  const auto bytes = product({std::int64_t{p.n} * p.c, in[0], in[1], in[2]}) + product({p.k, cpg, f[0], f[1], f[2]}) +
+                     product({std::int64_t{p.n} * p.k, out[0], out[1], out[2]});
+  if (!bytes || !product({*bytes, element_bytes(p.precision)}))
+    return fmt::format(
+        "problem is too large: its tensors' byte count does not fit 64 bits ({}x{}x{}x{}x{} input, "
+        "{} output channels)",
+        p.n, p.c, in[0], in[1], in[2], p.k);
+  if (!product({2 * std::int64_t{p.n} * p.k, out[0], out[1], out[2], cpg, f[0], f[1], f[2]}))
+    return fmt::format(
+        "problem is too large: its FLOP count does not fit 64 bits ({}x{}x{}x{}x{} input, {} output "
+        "channels, {}x{}x{} filter)",
+        p.n, p.c, in[0], in[1], in[2], p.k, f[0], f[1], f[2]);
   return {};
 }
 
@@ -130,8 +172,8 @@ Problem parse_problem_key(std::string_view key) {
         fmt::format("problem key '{}': expected 11 to 13 fields separated by '_', got {}", key, tokens.size()));
   const auto field = [&](int i, char prefix) {
     if (tokens[i].empty() || tokens[i][0] != prefix)
-      throw InputError(fmt::format("problem key '{}': field {} must start with '{}', got '{}'", key, i + 1, prefix,
-                                   tokens[i]));
+      throw InputError(
+          fmt::format("problem key '{}': field {} must start with '{}', got '{}'", key, i + 1, prefix, tokens[i]));
     return tokens[i].substr(1);
   };
   Problem p{
@@ -160,23 +202,27 @@ Problem parse_problem_key(std::string_view key) {
   if (next < tokens.size() && !tokens[next].empty() && tokens[next][0] == 'z') {
     const int zeros = parse_int(field(static_cast<int>(next), 'z'), key);
     if (zeros <= 0 || zeros > 100 || zeros % 5 != 0)
-      throw InputError(fmt::format("problem key '{}': sparsity bucket '{}' must be a multiple of 5 in 5..100", key,
-                                   tokens[next]));
+      throw InputError(
+          fmt::format("problem key '{}': sparsity bucket '{}' must be a multiple of 5 in 5..100", key, tokens[next]));
     p.act_sparsity = zeros / 100.0;
     ++next;
   }
   if (next < tokens.size()) {
     const std::string_view pattern = field(static_cast<int>(next), 'w');
     if (pattern.size() != 16 || pattern.find_first_not_of("0123456789abcdef") != std::string_view::npos)
-      throw InputError(fmt::format("problem key '{}': filter pattern '{}' must be 'w' and 16 lowercase hex digits",
-                                   key, tokens[next]));
+      throw InputError(fmt::format("problem key '{}': filter pattern '{}' must be 'w' and 16 lowercase hex digits", key,
+                                   tokens[next]));
     p.weights.pattern = std::string(pattern);
     ++next;
   }
   if (next != tokens.size())
-    throw InputError(fmt::format("problem key '{}': unexpected field '{}' after the precision (expected z<bucket> "
-                                 "then w<pattern>)",
-                                 key, tokens[next]));
+    throw InputError(
+        fmt::format("problem key '{}': unexpected field '{}' after the precision (expected z<bucket> "
+                    "then w<pattern>)",
+                    key, tokens[next]));
+  // A key read back from a database or a manifest is outside data too: every caller may divide by groups.
+  if (const std::string reason = validate(p); !reason.empty())
+    throw InputError(fmt::format("problem key '{}': {}", key, reason));
   return p;
 }
 
@@ -208,8 +254,9 @@ std::string describe(const Problem& p) {
   if (p.act_sparsity != 0) text += fmt::format(", {:.0f}% zeros", p.act_sparsity * 100);
   if (p.weights.values) {
     const auto zeros = std::count(p.weights.values->begin(), p.weights.values->end(), 0.0f);
-    text += fmt::format(", its filter ({:.0f}% zeros)", 100.0 * static_cast<double>(zeros) /
-                                                          static_cast<double>(std::max<std::size_t>(1, p.weights.values->size())));
+    text += fmt::format(
+        ", its filter ({:.0f}% zeros)",
+        100.0 * static_cast<double>(zeros) / static_cast<double>(std::max<std::size_t>(1, p.weights.values->size())));
   } else if (!p.weights.pattern.empty()) {
     text += fmt::format(", filter pattern {}", p.weights.pattern);
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -182,13 +183,18 @@ Suite parse_suite(std::string_view text, std::string_view file_name) {
   }
 
   Suite suite{.name = std::filesystem::path(file_name).stem().string()};
+  std::map<std::string, int> line_of_name;
   for (auto line = lines.begin() + 1; line != lines.end(); ++line) {
     const auto fields = split_fields(line->text, ',');
     Row row{.file = file_name, .line = line->number};
     if (fields.size() != column_of.size())
       row.fail("expected {} fields as in the header, got {}", column_of.size(), fields.size());
     for (std::size_t i = 0; i < fields.size(); ++i) row.fields[column_of[i]] = fields[i];
-    suite.layers.push_back(parse_layer(row));
+    Layer layer = parse_layer(row);
+    // Names are unique (shapes/README.md): they name generated files, weights files and report rows.
+    const auto [first, inserted] = line_of_name.emplace(layer.name, line->number);
+    if (!inserted) row.fail("duplicate layer name '{}' (first on line {})", layer.name, first->second);
+    suite.layers.push_back(std::move(layer));
   }
   if (suite.layers.empty())
     throw InputError(fmt::format("{}: no layers, expected rows after the header on line {}", file_name, header.number));

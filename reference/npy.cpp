@@ -39,7 +39,7 @@ std::string_view dict_value(std::string_view header, std::string_view key) {
   return header.substr(begin, end - begin);
 }
 
-std::vector<std::int64_t> parse_shape(std::string_view text, const std::string& file) {
+std::vector<std::int64_t> parse_shape(std::string_view text, std::string_view file) {
   if (text.size() < 2 || text.front() != '(' || text.back() != ')')
     throw InputError(fmt::format("{}: shape '{}' is not a tuple", file, text));
   std::vector<std::int64_t> shape;
@@ -53,7 +53,8 @@ std::vector<std::int64_t> parse_shape(std::string_view text, const std::string& 
       std::int64_t value = 0;
       for (const char c : item) {
         if (c < '0' || c > '9') throw InputError(fmt::format("{}: shape '{}' is not a tuple of sizes", file, text));
-        value = value * 10 + (c - '0');
+        if (__builtin_mul_overflow(value, 10, &value) || __builtin_add_overflow(value, c - '0', &value))
+          throw InputError(fmt::format("{}: shape '{}' has a size that does not fit 64 bits", file, text));
       }
       shape.push_back(value);
     }
@@ -70,22 +71,28 @@ NpyArray read_npy(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: no such file (expected a float32 .npy file)", file));
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 10 || std::string_view(bytes).substr(0, kMagic.size()) != kMagic)
+  return parse_npy(bytes, file);
+}
+
+NpyArray parse_npy(std::string_view bytes, std::string_view file) {
+  if (bytes.size() < 10 || bytes.substr(0, kMagic.size()) != kMagic)
     throw InputError(fmt::format("{}: not a .npy file (no \\x93NUMPY magic)", file));
   const int major = static_cast<unsigned char>(bytes[6]);
   std::size_t header_len = 0, header_at = 0;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) | static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8;
+    header_len = static_cast<unsigned char>(bytes[8]) | static_cast<std::size_t>(static_cast<unsigned char>(bytes[9]))
+                                                            << 8;
     header_at = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) throw InputError(fmt::format("{}: truncated .npy header", file));
-    for (int i = 0; i < 4; ++i) header_len |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      header_len |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
     header_at = 12;
   } else {
     throw InputError(fmt::format("{}: .npy format version {} is not supported (1 to 3 are)", file, major));
   }
-  if (header_at + header_len > bytes.size()) throw InputError(fmt::format("{}: truncated .npy header", file));
-  const std::string_view header = std::string_view(bytes).substr(header_at, header_len);
+  if (header_len > bytes.size() - header_at) throw InputError(fmt::format("{}: truncated .npy header", file));
+  const std::string_view header = bytes.substr(header_at, header_len);
   const std::string_view descr = dict_value(header, "descr");
   if (descr != "'<f4'")
     throw InputError(fmt::format("{}: dtype {}, expected '<f4' (float32, little-endian)", file,
@@ -93,15 +100,24 @@ NpyArray read_npy(const std::filesystem::path& path) {
   if (dict_value(header, "fortran_order") != "False")
     throw InputError(fmt::format("{}: Fortran-order array, expected C order (numpy.ascontiguousarray)", file));
   NpyArray array{.shape = parse_shape(dict_value(header, "shape"), file)};
-  std::int64_t count = 1;
-  for (const std::int64_t d : array.shape) count *= d;
   const std::size_t data_at = header_at + header_len;
-  if (bytes.size() - data_at < static_cast<std::size_t>(count) * 4)
-    throw InputError(fmt::format("{}: {} bytes of data, expected {} for shape ({})", file, bytes.size() - data_at,
-                                 count * 4, fmt::join(array.shape, ", ")));
+  const std::size_t data_bytes = bytes.size() - data_at;
+  // The product is checked as it grows: a shape like (2**40, 2**40) must not wrap around to a small count.
+  std::int64_t count = 1;
+  bool fits = true;
+  for (const std::int64_t d : array.shape) fits = fits && !__builtin_mul_overflow(count, d, &count);
+  std::int64_t needed = 0;
+  fits = fits && !__builtin_mul_overflow(count, std::int64_t{4}, &needed);
+  if (!fits)
+    throw InputError(fmt::format("{}: shape ({}) is too large: its byte count does not fit 64 bits", file,
+                                 fmt::join(array.shape, ", ")));
+  if (data_bytes < static_cast<std::uint64_t>(needed))
+    throw InputError(fmt::format("{}: {} bytes of data, expected {} for shape ({})", file, data_bytes, needed,
+                                 fmt::join(array.shape, ", ")));
   array.values.resize(static_cast<std::size_t>(count));
   static_assert(std::endian::native == std::endian::little, "the .npy reader assumes a little-endian host");
-  std::memcpy(array.values.data(), bytes.data() + data_at, static_cast<std::size_t>(count) * 4);
+  // An array with a zero extent has no values, and an empty vector's data() may be null, which memcpy must not get.
+  if (needed > 0) std::memcpy(array.values.data(), bytes.data() + data_at, static_cast<std::size_t>(needed));
   return array;
 }
 

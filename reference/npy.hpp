@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace convgen {
@@ -18,6 +19,10 @@ struct NpyArray {
 // Reads a float32 array. Throws InputError naming the file and what was expected: no such file, not a .npy file,
 // a dtype other than '<f4' (float32), Fortran order, or fewer bytes than the shape needs.
 NpyArray read_npy(const std::filesystem::path& path);
+
+// Parses the bytes of a .npy file as read_npy does; `file` names the input in error messages. A shape whose size
+// or byte count does not fit 64 bits is refused like a truncated file, never wrapped.
+NpyArray parse_npy(std::string_view bytes, std::string_view file);
 
 // The bytes of a version-1.0 .npy file holding `array` ('<f4', C order).
 std::string npy_bytes(const NpyArray& array);

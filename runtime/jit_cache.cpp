@@ -144,8 +144,9 @@ std::string serialize_payload(const Cubin& cubin) {
   return payload;
 }
 
-// Returns the entry's cubin, or std::nullopt when anything about it is off.
-std::optional<Cubin> parse_entry(std::string_view data, const std::string& key) {
+}  // namespace
+
+std::optional<Cubin> parse_jit_cache_entry(std::string_view data, std::string_view key) {
   Reader reader(data);
   std::string_view magic, stored_key, checksum, payload;
   std::uint32_t version = 0;
@@ -176,7 +177,18 @@ std::optional<Cubin> parse_entry(std::string_view data, const std::string& key) 
                .compile_ms = 0};
 }
 
-}  // namespace
+std::string jit_cache_entry(std::string_view key, const Cubin& cubin) {
+  const std::string payload = serialize_payload(cubin);
+  std::string entry;
+  entry.reserve(payload.size() + 256);
+  entry.append(kMagic);
+  put<std::uint32_t>(entry, JitCache::kFormatVersion);
+  entry.append(key);
+  put<std::uint64_t>(entry, payload.size());
+  entry.append(sha256_hex(payload));
+  entry.append(payload);
+  return entry;
+}
 
 std::string sha256_hex(std::string_view data) {
   Sha256 hash;
@@ -186,8 +198,10 @@ std::string sha256_hex(std::string_view data) {
 
 std::filesystem::path default_jit_cache_dir() { return user_cache_dir() / "jit"; }
 
-JitCache::JitCache(std::optional<std::filesystem::path> disk_dir)
-    : disk_dir_(std::move(disk_dir)), nvrtc_version_(nvrtc_version()) {
+JitCache::JitCache(std::optional<std::filesystem::path> disk_dir) : JitCache(std::move(disk_dir), nvrtc_version()) {}
+
+JitCache::JitCache(std::optional<std::filesystem::path> disk_dir, std::string nvrtc_version)
+    : disk_dir_(std::move(disk_dir)), nvrtc_version_(std::move(nvrtc_version)) {
   if (!disk_dir_) return;
   std::error_code ec;
   std::filesystem::create_directories(*disk_dir_, ec);
@@ -277,13 +291,20 @@ Cubin JitCache::get_or_compile(const Program& program, const CompileOptions& opt
 std::optional<Cubin> JitCache::load_entry(const std::string& key) {
   if (!disk_dir_) return std::nullopt;
   const std::filesystem::path path = *entry_path(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  in.close();
-  if (std::optional<Cubin> cubin = parse_entry(data, key)) return cubin;
-  // Never load a damaged entry: drop it; the recompile writes a good one in its place.
+  // Only a regular file is an entry: a folder or a device in its place is a miss (its write then fails and is
+  // counted), never an exception; so is a file that fails while being read.
   std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  std::string data;
+  try {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {
+    return std::nullopt;
+  }
+  if (std::optional<Cubin> cubin = parse_jit_cache_entry(data, key)) return cubin;
+  // Never load a damaged entry: drop it; the recompile writes a good one in its place.
   std::filesystem::remove(path, ec);
   std::lock_guard lock(mutex_);
   ++stats_.corrupt_entries;
@@ -293,15 +314,7 @@ std::optional<Cubin> JitCache::load_entry(const std::string& key) {
 void JitCache::store_entry(const std::string& key, const Cubin& cubin) {
   if (!disk_dir_) return;
   static std::atomic<std::uint64_t> counter{0};
-  const std::string payload = serialize_payload(cubin);
-  std::string entry;
-  entry.reserve(payload.size() + 256);
-  entry.append(kMagic);
-  put<std::uint32_t>(entry, kFormatVersion);
-  entry.append(key);
-  put<std::uint64_t>(entry, payload.size());
-  entry.append(sha256_hex(payload));
-  entry.append(payload);
+  const std::string entry = jit_cache_entry(key, cubin);
 
   // Same folder as the entry, so the rename is atomic; the name is unique per process and write.
   const std::filesystem::path final_path = *entry_path(key);

@@ -49,6 +49,10 @@ class JitCache {
   // memory only when `disk_dir` is std::nullopt.
   explicit JitCache(std::optional<std::filesystem::path> disk_dir = default_jit_cache_dir());
 
+  // As above, with the keys of another NVRTC version than the one loaded: what a folder shared with another
+  // toolkit holds (a test writes such entries and checks that they are never loaded).
+  JitCache(std::optional<std::filesystem::path> disk_dir, std::string nvrtc_version);
+
   // Returns the cubin of `program` compiled with `options`, from memory, disk or a fresh compile (which is then
   // stored). A compile error propagates as CompileError and nothing is cached. Cached cubins have compile_ms 0.
   Cubin get_or_compile(const Program& program, const CompileOptions& options);
@@ -72,6 +76,14 @@ class JitCache {
   std::map<std::string, std::shared_future<Cubin>> entries_;  // ready, or being compiled by one thread
   Stats stats_;
 };
+
+// Returns the disk entry that holds `cubin` under `key`, as the cache writes it (layout in jit_cache.cpp).
+std::string jit_cache_entry(std::string_view key, const Cubin& cubin);
+
+// Returns the cubin of a disk entry when the entry is whole and belongs to `key` (magic, format version, key,
+// lengths and the payload's SHA-256 all agree), else nothing: the cache then deletes and recompiles it. Reads
+// nothing past the end of `data`, whatever its bytes.
+std::optional<Cubin> parse_jit_cache_entry(std::string_view data, std::string_view key);
 
 // One program's outcome in compile_all: its cubin, or the exception its compile threw.
 struct CompileOutcome {

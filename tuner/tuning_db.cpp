@@ -373,6 +373,12 @@ TuningDb TuningDb::open(const std::filesystem::path& path) {
     throw InputError(fmt::format("{}: cannot open the tuning database: {}", name,
                                  raw ? sqlite3_errmsg(raw) : sqlite3_errstr(opened)));
   sqlite3* c = db.db_.get();
+  const auto damaged = [&name](std::string_view what) {
+    return InputError(
+        fmt::format("{}: the tuning database is damaged ({}); convgen leaves the file as it is: "
+                    "restore a copy, or move it away to start a new one",
+                    name, what));
+  };
   CONVGEN_SQLITE_CHECK(c, sqlite3_busy_timeout(c, static_cast<int>(busy_timeout.count())));
 
   // The first statement reads the file header: that is where a file that is not a database shows.
@@ -382,11 +388,27 @@ TuningDb TuningDb::open(const std::filesystem::path& path) {
   } catch (const ApiError&) {
     if (sqlite3_errcode(c) == SQLITE_NOTADB)
       throw InputError(fmt::format("{}: not a tuning database (the file is not SQLite)", name));
+    if (sqlite3_errcode(c) == SQLITE_CORRUPT) throw damaged(sqlite3_errmsg(c));
     throw;
   }
   if (version > tuning_db_schema_version)
     throw InputError(fmt::format("{}: schema version {} is newer than this convgen knows ({}); use a newer convgen",
                                  name, version, tuning_db_schema_version));
+  // A damaged file is refused before anything writes to it (switching to WAL writes the header): convgen never
+  // overwrites what may be the only copy of a long tuning run. quick_check reads every page (milliseconds for a
+  // database of thousands of records) but skips the index-content checks of integrity_check.
+  std::string damage;
+  try {
+    Statement check(c, "PRAGMA quick_check(1)");
+    damage = check.step() ? check.text(0) : "no answer";
+    // Its finding may start with "*** in database main ***" and a line break: one line for the message.
+    if (damage.starts_with("*** in database main ***\n")) damage.erase(0, 25);
+    std::replace(damage.begin(), damage.end(), '\n', ' ');
+  } catch (const ApiError&) {
+    if (sqlite3_errcode(c) != SQLITE_CORRUPT && sqlite3_errcode(c) != SQLITE_NOTADB) throw;
+    damage = sqlite3_errmsg(c);
+  }
+  if (damage != "ok") throw damaged(damage);
   // WAL lets readers run beside the one writer, and several processes write to one file in turn.
   // synchronous=NORMAL is safe from corruption in WAL mode; a power loss may drop the last transactions only.
   execute_retrying(c, "PRAGMA journal_mode = WAL");
@@ -642,8 +664,12 @@ ImportStats TuningDb::import_json(std::string_view text, const Gpu& local, bool 
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  } catch (const json::exception& e) {
+    // Not only parse errors: a number past a double's range is out_of_range.406 ("number overflow parsing '1e999'").
+    // what() is "[json.exception.parse_error.101] parse error at line L, column C: ..."; keep what follows the tag.
+    std::string_view message = e.what();
+    if (const auto tag_end = message.find("] "); tag_end != std::string_view::npos) message.remove_prefix(tag_end + 2);
+    throw InputError(fmt::format("{}: not valid JSON: {}", source, message));
   }
   const JsonReader top(root, std::string(source));
   if (!root.contains("format") || root["format"] != kExportFormat)

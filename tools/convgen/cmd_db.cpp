@@ -58,7 +58,9 @@ std::string date(std::int64_t unix_seconds) {
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open", path));
+  if (!in)
+    throw InputError(
+        fmt::format("{}: cannot open the file (expected a JSON file written by `convgen db export`)", path));
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();

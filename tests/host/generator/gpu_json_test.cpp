@@ -95,6 +95,12 @@ TEST(GpuJson, SyntaxErrorGivesLineAndColumn) {
             "expected string literal");
 }
 
+TEST(GpuJson, ANumberPastADoublesRangeIsAnInputErrorNotAJsonException) {
+  // Found by tests/fuzz/generator/gpu_json_fuzz.cpp: nlohmann throws out_of_range (406), not parse_error, for it.
+  EXPECT_EQ(input_error([] { parse_gpu_json("{\n  \" Ame9) \": 6e553255", "gpus/x.json"); }),
+            "gpus/x.json: number overflow parsing '6e553255'");
+}
+
 TEST(GpuJson, NonObjectIsRejected) {
   EXPECT_EQ(input_error([] { parse_gpu_json("[1, 2]", "gpus/x.json"); }),
             "gpus/x.json: expected a JSON object of GPU fields, got array");

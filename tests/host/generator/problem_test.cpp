@@ -135,9 +135,10 @@ TEST(Problem, KeyCarriesTheSparsityBucketOnlyWhenNotZero) {
   const Problem back = parse_problem_key(problem_key(p));
   EXPECT_EQ(back.act_sparsity, 0.95);
   EXPECT_EQ(problem_key(back), problem_key(p));
-  EXPECT_EQ(input_error([] { parse_problem_key("n1_c6_k64_i1x5x5_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_z52"); }),
-            "problem key 'n1_c6_k64_i1x5x5_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_z52': sparsity bucket 'z52' must be "
-            "a multiple of 5 in 5..100");
+  EXPECT_EQ(
+      input_error([] { parse_problem_key("n1_c6_k64_i1x5x5_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_z52"); }),
+      "problem key 'n1_c6_k64_i1x5x5_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_z52': sparsity bucket 'z52' must be "
+      "a multiple of 5 in 5..100");
   p.act_sparsity = 1.5;
   EXPECT_EQ(validate(p), "act_sparsity must be a zero fraction in [0, 1], got 1.5");
 }
@@ -207,6 +208,43 @@ TEST(Problem, ValidateRejectsHeightInA1dLayout) {
 
 TEST(Problem, ValidateRejectsAProblemWithNoOutput) {
   EXPECT_EQ(validate(conv2d(1, 1, 2, 5, 1, 1)), "padding leaves no output: output is 1x0x0");
+}
+
+TEST(Problem, ValidateRefusesAnOutputExtentPastAnInt) {
+  // 2^31 - 1 + 2 * 2^30 would wrap in int arithmetic; counted in 64 bits it is refused by name.
+  const Problem p{
+      .input = {1, 1, 2147483647}, .filter = {1, 1, 1}, .padding = {0, 0, 1073741824}, .layout = Layout::ncw};
+  EXPECT_EQ(validate(p), "output width is 4294967295, more than the largest extent, 2147483647");
+}
+
+TEST(Problem, ValidateRefusesAProblemWhoseByteCountOverflows64Bits) {
+  // 2e9 x 2e9 x 2e9 x 2e9 elements: the product wraps in 64 bits; before, flops() and min_bytes() returned garbage.
+  const Problem p{.n = 2000000000, .c = 2000000000, .k = 64, .input = {1, 2000000000, 2000000000}};
+  EXPECT_EQ(validate(p),
+            "problem is too large: its tensors' byte count does not fit 64 bits (2000000000x2000000000x1x2000000000x"
+            "2000000000 input, 64 output channels)");
+}
+
+TEST(Problem, ValidateRefusesAProblemWhoseFlopCountOverflows64Bits) {
+  // 2^30 pixels x 2^16 channels in and out: every tensor's bytes fit (2^48 each), 2 x 2^30 x 2^16 x 2^16 FLOPs do not.
+  const Problem p{.c = 65536, .k = 65536, .input = {1, 32768, 32768}, .filter = {1, 1, 1}};
+  EXPECT_EQ(validate(p),
+            "problem is too large: its FLOP count does not fit 64 bits (1x65536x1x32768x32768 input, 65536 output "
+            "channels, 1x1x1 filter)");
+}
+
+TEST(Problem, ALayerPast2To31ElementsIsValidAndCountedIn64Bits) {
+  const Problem p{.n = 32, .c = 64, .k = 64, .input = {1, 1040, 1040}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  EXPECT_EQ(validate(p), "");
+  EXPECT_EQ(activation_elements(p), 2215116800);
+  EXPECT_EQ(min_bytes(p), 2 * 2215116800LL * 4 + 64 * 64 * 9 * 4);
+}
+
+TEST(Problem, AKeyOfAnInvalidProblemIsRejected) {
+  // Keys are read back from databases and manifests: a key whose problem divides by zero groups is refused.
+  EXPECT_EQ(input_error([] { parse_problem_key("n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g0_nchw_fp32"); }),
+            "problem key 'n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g0_nchw_fp32': groups must be "
+            "positive, got 0");
 }
 
 TEST(Problem, DescribeShowsChannelsFilterAndSizes) {

@@ -207,6 +207,18 @@ TEST(Shapes, IdenticalLayersMergeIntoTheFirstsRowWithTheirCountsAdded) {
                                         {.name = "e", .problem = p, .epilogue = {Epilogue::relu}}}));
 }
 
+TEST(Shapes, DuplicateLayerNamesAreRejectedNamingBothLines) {
+  // Names are unique (shapes/README.md): they name generated folders, weight files and report rows.
+  EXPECT_EQ(parse_error(std::string(kHeader) + "a,1,1,1,4,4,3,3\nb,1,1,1,4,4,3,3\n# c\na,1,2,2,4,4,3,3\n"),
+            "shapes/x.csv:5: duplicate layer name 'a' (first on line 2)");
+}
+
+TEST(Shapes, SizesWhoseBytesOverflow64BitsAreRejected) {
+  EXPECT_EQ(parse_error(std::string(kHeader) + "a,2000000000,2000000000,64,2000000000,2000000000,1,1\n"),
+            "shapes/x.csv:2: problem is too large: its tensors' byte count does not fit 64 bits "
+            "(2000000000x2000000000x1x2000000000x2000000000 input, 64 output channels)");
+}
+
 TEST(Shapes, DuplicateColumnIsRejected) {
   EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,c\na,1,1,1,4,4,3,3,1\n"), "shapes/x.csv:1: duplicate column 'c'");
 }

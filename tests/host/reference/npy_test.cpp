@@ -68,5 +68,44 @@ TEST(Npy, EveryWrongFileIsNamedWithWhatWasExpected) {
             truncated.string() + ": 12 bytes of data, expected 16 for shape (4)");
 }
 
+// A version-1.0 header declaring `shape` (text inside the parentheses) followed by `data`.
+std::string with_shape(const std::string& shape, const std::string& data = "") {
+  std::string bytes = npy_bytes({.shape = {1}, .values = {0}});
+  bytes.resize(bytes.size() - 4);
+  const std::size_t at = bytes.find("(1,)");
+  bytes.replace(at, 4, "(" + shape + ")");
+  const std::size_t header = bytes.size() - 10;
+  bytes[8] = static_cast<char>(header & 0xff);
+  bytes[9] = static_cast<char>(header >> 8);
+  return bytes + data;
+}
+
+TEST(Npy, AShapeWhoseByteCountWrapsIsRefusedNotRead) {
+  // 2^62 x 4 floats: 2^64 bytes, which wrapped to 0 ("enough data") before the reader counted with overflow checks.
+  EXPECT_EQ(input_error([] { parse_npy(with_shape("4611686018427387904, 4"), "huge.npy"); }),
+            "huge.npy: shape (4611686018427387904, 4) is too large: its byte count does not fit 64 bits");
+  EXPECT_EQ(input_error([] { parse_npy(with_shape("4294967296, 4294967296"), "huge.npy"); }),
+            "huge.npy: shape (4294967296, 4294967296) is too large: its byte count does not fit 64 bits");
+}
+
+TEST(Npy, ASizeWithMoreDigitsThan64BitsHoldIsRefused) {
+  EXPECT_EQ(input_error([] { parse_npy(with_shape("99999999999999999999,"), "digits.npy"); }),
+            "digits.npy: shape '(99999999999999999999,)' has a size that does not fit 64 bits");
+}
+
+TEST(Npy, AnArrayWithAZeroExtentReadsAsNoValues) {
+  // Found by tests/fuzz/reference/npy_fuzz.cpp under UBSan: the copy of 0 bytes went to an empty vector's null data().
+  const NpyArray empty = parse_npy(with_shape("2, 0, 2, 2"), "empty.npy");
+  EXPECT_EQ(empty.shape, (std::vector<std::int64_t>{2, 0, 2, 2}));
+  EXPECT_TRUE(empty.values.empty());
+}
+
+TEST(Npy, AHeaderLengthPastTheFileIsATruncatedHeader) {
+  std::string bytes = npy_bytes({.shape = {2}, .values = {1, 2}});
+  bytes[8] = '\xff';
+  bytes[9] = '\xff';
+  EXPECT_EQ(input_error([&] { parse_npy(bytes, "short.npy"); }), "short.npy: truncated .npy header");
+}
+
 }  // namespace
 }  // namespace convgen

@@ -1,12 +1,19 @@
 // jit_cache_test: memory and disk hits, keys that change with the binary, corrupt entries recompiled, one compile
-// per key under concurrency (real NVRTC compiles of a tiny kernel).
+// per key under concurrency, and the faults of a shared disk folder: entries of another NVRTC version, a read-only
+// folder, a full disk, four processes filling one folder at once (real NVRTC compiles of tiny kernels).
 #include "runtime/jit_cache.hpp"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <latch>
 #include <random>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace convgen {
@@ -220,6 +227,179 @@ TEST_F(JitCacheTest, CompileAllKeepsEveryOutcomeInOrder) {
   EXPECT_NE(outcomes[0].cubin().log.find("scale"), std::string::npos) << outcomes[0].cubin().log;
   EXPECT_NE(outcomes[2].cubin().log.find("twice"), std::string::npos) << outcomes[2].cubin().log;
   EXPECT_EQ(cache.stats().compiles, 2);
+}
+
+TEST(JitCacheEntry, AnEntryParsesBackAndEveryCutOrWrongKeyIsRejected) {
+  const Cubin cubin{.arch = "sm_90",
+                    .image = {'\x7f', 'E', 'L', 'F', '\0', '\1'},
+                    .log = "ptxas info    : Used 12 registers",
+                    .report = {.registers = 12, .cmem0_bytes = 360}};
+  const std::string key = sha256_hex("key");
+  const std::string entry = jit_cache_entry(key, cubin);
+  const std::optional<Cubin> parsed = parse_jit_cache_entry(entry, key);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->image, cubin.image);
+  EXPECT_EQ(parsed->log, cubin.log);
+  EXPECT_EQ(parsed->report, cubin.report);
+  for (std::size_t size = 0; size < entry.size(); ++size)
+    EXPECT_EQ(parse_jit_cache_entry(std::string_view(entry).substr(0, size), key), std::nullopt) << size;
+  EXPECT_EQ(parse_jit_cache_entry(entry + "x", key), std::nullopt);
+  EXPECT_EQ(parse_jit_cache_entry(entry, sha256_hex("another key")), std::nullopt);
+}
+
+// --- faults of the disk folder --------------------------------------------------------------------------------
+
+TEST_F(JitCacheTest, AnEntryOfAnotherNvrtcVersionIsNeverLoaded) {
+  const CompileOptions options{.arch = "sm_90"};
+  JitCache other_toolkit(dir_, "0.0 (another toolkit)");
+  other_toolkit.get_or_compile(kScale, options);
+  ASSERT_EQ(files().size(), 1u);
+
+  // Its key differs, so this NVRTC misses, compiles and keeps both entries side by side.
+  JitCache cache(dir_);
+  EXPECT_NE(cache.key(kScale, options), other_toolkit.key(kScale, options));
+  cache.get_or_compile(kScale, options);
+  EXPECT_EQ((cache.stats()), (Stats{.misses = 1, .compiles = 1}));
+  EXPECT_EQ(files().size(), 2u);
+
+  // The other version's entry under this version's name (a copied or renamed file) is rejected by the key it holds.
+  fs::copy_file(*other_toolkit.entry_path(other_toolkit.key(kScale, options)),
+                *cache.entry_path(cache.key(kScale, options)), fs::copy_options::overwrite_existing);
+  JitCache fresh(dir_);
+  fresh.get_or_compile(kScale, options);
+  EXPECT_EQ((fresh.stats()), (Stats{.misses = 1, .corrupt_entries = 1, .compiles = 1}));
+}
+
+TEST_F(JitCacheTest, AReadOnlyFolderStillServesCompilesAndCountsTheWriteFailure) {
+  // /proc/self is a folder nobody can create files in, root included (tests may run as root, where chmod does
+  // not stop a write).
+  const fs::path read_only = "/proc/self";
+  ASSERT_TRUE(fs::is_directory(read_only));
+  JitCache cache(read_only);
+  const Cubin cubin = cache.get_or_compile(kScale, {.arch = "sm_90"});
+  EXPECT_GT(cubin.image.size(), 4u);
+  EXPECT_EQ((cache.stats()), (Stats{.misses = 1, .compiles = 1, .disk_write_failures = 1}));
+  cache.get_or_compile(kScale, {.arch = "sm_90"});
+  EXPECT_EQ(cache.stats().memory_hits, 1) << "the compile is kept in memory";
+}
+
+TEST_F(JitCacheTest, AFullDiskLeavesNoPartialEntryAndCountsTheWriteFailure) {
+  // A full disk, simulated by a file size limit: a write past it fails (EFBIG) as one past a full disk does
+  // (ENOSPC). The entry of this kernel is a few kilobytes; the limit cuts it after 1024 bytes.
+  const Cubin reference = JitCache(std::nullopt).get_or_compile(kScale, {.arch = "sm_90"});
+  ASSERT_GT(jit_cache_entry(std::string(64, '0'), reference).size(), 2048u);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto saved_handler = signal(SIGXFSZ, SIG_IGN);
+  rlimit tiny = saved;
+  tiny.rlim_cur = 1024;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  JitCache cache(dir_);
+  Cubin cubin;
+  try {
+    cubin = cache.get_or_compile(kScale, {.arch = "sm_90"});
+  } catch (...) {
+    setrlimit(RLIMIT_FSIZE, &saved);
+    signal(SIGXFSZ, saved_handler);
+    throw;
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);
+  signal(SIGXFSZ, saved_handler);
+
+  EXPECT_EQ(cubin.image, reference.image);
+  EXPECT_EQ((cache.stats()), (Stats{.misses = 1, .compiles = 1, .disk_write_failures = 1}));
+  EXPECT_TRUE(files().empty()) << "neither the cut temporary file nor an entry may stay";
+  JitCache after(dir_);
+  after.get_or_compile(kScale, {.arch = "sm_90"});
+  EXPECT_EQ((after.stats()), (Stats{.misses = 1, .compiles = 1})) << "with room again the entry is written";
+  EXPECT_EQ(files().size(), 1u);
+}
+
+TEST_F(JitCacheTest, AFolderInPlaceOfAnEntryIsAWriteFailureNotAnError) {
+  // Before this test the read threw "basic_filebuf::underflow error reading the file: Is a directory".
+  JitCache cache(dir_);
+  fs::create_directories(*cache.entry_path(cache.key(kScale, {.arch = "sm_90"})));
+  const Cubin cubin = cache.get_or_compile(kScale, {.arch = "sm_90"});
+  EXPECT_GT(cubin.image.size(), 4u);
+  EXPECT_EQ((cache.stats()), (Stats{.misses = 1, .compiles = 1, .disk_write_failures = 1}));
+  EXPECT_EQ(files().size(), 1u) << "only the folder; the temporary file is removed";
+}
+
+// Programs that differ in source: one entry each.
+std::vector<Program> kernels(int count) {
+  std::vector<Program> programs;
+  for (int i = 0; i < count; ++i)
+    programs.push_back({.name = fmt::format("scale{}.cu", i),
+                        .source = fmt::format("extern \"C\" __global__ void scale{0}(float* x, float a) {{ "
+                                              "x[threadIdx.x] *= a + {0}; }}\n",
+                                              i)});
+  return programs;
+}
+
+TEST_F(JitCacheTest, FourProcessesCompilingTheSameKernelsIntoOneFolderNeverLoadABadEntry) {
+  constexpr int kProcesses = 4;
+  const std::vector<Program> programs = kernels(6);
+  const CompileOptions options{.arch = "sm_90"};
+  fs::create_directories(dir_);
+  // Each child compiles every program through the shared folder, each in another order so that one child's write
+  // meets another's read, and writes the SHA-256 of every image, in program order, to its report file. The pipe
+  // holds them until all are forked.
+  int start[2];
+  ASSERT_EQ(pipe(start), 0);
+  std::vector<pid_t> children;
+  for (int child = 0; child < kProcesses; ++child) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(start[1]);
+      char byte = 0;
+      [[maybe_unused]] const auto got = read(start[0], &byte, 1);
+      int status = 0;
+      try {
+        JitCache cache(dir_);
+        std::vector<std::string> digests(programs.size());
+        for (std::size_t n = 0; n < programs.size(); ++n) {
+          const std::size_t i = (n + static_cast<std::size_t>(child) * 2) % programs.size();
+          const Cubin cubin = cache.get_or_compile(programs[i], options);
+          digests[i] = sha256_hex(std::string_view(cubin.image.data(), cubin.image.size()));
+        }
+        std::ofstream report(dir_.string() + fmt::format(".child{}", child));
+        for (const std::string& digest : digests) report << digest << "\n";
+        if (cache.stats().corrupt_entries != 0) status = 2;
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "child {}: {}\n", child, e.what());
+        status = 1;
+      }
+      _exit(status);
+    }
+    children.push_back(pid);
+  }
+  close(start[0]);
+  close(start[1]);
+  for (const pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "a child crashed";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: an exception, 2: a corrupt entry seen";
+  }
+
+  // Every child got the image a fresh compile gives, and the folder holds exactly one whole entry per program.
+  JitCache memory(std::nullopt);
+  std::string expected;
+  for (const Program& program : programs) {
+    const Cubin cubin = memory.get_or_compile(program, options);
+    expected += sha256_hex(std::string_view(cubin.image.data(), cubin.image.size())) + "\n";
+  }
+  for (int child = 0; child < kProcesses; ++child) {
+    const fs::path report = dir_.string() + fmt::format(".child{}", child);
+    std::ifstream in(report);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), expected) << "child " << child;
+    fs::remove(report);
+  }
+  EXPECT_EQ(files().size(), programs.size()) << "one entry per program, no temporary file left";
+  JitCache after(dir_);
+  for (const Program& program : programs) after.get_or_compile(program, options);
+  EXPECT_EQ((after.stats()), (Stats{.disk_hits = static_cast<std::int64_t>(programs.size())}));
 }
 
 }  // namespace

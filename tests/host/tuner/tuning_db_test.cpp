@@ -5,9 +5,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -246,15 +251,15 @@ TEST(TuningDb, KernelNamesOfEarlierVersionsAreRewrittenInTheirFamilysSchema) {
   const auto path = dir / "old-names.sqlite";
   const std::string key = problem_key(conv1x1());
   const std::string old_direct = "direct_m16_n64_k8_tm4_tn4_st1_sk1_v1";
-  create_file(path, std::string(kVersion1Schema) +
-                        fmt::format("INSERT INTO gpus VALUES (1, '{}', 'sm_90', 132, '{}');"
-                                    "INSERT INTO measurements (id, gpu_id, problem_key, precision, kernel, family, "
-                                    "status, median_us, samples_json, created_at) VALUES (3, 1, '{}', 'fp32', '{}', "
-                                    "'direct', 'ok', 9.5, '[9.5]', 1600000000), (4, 1, '{}', 'fp32', '{}', 'igemm', "
-                                    "'ok', 12.0, '[12.0]', 1600000000);"
-                                    "INSERT INTO best VALUES (1, '{}', 'fp32', '{}', 9.5, 3);",
-                                    h100().name, gpu_to_json(h100()), key, old_direct, key, igemm(64), key,
-                                    old_direct));
+  create_file(path,
+              std::string(kVersion1Schema) +
+                  fmt::format("INSERT INTO gpus VALUES (1, '{}', 'sm_90', 132, '{}');"
+                              "INSERT INTO measurements (id, gpu_id, problem_key, precision, kernel, family, "
+                              "status, median_us, samples_json, created_at) VALUES (3, 1, '{}', 'fp32', '{}', "
+                              "'direct', 'ok', 9.5, '[9.5]', 1600000000), (4, 1, '{}', 'fp32', '{}', 'igemm', "
+                              "'ok', 12.0, '[12.0]', 1600000000);"
+                              "INSERT INTO best VALUES (1, '{}', 'fp32', '{}', 9.5, 3);",
+                              h100().name, gpu_to_json(h100()), key, old_direct, key, igemm(64), key, old_direct));
   TuningDb db = TuningDb::open(path);
   const auto records = db.measurements();
   ASSERT_EQ(records.size(), 2u);
@@ -414,6 +419,163 @@ TEST(TuningDb, ThreadsWithTheirOwnConnectionsLoseNothing) {
   expect_consistent_best(db);
 }
 
+// --- faults: a writer killed, a damaged file ------------------------------------------------------------------
+
+// The child of one kill round: writes records for ever (every 8th step an import of 4, one transaction) and,
+// after each commit, sends the committed medians down `report`; the medians are unique across rounds.
+[[noreturn]] void write_until_killed(const std::filesystem::path& path, const Gpu& gpu, int round, int report) {
+  int status = 0;
+  try {
+    TuningDb db = TuningDb::open(path);
+    nlohmann::json batch = nlohmann::json::parse(db.export_json());
+    for (std::int64_t step = 0;; ++step) {
+      const auto median = [&](std::int64_t i) { return 1.0 + round * 1e6 + step * 8 + i; };
+      std::vector<double> committed;
+      if (step % 8 == 7 && !batch["measurements"].empty()) {
+        nlohmann::json items = nlohmann::json::array();
+        for (int i = 0; i < 4; ++i) {
+          nlohmann::json item = batch["measurements"][0];
+          item["median_us"] = median(i);
+          item["samples_us"] = {median(i)};  // an import skips a record with the same samples as one it holds
+          items.push_back(item);
+          committed.push_back(median(i));
+        }
+        batch["measurements"] = items;
+        db.import_json(batch.dump(), gpu, false, "batch");
+      } else {
+        db.record(measured(gpu, step % 2 ? conv1x1() : conv3x3(), igemm(32 << (step % 3)), median(0)));
+        committed.push_back(median(0));
+        if (batch["measurements"].empty()) batch = nlohmann::json::parse(db.export_json());
+      }
+      for (const double m : committed)
+        if (write(report, &m, sizeof m) != sizeof m) _exit(3);
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "writer of round {}: {}\n", round, e.what());
+    status = 1;
+  }
+  _exit(status);
+}
+
+TEST(TuningDb, AWriterKilledAtRandomMomentsNeverLosesACommittedRecordOrDamagesTheFile) {
+  ScratchDir dir;
+  const auto path = dir / "killed.sqlite";
+  const Gpu gpu = h100();
+  constexpr int kRounds = 50;
+  const unsigned seed = std::random_device{}();
+  std::mt19937 random(seed);
+  // Even rounds kill from 0 to 25 ms after the fork: in the open (creating the schema in round 0, recovering the WAL
+  // after it) or in the first writes. Odd rounds wait for the first commit, then kill from 0 to 20 ms later: in
+  // records and imports, at any point of a transaction.
+  std::uniform_int_distribution<int> delay_us(0, 25000);
+  std::uniform_int_distribution<int> after_commit_us(0, 20000);
+  std::set<double> committed;
+  int survived = 0, killed_before_a_commit = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    int report[2];
+    ASSERT_EQ(pipe(report), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(report[0]);
+      write_until_killed(path, gpu, round, report[1]);
+    }
+    close(report[1]);
+    std::size_t reported = 0;
+    if (round % 2 == 1) {
+      double first = 0;
+      if (read(report[0], &first, sizeof first) == sizeof first) {
+        committed.insert(first);
+        ++reported;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(after_commit_us(random)));
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(delay_us(random)));
+    }
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status)) << "the writer stopped before the kill (exit " << WEXITSTATUS(status) << ")";
+    for (double m = 0; read(report[0], &m, sizeof m) == sizeof m; ++reported) committed.insert(m);
+    close(report[0]);
+    if (reported == 0) ++killed_before_a_commit;
+
+    // The file opens (recovering the WAL), passes SQLite's full integrity check and holds every reported record.
+    std::set<double> present;
+    {
+      const TuningDb db = TuningDb::open(path);
+      for (const MeasurementRecord& m : db.measurements()) present.insert(m.median_us);
+      if (!db.measurements({.problem = conv3x3()}).empty() && !db.measurements({.problem = conv1x1()}).empty())
+        expect_consistent_best(db);
+    }
+    const std::string integrity = query_text(path, "PRAGMA integrity_check");
+    EXPECT_EQ(integrity, "ok") << "round " << round;
+    std::vector<double> lost;
+    std::set_difference(committed.begin(), committed.end(), present.begin(), present.end(), std::back_inserter(lost));
+    EXPECT_TRUE(lost.empty()) << "round " << round << ": " << lost.size() << " committed records lost";
+    if (lost.empty() && integrity == "ok") ++survived;
+  }
+  fmt::print(
+      "kill -9 of a writer: {} of {} kills survived with 0 committed records lost ({} records committed, {} "
+      "kills before the first commit of their round; seed {})\n",
+      survived, kRounds, committed.size(), killed_before_a_commit, seed);
+  EXPECT_EQ(survived, kRounds);
+}
+
+// A database with records, closed (its WAL checkpointed into the file), to damage.
+std::filesystem::path filled_database(const ScratchDir& dir) {
+  const auto path = dir / "damaged.sqlite";
+  {
+    TuningDb db = TuningDb::open(path);
+    for (int i = 0; i < 200; ++i) db.record(measured(h100(), i % 2 ? conv1x1() : conv3x3(), igemm(64), 10.0 + i));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "damaged.sqlite-wal")) << "the last close checkpoints the WAL";
+  return path;
+}
+
+std::string file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Opens the damaged file, expects the refusal, and expects the file unchanged.
+void expect_refused_and_untouched(const std::filesystem::path& path, const std::string& expected_message_start) {
+  const std::string before = file_bytes(path);
+  try {
+    TuningDb::open(path);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.substr(0, expected_message_start.size()), expected_message_start);
+    EXPECT_TRUE(
+        message.ends_with("; convgen leaves the file as it is: restore a copy, or move it away to start a "
+                          "new one"))
+        << message;
+  }
+  EXPECT_EQ(file_bytes(path), before) << "a damaged database must not be written to";
+}
+
+TEST(TuningDb, ADatabaseWithADamagedPageIsRefusedAndNeverOverwritten) {
+  ScratchDir dir;
+  const auto path = filled_database(dir);
+  {
+    // Zeroes the middle of the third page: a b-tree page of the measurements table.
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    const int page = std::stoi(query_text(path, "PRAGMA page_size"));
+    file.seekp(2 * page + 8);
+    const std::string zeros(page / 2, '\0');
+    file.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  expect_refused_and_untouched(path, path.string() + ": the tuning database is damaged (");
+}
+
+TEST(TuningDb, ATruncatedDatabaseIsRefusedAndNeverOverwritten) {
+  ScratchDir dir;
+  const auto path = filled_database(dir);
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  expect_refused_and_untouched(path, path.string() + ": the tuning database is damaged (");
+}
+
 // --- export and import -----------------------------------------------------------------------------------------
 
 // Drops what differs between two databases holding the same records: the row ids.
@@ -549,6 +711,18 @@ TEST(TuningDb, ImportOfTextThatIsNotJsonSaysSo) {
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("in.json: not valid JSON: ", 0), 0u) << e.what();
+  }
+}
+
+TEST(TuningDb, ImportOfANumberPastADoublesRangeSaysSo) {
+  // The JSON library throws out_of_range (406), not parse_error, for it: it must still be an InputError.
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "a.sqlite");
+  try {
+    db.import_json("{\"format\": \"convgen-tuning\", \"version\": 1e999}", h100(), false, "in.json");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "in.json: not valid JSON: number overflow parsing '1e999'");
   }
 }
 
