@@ -53,10 +53,7 @@ std::string gigabytes(std::int64_t bytes) { return fmt::format("{:.2f} GB", stat
 // Checks the problem first (a problem that cannot fit, or whose sizes overflow, never reaches the slow work).
 const Problem& checked(const Problem& p, int buffer_sets) {
   if (buffer_sets < 1) throw InputError(fmt::format("buffer sets must be at least 1, got {}", buffer_sets));
-  const std::optional<DeviceMemoryInfo> device = device_memory_info();
-  check_memory_fits(p, buffer_sets,
-                    device ? std::optional<std::int64_t>(static_cast<std::int64_t>(device->free)) : std::nullopt,
-                    host_available_bytes());
+  check_memory_fits_here(p, buffer_sets);
   return p;
 }
 
@@ -77,6 +74,13 @@ void check_memory_fits(const Problem& p, int buffer_sets, std::optional<std::int
         fmt::format("{}: needs {} of host memory for its inputs and output ({}) and the host has {} "
                     "available",
                     describe(p), gigabytes(need.host_bytes), tensors, gigabytes(*host_available)));
+}
+
+void check_memory_fits_here(const Problem& p, int buffer_sets) {
+  const std::optional<DeviceMemoryInfo> device = device_memory_info();
+  check_memory_fits(p, buffer_sets,
+                    device ? std::optional<std::int64_t>(static_cast<std::int64_t>(device->free)) : std::nullopt,
+                    host_available_bytes());
 }
 
 std::optional<std::int64_t> host_available_bytes() {

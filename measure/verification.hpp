@@ -95,6 +95,9 @@ void check_memory_fits(const Problem& p, int buffer_sets, std::optional<std::int
 // The host's MemAvailable (/proc/meminfo), nullopt where it cannot be read.
 std::optional<std::int64_t> host_available_bytes();
 
+// check_memory_fits against the current context's device (device_memory_info) and this host.
+void check_memory_fits_here(const Problem& p, int buffer_sets);
+
 class ConvMeasurement {
  public:
   // Makes the inputs from `inputs`, uploads them into `buffer_sets` sets (each with the same data) and computes

@@ -119,7 +119,7 @@ def problem_for(input, weight, stride, padding, dilation, groups, act_sparsity=0
     return problem
 
 
-def _run(op, input, weight, problem):
+def _run(op, input, weight, bias, problem):
     rank = input.dim() - 2
     channels_last = problem.layout in ("nwc", "nhwc", "ndhwc")
     memory_format = _CHANNELS_LAST[rank] if channels_last else torch.contiguous_format
@@ -129,6 +129,8 @@ def _run(op, input, weight, problem):
                          memory_format=memory_format)
     op.run_pointers(input.data_ptr(), weight.data_ptr(), output.data_ptr(),
                     torch.cuda.current_stream(input.device).cuda_stream)
+    if bias is not None:  # after the kernel: no fused epilogue yet
+        output += bias.view(1, -1, *([1] * rank))
     return output
 
 
@@ -139,10 +141,7 @@ def _conv(rank, input, weight, bias, stride, padding, dilation, groups, act_spar
     if servable(input, weight, pad, rank):
         return getattr(F, f"conv{rank}d")(input, weight, bias, stride, padding, dilation, groups)
     problem = problem_for(input, weight, stride, pad, dilation, groups, act_sparsity)
-    output = _run(context(input.device).conv(problem), input, weight, problem)
-    if bias is not None:
-        output += bias.view(1, -1, *([1] * rank))
-    return output
+    return _run(context(input.device).conv(problem), input, weight, bias, problem)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act_sparsity=0.0):
@@ -199,10 +198,7 @@ class _ConvgenConv:
             entry = (context(input.device).conv(problem), problem)
             self._ops[signature] = entry
         op, problem = entry
-        output = _run(op, input, self.weight, problem)
-        if self.bias is not None:
-            output += self.bias.view(1, -1, *([1] * rank))
-        return output
+        return _run(op, input, self.weight, self.bias, problem)
 
     def ops(self):
         """The (problem key, kernel name, how it was chosen) of each op this module built."""

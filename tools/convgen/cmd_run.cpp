@@ -26,10 +26,7 @@ struct Options {
 // Verifies one layer; returns true when it passed.
 bool run_layer(const Layer& layer, const Options& opts, const Gpu& gpu, JitCache& cache) {
   // A problem too large for the device or the host is refused before compiling or making inputs.
-  const std::optional<DeviceMemoryInfo> device = device_memory_info();
-  check_memory_fits(layer.problem, 1,
-                    device ? std::optional<std::int64_t>(static_cast<std::int64_t>(device->free)) : std::nullopt,
-                    host_available_bytes());
+  check_memory_fits_here(layer.problem, 1);
   const KernelSpec spec = opts.kernel.empty() ? default_choice(layer.problem, gpu) : parse_kernel_name(opts.kernel);
   const BuiltKernel kernel = build_kernel(layer.problem, spec, gpu, cache);
   const SparsityPattern pattern = parse_sparsity_pattern(opts.pattern);
