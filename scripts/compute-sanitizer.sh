@@ -35,7 +35,10 @@ for tool in "${tools[@]}"; do
     build/tests/convgen_gpu_tests --gtest_filter="$filter" > "$out/$tool.gtest.log" 2>&1
   code=$?
   wall=$(($(date +%s) - start))
-  errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$out/$tool.log" | tail -1)
+  # memcheck, initcheck, synccheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: H hazards displayed
+  # (N errors, W warnings)".
+  errors=$(sed -n -e 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' -e 's/.*RACECHECK SUMMARY: .*(\([0-9]*\) error.*/\1/p' \
+    "$out/$tool.log" | tail -1)
   result=$([[ $code == 0 ]] && echo passed || { [[ $code == 124 ]] && echo "timed out after ${limit} s" || echo "exit $code"; })
   echo "| $tool | ${errors:-unknown} | $result | $wall |" >> "$out/summary.md"
   [[ $code == 0 && ${errors:-1} == 0 ]] || status=1

@@ -26,18 +26,11 @@ for suite in ${CONVGEN_RUN_SUITES:-shapes/cusnn.csv shapes/resnet50.csv}; do
   grep -c PASS "$out/run-$name.log" | xargs echo "$name: layers passed:"
 done
 # The Python package, built here for this machine's python3 (PyTorch's) against the carried C++ library
-# (build/prefix), then every pytest tier: host and gpu (edge cases against torch.nn.functional, a side stream, a
-# converted ResNet-50, tune, the README example). SQLite's header comes with the carry where this machine lacks it.
+# (build/prefix, scripts/build-python-device.sh), then every pytest tier: host and gpu (edge cases against
+# torch.nn.functional, a side stream, a converted ResNet-50, tune, the README example).
 if python3 -c "import nanobind, pytest, torch" 2>/dev/null && [[ -d build/prefix ]]; then
-  sqlite_hints=()
-  if [[ ! -f /usr/include/sqlite3.h ]]; then
-    sqlite_hints=(-DSQLite3_INCLUDE_DIR="$PWD/build/prefix/include/sqlite3-carried"
-                  -DSQLite3_LIBRARY="$(ldconfig -p | sed -n 's/.*libsqlite3.so.0 .*=> //p' | head -1)")
-  fi
-  { cmake -S python -B build/python-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
-          -DPython_EXECUTABLE="$(command -v python3)" "${sqlite_hints[@]}" &&
-    cmake --build build/python-device &&
-    PYTHONPATH=build/python-device python3 -m pytest -q -p no:cacheprovider -rs python/tests; } \
+  { scripts/build-python-device.sh &&
+    PYTHONPATH=build/python-device python3 -X faulthandler -m pytest -v -p no:cacheprovider -rs python/tests; } \
     > "$out/pytest.log" 2>&1 || status=1
   tail -5 "$out/pytest.log"
 else

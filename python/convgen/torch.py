@@ -253,10 +253,9 @@ def convert(model, *, act_sparsity=None, weight_sparse=False):
         if kind is not None:
             replacements.append((name, kind.from_module(module, act_sparsity=fraction(name),
                                                         weight_sparse=baked(name))))
-    if not replacements and type(model) in (nn.Conv2d, nn.Conv3d):
-        return {nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}[type(model)].from_module(
-            model, act_sparsity=fraction(""), weight_sparse=baked(""))
     for name, replacement in replacements:
+        if not name:  # the model is itself a bare Conv2d/Conv3d: its replacement is the answer
+            return replacement
         parent_name, _, child = name.rpartition(".")
         setattr(model.get_submodule(parent_name) if parent_name else model, child, replacement)
     return model
