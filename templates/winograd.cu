@@ -10,6 +10,9 @@
 //      tiles), transforms it, V = B^T d B, and stores it to s_v[pos][c][t];
 //   3. accumulates M[pos][k][t] += U[pos][c][k] * V[pos][c][t]: POSITIONS small GEMMs; each thread owns a
 //      THREAD_K x THREAD_T register tile for POS_PER_THREAD positions (pos = tid_p + q * P_THREADS).
+// With PREFETCH, the global loads of steps 1 and 2 for the next chunk are issued into registers right after the
+// barrier that publishes the current chunk, so their latency hides behind its GEMMs (a register-staged pipeline: one
+// shared-memory buffer, more registers); without it a chunk's loads wait for the previous chunk's GEMMs.
 // Then M goes through shared memory, KSLICE output channels at a time (reusing s_u and s_v), and each (k, tile) is
 // transformed back, Y = A^T M A, and stored where the output exists (P, Q, K, tiles need not be multiples of
 // anything). Grid: x = ceil(TILES / BLOCK_T), y = ceil(K / BLOCK_K).
@@ -34,6 +37,7 @@ CONVGEN_PARAM("c", "4,8,16", "input channels per shared-memory step") constexpr 
 CONVGEN_PARAM("tk", "1,2,4", "output channels per thread (register tile)") constexpr int THREAD_K = 4;
 CONVGEN_PARAM("tt", "1,2,4", "output tiles per thread (register tile)") constexpr int THREAD_T = 4;
 CONVGEN_PARAM("pp", "1,2,3,4,6,8,9,12,16,18,36", "transform positions per thread") constexpr int POS_PER_THREAD = 4;
+CONVGEN_PARAM("pf", "bool", "load the next channel chunk into registers while the GEMMs run") constexpr bool PREFETCH = false;
 }  // namespace cfg
 #endif
 
@@ -218,6 +222,63 @@ __device__ __forceinline__ void load_patch(float (&r_d)[ALPHA][ALPHA], const flo
   }
 }
 
+// One thread's share of a chunk of BLOCK_C input channels: U_LOADS elements of the transformed filter (element e =
+// tid + i * THREADS of s_u) and PATCHES input patches (patch e = tid + i * THREADS of the BLOCK_C x BLOCK_T), held in
+// registers between the global loads (load_chunk) and the shared-memory stores (store_chunk).
+constexpr int U_LOADS = (int)ceil_div(U_FLOATS, THREADS);
+constexpr int PATCHES = (int)ceil_div(BLOCK_C * BLOCK_T, THREADS);
+struct ChunkRegisters {
+  float u[U_LOADS];
+  float d[PATCHES][ALPHA][ALPHA];
+};
+
+// 1. The chunk's transformed filter, channels past C or K as zero; 2. its input patches, zero outside the input.
+__device__ __forceinline__ void load_chunk(ChunkRegisters& r, const float* __restrict__ g_activation,
+                                           const float* __restrict__ g_transformed_filter, int tid, int c0,
+                                           int t_block, int k_block) {
+#pragma unroll
+  for (int i = 0; i < U_LOADS; ++i) {
+    const int e = tid + i * THREADS;
+    const int kk = e % BLOCK_K;
+    const int cc = (e / BLOCK_K) % BLOCK_C;
+    const int pos = e / (BLOCK_K * BLOCK_C);
+    const int c = c0 + cc;
+    const int k = k_block + kk;
+    const bool ok = (U_FLOATS % THREADS == 0 || e < U_FLOATS) && c < C && k < K;
+    r.u[i] = ok ? g_transformed_filter[((idx_t)pos * C + c) * K + k] : 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < PATCHES; ++i) {
+    const int e = tid + i * THREADS;
+    const int tile = t_block + e % BLOCK_T;
+    const int c = c0 + e / BLOCK_T;
+    const bool ok = ((BLOCK_C * BLOCK_T) % THREADS == 0 || e < BLOCK_C * BLOCK_T) && c < C && tile < TILES;
+    load_patch(r.d[i], g_activation, ok ? c : 0, ok ? tile : 0, ok);
+  }
+}
+
+// The chunk into shared memory: s_u as loaded, each patch transformed, V = B^T d B, into s_v[pos][c][t].
+__device__ __forceinline__ void store_chunk(const ChunkRegisters& r, float* s_u, float* s_v, int tid) {
+#pragma unroll
+  for (int i = 0; i < U_LOADS; ++i) {
+    const int e = tid + i * THREADS;
+    if (U_FLOATS % THREADS == 0 || e < U_FLOATS) s_u[e] = r.u[i];
+  }
+#pragma unroll
+  for (int i = 0; i < PATCHES; ++i) {
+    const int e = tid + i * THREADS;
+    if ((BLOCK_C * BLOCK_T) % THREADS != 0 && e >= BLOCK_C * BLOCK_T) continue;
+    const int tt = e % BLOCK_T;
+    const int cc = e / BLOCK_T;
+    float r_v[ALPHA][ALPHA];
+    transform_2d<InputMatrix, float>(r_v, r.d[i]);
+#pragma unroll
+    for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+      for (int b = 0; b < ALPHA; ++b) s_v[((a * ALPHA + b) * BLOCK_C + cc) * BLOCK_T + tt] = r_v[a][b];
+  }
+}
+
 }  // namespace winograd
 
 // Setup, once per filter: U[pos][c][k] = (G g G^T) of filter (k, c), in double, rounded to float once. One thread
@@ -269,33 +330,16 @@ extern "C" __global__ void __launch_bounds__(winograd::THREADS)
 #pragma unroll
       for (int j = 0; j < THREAD_T; ++j) r_acc[q][i][j] = 0.0f;
 
+  ChunkRegisters r_chunk;
+  if constexpr (PREFETCH) load_chunk(r_chunk, g_activation, g_transformed_filter, tid, 0, t_block, k_block);
   for (int c0 = 0; c0 < C; c0 += BLOCK_C) {
-    // 1. The chunk's transformed filter; channels past C or K read as zero.
-    for (int e = tid; e < U_FLOATS; e += THREADS) {
-      const int kk = e % BLOCK_K;
-      const int cc = (e / BLOCK_K) % BLOCK_C;
-      const int pos = e / (BLOCK_K * BLOCK_C);
-      const int c = c0 + cc;
-      const int k = k_block + kk;
-      s_u[e] = c < C && k < K ? g_transformed_filter[((idx_t)pos * C + c) * K + k] : 0.0f;
-    }
-    // 2. The chunk's input patches, transformed: V = B^T d B.
-    for (int e = tid; e < BLOCK_C * BLOCK_T; e += THREADS) {
-      const int tt = e % BLOCK_T;
-      const int cc = e / BLOCK_T;
-      const int tile = t_block + tt;
-      const int c = c0 + cc;
-      float r_d[ALPHA][ALPHA];
-      load_patch(r_d, g_activation, c < C ? c : 0, tile < TILES ? tile : 0, c < C && tile < TILES);
-      float r_v[ALPHA][ALPHA];
-      transform_2d<InputMatrix, float>(r_v, r_d);
-#pragma unroll
-      for (int a = 0; a < ALPHA; ++a)
-#pragma unroll
-        for (int b = 0; b < ALPHA; ++b) s_v[((a * ALPHA + b) * BLOCK_C + cc) * BLOCK_T + tt] = r_v[a][b];
-    }
+    if constexpr (!PREFETCH) load_chunk(r_chunk, g_activation, g_transformed_filter, tid, c0, t_block, k_block);
+    store_chunk(r_chunk, s_u, s_v, tid);
     __syncthreads();
-    // 3. POSITIONS GEMMs over the chunk.
+    if constexpr (PREFETCH) {
+      if (c0 + BLOCK_C < C) load_chunk(r_chunk, g_activation, g_transformed_filter, tid, c0 + BLOCK_C, t_block, k_block);
+    }
+    // 3. The GEMMs of the chunk.
 #pragma unroll
     for (int cc = 0; cc < BLOCK_C; ++cc) {
 #pragma unroll

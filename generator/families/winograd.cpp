@@ -45,8 +45,18 @@ int accumulators(const WinogradParams& s) { return s.pos_per_thread * s.thread_k
 // Registers per thread, roughly: the accumulators, the operands ptxas hoists out of the unrolled channel loop, one
 // patch and its transform, addresses and loop state (157 measured by ptxas for the default m2 k32 n32 c8 tk4 tt4
 // pp4, sm_90, against 152 here). ptxas decides; this only prunes what cannot fit.
+// With prefetch, the next chunk's loads stay live across the GEMMs: each thread's share of the staged filter and of
+// the patches (templates/winograd.cu's U_LOADS and PATCHES x positions).
+int staged_registers(const WinogradParams& s) {
+  const int threads = threads_per_block(s);
+  if (!s.prefetch || threads <= 0) return 0;
+  const int u_loads = static_cast<int>(ceil_div(std::int64_t{positions(s)} * s.block_c * s.block_k, threads));
+  const int patches = static_cast<int>(ceil_div(std::int64_t{s.block_c} * s.block_t, threads));
+  return u_loads + patches * positions(s);
+}
 int register_estimate(const WinogradParams& s) {
-  return accumulators(s) + s.pos_per_thread * (s.thread_k + s.thread_t) + 2 * positions(s) + 24;
+  return accumulators(s) + s.pos_per_thread * (s.thread_k + s.thread_t) + 2 * positions(s) + staged_registers(s) +
+         24;
 }
 std::int64_t transformed_filter_bytes(const Problem& p, const WinogradParams& s) {
   return std::int64_t{positions(s)} * p.c * p.k * 4;
@@ -157,7 +167,7 @@ class Winograd final : public Family {
             .global_load_instructions = w.global_loads,
             .address_instructions = w.address,
             .main_loop_steps = w.steps,
-            .pipelined = false};
+            .pipelined = s.prefetch};
   }
 
   // Until a calibration includes the family: igemm's weights (the same instruction kinds, a SIMT main loop).
@@ -226,12 +236,12 @@ class Winograd final : public Family {
   }
 
   // Every configuration that passes check, fits the problem (tiles within the next power of two of K and of the
-  // output tiles) and keeps at most 64 accumulators per thread; the best kPerTile of each tile size by estimate_us,
-  // merged in the order of the estimate.
+  // output tiles) and keeps at most 64 accumulators per thread; the best kPerTile of each tile size and prefetch
+  // choice by estimate_us, merged in the order of the estimate.
   std::vector<WinogradParams> candidates(const Problem& p, const Gpu& gpu) const {
     if (p.precision != Precision::fp32 || !validate(p).empty()) return {};  // no configuration changes these
     std::vector<std::pair<double, WinogradParams>> ranked;
-    for (int tile : {2, 4}) {
+    for (const auto& [tile, prefetch] : {std::pair{2, false}, std::pair{2, true}, std::pair{4, false}, std::pair{4, true}}) {
       std::vector<std::pair<double, WinogradParams>> of_tile;
       const int position_count = (tile + 2) * (tile + 2);
       for (int block_k : {16, 32, 64}) {
@@ -248,7 +258,8 @@ class Winograd final : public Family {
                                          .block_c = block_c,
                                          .thread_k = thread_k,
                                          .thread_t = thread_t,
-                                         .pos_per_thread = pos_per_thread};
+                                         .pos_per_thread = pos_per_thread,
+                                         .prefetch = prefetch};
                   if (block_t > std::max<std::int64_t>(16, next_pow2(tiles(p, s)))) continue;
                   if (accumulators(s) > 64 || threads_per_block(s) < 64) continue;
                   if (check(p, gpu, s)) continue;
@@ -273,8 +284,8 @@ class Winograd final : public Family {
 
   // A rough time in microseconds that orders the search space (the tuner's cost model ranks for real): waves of
   // resident blocks, each issuing its warp instructions at 4 per clock per SM or moving its shared-memory bytes at 128
-  // per clock, whichever is longer, slowed when fewer than 16 warps per SM hide the latency of the shared loads and
-  // barriers; or, if longer, the bytes through L2 at twice the DRAM bandwidth: every row of blocks reads the patches
+  // per clock, whichever is longer, slowed when fewer than 16 warps per SM (8 with prefetch) hide the latency of the
+  // shared loads and barriers; or, if longer, the bytes through L2 at twice the DRAM bandwidth: every row of blocks reads the patches
   // of its tiles (each (m+2)^2 floats, overlaps counted again), every column its channels' transformed filter.
   static double estimate_us(const Problem& p, const Gpu& gpu, const WinogradParams& s) {
     const int sm_count = std::max(gpu.sm_count, 1);
@@ -285,7 +296,8 @@ class Winograd final : public Family {
     const BlockWork w = block_work(p, s);
     const double instructions = w.fma + w.transform + w.shared_loads + w.global_loads + w.address;
     const double warps_per_sm = resident * threads_per_block(s) / 32.0;
-    const double latency = std::max(1.0, 16.0 / warps_per_sm);
+    // Prefetching hides the chunk's global-load latency behind the GEMMs: half the warps then suffice.
+    const double latency = std::max(1.0, (s.prefetch ? 8.0 : 16.0) / warps_per_sm);
     const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
     const double block_cycles = std::max(instructions / 4, w.shared_bytes / 128);
     const double compute_us = waves * resident * block_cycles * latency / clock_mhz;

@@ -75,14 +75,21 @@ constexpr int extent(int in, int filter, int stride, int pad, int dil) {
   constexpr bool CHANNELS_LAST = convgen::channels_last(kProblem.layout);                                     \
   constexpr int TILE = kSpec.tile, BLOCK_K = kSpec.block_k, BLOCK_T = kSpec.block_t, BLOCK_C = kSpec.block_c; \
   constexpr int THREAD_K = kSpec.thread_k, THREAD_T = kSpec.thread_t, POS_PER_THREAD = kSpec.pos_per_thread;  \
+  constexpr bool PREFETCH = kSpec.prefetch;                                                                   \
   }                                                                                                           \
   }                                                                                                           \
   namespace winograd_emulation::NAME {
 #define WINOGRAD_END(NAME) }
 
-#define WINOGRAD_SPEC(M, BK, BT, BC, TK, TT, PP) \
-  (convgen::WinogradParams{                      \
-      .tile = M, .block_k = BK, .block_t = BT, .block_c = BC, .thread_k = TK, .thread_t = TT, .pos_per_thread = PP})
+#define WINOGRAD_SPEC(M, BK, BT, BC, TK, TT, PP, PF)                                                              \
+  (convgen::WinogradParams{.tile = M,                                                                            \
+                           .block_k = BK,                                                                        \
+                           .block_t = BT,                                                                        \
+                           .block_c = BC,                                                                        \
+                           .thread_k = TK,                                                                       \
+                           .thread_t = TT,                                                                       \
+                           .pos_per_thread = PP,                                                                 \
+                           .prefetch = PF})
 
 using convgen::Layout;
 using Shape = convgen::testing_support::LiteralShape;
@@ -135,87 +142,88 @@ using Shape = convgen::testing_support::LiteralShape;
          .padding = {0, 1, 1}, \
          .layout = Layout::nhwc})
 
-// F(2x2): 16 positions. Specs vary every tunable: 128 threads (16/4 x 8/2 x 16/4), 256 (16/2 x 16/4 x 8/4) ...
-WINOGRAD_CASE(f2_odd_pad1, ODD_PAD1, WINOGRAD_SPEC(2, 8, 16, 4, 2, 4, 4))
+// F(2x2): 16 positions. Specs vary every tunable, prefetch on every other case: 128 threads (16/4 x 8/2 x 16/4),
+// 256 (16/2 x 16/4 x 8/4) ...
+WINOGRAD_CASE(f2_odd_pad1, ODD_PAD1, WINOGRAD_SPEC(2, 8, 16, 4, 2, 4, 4, false))
 #define CONVGEN_ENTRY kernel_f2_odd_pad1
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f2_odd_pad1)
 
-WINOGRAD_CASE(f2_pad0_batch3, PAD0_BATCH3, WINOGRAD_SPEC(2, 16, 8, 8, 4, 2, 2))
+WINOGRAD_CASE(f2_pad0_batch3, PAD0_BATCH3, WINOGRAD_SPEC(2, 16, 8, 8, 4, 2, 2, true))
 #define CONVGEN_ENTRY kernel_f2_pad0_batch3
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f2_pad0_batch3)
 
-WINOGRAD_CASE(f2_pad2_nhwc, PAD2_NHWC, WINOGRAD_SPEC(2, 16, 16, 4, 4, 4, 1))
+WINOGRAD_CASE(f2_pad2_nhwc, PAD2_NHWC, WINOGRAD_SPEC(2, 16, 16, 4, 4, 4, 1, false))
 #define CONVGEN_ENTRY kernel_f2_pad2_nhwc
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f2_pad2_nhwc)
 
-WINOGRAD_CASE(f2_tiny_1x1, TINY_1X1, WINOGRAD_SPEC(2, 8, 8, 4, 1, 1, 4))
+WINOGRAD_CASE(f2_tiny_1x1, TINY_1X1, WINOGRAD_SPEC(2, 8, 8, 4, 1, 1, 4, true))
 #define CONVGEN_ENTRY kernel_f2_tiny_1x1
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f2_tiny_1x1)
 
-WINOGRAD_CASE(f2_tiny_2x2, TINY_2X2, WINOGRAD_SPEC(2, 8, 8, 16, 2, 2, 2))
+WINOGRAD_CASE(f2_tiny_2x2, TINY_2X2, WINOGRAD_SPEC(2, 8, 8, 16, 2, 2, 2, false))
 #define CONVGEN_ENTRY kernel_f2_tiny_2x2
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f2_tiny_2x2)
 
-WINOGRAD_CASE(f2_large_17x19, LARGE_17X19, WINOGRAD_SPEC(2, 32, 32, 8, 4, 4, 4))
+WINOGRAD_CASE(f2_large_17x19, LARGE_17X19, WINOGRAD_SPEC(2, 32, 32, 8, 4, 4, 4, true))
 #define CONVGEN_ENTRY kernel_f2_large_17x19
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f2_large_17x19)
 
-WINOGRAD_CASE(f2_nhwc_batch3, NHWC_BATCH3, WINOGRAD_SPEC(2, 16, 32, 8, 4, 4, 2))
+WINOGRAD_CASE(f2_nhwc_batch3, NHWC_BATCH3, WINOGRAD_SPEC(2, 16, 32, 8, 4, 4, 2, false))
 #define CONVGEN_ENTRY kernel_f2_nhwc_batch3
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f2_nhwc_batch3)
 
-// F(4x4): 36 positions, positions per thread 1 to 9.
-WINOGRAD_CASE(f4_odd_pad1, ODD_PAD1, WINOGRAD_SPEC(4, 8, 8, 4, 2, 2, 3))
+// F(4x4): 36 positions, positions per thread 1 to 18; prefetch where its staged registers fit (odd, 1x1, NHWC).
+WINOGRAD_CASE(f4_odd_pad1, ODD_PAD1, WINOGRAD_SPEC(4, 8, 8, 4, 2, 2, 3, true))
 #define CONVGEN_ENTRY kernel_f4_odd_pad1
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f4_odd_pad1)
 
-WINOGRAD_CASE(f4_pad0_batch3, PAD0_BATCH3, WINOGRAD_SPEC(4, 16, 8, 8, 4, 2, 6))
+WINOGRAD_CASE(f4_pad0_batch3, PAD0_BATCH3, WINOGRAD_SPEC(4, 16, 8, 8, 4, 2, 6, false))
 #define CONVGEN_ENTRY kernel_f4_pad0_batch3
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f4_pad0_batch3)
 
-WINOGRAD_CASE(f4_pad2_nhwc, PAD2_NHWC, WINOGRAD_SPEC(4, 16, 8, 4, 4, 2, 9))
+WINOGRAD_CASE(f4_pad2_nhwc, PAD2_NHWC, WINOGRAD_SPEC(4, 16, 8, 4, 4, 2, 9, false))
 #define CONVGEN_ENTRY kernel_f4_pad2_nhwc
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f4_pad2_nhwc)
 
-WINOGRAD_CASE(f4_tiny_1x1, TINY_1X1, WINOGRAD_SPEC(4, 8, 8, 4, 1, 2, 18))
+WINOGRAD_CASE(f4_tiny_1x1, TINY_1X1, WINOGRAD_SPEC(4, 8, 8, 4, 1, 2, 18, true))
 #define CONVGEN_ENTRY kernel_f4_tiny_1x1
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f4_tiny_1x1)
 
-WINOGRAD_CASE(f4_tiny_2x2, TINY_2X2, WINOGRAD_SPEC(4, 8, 8, 4, 1, 1, 4))
+WINOGRAD_CASE(f4_tiny_2x2, TINY_2X2, WINOGRAD_SPEC(4, 8, 8, 4, 1, 1, 4, false))
 #define CONVGEN_ENTRY kernel_f4_tiny_2x2
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f4_tiny_2x2)
 
-WINOGRAD_CASE(f4_large_17x19, LARGE_17X19, WINOGRAD_SPEC(4, 32, 16, 4, 4, 4, 4))
+WINOGRAD_CASE(f4_large_17x19, LARGE_17X19, WINOGRAD_SPEC(4, 32, 16, 4, 4, 4, 4, false))
 #define CONVGEN_ENTRY kernel_f4_large_17x19
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
 WINOGRAD_END(f4_large_17x19)
 
-WINOGRAD_CASE(f4_nhwc_batch3, NHWC_BATCH3, WINOGRAD_SPEC(4, 16, 16, 8, 2, 4, 6))
+WINOGRAD_CASE(f4_nhwc_batch3, NHWC_BATCH3, WINOGRAD_SPEC(4, 16, 16, 8, 2, 4, 6, true))
 #define CONVGEN_ENTRY kernel_f4_nhwc_batch3
 #include "templates/winograd.cu"
 #undef CONVGEN_ENTRY
