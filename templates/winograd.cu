@@ -106,7 +106,15 @@ constexpr int floor_pow2(int v) { return v >= 2 ? 2 * floor_pow2(v / 2) : 1; }
 constexpr int KSLICE = floor_pow2(cmin(BLOCK_K, SMEM_FLOATS / (POSITIONS * BLOCK_T)));
 constexpr int PASSES = BLOCK_K / KSLICE;
 static_assert(POSITIONS * KSLICE * BLOCK_T <= SMEM_FLOATS, "the output stage must fit the main loop's shared memory");
-static_assert(SMEM_FLOATS * 4 <= 48 * 1024, "static shared memory must not exceed 48 KiB");
+
+// The block's shared memory: dynamic, SMEM_FLOATS floats (the launch plan gives the size; above 48 KiB the loader opts
+// in). The host emulation supplies its own buffer.
+#ifndef CONVGEN_WINOGRAD_SHARED
+__device__ __forceinline__ float* shared_floats() {
+  extern __shared__ __align__(16) float s_dynamic_floats[];
+  return s_dynamic_floats;
+}
+#endif
 
 // Register tile: thread (tid_k, tid_t) owns output channels tid_k * THREAD_K + i (i < THREAD_K) and tiles
 // tid_t * THREAD_T + j of the block, each run read from shared memory as one vector (VK, VT floats).
@@ -311,7 +319,7 @@ extern "C" __global__ void __launch_bounds__(winograd::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_transformed_filter,
                   float* __restrict__ g_output) {
   using namespace winograd;
-  __shared__ __align__(16) float s_mem[SMEM_FLOATS];
+  float* const s_mem = shared_floats();
   float* const s_u = s_mem;             // [POSITIONS][BLOCK_C][BLOCK_K]
   float* const s_v = s_mem + U_FLOATS;  // [POSITIONS][BLOCK_C][BLOCK_T]
 

@@ -31,6 +31,7 @@
 #define __restrict__ __restrict
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
+#define CONVGEN_WINOGRAD_SHARED 1  // shared_floats() below stands for the dynamic shared memory
 struct float2 {
   float x, y;
 };
@@ -50,6 +51,7 @@ thread_local Dim3 blockIdx;
 thread_local Dim3 blockDim;
 std::barrier<>* block_barrier = nullptr;
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+constexpr int kSharedFloats = 64 * 1024;  // more than any case's s_u and s_v
 
 constexpr int extent(int in, int filter, int stride, int pad, int dil) {
   return (in + 2 * pad - dil * (filter - 1) - 1) / stride + 1;
@@ -76,6 +78,11 @@ constexpr int extent(int in, int filter, int stride, int pad, int dil) {
   constexpr int TILE = kSpec.tile, BLOCK_K = kSpec.block_k, BLOCK_T = kSpec.block_t, BLOCK_C = kSpec.block_c; \
   constexpr int THREAD_K = kSpec.thread_k, THREAD_T = kSpec.thread_t, POS_PER_THREAD = kSpec.pos_per_thread;  \
   constexpr bool PREFETCH = kSpec.prefetch;                                                                   \
+  }                                                                                                           \
+  /* The block's dynamic shared memory: one buffer per case (its blocks run one after another). */            \
+  inline float* shared_floats() {                                                                             \
+    alignas(16) static float buffer[kSharedFloats];                                                           \
+    return buffer;                                                                                            \
   }                                                                                                           \
   }                                                                                                           \
   namespace winograd_emulation::NAME {
@@ -301,6 +308,7 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
   }
   for (const LaunchStep& step : plan.run) {
     EXPECT_EQ(step.entry_suffix, "");
+    EXPECT_LE(step.geometry.dynamic_smem_bytes, sizeof(float) * winograd_emulation::kSharedFloats);
     launch(step.geometry, [&] { c.main(activation.data(), buffer.data(), output.data()); });
   }
   return output;

@@ -51,7 +51,7 @@ TEST(WinogradFamily, EnumeratesSupportedDistinctCandidatesOfBothTileSizesForEver
       // Within the descriptor: threads, static shared memory (no opt-in), and the register file.
       const CostFeatures f = winograd().cost_features(p, s);
       EXPECT_LE(f.threads_per_block, gpu.max_threads_per_block) << kernel_name(s);
-      EXPECT_LE(f.smem_bytes_per_block, std::min(gpu.smem_per_block_bytes, 48 * 1024)) << kernel_name(s);
+      EXPECT_LE(f.smem_bytes_per_block, gpu.smem_per_block_optin_bytes) << kernel_name(s);
       const WinogradParams w = params_of<WinogradParams>(s);
       EXPECT_LE(w.pos_per_thread * w.thread_k * w.thread_t, 64) << kernel_name(s);
     }
@@ -130,7 +130,7 @@ TEST(WinogradFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
   EXPECT_EQ(winograd().check_support(p, gpu, to_spec(spec_of(2, 8, 8, 4, 4, 4, 16))),
             "4 threads per block are fewer than a warp");
   EXPECT_EQ(winograd().check_support(p, gpu, to_spec(spec_of(4, 64, 64, 16, 4, 4, 36))),
-            "294912 bytes of shared memory per block exceed the 49152 allowed without opting in");
+            "294912 bytes of shared memory per block exceed the gpu's 232448");
   EXPECT_EQ(winograd().check_support(p, gpu, to_spec(spec_of(2, 64, 64, 4, 1, 1, 1))),
             "65536 threads per block exceed the gpu's 1024");
 }
