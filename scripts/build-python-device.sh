@@ -14,6 +14,6 @@ if [[ ! -f /usr/include/sqlite3.h ]]; then
 fi
 cxx=${CXX_FOR_PYTHON:-/usr/bin/g++}
 [[ -x $cxx ]] || cxx=${CXX:-c++}
-cmake -S python -B build/python-device -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
-  -DPython_EXECUTABLE="$(command -v python3)" -Wno-dev "${sqlite_hints[@]}"
+cmake -S python -B build/python-device -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$PWD/build/prefix" -DPython_EXECUTABLE="$(command -v python3)" -Wno-dev "${sqlite_hints[@]}"
 cmake --build build/python-device

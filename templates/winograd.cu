@@ -235,6 +235,9 @@ __device__ __forceinline__ void load_patch(float (&r_d)[ALPHA][ALPHA], const flo
 // registers between the global loads (load_chunk) and the shared-memory stores (store_chunk).
 constexpr int U_LOADS = (int)ceil_div(U_FLOATS, THREADS);
 constexpr int PATCHES = (int)ceil_div(BLOCK_C * BLOCK_T, THREADS);
+// Whether a thread's i-th element or patch exists (the last round of a block may be partial).
+__device__ __forceinline__ bool is_u_element(int e) { return U_FLOATS % THREADS == 0 || e < U_FLOATS; }
+__device__ __forceinline__ bool is_patch(int e) { return (BLOCK_C * BLOCK_T) % THREADS == 0 || e < BLOCK_C * BLOCK_T; }
 struct ChunkRegisters {
   float u[U_LOADS];
   float d[PATCHES][ALPHA][ALPHA];
@@ -252,7 +255,7 @@ __device__ __forceinline__ void load_chunk(ChunkRegisters& r, const float* __res
     const int pos = e / (BLOCK_K * BLOCK_C);
     const int c = c0 + cc;
     const int k = k_block + kk;
-    const bool ok = (U_FLOATS % THREADS == 0 || e < U_FLOATS) && c < C && k < K;
+    const bool ok = is_u_element(e) && c < C && k < K;
     r.u[i] = ok ? g_transformed_filter[((idx_t)pos * C + c) * K + k] : 0.0f;
   }
 #pragma unroll
@@ -260,7 +263,7 @@ __device__ __forceinline__ void load_chunk(ChunkRegisters& r, const float* __res
     const int e = tid + i * THREADS;
     const int tile = t_block + e % BLOCK_T;
     const int c = c0 + e / BLOCK_T;
-    const bool ok = ((BLOCK_C * BLOCK_T) % THREADS == 0 || e < BLOCK_C * BLOCK_T) && c < C && tile < TILES;
+    const bool ok = is_patch(e) && c < C && tile < TILES;
     load_patch(r.d[i], g_activation, ok ? c : 0, ok ? tile : 0, ok);
   }
 }
@@ -270,12 +273,12 @@ __device__ __forceinline__ void store_chunk(const ChunkRegisters& r, float* s_u,
 #pragma unroll
   for (int i = 0; i < U_LOADS; ++i) {
     const int e = tid + i * THREADS;
-    if (U_FLOATS % THREADS == 0 || e < U_FLOATS) s_u[e] = r.u[i];
+    if (is_u_element(e)) s_u[e] = r.u[i];
   }
 #pragma unroll
   for (int i = 0; i < PATCHES; ++i) {
     const int e = tid + i * THREADS;
-    if ((BLOCK_C * BLOCK_T) % THREADS != 0 && e >= BLOCK_C * BLOCK_T) continue;
+    if (!is_patch(e)) continue;
     const int tt = e % BLOCK_T;
     const int cc = e / BLOCK_T;
     float r_v[ALPHA][ALPHA];
@@ -345,7 +348,8 @@ extern "C" __global__ void __launch_bounds__(winograd::THREADS)
     store_chunk(r_chunk, s_u, s_v, tid);
     __syncthreads();
     if constexpr (PREFETCH) {
-      if (c0 + BLOCK_C < C) load_chunk(r_chunk, g_activation, g_transformed_filter, tid, c0 + BLOCK_C, t_block, k_block);
+      const int next = c0 + BLOCK_C;
+      if (next < C) load_chunk(r_chunk, g_activation, g_transformed_filter, tid, next, t_block, k_block);
     }
     // 3. The GEMMs of the chunk.
 #pragma unroll

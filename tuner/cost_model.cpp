@@ -99,9 +99,8 @@ CostTerm Prediction::largest_term() const {
 }
 
 Occupancy occupancy(int threads_per_block, int registers_per_thread, int smem_bytes_per_block, const Gpu& gpu) {
-  const int smem_limit = std::max(gpu.smem_per_block_bytes, gpu.smem_per_block_optin_bytes);
   if (threads_per_block <= 0 || threads_per_block > gpu.max_threads_per_block ||
-      registers_per_thread > gpu.max_regs_per_thread || smem_bytes_per_block > smem_limit)
+      registers_per_thread > gpu.max_regs_per_thread || smem_bytes_per_block > max_smem_per_block_bytes(gpu))
     return {.blocks_per_sm = 0, .limit = OccupancyLimit::cannot_launch};
   const int threads = round_up(threads_per_block, kWarpSize);
   const std::int64_t registers = static_cast<std::int64_t>(round_up(registers_per_thread, kRegisterUnit)) * threads;

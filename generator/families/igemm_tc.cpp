@@ -135,10 +135,6 @@ IgemmTcParams params_of_tile(const Tile& t, int block_k, int stages, int split_k
           .vector = vector};
 }
 
-int smem_limit(const Gpu& gpu) {
-  return gpu.smem_per_block_optin_bytes > 0 ? gpu.smem_per_block_optin_bytes : gpu.smem_per_block_bytes;
-}
-
 // Blocks of one SM that run at once, by the GPU's thread, register, shared-memory and block limits.
 int resident_blocks_per_sm(const Problem& p, const Gpu& gpu, const IgemmTcParams& s) {
   const int threads = threads_of(s);
@@ -278,8 +274,9 @@ class IgemmTc final : public Family {
     // Resources of the GPU.
     if (threads > gpu.max_threads_per_block)
       return fmt::format("{} threads per block exceed the gpu's {}", threads, gpu.max_threads_per_block);
-    if (smem_bytes(p, s) > smem_limit(gpu))
-      return fmt::format("{} bytes of shared memory per block exceed the gpu's {}", smem_bytes(p, s), smem_limit(gpu));
+    if (smem_bytes(p, s) > max_smem_per_block_bytes(gpu))
+      return fmt::format("{} bytes of shared memory per block exceed the gpu's {}", smem_bytes(p, s),
+                         max_smem_per_block_bytes(gpu));
     const int regs = register_estimate(p, s);
     if (regs > gpu.max_regs_per_thread)
       return fmt::format("about {} registers per thread exceed the gpu's {}", regs, gpu.max_regs_per_thread);

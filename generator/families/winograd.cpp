@@ -225,10 +225,9 @@ class Winograd final : public Family {
     if (threads < 32) return fmt::format("{} threads per block are fewer than a warp", threads);
     if (threads > gpu.max_threads_per_block)
       return fmt::format("{} threads per block exceed the gpu's {}", threads, gpu.max_threads_per_block);
-    // Dynamic shared memory: up to the opt-in limit where the descriptor gives one.
-    const int smem_limit = gpu.smem_per_block_optin_bytes > 0 ? gpu.smem_per_block_optin_bytes : gpu.smem_per_block_bytes;
-    if (smem_bytes(s) > smem_limit)
-      return fmt::format("{} bytes of shared memory per block exceed the gpu's {}", smem_bytes(s), smem_limit);
+    if (smem_bytes(s) > max_smem_per_block_bytes(gpu))  // dynamic shared memory, opted in
+      return fmt::format("{} bytes of shared memory per block exceed the gpu's {}", smem_bytes(s),
+                         max_smem_per_block_bytes(gpu));
     const int regs = register_estimate(s);
     if (regs > gpu.max_regs_per_thread)
       return fmt::format("about {} registers per thread exceed the gpu's {}", regs, gpu.max_regs_per_thread);
@@ -238,44 +237,15 @@ class Winograd final : public Family {
     return std::nullopt;
   }
 
-  // Every configuration that passes check, fits the problem (tiles within the next power of two of K and of the
-  // output tiles) and keeps at most 64 accumulators per thread; the best kPerTile of each tile size and prefetch
-  // choice by estimate_us, merged in the order of the estimate.
+  // The best kPerTile of each tile size and prefetch choice by estimate_us, merged in the order of the estimate.
   std::vector<WinogradParams> candidates(const Problem& p, const Gpu& gpu) const {
     if (p.precision != Precision::fp32 || !validate(p).empty()) return {};  // no configuration changes these
     std::vector<std::pair<double, WinogradParams>> ranked;
-    for (const auto& [tile, prefetch] : {std::pair{2, false}, std::pair{2, true}, std::pair{4, false}, std::pair{4, true}}) {
-      std::vector<std::pair<double, WinogradParams>> of_tile;
-      const int position_count = (tile + 2) * (tile + 2);
-      for (int block_k : {16, 32, 64}) {
-        if (block_k > std::max(16, next_pow2(p.k))) continue;
-        for (int block_t : {16, 32, 64}) {
-          for (int block_c : {4, 8, 16}) {
-            for (int thread_k : {2, 4}) {
-              for (int thread_t : {2, 4}) {
-                for (int pos_per_thread = 1; pos_per_thread <= position_count; ++pos_per_thread) {
-                  if (position_count % pos_per_thread != 0) continue;
-                  const WinogradParams s{.tile = tile,
-                                         .block_k = block_k,
-                                         .block_t = block_t,
-                                         .block_c = block_c,
-                                         .thread_k = thread_k,
-                                         .thread_t = thread_t,
-                                         .pos_per_thread = pos_per_thread,
-                                         .prefetch = prefetch};
-                  if (block_t > std::max<std::int64_t>(16, next_pow2(tiles(p, s)))) continue;
-                  if (accumulators(s) > 64 || threads_per_block(s) < 64) continue;
-                  if (check(p, gpu, s)) continue;
-                  of_tile.emplace_back(estimate_us(p, gpu, s), s);
-                }
-              }
-            }
-          }
-        }
+    for (int tile : {2, 4}) {
+      for (bool prefetch : {false, true}) {
+        std::vector<std::pair<double, WinogradParams>> best = best_of_variant(p, gpu, tile, prefetch);
+        ranked.insert(ranked.end(), best.begin(), best.end());
       }
-      std::stable_sort(of_tile.begin(), of_tile.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      if (of_tile.size() > kPerTile) of_tile.resize(kPerTile);
-      ranked.insert(ranked.end(), of_tile.begin(), of_tile.end());
     }
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<WinogradParams> specs;
@@ -283,13 +253,52 @@ class Winograd final : public Family {
     return specs;
   }
 
+  // Of one tile size and prefetch choice, every configuration that passes check, fits the problem (tiles within the
+  // next power of two of K and of the output tiles) and keeps at most 64 accumulators per thread: the best kPerTile,
+  // with their estimates, fastest first.
+  std::vector<std::pair<double, WinogradParams>> best_of_variant(const Problem& p, const Gpu& gpu, int tile,
+                                                                 bool prefetch) const {
+    std::vector<std::pair<double, WinogradParams>> found;
+    const int position_count = (tile + 2) * (tile + 2);
+    for (int block_k : {16, 32, 64}) {
+      if (block_k > std::max(16, next_pow2(p.k))) continue;
+      for (int block_t : {16, 32, 64}) {
+        for (int block_c : {4, 8, 16}) {
+          for (int thread_k : {2, 4}) {
+            for (int thread_t : {2, 4}) {
+              for (int pos_per_thread = 1; pos_per_thread <= position_count; ++pos_per_thread) {
+                if (position_count % pos_per_thread != 0) continue;
+                const WinogradParams s{.tile = tile,
+                                       .block_k = block_k,
+                                       .block_t = block_t,
+                                       .block_c = block_c,
+                                       .thread_k = thread_k,
+                                       .thread_t = thread_t,
+                                       .pos_per_thread = pos_per_thread,
+                                       .prefetch = prefetch};
+                if (block_t > std::max<std::int64_t>(16, next_pow2(tiles(p, s)))) continue;
+                if (accumulators(s) > 64 || threads_per_block(s) < 64) continue;
+                if (check(p, gpu, s)) continue;
+                found.emplace_back(estimate_us(p, gpu, s), s);
+              }
+            }
+          }
+        }
+      }
+    }
+    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (found.size() > kPerTile) found.resize(kPerTile);
+    return found;
+  }
+
   static constexpr std::size_t kPerTile = 8;
 
   // A rough time in microseconds that orders the search space (the tuner's cost model ranks for real): waves of
   // resident blocks, each issuing its warp instructions at 4 per clock per SM or moving its shared-memory bytes at 128
   // per clock, whichever is longer, slowed when fewer than 16 warps per SM (8 with prefetch) hide the latency of the
-  // shared loads and barriers; or, if longer, the bytes through L2 at twice the DRAM bandwidth: every row of blocks reads the patches
-  // of its tiles (each (m+2)^2 floats, overlaps counted again), every column its channels' transformed filter.
+  // shared loads and barriers; or, if longer, the bytes through L2 at twice the DRAM bandwidth: every row of blocks
+  // reads the patches of its tiles (each (m+2)^2 floats, overlaps counted again), every column its channels'
+  // transformed filter.
   static double estimate_us(const Problem& p, const Gpu& gpu, const WinogradParams& s) {
     const int sm_count = std::max(gpu.sm_count, 1);
     const std::int64_t blocks = blocks_of(p, s);

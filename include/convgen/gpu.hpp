@@ -41,6 +41,12 @@ inline bool has_mma_tf32(const Gpu& gpu) { return compute_capability(gpu) >= 80;
 // wgmma exists on compute capability 9.0 only; kernels that use it are compiled for sm_90a.
 inline bool has_wgmma(const Gpu& gpu) { return compute_capability(gpu) == 90; }
 
+// The most shared memory one block may have: the opt-in maximum where the descriptor gives one.
+inline int max_smem_per_block_bytes(const Gpu& gpu) {
+  return gpu.smem_per_block_optin_bytes > gpu.smem_per_block_bytes ? gpu.smem_per_block_optin_bytes
+                                                                    : gpu.smem_per_block_bytes;
+}
+
 // Returns the peak FLOP/s of the precision, in TFLOP/s.
 double peak_tflops(const Gpu& gpu, Precision precision);
 
