@@ -12,9 +12,8 @@
 //      (switch over the halo position, every case compile-time code) to the FMAs of that position only;
 //      a channel whose halo is all zero costs its loads and nothing else.
 // The lane's filter values for channel c (K_PER_LANE x R x S) come from the packed filter, written once per op by
-// the pack_filter entry: [c][k][R*S padded to 4] read as float4 (R*S >= 4), else [c][r][s][k]. Halos are loaded
-// one channel ahead, with its taps; with TAPS_ON_DEMAND halos run two channels ahead and a channel's taps are loaded
-// only when its halo has a nonzero, so an all-zero channel costs its halo loads and one vote.
+// the pack_filter entry: [c][k][R*S padded to 4] read as float4 (R*S >= 4), else [c][r][s][k]. Loads of channel
+// c + 1 are issued before channel c is computed.
 // Nothing is built or counted outside the kernel: no second launch, no host round trip, no atomics for lists.
 //
 // Grid: x = N * TILES_H * TILES_W output tiles, y = ceil(K / KW) channel groups, z = SPLIT_C input-channel splits.
@@ -47,9 +46,6 @@ CONVGEN_PARAM("sm", "0,1,2,3", "sparse loop: 3 halo in shared memory, read by 8 
 constexpr int SPARSE_MODE = 3;
 CONVGEN_PARAM("ur", "bool", "unroll the channel loop by 2 (two register sets, no copies between channels)")
 constexpr bool UNROLL2 = false;
-CONVGEN_PARAM("tl", "bool", "load a channel's taps only when its halo has a nonzero; halos two channels ahead "
-              "(without ur)")
-constexpr bool TAPS_ON_DEMAND = false;
 CONVGEN_PARAM("relu", "bool", "apply max(0, x) to the activation as it is loaded") constexpr bool RELU_ON_LOAD = false;
 }  // namespace cfg
 #endif
@@ -97,7 +93,6 @@ constexpr int DENSE_MIN_MODEL =
                      : (int)ceil_div((long long)(HALO + TAP_FMAS) * HALO, 12LL * HALO + TAP_FMAS);
 constexpr int DENSE_MIN = DENSE_AT > 0 ? DENSE_AT : (DENSE_MIN_MODEL < 1 ? 1 : DENSE_MIN_MODEL);
 static_assert(SPARSE_MODE >= 0 && SPARSE_MODE <= 3, "SPARSE_MODE must be 0 to 3");
-static_assert(!(UNROLL2 && TAPS_ON_DEMAND), "TAPS_ON_DEMAND needs the channel loop without UNROLL2");
 
 // Packed filter: with R * S >= 4 taps, [c][k][RS_PAD] (a lane's taps of one channel are contiguous, read as
 // float4: RS_PAD / 4 loads per output channel instead of R * S), else [c][r][s][k] (lanes read consecutive k).
@@ -230,9 +225,10 @@ __device__ __forceinline__ void dense_all(Acc& acc, const Taps& f, const float (
       if (j * 32 + b < HALO) apply(acc, f, __shfl_sync(FULL, v[j], b), j * 32 + b);
 }
 
-// Loads channel c's halo (this lane's elements), applying max(0, x) when RELU_ON_LOAD.
-__device__ __forceinline__ void load_halo(float (&v)[HALO_REGS], const float* __restrict__ g_activation,
-                                          const int (&spatial)[HALO_REGS], int image_base, int c) {
+// Loads channel c's halo (this lane's elements) and the lane's taps of channel c.
+__device__ __forceinline__ void load_channel(float (&v)[HALO_REGS], Taps& f, const float* __restrict__ g_activation,
+                                             const float* __restrict__ g_packed_filter, const int (&spatial)[HALO_REGS],
+                                             int image_base, int c, int k_lane) {
   const int channel_base = CHANNELS_LAST ? image_base + c : image_base + c * HW;
 #pragma unroll
   for (int j = 0; j < HALO_REGS; ++j) {
@@ -240,10 +236,6 @@ __device__ __forceinline__ void load_halo(float (&v)[HALO_REGS], const float* __
     if constexpr (RELU_ON_LOAD) x = fmaxf(x, 0.0f);
     v[j] = x;
   }
-}
-
-// Loads the lane's taps of channel c (K_PER_LANE x R x S; zero for output channels past K).
-__device__ __forceinline__ void load_taps(Taps& f, const float* __restrict__ g_packed_filter, int c, int k_lane) {
   if constexpr (VEC_TAPS) {
 #pragma unroll
     for (int t = 0; t < K_PER_LANE; ++t) {
@@ -276,29 +268,15 @@ __device__ __forceinline__ void load_taps(Taps& f, const float* __restrict__ g_p
   }
 }
 
-// Whether any lane's halo elements include a nonzero (one vote).
-__device__ __forceinline__ bool any_nonzero(const float (&v)[HALO_REGS]) {
-  bool nonzero = false;
-#pragma unroll
-  for (int j = 0; j < HALO_REGS; ++j) nonzero = nonzero || v[j] != 0.0f;
-  return __any_sync(FULL, nonzero);
-}
-
-// The halo's nonzero mask (one ballot per 32 elements); returns its population count.
-__device__ __forceinline__ int nonzero_mask(const float (&v)[HALO_REGS], unsigned (&mask)[HALO_REGS]) {
+__device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, const float (&v)[HALO_REGS], float* s_halo,
+                                                int lane) {
+  unsigned mask[HALO_REGS];
   int count = 0;
 #pragma unroll
   for (int j = 0; j < HALO_REGS; ++j) {
     mask[j] = __ballot_sync(FULL, v[j] != 0.0f);
     count += __popc(mask[j]);
   }
-  return count;
-}
-
-// One channel's FMAs given its halo's nonzero mask and count: the dense loop, a sparse loop, or nothing.
-__device__ __forceinline__ void compute_masked(Acc& acc, const Taps& f, const float (&v)[HALO_REGS],
-                                               const unsigned (&mask)[HALO_REGS], int count, float* s_halo,
-                                               int lane) {
   if (count >= DENSE_MIN)
     dense_all(acc, f, v);
   else if (count > 0) {
@@ -311,13 +289,6 @@ __device__ __forceinline__ void compute_masked(Acc& acc, const Taps& f, const fl
     else
       sparse_unrolled(acc, f, v, mask);
   }
-}
-
-__device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, const float (&v)[HALO_REGS], float* s_halo,
-                                                int lane) {
-  unsigned mask[HALO_REGS];
-  const int count = nonzero_mask(v, mask);
-  compute_masked(acc, f, v, mask, count, s_halo, lane);
 }
 
 }  // namespace act_sparse
@@ -401,59 +372,19 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
       // Two register sets in turn: channel c + 1 loads into one while channel c computes from the other.
       float va[HALO_REGS], vb[HALO_REGS];
       float fa[K_PER_LANE][R][S], fb[K_PER_LANE][R][S];
-      load_halo(va, g_activation, spatial, image_base, c_lo);
-      load_taps(fa, g_packed_filter, c_lo, k_lane);
+      load_channel(va, fa, g_activation, g_packed_filter, spatial, image_base, c_lo, k_lane);
 #pragma unroll 1
       for (int c = c_lo; c < c_hi; c += 2) {
-        if (c + 1 < c_hi) {
-          load_halo(vb, g_activation, spatial, image_base, c + 1);
-          load_taps(fb, g_packed_filter, c + 1, k_lane);
-        }
+        if (c + 1 < c_hi) load_channel(vb, fb, g_activation, g_packed_filter, spatial, image_base, c + 1, k_lane);
         compute_channel(acc, fa, va, s_my_halo, lane);
         if (c + 1 >= c_hi) break;
-        if (c + 2 < c_hi) {
-          load_halo(va, g_activation, spatial, image_base, c + 2);
-          load_taps(fa, g_packed_filter, c + 2, k_lane);
-        }
+        if (c + 2 < c_hi) load_channel(va, fa, g_activation, g_packed_filter, spatial, image_base, c + 2, k_lane);
         compute_channel(acc, fb, vb, s_my_halo, lane);
-      }
-    } else if constexpr (TAPS_ON_DEMAND) {
-      // Halos run two channels ahead and taps one: a channel's taps are loaded only when its halo has a nonzero
-      // (the vote of channel c + 1 comes before channel c's FMAs, so its tap loads still overlap them), and a run
-      // of all-zero channels costs two halo loads in flight per channel and one vote, no tap traffic.
-      float v[HALO_REGS], v_next[HALO_REGS];
-      float f[K_PER_LANE][R][S];
-      load_halo(v, g_activation, spatial, image_base, c_lo);
-      bool live = any_nonzero(v);
-      if (live) load_taps(f, g_packed_filter, c_lo, k_lane);
-      if (c_lo + 1 < c_hi) load_halo(v_next, g_activation, spatial, image_base, c_lo + 1);
-#pragma unroll 1
-      for (int c = c_lo; c < c_hi; ++c) {
-        float cv[HALO_REGS];
-        float cf[K_PER_LANE][R][S];
-        const bool c_live = live;
-#pragma unroll
-        for (int j = 0; j < HALO_REGS; ++j) cv[j] = v[j];
-#pragma unroll
-        for (int t = 0; t < K_PER_LANE; ++t)
-#pragma unroll
-          for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int s = 0; s < S; ++s) cf[t][r][s] = f[t][r][s];
-        if (c + 1 < c_hi) {
-#pragma unroll
-          for (int j = 0; j < HALO_REGS; ++j) v[j] = v_next[j];
-          live = any_nonzero(v);
-          if (live) load_taps(f, g_packed_filter, c + 1, k_lane);
-        }
-        if (c + 2 < c_hi) load_halo(v_next, g_activation, spatial, image_base, c + 2);
-        if (c_live) compute_channel(acc, cf, cv, s_my_halo, lane);
       }
     } else {
       float v[HALO_REGS];
       float f[K_PER_LANE][R][S];
-      load_halo(v, g_activation, spatial, image_base, c_lo);
-      load_taps(f, g_packed_filter, c_lo, k_lane);
+      load_channel(v, f, g_activation, g_packed_filter, spatial, image_base, c_lo, k_lane);
 #pragma unroll 1
       for (int c = c_lo; c < c_hi; ++c) {
         float cv[HALO_REGS];
@@ -466,10 +397,7 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
           for (int r = 0; r < R; ++r)
 #pragma unroll
             for (int s = 0; s < S; ++s) cf[t][r][s] = f[t][r][s];
-        if (c + 1 < c_hi) {
-          load_halo(v, g_activation, spatial, image_base, c + 1);
-          load_taps(f, g_packed_filter, c + 1, k_lane);
-        }
+        if (c + 1 < c_hi) load_channel(v, f, g_activation, g_packed_filter, spatial, image_base, c + 1, k_lane);
         compute_channel(acc, cf, cv, s_my_halo, lane);
       }
     }

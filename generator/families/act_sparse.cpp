@@ -19,7 +19,7 @@
 namespace convgen::act_sparse {
 
 
-// Field order = CONVGEN_PARAM declaration order in templates/act_sparse.cu (th tw tk wp sc dm sm ur tl relu).
+// Field order = CONVGEN_PARAM declaration order in templates/act_sparse.cu (th tw tk wp sc dm sm u2 relu).
 struct Params {
   int tile_h = 4;          // th: output rows per warp tile
   int tile_w = 7;          // tw: output columns per warp tile
@@ -29,7 +29,6 @@ struct Params {
   int dense_at = 0;        // dm: nonzeros per halo from which the dense loop runs (0: the template's cost model)
   int sparse_mode = 3;     // sm: 3 shared halo read by 8, 2 shuffles by 8, 0 one shuffle per nonzero, 1 ffs + switch
   bool unroll2 = false;    // ur: channel loop unrolled by 2 (two register sets)
-  bool taps_on_demand = false;  // tl: a channel's taps loaded only when its halo has a nonzero (not with ur)
   bool relu_on_load = false;
   bool operator==(const Params&) const = default;
 };
@@ -101,9 +100,8 @@ Derived derive(const Problem& pr, const Params& p) {
 int register_estimate(const Problem& pr, const Params& p) {
   const Derived d = derive(pr, p);
   const int rs = pr.filter.h * pr.filter.w;
-  // Measured with ptxas (sm_90): about twice the accumulators plus the double-buffered taps; taps on demand holds a
-  // second halo in flight and keeps more live across the loop (4 to 27 more, measured).
-  return 2 * p.k_per_lane * d.tp + 2 * p.k_per_lane * rs + 3 * d.halo_regs + 32 + (p.taps_on_demand ? 16 : 0);
+  // Measured with ptxas (sm_90): about twice the accumulators plus the double-buffered taps.
+  return 2 * p.k_per_lane * d.tp + 2 * p.k_per_lane * rs + 3 * d.halo_regs + 32;
 }
 
 // Filter taps per input channel as the packed filter stores them: R * S rounded up to 4 when R * S >= 4 (read as
@@ -115,17 +113,6 @@ int rs_pad(const Problem& pr) {
 int tap_loads(const Problem& pr, const Params& p) {
   const int rs = pr.filter.h * pr.filter.w;
   return (rs >= 4 ? rs_pad(pr) / 4 : rs) * p.k_per_lane;
-}
-
-// Expected fraction of a warp's channels whose halo of `halo` elements is all zero, at zero fraction z. ReLU's zeros
-// cluster: taken as blobs about as wide as the halo's side, so z^sqrt(halo) (independent zeros would give z^halo,
-// next to nothing). For the blob pattern (reference/inputs.cpp) at 90% zeros a simulation gives 0.4-0.7 for
-// halos of 24-54 elements on 7x7 to 56x56 maps, z^sqrt(halo) gives 0.46-0.60; at 50%, 0.02-0.26 against 0.01-0.09.
-double dead_channel_fraction(int halo, double z) { return std::pow(z, std::sqrt(static_cast<double>(halo))); }
-
-// Tap loads a warp issues per input channel: every channel's, or with taps on demand only a live channel's.
-double tap_loads_per_channel(const Problem& pr, const Params& p, int halo, double z) {
-  return tap_loads(pr, p) * (p.taps_on_demand ? 1 - dead_channel_fraction(halo, z) : 1.0);
 }
 
 }  // namespace
@@ -155,7 +142,6 @@ std::optional<std::string> check_support(const Problem& pr, const Gpu& gpu, cons
     return fmt::format("split_c must be 1 to min(64, C = {}), got {}", pr.c, p.split_c);
   if (p.dense_at < 0 || p.dense_at > 128) return fmt::format("dense_at must be 0 to 128, got {}", p.dense_at);
   if (p.sparse_mode < 0 || p.sparse_mode > 3) return fmt::format("sparse_mode must be 0 to 3, got {}", p.sparse_mode);
-  if (p.unroll2 && p.taps_on_demand) return "taps_on_demand (tl) needs the channel loop without unroll2 (ur)";
   const Derived d = derive(pr, p);
   if (d.halo > 128)
     return fmt::format("the tile's input halo of {}x{} = {} elements exceeds 128 (4 per lane)", halo_h(pr, p),
@@ -226,10 +212,7 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
   const bool sparse_wins = sparse < dense;
   // A warp's tap load (float4, or one float per tap for R * S < 4) moves up to 32 * 16 bytes through the SM's
   // 128-byte-per-clock L1: 4 clocks of the SM, 16 issue slots of its 4 schedulers.
-  // Taps on demand adds a vote per channel and skips the tap loads of the channels whose halo is all zero.
-  const double per_channel = std::min(dense, sparse) + d.halo_regs * 3 +
-                             16.0 * tap_loads_per_channel(pr, p, d.halo, zero_fraction) + 12 +
-                             (p.taps_on_demand ? 2 : 0);
+  const double per_channel = std::min(dense, sparse) + d.halo_regs * 3 + 16.0 * tap_loads(pr, p) + 12;
   const double chain = (sparse_wins ? live_groups * 40 : 0) + 60;
   const std::int64_t warps_total = std::int64_t{d.tiles} * d.k_groups * p.split_c * p.warps;
   const int sms = std::max(gpu.sm_count, 1);
@@ -246,9 +229,7 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
   double us = (std::max(issue_cycles, serial_cycles) + reduce_cycles) / clock_mhz;
   // Bytes through L2 where L1 misses: every warp's halo and taps per channel; L2 reads at about twice the DRAM
   // bandwidth.
-  const double live_taps = p.taps_on_demand ? 1 - dead_channel_fraction(d.halo, zero_fraction) : 1.0;
-  const double l2_bytes =
-      static_cast<double>(warps_total) * d.c_per_warp * (d.halo + d.kw * rs_pad(pr) * live_taps) * 4.0;
+  const double l2_bytes = static_cast<double>(warps_total) * d.c_per_warp * (d.halo + d.kw * rs_pad(pr)) * 4.0;
   const double l2_gbs = 2 * (gpu.dram_bandwidth_gbs > 0 ? gpu.dram_bandwidth_gbs : 1000);
   us = std::max(us, l2_bytes / (l2_gbs * 1e3));
   if (p.split_c > 1) {
@@ -265,20 +246,19 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
     for (int tw : {1, 2, 4, 7, 8, 14, 16})
       for (int tk : {1, 2, 4})
         for (int warps : {1, 2, 4, 8, 16})
-          for (int sc = 1; sc <= 64; sc *= 2)
-            for (bool taps_on_demand : {false, true}) {
-              const Params p{.tile_h = th, .tile_w = tw, .k_per_lane = tk, .warps = warps, .split_c = sc,
-                             .dense_at = 0, .taps_on_demand = taps_on_demand, .relu_on_load = relu_on_load};
-              if (check_support(pr, gpu, p)) continue;
-              const Derived d = derive(pr, p);
-              if (d.halo_regs * 32 > d.halo * 1.5 && d.halo > 32) continue;  // mostly empty lanes
-              if (d.c_per_warp < 4 && (warps > 1 || sc > 1)) continue;        // reduction overhead dominates
-              // ptxas (CUDA 13.0, sm_80) spills 4-8 bytes at 72 registers for one-row or one-column tiles of filters
-              // taller than 3 rows (5x5: th1 x tw2, th1 x tw4 and th2 x tw1 spill; th2 x tw2, th2 x tw4, th4 x tw4
-              // do not).
-              if ((th == 1 || tw == 1) && pr.filter.h > 3) continue;
-              ranked.emplace_back(estimate_us(pr, gpu, p, zero_fraction), p);
-            }
+          for (int sc = 1; sc <= 64; sc *= 2) {
+            const Params p{.tile_h = th, .tile_w = tw, .k_per_lane = tk, .warps = warps, .split_c = sc,
+                           .dense_at = 0, .relu_on_load = relu_on_load};
+            if (check_support(pr, gpu, p)) continue;
+            const Derived d = derive(pr, p);
+            if (d.halo_regs * 32 > d.halo * 1.5 && d.halo > 32) continue;  // mostly empty lanes
+            if (d.c_per_warp < 4 && (warps > 1 || sc > 1)) continue;        // reduction overhead dominates
+            // ptxas (CUDA 13.0, sm_80) spills 4-8 bytes at 72 registers for one-row or one-column tiles of filters
+            // taller than 3 rows (5x5: th1 x tw2, th1 x tw4 and th2 x tw1 spill; th2 x tw2, th2 x tw4, th4 x tw4
+            // do not).
+            if ((th == 1 || tw == 1) && pr.filter.h > 3) continue;
+            ranked.emplace_back(estimate_us(pr, gpu, p, zero_fraction), p);
+          }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Params> out;
   for (const auto& [us, p] : ranked) {
@@ -303,8 +283,7 @@ namespace as = convgen::act_sparse;
 
 as::Params to_logic(const ActSparseParams& s) {
   return {.tile_h = s.tile_h, .tile_w = s.tile_w, .k_per_lane = s.k_per_lane, .warps = s.warps, .split_c = s.split_c,
-          .dense_at = s.dense_at, .sparse_mode = s.sparse_mode, .unroll2 = s.unroll2,
-          .taps_on_demand = s.taps_on_demand, .relu_on_load = s.relu_on_load};
+          .dense_at = s.dense_at, .sparse_mode = s.sparse_mode, .unroll2 = s.unroll2, .relu_on_load = s.relu_on_load};
 }
 ActSparseParams from_logic(const as::Params& p) {
   ActSparseParams s;
@@ -316,7 +295,6 @@ ActSparseParams from_logic(const as::Params& p) {
   s.dense_at = p.dense_at;
   s.sparse_mode = p.sparse_mode;
   s.unroll2 = p.unroll2;
-  s.taps_on_demand = p.taps_on_demand;
   s.relu_on_load = p.relu_on_load;
   return s;
 }
@@ -376,8 +354,7 @@ class ActSparse final : public Family {
             .flops_per_block = 2.0 * 32 * a.k_per_lane * tp * rs * per_warp * (sparse ? 1 - z : 1),
             .fma_instructions = per_warp * (sparse ? sparse_fma : dense_fma),
             .shared_load_instructions = per_warp * (sparse ? 2 * live + std::ceil(halo / 32.0) : halo),
-            .global_load_instructions =
-                per_warp * (std::ceil(halo / 32.0) + as::tap_loads_per_channel(p, a, halo, z)),
+            .global_load_instructions = per_warp * (std::ceil(halo / 32.0) + as::tap_loads(p, a)),
             .address_instructions = per_warp * (sparse ? 2 * groups + 8 * live : 4),
             .main_loop_steps = static_cast<int>(channels_per_warp),
             .pipelined = true,

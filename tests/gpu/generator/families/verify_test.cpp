@@ -66,8 +66,8 @@ TEST_F(GpuVerify, EveryFamilyAndRepresentativeConfigurationIsCorrectOnTheEdgeCas
 }
 
 // Activations with zeros where ReLU leaves them. The activation-sparse family: every pattern at 0, 50, 90, 99 and 100%
-// zeros, its representative configurations, each of its sparse loops with the dense loop forced off (dense_at
-// 128), so both of its paths meet every pattern, and each of its channel pipelines (taps on demand, unrolled by 2). The dense families: one fraction per pattern.
+// zeros, its representative configurations and each of its sparse loops with the dense loop forced off (dense_at
+// 128), so both of its paths meet every pattern. The dense families: one fraction per pattern.
 TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFraction) {
   std::uint64_t seed = 5000;
   std::vector<TensorSource> sources, few_sources = {SparseRandom{SparsityPattern::uniform, 0.5},
@@ -88,30 +88,12 @@ TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFr
           throw Error(fmt::format("act_sparse declares no parameter '{}'", token));
         };
         const std::size_t index_of_mode = index_of("sm"), index_of_dense_at = index_of("dm");
-        const std::size_t index_of_unroll = index_of("ur"), index_of_taps = index_of("tl");
-        const KernelSpec first = specs.front();
-        const auto add = [&](KernelSpec variant) {
-          if (!family->check_support(layer.problem, gpu_, variant)) specs.push_back(std::move(variant));
-        };
         for (int mode : {0, 1, 2}) {
-          KernelSpec variant = first;
+          KernelSpec variant = specs.front();
           variant.values[index_of_mode] = mode;
           variant.values[index_of_dense_at] = 128;
-          add(variant);
+          if (!family->check_support(layer.problem, gpu_, variant)) specs.push_back(variant);
         }
-        // Both channel pipelines besides the first's: taps on demand (with the dense loop as chosen, then forced
-        // off) and the loop unrolled by 2.
-        for (int dense_at : {first.values[index_of_dense_at], 128}) {
-          KernelSpec variant = first;
-          variant.values[index_of_taps] = 1 - first.values[index_of_taps];
-          variant.values[index_of_unroll] = 0;
-          variant.values[index_of_dense_at] = dense_at;
-          add(variant);
-        }
-        KernelSpec unrolled = first;
-        unrolled.values[index_of_unroll] = 1;
-        unrolled.values[index_of_taps] = 0;
-        add(unrolled);
       }
       for (const KernelSpec& spec : specs)
         for (const TensorSource& source : family->name() == "act_sparse" ? sources : few_sources)

@@ -94,31 +94,5 @@ TEST(ActSparseFamily, RanksCandidatesForTheProblemsSparsity) {
   EXPECT_LT(act_sparse().cost_features(sparse, s).fma_instructions, act_sparse().cost_features(dense, s).fma_instructions);
 }
 
-// Taps on demand skips the tap loads of all-zero channels at the cost of registers: the model expects fewer loads
-// only where zeros are expected, so it ranks such candidates first only for sparse problems; it needs the plain
-// channel loop.
-TEST(ActSparseFamily, LoadsTapsOnDemandOnlyWhereZerosAreExpected) {
-  Problem dense = cusnn_layers().front();
-  dense.n = 8;
-  Problem sparse = dense;
-  sparse.act_sparsity = 0.9;
-  ActSparseParams on_demand = params_of<ActSparseParams>(*act_sparse().default_spec(sparse, h100()));
-  on_demand.taps_on_demand = true;
-  on_demand.unroll2 = false;
-  ActSparseParams every_channel = on_demand;
-  every_channel.taps_on_demand = false;
-  const auto loads = [](const Problem& p, const ActSparseParams& a) {
-    return act_sparse().cost_features(p, to_spec(a)).global_load_instructions;
-  };
-  EXPECT_LT(loads(sparse, on_demand), loads(sparse, every_channel));
-  EXPECT_DOUBLE_EQ(loads(dense, on_demand), loads(dense, every_channel));
-  EXPECT_FALSE(params_of<ActSparseParams>(*act_sparse().default_spec(dense, h100())).taps_on_demand);
-
-  ActSparseParams both = on_demand;
-  both.unroll2 = true;
-  EXPECT_EQ(act_sparse().check_support(sparse, h100(), to_spec(both)),
-            "taps_on_demand (tl) needs the channel loop without unroll2 (ur)");
-}
-
 }  // namespace
 }  // namespace convgen
