@@ -1,6 +1,7 @@
 // direct_emulation_test: runs templates/direct.cu on the host, a std::thread per CUDA thread, against the reference.
-// No GPU is needed: the template is plain C++ once the few CUDA words it uses are defined below, so its index
-// arithmetic, tiling, bounds checks and the family's launch geometry are checked end to end on every CI run.
+// No GPU is needed: the template is plain C++ once the few CUDA words it uses are defined (support/host_cuda.hpp),
+// so its index arithmetic, tiling, bounds checks and the family's launch geometry are checked end to end on every
+// CI run.
 #include <math.h>
 #include <sys/mman.h>
 
@@ -18,32 +19,14 @@
 #include "direct_params.hpp"
 #include "generator/family.hpp"
 #include "reference/reference.hpp"
+#include "support/corpus.hpp"
+#include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 
 namespace convgen_emulation {
-
-// The CUDA vocabulary of the template, for a host compiler. Blocks run one after another; the threads of a block
-// run at once and meet at a barrier, so `static` is a faithful __shared__.
-struct Dim3 {
-  unsigned x = 0, y = 0, z = 0;
-};
-thread_local Dim3 threadIdx;
-thread_local Dim3 blockIdx;
-std::barrier<>* block_barrier = nullptr;
-inline void __syncthreads() { block_barrier->arrive_and_wait(); }
-inline float __ldg(const float* address) { return *address; }
-
-constexpr int extent(int in, int filter, int stride, int pad, int dil) {
-  return (in + 2 * pad - dil * (filter - 1) - 1) / stride + 1;
-}
-
+using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): the template's CUDA words
 }  // namespace convgen_emulation
 
-#define CONVGEN_PRELUDE 1
-#define __global__
-#define __device__
-#define __launch_bounds__(...)
-#define __restrict__ __restrict
 #define __shared__ static
 
 // Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them.
@@ -52,15 +35,7 @@ constexpr int extent(int in, int filter, int stride, int pad, int dil) {
   constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                    \
   constexpr convgen::DirectParams kSpec = SPEC;                                                           \
   namespace cfg {                                                                                         \
-  constexpr int N = kProblem.n, C = kProblem.c, K = kProblem.k, GROUPS = kProblem.groups;                 \
-  constexpr int D = kProblem.input.d, H = kProblem.input.h, W = kProblem.input.w;                         \
-  constexpr int T = kProblem.filter.d, R = kProblem.filter.h, S = kProblem.filter.w;                      \
-  constexpr int STRIDE_D = kProblem.stride.d, STRIDE_H = kProblem.stride.h, STRIDE_W = kProblem.stride.w; \
-  constexpr int PAD_D = kProblem.padding.d, PAD_H = kProblem.padding.h, PAD_W = kProblem.padding.w;       \
-  constexpr int DIL_D = kProblem.dilation.d, DIL_H = kProblem.dilation.h, DIL_W = kProblem.dilation.w;    \
-  constexpr int O = extent(D, T, STRIDE_D, PAD_D, DIL_D), P = extent(H, R, STRIDE_H, PAD_H, DIL_H),       \
-                Q = extent(W, S, STRIDE_W, PAD_W, DIL_W);                                                 \
-  constexpr bool CHANNELS_LAST = convgen::channels_last(kProblem.layout);                                 \
+  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                \
   constexpr int BLOCK_M = kSpec.block_m, BLOCK_N = kSpec.block_n, BLOCK_K = kSpec.block_k;                \
   constexpr int THREAD_M = kSpec.thread_m, THREAD_N = kSpec.thread_n;                                     \
   }                                                                                                       \
@@ -333,18 +308,6 @@ void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
 #NAME, convgen_emulation::NAME::kProblem, convgen_emulation::NAME::kSpec, &convgen_emulation::NAME::kernel_##NAME \
   }
 
-const Gpu kH100{.name = "H100",
-                .arch = "sm_90",
-                .sm_count = 132,
-                .max_threads_per_sm = 2048,
-                .max_threads_per_block = 1024,
-                .max_blocks_per_sm = 32,
-                .regs_per_sm = 65536,
-                .regs_per_block = 65536,
-                .max_regs_per_thread = 255,
-                .smem_per_sm_bytes = 233472,
-                .smem_per_block_bytes = 49152};
-
 // Launches `kernel` over the grid the family computes, block after block; the output starts as NaN so that an
 // output no thread writes fails the comparison.
 std::vector<float> run_on_host(const EmulationCase& c, std::span<const float> activation,
@@ -352,23 +315,7 @@ std::vector<float> run_on_host(const EmulationCase& c, std::span<const float> ac
   std::vector<float> output(static_cast<std::size_t>(output_elements(c.problem)),
                             std::numeric_limits<float>::quiet_NaN());
   const LaunchGeometry geometry = convgen::family("direct").plan(c.problem, convgen::to_spec(c.spec)).main_geometry();
-  const unsigned threads = geometry.block[0] * geometry.block[1] * geometry.block[2];
-  for (unsigned z = 0; z < geometry.grid[2]; ++z) {
-    for (unsigned y = 0; y < geometry.grid[1]; ++y) {
-      for (unsigned x = 0; x < geometry.grid[0]; ++x) {
-        std::barrier<> barrier(threads);
-        convgen_emulation::block_barrier = &barrier;
-        std::vector<std::jthread> block;
-        for (unsigned t = 0; t < threads; ++t) {
-          block.emplace_back([&, t] {
-            convgen_emulation::threadIdx = {t, 0, 0};
-            convgen_emulation::blockIdx = {x, y, z};
-            c.kernel(activation.data(), filter.data(), output.data(), nullptr);
-          });
-        }
-      }
-    }
-  }
+  convgen::host_cuda::launch(geometry, [&] { c.kernel(activation.data(), filter.data(), output.data(), nullptr); });
   return output;
 }
 
@@ -377,7 +324,7 @@ class DirectEmulation : public testing::TestWithParam<EmulationCase> {};
 TEST_P(DirectEmulation, MatchesTheReferenceOnEveryOutput) {
   const EmulationCase& c = GetParam();
   ASSERT_EQ(validate(c.problem), "");
-  ASSERT_EQ(convgen::family("direct").check_support(c.problem, kH100, convgen::to_spec(c.spec)), std::nullopt);
+  ASSERT_EQ(convgen::family("direct").check_support(c.problem, convgen::testing_support::h100(), convgen::to_spec(c.spec)), std::nullopt);
   ASSERT_EQ(convgen::family("direct").plan(c.problem, convgen::to_spec(c.spec)).main_geometry().grid[2], 1u);
   std::vector<float> activation(static_cast<std::size_t>(activation_elements(c.problem)));
   std::vector<float> filter(static_cast<std::size_t>(filter_elements(c.problem)));
@@ -424,7 +371,7 @@ TEST(DirectEmulationPast2To31, TheLastBlockReadsAndWritesPast2To31ElementsAtTheR
   const DirectParams spec = convgen_emulation::past_2_to_31::kSpec;
   ASSERT_EQ(validate(p), "");
   ASSERT_GT(activation_elements(p), std::int64_t{1} << 31);
-  ASSERT_EQ(convgen::family("direct").check_support(p, kH100, convgen::to_spec(spec)), std::nullopt);
+  ASSERT_EQ(convgen::family("direct").check_support(p, convgen::testing_support::h100(), convgen::to_spec(spec)), std::nullopt);
   const LaunchGeometry geometry = convgen::family("direct").plan(p, convgen::to_spec(spec)).main_geometry();
 
   SparseBuffer activation(static_cast<std::size_t>(activation_elements(p)) * sizeof(float));
@@ -451,12 +398,12 @@ TEST(DirectEmulationPast2To31, TheLastBlockReadsAndWritesPast2To31ElementsAtTheR
   const unsigned threads = geometry.block[0] * geometry.block[1] * geometry.block[2];
   {
     std::barrier<> barrier(threads);
-    convgen_emulation::block_barrier = &barrier;
+    convgen::host_cuda::block_barrier = &barrier;
     std::vector<std::jthread> block;
     for (unsigned t = 0; t < threads; ++t)
       block.emplace_back([&, t] {
-        convgen_emulation::threadIdx = {t, 0, 0};
-        convgen_emulation::blockIdx = {geometry.grid[0] - 1, geometry.grid[1] - 1, 0};
+        convgen::host_cuda::threadIdx = {t, 0, 0};
+        convgen::host_cuda::blockIdx = {geometry.grid[0] - 1, geometry.grid[1] - 1, 0};
         convgen_emulation::past_2_to_31::kernel_past_2_to_31(activation.data(), filter.data(), output.data(), nullptr);
       });
   }

@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/corpus.hpp"
+#include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 
 #include "generator/family.hpp"
@@ -25,12 +27,6 @@
 #include "reference/reference.hpp"
 
 // ---- The CUDA vocabulary of the template, for a host compiler ----------------------------------------------------
-#define CONVGEN_PRELUDE 1
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
-#define __restrict__ __restrict
 struct float2 {
   float x, y;
 };
@@ -41,12 +37,7 @@ struct float4 {
 #include "templates/interface.cuh"
 
 namespace tc_emulation {
-
-struct Dim3 {
-  unsigned x = 0, y = 0, z = 0;
-};
-thread_local Dim3 threadIdx;
-thread_local Dim3 blockIdx;
+using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): the template's CUDA words
 
 // The running block: threads meet at block_barrier; the 32 threads of warp w exchange fragments through warps[w].
 struct Warp {
@@ -56,7 +47,6 @@ struct Warp {
   unsigned a[32][4] = {};
   unsigned b[32][2] = {};
 };
-std::barrier<>* block_barrier = nullptr;
 std::vector<std::unique_ptr<Warp>>* warps = nullptr;
 unsigned char* shared_memory = nullptr;
 std::size_t shared_bytes = 0;
@@ -64,8 +54,6 @@ std::size_t shared_bytes = 0;
 std::atomic<bool> unrounded_tf32_operand{false};
 // Set when a cp.async or ldmatrix address is misaligned or outside the dynamic shared memory.
 std::atomic<bool> bad_shared_access{false};
-
-inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 
 inline int lane() { return static_cast<int>(threadIdx.x % 32); }
 inline Warp& my_warp() { return *(*warps)[threadIdx.x / 32]; }
@@ -182,19 +170,8 @@ inline unsigned short float_to_bf16_bits(float value) { return convgen::float_to
   namespace tc_emulation::NAME {                                                                              \
   constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                            \
   constexpr convgen::IgemmTcParams kSpec = SPEC;                                                                   \
-  constexpr int extent(int in, int filter, int stride, int pad, int dil) {                                         \
-    return (in + 2 * pad - dil * (filter - 1) - 1) / stride + 1;                                                   \
-  }                                                                                                                \
   namespace cfg {                                                                                                  \
-  constexpr int N = kProblem.n, C = kProblem.c, K = kProblem.k, GROUPS = kProblem.groups;                          \
-  constexpr int D = kProblem.input.d, H = kProblem.input.h, W = kProblem.input.w;                                  \
-  constexpr int T = kProblem.filter.d, R = kProblem.filter.h, S = kProblem.filter.w;                               \
-  constexpr int STRIDE_D = kProblem.stride.d, STRIDE_H = kProblem.stride.h, STRIDE_W = kProblem.stride.w;          \
-  constexpr int PAD_D = kProblem.padding.d, PAD_H = kProblem.padding.h, PAD_W = kProblem.padding.w;                \
-  constexpr int DIL_D = kProblem.dilation.d, DIL_H = kProblem.dilation.h, DIL_W = kProblem.dilation.w;             \
-  constexpr int O = extent(D, T, STRIDE_D, PAD_D, DIL_D), P = extent(H, R, STRIDE_H, PAD_H, DIL_H),                \
-                Q = extent(W, S, STRIDE_W, PAD_W, DIL_W);                                                          \
-  constexpr bool CHANNELS_LAST = convgen::channels_last(kProblem.layout);                                          \
+  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                         \
   constexpr int PRECISION = static_cast<int>(kProblem.precision);                                                  \
   constexpr int BLOCK_M = kSpec.block_m, BLOCK_N = kSpec.block_n, BLOCK_K = kSpec.block_k;                         \
   constexpr int WARP_M = kSpec.warp_m, WARP_N = kSpec.warp_n, STAGES = kSpec.stages, SPLIT_K = kSpec.split_k;      \
@@ -362,34 +339,19 @@ void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
         &tc_emulation::NAME::run_reduce                                                                       \
   }
 
-const Gpu kH100{.name = "H100", .arch = "sm_90", .sm_count = 132, .max_threads_per_sm = 2048,
-                .max_threads_per_block = 1024, .max_blocks_per_sm = 32, .regs_per_sm = 65536,
-                .regs_per_block = 65536, .max_regs_per_thread = 255, .smem_per_sm_bytes = 233472,
-                .smem_per_block_bytes = 49152, .smem_per_block_optin_bytes = 232448};
-
 // Runs one kernel step of the plan: every block of its grid in turn, its threads at once.
 void run_blocks(const LaunchGeometry& geometry, const std::function<void()>& entry) {
   const unsigned threads = geometry.block[0] * geometry.block[1] * geometry.block[2];
   ASSERT_EQ(threads % 32, 0u);
   std::vector<unsigned char> shared(geometry.dynamic_smem_bytes, 0x7f);  // NaN in fp16 and fp32 words
-  for (unsigned z = 0; z < geometry.grid[2]; ++z)
-    for (unsigned y = 0; y < geometry.grid[1]; ++y)
-      for (unsigned x = 0; x < geometry.grid[0]; ++x) {
-        std::barrier<> barrier(threads);
-        std::vector<std::unique_ptr<tc_emulation::Warp>> warps;
-        for (unsigned w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<tc_emulation::Warp>());
-        tc_emulation::block_barrier = &barrier;
-        tc_emulation::warps = &warps;
-        tc_emulation::shared_memory = shared.data();
-        tc_emulation::shared_bytes = shared.size();
-        std::vector<std::jthread> block;
-        for (unsigned t = 0; t < threads; ++t)
-          block.emplace_back([&, t] {
-            tc_emulation::threadIdx = {t, 0, 0};
-            tc_emulation::blockIdx = {x, y, z};
-            entry();
-          });
-      }
+  std::vector<std::unique_ptr<tc_emulation::Warp>> warps;
+  host_cuda::launch(geometry, entry, [&] {
+    warps.clear();
+    for (unsigned w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<tc_emulation::Warp>());
+    tc_emulation::warps = &warps;
+    tc_emulation::shared_memory = shared.data();
+    tc_emulation::shared_bytes = shared.size();
+  });
 }
 
 // Runs the family's launch plan on the host: the main entry, then (split-K) the reduce entry, with a workspace of
@@ -419,7 +381,7 @@ class IgemmTcEmulation : public testing::TestWithParam<EmulationCase> {};
 TEST_P(IgemmTcEmulation, MatchesTheReferenceOnEveryOutput) {
   const EmulationCase& c = GetParam();
   ASSERT_EQ(validate(c.problem), "");
-  ASSERT_EQ(family("igemm_tc").check_support(c.problem, kH100, to_spec(c.spec)), std::nullopt);
+  ASSERT_EQ(family("igemm_tc").check_support(c.problem, convgen::testing_support::h100(), to_spec(c.spec)), std::nullopt);
   HostTensor activation = HostTensor::for_problem(c.problem, TensorRole::activation);
   HostTensor filter = HostTensor::for_problem(c.problem, TensorRole::filter);
   fill_random(activation, 1);

@@ -5,11 +5,9 @@
 // (1e-5), F(4x4, 3x3) to 1e-4 (issue 13: never looser than that, until cuDNN's Winograd has been measured).
 #include <math.h>
 
-#include <barrier>
 #include <cstdint>
 #include <iostream>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,18 +15,12 @@
 
 #include "generator/family.hpp"
 #include "reference/reference.hpp"
+#include "support/corpus.hpp"
+#include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 #include "winograd_params.hpp"
 
-// ---- The CUDA vocabulary of the template, for a host compiler ----------------------------------------------------
-// Blocks run one after another; the threads of a block run at once and meet at a barrier, so `static` is a faithful
-// __shared__.
-#define CONVGEN_PRELUDE 1
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
-#define __restrict__ __restrict
+// ---- The CUDA vocabulary of the template, for a host compiler (support/host_cuda.hpp) ----------------------------
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 #define CONVGEN_WINOGRAD_SHARED 1  // shared_floats() below stands for the dynamic shared memory
@@ -42,21 +34,8 @@ struct float4 {
 #include "templates/interface.cuh"
 
 namespace winograd_emulation {
-
-struct Dim3 {
-  unsigned x = 0, y = 0, z = 0;
-};
-thread_local Dim3 threadIdx;
-thread_local Dim3 blockIdx;
-thread_local Dim3 blockDim;
-std::barrier<>* block_barrier = nullptr;
-inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): the template's CUDA words
 constexpr int kSharedFloats = 64 * 1024;  // more than any case's s_u and s_v
-
-constexpr int extent(int in, int filter, int stride, int pad, int dil) {
-  return (in + 2 * pad - dil * (filter - 1) - 1) / stride + 1;
-}
-
 }  // namespace winograd_emulation
 
 // Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them,
@@ -66,15 +45,7 @@ constexpr int extent(int in, int filter, int stride, int pad, int dil) {
   constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                        \
   constexpr convgen::WinogradParams kSpec = SPEC;                                                             \
   namespace cfg {                                                                                             \
-  constexpr int N = kProblem.n, C = kProblem.c, K = kProblem.k, GROUPS = kProblem.groups;                     \
-  constexpr int D = kProblem.input.d, H = kProblem.input.h, W = kProblem.input.w;                             \
-  constexpr int T = kProblem.filter.d, R = kProblem.filter.h, S = kProblem.filter.w;                          \
-  constexpr int STRIDE_D = kProblem.stride.d, STRIDE_H = kProblem.stride.h, STRIDE_W = kProblem.stride.w;     \
-  constexpr int PAD_D = kProblem.padding.d, PAD_H = kProblem.padding.h, PAD_W = kProblem.padding.w;           \
-  constexpr int DIL_D = kProblem.dilation.d, DIL_H = kProblem.dilation.h, DIL_W = kProblem.dilation.w;        \
-  constexpr int O = extent(D, T, STRIDE_D, PAD_D, DIL_D), P = extent(H, R, STRIDE_H, PAD_H, DIL_H),           \
-                Q = extent(W, S, STRIDE_W, PAD_W, DIL_W);                                                     \
-  constexpr bool CHANNELS_LAST = convgen::channels_last(kProblem.layout);                                     \
+  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                    \
   constexpr int TILE = kSpec.tile, BLOCK_K = kSpec.block_k, BLOCK_T = kSpec.block_t, BLOCK_C = kSpec.block_c; \
   constexpr int THREAD_K = kSpec.thread_k, THREAD_T = kSpec.thread_t, POS_PER_THREAD = kSpec.pos_per_thread;  \
   constexpr bool PREFETCH = kSpec.prefetch;                                                                   \
@@ -258,38 +229,6 @@ void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
         &winograd_emulation::NAME::kernel_##NAME##_transform_filter, &winograd_emulation::NAME::kernel_##NAME \
   }
 
-const Gpu kH100{.name = "H100",
-                .arch = "sm_90",
-                .sm_count = 132,
-                .max_threads_per_sm = 2048,
-                .max_threads_per_block = 1024,
-                .max_blocks_per_sm = 32,
-                .regs_per_sm = 65536,
-                .regs_per_block = 65536,
-                .max_regs_per_thread = 255,
-                .smem_per_sm_bytes = 233472,
-                .smem_per_block_bytes = 49152};
-
-// Runs `body` for every thread of every block of `geometry`, block after block.
-template <class Body>
-void launch(const LaunchGeometry& geometry, Body body) {
-  const unsigned threads = geometry.block[0] * geometry.block[1] * geometry.block[2];
-  for (unsigned z = 0; z < geometry.grid[2]; ++z)
-    for (unsigned y = 0; y < geometry.grid[1]; ++y)
-      for (unsigned x = 0; x < geometry.grid[0]; ++x) {
-        std::barrier<> barrier(threads);
-        winograd_emulation::block_barrier = &barrier;
-        std::vector<std::jthread> block;
-        for (unsigned t = 0; t < threads; ++t)
-          block.emplace_back([&, t] {
-            winograd_emulation::threadIdx = {t, 0, 0};
-            winograd_emulation::blockIdx = {x, y, z};
-            winograd_emulation::blockDim = {geometry.block[0], geometry.block[1], geometry.block[2]};
-            body();
-          });
-      }
-}
-
 // Runs the family's plan on the host: the setup steps into the persistent buffer (poisoned first, so an element the
 // setup leaves unwritten shows), then the run steps into an output that starts as NaN.
 std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activation, std::span<const float> filter) {
@@ -304,12 +243,12 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
   EXPECT_EQ(plan.run.size(), 1u);
   for (const LaunchStep& step : plan.setup) {
     EXPECT_EQ(step.entry_suffix, "transform_filter");
-    launch(step.geometry, [&] { c.setup(filter.data(), buffer.data()); });
+    convgen::host_cuda::launch(step.geometry, [&] { c.setup(filter.data(), buffer.data()); });
   }
   for (const LaunchStep& step : plan.run) {
     EXPECT_EQ(step.entry_suffix, "");
     EXPECT_LE(step.geometry.dynamic_smem_bytes, sizeof(float) * winograd_emulation::kSharedFloats);
-    launch(step.geometry, [&] { c.main(activation.data(), buffer.data(), output.data()); });
+    convgen::host_cuda::launch(step.geometry, [&] { c.main(activation.data(), buffer.data(), output.data()); });
   }
   return output;
 }
@@ -319,7 +258,7 @@ class WinogradEmulation : public testing::TestWithParam<EmulationCase> {};
 TEST_P(WinogradEmulation, MatchesTheReferenceWithinTheTileSizesLimit) {
   const EmulationCase& c = GetParam();
   ASSERT_EQ(validate(c.problem), "");
-  ASSERT_EQ(family("winograd").check_support(c.problem, kH100, to_spec(c.spec)), std::nullopt);
+  ASSERT_EQ(family("winograd").check_support(c.problem, convgen::testing_support::h100(), to_spec(c.spec)), std::nullopt);
   std::vector<float> activation(static_cast<std::size_t>(activation_elements(c.problem)));
   std::vector<float> filter(static_cast<std::size_t>(filter_elements(c.problem)));
   fill_random(activation, 1);

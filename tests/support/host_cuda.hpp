@@ -1,0 +1,80 @@
+// host_cuda: what the host emulation tests need to run a kernel template with a host compiler. The CUDA words the
+// templates use (the function qualifiers as nothing, threadIdx, blockIdx, blockDim, __syncthreads, __ldg), the cfg
+// constants the generator's prelude renders for a problem, and a launcher that runs a grid block after block, a
+// std::thread per CUDA thread. A block's threads run at once and meet at a barrier, so `static` is a faithful
+// __shared__ where a test defines it so (igemm_tc's test gives its dynamic shared memory a checked buffer instead).
+// Include it before the template; a test's own namespace takes these names with `using namespace
+// convgen::host_cuda;`, so a template included inside it finds them.
+#pragma once
+
+#include <barrier>
+#include <thread>
+#include <vector>
+
+#include "generator/launch_plan.hpp"
+
+#define CONVGEN_PRELUDE 1
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+
+namespace convgen::host_cuda {
+
+struct Dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+inline thread_local Dim3 threadIdx;
+inline thread_local Dim3 blockIdx;
+inline thread_local Dim3 blockDim;
+inline std::barrier<>* block_barrier = nullptr;
+inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+inline float __ldg(const float* address) { return *address; }
+
+// The output extent of one dimension, as the generator computes P, Q and O.
+constexpr int output_extent(int in, int filter, int stride, int pad, int dil) {
+  return (in + 2 * pad - dil * (filter - 1) - 1) / stride + 1;
+}
+
+struct NoBlockSetup {
+  void operator()() const {}
+};
+
+// Runs body() on every thread of every block of `geometry`, block after block (x fastest), each block's threads at
+// once; setup_block() runs before each block's threads start (a test's per-block state: warps, shared memory).
+template <class Body, class Setup = NoBlockSetup>
+void launch(const LaunchGeometry& geometry, Body body, Setup setup_block = {}) {
+  const unsigned threads = geometry.block[0] * geometry.block[1] * geometry.block[2];
+  for (unsigned z = 0; z < geometry.grid[2]; ++z)
+    for (unsigned y = 0; y < geometry.grid[1]; ++y)
+      for (unsigned x = 0; x < geometry.grid[0]; ++x) {
+        std::barrier<> barrier(threads);
+        block_barrier = &barrier;
+        setup_block();
+        std::vector<std::jthread> block;
+        for (unsigned t = 0; t < threads; ++t)
+          block.emplace_back([&, t] {
+            threadIdx = {t, 0, 0};
+            blockIdx = {x, y, z};
+            blockDim = {geometry.block[0], geometry.block[1], geometry.block[2]};
+            body();
+          });
+      }
+}
+
+}  // namespace convgen::host_cuda
+
+// The problem's constants of a template's cfg namespace, as the generator's prelude renders them, from a constexpr
+// LiteralShape named by PROBLEM (the family's own parameters follow in each test's case macro).
+#define CONVGEN_HOST_PROBLEM_CONSTANTS(PROBLEM)                                                                    \
+  constexpr int N = PROBLEM.n, C = PROBLEM.c, K = PROBLEM.k, GROUPS = PROBLEM.groups;                               \
+  constexpr int D = PROBLEM.input.d, H = PROBLEM.input.h, W = PROBLEM.input.w;                                      \
+  constexpr int T = PROBLEM.filter.d, R = PROBLEM.filter.h, S = PROBLEM.filter.w;                                   \
+  constexpr int STRIDE_D = PROBLEM.stride.d, STRIDE_H = PROBLEM.stride.h, STRIDE_W = PROBLEM.stride.w;              \
+  constexpr int PAD_D = PROBLEM.padding.d, PAD_H = PROBLEM.padding.h, PAD_W = PROBLEM.padding.w;                    \
+  constexpr int DIL_D = PROBLEM.dilation.d, DIL_H = PROBLEM.dilation.h, DIL_W = PROBLEM.dilation.w;                 \
+  constexpr int O = convgen::host_cuda::output_extent(D, T, STRIDE_D, PAD_D, DIL_D),                               \
+                P = convgen::host_cuda::output_extent(H, R, STRIDE_H, PAD_H, DIL_H),                               \
+                Q = convgen::host_cuda::output_extent(W, S, STRIDE_W, PAD_W, DIL_W);                               \
+  constexpr bool CHANNELS_LAST = convgen::channels_last(PROBLEM.layout);
