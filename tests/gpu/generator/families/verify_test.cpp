@@ -67,7 +67,8 @@ TEST_F(GpuVerify, EveryFamilyAndRepresentativeConfigurationIsCorrectOnTheEdgeCas
 
 // Activations with zeros where ReLU leaves them. The activation-sparse family: every pattern at 0, 50, 90, 99 and 100%
 // zeros, its representative configurations, each of its sparse loops with the dense loop forced off (dense_at
-// 128), so both of its paths meet every pattern, and the first configuration with its other channel loop (ur). The dense families: one fraction per pattern.
+// 128), so both of its paths meet every pattern, and the first configuration with its other channel loop (ur). The
+// dense families: one fraction per pattern.
 TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFraction) {
   std::uint64_t seed = 5000;
   std::vector<TensorSource> sources, few_sources = {SparseRandom{SparsityPattern::uniform, 0.5},
@@ -88,14 +89,14 @@ TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFr
           throw Error(fmt::format("act_sparse declares no parameter '{}'", token));
         };
         const std::size_t index_of_mode = index_of("sm"), index_of_dense_at = index_of("dm");
-        KernelSpec unrolled = specs.front();  // the channel loop unrolled by 2 or not: the other of the first's
-        unrolled.values[index_of("ur")] = 1 - unrolled.values[index_of("ur")];
         for (int mode : {0, 1, 2}) {
           KernelSpec variant = specs.front();
           variant.values[index_of_mode] = mode;
           variant.values[index_of_dense_at] = 128;
           if (!family->check_support(layer.problem, gpu_, variant)) specs.push_back(variant);
         }
+        KernelSpec unrolled = specs.front();  // the channel loop unrolled by 2 or not: the other of the first's
+        unrolled.values[index_of("ur")] = 1 - unrolled.values[index_of("ur")];
         if (!family->check_support(layer.problem, gpu_, unrolled)) specs.push_back(unrolled);
       }
       for (const KernelSpec& spec : specs)

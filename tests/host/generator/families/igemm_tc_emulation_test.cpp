@@ -12,7 +12,6 @@
 #include <cstring>
 #include <limits>
 #include <map>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
