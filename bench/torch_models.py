@@ -1,19 +1,33 @@
 #!/usr/bin/env python3
 """torch_models: whole-model forward time of torchvision models with PyTorch eager, torch.compile(max-autotune) and
-convgen's converted model, each verified against eager, with the tuning time of both tuners.
+convgen's converted model (launched from Python, and replayed as a CUDA graph), each verified against eager, with the
+tuning time of both tuners.
 
 Usage: PYTHONPATH=build/python bench/torch_models.py [--models resnet50,densenet121] [--batch 1,8]
            [--precision fp32,fp16] [--out DIR] [--runs 50] [--budget 4] [--database FILE] [--no-compile] [--sparse]
+           [--profile-host]
 
 Per model, batch and precision (random weights, torch.manual_seed(0), nothing downloaded; eval, inference_mode):
-  eager     the model as it is: PyTorch's convolutions (cuDNN) with its dispatch
-  compiled  torch.compile(mode="max-autotune"); its tuning time is the first call's wall time (compile + autotune)
-  convgen   convgen.torch.convert(copy) then convgen.torch.tune(copy, x) (its tuning time), then run
-fp32 is strict for all three (TF32 off in cuDNN and matmul), fp16 runs channels-last for all three. --sparse
-declares each convolution's observed input zero fraction (convgen.torch.observe_act_sparsity) to convgen.
-Times: CUDA events around each forward after 10 warm-up calls, the median of --runs. Verification: relative L2
-against eager, limits fp32 1e-4 (a deep network's accumulated rounding), fp16 2e-2; a model that fails is
-reported FAILED and has no speedup. Writes DIR/torch_models.md and .json (with the GPU, versions and command).
+  eager          the model as it is: PyTorch's convolutions (cuDNN) with its dispatch; no graph
+  compiled       torch.compile(mode="max-autotune"), which replays CUDA graphs of its own (inductor's cudagraphs);
+                 its tuning time is the first call's wall time (compile + autotune)
+  convgen        convgen.torch.convert(copy) then convgen.torch.tune(copy, x) (its tuning time), then run: every
+                 kernel launched from Python on each call; no graph
+  convgen+graph  the same converted model captured once in a torch.cuda.CUDAGraph after warm-up, then replayed
+                 (a new input is copied into the graph's static input, as a server would)
+fp32 is strict for all (TF32 off in cuDNN and matmul), fp16 runs channels-last for all. --sparse declares each
+convolution's observed input zero fraction (convgen.torch.observe_act_sparsity) to convgen.
+Times: CUDA events around each forward (or replay) after 10 warm-up calls, the median of --runs. Verification:
+relative L2 against eager, limits fp32 1e-4 (a deep network's accumulated rounding), fp16 2e-2; convgen+graph is
+verified on a second input copied into its static input, against eager on that input. A model that fails is reported
+FAILED and has no speedup. --profile-host adds the host time of the forward and of each convolution call, eager and
+convgen (below). Writes DIR/torch_models.md and .json (with the GPU, versions and command).
+
+Host time (--profile-host): the CPU time of a call with the GPU work left out: each call is timed alone with
+time.perf_counter_ns, the device synchronized between calls and outside the timing, so the launch queue never fills
+and no call waits for the GPU. Per forward: the model's forward (median of --runs). Per convolution: every Conv2d
+module called on its own recorded input, eager's torch.nn.Conv2d and convgen's module on the same tensor (median per
+layer, then the median over layers).
 """
 import argparse
 import copy
@@ -39,19 +53,77 @@ def rel_l2(got, want):
 
 
 def time_forward(model, x, runs):
+    return time_call(lambda: model(x), runs)
+
+
+def time_call(call, runs):
     with torch.inference_mode():
         for _ in range(10):
-            model(x)
+            call()
         torch.cuda.synchronize()
         times = []
         for _ in range(runs):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            model(x)
+            call()
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end) * 1000.0)  # µs
     return statistics.median(times)
+
+
+def capture(model, x):
+    """The model's forward captured in a CUDA graph after warm-up on a side stream (PyTorch's recipe): the graph,
+    its static input (a copy of x, same memory format) and its static output."""
+    static_x = x.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.inference_mode(), torch.cuda.stream(side):
+        for _ in range(3):
+            model(static_x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.inference_mode(), torch.cuda.graph(graph):
+        static_y = model(static_x)
+    return graph, static_x, static_y
+
+
+def host_us(call, runs):
+    """Median host time of one call (µs), the GPU synchronized between calls and outside the timing."""
+    times = []
+    with torch.inference_mode():
+        for _ in range(10):
+            call()
+        torch.cuda.synchronize()
+        for _ in range(runs):
+            start = time.perf_counter_ns()
+            call()
+            times.append((time.perf_counter_ns() - start) / 1000.0)
+            torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def profile_host(model, converted, x, runs):
+    """Host µs per forward (eager, convgen) and per convolution call (median over layers), as profile-host says."""
+    inputs, hooks = {}, []
+    for name, module in model.named_modules():
+        if type(module) is torch.nn.Conv2d:
+            hooks.append(module.register_forward_pre_hook(lambda m, args, name=name: inputs.setdefault(name, args[0])))
+    try:
+        with torch.inference_mode():
+            model(x)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    eager_conv, convgen_conv = [], []
+    for name, input in inputs.items():
+        eager_conv.append(host_us(lambda m=model.get_submodule(name), i=input: m(i), runs))
+        convgen_conv.append(host_us(lambda m=converted.get_submodule(name), i=input: m(i), runs))
+    return {"host_eager_forward_us": host_us(lambda: model(x), runs),
+            "host_convgen_forward_us": host_us(lambda: converted(x), runs),
+            "host_convs": len(inputs),
+            "host_eager_conv_us": statistics.median(eager_conv),
+            "host_convgen_conv_us": statistics.median(convgen_conv)}
 
 
 def build(name, precision):
@@ -97,27 +169,61 @@ def measure(name, batch, precision, args):
         got = converted(x)
     row["convgen_rel_l2"] = rel_l2(got, want)
     row["convgen_us"] = time_forward(converted, x, args.runs)
+
+    graph, static_x, static_y = capture(converted, x)
+    torch.manual_seed(2)
+    x2 = torch.randn_like(x)
+    with torch.inference_mode():
+        want2 = model(x2)
+        static_x.copy_(x2)
+    graph.replay()
+    row["convgen_graph_rel_l2"] = rel_l2(static_y, want2)
+    row["convgen_graph_us"] = time_call(graph.replay, args.runs)
+    if args.profile_host:
+        row.update(profile_host(model, converted, x, args.runs))
+        print(host_table([row]).splitlines()[-1], flush=True)
     row["convgen_layers"] = len(summary)
     row["convgen_fallbacks"] = sum(1 for s in summary if s["chosen_by"] == "pytorch")
     row["convgen_kernels"] = summary
     limit = LIMITS[precision]
-    row["verified"] = row["convgen_rel_l2"] <= limit and row.get("compiled_rel_l2", 0.0) <= limit
+    row["verified"] = (row["convgen_rel_l2"] <= limit and row["convgen_graph_rel_l2"] <= limit
+                       and row.get("compiled_rel_l2", 0.0) <= limit)
     return row
 
 
 def table(rows):
-    lines = ["| model | batch | precision | eager µs | max-autotune µs (tuning s) | convgen µs (tuning s) | "
-             "eager / convgen | max-autotune / convgen | tuning ratio | rel L2 convgen | verified |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | batch | precision | eager µs | max-autotune µs, graphs (tuning s) | convgen µs (tuning s) | "
+             "convgen+graph µs | eager / convgen | eager / convgen+graph | max-autotune / convgen+graph | "
+             "tuning ratio | rel L2 convgen, +graph | verified |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         compiled = f"{r['compiled_us']:.1f} ({r['compile_tuning_s']:.0f})" if "compiled_us" in r else "—"
         ok = r["verified"]
         vs_eager = f"{r['eager_us'] / r['convgen_us']:.2f}×" if ok else "FAILED"
-        vs_compiled = f"{r['compiled_us'] / r['convgen_us']:.2f}×" if ok and "compiled_us" in r else "—"
+        vs_eager_graph = f"{r['eager_us'] / r['convgen_graph_us']:.2f}×" if ok else "FAILED"
+        vs_compiled = f"{r['compiled_us'] / r['convgen_graph_us']:.2f}×" if ok and "compiled_us" in r else "—"
         tuning = f"{r['convgen_tuning_s'] / r['compile_tuning_s']:.2f}" if "compile_tuning_s" in r else "—"
         lines.append(f"| {r['model']} | {r['batch']} | {r['precision']} | {r['eager_us']:.1f} | {compiled} | "
-                     f"{r['convgen_us']:.1f} ({r['convgen_tuning_s']:.0f}) | {vs_eager} | {vs_compiled} | {tuning} | "
-                     f"{r['convgen_rel_l2']:.1e} | {'yes' if ok else 'NO'} |")
+                     f"{r['convgen_us']:.1f} ({r['convgen_tuning_s']:.0f}) | {r['convgen_graph_us']:.1f} | "
+                     f"{vs_eager} | {vs_eager_graph} | {vs_compiled} | {tuning} | {r['convgen_rel_l2']:.1e}, "
+                     f"{r['convgen_graph_rel_l2']:.1e} | {'yes' if ok else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
+GRAPHS_NOTE = ("Graphs: max-autotune and convgen+graph replay CUDA graphs (max-autotune its own, inductor's "
+               "cudagraphs; convgen+graph the converted model captured with torch.cuda.graph after warm-up); eager "
+               "and convgen launch every kernel from Python on each call.\n\n")
+
+
+def host_table(rows):
+    lines = ["| model | batch | precision | host µs per forward: eager | convgen | convolutions | "
+             "host µs per convolution call: eager | convgen |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "host_convs" in r:
+            lines.append(f"| {r['model']} | {r['batch']} | {r['precision']} | {r['host_eager_forward_us']:.1f} | "
+                         f"{r['host_convgen_forward_us']:.1f} | {r['host_convs']} | {r['host_eager_conv_us']:.1f} | "
+                         f"{r['host_convgen_conv_us']:.1f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -132,6 +238,8 @@ def main():
     parser.add_argument("--database", default=None, help="tuning database (default: the CLI's)")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     parser.add_argument("--sparse", action="store_true", help="declare observed activation sparsity to convgen")
+    parser.add_argument("--profile-host", action="store_true",
+                        help="also time the host side of each forward and convolution call, eager and convgen")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("torch_models: no CUDA device")
@@ -153,10 +261,12 @@ def main():
                   "torchvision": torchvision.__version__, "cudnn": torch.backends.cudnn.version(),
                   "convgen": convgen.version(), "commit": convgen.commit(), "command": " ".join(sys.argv)}
     (out / "torch_models.json").write_text(json.dumps({"provenance": provenance, "rows": rows}, indent=1))
-    header = (f"# torchvision models: PyTorch eager, torch.compile(max-autotune), convgen\n\n"
+    header = (f"# torchvision models: PyTorch eager, torch.compile(max-autotune), convgen, convgen+graph\n\n"
               f"{provenance['gpu']}, PyTorch {provenance['torch']}, cuDNN {provenance['cudnn']}, convgen "
               f"{provenance['convgen']} ({provenance['commit']}). Command: `{provenance['command']}`\n\n")
-    (out / "torch_models.md").write_text(header + table(rows))
+    host = ("\nHost time with the GPU work left out (--profile-host; how: bench/torch_models.py's doc):\n\n"
+            + host_table(rows)) if args.profile_host else ""
+    (out / "torch_models.md").write_text(header + GRAPHS_NOTE + table(rows) + host)
     print(f"wrote {out / 'torch_models.md'}")
 
 

@@ -174,11 +174,12 @@ NB_MODULE(_convgen, m) {
       .def_prop_ro("kernel_name", &ConvOp::kernel_name)
       .def_prop_ro("chosen_by", &ConvOp::source, "'database', 'tuned now' or 'cost model'")
       .def_prop_ro("needs_prepare", &ConvOp::needs_prepare)
+      // Both only enqueue work (microseconds), so they keep the GIL as PyTorch's own launches do: releasing it would
+      // let another Python thread take it, and taking it back can then wait for that thread's switch interval.
       .def(
           "run_pointers",
           [](const ConvOp& op, std::uintptr_t activation, std::uintptr_t filter, std::uintptr_t output,
              std::uintptr_t stream) {
-            nb::gil_scoped_release release;
             op.run(static_cast<CUdeviceptr>(activation), static_cast<CUdeviceptr>(filter),
                    static_cast<CUdeviceptr>(output), reinterpret_cast<CUstream>(stream));
           },
@@ -187,7 +188,6 @@ NB_MODULE(_convgen, m) {
       .def(
           "prepare_pointer",
           [](const ConvOp& op, std::uintptr_t filter, std::uintptr_t stream) {
-            nb::gil_scoped_release release;
             op.prepare(static_cast<CUdeviceptr>(filter), reinterpret_cast<CUstream>(stream));
           },
           "filter"_a, "stream"_a = 0);

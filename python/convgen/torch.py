@@ -39,6 +39,7 @@ def configure(**options):
     _context_options.clear()
     _context_options.update(options)
     _contexts.clear()
+    _functional_plans.clear()
 
 
 def context(device=None):
@@ -78,8 +79,19 @@ def _padding(padding, rank, kernel, stride, dilation):
 
 def _precision(dtype):
     if dtype == torch.float32:
-        return "tf32" if torch.backends.cudnn.allow_tf32 else "fp32"
+        return "tf32" if _allow_tf32() else "fp32"
     return _PRECISIONS.get(dtype)
+
+
+# Read on every call, so kept to the cheapest spelling: torch.backends.cudnn.allow_tf32 goes through a module
+# property, and torch.cuda.current_stream() makes a Stream object; the raw getters are what torch.compile's generated
+# code calls (the public spellings where a build lacks them).
+_allow_tf32 = getattr(torch._C, "_get_cudnn_allow_tf32", None) or (lambda: torch.backends.cudnn.allow_tf32)
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+    (lambda index: torch.cuda.current_stream(index).cuda_stream)
+_grad_enabled = torch.is_grad_enabled
+_GRAD_WANTED = "a gradient is wanted (convgen runs the forward pass only)"
+_ABSENT = object()
 
 
 def _channels_last(x, rank):
@@ -87,21 +99,28 @@ def _channels_last(x, rank):
     return memory_format is not None and not x.is_contiguous() and x.is_contiguous(memory_format=memory_format)
 
 
-def servable(input, weight, padding, rank):
-    """Why convgen does not serve this call ('' when it does)."""
+def _unservable(input, weight, padding, rank):
+    """Why convgen does not serve a call, from what its input signature fixes ('' when it does): everything servable
+    checks but the gradient, which depends on the call."""
     if not input.is_cuda:
         return f"input on {input.device}"
     if _precision(input.dtype) is None:
         return f"dtype {input.dtype}"
     if weight.dtype != input.dtype or weight.device != input.device:
         return "weight of another dtype or device than the input"
-    if torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad):
-        return "a gradient is wanted (convgen runs the forward pass only)"
     if padding is None:
         return "asymmetric 'same' padding"
     if input.dim() != rank + 2:
         return f"a {input.dim()}-D input"
     return ""
+
+
+def servable(input, weight, padding, rank):
+    """Why convgen does not serve this call ('' when it does)."""
+    why = _unservable(input, weight, padding, rank)
+    if not why and _grad_enabled() and (input.requires_grad or weight.requires_grad):
+        return _GRAD_WANTED
+    return why
 
 
 def problem_for(input, weight, stride, padding, dilation, groups, act_sparsity=0.0, weights_baked=False):
@@ -119,29 +138,108 @@ def problem_for(input, weight, stride, padding, dilation, groups, act_sparsity=0
     return problem
 
 
-def _run(op, input, weight, bias, problem):
-    rank = input.dim() - 2
-    channels_last = problem.layout in ("nwc", "nhwc", "ndhwc")
-    memory_format = _CHANNELS_LAST[rank] if channels_last else torch.contiguous_format
-    input = input.contiguous(memory_format=memory_format)
-    weight = weight.contiguous(memory_format=memory_format)
-    output = torch.empty((problem.n, problem.k, *problem.output), device=input.device, dtype=input.dtype,
-                         memory_format=memory_format)
-    op.run_pointers(input.data_ptr(), weight.data_ptr(), output.data_ptr(),
-                    torch.cuda.current_stream(input.device).cuda_stream)
+class _Plan:
+    """What calls of one input signature need, worked out and checked once: why convgen does not serve them (''
+    when it does), else the op, whether input or weight must be copied into the problem's layout (only a tensor in
+    neither dense layout is), the output's shape and memory format, the bias's view shape. The signature (`_signature`)
+    holds everything these depend on, so a call whose signature is cached needs no other check than the gradient."""
+
+    __slots__ = ("why", "op", "problem", "run", "prepare", "copy_input", "copy_weight", "output_shape",
+                 "output_strides", "dtype", "device", "memory_format", "bias_shape", "device_index", "prepared_version")
+
+    def __init__(self, why="", op=None, problem=None, input=None, weight=None):
+        self.why = why
+        self.op = op
+        self.problem = problem
+        if op is None:
+            return
+        rank = input.dim() - 2
+        channels_last = problem.layout in ("nwc", "nhwc", "ndhwc")
+        self.memory_format = _CHANNELS_LAST[rank] if channels_last else torch.contiguous_format
+        self.copy_input = not input.is_contiguous(memory_format=self.memory_format)
+        self.copy_weight = not weight.is_contiguous(memory_format=self.memory_format)
+        self.output_shape = (problem.n, problem.k, *problem.output)
+        # empty_strided is the cheaper call (no memory format to resolve): the strides are those it would give.
+        self.output_strides = torch.empty(self.output_shape, device="meta", memory_format=self.memory_format).stride()
+        self.dtype, self.device = input.dtype, input.device
+        self.bias_shape = (1, -1, *([1] * rank))
+        self.device_index = input.device.index if input.device.index is not None else torch.cuda.current_device()
+        self.run = op.run_pointers
+        # Kernels with one-time work on the filter (a transformed or packed copy kept with the op): see _launch.
+        self.prepare = op.prepare_pointer if op.needs_prepare else None
+        self.prepared_version = None
+
+
+def _signature(input, weight):
+    """What a plan depends on, read from the tensors in a few attribute reads (the layout is in the strides)."""
+    return (input.shape, input.stride(), input.dtype, input.device, weight.shape, weight.stride(), weight.dtype,
+            weight.device, _allow_tf32())
+
+
+def _new_plan(owner, rank, input, weight, stride, padding, dilation, groups, act_sparsity, weights_baked):
+    """The _Plan of a signature not seen before: the checks, the problem, the op (chosen and compiled now)."""
+    why = _unservable(input, weight, padding, rank)
+    if why:
+        return _Plan(why)
+    if weight.dim() != rank + 2 or input.shape[1] != weight.shape[1] * groups:
+        # PyTorch's convolution says what is wrong (the kernel would read past the filter).
+        return _Plan(f"input of {input.shape[1]} channels for a weight of shape {tuple(weight.shape)}, groups {groups}")
+    if torch.cuda.is_current_stream_capturing():
+        # Choosing the kernel may compile, tune (timing on the GPU) or copy the filter to the host: none of which a
+        # CUDA graph capture allows, and what it recorded would not be replayed.
+        raise RuntimeError(f"convgen.torch: input of shape {tuple(input.shape)} ({input.dtype}, strides "
+                           f"{tuple(input.stride())}) is new to {_owner_name(owner)} during CUDA graph capture: its "
+                           f"kernel would be chosen and compiled inside the capture; call it once on such an input "
+                           f"before capturing")
+    problem = problem_for(input, weight, stride, padding, dilation, groups, act_sparsity, weights_baked)
+    return _Plan("", context(input.device).conv(problem), problem, input, weight)
+
+
+def _owner_name(owner):
+    return f"this {type(owner).__name__}" if isinstance(owner, _ConvgenConv) else f"convgen.torch.conv{owner}d"
+
+
+def _launch(plan, input, weight, bias):
+    """Runs a plan's op: the common path, with no check left but the caller's gradient one, no copy, one C++ call."""
+    if plan.copy_input:
+        input = input.contiguous(memory_format=plan.memory_format)
+    if plan.copy_weight:
+        weight = weight.contiguous(memory_format=plan.memory_format)
+    output = torch.empty_strided(plan.output_shape, plan.output_strides, dtype=plan.dtype, device=plan.device)
+    stream = _raw_stream(plan.device_index)
+    if plan.prepare is not None:
+        # The op prepares a new filter pointer by itself; this also redoes it after the filter changed in place
+        # (its version moved), and inside a CUDA graph capture, so that a replay never depends on what another
+        # module sharing the op (same problem, other weights) left in its prepared copy.
+        version = weight._version
+        if version != plan.prepared_version or torch.cuda.is_current_stream_capturing():
+            plan.prepare(weight.data_ptr(), stream)
+            plan.prepared_version = version
+    plan.run(input.data_ptr(), weight.data_ptr(), output.data_ptr(), stream)
     if bias is not None:  # after the kernel: no fused epilogue yet
-        output += bias.view(1, -1, *([1] * rank))
+        output += bias.view(plan.bias_shape)
     return output
+
+
+# Plans of the functional conv2d/conv3d, by signature and convolution arguments; dropped whole when this many.
+_FUNCTIONAL_PLANS_MAX = 4096
+_functional_plans = {}
 
 
 def _conv(rank, input, weight, bias, stride, padding, dilation, groups, act_sparsity=0.0):
     stride, dilation = _tuple(stride, rank), _tuple(dilation, rank)
-    kernel = tuple(weight.shape[2:])
-    pad = _padding(padding, rank, kernel, stride, dilation)
-    if servable(input, weight, pad, rank):
+    padding_key = padding if isinstance(padding, str) else _tuple(padding, rank)
+    key = (_signature(input, weight), rank, stride, padding_key, dilation, groups, act_sparsity)
+    plan = _functional_plans.get(key)
+    if plan is None:
+        pad = _padding(padding, rank, tuple(weight.shape[2:]), stride, dilation)
+        plan = _new_plan(rank, rank, input, weight, stride, pad, dilation, groups, act_sparsity, False)
+        if len(_functional_plans) >= _FUNCTIONAL_PLANS_MAX:
+            _functional_plans.clear()
+        _functional_plans[key] = plan
+    if plan.why or (_grad_enabled() and (input.requires_grad or weight.requires_grad)):
         return getattr(F, f"conv{rank}d")(input, weight, bias, stride, padding, dilation, groups)
-    problem = problem_for(input, weight, stride, pad, dilation, groups, act_sparsity)
-    return _run(context(input.device).conv(problem), input, weight, bias, problem)
+    return _launch(plan, input, weight, bias)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act_sparsity=0.0):
@@ -166,7 +264,7 @@ class _ConvgenConv:
         self.weight_sparse = bool(weight_sparse)
         self.fallbacks = 0
         self.last_fallback = ""
-        self._ops = {}
+        self._plans = {}  # by _signature (and filter version, when its pattern is baked)
 
     @classmethod
     def from_module(cls, module, *, act_sparsity=0.0, weight_sparse=False):
@@ -180,29 +278,37 @@ class _ConvgenConv:
         return new
 
     def forward(self, input):
-        rank = self._rank
-        pad = _padding(self.padding, rank, self.kernel_size, self.stride, self.dilation)
-        why = "padding_mode " + self.padding_mode if self.padding_mode != "zeros" else \
-            servable(input, self.weight, pad, rank)
+        # The parameters straight from their dict: `self.weight` goes through nn.Module.__getattr__, slower by far
+        # than the rest of a cached call (a parametrized module has them elsewhere: then the attribute).
+        parameters = self._parameters
+        weight = parameters.get("weight", _ABSENT)
+        if weight is _ABSENT:
+            weight = self.weight
+        key = _signature(input, weight)
+        if self.weight_sparse:
+            key = (key, weight._version)  # the baked pattern is read again once the filter changed
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan_for(input, weight)
+        why = plan.why or (_GRAD_WANTED if _grad_enabled() and (input.requires_grad or weight.requires_grad) else "")
         if why:
             self.fallbacks += 1
             self.last_fallback = why
             return super().forward(input)
-        # One op per input signature (and filter version, when its pattern is baked).
-        signature = (tuple(input.shape), input.dtype, input.device, _channels_last(input, rank),
-                     torch.backends.cudnn.allow_tf32, self.weight._version if self.weight_sparse else None)
-        entry = self._ops.get(signature)
-        if entry is None:
-            problem = problem_for(input, self.weight, self.stride, pad, self.dilation, self.groups,
-                                  self.act_sparsity, self.weight_sparse)
-            entry = (context(input.device).conv(problem), problem)
-            self._ops[signature] = entry
-        op, problem = entry
-        return _run(op, input, self.weight, self.bias, problem)
+        bias = parameters.get("bias", _ABSENT)
+        return _launch(plan, input, weight, self.bias if bias is _ABSENT else bias)
+
+    def _plan_for(self, input, weight):
+        if self.padding_mode != "zeros":
+            return _Plan("padding_mode " + self.padding_mode)
+        pad = _padding(self.padding, self._rank, self.kernel_size, self.stride, self.dilation)
+        return _new_plan(self, self._rank, input, weight, self.stride, pad, self.dilation, self.groups,
+                         self.act_sparsity, self.weight_sparse)
 
     def ops(self):
         """The (problem key, kernel name, how it was chosen) of each op this module built."""
-        return [(problem.key(), op.kernel_name, op.chosen_by) for op, problem in self._ops.values()]
+        return [(plan.problem.key(), plan.op.kernel_name, plan.op.chosen_by) for plan in self._plans.values()
+                if plan.op is not None]
 
     def extra_repr(self):
         extra = super().extra_repr()
@@ -296,7 +402,7 @@ def tune(model, example_input, *, database=None, budget=None):
     try:
         modules = [(name, m) for name, m in model.named_modules() if isinstance(m, _ConvgenConv)]
         for _, m in modules:
-            m._ops.clear()
+            m._plans.clear()
         with torch.no_grad():
             model(example_input)
         torch.cuda.synchronize()

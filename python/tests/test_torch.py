@@ -88,6 +88,183 @@ def test_the_problem_of_a_call_follows_layout_dtype_and_padding():
     assert ct._padding("same", 2, (2, 2), (1, 1), (1, 1)) is None  # asymmetric: PyTorch's own convolution
 
 
+class StubOp:
+    """Stands in for a ConvOp: records what the module hands to the launch."""
+
+    kernel_name = "stub_kernel"
+    chosen_by = "cost model"
+
+    def __init__(self, problem, needs_prepare=False):
+        self.problem = problem
+        self.needs_prepare = needs_prepare
+        self.runs = []
+        self.prepares = []
+
+    def run_pointers(self, activation, filter, output, stream):
+        self.runs.append((activation, filter, output, stream))
+
+    def prepare_pointer(self, filter, stream):
+        self.prepares.append(filter)
+
+
+class StubContext:
+    def __init__(self, needs_prepare=False, error=None):
+        self.asked = []
+        self.needs_prepare = needs_prepare
+        self.error = error
+
+    def conv(self, problem):
+        self.asked.append(problem.key())
+        if self.error:
+            raise self.error
+        return StubOp(problem, self.needs_prepare)
+
+
+@pytest.fixture
+def stub_device(monkeypatch):
+    """CPU tensors pass for CUDA ones and the device calls are stubbed: convgen's own path, checks and plans as they
+    are, runs without a GPU (the launch is a StubOp's record; capture is off unless a test says otherwise)."""
+    stub = StubContext()
+    state = {"capturing": False}
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    monkeypatch.setattr(ct, "context", lambda device=None: stub)
+    monkeypatch.setattr(ct, "_raw_stream", lambda index: 0x5EED)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: state["capturing"])
+    stub.state = state
+    return stub
+
+
+def test_a_module_builds_its_op_once_per_input_signature_and_passes_pointers_without_a_copy(stub_device):
+    conv = ct.Conv2d(8, 16, 3, padding=1, bias=False).eval()
+    x = torch.randn(2, 8, 10, 12)
+    with torch.no_grad():
+        for _ in range(3):
+            y = conv(x)
+    assert stub_device.asked == ["n2_c8_k16_i1x10x12_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_"
+                                 + ("tf32" if torch.backends.cudnn.allow_tf32 else "fp32")]
+    (op,) = [plan.op for plan in conv._plans.values()]
+    assert len(op.runs) == 3 and conv.fallbacks == 0
+    activation, filter, output, stream = op.runs[-1]
+    assert (activation, filter, output, stream) == (x.data_ptr(), conv.weight.data_ptr(), y.data_ptr(), 0x5EED)
+    assert y.shape == (2, 16, 10, 12) and y.is_contiguous() and y.dtype == x.dtype
+
+
+def test_a_new_input_shape_builds_a_new_op_and_the_old_one_is_kept(stub_device):
+    conv = ct.Conv2d(8, 16, 3, stride=2, padding=1).eval()
+    with torch.no_grad():
+        a = conv(torch.randn(1, 8, 10, 12))
+        b = conv(torch.randn(4, 8, 20, 20))
+        conv(torch.randn(1, 8, 10, 12))
+    assert a.shape == (1, 16, 5, 6) and b.shape == (4, 16, 10, 10)
+    assert [key.split("_")[0] + "_" + key.split("_")[3] for key in stub_device.asked] == ["n1_i1x10x12", "n4_i1x20x20"]
+    assert len(conv.ops()) == 2 and {kernel for _, kernel, _ in conv.ops()} == {"stub_kernel"}
+
+
+def test_layout_dtype_and_the_tf32_setting_are_part_of_the_signature(stub_device, monkeypatch):
+    conv = ct.Conv2d(8, 16, 3, padding=1, bias=False).eval()
+    x = torch.randn(1, 8, 6, 6)
+    with torch.no_grad():
+        conv(x)
+        y = conv(x.to(memory_format=torch.channels_last))
+        monkeypatch.setattr(ct, "_allow_tf32", lambda: not torch.backends.cudnn.allow_tf32)
+        conv(x)
+    layouts = [key.split("_")[-2:] for key in stub_device.asked]
+    fp32 = "tf32" if torch.backends.cudnn.allow_tf32 else "fp32"
+    assert layouts == [["nchw", fp32], ["nhwc", fp32], ["nchw", "fp32" if fp32 == "tf32" else "tf32"]]
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    # The nchw weight is copied into the nhwc problem's layout for that call only; the input never is.
+    plans = list(conv._plans.values())
+    assert [(p.copy_input, p.copy_weight) for p in plans] == [(False, False), (False, True), (False, False)]
+    assert plans[1].op.runs[0][1] != conv.weight.data_ptr()
+
+
+def test_a_strided_input_is_copied_dense_and_a_half_input_runs_half(stub_device):
+    conv = ct.Conv2d(8, 16, 3, padding=1, bias=False).eval()
+    wide = torch.randn(1, 8, 10, 24)
+    with torch.no_grad():
+        y = conv(wide[:, :, :, ::2])
+        z = conv.half()(torch.randn(1, 8, 10, 12).half())
+    assert y.shape == (1, 16, 10, 12) and z.dtype == torch.float16
+    assert stub_device.asked[-1].endswith("_nchw_fp16")
+    assert [p.copy_input for p in conv._plans.values()] == [True, False]
+
+
+def test_the_gradient_check_runs_on_every_call_not_once_per_signature(stub_device):
+    conv = ct.Conv2d(3, 4, 3).eval()
+    x = torch.randn(1, 3, 8, 8)
+    with torch.no_grad():
+        conv(x)
+    want = F.conv2d(x, conv.weight, conv.bias)
+    got = conv(x)  # grad enabled and the weight wants one: PyTorch's forward, counted
+    assert conv.fallbacks == 1 and conv.last_fallback == "a gradient is wanted (convgen runs the forward pass only)"
+    assert got.requires_grad and torch.allclose(got, want)
+    with torch.no_grad():
+        conv(x)
+    assert conv.fallbacks == 1 and len(stub_device.asked) == 1
+
+
+def test_a_mismatched_input_still_gets_pytorchs_error_and_a_failed_build_is_not_cached(stub_device):
+    conv = ct.Conv2d(8, 16, 3).eval()
+    with torch.no_grad(), pytest.raises(RuntimeError, match=r"expected input\[1, 6, 8, 8\] to have 8 channels"):
+        conv(torch.randn(1, 6, 8, 8))
+    assert conv.last_fallback == "input of 6 channels for a weight of shape (16, 8, 3, 3), groups 1"
+    stub_device.error = ValueError("no kernel")
+    x = torch.randn(1, 8, 8, 8)
+    for _ in range(2):
+        with torch.no_grad(), pytest.raises(ValueError, match=r"^no kernel$"):
+            conv(x)
+    assert len(stub_device.asked) == 2  # asked again: nothing cached for a signature whose build failed
+
+
+def test_a_new_signature_during_graph_capture_is_refused_and_a_known_one_runs(stub_device):
+    conv = ct.Conv2d(8, 16, 3, padding=1, bias=False).eval()
+    x = torch.randn(1, 8, 10, 12)
+    with torch.no_grad():
+        conv(x)
+        stub_device.state["capturing"] = True
+        conv(x)
+        with pytest.raises(RuntimeError, match=r"^convgen.torch: input of shape \(2, 8, 10, 12\) \(torch.float32, "
+                                               r"strides \(960, 120, 12, 1\)\) is new to this Conv2d during CUDA "
+                                               r"graph capture: its kernel would be chosen and compiled inside the "
+                                               r"capture; call it once on such an input before capturing$"):
+            conv(torch.randn(2, 8, 10, 12))
+        with pytest.raises(RuntimeError, match=r"is new to convgen.torch.conv2d during CUDA graph capture"):
+            ct.conv2d(torch.randn(3, 8, 10, 12), conv.weight, None, 1, 1)
+    assert len(stub_device.asked) == 1 and len(next(iter(conv._plans.values())).op.runs) == 2
+
+
+def test_a_filter_with_one_time_work_is_prepared_again_when_changed_in_place_and_in_every_capture(stub_device):
+    stub_device.needs_prepare = True
+    conv = ct.Conv2d(8, 16, 3, padding=1, bias=False).eval()
+    x = torch.randn(1, 8, 10, 12)
+    with torch.no_grad():
+        conv(x)
+        conv(x)
+        (op,) = [plan.op for plan in conv._plans.values()]
+        assert op.prepares == [conv.weight.data_ptr()]  # the first call only
+        conv.weight.mul_(2.0)
+        conv(x)
+        assert len(op.prepares) == 2
+        stub_device.state["capturing"] = True
+        conv(x)
+        conv(x)
+    assert len(op.prepares) == 4 and len(op.runs) == 5
+
+
+def test_the_functional_form_caches_by_signature_and_arguments(stub_device):
+    x, w = torch.randn(1, 8, 10, 12), torch.randn(16, 8, 3, 3)
+    with torch.no_grad():
+        a = ct.conv2d(x, w, None, 1, 1)
+        ct.conv2d(x, w, None, 1, 1)
+        b = ct.conv2d(x, w, torch.zeros(16), [2, 2], 1)
+        c = ct.conv2d(x, w, None, 1, "same")
+    assert a.shape == (1, 16, 10, 12) and b.shape == (1, 16, 5, 6) and c.shape == a.shape
+    assert len(stub_device.asked) == 3  # 'same' is an argument of its own (the context's cache knows its problem)
+    with torch.no_grad(), pytest.raises(RuntimeError, match=r"expected input\[1, 8, 10, 12\] to have 16 channels"):
+        ct.conv2d(x, torch.randn(16, 16, 3, 3), None, 1, 1)
+
+
 # Edge cases: (n, c, k, input, filter, stride, padding, dilation, groups).
 EDGE_CASES = [
     (1, 3, 8, (17, 19), (3, 3), 1, 1, 1, 1),
