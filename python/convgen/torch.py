@@ -15,6 +15,14 @@ counts those calls, so a model is never wrong for being converted. float32 follo
 Channels-last inputs (`memory_format=torch.channels_last`) run NHWC kernels, others NCHW. The bias is added after
 the convolution by PyTorch (convgen fuses no epilogue yet).
 
+A call costs little on the host: a module keeps a plan per input signature (shape, strides, dtype, device of input
+and weight, the TF32 setting), made on the first call of that signature with every check that protects the call
+(device, dtype, layout, channels) and the op chosen then; a later call of the signature reads the signature, checks
+the gradient, allocates the output and makes one C++ call with the pointers and PyTorch's current stream. Nothing is
+copied unless the input or weight is in neither dense layout. CUDA graphs: after one call per signature (warm-up), a
+module's forward is capturable by `torch.cuda.graph` (no allocation but the output's, from PyTorch's allocator; no
+synchronization, no compilation); a signature first seen during a capture is refused with what to do.
+
 Sparse families: `act_sparsity=0.5` declares the zero fraction a module's input is expected to have (one that follows
 a ReLU), which the context's tuner measures with; `weight_sparse=True` bakes the module's filter pattern into the
 kernel (for pruned weights; the filter is then read once per change of `weight`).

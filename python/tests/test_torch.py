@@ -378,3 +378,80 @@ def test_tune_records_every_convolution_in_the_database(tmp_path):
     assert [s["layer"] for s in summary] == ["0", "2"]
     assert all(s["chosen_by"] in ("tuned now", "database") and s["kernel"] for s in summary)
     assert database.is_file()
+
+
+class SmallNet(nn.Module):
+    """Two layers of one shape (one op, two filters), a strided 1x1 with bias, a ReLU between."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.b = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.down = nn.Conv2d(16, 32, 1, stride=2)
+
+    def forward(self, x):
+        return self.down(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+def captured(model, static_x):
+    """PyTorch's recipe: warm up on a side stream, then capture one forward; the graph and its static output."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.no_grad():
+        for _ in range(2):
+            model(static_x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad():
+        static_y = model(static_x)
+    return graph, static_y
+
+
+@pytest.mark.gpu
+@cuda
+@pytest.mark.parametrize("act_sparsity", [0.0, 0.9], ids=["dense", "sparse"])
+def test_a_converted_model_replays_in_a_cuda_graph_on_new_inputs(strict_fp32, act_sparsity):
+    torch.manual_seed(6)
+    eager = SmallNet().cuda().eval()
+    model = ct.convert(SmallNet().cuda().eval(), act_sparsity={"b": act_sparsity, "down": act_sparsity})
+    model.load_state_dict(eager.state_dict())
+    static_x = torch.randn(2, 16, 14, 14, device="cuda")
+    graph, static_y = captured(model, static_x)
+    for seed in (7, 8):
+        torch.manual_seed(seed)
+        x = torch.randn_like(static_x)
+        static_x.copy_(x)
+        graph.replay()
+        with torch.no_grad():
+            want = eager(x)
+        torch.cuda.synchronize()
+        assert rel_l2(static_y, want) < 1e-5
+    assert all(m.fallbacks == 0 for m in model.modules() if isinstance(m, ct.Conv2d))
+    # Another model sharing the ops (same problems, other filters) runs eagerly in between: the replay must not
+    # depend on what that left in an op's prepared copy of its filter.
+    other = ct.convert(SmallNet().cuda().eval(), act_sparsity={"b": act_sparsity, "down": act_sparsity})
+    with torch.no_grad():
+        other(static_x)
+    static_x.copy_(x)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert rel_l2(static_y, want) < 1e-5
+
+
+@pytest.mark.gpu
+@cuda
+def test_a_graph_sees_the_static_inputs_new_values_and_a_new_shape_in_capture_is_refused(strict_fp32):
+    torch.manual_seed(9)
+    conv = ct.Conv2d(8, 8, 3, padding=1).cuda().eval()
+    static_x = torch.zeros(1, 8, 9, 9, device="cuda")
+    graph, static_y = captured(conv, static_x)
+    x = torch.randn_like(static_x)
+    static_x.copy_(x)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert rel_l2(static_y, F.conv2d(x, conv.weight, conv.bias, 1, 1)) < 1e-5
+    batch_of_two = torch.zeros(2, 8, 9, 9, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match=r"is new to this Conv2d during CUDA graph capture"):
+        with torch.cuda.graph(graph), torch.no_grad():
+            conv(batch_of_two)
