@@ -4,7 +4,11 @@
 # CMake's search. CONVGEN_PYTHON=OFF skips the package; ON makes a missing nanobind an error.
 set(CONVGEN_PYTHON AUTO CACHE STRING "Build the Python package (AUTO: where nanobind is found; ON; OFF)")
 set_property(CACHE CONVGEN_PYTHON PROPERTY STRINGS AUTO ON OFF)
-if(NOT CONVGEN_PYTHON STREQUAL "OFF")
+# Under the sanitizers (preset asan) the extension would need the sanitizer runtimes preloaded into the interpreter:
+# the package and its tests are left to the release build there.
+if(CONVGEN_SANITIZE AND CONVGEN_PYTHON STREQUAL "AUTO")
+  message(STATUS "convgen: sanitizer build: the Python package and its tests are built by the release build only")
+elseif(NOT CONVGEN_PYTHON STREQUAL "OFF")
   if(NOT Python3_EXECUTABLE AND Python_EXECUTABLE)  # scikit-build-core (pip install .) names its interpreter
     set(Python3_EXECUTABLE ${Python_EXECUTABLE})
   elseif(NOT Python3_EXECUTABLE AND EXISTS ${PROJECT_SOURCE_DIR}/.venv/bin/python3)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# test: the README's test command: sets up, builds and runs every test (GPU tests skip without a GPU), then the
-# readers of outside data, the JIT cache and the tuning database under ASan + UBSan and each fuzz target for a few
-# seconds (preset asan, folder build-asan; CONVGEN_SKIP_SANITIZERS=1 skips that part).
+# test: the README's test command: sets up, builds and runs every test (GPU tests skip without a GPU), then every
+# host test again under ASan + UBSan and each fuzz target for a few seconds (preset asan, folder build-asan;
+# CONVGEN_SKIP_SANITIZERS=1 skips that part).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,7 +9,7 @@ scripts/build.sh
 ctest --preset release --output-on-failure -j "$(nproc)" "$@"
 if [[ ${CONVGEN_SKIP_SANITIZERS:-0} != 1 ]]; then
   cmake --preset asan >/dev/null
-  cmake --build build-asan --target convgen_sanitized_tests convgen_fuzzers
-  ctest --preset sanitized -j "$(nproc)"
+  cmake --build build-asan --target convgen_host_tests convgen_fuzzers
+  ctest --preset asan -j "$(nproc)"
   ctest --preset fuzz -j "$(nproc)"
 fi

@@ -1,6 +1,7 @@
 # consumer_test: `cmake --install` into a fresh prefix, then a tiny application configured against it with
 # find_package(convgen), built and run: it prints the problem's key, then a kernel (GPU) or "no CUDA device" (exit 2).
-# -D BUILD_DIR, SOURCE_DIR (the consumer), WORK_DIR, CUDA_ROOT.
+# -D BUILD_DIR, SOURCE_DIR (the consumer), WORK_DIR, CUDA_ROOT, CXX_COMPILER (this build's) and LINK_FLAGS (the
+# sanitizer runtimes of a sanitized build, else empty).
 file(REMOVE_RECURSE ${WORK_DIR})
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -21,7 +22,8 @@ if(EXISTS ${WORK_DIR}/prefix/convgen)
   message(FATAL_ERROR "the default install holds the Python extension (its component is the wheel's)")
 endif()
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G Ninja -DCMAKE_BUILD_TYPE=Release
-    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCUDAToolkit_ROOT=${CUDA_ROOT})
+    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCUDAToolkit_ROOT=${CUDA_ROOT} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+    "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
 if(NOT out MATCHES "^n1_c8_k8_i1x12x12_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32\n")

@@ -170,6 +170,9 @@ TEST(Cli, ConvgenLinksNoOnnxAndImportOnnxWithoutTheImporterSaysHowToBuildIt) {
 // The binaries carry their data (templates, GPU descriptors, shapes) and name no path of the machine they were built
 // on: this test knows the source and build folders, the binaries must not.
 TEST(Cli, TheBinariesNameNoPathOfTheBuildMachine) {
+#ifdef CONVGEN_SANITIZED
+  GTEST_SKIP() << "UBSan's type descriptors name each lambda by its source path: the release build is the one checked";
+#endif
   for (const std::string relative : {"tools/convgen/convgen", "api/libconvgen_api.a"}) {
     const std::filesystem::path path = std::filesystem::path(CONVGEN_BINARY_DIR) / relative;
     std::ifstream in(path, std::ios::binary);
