@@ -162,9 +162,14 @@ TEST(OnnxImport, AConvWithExplicitShapesGivesItsProblem) {
   EXPECT_EQ(
       layers[0],
       (Layer{.name = "conv",
-             .problem = {.n = 1, .c = 64, .k = 128, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}},
-             .input_relu = false,
-             .epilogue = {Epilogue::bias}}));
+             .problem = {.n = 1,
+                         .c = 64,
+                         .k = 128,
+                         .input = {1, 56, 56},
+                         .filter = {1, 3, 3},
+                         .padding = {0, 1, 1},
+                         .epilogue = {.bias = true}},
+             .input_relu = false}));
 }
 
 TEST(OnnxImport, ASymbolicBatchBecomesOne) {
@@ -174,7 +179,7 @@ TEST(OnnxImport, ASymbolicBatchBecomesOne) {
   const std::vector<Layer> layers = layers_of(b);
   ASSERT_EQ(layers.size(), 1u);
   EXPECT_EQ(layers[0].problem.n, 1);
-  EXPECT_TRUE(layers[0].epilogue.empty());
+  EXPECT_TRUE(is_identity(layers[0].problem.epilogue));
 }
 
 TEST(OnnxImport, ShapesTheGraphLacksComeFromShapeInference) {
@@ -194,9 +199,14 @@ TEST(OnnxImport, ShapesTheGraphLacksComeFromShapeInference) {
                                         .input = {1, 32, 32},
                                         .filter = {1, 3, 3},
                                         .stride = {1, 2, 2},
-                                        .padding = {0, 1, 1}}));
-  EXPECT_EQ(layers[0].epilogue, (std::vector{Epilogue::bias, Epilogue::relu}));
-  EXPECT_EQ(layers[1].problem, (Problem{.n = 2, .c = 16, .k = 32, .input = {1, 8, 8}, .filter = {1, 1, 1}}));
+                                        .padding = {0, 1, 1},
+                                        .epilogue = {.bias = true, .act = Activation::relu}}));
+  EXPECT_EQ(layers[1].problem, (Problem{.n = 2,
+                                        .c = 16,
+                                        .k = 32,
+                                        .input = {1, 8, 8},
+                                        .filter = {1, 1, 1},
+                                        .epilogue = {.bias = true}}));
   EXPECT_FALSE(layers[1].input_relu);  // its input is the MaxPool's
 }
 
@@ -324,11 +334,11 @@ TEST(OnnxImport, ReluBeforeAndBiasAddReluAfterAreFlagged) {
   const std::vector<Layer> layers = layers_of(b);
   ASSERT_EQ(layers.size(), 3u);
   EXPECT_TRUE(layers[0].input_relu);
-  EXPECT_EQ(layers[0].epilogue, (std::vector{Epilogue::bias, Epilogue::add, Epilogue::relu}));
+  EXPECT_EQ(layers[0].problem.epilogue, (Epilogue{.beta = 1, .bias = true, .act = Activation::relu}));
   EXPECT_TRUE(layers[1].input_relu);
-  EXPECT_EQ(layers[1].epilogue, std::vector{Epilogue::add});
+  EXPECT_EQ(layers[1].problem.epilogue, Epilogue{.beta = 1});
   EXPECT_FALSE(layers[2].input_relu);
-  EXPECT_EQ(layers[2].epilogue, std::vector{Epilogue::bias});
+  EXPECT_EQ(layers[2].problem.epilogue, Epilogue{.bias = true});
 }
 
 TEST(OnnxImport, NamesAreSanitisedAndMadeUnique) {
@@ -431,13 +441,14 @@ TEST(OnnxImport, ResNet50GivesTheLayersOfShapesResnet50) {
   EXPECT_EQ(layers.size(), 53u);
   EXPECT_EQ(layers[1].name, "layer1_layer1.0_conv1_Conv");
   EXPECT_FALSE(layers[1].input_relu);  // the MaxPool's output
-  EXPECT_EQ(layers[1].epilogue, (std::vector{Epilogue::bias, Epilogue::relu}));
+  EXPECT_EQ(layers[1].problem.epilogue, (Epilogue{.bias = true, .act = Activation::relu}));
   const std::vector<Layer> merged = merge_identical_layers(layers);
 
-  // Shape-wise with counts: the checked-in file's act_sparsity and names are its own.
+  // Shape-wise with counts: the checked-in file's act_sparsity, epilogues and names are its own.
   const auto key_and_count = [](const Layer& layer) {
     Problem p = layer.problem;
     p.act_sparsity = 0;
+    p.epilogue = {};
     return std::pair{problem_key(p), layer.count};
   };
   std::vector<std::pair<std::string, int>> imported, expected;
