@@ -163,7 +163,8 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
                      .workspace_bytes = static_cast<std::int64_t>(route.workspace_bytes)};
     ConvCandidate candidate{fmt::format("cudnn {}", entry.algo),
                             [&cudnn, &cudnn_workspace, r](const ConvPointers& t, CUstream s) {
-                              cudnn.launch(r, t.activation, t.filter, t.output, cudnn_workspace.ptr(), s);
+                              cudnn.launch(r, t.activation, t.filter, t.output, t.bias, t.residual,
+                                           cudnn_workspace.ptr(), s);
                             }};
     if (!route.supported()) {
       entry.status = RouteStatus::unsupported;
