@@ -271,14 +271,21 @@ TEST(OnnxImport, GroupedAndDepthwiseConvsKeepTheirGroups) {
   const std::vector<Layer> layers = layers_of(b);
   ASSERT_EQ(layers.size(), 2u);
   EXPECT_EQ(layers[0].problem,
-            (Problem{.c = 32, .k = 64, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .groups = 4}));
+            (Problem{.c = 32,
+                     .k = 64,
+                     .input = {1, 14, 14},
+                     .filter = {1, 3, 3},
+                     .padding = {0, 1, 1},
+                     .groups = 4,
+                     .epilogue = {.bias = true}}));
   EXPECT_EQ(layers[1].problem, (Problem{.c = 32,
                                         .k = 32,
                                         .input = {1, 14, 14},
                                         .filter = {1, 3, 3},
                                         .padding = {0, 2, 2},
                                         .dilation = {1, 2, 2},
-                                        .groups = 32}));
+                                        .groups = 32,
+                                        .epilogue = {.bias = true}}));
 
   ModelBuilder wrong;
   wrong.input("x", {1, 32, 14, 14});
@@ -303,11 +310,17 @@ TEST(OnnxImport, OneDAndThreeDConvsTakeTheirLayouts) {
                                         .filter = {1, 1, 5},
                                         .stride = {1, 1, 2},
                                         .layout = Layout::ncw,
-                                        .precision = Precision::fp16}));
+                                        .precision = Precision::fp16,
+                                        .epilogue = {.bias = true}}));
   EXPECT_EQ(
       layers[1].problem,
-      (Problem{
-          .c = 4, .k = 8, .input = {16, 16, 16}, .filter = {3, 3, 3}, .padding = {1, 1, 1}, .layout = Layout::ncdhw}));
+      (Problem{.c = 4,
+               .k = 8,
+               .input = {16, 16, 16},
+               .filter = {3, 3, 3},
+               .padding = {1, 1, 1},
+               .layout = Layout::ncdhw,
+               .epilogue = {.bias = true}}));
 }
 
 TEST(OnnxImport, AnUnsupportedDataTypeIsRefused) {
