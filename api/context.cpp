@@ -49,8 +49,8 @@ void ConvOp::run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output,
   run(activation, filter, output, 0, 0, stream);
 }
 
-void ConvOp::run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr bias,
-                 CUdeviceptr residual, CUstream stream) const {
+void ConvOp::run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr bias, CUdeviceptr residual,
+                 CUstream stream) const {
   // Before anything is enqueued: a missing operand is the caller's error, not a launch failure.
   check_epilogue_pointers(problem(), {.bias = bias, .residual = residual});
   impl_->runtime_context->make_current();

@@ -515,8 +515,8 @@ struct CudnnBaseline::Impl {
   std::vector<Entry> entries;
   std::vector<CudnnRoute> routes;
   std::vector<std::string> warnings;
-  bool fused = false;                      // the problem has an epilogue: the fused legacy call, no graph routes
-  std::optional<DeviceBuffer> zero_bias;   // the fused call's bias when the epilogue has none
+  bool fused = false;                     // the problem has an epilogue: the fused legacy call, no graph routes
+  std::optional<DeviceBuffer> zero_bias;  // the fused call's bias when the epilogue has none
 
   Impl(const Problem& p, const CudnnOptions& o)
       : problem(p),
@@ -564,7 +564,8 @@ struct CudnnBaseline::Impl {
   void add_legacy_routes() {
     for (const auto& [algo, name] : EnumNames<LegacyAlgo>::table) {
       Entry e;
-      e.route = {.route = fused ? "legacy_fused" : "legacy", .algo = std::string(name), .index = static_cast<int>(algo)};
+      e.route = {
+          .route = fused ? "legacy_fused" : "legacy", .algo = std::string(name), .index = static_cast<int>(algo)};
       std::size_t workspace = 0;
       const Outcome outcome = attempt(cudnnGetConvolutionForwardWorkspaceSize(
           handle.get(), legacy.x.get(), legacy.w.get(), legacy.conv.get(), legacy.y.get(),
@@ -755,8 +756,8 @@ void CudnnBaseline::launch(std::size_t route_index, CUdeviceptr x, CUdeviceptr w
   const Impl& impl = *impl_;
   const Epilogue& epilogue = impl.problem.epilogue;
   if (epilogue.bias && bias == 0)
-    throw InputError(fmt::format("{}: its epilogue adds a bias (K values): the bias pointer is null",
-                                 problem_key(impl.problem)));
+    throw InputError(
+        fmt::format("{}: its epilogue adds a bias (K values): the bias pointer is null", problem_key(impl.problem)));
   if (reads_residual(epilogue) && residual == 0)
     throw InputError(fmt::format("{}: its epilogue adds a residual (the output's shape): the residual pointer is null",
                                  problem_key(impl.problem)));

@@ -60,8 +60,8 @@ std::vector<BuildOutcome> build_kernels(std::span<const BuildRequest> requests, 
 
 void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epilogue) {
   if (problem.epilogue.bias && epilogue.bias == 0)
-    throw InputError(fmt::format("{}: its epilogue adds a bias (K values): the bias pointer is null",
-                                 problem_key(problem)));
+    throw InputError(
+        fmt::format("{}: its epilogue adds a bias (K values): the bias pointer is null", problem_key(problem)));
   if (reads_residual(problem.epilogue) && epilogue.residual == 0)
     throw InputError(fmt::format("{}: its epilogue adds a residual (the output's shape): the residual pointer is null",
                                  problem_key(problem)));
@@ -163,8 +163,12 @@ void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdevicept
   // A pointer the epilogue does not read is not passed on: the kernel never reads it, and null says so.
   const EpiloguePointers used{.bias = kernel_.problem.epilogue.bias ? epilogue.bias : 0,
                               .residual = reads_residual(kernel_.problem.epilogue) ? epilogue.residual : 0};
-  const Bindings bind{.kernel = kernel_, .activation = activation, .filter = filter, .output = output,
-                      .workspace = workspace, .persistent = loaded_->persistent ? loaded_->persistent->ptr() : 0,
+  const Bindings bind{.kernel = kernel_,
+                      .activation = activation,
+                      .filter = filter,
+                      .output = output,
+                      .workspace = workspace,
+                      .persistent = loaded_->persistent ? loaded_->persistent->ptr() : 0,
                       .epilogue = used};
   run_steps(kernel_.plan.run, loaded_->kernels, bind, stream);
 }

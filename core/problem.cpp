@@ -99,8 +99,10 @@ std::string to_string(const Epilogue& e) {
   std::vector<std::string> terms;
   if (e.alpha != 1) terms.push_back("alpha:" + number_text(e.alpha));
   if (e.bias) terms.emplace_back("bias");
-  if (e.beta == 1) terms.emplace_back("add");
-  else if (e.beta != 0) terms.push_back("add:" + number_text(e.beta));
+  if (e.beta == 1)
+    terms.emplace_back("add");
+  else if (e.beta != 0)
+    terms.push_back("add:" + number_text(e.beta));
   if (e.act == Activation::clip)
     terms.push_back(fmt::format("clip:{}:{}", number_text(e.clip_lo), number_text(e.clip_hi)));
   else if (e.act != Activation::none)
@@ -197,7 +199,9 @@ std::int64_t flops(const Problem& p) {
 }
 
 std::int64_t min_bytes(const Problem& p) {
-  return (activation_elements(p) + filter_elements(p) + output_elements(p)) * element_bytes(p.precision);
+  // The epilogue's bias and residual are read once too, where it reads them.
+  const std::int64_t epilogue = (p.epilogue.bias ? p.k : 0) + (reads_residual(p.epilogue) ? output_elements(p) : 0);
+  return (activation_elements(p) + filter_elements(p) + output_elements(p) + epilogue) * element_bytes(p.precision);
 }
 
 std::string validate(const Problem& p) {

@@ -240,8 +240,7 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
         q.n, q.c, q.k, q.input.d, q.input.h, q.input.w, q.filter.d, q.filter.h, q.filter.w, q.stride.d, q.stride.h,
         q.stride.w, q.padding.d, q.padding.h, q.padding.w, q.dilation.d, q.dilation.h, q.dilation.w, q.groups,
         layout_enum(up, q.layout), precision_enum(up, q.precision), epilogue_initializer(up, q.epilogue),
-        c_string(lib.problems[i].name),
-        output_elements(q) * element_bytes(q.precision), i, lib.gpus.size());
+        c_string(lib.problems[i].name), output_elements(q) * element_bytes(q.precision), i, lib.gpus.size());
   }
   out += "};\nconst std::size_t problem_count = sizeof problems / sizeof problems[0];\n";
   out += fmt::format("const char* const architectures = \"{}\";\n\n}}  // namespace {}_internal\n", arch_list(lib.gpus),

@@ -41,8 +41,8 @@ Suite load_suite(const std::filesystem::path& path);
 // Writes a suite as shapes CSV with every column; parse_suite reads it back equal (given a file of the same stem).
 std::string write_suite_csv(const Suite& suite);
 
-// Returns the layers with identical ones (equal problem, epilogue included, and input_relu) merged into the first one's row,
-// their counts added; the order of first occurrences is kept.
+// Returns the layers with identical ones (equal problem, epilogue included, and input_relu) merged into the first one's
+// row, their counts added; the order of first occurrences is kept.
 //   merge_identical_layers({{.name = "a", .problem = p}, {.name = "b", .problem = p}}) -> {{"a", p, count 2}}
 std::vector<Layer> merge_identical_layers(const std::vector<Layer>& layers);
 

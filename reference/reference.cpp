@@ -199,10 +199,17 @@ void apply_epilogue(const Problem& problem, std::span<double> values, std::span<
     if (reads_residual(e)) v += e.beta * static_cast<double>(residual.get(index));
     if (e.bias) v += static_cast<double>(bias.get(output_channel(problem, index)));
     switch (e.act) {
-      case Activation::none: break;
-      case Activation::relu: v = std::max(v, 0.0); break;
-      case Activation::relu6: v = std::clamp(v, 0.0, 6.0); break;
-      case Activation::clip: v = std::clamp(v, e.clip_lo, e.clip_hi); break;
+      case Activation::none:
+        break;
+      case Activation::relu:
+        v = std::max(v, 0.0);
+        break;
+      case Activation::relu6:
+        v = std::clamp(v, 0.0, 6.0);
+        break;
+      case Activation::clip:
+        v = std::clamp(v, e.clip_lo, e.clip_hi);
+        break;
     }
     values[i] = v;
   }

@@ -182,9 +182,10 @@ class Igemm final : public Family {
     // only pays where the output is too small to fill the GPU, where igemm without splits, direct, or igemm_tc (whose
     // split-K reduces through a workspace and applies the epilogue in that reduce) serve.
     if (s.split_k > 1 && !is_identity(p.epilogue))
-      return fmt::format("split_k {} adds partial sums into the output with atomics; the epilogue {} needs the whole "
-                         "sum (split_k 1)",
-                         s.split_k, to_string(p.epilogue));
+      return fmt::format(
+          "split_k {} adds partial sums into the output with atomics; the epilogue {} needs the whole "
+          "sum (split_k 1)",
+          s.split_k, to_string(p.epilogue));
     // Every split must own part of the reduction (an empty split would only add launch cost).
     const int chunk = split_chunk(g, s);
     if (std::int64_t{s.split_k - 1} * chunk >= g.kr)

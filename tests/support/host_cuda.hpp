@@ -90,15 +90,15 @@ void launch(const LaunchGeometry& geometry, Body body, Setup setup_block = {}) {
 
 // The problem's constants of a template's cfg namespace, as the generator's prelude renders them, from a constexpr
 // LiteralShape named by PROBLEM (the family's own parameters follow in each test's case macro).
-#define CONVGEN_HOST_PROBLEM_CONSTANTS(PROBLEM)                                                                    \
-  constexpr int N = PROBLEM.n, C = PROBLEM.c, K = PROBLEM.k, GROUPS = PROBLEM.groups;                               \
-  constexpr int D = PROBLEM.input.d, H = PROBLEM.input.h, W = PROBLEM.input.w;                                      \
-  constexpr int T = PROBLEM.filter.d, R = PROBLEM.filter.h, S = PROBLEM.filter.w;                                   \
-  constexpr int STRIDE_D = PROBLEM.stride.d, STRIDE_H = PROBLEM.stride.h, STRIDE_W = PROBLEM.stride.w;              \
-  constexpr int PAD_D = PROBLEM.padding.d, PAD_H = PROBLEM.padding.h, PAD_W = PROBLEM.padding.w;                    \
-  constexpr int DIL_D = PROBLEM.dilation.d, DIL_H = PROBLEM.dilation.h, DIL_W = PROBLEM.dilation.w;                 \
-  constexpr int O = convgen::host_cuda::output_extent(D, T, STRIDE_D, PAD_D, DIL_D),                               \
-                P = convgen::host_cuda::output_extent(H, R, STRIDE_H, PAD_H, DIL_H),                               \
-                Q = convgen::host_cuda::output_extent(W, S, STRIDE_W, PAD_W, DIL_W);                               \
-  constexpr bool CHANNELS_LAST = convgen::channels_last(PROBLEM.layout);                                            \
+#define CONVGEN_HOST_PROBLEM_CONSTANTS(PROBLEM)                                                        \
+  constexpr int N = PROBLEM.n, C = PROBLEM.c, K = PROBLEM.k, GROUPS = PROBLEM.groups;                  \
+  constexpr int D = PROBLEM.input.d, H = PROBLEM.input.h, W = PROBLEM.input.w;                         \
+  constexpr int T = PROBLEM.filter.d, R = PROBLEM.filter.h, S = PROBLEM.filter.w;                      \
+  constexpr int STRIDE_D = PROBLEM.stride.d, STRIDE_H = PROBLEM.stride.h, STRIDE_W = PROBLEM.stride.w; \
+  constexpr int PAD_D = PROBLEM.padding.d, PAD_H = PROBLEM.padding.h, PAD_W = PROBLEM.padding.w;       \
+  constexpr int DIL_D = PROBLEM.dilation.d, DIL_H = PROBLEM.dilation.h, DIL_W = PROBLEM.dilation.w;    \
+  constexpr int O = convgen::host_cuda::output_extent(D, T, STRIDE_D, PAD_D, DIL_D),                   \
+                P = convgen::host_cuda::output_extent(H, R, STRIDE_H, PAD_H, DIL_H),                   \
+                Q = convgen::host_cuda::output_extent(W, S, STRIDE_W, PAD_W, DIL_W);                   \
+  constexpr bool CHANNELS_LAST = convgen::channels_last(PROBLEM.layout);                               \
   using Epilogue = convgen::host_cuda::PreludeEpilogue<PROBLEM.epilogue>;

@@ -46,9 +46,10 @@ void run_emit_lib(const Options& opts) {
   check_library_name(opts.name);
   const auto start = std::chrono::steady_clock::now();
   const Suite suite = with_layer_weights(
-      with_epilogue(with_precision_and_layout(select_layers(load_shapes(opts.shapes), opts.batch, "", opts.act_sparsity),
-                                              opts.precision, opts.layout),
-                    opts.epilogue),
+      with_epilogue(
+          with_precision_and_layout(select_layers(load_shapes(opts.shapes), opts.batch, "", opts.act_sparsity),
+                                    opts.precision, opts.layout),
+          opts.epilogue),
       opts.weights);
   std::vector<Gpu> gpus;
   for (const std::string& g : opts.gpus) gpus.push_back(load_gpu_descriptor(g, false));

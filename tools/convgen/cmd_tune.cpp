@@ -86,9 +86,9 @@ std::vector<Job> jobs_of(const TuneArgs& a) {
     WeightOptions weights = a.weights;
     weights.seed = a.seed;
     const Suite suite = with_layer_weights(
-        with_epilogue(
-            with_precision_and_layout(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity), a.precision, a.layout),
-            a.epilogue),
+        with_epilogue(with_precision_and_layout(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity),
+                                                a.precision, a.layout),
+                      a.epilogue),
         weights);
     for (int batch : batches)
       for (const Layer& layer : suite.layers) {
@@ -236,9 +236,9 @@ void run_tune_study(const TuneArgs& a) {
     WeightOptions weights = a.weights;
     weights.seed = a.seed;
     const Suite suite = with_layer_weights(
-        with_epilogue(
-            with_precision_and_layout(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity), a.precision, a.layout),
-            a.epilogue),
+        with_epilogue(with_precision_and_layout(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity),
+                                                a.precision, a.layout),
+                      a.epilogue),
         weights);
     Progress progress(fmt::format("tune-study {}", suite.name),
                       suite.layers.size() * std::max<std::size_t>(1, a.batches.size()));

@@ -176,8 +176,10 @@ std::string epilogue_text(const cusnn_sm90_epilogue& raw) {
   const auto term = [&out](const std::string& t) { out += (out.empty() ? "" : "+") + t; };
   if (e.alpha != 1) term("alpha:" + number_text(e.alpha));
   if (e.bias) term("bias");
-  if (e.beta == 1) term("add");
-  else if (e.beta != 0) term("add:" + number_text(e.beta));
+  if (e.beta == 1)
+    term("add");
+  else if (e.beta != 0)
+    term("add:" + number_text(e.beta));
   if (e.act == CUSNN_SM90_ACTIVATION_RELU) term("relu");
   if (e.act == CUSNN_SM90_ACTIVATION_RELU6) term("relu6");
   if (e.act == CUSNN_SM90_ACTIVATION_CLIP) term("clip:" + number_text(e.clip_lo) + ":" + number_text(e.clip_hi));
@@ -300,8 +302,8 @@ cusnn_sm90_status check_epilogue(const char* call, const cusnn_sm90_problem& p, 
                             unsigned long long residual) {
   const cusnn_sm90_epilogue e = normalized(p.epilogue);
   if (e.bias && bias == 0)
-    return fail(CUSNN_SM90_ERROR_INVALID_ARGUMENT, std::string(call) + ": problem " + key_of(p) +
-                                                  " adds a bias in its epilogue: the bias pointer is 0");
+    return fail(CUSNN_SM90_ERROR_INVALID_ARGUMENT,
+                std::string(call) + ": problem " + key_of(p) + " adds a bias in its epilogue: the bias pointer is 0");
   if (e.beta != 0 && residual == 0)
     return fail(CUSNN_SM90_ERROR_INVALID_ARGUMENT, std::string(call) + ": problem " + key_of(p) +
                                                   " adds a residual in its epilogue: the residual pointer is 0");

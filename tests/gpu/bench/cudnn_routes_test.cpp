@@ -172,8 +172,14 @@ class CudnnRoutes : public testing::Test {
 TEST_F(CudnnRoutes, AnEpilogueIsServedByTheLegacyFusedCallVerifiedAgainstTheSameEpilogue) {
   for (const Problem& base :
        {Problem{.c = 64, .k = 64, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1}},
-        Problem{.n = 2, .c = 32, .k = 48, .input = {1, 9, 9}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
-                .layout = Layout::nhwc, .precision = Precision::fp16}}) {
+        Problem{.n = 2,
+        .c = 32,
+        .k = 48,
+        .input = {1, 9, 9},
+        .filter = {1, 3, 3},
+        .padding = {0, 1, 1},
+        .layout = Layout::nhwc,
+        .precision = Precision::fp16}}) {
     for (const char* text : {"bias+add+relu", "alpha:0.5+bias+add:2+relu", "bias", "add"}) {
       Problem problem = base;
       problem.epilogue = parse_epilogue(text);

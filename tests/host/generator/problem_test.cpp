@@ -169,10 +169,10 @@ TEST(Problem, EpilogueTextCarriesScalesAndEveryActivation) {
   EXPECT_EQ(to_string(parse_epilogue("add:0.25+bias+alpha:3")), "alpha:3+bias+add:0.25");
   // A positive exponent is written without its '+', which joins terms.
   EXPECT_EQ(to_string(Epilogue{.alpha = 1e20}), "alpha:1e20");
-  for (const Epilogue& e : {Epilogue{.alpha = 0.1, .beta = 1e-7, .act = Activation::relu},
-                            Epilogue{.beta = 1, .bias = true, .act = Activation::clip, .clip_lo = -6, .clip_hi = 0.3},
-                            Epilogue{.bias = true, .act = Activation::relu6},
-                            Epilogue{.alpha = 1e20, .beta = -2.5e-30}})
+  for (const Epilogue& e :
+       {Epilogue{.alpha = 0.1, .beta = 1e-7, .act = Activation::relu},
+        Epilogue{.beta = 1, .bias = true, .act = Activation::clip, .clip_lo = -6, .clip_hi = 0.3},
+        Epilogue{.bias = true, .act = Activation::relu6}, Epilogue{.alpha = 1e20, .beta = -2.5e-30}})
     EXPECT_EQ(parse_epilogue(to_string(e)), e) << to_string(e);
 }
 
@@ -181,8 +181,8 @@ TEST(Problem, BadEpilogueTextNamesTheTermAndTheExpectedOnes) {
       "expected 'none' or terms joined by '+': alpha:A, bias, add, add:B, relu, relu6, clip:LO:HI (the activation "
       "last)";
   EXPECT_EQ(input_error([] { parse_epilogue("bias+gelu"); }), "unknown term 'gelu' in 'bias+gelu', " + expected);
-  EXPECT_EQ(input_error([] { parse_epilogue("relu+bias"); }), "term 'bias' follows the activation in 'relu+bias', " +
-                                                                  expected);
+  EXPECT_EQ(input_error([] { parse_epilogue("relu+bias"); }),
+            "term 'bias' follows the activation in 'relu+bias', " + expected);
   EXPECT_EQ(input_error([] { parse_epilogue("add:x"); }),
             "term 'add:x' needs a finite number, got 'x' in 'add:x', " + expected);
   EXPECT_EQ(input_error([] { parse_epilogue("clip:1"); }), "term 'clip:1' takes 2 numbers in 'clip:1', " + expected);
@@ -237,6 +237,17 @@ TEST(Problem, ValidateRefusesAMalformedEpilogue) {
   EXPECT_EQ(validate(p), "epilogue alpha must be finite, got nan");
   p.epilogue = {.act = Activation::clip, .clip_lo = 1, .clip_hi = -1};
   EXPECT_EQ(validate(p), "epilogue clip bounds must be in order (LO <= HI), got 1 and -1");
+}
+
+TEST(Problem, MinBytesCountTheEpiloguesBiasAndResidualWhereItReadsThem) {
+  Problem p{
+      .c = 8, .k = 4, .input = {1, 6, 6}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .precision = Precision::fp16};
+  const std::int64_t tensors = 8 * 36 + 4 * 8 * 9 + 4 * 36;
+  EXPECT_EQ(min_bytes(p), tensors * 2);
+  p.epilogue = parse_epilogue("bias+relu");
+  EXPECT_EQ(min_bytes(p), (tensors + 4) * 2);
+  p.epilogue = parse_epilogue("bias+add+relu");
+  EXPECT_EQ(min_bytes(p), (tensors + 4 + 4 * 36) * 2);
 }
 
 TEST(Problem, KeyWithAWrongPrefixIsRejected) {

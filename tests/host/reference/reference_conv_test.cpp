@@ -305,7 +305,7 @@ TEST(ApplyEpilogue, ScalesAddsTheBiasOfEachChannelAndTheResidualThenActivates) {
   Values values = {1, -3, 4, 2};
   apply_epilogue(p, values, {}, bias, residual);
   EXPECT_EQ(values, (Values{3.5, 0, 4.5, 1}));  // 2*1 + 0.5*1 + 1, relu(-6 + 1 + 1), 8 + 1.5 - 5, 4 + 2 - 5
-  p.layout = Layout::nwc;  // outputs q0k0 q0k1 q1k0 q1k1
+  p.layout = Layout::nwc;                       // outputs q0k0 q0k1 q1k0 q1k1
   p.epilogue = parse_epilogue("bias+clip:-1:2");
   values = {1, -3, 4, 2};
   apply_epilogue(p, values, {}, bias, residual);

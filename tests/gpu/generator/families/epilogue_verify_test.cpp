@@ -88,8 +88,14 @@ TEST_F(GpuEpilogueVerify, IgemmTcAppliesTheEpilogueInEveryPrecisionAndInSplitKsR
   // A long reduction on few output pixels: the split-K configurations, whose reduce entry applies the epilogue.
   int split_configs = 0;
   for (const Precision precision : {Precision::tf32, Precision::fp16, Precision::bf16}) {
-    const Problem p = with_epilogue({.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3},
-                                     .padding = {0, 1, 1}, .layout = Layout::nhwc, .precision = precision},
+    const Problem p = with_epilogue({.n = 1,
+                                     .c = 512,
+                                     .k = 96,
+                                     .input = {1, 7, 7},
+                                     .filter = {1, 3, 3},
+                                     .padding = {0, 1, 1},
+                                     .layout = Layout::nhwc,
+                                     .precision = precision},
                                     epilogues()[1]);
     for (const KernelSpec& spec : family("igemm_tc").enumerate(p, gpu_)) {
       if (params_of<IgemmTcParams>(spec).split_k == 1) continue;
@@ -115,9 +121,8 @@ TEST_F(GpuEpilogueVerify, WeightSparseAppliesTheEpilogueWithItsBakedFilter) {
 }
 
 TEST_F(GpuEpilogueVerify, ALaunchWithoutTheBiasOrResidualItsEpilogueReadsIsRefused) {
-  const Problem p = with_epilogue({.n = 1, .c = 8, .k = 8, .input = {1, 9, 9}, .filter = {1, 3, 3},
-                                   .padding = {0, 1, 1}},
-                                  epilogues()[0]);
+  const Problem p = with_epilogue(
+      {.n = 1, .c = 8, .k = 8, .input = {1, 9, 9}, .filter = {1, 3, 3}, .padding = {0, 1, 1}}, epilogues()[0]);
   const BuiltKernel kernel = build_kernel(p, default_choice(p, gpu_), gpu_, cache_);
   ConvLauncher launcher(kernel);
   DeviceBuffer tensor(static_cast<std::size_t>(tensor_bytes(p, TensorRole::output)) * 4);

@@ -375,9 +375,8 @@ std::vector<float> run_on_host(const EmulationCase& c, std::span<const float> ac
   // An operand the epilogue does not read is passed as null, as the launcher does.
   const float* bias_data = bias.empty() ? nullptr : bias.data();
   const float* residual_data = residual.empty() ? nullptr : residual.data();
-  convgen::host_cuda::launch(geometry, [&] {
-    c.kernel(activation.data(), filter.data(), output.data(), nullptr, bias_data, residual_data);
-  });
+  convgen::host_cuda::launch(
+      geometry, [&] { c.kernel(activation.data(), filter.data(), output.data(), nullptr, bias_data, residual_data); });
   return output;
 }
 

@@ -7,12 +7,12 @@
 #include <atomic>
 #include <barrier>
 #include <cmath>
-#include <functional>
-#include <memory>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -181,19 +181,19 @@ inline float bf16_bits_to_float(unsigned short bits) { return convgen::bfloat16_
   }                                                                                                                \
   }                                                                                                                \
   namespace tc_emulation::NAME {
-#define IGEMM_TC_ENTRIES(NAME)                                                                                     \
+#define IGEMM_TC_ENTRIES(NAME)                                                                                       \
   inline void run_main(const void* activation, const void* filter, void* output, float* workspace, const void* bias, \
-                       const void* residual) {                                                                     \
-    kernel_##NAME(static_cast<const igemm_tc::element_t*>(activation),                                             \
-                  static_cast<const igemm_tc::element_t*>(filter), static_cast<igemm_tc::element_t*>(output),      \
-                  workspace, static_cast<const igemm_tc::element_t*>(bias),                                        \
-                  static_cast<const igemm_tc::element_t*>(residual));                                              \
-  }                                                                                                                \
-  inline void run_reduce(const float* workspace, void* output, const void* bias, const void* residual) {           \
-    kernel_##NAME##_reduce(workspace, static_cast<igemm_tc::element_t*>(output),                                   \
-                           static_cast<const igemm_tc::element_t*>(bias),                                          \
-                           static_cast<const igemm_tc::element_t*>(residual));                                     \
-  }                                                                                                                \
+                       const void* residual) {                                                                       \
+    kernel_##NAME(static_cast<const igemm_tc::element_t*>(activation),                                               \
+                  static_cast<const igemm_tc::element_t*>(filter), static_cast<igemm_tc::element_t*>(output),        \
+                  workspace, static_cast<const igemm_tc::element_t*>(bias),                                          \
+                  static_cast<const igemm_tc::element_t*>(residual));                                                \
+  }                                                                                                                  \
+  inline void run_reduce(const float* workspace, void* output, const void* bias, const void* residual) {             \
+    kernel_##NAME##_reduce(workspace, static_cast<igemm_tc::element_t*>(output),                                     \
+                           static_cast<const igemm_tc::element_t*>(bias),                                            \
+                           static_cast<const igemm_tc::element_t*>(residual));                                       \
+  }                                                                                                                  \
   }
 
 #define SPEC(BM, BN, BK, WM, WN, ST, SK, V)                                                                         \
@@ -331,8 +331,15 @@ IGEMM_TC_ENTRIES(tf32_nhwc_pointwise_8warps)
 constexpr convgen::Epilogue kRelu6Epilogue{.alpha = 1.5, .beta = 0.5, .bias = true, .act = convgen::Activation::relu6};
 
 IGEMM_TC_CASE(fp16_nhwc_3x3_bias_residual_relu6,
-              (Shape{.n = 2, .c = 16, .k = 24, .input = {1, 9, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
-                       .layout = Layout::nhwc, .precision = Precision::fp16, .epilogue = kRelu6Epilogue}),
+              (Shape{.n = 2,
+                     .c = 16,
+                     .k = 24,
+                     .input = {1, 9, 7},
+                     .filter = {1, 3, 3},
+                     .padding = {0, 1, 1},
+                     .layout = Layout::nhwc,
+                     .precision = Precision::fp16,
+                     .epilogue = kRelu6Epilogue}),
               SPEC(32, 32, 16, 16, 16, 3, 1, true))
 #define CONVGEN_ENTRY kernel_fp16_nhwc_3x3_bias_residual_relu6
 #include "templates/igemm_tc.cu"
@@ -340,20 +347,34 @@ IGEMM_TC_CASE(fp16_nhwc_3x3_bias_residual_relu6,
 IGEMM_TC_ENTRIES(fp16_nhwc_3x3_bias_residual_relu6)
 
 IGEMM_TC_CASE(tf32_nhwc_split3_bias_residual_relu6,
-              (Shape{.n = 1, .c = 12, .k = 10, .input = {1, 8, 9}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
-                       .layout = Layout::nhwc, .precision = Precision::tf32, .epilogue = kRelu6Epilogue}),
+              (Shape{.n = 1,
+                     .c = 12,
+                     .k = 10,
+                     .input = {1, 8, 9},
+                     .filter = {1, 3, 3},
+                     .padding = {0, 1, 1},
+                     .layout = Layout::nhwc,
+                     .precision = Precision::tf32,
+                     .epilogue = kRelu6Epilogue}),
               SPEC(32, 16, 8, 16, 16, 4, 3, true))
 #define CONVGEN_ENTRY kernel_tf32_nhwc_split3_bias_residual_relu6
 #include "templates/igemm_tc.cu"
 #undef CONVGEN_ENTRY
 IGEMM_TC_ENTRIES(tf32_nhwc_split3_bias_residual_relu6)
 
-IGEMM_TC_CASE(bf16_nchw_bias_residual_clip,
-              (Shape{.n = 1, .c = 8, .k = 16, .input = {1, 11, 11}, .filter = {1, 5, 5}, .stride = {1, 2, 2},
-                       .padding = {0, 2, 2}, .layout = Layout::nchw, .precision = Precision::bf16,
-                       .epilogue = {.beta = -1, .bias = true, .act = convgen::Activation::clip, .clip_lo = -1,
-                                    .clip_hi = 0.5}}),
-              SPEC(16, 16, 32, 16, 16, 3, 1, true))
+IGEMM_TC_CASE(
+    bf16_nchw_bias_residual_clip,
+    (Shape{.n = 1,
+           .c = 8,
+           .k = 16,
+           .input = {1, 11, 11},
+           .filter = {1, 5, 5},
+           .stride = {1, 2, 2},
+           .padding = {0, 2, 2},
+           .layout = Layout::nchw,
+           .precision = Precision::bf16,
+           .epilogue = {.beta = -1, .bias = true, .act = convgen::Activation::clip, .clip_lo = -1, .clip_hi = 0.5}}),
+    SPEC(16, 16, 32, 16, 16, 3, 1, true))
 #define CONVGEN_ENTRY kernel_bf16_nchw_bias_residual_clip
 #include "templates/igemm_tc.cu"
 #undef CONVGEN_ENTRY
@@ -409,8 +430,8 @@ HostTensor run_on_host(const EmulationCase& c, const HostTensor& activation, con
     EXPECT_EQ(step.kind, LaunchStep::Kind::kernel);
     if (step.entry_suffix.empty()) {
       run_blocks(step.geometry, [&] {
-        c.run_main(activation.bytes().data(), filter.bytes().data(), output.bytes().data(), workspace.data(),
-                   bias_data, residual_data);
+        c.run_main(activation.bytes().data(), filter.bytes().data(), output.bytes().data(), workspace.data(), bias_data,
+                   residual_data);
       });
     } else {
       EXPECT_EQ(step.entry_suffix, "reduce");

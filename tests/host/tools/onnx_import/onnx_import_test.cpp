@@ -159,17 +159,15 @@ TEST(OnnxImport, AConvWithExplicitShapesGivesItsProblem) {
   b.output(y);
   const std::vector<Layer> layers = layers_of(b);
   ASSERT_EQ(layers.size(), 1u);
-  EXPECT_EQ(
-      layers[0],
-      (Layer{.name = "conv",
-             .problem = {.n = 1,
-                         .c = 64,
-                         .k = 128,
-                         .input = {1, 56, 56},
-                         .filter = {1, 3, 3},
-                         .padding = {0, 1, 1},
-                         .epilogue = {.bias = true}},
-             .input_relu = false}));
+  EXPECT_EQ(layers[0], (Layer{.name = "conv",
+                              .problem = {.n = 1,
+                                          .c = 64,
+                                          .k = 128,
+                                          .input = {1, 56, 56},
+                                          .filter = {1, 3, 3},
+                                          .padding = {0, 1, 1},
+                                          .epilogue = {.bias = true}},
+                              .input_relu = false}));
 }
 
 TEST(OnnxImport, ASymbolicBatchBecomesOne) {
@@ -201,12 +199,8 @@ TEST(OnnxImport, ShapesTheGraphLacksComeFromShapeInference) {
                                         .stride = {1, 2, 2},
                                         .padding = {0, 1, 1},
                                         .epilogue = {.bias = true, .act = Activation::relu}}));
-  EXPECT_EQ(layers[1].problem, (Problem{.n = 2,
-                                        .c = 16,
-                                        .k = 32,
-                                        .input = {1, 8, 8},
-                                        .filter = {1, 1, 1},
-                                        .epilogue = {.bias = true}}));
+  EXPECT_EQ(layers[1].problem,
+            (Problem{.n = 2, .c = 16, .k = 32, .input = {1, 8, 8}, .filter = {1, 1, 1}, .epilogue = {.bias = true}}));
   EXPECT_FALSE(layers[1].input_relu);  // its input is the MaxPool's
 }
 
@@ -270,14 +264,13 @@ TEST(OnnxImport, GroupedAndDepthwiseConvsKeepTheirGroups) {
          {.k = 32, .c_per_group = 1, .kernel = {3, 3}, .pads = {2, 2, 2, 2}, .dilations = {2, 2}, .group = 32});
   const std::vector<Layer> layers = layers_of(b);
   ASSERT_EQ(layers.size(), 2u);
-  EXPECT_EQ(layers[0].problem,
-            (Problem{.c = 32,
-                     .k = 64,
-                     .input = {1, 14, 14},
-                     .filter = {1, 3, 3},
-                     .padding = {0, 1, 1},
-                     .groups = 4,
-                     .epilogue = {.bias = true}}));
+  EXPECT_EQ(layers[0].problem, (Problem{.c = 32,
+                                        .k = 64,
+                                        .input = {1, 14, 14},
+                                        .filter = {1, 3, 3},
+                                        .padding = {0, 1, 1},
+                                        .groups = 4,
+                                        .epilogue = {.bias = true}}));
   EXPECT_EQ(layers[1].problem, (Problem{.c = 32,
                                         .k = 32,
                                         .input = {1, 14, 14},
@@ -312,15 +305,13 @@ TEST(OnnxImport, OneDAndThreeDConvsTakeTheirLayouts) {
                                         .layout = Layout::ncw,
                                         .precision = Precision::fp16,
                                         .epilogue = {.bias = true}}));
-  EXPECT_EQ(
-      layers[1].problem,
-      (Problem{.c = 4,
-               .k = 8,
-               .input = {16, 16, 16},
-               .filter = {3, 3, 3},
-               .padding = {1, 1, 1},
-               .layout = Layout::ncdhw,
-               .epilogue = {.bias = true}}));
+  EXPECT_EQ(layers[1].problem, (Problem{.c = 4,
+                                        .k = 8,
+                                        .input = {16, 16, 16},
+                                        .filter = {3, 3, 3},
+                                        .padding = {1, 1, 1},
+                                        .layout = Layout::ncdhw,
+                                        .epilogue = {.bias = true}}));
 }
 
 TEST(OnnxImport, AnUnsupportedDataTypeIsRefused) {
