@@ -46,13 +46,21 @@ void ConvOp::prepare(CUdeviceptr filter, CUstream stream) const {
 bool ConvOp::needs_prepare() const { return !impl_->launcher.kernel().plan.setup.empty(); }
 
 void ConvOp::run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUstream stream) const {
+  run(activation, filter, output, 0, 0, stream);
+}
+
+void ConvOp::run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr bias, CUdeviceptr residual,
+                 CUstream stream) const {
+  // Before anything is enqueued: a missing operand is the caller's error, not a launch failure.
+  check_epilogue_pointers(problem(), {.bias = bias, .residual = residual});
   impl_->runtime_context->make_current();
   if (needs_prepare()) {
     // The first run, or a run with another filter, prepares it first (on the same stream, so in order).
     const std::lock_guard lock(impl_->prepare_mutex);
     if (impl_->launcher.prepared_filter() != filter) impl_->launcher.prepare(filter, stream);
   }
-  impl_->launcher.launch(activation, filter, output, impl_->workspace ? impl_->workspace->ptr() : 0, stream);
+  impl_->launcher.launch(activation, filter, output, impl_->workspace ? impl_->workspace->ptr() : 0, stream,
+                         {.bias = bias, .residual = residual});
 }
 
 void ConvOp::check_element_size(std::size_t bytes) const {

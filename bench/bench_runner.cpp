@@ -161,10 +161,10 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
     const CudnnRoute& route = routes[r];
     CudnnEntry entry{.route = route.route, .algo = route.algo, .knobs = route.knobs,
                      .workspace_bytes = static_cast<std::int64_t>(route.workspace_bytes)};
-    ConvCandidate candidate{fmt::format("cudnn {}", entry.algo),
-                            [&cudnn, &cudnn_workspace, r](const ConvPointers& t, CUstream s) {
-                              cudnn.launch(r, t.activation, t.filter, t.output, cudnn_workspace.ptr(), s);
-                            }};
+    ConvCandidate candidate{
+        fmt::format("cudnn {}", entry.algo), [&cudnn, &cudnn_workspace, r](const ConvPointers& t, CUstream s) {
+          cudnn.launch(r, t.activation, t.filter, t.output, t.bias, t.residual, cudnn_workspace.ptr(), s);
+        }};
     if (!route.supported()) {
       entry.status = RouteStatus::unsupported;
       entry.reason = route.status_detail.empty() ? route.status : route.status + ": " + route.status_detail;

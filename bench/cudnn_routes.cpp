@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include <cudnn.h>
@@ -14,6 +15,7 @@
 #include "bench/cudnn_check.hpp"
 #include "convgen/error.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/module.hpp"
 
 namespace convgen {
 namespace {
@@ -83,6 +85,8 @@ using TensorDesc = Owned<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, c
 using FilterDesc = Owned<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
 using ConvDesc =
     Owned<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
+using ActivationDesc =
+    Owned<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor, cudnnDestroyActivationDescriptor>;
 
 // Sets an attribute; the expression in a failure's message names the attribute.
 #define CONVGEN_SET_ATTR(desc, name, type, count, values) \
@@ -148,12 +152,14 @@ std::vector<std::int64_t> packed_strides(const std::vector<std::int64_t>& dims, 
 
 std::vector<int> to_int(const std::vector<std::int64_t>& values) { return {values.begin(), values.end()}; }
 
-// The legacy descriptors of a problem.
+// The legacy descriptors of a problem, with the fused call's bias (1 K 1 1, or 1 K 1 1 1) and activation.
 struct LegacyDescriptors {
   TensorDesc x;
   FilterDesc w;
   TensorDesc y;
   ConvDesc conv;
+  TensorDesc bias;
+  ActivationDesc activation;
 };
 
 LegacyDescriptors make_legacy_descriptors(const Problem& problem, const CudnnConvShape& shape) {
@@ -175,6 +181,13 @@ LegacyDescriptors make_legacy_descriptors(const Problem& problem, const CudnnCon
                                                       dilation.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   CONVGEN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv.get(), problem.groups));
   CONVGEN_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), legacy_math(cudnn_math(problem.precision))));
+  // The fused call's bias is in the data type, broadcast over every dim but the channel.
+  std::vector<int> bias_dims(static_cast<std::size_t>(nb), 1), bias_strides(static_cast<std::size_t>(nb), 1);
+  bias_dims[1] = problem.k;
+  CONVGEN_CUDNN_CHECK(cudnnSetTensorNdDescriptor(d.bias.get(), type, nb, bias_dims.data(), bias_strides.data()));
+  const cudnnActivationMode_t mode =
+      problem.epilogue.act == Activation::relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY;
+  CONVGEN_CUDNN_CHECK(cudnnSetActivationDescriptor(d.activation.get(), mode, CUDNN_PROPAGATE_NAN, 0.0));
   return d;
 }
 
@@ -467,6 +480,13 @@ std::string graph_exclusion(CudnnMath math, const std::vector<int>& numerical_no
   return "";
 }
 
+std::string legacy_fused_exclusion(const Epilogue& epilogue) {
+  if (epilogue.act == Activation::relu6 || epilogue.act == Activation::clip)
+    return fmt::format("excluded: cudnnConvolutionBiasActivationForward serves relu and identity only, not {}",
+                       epilogue.act);
+  return "";
+}
+
 std::string graph_algo_name(int engine, const std::vector<std::string>& sources) {
   return fmt::format("engine {} [{}]", engine, fmt::join(sources, ", "));
 }
@@ -495,6 +515,8 @@ struct CudnnBaseline::Impl {
   std::vector<Entry> entries;
   std::vector<CudnnRoute> routes;
   std::vector<std::string> warnings;
+  bool fused = false;                     // the problem has an epilogue: the fused legacy call, no graph routes
+  std::optional<DeviceBuffer> zero_bias;  // the fused call's bias when the epilogue has none
 
   Impl(const Problem& p, const CudnnOptions& o)
       : problem(p),
@@ -503,9 +525,24 @@ struct CudnnBaseline::Impl {
         shape(cudnn_conv_shape(p)),
         handle(),
         legacy(make_legacy_descriptors(p, shape)),
-        operation(make_graph_operation(p, shape)) {
+        operation(make_graph_operation(p, shape)),
+        fused(!is_identity(p.epilogue)) {
     check_output_dims();
     add_legacy_routes();
+    if (fused) {
+      if (!p.epilogue.bias) {
+        const std::size_t bytes = static_cast<std::size_t>(p.k) * static_cast<std::size_t>(element_bytes(p.precision));
+        zero_bias.emplace(bytes);
+        std::vector<unsigned char> zeros(bytes, 0);
+        zero_bias->upload_bytes(zeros.data(), bytes);
+      }
+      warnings.push_back(fmt::format(
+          "graph API: the fused conv -> bias -> add -> activation engines are not built (epilogue {}): only the "
+          "legacy fused call serves this problem",
+          to_string(p.epilogue)));
+      for (Entry& e : entries) routes.push_back(e.route);
+      return;
+    }
     build_graph();
     add_heuristic_routes(CUDNN_HEUR_MODE_A, GraphSource::heur_a);
     add_heuristic_routes(CUDNN_HEUR_MODE_B, GraphSource::heur_b);
@@ -527,13 +564,17 @@ struct CudnnBaseline::Impl {
   void add_legacy_routes() {
     for (const auto& [algo, name] : EnumNames<LegacyAlgo>::table) {
       Entry e;
-      e.route = {.route = "legacy", .algo = std::string(name), .index = static_cast<int>(algo)};
+      e.route = {
+          .route = fused ? "legacy_fused" : "legacy", .algo = std::string(name), .index = static_cast<int>(algo)};
       std::size_t workspace = 0;
       const Outcome outcome = attempt(cudnnGetConvolutionForwardWorkspaceSize(
           handle.get(), legacy.x.get(), legacy.w.get(), legacy.conv.get(), legacy.y.get(),
           static_cast<cudnnConvolutionFwdAlgo_t>(algo), &workspace));
       e.route.workspace_bytes = workspace;
-      if (!outcome.ok()) {
+      const std::string excluded = fused ? legacy_fused_exclusion(problem.epilogue) : "";
+      if (!excluded.empty()) {
+        e.route.status = excluded;
+      } else if (!outcome.ok()) {
         e.route.status = cudnn_status_name(outcome.status);
         e.route.status_detail = outcome.detail;
       } else if (workspace > options.workspace_limit) {
@@ -707,7 +748,19 @@ std::size_t CudnnBaseline::max_workspace_bytes() const {
 
 void CudnnBaseline::launch(std::size_t route_index, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, CUdeviceptr workspace,
                            CUstream stream) const {
+  launch(route_index, x, w, y, 0, 0, workspace, stream);
+}
+
+void CudnnBaseline::launch(std::size_t route_index, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, CUdeviceptr bias,
+                           CUdeviceptr residual, CUdeviceptr workspace, CUstream stream) const {
   const Impl& impl = *impl_;
+  const Epilogue& epilogue = impl.problem.epilogue;
+  if (epilogue.bias && bias == 0)
+    throw InputError(
+        fmt::format("{}: its epilogue adds a bias (K values): the bias pointer is null", problem_key(impl.problem)));
+  if (reads_residual(epilogue) && residual == 0)
+    throw InputError(fmt::format("{}: its epilogue adds a residual (the output's shape): the residual pointer is null",
+                                 problem_key(impl.problem)));
   if (route_index >= impl.entries.size())
     throw InputError(
         fmt::format("cudnn route index {} out of range: the problem has {} routes", route_index, impl.entries.size()));
@@ -720,6 +773,19 @@ void CudnnBaseline::launch(std::size_t route_index, CUdeviceptr x, CUdeviceptr w
                                  route.workspace_bytes));
   // CUstream and cudaStream_t are the same type.
   CONVGEN_CUDNN_CHECK(cudnnSetStream(impl.handle.get(), stream));
+  if (route.route == "legacy_fused") {
+    // y = act(alpha1 * conv + alpha2 * z + bias): z is the residual, or y itself with alpha2 = 0 (z may alias y).
+    const float alpha1 = static_cast<float>(epilogue.alpha);
+    const float alpha2 = reads_residual(epilogue) ? static_cast<float>(epilogue.beta) : 0.0f;
+    const CUdeviceptr z = reads_residual(epilogue) ? residual : y;
+    const CUdeviceptr b = epilogue.bias ? bias : impl.zero_bias->ptr();
+    CONVGEN_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
+        impl.handle.get(), &alpha1, impl.legacy.x.get(), device_pointer(x), impl.legacy.w.get(), device_pointer(w),
+        impl.legacy.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(route.index), device_pointer(workspace),
+        route.workspace_bytes, &alpha2, impl.legacy.y.get(), device_pointer(z), impl.legacy.bias.get(),
+        device_pointer(b), impl.legacy.activation.get(), impl.legacy.y.get(), device_pointer(y)));
+    return;
+  }
   if (route.route == "legacy") {
     const float alpha = 1, beta = 0;
     CONVGEN_CUDNN_CHECK(cudnnConvolutionForward(

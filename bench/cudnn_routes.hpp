@@ -98,7 +98,15 @@ struct CudnnOptions {
   bool operator==(const CudnnOptions&) const = default;
 };
 
+// Why cuDNN's fused call cannot serve an epilogue ("" when it can): cudnnConvolutionBiasActivationForward computes
+// act(alpha1 * conv + alpha2 * z + bias) with act relu or identity only.
+std::string legacy_fused_exclusion(const Epilogue& epilogue);
+
 // The cuDNN routes of one problem: owns the handle, the legacy descriptors and the finalized graph plans.
+// A problem with an epilogue (not the identity) is served by the fused legacy call,
+// cudnnConvolutionBiasActivationForward, for each of the 8 algorithms (route "legacy_fused"; relu6 and clip listed
+// unsupported, see legacy_fused_exclusion); the graph API's fused conv -> bias -> add -> activation engines are not
+// built yet (a warning says so) and no graph route is listed for such a problem.
 // Routes are listed in a fixed order: the 8 legacy algorithms (always, with their status), then graph
 // configurations in order of first appearance in heuristics A, B, the fallback list and the enumeration; a
 // configuration offered by several sources appears once, with every source named in `algo`.
@@ -130,6 +138,11 @@ class CudnnBaseline {
   // (some algorithms pass every query and fail only here: the caller marks the route unsupported).
   void launch(std::size_t route_index, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, CUdeviceptr workspace,
               CUstream stream) const;
+  // The same with the bias (K values) and residual z (the output's shape) the problem's epilogue reads (0 for one it
+  // does not read: the fused call then gets K zeros for the bias, and y as z with alpha2 = 0). Throws InputError
+  // when the epilogue reads one whose pointer is 0.
+  void launch(std::size_t route_index, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, CUdeviceptr bias,
+              CUdeviceptr residual, CUdeviceptr workspace, CUstream stream) const;
 
   // The largest workspace of any supported route (0 when none needs one).
   std::size_t max_workspace_bytes() const;

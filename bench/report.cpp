@@ -242,7 +242,8 @@ std::optional<double> speedup(const BenchRow& row) {
 }
 
 bool is_seed_gemm_route(const CudnnEntry& entry) {
-  return entry.route == "legacy" &&
+  // The legacy algorithms, plain or fused (a problem with an epilogue: cudnnConvolutionBiasActivationForward).
+  return entry.route.starts_with("legacy") &&
          (entry.algo == "IMPLICIT_GEMM" || entry.algo == "IMPLICIT_PRECOMP_GEMM" || entry.algo == "GEMM");
 }
 
@@ -289,7 +290,7 @@ std::string report_csv(const BenchReport& report) {
   for (const bool legacy : {true, false})
     for (const BenchRow& row : report.rows)
       for (const CudnnEntry& entry : row.cudnn)
-        if ((entry.route == "legacy") == legacy && seen.insert(route_label(entry)).second)
+        if (entry.route.starts_with("legacy") == legacy && seen.insert(route_label(entry)).second)
           columns.push_back(route_label(entry));
 
   std::string out = "B,C,H,W,N,D,T,R,S,stride,pad,dilation,groups";

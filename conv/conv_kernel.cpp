@@ -58,6 +58,15 @@ std::vector<BuildOutcome> build_kernels(std::span<const BuildRequest> requests, 
   return outcomes;
 }
 
+void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epilogue) {
+  if (problem.epilogue.bias && epilogue.bias == 0)
+    throw InputError(
+        fmt::format("{}: its epilogue adds a bias (K values): the bias pointer is null", problem_key(problem)));
+  if (reads_residual(problem.epilogue) && epilogue.residual == 0)
+    throw InputError(fmt::format("{}: its epilogue adds a residual (the output's shape): the residual pointer is null",
+                                 problem_key(problem)));
+}
+
 struct ConvLauncher::Loaded {
   Module module;
   std::map<std::string, Kernel> kernels;  // by entry suffix
@@ -86,9 +95,12 @@ namespace {
 struct Bindings {
   const BuiltKernel& kernel;
   CUdeviceptr activation = 0, filter = 0, output = 0, workspace = 0, persistent = 0;
+  EpiloguePointers epilogue;
 
   CUdeviceptr resolve(std::string_view name) const {
     if (name == "activation") return activation;
+    if (name == "bias") return epilogue.bias;
+    if (name == "residual") return epilogue.residual;
     if (name == "filter") return filter;
     if (name == "output") return output;
     if (name == "workspace") return workspace;
@@ -143,12 +155,21 @@ void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
 }
 
 void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr workspace,
-                          CUstream stream) const {
+                          CUstream stream, const EpiloguePointers& epilogue) const {
   if (!prepared())
     throw Error(fmt::format("{}: its launch plan has a one-time setup; call prepare(filter) before launch",
                             kernel_.source.entry));
-  const Bindings bind{.kernel = kernel_, .activation = activation, .filter = filter, .output = output,
-                      .workspace = workspace, .persistent = loaded_->persistent ? loaded_->persistent->ptr() : 0};
+  check_epilogue_pointers(kernel_.problem, epilogue);
+  // A pointer the epilogue does not read is not passed on: the kernel never reads it, and null says so.
+  const EpiloguePointers used{.bias = kernel_.problem.epilogue.bias ? epilogue.bias : 0,
+                              .residual = reads_residual(kernel_.problem.epilogue) ? epilogue.residual : 0};
+  const Bindings bind{.kernel = kernel_,
+                      .activation = activation,
+                      .filter = filter,
+                      .output = output,
+                      .workspace = workspace,
+                      .persistent = loaded_->persistent ? loaded_->persistent->ptr() : 0,
+                      .epilogue = used};
   run_steps(kernel_.plan.run, loaded_->kernels, bind, stream);
 }
 

@@ -55,6 +55,17 @@ using BuildOutcome = std::variant<BuiltKernel, std::exception_ptr>;
 std::vector<BuildOutcome> build_kernels(std::span<const BuildRequest> requests, const Gpu& gpu, JitCache& cache,
                                         ThreadPool& pool, const std::function<void(std::size_t)>& on_done = {});
 
+// The device tensors a problem's epilogue reads: the bias (K values) and the residual (the output's shape, layout and
+// type); 0 for one it does not read.
+struct EpiloguePointers {
+  CUdeviceptr bias = 0;
+  CUdeviceptr residual = 0;
+};
+
+// Throws InputError, naming the problem and the tensor, when its epilogue reads a bias or a residual whose pointer is
+// 0 ("n1_..._ebias+relu: its epilogue adds a bias (K values): the bias pointer is null").
+void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epilogue);
+
 // A built kernel loaded into the current CUDA context, with the persistent buffers of its plan (a transformed or
 // packed filter): one launcher serves one filter at a time.
 //   ConvLauncher launcher(kernel);
@@ -72,10 +83,11 @@ class ConvLauncher {
   void prepare(CUdeviceptr filter, CUstream stream);
 
   // Enqueues one convolution on `stream`: the plan's run steps (zeroing the output first when the kernel
-  // accumulates). `workspace` holds kernel().workspace_bytes() bytes (may be 0 when that is 0). Throws Error when
-  // the plan has a setup that prepare() has not run.
-  void launch(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr workspace,
-              CUstream stream) const;
+  // accumulates). `workspace` holds kernel().workspace_bytes() bytes (may be 0 when that is 0); `epilogue` the
+  // bias and residual the problem's epilogue reads. Throws Error when the plan has a setup that prepare() has not
+  // run, InputError (check_epilogue_pointers) when the epilogue reads a tensor whose pointer is 0.
+  void launch(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr workspace, CUstream stream,
+              const EpiloguePointers& epilogue = {}) const;
 
   const BuiltKernel& kernel() const { return kernel_; }
   // Whether launch() may run: the plan has no setup, or prepare() ran.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "convgen/error.hpp"
 
@@ -70,7 +71,109 @@ std::optional<std::int64_t> operator+(std::optional<std::int64_t> a, std::option
   return out;
 }
 
+// A number of epilogue text: std::to_chars's shortest form that reads back to the same double, without the '+' of a
+// positive exponent ("1e20", "1e-07"): '+' joins the terms. The emitted library's run time writes keys the same way.
+std::string number_text(double value) {
+  char buffer[64];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  std::string text(buffer, ec == std::errc() ? end : buffer);
+  std::erase(text, '+');
+  return text;
+}
+
+constexpr std::string_view kEpilogueTerms =
+    "'none' or terms joined by '+': alpha:A, bias, add, add:B, relu, relu6, clip:LO:HI (the activation last)";
+
+std::optional<double> parse_double(std::string_view text) {
+  double value = 0;
+  // from_chars takes no leading '+'; a number of the text never has one.
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
+    return std::nullopt;
+  return value;
+}
+
 }  // namespace
+
+std::string to_string(const Epilogue& e) {
+  std::vector<std::string> terms;
+  if (e.alpha != 1) terms.push_back("alpha:" + number_text(e.alpha));
+  if (e.bias) terms.emplace_back("bias");
+  if (e.beta == 1)
+    terms.emplace_back("add");
+  else if (e.beta != 0)
+    terms.push_back("add:" + number_text(e.beta));
+  if (e.act == Activation::clip)
+    terms.push_back(fmt::format("clip:{}:{}", number_text(e.clip_lo), number_text(e.clip_hi)));
+  else if (e.act != Activation::none)
+    terms.emplace_back(to_string(e.act));
+  return terms.empty() ? "none" : fmt::format("{}", fmt::join(terms, "+"));
+}
+
+Epilogue parse_epilogue(std::string_view text) {
+  Epilogue e;
+  if (text == "none") return e;
+  bool seen_alpha = false, seen_add = false, seen_act = false;
+  for (const std::string_view term : split(text, '+')) {
+    const auto parts = split(term, ':');
+    const std::string_view name = parts[0];
+    const auto fail = [&](std::string_view why) {
+      return InputError(fmt::format("{} in '{}', expected {}", why, text, kEpilogueTerms));
+    };
+    const auto number = [&](std::size_t i) {
+      const auto value = parse_double(parts[i]);
+      if (!value) throw fail(fmt::format("term '{}' needs a finite number, got '{}'", term, parts[i]));
+      return *value;
+    };
+    const auto arguments = [&](std::size_t count) {
+      if (parts.size() != count + 1)
+        throw fail(fmt::format("term '{}' takes {} number{}", term, count, count == 1 ? "" : "s"));
+    };
+    if (seen_act) throw fail(fmt::format("term '{}' follows the activation", term));
+    if (name == "alpha") {
+      if (seen_alpha) throw fail("alpha given twice");
+      arguments(1);
+      e.alpha = number(1);
+      seen_alpha = true;
+    } else if (name == "bias") {
+      if (e.bias) throw fail("bias given twice");
+      arguments(0);
+      e.bias = true;
+    } else if (name == "add") {
+      if (seen_add) throw fail("add given twice");
+      if (parts.size() > 2) arguments(1);
+      e.beta = parts.size() == 2 ? number(1) : 1.0;
+      seen_add = true;
+    } else if (name == "relu" || name == "relu6") {
+      arguments(0);
+      e.act = name == "relu" ? Activation::relu : Activation::relu6;
+      seen_act = true;
+    } else if (name == "clip") {
+      arguments(2);
+      e.act = Activation::clip;
+      e.clip_lo = number(1);
+      e.clip_hi = number(2);
+      seen_act = true;
+    } else {
+      throw fail(fmt::format("unknown term '{}'", term));
+    }
+  }
+  if (const std::string reason = validate(e); !reason.empty()) throw InputError(fmt::format("'{}': {}", text, reason));
+  return e;
+}
+
+std::string validate(const Epilogue& e) {
+  if (!std::isfinite(e.alpha)) return fmt::format("epilogue alpha must be finite, got {}", e.alpha);
+  if (!std::isfinite(e.beta)) return fmt::format("epilogue beta must be finite, got {}", e.beta);
+  if (!std::isfinite(e.clip_lo) || !std::isfinite(e.clip_hi))
+    return fmt::format("epilogue clip bounds must be finite, got {} and {}", e.clip_lo, e.clip_hi);
+  if (e.act != Activation::clip && (e.clip_lo != 0 || e.clip_hi != 0))
+    return fmt::format("epilogue clip bounds are for the clip activation, got {} and {} with {}", e.clip_lo, e.clip_hi,
+                       e.act);
+  if (e.act == Activation::clip && e.clip_lo > e.clip_hi)
+    return fmt::format("epilogue clip bounds must be in order (LO <= HI), got {} and {}", e.clip_lo, e.clip_hi);
+  return {};
+}
 
 Dims3 output_dims(const Problem& p) {
   return {output_extent(p.input.d, p.filter.d, p.stride.d, p.padding.d, p.dilation.d),
@@ -96,7 +199,9 @@ std::int64_t flops(const Problem& p) {
 }
 
 std::int64_t min_bytes(const Problem& p) {
-  return (activation_elements(p) + filter_elements(p) + output_elements(p)) * element_bytes(p.precision);
+  // The epilogue's bias and residual are read once too, where it reads them.
+  const std::int64_t epilogue = (p.epilogue.bias ? p.k : 0) + (reads_residual(p.epilogue) ? output_elements(p) : 0);
+  return (activation_elements(p) + filter_elements(p) + output_elements(p) + epilogue) * element_bytes(p.precision);
 }
 
 std::string validate(const Problem& p) {
@@ -107,6 +212,7 @@ std::string validate(const Problem& p) {
   if (!positive(p.groups)) return fmt::format("groups must be positive, got {}", p.groups);
   if (!(p.act_sparsity >= 0 && p.act_sparsity <= 1))
     return fmt::format("act_sparsity must be a zero fraction in [0, 1], got {}", p.act_sparsity);
+  if (const std::string reason = validate(p.epilogue); !reason.empty()) return reason;
   if (p.c % p.groups != 0) return fmt::format("input channels {} are not divisible by groups {}", p.c, p.groups);
   if (p.k % p.groups != 0) return fmt::format("output channels {} are not divisible by groups {}", p.k, p.groups);
   const char* names[] = {"depth", "height", "width"};
@@ -162,14 +268,15 @@ std::string problem_key(const Problem& p) {
                      p.stride.w, p.padding.d, p.padding.h, p.padding.w, p.dilation.d, p.dilation.h, p.dilation.w,
                      p.groups, p.layout, p.precision) +
          (zeros != 0 ? fmt::format("_z{}", zeros) : std::string()) +
-         (p.weights.pattern.empty() ? std::string() : "_w" + p.weights.pattern);
+         (p.weights.pattern.empty() ? std::string() : "_w" + p.weights.pattern) +
+         (is_identity(p.epilogue) ? std::string() : "_e" + to_string(p.epilogue));
 }
 
 Problem parse_problem_key(std::string_view key) {
   const auto tokens = split(key, '_');
-  if (tokens.size() < 11 || tokens.size() > 13)
+  if (tokens.size() < 11 || tokens.size() > 14)
     throw InputError(
-        fmt::format("problem key '{}': expected 11 to 13 fields separated by '_', got {}", key, tokens.size()));
+        fmt::format("problem key '{}': expected 11 to 14 fields separated by '_', got {}", key, tokens.size()));
   const auto field = [&](int i, char prefix) {
     if (tokens[i].empty() || tokens[i][0] != prefix)
       throw InputError(
@@ -197,7 +304,8 @@ Problem parse_problem_key(std::string_view key) {
                                  enum_choices<Precision>()));
   p.layout = *layout;
   p.precision = *precision;
-  // Then the optional sparsity bucket "z<percent>" and filter pattern "w<16 hex digits>", in that order.
+  // Then the optional sparsity bucket "z<percent>", filter pattern "w<16 hex digits>" and epilogue "e<text>", in that
+  // order.
   std::size_t next = 11;
   if (next < tokens.size() && !tokens[next].empty() && tokens[next][0] == 'z') {
     const int zeros = parse_int(field(static_cast<int>(next), 'z'), key);
@@ -207,7 +315,7 @@ Problem parse_problem_key(std::string_view key) {
     p.act_sparsity = zeros / 100.0;
     ++next;
   }
-  if (next < tokens.size()) {
+  if (next < tokens.size() && !tokens[next].empty() && tokens[next][0] == 'w') {
     const std::string_view pattern = field(static_cast<int>(next), 'w');
     if (pattern.size() != 16 || pattern.find_first_not_of("0123456789abcdef") != std::string_view::npos)
       throw InputError(fmt::format("problem key '{}': filter pattern '{}' must be 'w' and 16 lowercase hex digits", key,
@@ -215,10 +323,23 @@ Problem parse_problem_key(std::string_view key) {
     p.weights.pattern = std::string(pattern);
     ++next;
   }
+  if (next < tokens.size() && !tokens[next].empty() && tokens[next][0] == 'e') {
+    const std::string_view text = field(static_cast<int>(next), 'e');
+    try {
+      p.epilogue = parse_epilogue(text);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("problem key '{}': epilogue {}", key, e.what()));
+    }
+    // The key writes the canonical text only, and never "none": another spelling would be a second key.
+    if (is_identity(p.epilogue) || to_string(p.epilogue) != text)
+      throw InputError(fmt::format("problem key '{}': epilogue '{}' is not in its canonical form '{}'", key, text,
+                                   is_identity(p.epilogue) ? "(no field)" : to_string(p.epilogue)));
+    ++next;
+  }
   if (next != tokens.size())
     throw InputError(
-        fmt::format("problem key '{}': unexpected field '{}' after the precision (expected z<bucket> "
-                    "then w<pattern>)",
+        fmt::format("problem key '{}': unexpected field '{}' after the precision (expected z<bucket>, "
+                    "w<pattern> then e<epilogue>)",
                     key, tokens[next]));
   // A key read back from a database or a manifest is outside data too: every caller may divide by groups.
   if (const std::string reason = validate(p); !reason.empty())
@@ -252,6 +373,7 @@ std::string describe(const Problem& p) {
   }
   text += fmt::format(", n{}", p.n);
   if (p.act_sparsity != 0) text += fmt::format(", {:.0f}% zeros", p.act_sparsity * 100);
+  if (!is_identity(p.epilogue)) text += ", epilogue " + to_string(p.epilogue);
   if (p.weights.values) {
     const auto zeros = std::count(p.weights.values->begin(), p.weights.values->end(), 0.0f);
     text += fmt::format(

@@ -60,12 +60,28 @@ std::string one_line(std::string_view text) {
   return out;
 }
 
+// A double as a C++ literal that reads back exactly ("0.5", "1e+20", "-1.0").
+std::string double_literal(double v) {
+  std::string text = fmt::format("{}", v);
+  if (text.find_first_of(".en") == std::string::npos) text += ".0";
+  return text;
+}
+
 std::string layout_enum(std::string_view upper_name, Layout layout) {
   return fmt::format("{}_LAYOUT_{}", upper_name, upper(to_string(layout)));
 }
 
 std::string precision_enum(std::string_view upper_name, Precision precision) {
   return fmt::format("{}_PRECISION_{}", upper_name, upper(to_string(precision)));
+}
+
+// The problem's cglib_epilogue: {0} for the identity, else every field (doubles exact: fmt writes the shortest
+// form that reads back).
+std::string epilogue_initializer(std::string_view upper_name, const Epilogue& e) {
+  if (is_identity(e)) return "{0}";
+  return fmt::format("{{1, {}, {}, {}, {}_ACTIVATION_{}, {}, {}}}", double_literal(e.alpha), double_literal(e.beta),
+                     e.bias ? 1 : 0, upper_name, upper(to_string(e.act)), double_literal(e.clip_lo),
+                     double_literal(e.clip_hi));
 }
 
 std::string arch_list(const std::vector<Gpu>& gpus) {
@@ -83,7 +99,7 @@ constexpr std::size_t max_entry_arguments = 16;
 
 // What a kernel argument binds to, as the emitted table spells it: {Arg::x, buffer index or -1}.
 std::string arg_binding(const LaunchPlan& plan, const std::string& arg, const std::string& where) {
-  for (const char* tensor : {"activation", "filter", "output", "workspace"})
+  for (const char* tensor : {"activation", "filter", "output", "workspace", "bias", "residual"})
     if (arg == tensor) return fmt::format("{{Arg::{}, -1}}", arg);
   for (std::size_t b = 0; b < plan.buffers.size(); ++b)
     if (plan.buffers[b].name == arg) return fmt::format("{{Arg::buffer, {}}}", b);
@@ -219,12 +235,12 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
   for (std::size_t i = 0; i < lib.problems.size(); ++i) {
     const Problem& q = lib.problems[i].problem;
     out += fmt::format(
-        "    {{{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},\n"
+        "    {{{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},\n"
         "     {}, {}ULL, kernels_{}, {}}},\n",
         q.n, q.c, q.k, q.input.d, q.input.h, q.input.w, q.filter.d, q.filter.h, q.filter.w, q.stride.d, q.stride.h,
         q.stride.w, q.padding.d, q.padding.h, q.padding.w, q.dilation.d, q.dilation.h, q.dilation.w, q.groups,
-        layout_enum(up, q.layout), precision_enum(up, q.precision), c_string(lib.problems[i].name),
-        output_elements(q) * element_bytes(q.precision), i, lib.gpus.size());
+        layout_enum(up, q.layout), precision_enum(up, q.precision), epilogue_initializer(up, q.epilogue),
+        c_string(lib.problems[i].name), output_elements(q) * element_bytes(q.precision), i, lib.gpus.size());
   }
   out += "};\nconst std::size_t problem_count = sizeof problems / sizeof problems[0];\n";
   out += fmt::format("const char* const architectures = \"{}\";\n\n}}  // namespace {}_internal\n", arch_list(lib.gpus),

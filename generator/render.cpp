@@ -34,6 +34,19 @@ std::vector<std::string> template_header_names() {
   return names;
 }
 
+std::string render_epilogue(const Epilogue& e) {
+  // Floats as exponent literals ("5.000000000e-01f"): every float reads back exactly, and none looks like an int.
+  const auto literal = [](double v) { return fmt::format("{:.9e}f", static_cast<float>(v)); };
+  return fmt::format(
+      "struct Epilogue {{  // output = act(alpha * conv + beta * residual + bias[k]): {}\n"
+      "  static constexpr bool BIAS = {}, RESIDUAL = {};\n"
+      "  static constexpr int ACT = {};  // {}\n"
+      "  static constexpr float ALPHA = {}, BETA = {}, CLIP_LO = {}, CLIP_HI = {};\n"
+      "}};\n",
+      to_string(e), e.bias, reads_residual(e), static_cast<int>(e.act), e.act, literal(e.alpha), literal(e.beta),
+      literal(e.clip_lo), literal(e.clip_hi));
+}
+
 std::string render_prelude(const Problem& p, const KernelSpec& spec, const TemplateInterface& iface,
                            std::span<const PreludeConstant> extra) {
   const Dims3 out = output_dims(p);
@@ -66,6 +79,7 @@ std::string render_prelude(const Problem& p, const KernelSpec& spec, const Templ
     else
       text += fmt::format("constexpr int {} = {};\n", param.name, spec.values[i]);
   }
+  text += render_epilogue(p.epilogue);
   for (const PreludeConstant& c : extra)
     text += fmt::format("constexpr int {} = {};{}\n", c.name, c.value, c.comment.empty() ? "" : "  // " + c.comment);
   text += "}  // namespace cfg\n";

@@ -27,9 +27,13 @@ struct PreludeConstant {
   std::string comment;
 };
 
+// Renders the epilogue as the prelude's `struct Epilogue` (in namespace cfg; templates/epilogue.cuh reads it): BIAS
+// and RESIDUAL, ACT (convgen::Activation's value), ALPHA, BETA, CLIP_LO and CLIP_HI.
+std::string render_epilogue(const Epilogue& epilogue);
+
 // Renders the prelude: `#define CONVGEN_PRELUDE`, the entry symbol, and the problem and the spec's parameters (as
-// the template declares them) as constexpr constants in namespace `cfg` (see templates/README.md for the list), then
-// the family's `extra` constants.
+// the template declares them) as constexpr constants in namespace `cfg` (see templates/README.md for the list), the
+// problem's epilogue (render_epilogue), then the family's `extra` constants.
 std::string render_prelude(const Problem& problem, const KernelSpec& spec, const TemplateInterface& iface,
                            std::span<const PreludeConstant> extra = {});
 

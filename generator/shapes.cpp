@@ -94,23 +94,15 @@ bool input_relu(const Row& row) {
   row.fail("column 'input_relu' must be 0 or 1, got '{}'", *text);
 }
 
-// Reads the epilogue column: "none", or operations joined by '+' ("bias+add+relu").
-std::vector<Epilogue> epilogue(const Row& row) {
+// Reads the epilogue column: "none", or terms joined by '+' (convgen::parse_epilogue: "bias+add+relu").
+Epilogue epilogue(const Row& row) {
   const auto text = row.get("epilogue");
-  std::vector<Epilogue> ops;
-  if (!text || *text == "none") return ops;
-  for (const auto part : split_fields(*text, '+')) {
-    const auto op = parse_enum<Epilogue>(part);
-    if (!op)
-      row.fail("column 'epilogue' must be 'none' or operations joined by '+' ({}), got '{}'", enum_choices<Epilogue>(),
-               *text);
-    ops.push_back(*op);
+  if (!text) return {};
+  try {
+    return parse_epilogue(*text);
+  } catch (const InputError& e) {
+    row.fail("column 'epilogue': {}", e.what());
   }
-  return ops;
-}
-
-std::string epilogue_field(const std::vector<Epilogue>& ops) {
-  return ops.empty() ? "none" : fmt::format("{}", fmt::join(ops, "+"));
 }
 
 Layer parse_layer(const Row& row) {
@@ -137,13 +129,10 @@ Layer parse_layer(const Row& row) {
       row.fail("column 'act_sparsity' must be a zero fraction in [0, 1], got '{}'", *text);
     p.act_sparsity = *zeros;
   }
+  p.epilogue = epilogue(row);
   const int count = positive(row, "count", 1);
   if (const std::string reason = validate(p); !reason.empty()) row.fail("{}", reason);
-  return {.name = std::string(name),
-          .problem = p,
-          .count = count,
-          .input_relu = input_relu(row),
-          .epilogue = epilogue(row)};
+  return {.name = std::string(name), .problem = p, .count = count, .input_relu = input_relu(row)};
 }
 
 // Writes stride, pad or dilation as one integer when every dim of the layout's rank agrees, else per dim.
@@ -225,7 +214,7 @@ std::string write_suite_csv(const Suite& suite) {
                        p.input.h, p.input.w, p.filter.d, p.filter.h, p.filter.w, spatial_field(p.stride, p.layout),
                        spatial_field(p.padding, p.layout), spatial_field(p.dilation, p.layout), p.groups, p.layout,
                        p.precision, layer.count, p.act_sparsity, static_cast<int>(layer.input_relu),
-                       epilogue_field(layer.epilogue));
+                       to_string(p.epilogue));
   }
   return out;
 }
@@ -234,7 +223,7 @@ std::vector<Layer> merge_identical_layers(const std::vector<Layer>& layers) {
   std::vector<Layer> merged;
   for (const Layer& layer : layers) {
     const auto same = std::find_if(merged.begin(), merged.end(), [&](const Layer& m) {
-      return m.problem == layer.problem && m.input_relu == layer.input_relu && m.epilogue == layer.epilogue;
+      return m.problem == layer.problem && m.input_relu == layer.input_relu;
     });
     if (same == merged.end())
       merged.push_back(layer);

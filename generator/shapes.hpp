@@ -12,28 +12,14 @@
 
 namespace convgen {
 
-// An operation that follows a conv in its network and that a kernel's epilogue could fuse: the conv's own bias
-// (ONNX Conv's third input), a ReLU, or the addition of another tensor (a residual connection).
-enum class Epilogue { bias, add, relu };
-
-template <>
-struct EnumNames<Epilogue> {
-  static constexpr std::array table = {
-      std::pair{Epilogue::bias, std::string_view("bias")},
-      std::pair{Epilogue::add, std::string_view("add")},
-      std::pair{Epilogue::relu, std::string_view("relu")},
-  };
-};
-
-// One conv layer of a network: a name, its problem, and how many times the network runs it. `input_relu` and
-// `epilogue` say what surrounds it in the network (known for imported models, `convgen import onnx`): its input
-// is a ReLU's output (activation-sparse kernels skip the zeros), and the operations that follow it, in order.
+// One conv layer of a network: a name, its problem, and how many times the network runs it. `input_relu` says its
+// input is a ReLU's output (known for imported models, `convgen import onnx`; activation-sparse kernels skip the
+// zeros); what follows it and is fused into its store (bias, residual, activation) is its problem's epilogue.
 struct Layer {
   std::string name;
   Problem problem;
   int count = 1;
   bool input_relu = false;
-  std::vector<Epilogue> epilogue;
   bool operator==(const Layer&) const = default;
 };
 
@@ -55,8 +41,8 @@ Suite load_suite(const std::filesystem::path& path);
 // Writes a suite as shapes CSV with every column; parse_suite reads it back equal (given a file of the same stem).
 std::string write_suite_csv(const Suite& suite);
 
-// Returns the layers with identical ones (equal problem, input_relu and epilogue) merged into the first one's row,
-// their counts added; the order of first occurrences is kept.
+// Returns the layers with identical ones (equal problem, epilogue included, and input_relu) merged into the first one's
+// row, their counts added; the order of first occurrences is kept.
 //   merge_identical_layers({{.name = "a", .problem = p}, {.name = "b", .problem = p}}) -> {{"a", p, count 2}}
 std::vector<Layer> merge_identical_layers(const std::vector<Layer>& layers);
 

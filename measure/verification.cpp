@@ -23,26 +23,34 @@ std::string verification_failure(std::string_view candidate, const Problem& p, c
                             error_limit(p.precision), stats.max_abs, stats.max_abs_index);
 }
 
-ReferenceOutputs compute_reference(const Problem& p, const HostTensor& activation, const HostTensor& filter,
-                                   std::uint64_t seed) {
+ReferenceOutputs compute_reference(const Problem& p, const InputTensors& inputs, std::uint64_t seed) {
   ReferenceOutputs ref;
   if (flops(p) / 2 <= kFullReferenceMacs) {
-    ref.values = reference_conv(p, activation, filter);
+    ref.values = reference_conv(p, inputs.activation, inputs.filter);
   } else {
     ref.indices = sample_output_indices(p, kSampledOutputs, seed);
-    ref.values = reference_conv_at(p, activation, filter, ref.indices);
+    ref.values = reference_conv_at(p, inputs.activation, inputs.filter, ref.indices);
   }
+  apply_epilogue(p, ref.values, ref.indices, inputs.bias, inputs.residual);
   return ref;
 }
 
+namespace {
+
+std::int64_t epilogue_bytes(const Problem& p) {
+  return (p.epilogue.bias ? tensor_bytes(p, TensorRole::bias) : 0) +
+         (reads_residual(p.epilogue) ? tensor_bytes(p, TensorRole::residual) : 0);
+}
+
+}  // namespace
+
 std::int64_t buffer_set_bytes(const Problem& p) {
   return tensor_bytes(p, TensorRole::activation) + tensor_bytes(p, TensorRole::filter) +
-         tensor_bytes(p, TensorRole::output);
+         tensor_bytes(p, TensorRole::output) + epilogue_bytes(p);
 }
 
 MemoryNeed memory_need(const Problem& p, int buffer_sets) {
-  const std::int64_t tensors = tensor_bytes(p, TensorRole::activation) + tensor_bytes(p, TensorRole::filter) +
-                               tensor_bytes(p, TensorRole::output);
+  const std::int64_t tensors = buffer_set_bytes(p);
   return {.device_bytes = std::max(buffer_sets, 1) * tensors, .host_bytes = tensors};
 }
 
@@ -98,20 +106,29 @@ ConvMeasurement::ConvMeasurement(const Problem& p, const ConvInputs& inputs, int
       inputs_(make_inputs(p, inputs)),
       identity_(convgen::data_identity(inputs)),
       scratch_(HostTensor::for_problem(p, TensorRole::output)) {
-  reference_ = compute_reference(p, inputs_.activation, inputs_.filter, inputs.seed);
+  reference_ = compute_reference(p, inputs_, inputs.seed);
   sets_.reserve(static_cast<std::size_t>(buffer_sets));
   const auto bytes = [&](TensorRole role) { return static_cast<std::size_t>(tensor_bytes(p, role)); };
+  const auto uploaded = [](const HostTensor& tensor) {
+    DeviceBuffer buffer(tensor.size_bytes());
+    buffer.upload_bytes(tensor.bytes().data(), tensor.size_bytes());
+    return buffer;
+  };
   for (int i = 0; i < buffer_sets; ++i) {
-    sets_.push_back({DeviceBuffer(bytes(TensorRole::activation)), DeviceBuffer(bytes(TensorRole::filter)),
-                     DeviceBuffer(bytes(TensorRole::output))});
-    sets_.back().activation.upload_bytes(inputs_.activation.bytes().data(), inputs_.activation.size_bytes());
-    sets_.back().filter.upload_bytes(inputs_.filter.bytes().data(), inputs_.filter.size_bytes());
+    sets_.push_back({uploaded(inputs_.activation), uploaded(inputs_.filter), DeviceBuffer(bytes(TensorRole::output)),
+                     std::nullopt, std::nullopt});
+    if (p.epilogue.bias) sets_.back().bias.emplace(uploaded(inputs_.bias));
+    if (reads_residual(p.epilogue)) sets_.back().residual.emplace(uploaded(inputs_.residual));
   }
 }
 
 ConvPointers ConvMeasurement::pointers(int set) const {
   const BufferSet& b = sets_.at(static_cast<std::size_t>(set));
-  return {.activation = b.activation.ptr(), .filter = b.filter.ptr(), .output = b.output.ptr()};
+  return {.activation = b.activation.ptr(),
+          .filter = b.filter.ptr(),
+          .output = b.output.ptr(),
+          .bias = b.bias ? b.bias->ptr() : 0,
+          .residual = b.residual ? b.residual->ptr() : 0};
 }
 
 Verification ConvMeasurement::verify(const ConvCandidate& candidate, Stream& stream) {

@@ -26,11 +26,14 @@ namespace convgen {
 inline constexpr std::int64_t kFullReferenceMacs = std::int64_t{1} << 28;
 inline constexpr std::int64_t kSampledOutputs = 8192;
 
-// The device pointers of one call's three tensors.
+// The device pointers of one call's three tensors, and of the bias and residual its epilogue reads (0 when it
+// reads none).
 struct ConvPointers {
   CUdeviceptr activation = 0;
   CUdeviceptr filter = 0;
   CUdeviceptr output = 0;
+  CUdeviceptr bias = 0;
+  CUdeviceptr residual = 0;
 };
 
 // A candidate: anything launchable on the three tensors, our kernels and cuDNN's routes alike. `launch` must only
@@ -62,17 +65,18 @@ struct ReferenceOutputs {
   std::vector<double> values;
 };
 
-// Computes the reference: in full up to kFullReferenceMacs multiply-adds, else at kSampledOutputs output indices
-// drawn from `seed`.
-ReferenceOutputs compute_reference(const Problem& p, const HostTensor& activation, const HostTensor& filter,
-                                   std::uint64_t seed);
+// Computes the reference, the problem's epilogue applied: in full up to kFullReferenceMacs multiply-adds, else at
+// kSampledOutputs output indices drawn from `seed`.
+ReferenceOutputs compute_reference(const Problem& p, const InputTensors& inputs, std::uint64_t seed);
 
-// Returns the bytes of one buffer set (activation, filter and output in the problem's element type).
+// Returns the bytes of one buffer set (activation, filter and output in the problem's element type, and the bias
+// and residual where the epilogue reads them).
 std::int64_t buffer_set_bytes(const Problem& p);
 
-// One buffer set: the three tensors of one call.
+// One buffer set: the tensors of one call (bias and residual only where the epilogue reads them).
 struct BufferSet {
   DeviceBuffer activation, filter, output;
+  std::optional<DeviceBuffer> bias, residual;
 };
 
 // The pipeline for one problem on the current device:

@@ -16,7 +16,8 @@ ConvCandidate kernel_candidate(const BuiltKernel& kernel) {
   // holds the same filter values, and the first call is the verification, before any timing.
   return {kernel.source.entry, [launcher, workspace](const ConvPointers& t, CUstream stream) {
             if (!launcher->prepared()) launcher->prepare(t.filter, stream);
-            launcher->launch(t.activation, t.filter, t.output, workspace->ptr(), stream);
+            launcher->launch(t.activation, t.filter, t.output, workspace->ptr(), stream,
+                             {.bias = t.bias, .residual = t.residual});
           }};
 }
 

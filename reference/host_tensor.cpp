@@ -66,6 +66,8 @@ std::int64_t tensor_elements(const Problem& p, TensorRole role) {
   switch (role) {
     case TensorRole::activation: return activation_elements(p);
     case TensorRole::filter: return filter_elements(p);
+    case TensorRole::bias:
+      return p.k;
     default: return output_elements(p);
   }
 }

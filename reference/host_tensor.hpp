@@ -48,8 +48,9 @@ float bfloat16_to_float(std::uint16_t bits);
 // Returns `value` rounded to the nearest value of `type` (the identity for fp32).
 float round_to(DataType type, float value);
 
-// The three tensors of a convolution.
-enum class TensorRole { activation, filter, output };
+// The three tensors of a convolution, and the two its epilogue may read: the bias (K values) and the residual (the
+// output's shape and layout).
+enum class TensorRole { activation, filter, output, bias, residual };
 
 template <>
 struct EnumNames<TensorRole> {
@@ -57,10 +58,13 @@ struct EnumNames<TensorRole> {
       std::pair{TensorRole::activation, std::string_view("activation")},
       std::pair{TensorRole::filter, std::string_view("filter")},
       std::pair{TensorRole::output, std::string_view("output")},
+      std::pair{TensorRole::bias, std::string_view("bias")},
+      std::pair{TensorRole::residual, std::string_view("residual")},
   };
 };
 
-// Returns the element count of one tensor of `p`, and its bytes in the problem's storage type.
+// Returns the element count of one tensor of `p`, and its bytes in the problem's storage type (the bias and the
+// residual whether or not the problem's epilogue reads them).
 std::int64_t tensor_elements(const Problem& p, TensorRole role);
 std::int64_t tensor_bytes(const Problem& p, TensorRole role);
 

@@ -170,7 +170,16 @@ ConvInputs expected_inputs(const Problem& p, SparsityPattern pattern, std::uint6
 }
 
 std::uint64_t tensor_seed(TensorRole role, std::uint64_t seed) {
-  return role == TensorRole::filter ? seed ^ 0x9e3779b97f4a7c15ull : seed;
+  switch (role) {
+    case TensorRole::filter:
+      return seed ^ 0x9e3779b97f4a7c15ull;
+    case TensorRole::bias:
+      return seed ^ 0xc2b2ae3d27d4eb4full;
+    case TensorRole::residual:
+      return seed ^ 0x165667b19e3779f9ull;
+    default:
+      return seed;
+  }
 }
 
 HostTensor make_tensor(const Problem& p, TensorRole role, const TensorSource& source, std::uint64_t seed) {
@@ -195,9 +204,15 @@ HostTensor make_tensor(const Problem& p, TensorRole role, const TensorSource& so
 }
 
 InputTensors make_inputs(const Problem& p, const ConvInputs& inputs) {
-  return {.activation = make_tensor(p, TensorRole::activation, inputs.activation,
-                                    tensor_seed(TensorRole::activation, inputs.seed)),
-          .filter = make_tensor(p, TensorRole::filter, inputs.filter, tensor_seed(TensorRole::filter, inputs.seed))};
+  InputTensors out{
+      .activation =
+          make_tensor(p, TensorRole::activation, inputs.activation, tensor_seed(TensorRole::activation, inputs.seed)),
+      .filter = make_tensor(p, TensorRole::filter, inputs.filter, tensor_seed(TensorRole::filter, inputs.seed))};
+  if (p.epilogue.bias)
+    out.bias = make_tensor(p, TensorRole::bias, DenseRandom{}, tensor_seed(TensorRole::bias, inputs.seed));
+  if (reads_residual(p.epilogue))
+    out.residual = make_tensor(p, TensorRole::residual, DenseRandom{}, tensor_seed(TensorRole::residual, inputs.seed));
+  return out;
 }
 
 std::string data_identity(const TensorSource& source, std::uint64_t seed) {

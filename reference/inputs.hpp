@@ -76,20 +76,25 @@ TensorSource expected_filter(const Problem& p);
 // Both: the inputs a problem expects (expected_activation with `pattern`, expected_filter), drawn from `seed`.
 ConvInputs expected_inputs(const Problem& p, SparsityPattern pattern = SparsityPattern::blob, std::uint64_t seed = 1);
 
-// The seed of one tensor of a ConvInputs: the activation's is `seed`, the filter's `seed ^ 0x9e3779b97f4a7c15`.
+// The seed of one tensor of a ConvInputs: the activation's is `seed`, the filter's `seed ^ 0x9e3779b97f4a7c15`, the
+// bias's and the residual's two other fixed mixes (they are always dense random).
 std::uint64_t tensor_seed(TensorRole role, std::uint64_t seed);
 
-// Makes one input tensor of `p` (activation or filter) in the problem's storage type. Throws InputError for a zero
-// fraction outside [0, 1], the output role, or a given tensor of the wrong size.
+// Makes one input tensor of `p` (activation, filter, bias or residual) in the problem's storage type. Throws
+// InputError for a zero fraction outside [0, 1], the output role, or a given tensor of the wrong size.
 //   HostTensor a = make_tensor(p, TensorRole::activation, SparseRandom{SparsityPattern::blob, 0.7}, 1);
 HostTensor make_tensor(const Problem& p, TensorRole role, const TensorSource& source, std::uint64_t seed);
 
 struct InputTensors {
   HostTensor activation;
   HostTensor filter;
+  // The epilogue's operands, dense random; empty when the problem's epilogue does not read them.
+  HostTensor bias;
+  HostTensor residual;
 };
 
-// Makes both inputs, each from its source and tensor_seed.
+// Makes both inputs, each from its source and tensor_seed, and the bias and residual the problem's epilogue reads
+// (dense random from their tensor_seed).
 InputTensors make_inputs(const Problem& p, const ConvInputs& inputs);
 
 // Returns the data's identity: 16 hex digits hashing the source and its parameters with the seed (for a given

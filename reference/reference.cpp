@@ -173,6 +173,48 @@ std::vector<double> reference_conv_at(const Problem& problem, const HostTensor& 
   });
 }
 
+std::int64_t output_channel(const Problem& problem, std::int64_t index) {
+  if (channels_last(problem.layout)) return index % problem.k;
+  const Dims3 out = output_dims(problem);
+  return index / (std::int64_t{out.d} * out.h * out.w) % problem.k;
+}
+
+void apply_epilogue(const Problem& problem, std::span<double> values, std::span<const std::int64_t> indices,
+                    const HostTensor& bias, const HostTensor& residual) {
+  const Epilogue& e = problem.epilogue;
+  if (is_identity(e)) return;
+  if (!indices.empty() && indices.size() != values.size())
+    throw InputError(fmt::format("epilogue: {} values for {} output indices", values.size(), indices.size()));
+  if (e.bias && bias.size() != problem.k)
+    throw InputError(fmt::format("the epilogue's bias has {} elements, expected {} (K) for {}", bias.size(), problem.k,
+                                 problem_key(problem)));
+  if (reads_residual(e) && residual.size() != output_elements(problem))
+    throw InputError(fmt::format("the epilogue's residual has {} elements, expected {} (the output's) for {}",
+                                 residual.size(), output_elements(problem), problem_key(problem)));
+  const auto count = static_cast<std::int64_t>(values.size());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::int64_t index = indices.empty() ? i : indices[i];
+    double v = e.alpha * values[i];
+    if (reads_residual(e)) v += e.beta * static_cast<double>(residual.get(index));
+    if (e.bias) v += static_cast<double>(bias.get(output_channel(problem, index)));
+    switch (e.act) {
+      case Activation::none:
+        break;
+      case Activation::relu:
+        v = std::max(v, 0.0);
+        break;
+      case Activation::relu6:
+        v = std::clamp(v, 0.0, 6.0);
+        break;
+      case Activation::clip:
+        v = std::clamp(v, e.clip_lo, e.clip_hi);
+        break;
+    }
+    values[i] = v;
+  }
+}
+
 std::vector<std::int64_t> sample_output_indices(const Problem& problem, std::int64_t count, std::uint64_t seed) {
   if (count < 0) throw InputError(fmt::format("sample count must not be negative, got {}", count));
   const std::int64_t total = output_elements(problem);

@@ -26,6 +26,18 @@ std::vector<double> reference_conv_at(const Problem& problem, std::span<const fl
 std::vector<double> reference_conv_at(const Problem& problem, const HostTensor& activation, const HostTensor& filter,
                                       std::span<const std::int64_t> output_indices);
 
+// Applies the problem's epilogue, act(alpha * conv + beta * residual + bias[k]), in float64 to conv values: values[i]
+// is the conv at output index indices[i], or at i when `indices` is empty (every output). `bias` (K elements) and
+// `residual` (the output's) are read only when the epilogue uses them and may be empty otherwise. Throws InputError
+// when a tensor the epilogue reads has the wrong size.
+//   auto out = reference_conv(p, a, f);
+//   apply_epilogue(p, out, {}, bias, residual);
+void apply_epilogue(const Problem& problem, std::span<double> values, std::span<const std::int64_t> indices,
+                    const HostTensor& bias, const HostTensor& residual);
+
+// Returns the output channel k of a flat output index in the problem's layout.
+std::int64_t output_channel(const Problem& problem, std::int64_t index);
+
 // Picks `count` distinct output indices, sorted, deterministic per seed; all indices when the output has no more
 // than `count` elements.
 std::vector<std::int64_t> sample_output_indices(const Problem& problem, std::int64_t count, std::uint64_t seed);

@@ -21,6 +21,7 @@
 // atomics), then the block writes its tile: plain stores when SPLIT_C == 1, else global atomic adds into an output
 // the caller zeroed (the launch plan's zero step).
 #include "interface.cuh"
+#include "epilogue.cuh"
 
 #ifndef CONVGEN_PRELUDE
 #define CONVGEN_ENTRY convgen_act_sparse_default
@@ -47,6 +48,7 @@ constexpr int SPARSE_MODE = 3;
 CONVGEN_PARAM("ur", "bool", "unroll the channel loop by 2 (two register sets, no copies between channels)")
 constexpr bool UNROLL2 = false;
 CONVGEN_PARAM("relu", "bool", "apply max(0, x) to the activation as it is loaded") constexpr bool RELU_ON_LOAD = false;
+using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
 
@@ -79,6 +81,8 @@ static_assert(HALO_REGS <= 4, "the input halo of a warp tile must have at most 1
 static_assert(K_PER_LANE == 1 || K_PER_LANE == 2 || K_PER_LANE == 4, "K_PER_LANE must be 1, 2 or 4");
 static_assert(WARPS >= 1 && WARPS <= 16, "WARPS must be 1 to 16");
 static_assert(SPLIT_C >= 1 && SPLIT_C <= C, "SPLIT_C must be 1 to C");
+static_assert(SPLIT_C == 1 || convgen::is_identity_epilogue<cfg::Epilogue>(),
+              "SPLIT_C adds partial sums into the output with atomics: an epilogue needs the whole sum (SPLIT_C 1)");
 static_assert((long long)N * C * H * W <= convgen::kIntMax && (long long)N * K * P * Q <= convgen::kIntMax,
               "act_sparse indexes tensors with int: each must have fewer than 2^31 elements");
 
@@ -318,7 +322,8 @@ extern "C" __global__ void __launch_bounds__(256)
 
 extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_packed_filter,
-                  float* __restrict__ g_output) {
+                  float* __restrict__ g_output, const float* __restrict__ g_bias,
+                  const float* __restrict__ g_residual) {
   using namespace act_sparse;
   constexpr bool REDUCE = WARPS > 1 || SPLIT_C > 1;
   constexpr int LDP = TP + 1;  // shared row of one output channel, padded: lane-indexed rows hit distinct banks
@@ -413,8 +418,10 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
 #pragma unroll
         for (int j = 0; j < TILE_W; ++j) {
           const int p = p0 + i, q = q0 + j;
-          if (k < K && p < P && q < Q)
-            g_output[CHANNELS_LAST ? out_image + (p * Q + q) * K + k : out_image + (k * P + p) * Q + q] = acc[t][i][j];
+          if (k < K && p < P && q < Q) {
+            const int o = CHANNELS_LAST ? out_image + (p * Q + q) * K + k : out_image + (k * P + p) * Q + q;
+            g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(acc[t][i][j], g_bias, g_residual, k, o);
+          }
         }
     }
   } else {
@@ -443,7 +450,7 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
       if constexpr (SPLIT_C > 1)
         atomicAdd(g_output + o, value);
       else
-        g_output[o] = value;
+        g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(value, g_bias, g_residual, k, o);
     }
   }
 }

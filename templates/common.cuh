@@ -1,6 +1,8 @@
 // common: compile-time and device helpers shared by the kernel templates; included by NVRTC as a header.
 #pragma once
 
+#include "epilogue.cuh"
+
 // Nothing here includes a CUDA header: NVRTC compiles fast without them, and it declares float2/float4 itself.
 namespace convgen {
 

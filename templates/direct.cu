@@ -1,5 +1,6 @@
 // direct: direct convolution for few channels per group (stems, depthwise and grouped layers), the shape baked in.
 #include "interface.cuh"
+#include "epilogue.cuh"
 
 #ifndef CONVGEN_PRELUDE
 // Defaults so the template compiles alone: a 3x3 depthwise layer, 32 channels at 56x56, batch 2, NCHW.
@@ -20,11 +21,12 @@ CONVGEN_PARAM("n", "1..4096", "output pixels per block") constexpr int BLOCK_N =
 CONVGEN_PARAM("k", "1..4096", "input channels staged in shared memory per step") constexpr int BLOCK_K = 1;
 CONVGEN_PARAM("tm", "1..256", "output channels per thread") constexpr int THREAD_M = 1;
 CONVGEN_PARAM("tn", "1..256", "output pixels per thread") constexpr int THREAD_N = 2;
+using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
 
-// Nothing from common.cuh is needed; including only interface.cuh (macros) also lets the host emulation test compile
-// this file as C++.
+// Nothing from common.cuh is needed; including only interface.cuh (macros) and epilogue.cuh (plain C++) also lets the
+// host emulation test compile this file as C++.
 
 // How the kernel works (generator/families/direct.cpp mirrors the grid):
 // - A block computes BLOCK_M output channels x BLOCK_N output pixels; pixels are linearized over (n, o, p, q).
@@ -136,7 +138,8 @@ __device__ constexpr int min_int(int a, int b) { return a < b ? a : b; }
 
 extern "C" __global__ void __launch_bounds__(direct::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_filter,
-                  float* __restrict__ g_output, float* __restrict__ g_workspace) {
+                  float* __restrict__ g_output, float* __restrict__ g_workspace, const float* __restrict__ g_bias,
+                  const float* __restrict__ g_residual) {
   using namespace direct;
   using direct::Index;
   (void)g_workspace;
@@ -299,6 +302,10 @@ extern "C" __global__ void __launch_bounds__(direct::THREADS)
     const Index k = k_first + m;
     DIRECT_UNROLL_ALL
     for (int j = 0; j < cfg::THREAD_N; ++j)
-      if (r_store[j]) g_output[r_out[j] + k * OUTPUT_CHANNEL_STRIDE] = r_acc[i][j];
+      if (r_store[j]) {
+        const Index offset = r_out[j] + k * OUTPUT_CHANNEL_STRIDE;
+        g_output[offset] = convgen::apply_epilogue_fp32<cfg::Epilogue>(r_acc[i][j], g_bias, g_residual,
+                                                                        static_cast<int>(k), offset);
+      }
   }
 }

@@ -11,6 +11,7 @@
 // Each block computes a BLOCK_M x BLOCK_N tile of C over its split's kr range, BLOCK_K at a time through shared
 // memory; each thread holds a THREAD_M x THREAD_N micro tile in registers.
 #include "interface.cuh"
+#include "epilogue.cuh"
 
 #ifndef CONVGEN_PRELUDE
 #define CONVGEN_ENTRY convgen_igemm_default
@@ -32,6 +33,7 @@ CONVGEN_PARAM("tn", "1,2,4,8", "output pixels per thread") constexpr int THREAD_
 CONVGEN_PARAM("st", "1,2", "shared-memory stages (2: double-buffered)") constexpr int STAGES = 2;
 CONVGEN_PARAM("sk", "1..64", "splits of the reduction, summed into the output with atomics") constexpr int SPLIT_K = 1;
 CONVGEN_PARAM("v", "1,4", "reduction elements per global load (4: float4)") constexpr int VECTOR = 1;
+using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
 
@@ -84,6 +86,8 @@ static_assert(BLOCK_N % THREAD_N == 0, "BLOCK_N must be a multiple of THREAD_N")
 static_assert(BLOCK_M >= 4 && BLOCK_N >= 4, "BLOCK_M and BLOCK_N must be at least 4 (shared rows are read as float4)");
 static_assert(STAGES == 1 || STAGES == 2, "STAGES must be 1 or 2");
 static_assert(SPLIT_K >= 1, "SPLIT_K must be positive");
+static_assert(SPLIT_K == 1 || convgen::is_identity_epilogue<cfg::Epilogue>(),
+              "split-K adds partial sums into the output with atomics: an epilogue needs the whole sum (SPLIT_K 1)");
 static_assert(VECTOR == 1 || VECTOR == 4, "VECTOR must be 1 or 4");
 static_assert(BLOCK_K % VECTOR == 0, "BLOCK_K must be a multiple of VECTOR");
 // A vector of 4 consecutive kr must be 16-byte aligned and never straddle the end of a row or a split:
@@ -250,7 +254,8 @@ __device__ __forceinline__ void multiply_slice(float (&r_acc)[THREAD_M][THREAD_N
 
 extern "C" __global__ void __launch_bounds__(igemm::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_filter,
-                  float* __restrict__ g_output, float* __restrict__ g_workspace) {
+                  float* __restrict__ g_output, float* __restrict__ g_workspace, const float* __restrict__ g_bias,
+                  const float* __restrict__ g_residual) {
   using namespace igemm;
   (void)g_workspace;  // igemm needs no workspace
   __shared__ __align__(16) float s_filter[STAGES][BLOCK_K][LDM];
@@ -333,7 +338,8 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS)
     }
   }
 
-  // Epilogue: C[m][npix] -> output; split-K blocks add into an output the caller zeroed.
+  // Epilogue: C[m][npix] -> output through the problem's epilogue; split-K blocks (identity epilogue only) add into
+  // an output the caller zeroed.
 #pragma unroll
   for (int j = 0; j < THREAD_N; ++j) {
     const int npix = n_tile + micro_n(tid_n, j);
@@ -349,7 +355,7 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS)
       // channels-first: (((n * K + k) * O + o) * P + p) * Q + q = (n * K + k) * OPQ + opq
       const idx_t offset = CHANNELS_LAST ? (idx_t)npix * K + k : ((idx_t)n * K + k) * OPQ + opq;
       if constexpr (SPLIT_K == 1)
-        g_output[offset] = r_acc[i][j];
+        g_output[offset] = convgen::apply_epilogue_fp32<cfg::Epilogue>(r_acc[i][j], g_bias, g_residual, k, offset);
       else
         atomicAdd(g_output + offset, r_acc[i][j]);
     }

@@ -18,6 +18,7 @@
 // With SPLIT_K > 1, each split writes its fp32 partial sums to the workspace and the `reduce` entry adds the splits
 // in order and writes the output (deterministic, and no atomics on 16-bit outputs).
 #include "interface.cuh"
+#include "epilogue.cuh"
 
 #ifndef CONVGEN_PRELUDE
 #define CONVGEN_ENTRY convgen_igemm_tc_default
@@ -40,6 +41,7 @@ CONVGEN_PARAM("wn", "16,32,64", "output channels per warp (a multiple of two 8-c
 CONVGEN_PARAM("st", "2,3,4,5", "shared-memory pipeline stages (cp.async groups in flight: stages - 1)") constexpr int STAGES = 3;
 CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
 CONVGEN_PARAM("v", "bool", "16-byte cp.async loads of the filter, and of channels-last activations") constexpr bool VECTOR = true;
+using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
 
@@ -320,6 +322,15 @@ __device__ __forceinline__ element_t to_element(float value) {
     return convgen::tc::float_to_bf16_bits(value);
 }
 
+__device__ __forceinline__ float to_float(element_t value) {
+  if constexpr (IS_TF32)
+    return value;
+  else if constexpr (IS_FP16)
+    return convgen::tc::fp16_bits_to_float(value);
+  else
+    return convgen::tc::bf16_bits_to_float(value);
+}
+
 // Offset of output (npix, k) in the layout: channels-last npix * K + k, channels-first (n * K + k) * OPQ + opq.
 __device__ __forceinline__ idx_t output_offset(int npix, int k) {
   if constexpr (CHANNELS_LAST) {
@@ -336,9 +347,22 @@ __device__ __forceinline__ idx_t output_offset(int npix, int k) {
 constexpr bool PAIRED_OUTPUT = CHANNELS_LAST && K % 2 == 0 && KG % 2 == 0;
 constexpr bool PAIRED_PARTIALS = K % 2 == 0 && KG % 2 == 0;
 
-// Stores the value pair (v0 at k, v1 at k + 1) of pixel npix; `second` says whether k + 1 is a channel of the group.
+// Output (npix, k) through the problem's epilogue, in fp32 before the rounding to the data type (as cuDNN's fused
+// call computes y): loads the bias and residual it reads, in the data type.
+__device__ __forceinline__ float epilogue_at(float value, int npix, int k, const element_t* __restrict__ g_bias,
+                                             const element_t* __restrict__ g_residual) {
+  using E = cfg::Epilogue;
+  return convgen::apply_epilogue<E>(value, E::BIAS ? to_float(g_bias[k]) : 0.0f,
+                                    E::RESIDUAL ? to_float(g_residual[output_offset(npix, k)]) : 0.0f);
+}
+
+// Stores the value pair (v0 at k, v1 at k + 1) of pixel npix through the epilogue; `second` says whether k + 1 is a
+// channel of the group.
 __device__ __forceinline__ void store_output(element_t* __restrict__ g_output, int npix, int k, float v0, float v1,
-                                             bool second) {
+                                             bool second, const element_t* __restrict__ g_bias,
+                                             const element_t* __restrict__ g_residual) {
+  v0 = epilogue_at(v0, npix, k, g_bias, g_residual);
+  if (second) v1 = epilogue_at(v1, npix, k + 1, g_bias, g_residual);
   if constexpr (PAIRED_OUTPUT) {
     const idx_t offset = (idx_t)npix * K + k;
     if constexpr (IS_TF32) {
@@ -375,7 +399,8 @@ __device__ __forceinline__ void store_partials(float* __restrict__ g_workspace, 
 extern "C" __global__ void __launch_bounds__(igemm_tc::THREADS)
     CONVGEN_ENTRY(const igemm_tc::element_t* __restrict__ g_activation,
                   const igemm_tc::element_t* __restrict__ g_filter, igemm_tc::element_t* __restrict__ g_output,
-                  float* __restrict__ g_workspace) {
+                  float* __restrict__ g_workspace, const igemm_tc::element_t* __restrict__ g_bias,
+                  const igemm_tc::element_t* __restrict__ g_residual) {
   using namespace igemm_tc;
   unsigned char* s_bytes = convgen::tc::dynamic_shared();
   const unsigned s_address = convgen::tc::shared_address(s_bytes);
@@ -489,7 +514,7 @@ extern "C" __global__ void __launch_bounds__(igemm_tc::THREADS)
         const float v0 = r_acc[mi][ni][2 * half];
         const float v1 = r_acc[mi][ni][2 * half + 1];
         if constexpr (SPLIT_K == 1)
-          store_output(g_output, npix, k, v0, v1, col + 1 < KG);
+          store_output(g_output, npix, k, v0, v1, col + 1 < KG, g_bias, g_residual);
         else
           store_partials(g_workspace, split, npix, k, v0, v1, col + 1 < KG);
       }
@@ -497,14 +522,17 @@ extern "C" __global__ void __launch_bounds__(igemm_tc::THREADS)
   }
 }
 
-// Split-K's second pass: output = the sum of the splits' partial sums, in split order, rounded to the data type.
+// Split-K's second pass: output = the sum of the splits' partial sums, in split order, through the epilogue, rounded
+// to the data type (the epilogue applies here, to the whole sum: the first pass only writes partial sums).
 // One thread per output element, REDUCE_THREADS per block, over the partial sums' [npix][K] order.
 namespace igemm_tc {
 constexpr int REDUCE_THREADS = 256;
 }
 
 extern "C" __global__ void __launch_bounds__(igemm_tc::REDUCE_THREADS)
-    CONVGEN_ENTRY_NAMED(reduce)(const float* __restrict__ g_workspace, igemm_tc::element_t* __restrict__ g_output) {
+    CONVGEN_ENTRY_NAMED(reduce)(const float* __restrict__ g_workspace, igemm_tc::element_t* __restrict__ g_output,
+                                const igemm_tc::element_t* __restrict__ g_bias,
+                                const igemm_tc::element_t* __restrict__ g_residual) {
   using namespace igemm_tc;
   const idx_t index = (idx_t)blockIdx.x * REDUCE_THREADS + (idx_t)threadIdx.x;
   if (index >= (idx_t)OUTPUT_ELEMENTS) return;
@@ -513,5 +541,5 @@ extern "C" __global__ void __launch_bounds__(igemm_tc::REDUCE_THREADS)
   for (int split = 0; split < SPLIT_K; ++split) sum += g_workspace[(idx_t)split * (idx_t)OUTPUT_ELEMENTS + index];
   const int npix = (int)(index / K);
   const int k = (int)(index % K);
-  g_output[output_offset(npix, k)] = to_element(sum);
+  g_output[output_offset(npix, k)] = to_element(epilogue_at(sum, npix, k, g_bias, g_residual));
 }

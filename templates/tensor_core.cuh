@@ -107,6 +107,19 @@ __device__ __forceinline__ unsigned short float_to_bf16_bits(float value) {
   return bits;
 }
 
+// Widens fp16 / bf16 bits to fp32 (exact): the epilogue reads the bias and the residual in the data type.
+__device__ __forceinline__ float fp16_bits_to_float(unsigned short bits) {
+  float value;
+  asm("cvt.f32.f16 %0, %1;\n" : "=f"(value) : "h"(bits));
+  return value;
+}
+
+__device__ __forceinline__ float bf16_bits_to_float(unsigned short bits) {
+  float value;
+  asm("mov.b32 %0, %1;\n" : "=f"(value) : "r"((unsigned)bits << 16));
+  return value;
+}
+
 }  // namespace convgen::tc
 
 #endif  // CONVGEN_TENSOR_CORE_CUH

@@ -11,6 +11,7 @@
 // switch over the group's code). Block: BLOCK_PIXELS threads, one output pixel each, K_GROUP accumulators.
 // NCHW and NHWC, any filter size with R * S <= 32, stride, padding, dilation; groups 1; 1-D and 2-D.
 #include "interface.cuh"
+#include "epilogue.cuh"
 
 #ifndef CONVGEN_PRELUDE
 // Defaults so the template compiles alone: a 3x3 layer, 8 -> 4 channels at 14x14, with a two-nonzero filter.
@@ -29,6 +30,7 @@ CONVGEN_PARAM("kg", "1..64", "output channels per block (accumulators per thread
 CONVGEN_PARAM("iv", "bool", "weights as immediates in the code (else read from the packed array)")
 // convgen-lint: allow unused-param (the generated ws_code reads it: immediates, or wv[] from the packed array)
 constexpr bool IMMEDIATES = false;
+using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 namespace ws_code {
 constexpr int NNZ = 2;  // nonzero weights
@@ -68,7 +70,8 @@ extern "C" __global__ void __launch_bounds__(256)
 
 extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_packed_values,
-                  float* __restrict__ g_output) {
+                  float* __restrict__ g_output, const float* __restrict__ g_bias,
+                  const float* __restrict__ g_residual) {
   using namespace weight_sparse;
   const long long pixel = (long long)blockIdx.x * BLOCK_PIXELS + threadIdx.x;
   if (pixel >= PIXELS) return;
@@ -102,9 +105,7 @@ extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS)
   for (int j = 0; j < K_GROUP; ++j) {
     const int k = (int)blockIdx.y * K_GROUP + j;
     if (k >= K) break;
-    if (CHANNELS_LAST)
-      g_output[pixel * K + k] = acc[j];
-    else
-      g_output[((long long)n * K + k) * (P * Q) + pq] = acc[j];
+    const long long offset = CHANNELS_LAST ? pixel * K + k : ((long long)n * K + k) * (P * Q) + pq;
+    g_output[offset] = convgen::apply_epilogue_fp32<cfg::Epilogue>(acc[j], g_bias, g_residual, k, offset);
   }
 }

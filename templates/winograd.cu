@@ -17,6 +17,7 @@
 // transformed back, Y = A^T M A, and stored where the output exists (P, Q, K, tiles need not be multiples of
 // anything). Grid: x = ceil(TILES / BLOCK_T), y = ceil(K / BLOCK_K).
 #include "interface.cuh"
+#include "epilogue.cuh"
 
 #ifndef CONVGEN_PRELUDE
 #define CONVGEN_ENTRY convgen_winograd_default
@@ -38,6 +39,7 @@ CONVGEN_PARAM("tk", "1,2,4", "output channels per thread (register tile)") const
 CONVGEN_PARAM("tt", "1,2,4", "output tiles per thread (register tile)") constexpr int THREAD_T = 4;
 CONVGEN_PARAM("pp", "1,2,3,4,6,8,9,12,16,18,36", "transform positions per thread") constexpr int POS_PER_THREAD = 4;
 CONVGEN_PARAM("pf", "bool", "load the next channel chunk into registers while the GEMMs run") constexpr bool PREFETCH = false;
+using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
 
@@ -320,7 +322,8 @@ extern "C" __global__ void __launch_bounds__(256)
 
 extern "C" __global__ void __launch_bounds__(winograd::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_transformed_filter,
-                  float* __restrict__ g_output) {
+                  float* __restrict__ g_output, const float* __restrict__ g_bias,
+                  const float* __restrict__ g_residual) {
   using namespace winograd;
   float* const s_mem = shared_floats();
   float* const s_u = s_mem;             // [POSITIONS][BLOCK_C][BLOCK_K]
@@ -412,7 +415,7 @@ extern "C" __global__ void __launch_bounds__(winograd::THREADS)
           // channels-last: ((n * P + p) * Q + q) * K + k; channels-first: ((n * K + k) * P + p) * Q + q
           const idx_t offset =
               CHANNELS_LAST ? (((idx_t)n * P + p) * Q + q) * K + k : (((idx_t)n * K + k) * P + p) * Q + q;
-          g_output[offset] = r_y[a][b];
+          g_output[offset] = convgen::apply_epilogue_fp32<cfg::Epilogue>(r_y[a][b], g_bias, g_residual, k, offset);
         }
     }
     __syncthreads();

@@ -8,8 +8,9 @@
 
 namespace cglib_internal {
 
-// What a kernel argument binds to: a tensor of the call, the caller's workspace, or a buffer of the plan.
-enum class Arg : unsigned char { activation, filter, output, workspace, buffer };
+// What a kernel argument binds to: a tensor of the call (the epilogue's bias and residual included), the caller's
+// workspace, or a buffer of the plan.
+enum class Arg : unsigned char { activation, filter, output, workspace, buffer, bias, residual };
 
 struct ArgBinding {
   Arg arg;

@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -131,12 +132,66 @@ std::string key_of(const cglib_problem& p) {
   return key;
 }
 
+// The epilogue as convgen holds it: a disabled one is the identity.
+cglib_epilogue normalized(const cglib_epilogue& e) {
+  cglib_epilogue out = e;
+  if (!e.enabled) {
+    out.alpha = 1;
+    out.beta = 0;
+    out.bias = 0;
+    out.act = CGLIB_ACTIVATION_NONE;
+    out.clip_lo = out.clip_hi = 0;
+  }
+  out.enabled = 1;
+  out.bias = out.bias != 0;
+  return out;
+}
+
+bool same_epilogue(const cglib_epilogue& x, const cglib_epilogue& y) {
+  const cglib_epilogue a = normalized(x), b = normalized(y);
+  return a.alpha == b.alpha && a.beta == b.beta && a.bias == b.bias && a.act == b.act && a.clip_lo == b.clip_lo &&
+         a.clip_hi == b.clip_hi;
+}
+
+bool is_identity(const cglib_epilogue& e) {
+  cglib_epilogue identity = {};
+  return same_epilogue(e, identity);
+}
+
+// A number as convgen's key writes it: the shortest form that reads back, without a positive exponent's '+'.
+std::string number_text(double value) {
+  char buffer[64];
+  const std::to_chars_result r = std::to_chars(buffer, buffer + sizeof buffer, value);
+  std::string text(buffer, r.ec == std::errc() ? r.ptr : buffer);
+  std::string out;
+  for (char c : text)
+    if (c != '+') out += c;
+  return out;
+}
+
+// The epilogue's text in convgen's canonical form (convgen::to_string): alpha, bias, add, then the activation.
+std::string epilogue_text(const cglib_epilogue& raw) {
+  const cglib_epilogue e = normalized(raw);
+  std::string out;
+  const auto term = [&out](const std::string& t) { out += (out.empty() ? "" : "+") + t; };
+  if (e.alpha != 1) term("alpha:" + number_text(e.alpha));
+  if (e.bias) term("bias");
+  if (e.beta == 1)
+    term("add");
+  else if (e.beta != 0)
+    term("add:" + number_text(e.beta));
+  if (e.act == CGLIB_ACTIVATION_RELU) term("relu");
+  if (e.act == CGLIB_ACTIVATION_RELU6) term("relu6");
+  if (e.act == CGLIB_ACTIVATION_CLIP) term("clip:" + number_text(e.clip_lo) + ":" + number_text(e.clip_hi));
+  return out;
+}
+
 bool same_problem(const cglib_problem& a, const cglib_problem& b) {
   return a.n == b.n && a.c == b.c && a.k == b.k && a.d == b.d && a.h == b.h && a.w == b.w && a.t == b.t && a.r == b.r &&
          a.s == b.s && a.stride_d == b.stride_d && a.stride_h == b.stride_h && a.stride_w == b.stride_w &&
          a.pad_d == b.pad_d && a.pad_h == b.pad_h && a.pad_w == b.pad_w && a.dilation_d == b.dilation_d &&
          a.dilation_h == b.dilation_h && a.dilation_w == b.dilation_w && a.groups == b.groups && a.layout == b.layout &&
-         a.precision == b.precision;
+         a.precision == b.precision && same_epilogue(a.epilogue, b.epilogue);
 }
 
 const ProblemEntry* find_problem(const cglib_problem& p) {
@@ -239,8 +294,21 @@ cglib_status load_image(const Driver& d, ContextState& context, const KernelImag
 
 // The device pointers a plan's steps bind: the call's tensors, the caller's workspace, the op's persistent block.
 struct Pointers {
-  CUdeviceptr activation = 0, filter = 0, output = 0, workspace = 0, persistent = 0;
+  CUdeviceptr activation = 0, filter = 0, output = 0, workspace = 0, persistent = 0, bias = 0, residual = 0;
 };
+
+// Refuses a call without a bias or residual the problem's epilogue reads.
+cglib_status check_epilogue(const char* call, const cglib_problem& p, unsigned long long bias,
+                            unsigned long long residual) {
+  const cglib_epilogue e = normalized(p.epilogue);
+  if (e.bias && bias == 0)
+    return fail(CGLIB_ERROR_INVALID_ARGUMENT,
+                std::string(call) + ": problem " + key_of(p) + " adds a bias in its epilogue: the bias pointer is 0");
+  if (e.beta != 0 && residual == 0)
+    return fail(CGLIB_ERROR_INVALID_ARGUMENT, std::string(call) + ": problem " + key_of(p) +
+                                                  " adds a residual in its epilogue: the residual pointer is 0");
+  return CGLIB_SUCCESS;
+}
 
 CUdeviceptr buffer_pointer(const KernelImage& image, int buffer, const Pointers& p) {
   const cglib_internal::PlanBuffer& b = image.buffers[buffer];
@@ -284,6 +352,12 @@ cglib_status run_steps(const Driver& d, const ProblemEntry& entry, const KernelI
           break;
         case Arg::buffer:
           values[a] = buffer_pointer(image, binding.buffer, p);
+          break;
+        case Arg::bias:
+          values[a] = p.bias;
+          break;
+        case Arg::residual:
+          values[a] = p.residual;
           break;
       }
       args[a] = &values[a];
@@ -368,19 +442,30 @@ cglib_status cglib_conv_forward(const cglib_problem* problem, unsigned long long
   last_error.clear();
   if (problem == nullptr) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_conv_forward: problem is NULL");
   const ProblemEntry* entry = find_problem(*problem);
-  if (entry == nullptr) {
-    cglib_fallback_fn fallback = nullptr;
-    void* user = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(state().mutex);
-      fallback = state().fallback;
-      user = state().fallback_user;
-    }
-    if (fallback != nullptr) return fallback(problem, activation, filter, output, stream, user);
-    return unknown_problem(*problem);
+  if (entry != nullptr) return cglib_conv_forward_epilogue(problem, activation, filter, output, 0, 0, stream);
+  cglib_fallback_fn fallback = nullptr;
+  void* user = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    fallback = state().fallback;
+    user = state().fallback_user;
   }
+  if (fallback != nullptr) return fallback(problem, activation, filter, output, stream, user);
+  return unknown_problem(*problem);
+}
+
+cglib_status cglib_conv_forward_epilogue(const cglib_problem* problem, unsigned long long activation,
+                                         unsigned long long filter, unsigned long long output, unsigned long long bias,
+                                         unsigned long long residual, void* stream) {
+  last_error.clear();
+  if (problem == nullptr) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_conv_forward: problem is NULL");
+  const ProblemEntry* entry = find_problem(*problem);
+  if (entry == nullptr) return unknown_problem(*problem);
   if (activation == 0 || filter == 0 || output == 0)
     return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_conv_forward: a device pointer is 0");
+  if (const cglib_status status = check_epilogue("cglib_conv_forward", entry->problem, bias, residual);
+      status != CGLIB_SUCCESS)
+    return status;
   const Driver& d = driver();
   CUcontext context = nullptr;
   const KernelImage* image = nullptr;
@@ -397,6 +482,8 @@ cglib_status cglib_conv_forward(const cglib_problem* problem, unsigned long long
   pointers.activation = activation;
   pointers.filter = filter;
   pointers.output = output;
+  pointers.bias = bias;
+  pointers.residual = residual;
   return run_steps(d, *entry, *image, image->run, loaded->run.data(), image->run_count, pointers,
                    static_cast<CUstream>(stream));
 }
@@ -442,9 +529,18 @@ size_t cglib_op_workspace_size(cglib_op op) {
 
 cglib_status cglib_op_run(cglib_op op, unsigned long long activation, unsigned long long output,
                           unsigned long long workspace, void* stream) {
+  return cglib_op_run_epilogue(op, activation, output, 0, 0, workspace, stream);
+}
+
+cglib_status cglib_op_run_epilogue(cglib_op op, unsigned long long activation, unsigned long long output,
+                                   unsigned long long bias, unsigned long long residual, unsigned long long workspace,
+                                   void* stream) {
   last_error.clear();
   if (op == nullptr) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_run: op is NULL");
   if (activation == 0 || output == 0) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_run: a device pointer is 0");
+  if (const cglib_status status = check_epilogue("cglib_op_run", op->entry->problem, bias, residual);
+      status != CGLIB_SUCCESS)
+    return status;
   if (workspace == 0 && op->image->workspace_bytes > 0)
     return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_run: the workspace pointer is 0; kernel " +
                                                   std::string(op->image->kernel) + " needs " +
@@ -466,6 +562,8 @@ cglib_status cglib_op_run(cglib_op op, unsigned long long activation, unsigned l
   pointers.output = output;
   pointers.workspace = workspace;
   pointers.persistent = op->persistent;
+  pointers.bias = bias;
+  pointers.residual = residual;
   return run_steps(d, *op->entry, *op->image, op->image->run, op->loaded->run.data(), op->image->run_count, pointers,
                    static_cast<CUstream>(stream));
 }
@@ -557,10 +655,12 @@ size_t cglib_problem_key(const cglib_problem* p, char* buffer, size_t size) {
       key, sizeof key, "n%d_c%d_k%d_i%dx%dx%d_f%dx%dx%d_s%dx%dx%d_p%dx%dx%d_d%dx%dx%d_g%d_%s_%s", p->n, p->c, p->k,
       p->d, p->h, p->w, p->t, p->r, p->s, p->stride_d, p->stride_h, p->stride_w, p->pad_d, p->pad_h, p->pad_w,
       p->dilation_d, p->dilation_h, p->dilation_w, p->groups, layout_name(p->layout), precision_name(p->precision));
-  const size_t full = length > 0 ? static_cast<size_t>(length) : 0;
+  std::string text(key, length > 0 ? static_cast<size_t>(length) : 0);
+  if (!is_identity(p->epilogue)) text += "_e" + epilogue_text(p->epilogue);
+  const size_t full = text.size();
   if (buffer != nullptr && size > 0) {
     const size_t n = full < size - 1 ? full : size - 1;
-    std::memcpy(buffer, key, n);
+    std::memcpy(buffer, text.data(), n);
     buffer[n] = '\0';
   }
   return full;

@@ -140,6 +140,13 @@ std::optional<std::string> check_support(const Problem& pr, const Gpu& gpu, cons
     return fmt::format("warps must be 1, 2, 4, 8 or 16, got {}", p.warps);
   if (p.split_c < 1 || p.split_c > 64 || p.split_c > pr.c)
     return fmt::format("split_c must be 1 to min(64, C = {}), got {}", pr.c, p.split_c);
+  // Blocks that split the input channels add into a zeroed output with atomics: none sees the whole sum an epilogue
+  // applies to. Declined (as igemm's split-K, generator/families/igemm.cpp says why) rather than a second pass.
+  if (p.split_c > 1 && !is_identity(pr.epilogue))
+    return fmt::format(
+        "split_c {} adds partial sums into the output with atomics; the epilogue {} needs the whole "
+        "sum (split_c 1)",
+        p.split_c, to_string(pr.epilogue));
   if (p.dense_at < 0 || p.dense_at > 128) return fmt::format("dense_at must be 0 to 128, got {}", p.dense_at);
   if (p.sparse_mode < 0 || p.sparse_mode > 3) return fmt::format("sparse_mode must be 0 to 3, got {}", p.sparse_mode);
   const Derived d = derive(pr, p);

@@ -176,6 +176,16 @@ class Igemm final : public Family {
     const Gemm g = gemm_of(p);
     if (s.vector == 4)
       if (auto reason = vector_reason(p, g)) return reason;
+    // Split-K adds each split's partial sums into a zeroed output with atomics, so no block sees the whole sum that an
+    // epilogue (bias, residual, activation) applies to. Declined rather than served by a second pass: that pass would
+    // read and write the whole output again (and the residual), the traffic the fusion exists to save, and split-K
+    // only pays where the output is too small to fill the GPU, where igemm without splits, direct, or igemm_tc (whose
+    // split-K reduces through a workspace and applies the epilogue in that reduce) serve.
+    if (s.split_k > 1 && !is_identity(p.epilogue))
+      return fmt::format(
+          "split_k {} adds partial sums into the output with atomics; the epilogue {} needs the whole "
+          "sum (split_k 1)",
+          s.split_k, to_string(p.epilogue));
     // Every split must own part of the reduction (an empty split would only add launch cost).
     const int chunk = split_chunk(g, s);
     if (std::int64_t{s.split_k - 1} * chunk >= g.kr)

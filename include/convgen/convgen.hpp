@@ -75,6 +75,14 @@ class ConvOp {
   // is another pointer than last time; after changing a filter's values in place, call prepare().
   void run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUstream stream) const;
 
+  // The same for a problem with an epilogue (Problem::epilogue): `bias` holds K values and `residual` a tensor of the
+  // output's shape, layout and type; either may be 0 when the epilogue does not read it. Throws InputError, naming
+  // the problem and the tensor, when the epilogue reads one whose pointer is 0 (the four-pointer run() passes 0 for
+  // both).
+  //   op.run(d_activation, d_filter, d_output, d_bias, d_residual, stream);  // output = act(a*conv + b*res + bias)
+  void run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr bias, CUdeviceptr residual,
+           CUstream stream) const;
+
   // The same with typed device pointers: float* for fp32 and tf32 problems (a tf32 problem's output is fp32 too),
   // a 2-byte type (__half*, __nv_bfloat16*, or their bits as std::uint16_t*) for fp16 and bf16, whose output is in
   // the same type. Throws InputError when the element size is not the problem's. No CUDA header is needed here.
@@ -84,6 +92,13 @@ class ConvOp {
     check_element_size(sizeof(T));
     run(reinterpret_cast<CUdeviceptr>(activation), reinterpret_cast<CUdeviceptr>(filter),
         reinterpret_cast<CUdeviceptr>(output), stream);
+  }
+  template <class T>
+  void run(const T* activation, const T* filter, T* output, const T* bias, const T* residual, CUstream stream) const {
+    check_element_size(sizeof(T));
+    run(reinterpret_cast<CUdeviceptr>(activation), reinterpret_cast<CUdeviceptr>(filter),
+        reinterpret_cast<CUdeviceptr>(output), reinterpret_cast<CUdeviceptr>(bias),
+        reinterpret_cast<CUdeviceptr>(residual), stream);
   }
 
   // Enqueues the kernel's one-time work on a filter (a transformed or packed copy kept with the op) on `stream`:

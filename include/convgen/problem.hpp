@@ -37,6 +37,53 @@ struct EnumNames<Precision> {
   };
 };
 
+// The activation of a fused epilogue (Epilogue::act). clip clamps to [clip_lo, clip_hi]; relu6 is clip to [0, 6].
+enum class Activation { none, relu, relu6, clip };
+
+template <>
+struct EnumNames<Activation> {
+  static constexpr std::array table = {
+      std::pair{Activation::none, std::string_view("none")},
+      std::pair{Activation::relu, std::string_view("relu")},
+      std::pair{Activation::relu6, std::string_view("relu6")},
+      std::pair{Activation::clip, std::string_view("clip")},
+  };
+};
+
+// The operations fused into a convolution's store: output = act(alpha * conv + beta * residual + bias[k]), where
+// residual is a tensor of the output's shape, layout and type, and bias holds K values of the output's type. The
+// default is the identity (output = conv): no bias, no residual read (beta 0), no activation. Written as text
+// (to_string / parse_epilogue) in the shapes file's `epilogue` column, `--epilogue` and the problem key:
+// "none", or terms joined by '+', the activation last: "alpha:A", "bias", "add" (beta 1) or "add:B", then "relu",
+// "relu6" or "clip:LO:HI" ("bias+add+relu", "alpha:0.5+add:2+clip:-1:1").
+struct Epilogue {
+  double alpha = 1;
+  double beta = 0;  // 0: the residual is not read
+  bool bias = false;
+  Activation act = Activation::none;
+  double clip_lo = 0;  // clip's bounds; both 0 unless act is clip
+  double clip_hi = 0;
+  bool operator==(const Epilogue&) const = default;
+};
+
+// Whether the epilogue is the identity (output = conv).
+inline bool is_identity(const Epilogue& e) { return e == Epilogue{}; }
+// Whether the epilogue reads a residual tensor (beta is not 0).
+inline bool reads_residual(const Epilogue& e) { return e.beta != 0; }
+
+// Returns the canonical text of an epilogue: "none", or its terms in the order alpha, bias, add, activation
+// ("bias+add+relu", "alpha:0.5+add:2+clip:-1:1"); numbers in their shortest form that reads back exactly.
+std::string to_string(const Epilogue& e);
+
+// Parses epilogue text (any order of terms, each at most once, the activation last); throws InputError naming the
+// bad term and listing the expected ones, e.g. "unknown term 'gelu' in 'bias+gelu', expected 'none' or terms joined
+// by '+': alpha:A, bias, add, add:B, relu, relu6, clip:LO:HI (the activation last)".
+Epilogue parse_epilogue(std::string_view text);
+
+// Returns an empty string when the epilogue is well formed (finite numbers, clip bounds only for clip and in
+// order), else the first reason it is not.
+std::string validate(const Epilogue& e);
+
 // Returns the number of spatial dims of a layout: 1, 2 or 3.
 constexpr int rank(Layout layout) {
   switch (layout) {
@@ -96,6 +143,9 @@ struct Problem {
   double act_sparsity = 0;
   // The filter, where the problem carries one: part of the key (its pattern), since kernels may bake it.
   ProblemWeights weights;
+  // What the kernel applies at its store (bias, residual, activation); the identity by default. Part of the key
+  // ("_e<text>") when it is not the identity, and baked into the rendered source.
+  Epilogue epilogue;
   bool operator==(const Problem&) const = default;
 };
 
@@ -125,16 +175,17 @@ std::int64_t min_bytes(const Problem& p);
 std::string validate(const Problem& p);
 
 // Returns the canonical problem key, e.g. "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32", with
-// "_z<bucket>" appended when the act_sparsity bucket is not 0 ("..._nchw_fp32_z50") and "_w<pattern>" when the
-// problem carries a filter. It encodes every field (the sparsity as its bucket, the filter as its pattern) and
-// parses back with parse_problem_key (act_sparsity = bucket / 100; weights with the pattern and no values).
+// "_z<bucket>" appended when the act_sparsity bucket is not 0 ("..._nchw_fp32_z50"), "_w<pattern>" when the
+// problem carries a filter and "_e<epilogue>" when its epilogue is not the identity ("..._fp32_ebias+add+relu"). It
+// encodes every field (the sparsity as its bucket, the filter as its pattern) and parses back with
+// parse_problem_key (act_sparsity = bucket / 100; weights with the pattern and no values).
 std::string problem_key(const Problem& p);
 
 // Parses a key written by problem_key; throws InputError naming what was wrong.
 Problem parse_problem_key(std::string_view key);
 
 // Returns a short human description, e.g. "64->64 3x3 s1 p1 at 56x56 -> 56x56, n1" (", 50% zeros" appended when
-// act_sparsity is not 0).
+// act_sparsity is not 0, ", epilogue bias+relu" when the epilogue is not the identity).
 std::string describe(const Problem& p);
 
 }  // namespace convgen

@@ -43,6 +43,33 @@ TEST_P(FamilyOnEdgeCase, RepresentativeConfigurationsCompileForSm80AndSm90) {
   }
 }
 
+// The fused epilogue (bias + residual + relu6, scales not 1) baked into the default configuration; igemm_tc in fp16 (it
+// serves no fp32 problem), with a split-K configuration too, whose reduce entry applies the epilogue.
+TEST_P(FamilyOnEdgeCase, TheDefaultWithAnEpilogueCompilesForSm80AndSm90) {
+  const auto& [kind, layer] = GetParam();
+  const Gpu gpu = h100();
+  Problem p = layer.problem;
+  p.epilogue = parse_epilogue("alpha:1.5+bias+add:0.5+relu6");
+  if (kind == "igemm_tc") p.precision = Precision::fp16;
+  std::vector<KernelSpec> specs = representative_specs(family(kind), p, gpu, 0);
+  if (specs.empty()) GTEST_SKIP() << kind << " declines " << layer.name;
+  if (kind == "igemm_tc")
+    for (const KernelSpec& s : family(kind).enumerate(p, gpu))
+      if (kernel_name(s).find("_sk1_") == std::string::npos) {
+        specs.push_back(s);
+        break;
+      }
+  for (const KernelSpec& spec : specs) {
+    const KernelSource source = family(kind).render(p, spec);
+    EXPECT_NE(source.text.find("static constexpr int ACT = 2;  // relu6"), std::string::npos);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      Cubin cubin;
+      ASSERT_NO_THROW(cubin = compile(to_program(source), {.arch = arch})) << kernel_name(spec) << " " << arch;
+      EXPECT_FALSE(cubin.image.empty());
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EdgeCases, FamilyOnEdgeCase, testing::ValuesIn(corpus_cases()),
                          [](const testing::TestParamInfo<Case>& case_info) {
                            return test_name(fmt::format("{}_{}", case_info.param.family, case_info.param.layer.name));

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "convgen/problem.hpp"
 #include "generator/launch_plan.hpp"
 
 #define CONVGEN_PRELUDE 1
@@ -19,6 +20,18 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
+
+// The epilogue helpers, at namespace scope once: a template includes them again inside a case's namespace, where
+// #pragma once makes that a no-op.
+#include <math.h>
+
+#include "templates/epilogue.cuh"
+
+static_assert(convgen::kActNone == static_cast<int>(convgen::Activation::none) &&
+                  convgen::kActRelu == static_cast<int>(convgen::Activation::relu) &&
+                  convgen::kActRelu6 == static_cast<int>(convgen::Activation::relu6) &&
+                  convgen::kActClip == static_cast<int>(convgen::Activation::clip),
+              "templates/epilogue.cuh numbers the activations as convgen::Activation");
 
 namespace convgen::host_cuda {
 
@@ -36,6 +49,16 @@ inline float __ldg(const float* address) { return *address; }
 constexpr int output_extent(int in, int filter, int stride, int pad, int dil) {
   return (in + 2 * pad - dil * (filter - 1) - 1) / stride + 1;
 }
+
+// cfg::Epilogue as the generator's prelude renders it for an epilogue (generator/render.cpp: render_epilogue; the
+// members templates/epilogue.cuh reads).
+template <convgen::Epilogue E>
+struct PreludeEpilogue {
+  static constexpr bool BIAS = E.bias, RESIDUAL = E.beta != 0;
+  static constexpr int ACT = static_cast<int>(E.act);
+  static constexpr float ALPHA = static_cast<float>(E.alpha), BETA = static_cast<float>(E.beta),
+                         CLIP_LO = static_cast<float>(E.clip_lo), CLIP_HI = static_cast<float>(E.clip_hi);
+};
 
 struct NoBlockSetup {
   void operator()() const {}
@@ -67,14 +90,15 @@ void launch(const LaunchGeometry& geometry, Body body, Setup setup_block = {}) {
 
 // The problem's constants of a template's cfg namespace, as the generator's prelude renders them, from a constexpr
 // LiteralShape named by PROBLEM (the family's own parameters follow in each test's case macro).
-#define CONVGEN_HOST_PROBLEM_CONSTANTS(PROBLEM)                                                                    \
-  constexpr int N = PROBLEM.n, C = PROBLEM.c, K = PROBLEM.k, GROUPS = PROBLEM.groups;                               \
-  constexpr int D = PROBLEM.input.d, H = PROBLEM.input.h, W = PROBLEM.input.w;                                      \
-  constexpr int T = PROBLEM.filter.d, R = PROBLEM.filter.h, S = PROBLEM.filter.w;                                   \
-  constexpr int STRIDE_D = PROBLEM.stride.d, STRIDE_H = PROBLEM.stride.h, STRIDE_W = PROBLEM.stride.w;              \
-  constexpr int PAD_D = PROBLEM.padding.d, PAD_H = PROBLEM.padding.h, PAD_W = PROBLEM.padding.w;                    \
-  constexpr int DIL_D = PROBLEM.dilation.d, DIL_H = PROBLEM.dilation.h, DIL_W = PROBLEM.dilation.w;                 \
-  constexpr int O = convgen::host_cuda::output_extent(D, T, STRIDE_D, PAD_D, DIL_D),                               \
-                P = convgen::host_cuda::output_extent(H, R, STRIDE_H, PAD_H, DIL_H),                               \
-                Q = convgen::host_cuda::output_extent(W, S, STRIDE_W, PAD_W, DIL_W);                               \
-  constexpr bool CHANNELS_LAST = convgen::channels_last(PROBLEM.layout);
+#define CONVGEN_HOST_PROBLEM_CONSTANTS(PROBLEM)                                                        \
+  constexpr int N = PROBLEM.n, C = PROBLEM.c, K = PROBLEM.k, GROUPS = PROBLEM.groups;                  \
+  constexpr int D = PROBLEM.input.d, H = PROBLEM.input.h, W = PROBLEM.input.w;                         \
+  constexpr int T = PROBLEM.filter.d, R = PROBLEM.filter.h, S = PROBLEM.filter.w;                      \
+  constexpr int STRIDE_D = PROBLEM.stride.d, STRIDE_H = PROBLEM.stride.h, STRIDE_W = PROBLEM.stride.w; \
+  constexpr int PAD_D = PROBLEM.padding.d, PAD_H = PROBLEM.padding.h, PAD_W = PROBLEM.padding.w;       \
+  constexpr int DIL_D = PROBLEM.dilation.d, DIL_H = PROBLEM.dilation.h, DIL_W = PROBLEM.dilation.w;    \
+  constexpr int O = convgen::host_cuda::output_extent(D, T, STRIDE_D, PAD_D, DIL_D),                   \
+                P = convgen::host_cuda::output_extent(H, R, STRIDE_H, PAD_H, DIL_H),                   \
+                Q = convgen::host_cuda::output_extent(W, S, STRIDE_W, PAD_W, DIL_W);                   \
+  constexpr bool CHANNELS_LAST = convgen::channels_last(PROBLEM.layout);                               \
+  using Epilogue = convgen::host_cuda::PreludeEpilogue<PROBLEM.epilogue>;

@@ -14,9 +14,20 @@ struct LiteralShape {
   int groups = 1;
   Layout layout = Layout::nchw;
   Precision precision = Precision::fp32;
+  Epilogue epilogue{};
   operator Problem() const {  // NOLINT(google-explicit-constructor): the cases read as problems
-    return {.n = n, .c = c, .k = k, .input = input, .filter = filter, .stride = stride, .padding = padding,
-            .dilation = dilation, .groups = groups, .layout = layout, .precision = precision};
+    return {.n = n,
+            .c = c,
+            .k = k,
+            .input = input,
+            .filter = filter,
+            .stride = stride,
+            .padding = padding,
+            .dilation = dilation,
+            .groups = groups,
+            .layout = layout,
+            .precision = precision,
+            .epilogue = epilogue};
   }
 };
 

@@ -127,6 +127,25 @@ void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity)
                   "act_sparsity column, else 0): sparse kernels are chosen and tuned for it");
 }
 
+void add_epilogue_option(CLI::App* cmd, std::string& epilogue) {
+  cmd->add_option("--epilogue", epilogue,
+                  "Fuse into every layer's store: output = act(alpha*conv + beta*residual + bias), written 'none' or "
+                  "terms joined by '+': alpha:A, bias, add (beta 1) or add:B, then relu, relu6 or clip:LO:HI, e.g. "
+                  "bias+add+relu (default: the shapes file's epilogue column, else none)");
+}
+
+Suite with_epilogue(Suite suite, const std::string& epilogue) {
+  if (epilogue.empty()) return suite;
+  Epilogue e;
+  try {
+    e = parse_epilogue(epilogue);
+  } catch (const InputError& error) {
+    throw InputError(fmt::format("--epilogue: {}", error.what()));
+  }
+  for (Layer& layer : suite.layers) layer.problem.epilogue = e;
+  return suite;
+}
+
 void add_weight_options(CLI::App* cmd, WeightOptions& weights) {
   CLI::Option* dir = cmd->add_option("--weights", weights.dir,
                                      "Folder with each layer's filter as <layer>.npy (float32, in the layer's filter "

@@ -45,6 +45,14 @@ void add_precision_layout_options(CLI::App* cmd, std::string& precision, std::st
 // Adds --act-sparsity Z: the zero fraction every layer's activation is expected to have, in [0, 1].
 void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity);
 
+// Adds --epilogue TEXT: the epilogue fused into every layer's store (with_epilogue applies it).
+void add_epilogue_option(CLI::App* cmd, std::string& epilogue);
+
+// Applies --epilogue to every layer ("" keeps each layer's shapes file column, else the identity): "none", or terms
+// joined by '+' ("bias+add+relu", "alpha:0.5+add:2+clip:-1:1"; convgen::parse_epilogue). Throws InputError
+// "--epilogue: <what was wrong>" listing the terms.
+Suite with_epilogue(Suite suite, const std::string& epilogue);
+
 // The layers' own filters: read from DIR/<layer>.npy (float32 in the layer's filter layout), or made: seeded
 // random weights magnitude-pruned per output channel to a zero fraction. Neither: no layer carries a filter.
 struct WeightOptions {

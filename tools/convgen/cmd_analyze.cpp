@@ -72,6 +72,7 @@ void add_analyze_command(CLI::App& app) {
     std::string shapes, gpu = "h100_sxm", json, db, precision, layout;
     int batch = 0;
     std::optional<double> act_sparsity;
+    std::string epilogue;
     WeightOptions weights;
     bool candidates = false;
   };
@@ -84,6 +85,7 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
   add_precision_layout_options(cmd, opts->precision, opts->layout);
   add_act_sparsity_option(cmd, opts->act_sparsity);
+  add_epilogue_option(cmd, opts->epilogue);
   add_weight_options(cmd, opts->weights);
   cmd->add_option("--json", opts->json, "Also write the analysis as JSON to this file");
   cmd->add_flag("--candidates", opts->candidates,
@@ -94,8 +96,10 @@ void add_analyze_command(CLI::App& app) {
                   "model's default coefficients)");
   cmd->callback([opts] {
     const Suite suite = with_layer_weights(
-        with_precision_and_layout(select_layers(load_shapes(opts->shapes), opts->batch, "", opts->act_sparsity),
-                                  opts->precision, opts->layout),
+        with_epilogue(
+            with_precision_and_layout(select_layers(load_shapes(opts->shapes), opts->batch, "", opts->act_sparsity),
+                                      opts->precision, opts->layout),
+            opts->epilogue),
         opts->weights);
     const Gpu gpu = load_gpu_descriptor(opts->gpu, true);
     const NetworkAnalysis analysis = analyze(suite, gpu);

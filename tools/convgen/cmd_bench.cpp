@@ -23,7 +23,8 @@ struct Options {
   std::string shapes, layer, out = "bench-results", precision = "fp32", layout, gpu = "live", db;
   std::vector<int> batches;
   std::vector<std::string> families;
-  std::vector<double> act_sparsity;  // zero fractions of every layer's activation; empty: the shapes file's
+  std::vector<double> act_sparsity;
+  std::string epilogue;  // zero fractions of every layer's activation; empty: the shapes file's
   std::string pattern = "blob";
   WeightOptions weights;
   bool warm = false;
@@ -37,7 +38,8 @@ void write_reports(const Options& opts, const BenchOptions& options, const Suite
 void run_bench_command(const Options& opts, const std::string& command_line) {
   WeightOptions weights = opts.weights;
   weights.seed = opts.seed;
-  const Suite file_suite = with_layer_weights(select_layers(load_shapes(opts.shapes), 0, opts.layer), weights);
+  const Suite file_suite =
+      with_layer_weights(with_epilogue(select_layers(load_shapes(opts.shapes), 0, opts.layer), opts.epilogue), weights);
   BenchOptions options{.batches = opts.batches,
                        .warm = opts.warm,
                        .candidates_per_family = opts.candidates,
@@ -152,6 +154,7 @@ void add_bench_command(CLI::App& app) {
                   "Zero fractions of every layer's activation, e.g. 0,0.5,0.7,0.9: one run each, both sides on the "
                   "same input (default: each layer's act_sparsity column of the shapes file, else dense)")
       ->delimiter(',');
+  add_epilogue_option(cmd, opts->epilogue);
   cmd->add_option("--sparsity-pattern", opts->pattern, "Where the zeros lie: uniform, channel or blob")
       ->capture_default_str();
   cmd->add_flag("--warm", opts->warm, "Allow L2 residency (default: rotate buffer sets past twice the L2)");

@@ -281,15 +281,18 @@ std::vector<Layer> onnx_conv_layers(onnx::ModelProto model, std::string_view fil
 
     const auto from = producer.find(node.input(0));
     layer.input_relu = from != producer.end() && is_onnx_op(graph->node(from->second), "Relu");
-    if (node.input_size() >= 3 && !node.input(2).empty()) layer.epilogue.push_back(Epilogue::bias);
+    // The epilogue fused into the conv's store: its own bias, then one Add (a residual) and a Relu that alone
+    // consume the value, stopping after the Relu: act(conv + bias + residual).
+    Epilogue& epilogue = layer.problem.epilogue;
+    if (node.input_size() >= 3 && !node.input(2).empty()) epilogue.bias = true;
     for (std::string value = node.output(0);;) {
       const std::vector<int>& users = consumers[value];
       if (users.size() != 1 || users[0] < 0) break;
       const onnx::NodeProto& next = graph->node(users[0]);
-      if (is_onnx_op(next, "Add")) {
-        layer.epilogue.push_back(Epilogue::add);
+      if (is_onnx_op(next, "Add") && !reads_residual(epilogue)) {
+        epilogue.beta = 1;
       } else if (is_onnx_op(next, "Relu")) {
-        layer.epilogue.push_back(Epilogue::relu);
+        epilogue.act = Activation::relu;
         break;
       } else {
         break;

@@ -24,8 +24,8 @@ onnx::ModelProto parse_onnx_model(std::string_view bytes, std::string_view file_
 //   between the two sides of a dim is served as the begin padding when that gives the same output size (the extra
 //   end padding is then never read), else refused;
 // - 1-D, 2-D and 3-D convs (layouts ncw, nchw, ncdhw), fp32, fp16 and bf16 tensors;
-// - input_relu when X is a Relu's output, and the epilogue: bias (Conv's third input), then the Add and Relu nodes
-//   that alone consume the output in a chain (ending after a Relu);
+// - input_relu when X is a Relu's output, and the problem's epilogue: bias (Conv's third input), then one Add (a
+//   residual, beta 1) and a Relu that alone consume the output in a chain (ending after the Relu);
 // - names from the node names, characters other than letters, digits, '_', '.' and '-' replaced by '_', unnamed
 //   nodes "conv<i>" (i counts Conv nodes from 1), made unique with "_2", "_3" ...
 // Throws InputError "<file>: node '<name>' (Conv): <what>" for a Conv it cannot read (missing shape, unsupported

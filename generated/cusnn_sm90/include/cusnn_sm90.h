@@ -36,6 +36,10 @@
  *
  * cusnn_sm90_conv_forward(&p, activation, filter, output, stream) runs a problem in one call when its plan has no setup
  * and needs no workspace (CUSNN_SM90_ERROR_NEEDS_OP otherwise).
+ *
+ * A problem may fuse an epilogue into the kernel's store (p.epilogue: output = act(alpha * conv + beta * residual +
+ * bias[k])); its bias (K values) and residual (the output's shape, layout and type) are given to
+ * cusnn_sm90_op_run_epilogue / cusnn_sm90_conv_forward_epilogue. A zeroed p.epilogue is none.
  */
 #ifndef CUSNN_SM90_H_
 #define CUSNN_SM90_H_
@@ -76,6 +80,26 @@ typedef enum {
   CUSNN_SM90_PRECISION_BF16 = 3
 } cusnn_sm90_precision;
 
+/* The activation of an epilogue, numbered as convgen's. */
+typedef enum {
+  CUSNN_SM90_ACTIVATION_NONE = 0,
+  CUSNN_SM90_ACTIVATION_RELU = 1,
+  CUSNN_SM90_ACTIVATION_RELU6 = 2, /* min(max(v, 0), 6) */
+  CUSNN_SM90_ACTIVATION_CLIP = 3   /* min(max(v, clip_lo), clip_hi) */
+} cusnn_sm90_activation;
+
+/* The epilogue fused into the kernel's store: output = act(alpha * conv + beta * residual + bias[k]). With
+ * enabled = 0 (a zeroed struct) there is none (output = conv) and the other fields are not read; enabled with
+ * alpha 1, beta 0, no bias and no activation is the same problem. Dispatch compares the values exactly. */
+typedef struct {
+  int enabled;
+  double alpha;
+  double beta; /* 0: no residual is read */
+  int bias;    /* 1: add bias[k] */
+  cusnn_sm90_activation act;
+  double clip_lo, clip_hi; /* CUSNN_SM90_ACTIVATION_CLIP's bounds; 0 otherwise */
+} cusnn_sm90_epilogue;
+
 /* One forward convolution, always held as 3-D: a 2-D problem has d = t = 1, stride_d = dilation_d = 1 and
  * pad_d = 0; a 1-D problem also has h = r = 1, stride_h = dilation_h = 1 and pad_h = 0. Dispatch compares every
  * field. */
@@ -89,6 +113,7 @@ typedef struct {
   int groups;
   cusnn_sm90_layout layout;
   cusnn_sm90_precision precision;
+  cusnn_sm90_epilogue epilogue;
 } cusnn_sm90_problem;
 
 /* Called for a problem the library has no kernel for, with the arguments of cusnn_sm90_conv_forward and the pointer
@@ -103,6 +128,13 @@ typedef cusnn_sm90_status (*cusnn_sm90_fallback_fn)(const cusnn_sm90_problem* pr
  * no workspace; others return CUSNN_SM90_ERROR_NEEDS_OP (use cusnn_sm90_op_create). */
 cusnn_sm90_status cusnn_sm90_conv_forward(const cusnn_sm90_problem* problem, unsigned long long activation, unsigned long long filter,
                                 unsigned long long output, void* stream);
+
+/* The same for a problem with an epilogue that reads a bias (K values) or a residual (the output's shape, layout and
+ * type): 0 for one it does not read; CUSNN_SM90_ERROR_INVALID_ARGUMENT when one it reads is 0 (cusnn_sm90_conv_forward passes
+ * 0 for both). The fallback is not consulted. */
+cusnn_sm90_status cusnn_sm90_conv_forward_epilogue(const cusnn_sm90_problem* problem, unsigned long long activation,
+                                         unsigned long long filter, unsigned long long output, unsigned long long bias,
+                                         unsigned long long residual, void* stream);
 
 /* One problem ready to run on one CUDA context: its kernel loaded, its persistent buffers allocated and set up from
  * the filter. Opaque; create with cusnn_sm90_op_create, free with cusnn_sm90_op_destroy. */
@@ -122,6 +154,12 @@ size_t cusnn_sm90_op_workspace_size(cusnn_sm90_op op);
  * Call it in the context the op was created in. */
 cusnn_sm90_status cusnn_sm90_op_run(cusnn_sm90_op op, unsigned long long activation, unsigned long long output,
                           unsigned long long workspace, void* stream);
+
+/* The same with the bias and residual the op's epilogue reads (0 for one it does not read; cusnn_sm90_op_run passes 0
+ * for both, CUSNN_SM90_ERROR_INVALID_ARGUMENT when one it reads is 0). */
+cusnn_sm90_status cusnn_sm90_op_run_epilogue(cusnn_sm90_op op, unsigned long long activation, unsigned long long output,
+                                   unsigned long long bias, unsigned long long residual, unsigned long long workspace,
+                                   void* stream);
 
 /* Frees the op's persistent buffers and the op (after work using them has finished: synchronize first). NULL is
  * accepted and does nothing. */
@@ -153,7 +191,8 @@ const char* cusnn_sm90_problem_name(size_t i);
  * sm_90), or NULL when there is none. */
 const char* cusnn_sm90_kernel_name(const cusnn_sm90_problem* problem, int arch);
 
-/* Writes the canonical convgen problem key ("n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32") into
+/* Writes the canonical convgen problem key ("n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32", with
+ * "_e<epilogue>" as convgen writes it when the epilogue is not the identity: "..._fp32_ebias+add+relu") into
  * `buffer` (truncated to `size` bytes, always terminated); returns the key's full length. */
 size_t cusnn_sm90_problem_key(const cusnn_sm90_problem* problem, char* buffer, size_t size);
 
@@ -224,6 +263,11 @@ class op {
   void run(unsigned long long activation, unsigned long long output, unsigned long long workspace = 0,
            void* stream = nullptr) const {
     detail::check(cusnn_sm90_op_run(op_, activation, output, workspace, stream));
+  }
+  /* The same with the epilogue's bias and residual (0 for one it does not read). */
+  void run(unsigned long long activation, unsigned long long output, unsigned long long bias,
+           unsigned long long residual, unsigned long long workspace, void* stream) const {
+    detail::check(cusnn_sm90_op_run_epilogue(op_, activation, output, bias, residual, workspace, stream));
   }
 
   cusnn_sm90_op get() const noexcept { return op_; }

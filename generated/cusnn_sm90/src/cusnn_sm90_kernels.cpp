@@ -10,10 +10,10 @@ namespace {
 alignas(64) const unsigned char cubin_0_sm_90[] = {
 #include "cubins/00_dense_128to32_56_sm_90.inc"
 };
-const ArgBinding run_0_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}};
+const ArgBinding run_0_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_0_sm_90[] = {
     {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1},
-    {Step::kernel, "igemm_m32_n64_k16_tm4_tn4_st2_sk8_v4", {49, 1, 8}, {128, 1, 1}, 0, run_0_sm_90_args1, 4, -1},
+    {Step::kernel, "igemm_m32_n64_k16_tm4_tn4_st2_sk8_v4", {49, 1, 8}, {128, 1, 1}, 0, run_0_sm_90_args1, 6, -1},
 };
 const KernelImage kernels_0[] = {
     {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "igemm_m32_n64_k16_tm4_tn4_st2_sk8_v4", nullptr, 0, 0ULL, 0ULL, nullptr, 0, run_0_sm_90, 2},
@@ -25,10 +25,10 @@ const KernelImage kernels_0[] = {
 alignas(64) const unsigned char cubin_1_sm_90[] = {
 #include "cubins/01_dense_128to32_28_sm_90.inc"
 };
-const ArgBinding run_1_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}};
+const ArgBinding run_1_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_1_sm_90[] = {
     {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1},
-    {Step::kernel, "igemm_m32_n64_k8_tm4_tn4_st2_sk16_v4", {13, 1, 16}, {128, 1, 1}, 0, run_1_sm_90_args1, 4, -1},
+    {Step::kernel, "igemm_m32_n64_k8_tm4_tn4_st2_sk16_v4", {13, 1, 16}, {128, 1, 1}, 0, run_1_sm_90_args1, 6, -1},
 };
 const KernelImage kernels_1[] = {
     {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "igemm_m32_n64_k8_tm4_tn4_st2_sk16_v4", nullptr, 0, 0ULL, 0ULL, nullptr, 0, run_1_sm_90, 2},
@@ -40,10 +40,10 @@ const KernelImage kernels_1[] = {
 alignas(64) const unsigned char cubin_2_sm_90[] = {
 #include "cubins/02_dense_128to32_14_sm_90.inc"
 };
-const ArgBinding run_2_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}};
+const ArgBinding run_2_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_2_sm_90[] = {
     {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1},
-    {Step::kernel, "igemm_m16_n16_k8_tm2_tn2_st2_sk16_v4", {13, 2, 16}, {64, 1, 1}, 0, run_2_sm_90_args1, 4, -1},
+    {Step::kernel, "igemm_m16_n16_k8_tm2_tn2_st2_sk16_v4", {13, 2, 16}, {64, 1, 1}, 0, run_2_sm_90_args1, 6, -1},
 };
 const KernelImage kernels_2[] = {
     {90, cubin_2_sm_90, sizeof cubin_2_sm_90, "igemm_m16_n16_k8_tm2_tn2_st2_sk16_v4", nullptr, 0, 0ULL, 0ULL, nullptr, 0, run_2_sm_90, 2},
@@ -55,10 +55,10 @@ const KernelImage kernels_2[] = {
 alignas(64) const unsigned char cubin_3_sm_90[] = {
 #include "cubins/03_dense_128to32_7_sm_90.inc"
 };
-const ArgBinding run_3_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}};
+const ArgBinding run_3_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_3_sm_90[] = {
     {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1},
-    {Step::kernel, "igemm_m16_n16_k8_tm2_tn2_st2_sk16_v4", {4, 2, 16}, {64, 1, 1}, 0, run_3_sm_90_args1, 4, -1},
+    {Step::kernel, "igemm_m16_n16_k8_tm2_tn2_st2_sk16_v4", {4, 2, 16}, {64, 1, 1}, 0, run_3_sm_90_args1, 6, -1},
 };
 const KernelImage kernels_3[] = {
     {90, cubin_3_sm_90, sizeof cubin_3_sm_90, "igemm_m16_n16_k8_tm2_tn2_st2_sk16_v4", nullptr, 0, 0ULL, 0ULL, nullptr, 0, run_3_sm_90, 2},
@@ -70,10 +70,10 @@ const KernelImage kernels_3[] = {
 alignas(64) const unsigned char cubin_4_sm_90[] = {
 #include "cubins/04_res_64to64_56_sm_90.inc"
 };
-const ArgBinding run_4_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}};
+const ArgBinding run_4_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_4_sm_90[] = {
     {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1},
-    {Step::kernel, "igemm_m64_n64_k8_tm4_tn4_st2_sk8_v4", {49, 1, 8}, {256, 1, 1}, 0, run_4_sm_90_args1, 4, -1},
+    {Step::kernel, "igemm_m64_n64_k8_tm4_tn4_st2_sk8_v4", {49, 1, 8}, {256, 1, 1}, 0, run_4_sm_90_args1, 6, -1},
 };
 const KernelImage kernels_4[] = {
     {90, cubin_4_sm_90, sizeof cubin_4_sm_90, "igemm_m64_n64_k8_tm4_tn4_st2_sk8_v4", nullptr, 0, 0ULL, 0ULL, nullptr, 0, run_4_sm_90, 2},
@@ -85,10 +85,10 @@ const KernelImage kernels_4[] = {
 alignas(64) const unsigned char cubin_5_sm_90[] = {
 #include "cubins/05_res_128to128_28_sm_90.inc"
 };
-const ArgBinding run_5_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}};
+const ArgBinding run_5_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_5_sm_90[] = {
     {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1},
-    {Step::kernel, "igemm_m128_n64_k16_tm8_tn4_st2_sk8_v4", {13, 1, 8}, {256, 1, 1}, 0, run_5_sm_90_args1, 4, -1},
+    {Step::kernel, "igemm_m128_n64_k16_tm8_tn4_st2_sk8_v4", {13, 1, 8}, {256, 1, 1}, 0, run_5_sm_90_args1, 6, -1},
 };
 const KernelImage kernels_5[] = {
     {90, cubin_5_sm_90, sizeof cubin_5_sm_90, "igemm_m128_n64_k16_tm8_tn4_st2_sk8_v4", nullptr, 0, 0ULL, 0ULL, nullptr, 0, run_5_sm_90, 2},
@@ -100,10 +100,10 @@ const KernelImage kernels_5[] = {
 alignas(64) const unsigned char cubin_6_sm_90[] = {
 #include "cubins/06_res_256to256_14_sm_90.inc"
 };
-const ArgBinding run_6_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}};
+const ArgBinding run_6_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_6_sm_90[] = {
     {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1},
-    {Step::kernel, "igemm_m128_n64_k16_tm8_tn4_st2_sk16_v4", {4, 2, 16}, {256, 1, 1}, 0, run_6_sm_90_args1, 4, -1},
+    {Step::kernel, "igemm_m128_n64_k16_tm8_tn4_st2_sk16_v4", {4, 2, 16}, {256, 1, 1}, 0, run_6_sm_90_args1, 6, -1},
 };
 const KernelImage kernels_6[] = {
     {90, cubin_6_sm_90, sizeof cubin_6_sm_90, "igemm_m128_n64_k16_tm8_tn4_st2_sk16_v4", nullptr, 0, 0ULL, 0ULL, nullptr, 0, run_6_sm_90, 2},
@@ -115,10 +115,10 @@ const KernelImage kernels_6[] = {
 alignas(64) const unsigned char cubin_7_sm_90[] = {
 #include "cubins/07_res_512to512_7_sm_90.inc"
 };
-const ArgBinding run_7_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}};
+const ArgBinding run_7_sm_90_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_7_sm_90[] = {
     {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1},
-    {Step::kernel, "igemm_m128_n64_k16_tm8_tn4_st2_sk32_v4", {1, 4, 32}, {256, 1, 1}, 0, run_7_sm_90_args1, 4, -1},
+    {Step::kernel, "igemm_m128_n64_k16_tm8_tn4_st2_sk32_v4", {1, 4, 32}, {256, 1, 1}, 0, run_7_sm_90_args1, 6, -1},
 };
 const KernelImage kernels_7[] = {
     {90, cubin_7_sm_90, sizeof cubin_7_sm_90, "igemm_m128_n64_k16_tm8_tn4_st2_sk32_v4", nullptr, 0, 0ULL, 0ULL, nullptr, 0, run_7_sm_90, 2},
@@ -127,21 +127,21 @@ const KernelImage kernels_7[] = {
 }  // namespace
 
 const ProblemEntry problems[] = {
-    {{1, 128, 32, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32},
+    {{1, 128, 32, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
      "dense_128to32_56", 401408ULL, kernels_0, 1},
-    {{1, 128, 32, 1, 28, 28, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32},
+    {{1, 128, 32, 1, 28, 28, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
      "dense_128to32_28", 100352ULL, kernels_1, 1},
-    {{1, 128, 32, 1, 14, 14, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32},
+    {{1, 128, 32, 1, 14, 14, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
      "dense_128to32_14", 25088ULL, kernels_2, 1},
-    {{1, 128, 32, 1, 7, 7, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32},
+    {{1, 128, 32, 1, 7, 7, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
      "dense_128to32_7", 6272ULL, kernels_3, 1},
-    {{1, 64, 64, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32},
+    {{1, 64, 64, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
      "res_64to64_56", 802816ULL, kernels_4, 1},
-    {{1, 128, 128, 1, 28, 28, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32},
+    {{1, 128, 128, 1, 28, 28, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
      "res_128to128_28", 401408ULL, kernels_5, 1},
-    {{1, 256, 256, 1, 14, 14, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32},
+    {{1, 256, 256, 1, 14, 14, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
      "res_256to256_14", 200704ULL, kernels_6, 1},
-    {{1, 512, 512, 1, 7, 7, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32},
+    {{1, 512, 512, 1, 7, 7, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
      "res_512to512_7", 100352ULL, kernels_7, 1},
 };
 const std::size_t problem_count = sizeof problems / sizeof problems[0];

@@ -171,6 +171,30 @@ TEST_F(ApiGpu, CostModelOnlyRunsAVerifiedKernelWithoutMeasuring) {
   EXPECT_EQ(TuningDb::open(scratch_ / "tuning.sqlite").best(context.gpu(), problem), std::nullopt);
 }
 
+// The fused epilogue through the API: the op runs with the bias and residual its problem's epilogue reads, verified
+// against the reference with the same epilogue; a run without them is refused before anything is enqueued.
+TEST_F(ApiGpu, AnOpWithAnEpilogueRunsWithItsBiasAndResidualAndMatchesTheReference) {
+  ConvContext context(options(TuningPolicy::cost_model_only));
+  const Problem problem =
+      parse_problem_key("n1_c32_k32_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_ealpha:1.5+bias+add:0.5+relu6");
+  const ConvOp& op = context.conv(problem);
+  ConvMeasurement measurement(op.problem(), {.seed = 7});
+  Stream stream;
+  const ConvCandidate candidate{op.kernel_name(), [&op](const ConvPointers& t, CUstream s) {
+                                  op.run(t.activation, t.filter, t.output, t.bias, t.residual, s);
+                                }};
+  const Verification v = measurement.verify(candidate, stream);
+  EXPECT_TRUE(v.passed) << v.failure;
+  const ConvPointers t = measurement.pointers(0);
+  try {
+    op.run(t.activation, t.filter, t.output, stream.get());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              problem_key(problem) + ": its epilogue adds a bias (K values): the bias pointer is null");
+  }
+}
+
 TEST_F(ApiGpu, AnInvalidProblemIsRefusedWithItsReason) {
   ConvContext context(options(TuningPolicy::cost_model_only));
   Problem problem = small_problem();

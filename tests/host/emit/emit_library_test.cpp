@@ -149,11 +149,11 @@ TEST(EmitLibrary, RenderLibraryWritesEveryFileUnderTheLibrarysNameWithNoPlacehol
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const ArgBinding run_0_sm_80_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, "
-                         "{Arg::output, -1}, {Arg::workspace, -1}};\n"
+                         "{Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};\n"
                          "const Step run_0_sm_80[] = {\n"
                          "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1},\n"
                          "    {Step::kernel, \"igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\", {4, 2, 1}, {128, 1, 1}, 0, "
-                         "run_0_sm_80_args1, 4, -1},\n};\n"),
+                         "run_0_sm_80_args1, 6, -1},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{80, cubin_0_sm_80, sizeof cubin_0_sm_80, \"igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\", "
@@ -161,7 +161,7 @@ TEST(EmitLibrary, RenderLibraryWritesEveryFileUnderTheLibrarysNameWithNoPlacehol
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{{2, 8, 16, 1, 10, 12, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, MYNET_LAYOUT_NCHW, "
-                         "MYNET_PRECISION_FP32},\n     \"conv \\\"one\\\"\", 15360ULL, kernels_0, 2},"),
+                         "MYNET_PRECISION_FP32, {0}},\n     \"conv \\\"one\\\"\", 15360ULL, kernels_0, 2},"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const char* const architectures = \"sm_80, sm_90\";"), std::string::npos);
@@ -171,6 +171,28 @@ TEST(EmitLibrary, RenderLibraryWritesEveryFileUnderTheLibrarysNameWithNoPlacehol
                                                                 "0x7f,0x46,\n");
   EXPECT_NE(files.at("include/mynet.h").find("mynet_status mynet_conv_forward(const mynet_problem* problem"),
             std::string::npos);
+}
+
+// A problem with an epilogue: its cglib_epilogue in the table (dispatch compares it), its kernel's bias and residual
+// arguments bound to the call's tensors.
+TEST(EmitLibrary, RenderLibraryWritesTheEpilogueOfAProblemAndBindsItsBiasAndResidual) {
+  Problem p{.n = 1, .c = 8, .k = 8, .input = {1, 8, 8}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  p.epilogue = parse_epilogue("alpha:0.5+bias+add:2+clip:-1:6");
+  LibraryKernel k = fake_kernel(p, "sm_90", {'\x7f'});
+  k.entries = {{"", {"activation", "filter", "output", "workspace", "bias", "residual"}}};
+  const LibraryDescription lib{.name = "net",
+                               .suite = "s",
+                               .gpus = {gpu("h100_sxm")},
+                               .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
+  const std::string& kernels = render_library(lib).at("src/net_kernels.cpp");
+  EXPECT_NE(kernels.find("NET_LAYOUT_NCHW, NET_PRECISION_FP32, {1, 0.5, 2.0, 1, NET_ACTIVATION_CLIP, -1.0, 6.0}},"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("{{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, "
+                         "{Arg::bias, -1}, {Arg::residual, -1}};\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("// x: " + problem_key(p) + "\n"), std::string::npos) << kernels;
 }
 
 TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArguments) {

@@ -1,6 +1,8 @@
 // problem_test: output sizes, FLOPs, validation reasons and the canonical key of a convolution problem.
 #include "convgen/problem.hpp"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "support/errors.hpp"
@@ -118,7 +120,7 @@ TEST(Problem, KeysRoundTripIn1d2dAnd3d) {
 
 TEST(Problem, KeyWithTooFewFieldsIsRejected) {
   EXPECT_EQ(input_error([] { parse_problem_key("n1_c64_k64"); }),
-            "problem key 'n1_c64_k64': expected 11 to 13 fields separated by '_', got 3");
+            "problem key 'n1_c64_k64': expected 11 to 14 fields separated by '_', got 3");
 }
 
 TEST(Problem, KeyCarriesTheSparsityBucketOnlyWhenNotZero) {
@@ -141,6 +143,111 @@ TEST(Problem, KeyCarriesTheSparsityBucketOnlyWhenNotZero) {
       "a multiple of 5 in 5..100");
   p.act_sparsity = 1.5;
   EXPECT_EQ(validate(p), "act_sparsity must be a zero fraction in [0, 1], got 1.5");
+}
+
+TEST(Problem, TheDefaultEpilogueIsTheIdentityAndLeavesTheKeyAlone) {
+  const Problem p{.c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  EXPECT_TRUE(is_identity(p.epilogue));
+  EXPECT_FALSE(reads_residual(p.epilogue));
+  EXPECT_EQ(to_string(p.epilogue), "none");
+  EXPECT_EQ(problem_key(p), "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32");
+}
+
+TEST(Problem, EpilogueTextReadsTheShapesColumnsOldValues) {
+  EXPECT_EQ(parse_epilogue("none"), Epilogue{});
+  EXPECT_EQ(parse_epilogue("bias"), (Epilogue{.bias = true}));
+  EXPECT_EQ(parse_epilogue("bias+relu"), (Epilogue{.bias = true, .act = Activation::relu}));
+  EXPECT_EQ(parse_epilogue("bias+add+relu"), (Epilogue{.beta = 1, .bias = true, .act = Activation::relu}));
+  EXPECT_EQ(parse_epilogue("add"), (Epilogue{.beta = 1}));
+}
+
+TEST(Problem, EpilogueTextCarriesScalesAndEveryActivation) {
+  EXPECT_EQ(parse_epilogue("alpha:0.5+add:-2+bias+relu6"),
+            (Epilogue{.alpha = 0.5, .beta = -2, .bias = true, .act = Activation::relu6}));
+  EXPECT_EQ(parse_epilogue("clip:-1.5:3"), (Epilogue{.act = Activation::clip, .clip_lo = -1.5, .clip_hi = 3}));
+  // The canonical text orders the terms alpha, bias, add, activation.
+  EXPECT_EQ(to_string(parse_epilogue("add:0.25+bias+alpha:3")), "alpha:3+bias+add:0.25");
+  // A positive exponent is written without its '+', which joins terms.
+  EXPECT_EQ(to_string(Epilogue{.alpha = 1e20}), "alpha:1e20");
+  for (const Epilogue& e :
+       {Epilogue{.alpha = 0.1, .beta = 1e-7, .act = Activation::relu},
+        Epilogue{.beta = 1, .bias = true, .act = Activation::clip, .clip_lo = -6, .clip_hi = 0.3},
+        Epilogue{.bias = true, .act = Activation::relu6}, Epilogue{.alpha = 1e20, .beta = -2.5e-30}})
+    EXPECT_EQ(parse_epilogue(to_string(e)), e) << to_string(e);
+}
+
+TEST(Problem, BadEpilogueTextNamesTheTermAndTheExpectedOnes) {
+  const std::string expected =
+      "expected 'none' or terms joined by '+': alpha:A, bias, add, add:B, relu, relu6, clip:LO:HI (the activation "
+      "last)";
+  EXPECT_EQ(input_error([] { parse_epilogue("bias+gelu"); }), "unknown term 'gelu' in 'bias+gelu', " + expected);
+  EXPECT_EQ(input_error([] { parse_epilogue("relu+bias"); }),
+            "term 'bias' follows the activation in 'relu+bias', " + expected);
+  EXPECT_EQ(input_error([] { parse_epilogue("add:x"); }),
+            "term 'add:x' needs a finite number, got 'x' in 'add:x', " + expected);
+  EXPECT_EQ(input_error([] { parse_epilogue("clip:1"); }), "term 'clip:1' takes 2 numbers in 'clip:1', " + expected);
+  EXPECT_EQ(input_error([] { parse_epilogue("bias+bias"); }), "bias given twice in 'bias+bias', " + expected);
+  EXPECT_EQ(input_error([] { parse_epilogue("alpha:inf"); }),
+            "term 'alpha:inf' needs a finite number, got 'inf' in 'alpha:inf', " + expected);
+  EXPECT_EQ(input_error([] { parse_epilogue("clip:6:0"); }),
+            "'clip:6:0': epilogue clip bounds must be in order (LO <= HI), got 6 and 0");
+}
+
+TEST(Problem, KeyCarriesANonIdentityEpilogueLastAndReadsItBack) {
+  Problem p{.c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .act_sparsity = 0.5};
+  p.weights.pattern = "0123456789abcdef";
+  p.epilogue = {.alpha = 0.5, .beta = 1, .bias = true, .act = Activation::clip, .clip_lo = -1, .clip_hi = 6};
+  EXPECT_EQ(problem_key(p),
+            "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_z50_w0123456789abcdef_ealpha:0.5+bias+add+"
+            "clip:-1:6");
+  EXPECT_EQ(parse_problem_key(problem_key(p)), p);
+  p.weights = {};
+  p.act_sparsity = 0;
+  p.epilogue = {.bias = true, .act = Activation::relu};
+  EXPECT_EQ(problem_key(p), "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_ebias+relu");
+  EXPECT_EQ(parse_problem_key(problem_key(p)), p);
+  EXPECT_EQ(describe(p), "64->64 3x3 s1 p1 at 56x56 -> 56x56, n1, epilogue bias+relu");
+}
+
+TEST(Problem, KeyWithABadOrNonCanonicalEpilogueIsRejected) {
+  const std::string base = "n1_c8_k8_i1x5x5_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32";
+  EXPECT_EQ(input_error([&] { parse_problem_key(base + "_ebias+gelu"); }),
+            "problem key '" + base +
+                "_ebias+gelu': epilogue unknown term 'gelu' in 'bias+gelu', expected 'none' or terms joined by '+': "
+                "alpha:A, bias, add, add:B, relu, relu6, clip:LO:HI (the activation last)");
+  EXPECT_EQ(input_error([&] { parse_problem_key(base + "_erelu6+bias"); }),
+            "problem key '" + base +
+                "_erelu6+bias': epilogue term 'bias' follows the activation in 'relu6+bias', expected 'none' or terms "
+                "joined by '+': alpha:A, bias, add, add:B, relu, relu6, clip:LO:HI (the activation last)");
+  EXPECT_EQ(input_error([&] { parse_problem_key(base + "_eadd+bias"); }),
+            "problem key '" + base + "_eadd+bias': epilogue 'add+bias' is not in its canonical form 'bias+add'");
+  EXPECT_EQ(input_error([&] { parse_problem_key(base + "_enone"); }),
+            "problem key '" + base + "_enone': epilogue 'none' is not in its canonical form '(no field)'");
+  EXPECT_EQ(input_error([&] { parse_problem_key(base + "_ebias_z50"); }),
+            "problem key '" + base +
+                "_ebias_z50': unexpected field 'z50' after the precision (expected z<bucket>, w<pattern> then "
+                "e<epilogue>)");
+}
+
+TEST(Problem, ValidateRefusesAMalformedEpilogue) {
+  Problem p{.c = 8, .k = 8, .input = {1, 5, 5}, .filter = {1, 3, 3}};
+  p.epilogue = {.act = Activation::relu, .clip_lo = 0, .clip_hi = 6};
+  EXPECT_EQ(validate(p), "epilogue clip bounds are for the clip activation, got 0 and 6 with relu");
+  p.epilogue = {.alpha = std::numeric_limits<double>::quiet_NaN()};
+  EXPECT_EQ(validate(p), "epilogue alpha must be finite, got nan");
+  p.epilogue = {.act = Activation::clip, .clip_lo = 1, .clip_hi = -1};
+  EXPECT_EQ(validate(p), "epilogue clip bounds must be in order (LO <= HI), got 1 and -1");
+}
+
+TEST(Problem, MinBytesCountTheEpiloguesBiasAndResidualWhereItReadsThem) {
+  Problem p{
+      .c = 8, .k = 4, .input = {1, 6, 6}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .precision = Precision::fp16};
+  const std::int64_t tensors = 8 * 36 + 4 * 8 * 9 + 4 * 36;
+  EXPECT_EQ(min_bytes(p), tensors * 2);
+  p.epilogue = parse_epilogue("bias+relu");
+  EXPECT_EQ(min_bytes(p), (tensors + 4) * 2);
+  p.epilogue = parse_epilogue("bias+add+relu");
+  EXPECT_EQ(min_bytes(p), (tensors + 4 + 4 * 36) * 2);
 }
 
 TEST(Problem, KeyWithAWrongPrefixIsRejected) {

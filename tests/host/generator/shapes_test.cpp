@@ -168,43 +168,54 @@ TEST(Shapes, InputReluAndEpilogueSayWhatSurroundsTheLayerAndRoundTrip) {
       "name,n,c,k,h,w,r,s,input_relu,epilogue\n"
       "a,1,8,8,4,4,3,3,1,bias+add+relu\n"
       "b,1,8,8,4,4,3,3,0,none\n"
-      "c,1,8,8,4,4,3,3,1,relu\n",
+      "c,1,8,8,4,4,3,3,1,relu\n"
+      "d,1,8,8,4,4,3,3,0,alpha:0.5+add:2+clip:-1:6\n",
       "shapes/x.csv");
   EXPECT_TRUE(suite.layers[0].input_relu);
-  EXPECT_EQ(suite.layers[0].epilogue, (std::vector{Epilogue::bias, Epilogue::add, Epilogue::relu}));
+  EXPECT_EQ(suite.layers[0].problem.epilogue, (Epilogue{.beta = 1, .bias = true, .act = Activation::relu}));
   EXPECT_FALSE(suite.layers[1].input_relu);
-  EXPECT_TRUE(suite.layers[1].epilogue.empty());
-  EXPECT_EQ(suite.layers[2].epilogue, std::vector{Epilogue::relu});
+  EXPECT_TRUE(is_identity(suite.layers[1].problem.epilogue));
+  EXPECT_EQ(suite.layers[2].problem.epilogue, Epilogue{.act = Activation::relu});
+  EXPECT_EQ(suite.layers[3].problem.epilogue,
+            (Epilogue{.alpha = 0.5, .beta = 2, .act = Activation::clip, .clip_lo = -1, .clip_hi = 6}));
   const Suite plain = parse_suite("name,n,c,k,h,w,r,s\na,1,8,8,4,4,3,3\n", "x.csv");
   EXPECT_FALSE(plain.layers[0].input_relu);
-  EXPECT_TRUE(plain.layers[0].epilogue.empty());
-  EXPECT_EQ(parse_suite(write_suite_csv(suite), "shapes/x.csv"), suite);
+  EXPECT_TRUE(is_identity(plain.layers[0].problem.epilogue));
+  const std::string csv = write_suite_csv(suite);
+  EXPECT_NE(csv.find(",1,bias+add+relu\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0,alpha:0.5+add:2+clip:-1:6\n"), std::string::npos) << csv;
+  EXPECT_EQ(parse_suite(csv, "shapes/x.csv"), suite);
 }
 
 TEST(Shapes, BadInputReluOrEpilogueIsRejected) {
   EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,input_relu\na,1,1,1,4,4,3,3,yes\n"),
             "shapes/x.csv:2: column 'input_relu' must be 0 or 1, got 'yes'");
   EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,epilogue\na,1,1,1,4,4,3,3,bias+gelu\n"),
-            "shapes/x.csv:2: column 'epilogue' must be 'none' or operations joined by '+' (bias, add, relu), got "
-            "'bias+gelu'");
+            "shapes/x.csv:2: column 'epilogue': unknown term 'gelu' in 'bias+gelu', expected 'none' or terms joined by "
+            "'+': alpha:A, bias, add, add:B, relu, relu6, clip:LO:HI (the activation last)");
+  EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,epilogue\na,1,1,1,4,4,3,3,clip:6:0\n"),
+            "shapes/x.csv:2: column 'epilogue': 'clip:6:0': epilogue clip bounds must be in order (LO <= HI), got 6 "
+            "and 0");
 }
 
 TEST(Shapes, IdenticalLayersMergeIntoTheFirstsRowWithTheirCountsAdded) {
   const Problem p{.c = 8, .k = 8, .input = {1, 4, 4}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   Problem other = p;
   other.stride = {1, 2, 2};
+  Problem relu = p;
+  relu.epilogue.act = Activation::relu;
   const std::vector<Layer> merged = merge_identical_layers({
       {.name = "a", .problem = p},
       {.name = "b", .problem = other},
       {.name = "c", .problem = p, .count = 2},
       {.name = "d", .problem = p, .input_relu = true},
-      {.name = "e", .problem = p, .epilogue = {Epilogue::relu}},
+      {.name = "e", .problem = relu},
       {.name = "f", .problem = p, .input_relu = true},
   });
   EXPECT_EQ(merged, (std::vector<Layer>{{.name = "a", .problem = p, .count = 3},
                                         {.name = "b", .problem = other},
                                         {.name = "d", .problem = p, .count = 2, .input_relu = true},
-                                        {.name = "e", .problem = p, .epilogue = {Epilogue::relu}}}));
+                                        {.name = "e", .problem = relu}}));
 }
 
 TEST(Shapes, DuplicateLayerNamesAreRejectedNamingBothLines) {

@@ -2,6 +2,8 @@
 // needs from the host side (buffer sizes from the element type; no device without a GPU).
 #include "measure/verification.hpp"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "convgen/error.hpp"
@@ -48,19 +50,43 @@ TEST(BufferSetBytes, ComeFromTheElementType) {
   EXPECT_EQ(buffer_set_bytes(p), elements * 4);
   p.precision = Precision::bf16;
   EXPECT_EQ(buffer_set_bytes(p), elements * 2);
+  // The epilogue's bias (K) and residual (the output's size) count where it reads them.
+  p.epilogue = {.bias = true};
+  EXPECT_EQ(buffer_set_bytes(p), (elements + 4) * 2);
+  p.epilogue = {.beta = 1, .bias = true};
+  EXPECT_EQ(buffer_set_bytes(p), (elements + 4 + 4 * 36) * 2);
 }
 
 TEST(ComputeReference, IsWholeForSmallLayersAndSampledForLargeOnes) {
   InputTensors in = make_inputs(kProblem, {});
-  const ReferenceOutputs whole = compute_reference(kProblem, in.activation, in.filter, 1);
+  const ReferenceOutputs whole = compute_reference(kProblem, in, 1);
   EXPECT_TRUE(whole.indices.empty());
   EXPECT_EQ(whole.values, reference_conv(kProblem, in.activation, in.filter));
   const Problem large{.n = 8, .c = 256, .k = 256, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   ASSERT_GT(flops(large) / 2, kFullReferenceMacs);
   in = make_inputs(large, {});
-  const ReferenceOutputs sampled = compute_reference(large, in.activation, in.filter, 1);
+  const ReferenceOutputs sampled = compute_reference(large, in, 1);
   EXPECT_EQ(sampled.indices.size(), static_cast<std::size_t>(kSampledOutputs));
   EXPECT_EQ(sampled.values.size(), static_cast<std::size_t>(kSampledOutputs));
+}
+
+TEST(ComputeReference, AppliesTheProblemsEpilogueWithItsOwnBiasAndResidual) {
+  Problem p = kProblem;
+  p.epilogue = {.alpha = 0.5, .beta = 2, .bias = true, .act = Activation::relu6};
+  const InputTensors in = make_inputs(p, {});
+  ASSERT_EQ(in.bias.size(), p.k);
+  ASSERT_EQ(in.residual.size(), output_elements(p));
+  const ReferenceOutputs ref = compute_reference(p, in, 1);
+  const std::vector<double> conv = reference_conv(p, in.activation, in.filter);
+  ASSERT_EQ(ref.values.size(), conv.size());
+  int clamped = 0;
+  for (std::size_t i = 0; i < conv.size(); ++i) {
+    const auto index = static_cast<std::int64_t>(i);
+    const double v = 0.5 * conv[i] + 2.0 * in.residual.get(index) + in.bias.get(output_channel(p, index));
+    EXPECT_DOUBLE_EQ(ref.values[i], std::clamp(v, 0.0, 6.0)) << i;
+    clamped += v < 0 || v > 6;
+  }
+  EXPECT_GT(clamped, 0);  // the activation acted
 }
 
 TEST(ConvMeasurement, NeedsADevice) {

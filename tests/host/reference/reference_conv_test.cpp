@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "convgen/error.hpp"
+#include "reference/host_tensor.hpp"
 
 namespace convgen {
 namespace {
@@ -291,6 +292,57 @@ TEST(ReferenceConv, OutputIndexOutOfRangeIsRejected) {
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(),
                  "output index 2 is out of range [0, 2) for n1_c1_k2_i1x1x1_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nchw_fp32");
+  }
+}
+
+// The epilogue on hand-computed values: channel k of each output gets its bias, the residual at the same index, the
+// scales and the activation, in both layouts (the channel of an index is the layout's).
+TEST(ApplyEpilogue, ScalesAddsTheBiasOfEachChannelAndTheResidualThenActivates) {
+  Problem p{.n = 1, .c = 1, .k = 2, .input = {1, 1, 2}, .layout = Layout::nchw};  // outputs k0q0 k0q1 k1q0 k1q1
+  const HostTensor bias = HostTensor::from_floats(DataType::fp32, std::vector<float>{1, -5});
+  const HostTensor residual = HostTensor::from_floats(DataType::fp32, std::vector<float>{1, 2, 3, 4});
+  p.epilogue = parse_epilogue("alpha:2+bias+add:0.5+relu");
+  Values values = {1, -3, 4, 2};
+  apply_epilogue(p, values, {}, bias, residual);
+  EXPECT_EQ(values, (Values{3.5, 0, 4.5, 1}));  // 2*1 + 0.5*1 + 1, relu(-6 + 1 + 1), 8 + 1.5 - 5, 4 + 2 - 5
+  p.layout = Layout::nwc;                       // outputs q0k0 q0k1 q1k0 q1k1
+  p.epilogue = parse_epilogue("bias+clip:-1:2");
+  values = {1, -3, 4, 2};
+  apply_epilogue(p, values, {}, bias, residual);
+  EXPECT_EQ(values, (Values{2, -1, 2, -1}));  // clip(1 + 1), clip(-3 - 5), clip(4 + 1), clip(2 - 5)
+  // At sampled indices: values[i] belongs to output indices[i].
+  p.epilogue = parse_epilogue("add+relu6");
+  values = {5, -0.5};
+  const std::vector<std::int64_t> indices = {3, 0};
+  apply_epilogue(p, values, indices, bias, residual);
+  EXPECT_EQ(values, (Values{6, 0.5}));  // min(5 + 4, 6), -0.5 + 1
+  EXPECT_EQ(output_channel(p, 3), 1);
+}
+
+TEST(ApplyEpilogue, TheIdentityLeavesTheValuesAndNeedsNoTensors) {
+  const Problem p{.c = 1, .k = 2, .input = {1, 1, 2}};
+  Values values = {1, -3, 4, 2};
+  apply_epilogue(p, values, {}, HostTensor{}, HostTensor{});
+  EXPECT_EQ(values, (Values{1, -3, 4, 2}));
+}
+
+TEST(ApplyEpilogue, AMissingBiasOrResidualIsRefusedNamingItsExpectedSize) {
+  Problem p{.c = 1, .k = 2, .input = {1, 1, 2}};
+  p.epilogue = parse_epilogue("bias+add");
+  Values values = {1, -3, 4, 2};
+  const HostTensor residual = HostTensor::from_floats(DataType::fp32, std::vector<float>{1, 2, 3, 4});
+  try {
+    apply_epilogue(p, values, {}, HostTensor{}, residual);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "the epilogue's bias has 0 elements, expected 2 (K) for " + problem_key(p));
+  }
+  try {
+    apply_epilogue(p, values, {}, HostTensor::from_floats(DataType::fp32, std::vector<float>{1, 2}), HostTensor{});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "the epilogue's residual has 0 elements, expected 4 (the output's) for " + problem_key(p));
   }
 }
 

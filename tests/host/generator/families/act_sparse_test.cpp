@@ -1,7 +1,9 @@
 // act_sparse_test: the activation-sparse family's search space, support reasons and launch plan (a filter packed once
 // into a persistent buffer, the output zeroed first when blocks split the channels).
+#include <algorithm>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "act_sparse_params.hpp"
@@ -65,6 +67,26 @@ TEST(ActSparseFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
   half.precision = Precision::fp16;
   EXPECT_EQ(act_sparse().check_support(half, h100(), s), "precision fp16 is not supported by act_sparse (fp32 only)");
   EXPECT_EQ(act_sparse().check_support(p, h100(), to_spec(IgemmParams{})), "kernel igemm is not an act_sparse kernel");
+}
+
+// Blocks that split the input channels add into the output with atomics: declined with an epilogue.
+TEST(ActSparseFamily, DeclinesChannelSplitsWithAnEpilogue) {
+  Problem p = cusnn_layers().front();
+  const std::vector<KernelSpec> dense = act_sparse().enumerate(p, h100());
+  const auto split = std::find_if(dense.begin(), dense.end(),
+                                  [](const KernelSpec& s) { return params_of<ActSparseParams>(s).split_c > 1; });
+  ASSERT_NE(split, dense.end()) << "no channel-splitting candidate to decline";
+  p.epilogue = parse_epilogue("bias+relu");
+  EXPECT_EQ(act_sparse().check_support(p, h100(), *split),
+            fmt::format("split_c {} adds partial sums into the output with atomics; the epilogue bias+relu needs the "
+                        "whole sum (split_c 1)",
+                        params_of<ActSparseParams>(*split).split_c));
+  const std::vector<KernelSpec> specs = act_sparse().enumerate(p, h100());
+  ASSERT_FALSE(specs.empty());
+  for (const KernelSpec& s : specs) {
+    EXPECT_EQ(params_of<ActSparseParams>(s).split_c, 1) << kernel_name(s);
+    EXPECT_FALSE(act_sparse().plan(p, s).zeroes_output_first()) << kernel_name(s);
+  }
 }
 
 TEST(ActSparseFamily, IsNotTheDefaultForDenseProblemsButCompetesInTuning) {

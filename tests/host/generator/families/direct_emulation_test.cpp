@@ -18,6 +18,7 @@
 
 #include "direct_params.hpp"
 #include "generator/family.hpp"
+#include "reference/host_tensor.hpp"
 #include "reference/reference.hpp"
 #include "support/corpus.hpp"
 #include "support/host_cuda.hpp"
@@ -285,6 +286,62 @@ namespace convgen_emulation::past_2_to_31 {
 #undef CONVGEN_ENTRY
 }  // namespace convgen_emulation::past_2_to_31
 
+// The fused epilogue (issue 12): bias + residual + relu6 with alpha and beta not 1, in the group-tiled (stem, NHWC)
+// and the across-groups (depthwise, NCHW) channel mappings, and clip with a negative beta in 3-D.
+constexpr convgen::Epilogue kRelu6Epilogue{.alpha = 1.5, .beta = 0.5, .bias = true, .act = convgen::Activation::relu6};
+
+DIRECT_CASE(stem_nhwc_bias_residual_relu6,
+            (Shape{.n = 2,
+                   .c = 3,
+                   .k = 37,
+                   .input = {1, 23, 19},
+                   .filter = {1, 7, 7},
+                   .stride = {1, 2, 2},
+                   .padding = {0, 3, 3},
+                   .layout = Layout::nhwc,
+                   .epilogue = kRelu6Epilogue}),
+            DIRECT_SPEC(8, 32, 2, 2, 2))
+namespace convgen_emulation::stem_nhwc_bias_residual_relu6 {
+#define CONVGEN_ENTRY kernel_stem_nhwc_bias_residual_relu6
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::stem_nhwc_bias_residual_relu6
+
+DIRECT_CASE(depthwise_nchw_bias_residual_relu6,
+            (Shape{.n = 2,
+                   .c = 12,
+                   .k = 12,
+                   .input = {1, 15, 15},
+                   .filter = {1, 3, 3},
+                   .stride = {1, 2, 2},
+                   .padding = {0, 1, 1},
+                   .groups = 12,
+                   .layout = Layout::nchw,
+                   .epilogue = kRelu6Epilogue}),
+            DIRECT_SPEC(4, 32, 1, 2, 1))
+namespace convgen_emulation::depthwise_nchw_bias_residual_relu6 {
+#define CONVGEN_ENTRY kernel_depthwise_nchw_bias_residual_relu6
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::depthwise_nchw_bias_residual_relu6
+
+DIRECT_CASE(conv3d_ncdhw_residual_clip,
+            (Shape{.n = 2,
+                   .c = 4,
+                   .k = 8,
+                   .input = {7, 9, 8},
+                   .filter = {3, 3, 3},
+                   .stride = {2, 2, 2},
+                   .padding = {1, 1, 1},
+                   .layout = Layout::ncdhw,
+                   .epilogue = {.beta = -1, .act = convgen::Activation::clip, .clip_lo = -0.5, .clip_hi = 1}}),
+            DIRECT_SPEC(8, 64, 4, 2, 2))
+namespace convgen_emulation::conv3d_ncdhw_residual_clip {
+#define CONVGEN_ENTRY kernel_conv3d_ncdhw_residual_clip
+#include "templates/direct.cu"
+#undef CONVGEN_ENTRY
+}  // namespace convgen_emulation::conv3d_ncdhw_residual_clip
+
 static_assert(std::is_same_v<convgen_emulation::past_2_to_31::direct::Index, long long>,
               "a tensor past 2^31 elements is indexed in 64 bits");
 static_assert(std::is_same_v<convgen_emulation::stem_nchw::direct::Index, int>, "small tensors keep 32-bit offsets");
@@ -292,7 +349,7 @@ static_assert(std::is_same_v<convgen_emulation::stem_nchw::direct::Index, int>, 
 namespace convgen {
 namespace {
 
-using Kernel = void (*)(const float*, const float*, float*, float*);
+using Kernel = void (*)(const float*, const float*, float*, float*, const float*, const float*);
 
 struct EmulationCase {
   const char* name;
@@ -310,12 +367,16 @@ void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
 
 // Launches `kernel` over the grid the family computes, block after block; the output starts as NaN so that an
 // output no thread writes fails the comparison.
-std::vector<float> run_on_host(const EmulationCase& c, std::span<const float> activation,
-                               std::span<const float> filter) {
+std::vector<float> run_on_host(const EmulationCase& c, std::span<const float> activation, std::span<const float> filter,
+                               std::span<const float> bias = {}, std::span<const float> residual = {}) {
   std::vector<float> output(static_cast<std::size_t>(output_elements(c.problem)),
                             std::numeric_limits<float>::quiet_NaN());
   const LaunchGeometry geometry = convgen::family("direct").plan(c.problem, convgen::to_spec(c.spec)).main_geometry();
-  convgen::host_cuda::launch(geometry, [&] { c.kernel(activation.data(), filter.data(), output.data(), nullptr); });
+  // An operand the epilogue does not read is passed as null, as the launcher does.
+  const float* bias_data = bias.empty() ? nullptr : bias.data();
+  const float* residual_data = residual.empty() ? nullptr : residual.data();
+  convgen::host_cuda::launch(
+      geometry, [&] { c.kernel(activation.data(), filter.data(), output.data(), nullptr, bias_data, residual_data); });
   return output;
 }
 
@@ -330,8 +391,27 @@ TEST_P(DirectEmulation, MatchesTheReferenceOnEveryOutput) {
   std::vector<float> filter(static_cast<std::size_t>(filter_elements(c.problem)));
   fill_random(activation, 1);
   fill_random(filter, 2);
-  const std::vector<float> output = run_on_host(c, activation, filter);
-  const ErrorStats stats = compare(output, reference_conv(c.problem, activation, filter));
+  // The epilogue's operands where it reads them (empty, and null in the kernel, otherwise).
+  std::vector<float> bias, residual;
+  if (c.problem.epilogue.bias) {
+    bias.resize(static_cast<std::size_t>(c.problem.k));
+    fill_random(bias, 3);
+  }
+  if (reads_residual(c.problem.epilogue)) {
+    residual.resize(static_cast<std::size_t>(output_elements(c.problem)));
+    fill_random(residual, 4);
+  }
+  const std::vector<float> output = run_on_host(c, activation, filter, bias, residual);
+  std::vector<double> expected = reference_conv(c.problem, activation, filter);
+  apply_epilogue(c.problem, expected, {}, HostTensor::from_floats(DataType::fp32, bias),
+                 HostTensor::from_floats(DataType::fp32, residual));
+  if (c.problem.epilogue.act != Activation::none) {
+    // The activation must have acted: some outputs sit at its bounds.
+    const Epilogue& e = c.problem.epilogue;
+    const double lo = e.act == Activation::clip ? e.clip_lo : 0, hi = e.act == Activation::clip ? e.clip_hi : 6;
+    EXPECT_GT(std::count_if(expected.begin(), expected.end(), [&](double v) { return v == lo || v == hi; }), 0);
+  }
+  const ErrorStats stats = compare(output, expected);
   EXPECT_EQ(stats.nan_count, 0) << "outputs left unwritten";
   EXPECT_TRUE(passes(stats, Precision::fp32)) << "rel_l2 " << stats.rel_l2 << ", max_abs " << stats.max_abs;
 }
@@ -344,7 +424,9 @@ INSTANTIATE_TEST_SUITE_P(
                     DIRECT_EMULATION_CASE(groups3_across_nhwc), DIRECT_EMULATION_CASE(conv3d_ncdhw),
                     DIRECT_EMULATION_CASE(conv3d_ndhwc), DIRECT_EMULATION_CASE(conv1d_ncw),
                     DIRECT_EMULATION_CASE(conv1d_nwc_long_filter), DIRECT_EMULATION_CASE(padding_beyond_input),
-                    DIRECT_EMULATION_CASE(pointwise_s2)),
+                    DIRECT_EMULATION_CASE(pointwise_s2), DIRECT_EMULATION_CASE(stem_nhwc_bias_residual_relu6),
+                    DIRECT_EMULATION_CASE(depthwise_nchw_bias_residual_relu6),
+                    DIRECT_EMULATION_CASE(conv3d_ncdhw_residual_clip)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 // An anonymous private mapping of `bytes` that reserves no memory: pages exist once touched (the tensors of a layer
@@ -404,7 +486,8 @@ TEST(DirectEmulationPast2To31, TheLastBlockReadsAndWritesPast2To31ElementsAtTheR
       block.emplace_back([&, t] {
         convgen::host_cuda::threadIdx = {t, 0, 0};
         convgen::host_cuda::blockIdx = {geometry.grid[0] - 1, geometry.grid[1] - 1, 0};
-        convgen_emulation::past_2_to_31::kernel_past_2_to_31(activation.data(), filter.data(), output.data(), nullptr);
+        convgen_emulation::past_2_to_31::kernel_past_2_to_31(activation.data(), filter.data(), output.data(), nullptr,
+                                                             nullptr, nullptr);
       });
   }
 

@@ -3,15 +3,16 @@
 // file puts in its place host definitions with the PTX ISA's semantics (cp.async copies at once, ldmatrix and mma.sync
 // exchange their fragments between the 32 threads of a warp at a barrier), so the template's index arithmetic,
 // predication, pipeline, fragment bookkeeping, epilogue and split-K pass are checked on every CI run.
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cmath>
-#include <functional>
-#include <memory>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -161,6 +162,8 @@ inline void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[
 inline unsigned round_to_tf32(unsigned bits) { return (bits + 0x1000u) & ~0x1fffu; }
 inline unsigned short float_to_fp16_bits(float value) { return convgen::float_to_half(value); }
 inline unsigned short float_to_bf16_bits(float value) { return convgen::float_to_bfloat16(value); }
+inline float fp16_bits_to_float(unsigned short bits) { return convgen::half_to_float(bits); }
+inline float bf16_bits_to_float(unsigned short bits) { return convgen::bfloat16_to_float(bits); }
 }  // namespace convgen::tc
 
 // Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them,
@@ -178,15 +181,19 @@ inline unsigned short float_to_bf16_bits(float value) { return convgen::float_to
   }                                                                                                                \
   }                                                                                                                \
   namespace tc_emulation::NAME {
-#define IGEMM_TC_ENTRIES(NAME)                                                                                     \
-  inline void run_main(const void* activation, const void* filter, void* output, float* workspace) {               \
-    kernel_##NAME(static_cast<const igemm_tc::element_t*>(activation),                                             \
-                  static_cast<const igemm_tc::element_t*>(filter), static_cast<igemm_tc::element_t*>(output),      \
-                  workspace);                                                                                      \
-  }                                                                                                                \
-  inline void run_reduce(const float* workspace, void* output) {                                                   \
-    kernel_##NAME##_reduce(workspace, static_cast<igemm_tc::element_t*>(output));                                  \
-  }                                                                                                                \
+#define IGEMM_TC_ENTRIES(NAME)                                                                                       \
+  inline void run_main(const void* activation, const void* filter, void* output, float* workspace, const void* bias, \
+                       const void* residual) {                                                                       \
+    kernel_##NAME(static_cast<const igemm_tc::element_t*>(activation),                                               \
+                  static_cast<const igemm_tc::element_t*>(filter), static_cast<igemm_tc::element_t*>(output),        \
+                  workspace, static_cast<const igemm_tc::element_t*>(bias),                                          \
+                  static_cast<const igemm_tc::element_t*>(residual));                                                \
+  }                                                                                                                  \
+  inline void run_reduce(const float* workspace, void* output, const void* bias, const void* residual) {             \
+    kernel_##NAME##_reduce(workspace, static_cast<igemm_tc::element_t*>(output),                                     \
+                           static_cast<const igemm_tc::element_t*>(bias),                                            \
+                           static_cast<const igemm_tc::element_t*>(residual));                                       \
+  }                                                                                                                  \
   }
 
 #define SPEC(BM, BN, BK, WM, WN, ST, SK, V)                                                                         \
@@ -319,6 +326,60 @@ IGEMM_TC_CASE(tf32_nhwc_pointwise_8warps,
 #undef CONVGEN_ENTRY
 IGEMM_TC_ENTRIES(tf32_nhwc_pointwise_8warps)
 
+// The fused epilogue (issue 12): the same problems with bias + residual + relu6 (alpha and beta not 1), through the
+// paired fp16 stores, the split-K reduce (tf32) and the element-wise NCHW stores (bf16, clip).
+constexpr convgen::Epilogue kRelu6Epilogue{.alpha = 1.5, .beta = 0.5, .bias = true, .act = convgen::Activation::relu6};
+
+IGEMM_TC_CASE(fp16_nhwc_3x3_bias_residual_relu6,
+              (Shape{.n = 2,
+                     .c = 16,
+                     .k = 24,
+                     .input = {1, 9, 7},
+                     .filter = {1, 3, 3},
+                     .padding = {0, 1, 1},
+                     .layout = Layout::nhwc,
+                     .precision = Precision::fp16,
+                     .epilogue = kRelu6Epilogue}),
+              SPEC(32, 32, 16, 16, 16, 3, 1, true))
+#define CONVGEN_ENTRY kernel_fp16_nhwc_3x3_bias_residual_relu6
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(fp16_nhwc_3x3_bias_residual_relu6)
+
+IGEMM_TC_CASE(tf32_nhwc_split3_bias_residual_relu6,
+              (Shape{.n = 1,
+                     .c = 12,
+                     .k = 10,
+                     .input = {1, 8, 9},
+                     .filter = {1, 3, 3},
+                     .padding = {0, 1, 1},
+                     .layout = Layout::nhwc,
+                     .precision = Precision::tf32,
+                     .epilogue = kRelu6Epilogue}),
+              SPEC(32, 16, 8, 16, 16, 4, 3, true))
+#define CONVGEN_ENTRY kernel_tf32_nhwc_split3_bias_residual_relu6
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(tf32_nhwc_split3_bias_residual_relu6)
+
+IGEMM_TC_CASE(
+    bf16_nchw_bias_residual_clip,
+    (Shape{.n = 1,
+           .c = 8,
+           .k = 16,
+           .input = {1, 11, 11},
+           .filter = {1, 5, 5},
+           .stride = {1, 2, 2},
+           .padding = {0, 2, 2},
+           .layout = Layout::nchw,
+           .precision = Precision::bf16,
+           .epilogue = {.beta = -1, .bias = true, .act = convgen::Activation::clip, .clip_lo = -1, .clip_hi = 0.5}}),
+    SPEC(16, 16, 32, 16, 16, 3, 1, true))
+#define CONVGEN_ENTRY kernel_bf16_nchw_bias_residual_clip
+#include "templates/igemm_tc.cu"
+#undef CONVGEN_ENTRY
+IGEMM_TC_ENTRIES(bf16_nchw_bias_residual_clip)
+
 namespace convgen {
 namespace {
 
@@ -326,8 +387,8 @@ struct EmulationCase {
   const char* name;
   Problem problem;
   IgemmTcParams spec;
-  void (*run_main)(const void*, const void*, void*, float*);
-  void (*run_reduce)(const float*, void*);
+  void (*run_main)(const void*, const void*, void*, float*, const void*, const void*);
+  void (*run_reduce)(const float*, void*, const void*, const void*);
 };
 
 void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
@@ -355,7 +416,11 @@ void run_blocks(const LaunchGeometry& geometry, const std::function<void()>& ent
 
 // Runs the family's launch plan on the host: the main entry, then (split-K) the reduce entry, with a workspace of
 // the plan's size; output and workspace start as NaN so that anything left unwritten fails the comparison.
-HostTensor run_on_host(const EmulationCase& c, const HostTensor& activation, const HostTensor& filter) {
+HostTensor run_on_host(const EmulationCase& c, const HostTensor& activation, const HostTensor& filter,
+                       const HostTensor& bias, const HostTensor& residual) {
+  // An operand the epilogue does not read is passed as null, as the launcher does.
+  const void* bias_data = bias.size() > 0 ? bias.bytes().data() : nullptr;
+  const void* residual_data = residual.size() > 0 ? residual.bytes().data() : nullptr;
   const LaunchPlan plan = family("igemm_tc").plan(c.problem, to_spec(c.spec));
   HostTensor output = HostTensor::for_problem(c.problem, TensorRole::output);
   std::fill(output.bytes().begin(), output.bytes().end(), std::byte{0xff});
@@ -365,11 +430,13 @@ HostTensor run_on_host(const EmulationCase& c, const HostTensor& activation, con
     EXPECT_EQ(step.kind, LaunchStep::Kind::kernel);
     if (step.entry_suffix.empty()) {
       run_blocks(step.geometry, [&] {
-        c.run_main(activation.bytes().data(), filter.bytes().data(), output.bytes().data(), workspace.data());
+        c.run_main(activation.bytes().data(), filter.bytes().data(), output.bytes().data(), workspace.data(), bias_data,
+                   residual_data);
       });
     } else {
       EXPECT_EQ(step.entry_suffix, "reduce");
-      run_blocks(step.geometry, [&] { c.run_reduce(workspace.data(), output.bytes().data()); });
+      run_blocks(step.geometry,
+                 [&] { c.run_reduce(workspace.data(), output.bytes().data(), bias_data, residual_data); });
     }
   }
   return output;
@@ -385,11 +452,33 @@ TEST_P(IgemmTcEmulation, MatchesTheReferenceOnEveryOutput) {
   HostTensor filter = HostTensor::for_problem(c.problem, TensorRole::filter);
   fill_random(activation, 1);
   fill_random(filter, 2);
+  // The epilogue's operands, in the data type, where it reads them.
+  HostTensor bias, residual;
+  if (c.problem.epilogue.bias) {
+    bias = HostTensor::for_problem(c.problem, TensorRole::bias);
+    fill_random(bias, 3);
+  }
+  if (reads_residual(c.problem.epilogue)) {
+    residual = HostTensor::for_problem(c.problem, TensorRole::residual);
+    fill_random(residual, 4);
+  }
+  const auto reference = [&](const HostTensor& a, const HostTensor& f) {
+    std::vector<double> values = reference_conv(c.problem, a, f);
+    apply_epilogue(c.problem, values, {}, bias, residual);
+    return values;
+  };
   tc_emulation::unrounded_tf32_operand = false;
   tc_emulation::bad_shared_access = false;
-  const HostTensor output = run_on_host(c, activation, filter);
+  const HostTensor output = run_on_host(c, activation, filter, bias, residual);
   EXPECT_FALSE(tc_emulation::bad_shared_access) << "a misaligned or out-of-range shared-memory access";
-  const ErrorStats stats = compare(output, reference_conv(c.problem, activation, filter));
+  const std::vector<double> expected = reference(activation, filter);
+  if (c.problem.epilogue.act != Activation::none) {
+    // The activation must have acted: some outputs sit at its bounds.
+    const Epilogue& e = c.problem.epilogue;
+    const double lo = e.act == Activation::clip ? e.clip_lo : 0, hi = e.act == Activation::clip ? e.clip_hi : 6;
+    EXPECT_GT(std::count_if(expected.begin(), expected.end(), [&](double v) { return v == lo || v == hi; }), 0);
+  }
+  const ErrorStats stats = compare(output, expected);
   EXPECT_EQ(stats.nan_count, 0) << "outputs left unwritten";
   EXPECT_TRUE(passes(stats, c.problem.precision)) << "rel_l2 " << stats.rel_l2 << ", max_abs " << stats.max_abs;
   if (c.problem.precision == Precision::tf32) {
@@ -407,7 +496,7 @@ TEST_P(IgemmTcEmulation, MatchesTheReferenceOnEveryOutput) {
         std::memcpy(&r, &bits, 4);
         t->set(i, r);
       }
-    const ErrorStats exact = compare(output, reference_conv(c.problem, a_tf32, f_tf32));
+    const ErrorStats exact = compare(output, reference(a_tf32, f_tf32));
     EXPECT_LT(exact.rel_l2, 1e-6) << "max_abs " << exact.max_abs << " at output " << exact.max_abs_index;
   }
 }
@@ -420,7 +509,10 @@ INSTANTIATE_TEST_SUITE_P(
                     IGEMM_TC_EMULATION_CASE(tf32_ncdhw_3d), IGEMM_TC_EMULATION_CASE(fp16_ndhwc_3d),
                     IGEMM_TC_EMULATION_CASE(fp16_nhwc_groups2_split2), IGEMM_TC_EMULATION_CASE(bf16_nwc_1d),
                     IGEMM_TC_EMULATION_CASE(fp16_nhwc_big_warp_tile),
-                    IGEMM_TC_EMULATION_CASE(tf32_nhwc_pointwise_8warps)),
+                    IGEMM_TC_EMULATION_CASE(tf32_nhwc_pointwise_8warps),
+                    IGEMM_TC_EMULATION_CASE(fp16_nhwc_3x3_bias_residual_relu6),
+                    IGEMM_TC_EMULATION_CASE(tf32_nhwc_split3_bias_residual_relu6),
+                    IGEMM_TC_EMULATION_CASE(bf16_nchw_bias_residual_clip)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

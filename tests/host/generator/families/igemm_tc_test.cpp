@@ -244,14 +244,19 @@ TEST(IgemmTcFamily, TemplateDeclaresTheMainAndReduceEntries) {
   const TemplateInterface& iface = igemm_tc().interface();
   const EntryDecl* main = iface.find_entry("");
   ASSERT_NE(main, nullptr);
-  ASSERT_EQ(main->args.size(), 4u);
+  ASSERT_EQ(main->args.size(), 6u);
   EXPECT_EQ(main->args[0].name, "g_activation");
   EXPECT_EQ(main->args[3].name, "g_workspace");
+  EXPECT_EQ(main->args[4].name, "g_bias");
+  EXPECT_EQ(main->args[5].name, "g_residual");
+  // The reduce entry applies the epilogue to split-K's whole sum: it takes the bias and the residual too.
   const EntryDecl* reduce = iface.find_entry("reduce");
   ASSERT_NE(reduce, nullptr);
-  ASSERT_EQ(reduce->args.size(), 2u);
+  ASSERT_EQ(reduce->args.size(), 4u);
   EXPECT_EQ(reduce->args[0].name, "g_workspace");
   EXPECT_EQ(reduce->args[1].name, "g_output");
+  EXPECT_EQ(reduce->args[2].name, "g_bias");
+  EXPECT_EQ(reduce->args[3].name, "g_residual");
 }
 
 TEST(IgemmTcFamily, LaunchGeometryCoversEveryOutputWithTheDynamicSharedMemoryOfItsStages) {

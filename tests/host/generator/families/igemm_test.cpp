@@ -180,6 +180,24 @@ TEST(IgemmFamily, DefaultSpecUsesLargeTilesForLargeLayersAndSplitKForSmallOutput
   EXPECT_GE(blocks, gpu.sm_count / 2) << kernel_name(split);
 }
 
+// Split-K adds partial sums into the output with atomics: with an epilogue it is declined (with the reason), and the
+// search space and the default keep to split_k 1 where they would split without one.
+TEST(IgemmFamily, DeclinesSplitKWithAnEpilogueAndKeepsToOneSplit) {
+  const Gpu gpu = h100();
+  Problem small{.n = 1, .c = 512, .k = 512, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  ASSERT_GT(P(*igemm().default_spec(small, gpu)).split_k, 1);
+  small.epilogue = parse_epilogue("bias+add+relu");
+  EXPECT_EQ(igemm().check_support(small, gpu, spec(64, 64, 8, 4, 4, 2, 4)),
+            "split_k 4 adds partial sums into the output with atomics; the epilogue bias+add+relu needs the whole sum "
+            "(split_k 1)");
+  EXPECT_EQ(igemm().check_support(small, gpu, spec(64, 64, 8, 4, 4, 2, 1)), std::nullopt);
+  const std::vector<KernelSpec> specs = igemm().enumerate(small, gpu);
+  ASSERT_FALSE(specs.empty());
+  for (const KernelSpec& s : specs) EXPECT_EQ(P(s).split_k, 1) << kernel_name(s);
+  EXPECT_EQ(P(*igemm().default_spec(small, gpu)).split_k, 1);
+  EXPECT_FALSE(igemm().plan(small, *igemm().default_spec(small, gpu)).zeroes_output_first());
+}
+
 TEST(IgemmFamily, DeclinesOtherPrecisionsWithAReason) {
   const Gpu gpu = h100();
   Problem half = kResnet3x3;

@@ -211,7 +211,7 @@ namespace convgen {
 namespace {
 
 using Setup = void (*)(const float*, float*);
-using Main = void (*)(const float*, const float*, float*);
+using Main = void (*)(const float*, const float*, float*, const float*, const float*);  // ..., bias, residual
 
 struct EmulationCase {
   const char* name;
@@ -248,7 +248,8 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
   for (const LaunchStep& step : plan.run) {
     EXPECT_EQ(step.entry_suffix, "");
     EXPECT_LE(step.geometry.dynamic_smem_bytes, sizeof(float) * winograd_emulation::kSharedFloats);
-    convgen::host_cuda::launch(step.geometry, [&] { c.main(activation.data(), buffer.data(), output.data()); });
+    convgen::host_cuda::launch(step.geometry,
+                               [&] { c.main(activation.data(), buffer.data(), output.data(), nullptr, nullptr); });
   }
   return output;
 }

@@ -159,12 +159,15 @@ TEST(OnnxImport, AConvWithExplicitShapesGivesItsProblem) {
   b.output(y);
   const std::vector<Layer> layers = layers_of(b);
   ASSERT_EQ(layers.size(), 1u);
-  EXPECT_EQ(
-      layers[0],
-      (Layer{.name = "conv",
-             .problem = {.n = 1, .c = 64, .k = 128, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}},
-             .input_relu = false,
-             .epilogue = {Epilogue::bias}}));
+  EXPECT_EQ(layers[0], (Layer{.name = "conv",
+                              .problem = {.n = 1,
+                                          .c = 64,
+                                          .k = 128,
+                                          .input = {1, 56, 56},
+                                          .filter = {1, 3, 3},
+                                          .padding = {0, 1, 1},
+                                          .epilogue = {.bias = true}},
+                              .input_relu = false}));
 }
 
 TEST(OnnxImport, ASymbolicBatchBecomesOne) {
@@ -174,7 +177,7 @@ TEST(OnnxImport, ASymbolicBatchBecomesOne) {
   const std::vector<Layer> layers = layers_of(b);
   ASSERT_EQ(layers.size(), 1u);
   EXPECT_EQ(layers[0].problem.n, 1);
-  EXPECT_TRUE(layers[0].epilogue.empty());
+  EXPECT_TRUE(is_identity(layers[0].problem.epilogue));
 }
 
 TEST(OnnxImport, ShapesTheGraphLacksComeFromShapeInference) {
@@ -194,9 +197,10 @@ TEST(OnnxImport, ShapesTheGraphLacksComeFromShapeInference) {
                                         .input = {1, 32, 32},
                                         .filter = {1, 3, 3},
                                         .stride = {1, 2, 2},
-                                        .padding = {0, 1, 1}}));
-  EXPECT_EQ(layers[0].epilogue, (std::vector{Epilogue::bias, Epilogue::relu}));
-  EXPECT_EQ(layers[1].problem, (Problem{.n = 2, .c = 16, .k = 32, .input = {1, 8, 8}, .filter = {1, 1, 1}}));
+                                        .padding = {0, 1, 1},
+                                        .epilogue = {.bias = true, .act = Activation::relu}}));
+  EXPECT_EQ(layers[1].problem,
+            (Problem{.n = 2, .c = 16, .k = 32, .input = {1, 8, 8}, .filter = {1, 1, 1}, .epilogue = {.bias = true}}));
   EXPECT_FALSE(layers[1].input_relu);  // its input is the MaxPool's
 }
 
@@ -260,15 +264,21 @@ TEST(OnnxImport, GroupedAndDepthwiseConvsKeepTheirGroups) {
          {.k = 32, .c_per_group = 1, .kernel = {3, 3}, .pads = {2, 2, 2, 2}, .dilations = {2, 2}, .group = 32});
   const std::vector<Layer> layers = layers_of(b);
   ASSERT_EQ(layers.size(), 2u);
-  EXPECT_EQ(layers[0].problem,
-            (Problem{.c = 32, .k = 64, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .groups = 4}));
+  EXPECT_EQ(layers[0].problem, (Problem{.c = 32,
+                                        .k = 64,
+                                        .input = {1, 14, 14},
+                                        .filter = {1, 3, 3},
+                                        .padding = {0, 1, 1},
+                                        .groups = 4,
+                                        .epilogue = {.bias = true}}));
   EXPECT_EQ(layers[1].problem, (Problem{.c = 32,
                                         .k = 32,
                                         .input = {1, 14, 14},
                                         .filter = {1, 3, 3},
                                         .padding = {0, 2, 2},
                                         .dilation = {1, 2, 2},
-                                        .groups = 32}));
+                                        .groups = 32,
+                                        .epilogue = {.bias = true}}));
 
   ModelBuilder wrong;
   wrong.input("x", {1, 32, 14, 14});
@@ -293,11 +303,15 @@ TEST(OnnxImport, OneDAndThreeDConvsTakeTheirLayouts) {
                                         .filter = {1, 1, 5},
                                         .stride = {1, 1, 2},
                                         .layout = Layout::ncw,
-                                        .precision = Precision::fp16}));
-  EXPECT_EQ(
-      layers[1].problem,
-      (Problem{
-          .c = 4, .k = 8, .input = {16, 16, 16}, .filter = {3, 3, 3}, .padding = {1, 1, 1}, .layout = Layout::ncdhw}));
+                                        .precision = Precision::fp16,
+                                        .epilogue = {.bias = true}}));
+  EXPECT_EQ(layers[1].problem, (Problem{.c = 4,
+                                        .k = 8,
+                                        .input = {16, 16, 16},
+                                        .filter = {3, 3, 3},
+                                        .padding = {1, 1, 1},
+                                        .layout = Layout::ncdhw,
+                                        .epilogue = {.bias = true}}));
 }
 
 TEST(OnnxImport, AnUnsupportedDataTypeIsRefused) {
@@ -324,11 +338,11 @@ TEST(OnnxImport, ReluBeforeAndBiasAddReluAfterAreFlagged) {
   const std::vector<Layer> layers = layers_of(b);
   ASSERT_EQ(layers.size(), 3u);
   EXPECT_TRUE(layers[0].input_relu);
-  EXPECT_EQ(layers[0].epilogue, (std::vector{Epilogue::bias, Epilogue::add, Epilogue::relu}));
+  EXPECT_EQ(layers[0].problem.epilogue, (Epilogue{.beta = 1, .bias = true, .act = Activation::relu}));
   EXPECT_TRUE(layers[1].input_relu);
-  EXPECT_EQ(layers[1].epilogue, std::vector{Epilogue::add});
+  EXPECT_EQ(layers[1].problem.epilogue, Epilogue{.beta = 1});
   EXPECT_FALSE(layers[2].input_relu);
-  EXPECT_EQ(layers[2].epilogue, std::vector{Epilogue::bias});
+  EXPECT_EQ(layers[2].problem.epilogue, Epilogue{.bias = true});
 }
 
 TEST(OnnxImport, NamesAreSanitisedAndMadeUnique) {
@@ -431,13 +445,14 @@ TEST(OnnxImport, ResNet50GivesTheLayersOfShapesResnet50) {
   EXPECT_EQ(layers.size(), 53u);
   EXPECT_EQ(layers[1].name, "layer1_layer1.0_conv1_Conv");
   EXPECT_FALSE(layers[1].input_relu);  // the MaxPool's output
-  EXPECT_EQ(layers[1].epilogue, (std::vector{Epilogue::bias, Epilogue::relu}));
+  EXPECT_EQ(layers[1].problem.epilogue, (Epilogue{.bias = true, .act = Activation::relu}));
   const std::vector<Layer> merged = merge_identical_layers(layers);
 
-  // Shape-wise with counts: the checked-in file's act_sparsity and names are its own.
+  // Shape-wise with counts: the checked-in file's act_sparsity, epilogues and names are its own.
   const auto key_and_count = [](const Layer& layer) {
     Problem p = layer.problem;
     p.act_sparsity = 0;
+    p.epilogue = {};
     return std::pair{problem_key(p), layer.count};
   };
   std::vector<std::pair<std::string, int>> imported, expected;

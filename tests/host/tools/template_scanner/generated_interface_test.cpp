@@ -65,8 +65,9 @@ TEST(GeneratedInterface, TablesDescribeEachParameter) {
   EXPECT_EQ(igemm.params[0].allowed[4], 256);
   ASSERT_EQ(igemm.entries.size(), 1u);
   EXPECT_EQ(igemm.entries[0].suffix, "");
-  ASSERT_EQ(igemm.entries[0].args.size(), 4u);
+  ASSERT_EQ(igemm.entries[0].args.size(), 6u);
   EXPECT_EQ(igemm.entries[0].args[3].name, "g_workspace");
+  EXPECT_EQ(igemm.entries[0].args[5].name, "g_residual");
   EXPECT_FALSE(igemm.constraints.empty());
 }
 

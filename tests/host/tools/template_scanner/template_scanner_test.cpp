@@ -71,7 +71,8 @@ TEST(TemplateScanner, ReadsIgemmsParametersEntryAndConstraints) {
   EXPECT_EQ(json["entries"][0]["suffix"], "");
   std::vector<std::string> args;
   for (const auto& a : json["entries"][0]["args"]) args.push_back(a["name"]);
-  EXPECT_EQ(args, (std::vector<std::string>{"g_activation", "g_filter", "g_output", "g_workspace"}));
+  EXPECT_EQ(args,
+            (std::vector<std::string>{"g_activation", "g_filter", "g_output", "g_workspace", "g_bias", "g_residual"}));
   EXPECT_EQ(json["entries"][0]["args"][0]["type"], "const float *__restrict");
 
   bool found = false;
