@@ -36,7 +36,7 @@ def test_a_key_parses_back_to_the_same_problem():
 
 
 def test_errors_are_value_errors_with_the_cpp_message():
-    with pytest.raises(convgen.InputError, match=r"^problem key 'nope': expected 11 to 13 fields separated by '_', "
+    with pytest.raises(convgen.InputError, match=r"^problem key 'nope': expected 11 to 14 fields separated by '_', "
                                                  r"got 1$"):
         convgen.Problem.from_key("nope")
     with pytest.raises(ValueError, match=r"^filter: 3 extents given, the 2-D layout takes 2$"):
