@@ -259,7 +259,7 @@ void run_tune_study(const TuneArgs& a) {
 void add_common_options(CLI::App* cmd, TuneArgs& a) {
   cmd->add_option("--shapes", a.shapes, "Shapes file(s) (suite CSV, SEER list or B,C,H,W,N list)")->required();
   cmd->add_option("--batch", a.batches, "Batch sizes, comma-separated (default: the file's)")->delimiter(',');
-  cmd->add_option("--layer", a.layer, "Only layers whose name contains this");
+  cmd->add_option("--layer", a.layer, "Only the layer of this name");
   add_precision_layout_options(cmd, a.precision, a.layout);
   cmd->add_option("--samples", a.samples, "Timing samples per candidate and round")->capture_default_str();
   cmd->add_option("--calls", a.calls, "Calls per timing sample")->capture_default_str();
