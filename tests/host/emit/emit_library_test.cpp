@@ -184,7 +184,7 @@ TEST(EmitLibrary, RenderLibraryWritesTheEpilogueOfAProblemAndBindsItsBiasAndResi
                                .suite = "s",
                                .gpus = {gpu("h100_sxm")},
                                .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
-  const std::string& kernels = render_library(lib).at("src/net_kernels.cpp");
+  const std::string kernels = render_library(lib).at("src/net_kernels.cpp");
   EXPECT_NE(kernels.find("NET_LAYOUT_NCHW, NET_PRECISION_FP32, {1, 0.5, 2.0, 1, NET_ACTIVATION_CLIP, -1.0, 6.0}},"),
             std::string::npos)
       << kernels;
