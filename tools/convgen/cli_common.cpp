@@ -257,6 +257,13 @@ int run_program(const std::filesystem::path& program, const std::vector<std::str
   }
   int status = 0;
   if (waitpid(child, &status, 0) < 0) throw Error(fmt::format("waiting for {} failed", program.string()));
+  if (WIFSIGNALED(status)) {
+    // A crash would otherwise end `convgen import onnx` (or plot, lint-template) with no word at all.
+    const int signal = WTERMSIG(status);
+    if (!quiet)
+      fmt::print(stderr, "convgen: error: {} ended on signal {} ({})\n", program.string(), signal, strsignal(signal));
+    return 128 + signal;
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 

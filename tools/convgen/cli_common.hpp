@@ -90,7 +90,8 @@ Gpu load_gpu_descriptor(const std::string& name_or_path, bool prefer_live);
 std::optional<std::filesystem::path> program_beside_convgen(const std::string& name, std::filesystem::path& folder);
 
 // Runs `program` (a path, or a name looked up in PATH) with `args` and returns its exit status; a program that
-// cannot be started reports why on stderr and gives 127. `quiet` sends its stdout and stderr to /dev/null (a probe).
+// cannot be started reports why on stderr and gives 127; one ended by a signal (a crash) says so on stderr and gives
+// 128 + the signal, as a shell does. `quiet` sends its stdout and stderr to /dev/null and the signal's line (a probe).
 int run_program(const std::filesystem::path& program, const std::vector<std::string>& args, bool quiet = false);
 
 // The command line convgen was started with, as a shell would take it back (for provenance records).

@@ -183,6 +183,19 @@ TEST(Cli, TheBinariesNameNoPathOfTheBuildMachine) {
   }
 }
 
+// A program convgen runs (here the plot interpreter, chosen by $CONVGEN_PYTHON) that crashes is named with its
+// signal, and convgen exits as a shell would (128 + the signal), instead of ending with no word.
+TEST(Cli, AProgramConvgenRunsThatCrashesIsNamedWithItsSignal) {
+  const auto script = std::filesystem::temp_directory_path() / "convgen_cli_crashing_python.sh";
+  std::ofstream(script) << "#!/bin/sh\nkill -SEGV $$\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const Result r = run_convgen("plot report.json", "CONVGEN_PYTHON=" + script.string());
+  EXPECT_EQ(r.exit_code, 128 + 11) << r.output;
+  EXPECT_NE(r.output.find("convgen: error: " + script.string() + " ended on signal 11 ("), std::string::npos)
+      << r.output;
+  std::filesystem::remove(script);
+}
+
 // Away from the source tree, with no $CONVGEN_DATA_ROOT, short names resolve to the embedded gpus/ and shapes/.
 TEST(Cli, ShortGpuAndShapesNamesResolveWithoutASourceTree) {
   const auto dir = std::filesystem::temp_directory_path() / "convgen_cli_no_source";
