@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "bench/cudnn_check.hpp"
+#include "conv/conv_kernel.hpp"
 #include "convgen/error.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
@@ -755,12 +756,7 @@ void CudnnBaseline::launch(std::size_t route_index, CUdeviceptr x, CUdeviceptr w
                            CUdeviceptr residual, CUdeviceptr workspace, CUstream stream) const {
   const Impl& impl = *impl_;
   const Epilogue& epilogue = impl.problem.epilogue;
-  if (epilogue.bias && bias == 0)
-    throw InputError(
-        fmt::format("{}: its epilogue adds a bias (K values): the bias pointer is null", problem_key(impl.problem)));
-  if (reads_residual(epilogue) && residual == 0)
-    throw InputError(fmt::format("{}: its epilogue adds a residual (the output's shape): the residual pointer is null",
-                                 problem_key(impl.problem)));
+  check_epilogue_pointers(impl.problem, {.bias = bias, .residual = residual});
   if (route_index >= impl.entries.size())
     throw InputError(
         fmt::format("cudnn route index {} out of range: the problem has {} routes", route_index, impl.entries.size()));
