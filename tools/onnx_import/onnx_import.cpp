@@ -11,6 +11,13 @@
 #include <string>
 #include <unordered_map>
 
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <onnx/proto_utils.h>
@@ -210,6 +217,70 @@ Layer conv_layer(const ConvNode& conv, const std::unordered_map<std::string, onn
   return {.problem = p};
 }
 
+// Writes all of `bytes` to `fd`; false when the pipe broke.
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// ONNX's shape inference on `model`, run in a child process: libonnx crashes on some malformed graphs (1.12 indexes
+// an empty vector when a Conv's W has more dims than its X), and such a model must give an error, not end the
+// importer. On success `model` holds the inferred shapes and the result is empty; otherwise it says what went wrong
+// ("inference failed: <ONNX's message>", or the signal that ended the child) and `model` is unchanged.
+std::string infer_shapes_apart(onnx::ModelProto& model) {
+  int fds[2];
+  if (::pipe(fds) != 0) return fmt::format("inference not run: pipe: {}", std::strerror(errno));
+  const pid_t child = ::fork();
+  if (child < 0) {
+    const int error = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return fmt::format("inference not run: fork: {}", std::strerror(error));
+  }
+  if (child == 0) {
+    // The child dies of a crash as the kernel would have it, not through a parent's (or a fuzzer's) handler.
+    for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, SIG_DFL);
+    ::close(fds[0]);
+    std::string reply;
+    try {
+      onnx::shape_inference::InferShapes(model);
+      reply = "M" + model.SerializeAsString();
+    } catch (const std::exception& e) {
+      reply = fmt::format("Einference failed: {}", e.what());
+    }
+    ::_exit(write_all(fds[1], reply) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string reply;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    return fmt::format("ONNX's shape inference crashed on this model, ended by signal {} ({})", WTERMSIG(status),
+                       strsignal(WTERMSIG(status)));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty())
+    return "ONNX's shape inference ended without a result";
+  if (reply[0] == 'E') return reply.substr(1);
+  onnx::ModelProto inferred;
+  if (!onnx::ParseProtoFromBytes(&inferred, reply.data() + 1, reply.size() - 1))
+    return "ONNX's shape inference returned a model that does not parse";
+  model = std::move(inferred);
+  return "";
+}
+
 // Replaces what a shapes file's name column cannot hold, or a shell would trip on, by '_'; trims '_' at the ends.
 std::string sanitized(std::string_view name) {
   std::string out;
@@ -254,11 +325,7 @@ std::vector<Layer> onnx_conv_layers(onnx::ModelProto model, std::string_view fil
     return node.input_size() >= 2 && types.contains(node.input(0)) && types.contains(node.input(1));
   });
   if (!complete) {
-    try {
-      onnx::shape_inference::InferShapes(model);
-    } catch (const std::exception& e) {
-      inference_error = fmt::format("inference failed: {}", e.what());
-    }
+    inference_error = infer_shapes_apart(model);
     graph = &model.graph();
     types = known_types(*graph);
   }

@@ -19,7 +19,9 @@ onnx::ModelProto parse_onnx_model(std::string_view bytes, std::string_view file_
 
 // Returns one layer per Conv node of the model's main graph, in graph order, with count 1:
 // - the shapes of X and W from the graph's inputs, initializers and value_info, running ONNX shape inference when
-//   some Conv's are missing; a symbolic batch dim becomes 1 (shapes files hold batch 1; `--batch` sets it);
+//   some Conv's are missing (in a child process: libonnx crashes on some malformed graphs, and such a crash becomes
+//   the error "... has no shape, and ONNX shape inference cannot give it (ONNX's shape inference crashed ...)");
+//   a symbolic batch dim becomes 1 (shapes files hold batch 1; `--batch` sets it);
 // - stride, dilation, group and padding, auto_pad (SAME_UPPER, SAME_LOWER, VALID) included; padding that differs
 //   between the two sides of a dim is served as the begin padding when that gives the same output size (the extra
 //   end padding is then never read), else refused;

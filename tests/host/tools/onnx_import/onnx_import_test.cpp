@@ -216,6 +216,29 @@ TEST(OnnxImport, AShapeInferenceCannotGiveIsAnErrorNamingTheNodeAndTheInput) {
             "No opset import for domaincom.example optype Mystery)");
 }
 
+// Found by the onnx_import fuzz target (tests/fuzz/crashes/onnx_import): libonnx 1.12's Conv shape inference reads
+// past an empty vector when W has more dims than X, and used to take the importer down with it.
+TEST(OnnxImport, AModelThatCrashesOnnxShapeInferenceIsAnErrorNotACrash) {
+  ModelBuilder b;
+  b.input("x", {1, 8});
+  b.weight("w", {8, 8, 2, 2});
+  onnx::NodeProto& conv = b.node("Conv", "conv", {b.relu("relu", "x"), "w"});  // no kernel_shape: W's dims
+  ModelBuilder::ints(conv, "pads", {0, 0, 1, 1});
+  b.output(conv.output(0));
+  EXPECT_EQ(import_error(b),
+            "m.onnx: node 'conv' (Conv): input 'relu_output_0' (X) has no shape, and ONNX shape inference cannot give "
+            "it (ONNX's shape inference crashed on this model, ended by signal 11 (Segmentation fault))");
+}
+
+TEST(OnnxImport, TheFuzzersCrashInputIsRefusedByConvgenImportOnnx) {
+  const auto model = std::filesystem::path(CONVGEN_SOURCE_DIR) / "tests/fuzz/crashes/onnx_import" /
+                     "segv_conv_pool_shape_inference.onnx";
+  const auto run = testing_support::run_convgen("import onnx " + model.string());
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("ONNX's shape inference crashed on this model, ended by signal 11"), std::string::npos)
+      << run.output;
+}
+
 TEST(OnnxImport, AsymmetricPadsThatChangeTheOutputAreRefusedNamingTheNode) {
   ModelBuilder b;
   b.input("x", {1, 8, 8, 8});
