@@ -31,7 +31,7 @@ struct ConvOp::Impl {
   std::string kernel_name;
   ConvLauncher launcher;
   std::optional<DeviceBuffer> workspace;  // only for a kernel whose plan needs one
-  std::mutex prepare_mutex;               // serializes preparing the launcher's persistent buffers
+  std::mutex prepare_mutex;               // guards the launcher's prepared copies (one per filter)
 };
 
 ConvOp::ConvOp(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -54,13 +54,17 @@ void ConvOp::run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output,
   // Before anything is enqueued: a missing operand is the caller's error, not a launch failure.
   check_epilogue_pointers(problem(), {.bias = bias, .residual = residual});
   impl_->runtime_context->make_current();
-  if (needs_prepare()) {
-    // The first run, or a run with another filter, prepares it first (on the same stream, so in order).
-    const std::lock_guard lock(impl_->prepare_mutex);
-    if (impl_->launcher.prepared_filter() != filter) impl_->launcher.prepare(filter, stream);
+  const CUdeviceptr workspace = impl_->workspace ? impl_->workspace->ptr() : 0;
+  if (!needs_prepare()) {
+    impl_->launcher.launch(activation, filter, output, workspace, stream, {.bias = bias, .residual = residual});
+    return;
   }
-  impl_->launcher.launch(activation, filter, output, impl_->workspace ? impl_->workspace->ptr() : 0, stream,
-                         {.bias = bias, .residual = residual});
+  // A filter first seen is prepared into a copy of its own (on the same stream, so in order); later runs with it,
+  // between runs with other filters (modules sharing this op), read that copy without preparing again. The lock
+  // also covers the launch, which looks the copy up while another thread may be adding one.
+  const std::lock_guard lock(impl_->prepare_mutex);
+  if (!impl_->launcher.prepared(filter)) impl_->launcher.prepare(filter, stream);
+  impl_->launcher.launch(activation, filter, output, workspace, stream, {.bias = bias, .residual = residual});
 }
 
 void ConvOp::check_element_size(std::size_t bytes) const {

@@ -70,11 +70,11 @@ void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epi
 struct ConvLauncher::Loaded {
   Module module;
   std::map<std::string, Kernel> kernels;  // by entry suffix
-  std::optional<DeviceBuffer> persistent;
+  std::map<CUdeviceptr, DeviceBuffer> persistent;  // by the filter prepared into it
 };
 
 ConvLauncher::ConvLauncher(const BuiltKernel& kernel) : kernel_(kernel) {
-  loaded_ = std::make_unique<Loaded>(Loaded{Module(kernel.cubin, kernel.source.entry), {}, std::nullopt});
+  loaded_ = std::make_unique<Loaded>(Loaded{Module(kernel.cubin, kernel.source.entry), {}, {}});
   for (const auto* steps : {&kernel.plan.setup, &kernel.plan.run})
     for (const LaunchStep& step : *steps) {
       if (step.kind != LaunchStep::Kind::kernel || loaded_->kernels.contains(step.entry_suffix)) continue;
@@ -83,8 +83,6 @@ ConvLauncher::ConvLauncher(const BuiltKernel& kernel) : kernel_(kernel) {
         function.set_max_dynamic_smem(static_cast<int>(step.geometry.dynamic_smem_bytes));
       loaded_->kernels.emplace(step.entry_suffix, std::move(function));
     }
-  if (kernel.plan.persistent_bytes() > 0)
-    loaded_->persistent.emplace(static_cast<std::size_t>(kernel.plan.persistent_bytes()));
 }
 
 ConvLauncher::~ConvLauncher() = default;
@@ -148,17 +146,33 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
 }  // namespace
 
 void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
-  const Bindings bind{.kernel = kernel_, .filter = filter,
-                      .persistent = loaded_->persistent ? loaded_->persistent->ptr() : 0};
+  auto buffer = loaded_->persistent.find(filter);
+  if (buffer == loaded_->persistent.end())
+    buffer = loaded_->persistent
+                 .emplace(filter, DeviceBuffer(static_cast<std::size_t>(
+                                      std::max<std::int64_t>(kernel_.plan.persistent_bytes(), 4))))
+                 .first;
+  const Bindings bind{.kernel = kernel_, .filter = filter, .persistent = buffer->second.ptr()};
   run_steps(kernel_.plan.setup, loaded_->kernels, bind, stream);
-  prepared_filter_ = filter;
 }
 
+bool ConvLauncher::prepared(CUdeviceptr filter) const {
+  return kernel_.plan.setup.empty() || loaded_->persistent.contains(filter);
+}
+
+std::size_t ConvLauncher::prepared_count() const { return loaded_->persistent.size(); }
+
 void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr workspace,
-                          CUstream stream, const EpiloguePointers& epilogue) const {
-  if (!prepared())
-    throw Error(fmt::format("{}: its launch plan has a one-time setup; call prepare(filter) before launch",
-                            kernel_.source.entry));
+                          CUstream stream, const EpiloguePointers& epilogue, CUdeviceptr prepared_from) const {
+  CUdeviceptr persistent = 0;
+  if (!kernel_.plan.setup.empty()) {
+    const auto found = loaded_->persistent.find(prepared_from != 0 ? prepared_from : filter);
+    if (found == loaded_->persistent.end())
+      throw Error(fmt::format("{}: its launch plan has a one-time setup; call prepare(filter) before launch with "
+                              "that filter",
+                              kernel_.source.entry));
+    persistent = found->second.ptr();
+  }
   check_epilogue_pointers(kernel_.problem, epilogue);
   // A pointer the epilogue does not read is not passed on: the kernel never reads it, and null says so.
   const EpiloguePointers used{.bias = kernel_.problem.epilogue.bias ? epilogue.bias : 0,
@@ -168,7 +182,7 @@ void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdevicept
                       .filter = filter,
                       .output = output,
                       .workspace = workspace,
-                      .persistent = loaded_->persistent ? loaded_->persistent->ptr() : 0,
+                      .persistent = persistent,
                       .epilogue = used};
   run_steps(kernel_.plan.run, loaded_->kernels, bind, stream);
 }

@@ -67,7 +67,8 @@ struct EpiloguePointers {
 void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epilogue);
 
 // A built kernel loaded into the current CUDA context, with the persistent buffers of its plan (a transformed or
-// packed filter): one launcher serves one filter at a time.
+// packed filter): one prepared copy per filter it was prepared with, so that launches with several filters (modules
+// that share one op) never prepare again, and never read another filter's copy.
 //   ConvLauncher launcher(kernel);
 //   launcher.prepare(filter, stream);                      // once per filter; nothing to do for most plans
 //   launcher.launch(activation, filter, output, workspace, stream);
@@ -78,28 +79,30 @@ class ConvLauncher {
   ConvLauncher(const ConvLauncher&) = delete;
   ConvLauncher& operator=(const ConvLauncher&) = delete;
 
-  // Enqueues the plan's one-time setup on `stream` (reading `filter` into the persistent buffers). Call it again
-  // when the filter changes. A plan without setup needs no call.
+  // Enqueues the plan's one-time setup on `stream`, reading `filter` into its own persistent buffers (allocated on
+  // its first prepare, kept until the launcher goes). Call it again when that filter's values change. A plan without
+  // setup needs no call.
   void prepare(CUdeviceptr filter, CUstream stream);
 
   // Enqueues one convolution on `stream`: the plan's run steps (zeroing the output first when the kernel
   // accumulates). `workspace` holds kernel().workspace_bytes() bytes (may be 0 when that is 0); `epilogue` the
-  // bias and residual the problem's epilogue reads. Throws Error when the plan has a setup that prepare() has not
-  // run, InputError (check_epilogue_pointers) when the epilogue reads a tensor whose pointer is 0.
+  // bias and residual the problem's epilogue reads; `prepared_from` the filter whose prepared copy the run reads
+  // (0: `filter` itself; a measurement whose buffer sets hold one filter's values in several places prepares one).
+  // Throws Error when the plan has a setup that prepare() has not run for that filter, InputError
+  // (check_epilogue_pointers) when the epilogue reads a tensor whose pointer is 0.
   void launch(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr workspace, CUstream stream,
-              const EpiloguePointers& epilogue = {}) const;
+              const EpiloguePointers& epilogue = {}, CUdeviceptr prepared_from = 0) const;
 
   const BuiltKernel& kernel() const { return kernel_; }
-  // Whether launch() may run: the plan has no setup, or prepare() ran.
-  bool prepared() const { return kernel_.plan.setup.empty() || prepared_filter_ != 0; }
-  // The filter the last prepare() read (0 when none ran).
-  CUdeviceptr prepared_filter() const { return prepared_filter_; }
+  // Whether launch() may run with `filter`: the plan has no setup, or prepare() ran for it.
+  bool prepared(CUdeviceptr filter) const;
+  // How many filters have a prepared copy.
+  std::size_t prepared_count() const;
 
  private:
   struct Loaded;
   BuiltKernel kernel_;
   std::unique_ptr<Loaded> loaded_;
-  CUdeviceptr prepared_filter_ = 0;
 };
 
 }  // namespace convgen

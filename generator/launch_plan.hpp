@@ -18,7 +18,7 @@ struct LaunchGeometry {
 };
 
 // A device buffer the plan needs besides the three tensors. Per-call buffers are carved from the caller's
-// workspace; persistent ones are allocated once per op and filled by the setup steps.
+// workspace; persistent ones are allocated once per op and filter, and filled by the setup steps.
 struct PlanBuffer {
   std::string name;  // binds to an entry parameter g_<name>
   std::int64_t bytes = 0;
@@ -36,7 +36,7 @@ struct LaunchStep {
   bool operator==(const LaunchStep&) const = default;
 };
 
-// Everything a caller does to run a kernel: on op creation, allocate the persistent buffers and run `setup`
+// Everything a caller does to run a kernel: once per filter, allocate the persistent buffers and run `setup`
 // (which may read the filter); on every call, run `run` with a workspace of workspace_bytes().
 struct LaunchPlan {
   std::vector<PlanBuffer> buffers;

@@ -71,8 +71,9 @@ class ConvOp {
   // (the one the CUDA runtime API uses), which run() makes current on the calling thread. Throws ApiError when the
   // launch is refused.
   //   op.run(d_activation, d_filter, d_output, stream);
-  // A kernel with one-time work on the filter (needs_prepare()) does it on the first run and whenever `filter`
-  // is another pointer than last time; after changing a filter's values in place, call prepare().
+  // A kernel with one-time work on the filter (needs_prepare()) does it on the first run with each `filter` pointer
+  // and keeps one prepared copy per pointer (ops shared by layers of one problem run each layer's filter without
+  // preparing again); after changing a filter's values in place, call prepare().
   void run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUstream stream) const;
 
   // The same for a problem with an epilogue (Problem::epilogue): `bias` holds K values and `residual` a tensor of the
@@ -101,9 +102,10 @@ class ConvOp {
         reinterpret_cast<CUdeviceptr>(residual), stream);
   }
 
-  // Enqueues the kernel's one-time work on a filter (a transformed or packed copy kept with the op) on `stream`:
-  // run() does it for a new filter pointer; call it after changing the filter's values in place. Kernels without
-  // such work (needs_prepare() false) need none. Not to be called while a run() of this op is in flight.
+  // Enqueues the kernel's one-time work on a filter (a transformed or packed copy kept with the op, one per filter
+  // pointer, until the op goes) on `stream`: run() does it for a filter pointer it has not seen; call it after
+  // changing the filter's values in place. Kernels without such work (needs_prepare() false) need none. Not to be
+  // called while a run() of this op with that filter is in flight.
   //   if (op.needs_prepare()) op.prepare(d_filter, stream);
   void prepare(CUdeviceptr filter, CUstream stream) const;
   bool needs_prepare() const;

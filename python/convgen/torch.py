@@ -27,6 +27,8 @@ Sparse families: `act_sparsity=0.5` declares the zero fraction a module's input 
 a ReLU), which the context's tuner measures with; `weight_sparse=True` bakes the module's filter pattern into the
 kernel (for pruned weights; the filter is then read once per change of `weight`).
 """
+import weakref
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -153,7 +155,7 @@ class _Plan:
     holds everything these depend on, so a call whose signature is cached needs no other check than the gradient."""
 
     __slots__ = ("why", "op", "problem", "run", "prepare", "copy_input", "copy_weight", "output_shape",
-                 "output_strides", "dtype", "device", "memory_format", "bias_shape", "device_index", "prepared_version")
+                 "output_strides", "dtype", "device", "memory_format", "bias_shape", "device_index", "prepared")
 
     def __init__(self, why="", op=None, problem=None, input=None, weight=None):
         self.why = why
@@ -175,7 +177,7 @@ class _Plan:
         self.run = op.run_pointers
         # Kernels with one-time work on the filter (a transformed or packed copy kept with the op): see _launch.
         self.prepare = op.prepare_pointer if op.needs_prepare else None
-        self.prepared_version = None
+        self.prepared = {}  # filter pointer -> (the tensor, weakly, and its _version) when last prepared
 
 
 def _signature(input, weight):
@@ -216,13 +218,16 @@ def _launch(plan, input, weight, bias):
     output = torch.empty_strided(plan.output_shape, plan.output_strides, dtype=plan.dtype, device=plan.device)
     stream = _raw_stream(plan.device_index)
     if plan.prepare is not None:
-        # The op prepares a new filter pointer by itself; this also redoes it after the filter changed in place
-        # (its version moved), and inside a CUDA graph capture, so that a replay never depends on what another
-        # module sharing the op (same problem, other weights) left in its prepared copy.
-        version = weight._version
-        if version != plan.prepared_version or torch.cuda.is_current_stream_capturing():
-            plan.prepare(weight.data_ptr(), stream)
-            plan.prepared_version = version
+        # The op keeps a prepared copy per filter pointer, so modules sharing it (same problem, other weights) each
+        # prepare once. It is prepared again when the pointer now holds another tensor (one freed, another allocated
+        # there) or the same one changed in place (its version moved), and inside a CUDA graph capture, so that every
+        # replay prepares the filter's values of its own time.
+        pointer, version = weight.data_ptr(), weight._version
+        seen = plan.prepared.get(pointer)
+        if (seen is None or seen[0]() is not weight or seen[1] != version
+                or torch.cuda.is_current_stream_capturing()):
+            plan.prepare(pointer, stream)
+            plan.prepared[pointer] = (weakref.ref(weight), version)
     plan.run(input.data_ptr(), weight.data_ptr(), output.data_ptr(), stream)
     if bias is not None:  # after the kernel: no fused epilogue yet
         output += bias.view(plan.bias_shape)

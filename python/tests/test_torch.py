@@ -129,6 +129,7 @@ def stub_device(monkeypatch):
     monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
     monkeypatch.setattr(ct, "context", lambda device=None: stub)
     monkeypatch.setattr(ct, "_raw_stream", lambda index: 0x5EED)
+    monkeypatch.setattr(ct, "_functional_plans", {})  # each test sees the functional form's plans of its own
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: state["capturing"])
     stub.state = state
@@ -250,6 +251,22 @@ def test_a_filter_with_one_time_work_is_prepared_again_when_changed_in_place_and
         conv(x)
         conv(x)
     assert len(op.prepares) == 4 and len(op.runs) == 5
+
+
+def test_filters_sharing_an_op_are_each_prepared_once_and_a_new_tensor_at_a_known_pointer_again(stub_device):
+    stub_device.needs_prepare = True
+    x, w1, w2 = torch.randn(1, 8, 10, 12), torch.randn(16, 8, 3, 3), torch.randn(16, 8, 3, 3)
+    with torch.no_grad():
+        for _ in range(3):
+            ct.conv2d(x, w1, None, 1, 1)
+            ct.conv2d(x, w2, None, 1, 1)
+        (plan,) = ct._functional_plans.values()
+        assert plan.op.prepares == [w1.data_ptr(), w2.data_ptr()]
+        # A tensor sharing w1's storage (so its pointer) is another tensor: its values may differ from what was
+        # prepared, so it is prepared again.
+        w3 = w1.view_as(w1)
+        ct.conv2d(x, w3, None, 1, 1)
+    assert plan.op.prepares == [w1.data_ptr(), w2.data_ptr(), w1.data_ptr()] and len(plan.op.runs) == 7
 
 
 def test_the_functional_form_caches_by_signature_and_arguments(stub_device):
