@@ -156,6 +156,7 @@ std::int64_t output_size(std::int64_t in, std::int64_t f, std::int64_t s, std::i
 
 Layer conv_layer(const ConvNode& conv, const std::unordered_map<std::string, onnx::TypeProto>& types,
                  const std::string& inference_error) {
+  if (conv.node.output_size() < 1 || conv.node.output(0).empty()) conv.fail("has no output Y");
   const Operand x = operand(conv, types, 0, inference_error);
   const Operand w = operand(conv, types, 1, inference_error);
   const int r = static_cast<int>(x.dims.size()) - 2;
@@ -364,6 +365,7 @@ std::vector<Layer> onnx_conv_layers(onnx::ModelProto model, std::string_view fil
       } else {
         break;
       }
+      if (next.output_size() < 1) break;  // a malformed Add: nothing further to fuse
       value = next.output(0);
     }
 

@@ -230,6 +230,28 @@ TEST(OnnxImport, AModelThatCrashesOnnxShapeInferenceIsAnErrorNotACrash) {
             "it (ONNX's shape inference crashed on this model, ended by signal 11 (Segmentation fault))");
 }
 
+// Found by the onnx_import fuzz target: a Conv without outputs was read past its (empty) output list.
+TEST(OnnxImport, AConvWithoutOutputIsRefusedNamingTheNode) {
+  ModelBuilder b;
+  b.input("x", {1, 8, 16, 16});
+  b.conv("conv", "x", {.k = 8, .c_per_group = 8, .kernel = {3, 3}});
+  b.graph()->mutable_node(0)->clear_output();
+  EXPECT_EQ(import_error(b), "m.onnx: node 'conv' (Conv): has no output Y");
+}
+
+// The same for an Add after a Conv: the epilogue's chain stops there.
+TEST(OnnxImport, AnAddWithoutOutputEndsTheEpilogueChain) {
+  ModelBuilder b;
+  b.input("x", {1, 8, 16, 16});
+  b.input("r", {1, 8, 16, 16});
+  const std::string y = b.conv("conv", "x", {.k = 8, .c_per_group = 8, .kernel = {3, 3}, .pads = {1, 1, 1, 1}});
+  onnx::NodeProto& add = b.node("Add", "add", {y, "r"});
+  add.clear_output();
+  const std::vector<Layer> layers = layers_of(b);
+  ASSERT_EQ(layers.size(), 1u);
+  EXPECT_EQ(layers[0].problem.epilogue, (Epilogue{.beta = 1, .bias = true}));
+}
+
 TEST(OnnxImport, TheFuzzersCrashInputIsRefusedByConvgenImportOnnx) {
   const auto model = std::filesystem::path(CONVGEN_SOURCE_DIR) / "tests/fuzz/crashes/onnx_import" /
                      "segv_conv_pool_shape_inference.onnx";
