@@ -32,7 +32,7 @@ BuiltKernel build_kernel(const Problem& problem, const KernelSpec& spec, const G
   kernel.cubin = cache.get_or_compile(to_program(kernel.source), {.arch = gpu.arch});
   // A module with several entries (a setup or reduce pass): the report that matters to the cost model and the spill
   // checks is the main entry's, wherever ptxas printed it.
-  const std::map<std::string, PtxasReport> reports = parse_ptxas_reports(kernel.cubin.log);
+  const std::map<std::string, PtxasReport>& reports = kernel.cubin.entry_reports;
   if (const auto main = reports.find(kernel.source.entry); main != reports.end()) kernel.cubin.report = main->second;
   return kernel;
 }

@@ -98,6 +98,7 @@ Cubin compile(const Program& program, const CompileOptions& options) {
   CONVGEN_NVRTC_CHECK(nvrtcGetCUBIN(prog.get(), cubin.image.data()));
   cubin.log = std::move(log);
   cubin.report = parse_ptxas_report(cubin.log);
+  cubin.entry_reports = parse_ptxas_reports(cubin.log);
   cubin.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return cubin;

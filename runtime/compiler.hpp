@@ -41,6 +41,9 @@ struct Cubin {
   std::string log;            // NVRTC's log, including the ptxas report
   PtxasReport report;         // of the first kernel in the log
   double compile_ms = 0;      // wall time of the compile (0 when it came from a cache)
+  // Every kernel's report in the log, by entry function name: parsed once when compiled or read from disk, so that
+  // a cache hit costs no parsing (std::regex over the log takes about 100 µs).
+  std::map<std::string, PtxasReport> entry_reports;
 };
 
 // Returns the full NVRTC option list for `options` (architecture, language standard, ptxas -v ...).

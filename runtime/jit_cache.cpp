@@ -1,4 +1,4 @@
-// jit_cache: SHA-256 keys, the disk entry format (write-then-rename, verified on read) and compile-once locking.
+// jit_cache: XXH3-128 keys, the disk entry format (write-then-rename, verified on read) and compile-once locking.
 #include "runtime/jit_cache.hpp"
 
 #include <unistd.h>
@@ -10,83 +10,41 @@
 #include <iterator>
 
 #include <fmt/format.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "runtime/paths.hpp"
 
 namespace convgen {
 namespace {
 
-// SHA-256 (FIPS 180-4), small and dependency-free: the cache key must not collide for different programs.
-class Sha256 {
+// XXH3-128 of everything given to update(), streaming (xxHash, header-only here: nothing to link).
+class Digest {
  public:
-  void update(std::string_view data) {
-    for (const char ch : data) {
-      block_[block_size_++] = static_cast<std::uint8_t>(ch);
-      if (block_size_ == 64) {
-        compress();
-        block_size_ = 0;
-      }
-    }
-    length_bits_ += static_cast<std::uint64_t>(data.size()) * 8;
+  Digest() {
+    XXH3_INITSTATE(&state_);
+    XXH3_128bits_reset(&state_);
   }
-
-  std::string hex() {
-    const std::uint64_t length_bits = length_bits_;
-    update(std::string_view("\x80", 1));
-    while (block_size_ != 56) update(std::string_view("\0", 1));
-    for (int i = 7; i >= 0; --i) block_[block_size_++] = static_cast<std::uint8_t>(length_bits >> (8 * i));
-    compress();
+  void update(std::string_view data) { XXH3_128bits_update(&state_, data.data(), data.size()); }
+  std::string hex() const {
+    XXH128_canonical_t canonical;  // big-endian bytes: the digest's usual spelling (xxhsum -H2)
+    XXH128_canonicalFromHash(&canonical, XXH3_128bits_digest(&state_));
     std::string out;
-    for (const std::uint32_t word : state_) out += fmt::format("{:08x}", word);
+    for (const unsigned char byte : canonical.digest) out += fmt::format("{:02x}", byte);
     return out;
   }
 
  private:
-  static std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-  void compress() {
-    static constexpr std::array<std::uint32_t, 64> k = {
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-    std::array<std::uint32_t, 64> w{};
-    for (int i = 0; i < 16; ++i)
-      w[i] = std::uint32_t{block_[4 * i]} << 24 | std::uint32_t{block_[4 * i + 1]} << 16 |
-             std::uint32_t{block_[4 * i + 2]} << 8 | std::uint32_t{block_[4 * i + 3]};
-    for (int i = 16; i < 64; ++i) {
-      const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-      const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    auto [a, b, c, d, e, f, g, h] = state_;
-    for (int i = 0; i < 64; ++i) {
-      const std::uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
-      const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
-    }
-    const std::array<std::uint32_t, 8> add = {a, b, c, d, e, f, g, h};
-    for (int i = 0; i < 8; ++i) state_[i] += add[i];
-  }
-
-  std::array<std::uint32_t, 8> state_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  std::array<std::uint8_t, 64> block_{};
-  std::size_t block_size_ = 0;
-  std::uint64_t length_bits_ = 0;
+  XXH3_state_t state_;
 };
 
 // Entry layout (integers little-endian as this host writes them; the key covers nothing host-specific, but a
 // foreign-endian file fails the magic/version check and is recompiled):
-//   magic[8] "convgenJ" | u32 format version | key[64] | u64 payload length | payload sha256 hex[64] | payload
+//   magic[8] "convgenJ" | u32 format version | key[32] | u64 payload length | payload digest hex[32] | payload
 //   payload = str arch | str image | str log | i32 registers, spill stores, spill loads, smem, stack, cmem0
 //   str = u64 length | bytes
 constexpr std::string_view kMagic = "convgenJ";
-constexpr std::size_t kKeyLength = 64;
+constexpr std::size_t kKeyLength = 32;
 
 template <class T>
 void put(std::string& out, T value) {
@@ -154,9 +112,9 @@ std::optional<Cubin> parse_jit_cache_entry(std::string_view data, std::string_vi
   if (!reader.get_bytes(kMagic.size(), magic) || magic != kMagic) return std::nullopt;
   if (!reader.get(version) || version != JitCache::kFormatVersion) return std::nullopt;
   if (!reader.get_bytes(kKeyLength, stored_key) || stored_key != key) return std::nullopt;
-  if (!reader.get(payload_length) || !reader.get_bytes(64, checksum)) return std::nullopt;
+  if (!reader.get(payload_length) || !reader.get_bytes(kKeyLength, checksum)) return std::nullopt;
   if (!reader.get_bytes(payload_length, payload) || !reader.at_end()) return std::nullopt;
-  if (sha256_hex(payload) != checksum) return std::nullopt;
+  if (digest_hex(payload) != checksum) return std::nullopt;
 
   Reader fields(payload);
   std::string_view arch, image, log;
@@ -174,7 +132,8 @@ std::optional<Cubin> parse_jit_cache_entry(std::string_view data, std::string_vi
                           .smem_bytes = figures[3],
                           .stack_bytes = figures[4],
                           .cmem0_bytes = figures[5]},
-               .compile_ms = 0};
+               .compile_ms = 0,
+               .entry_reports = parse_ptxas_reports(std::string(log))};
 }
 
 std::string jit_cache_entry(std::string_view key, const Cubin& cubin) {
@@ -185,15 +144,15 @@ std::string jit_cache_entry(std::string_view key, const Cubin& cubin) {
   put<std::uint32_t>(entry, JitCache::kFormatVersion);
   entry.append(key);
   put<std::uint64_t>(entry, payload.size());
-  entry.append(sha256_hex(payload));
+  entry.append(digest_hex(payload));
   entry.append(payload);
   return entry;
 }
 
-std::string sha256_hex(std::string_view data) {
-  Sha256 hash;
-  hash.update(data);
-  return hash.hex();
+std::string digest_hex(std::string_view data) {
+  Digest digest;
+  digest.update(data);
+  return digest.hex();
 }
 
 std::filesystem::path default_jit_cache_dir() { return user_cache_dir() / "jit"; }
@@ -211,7 +170,7 @@ JitCache::JitCache(std::optional<std::filesystem::path> disk_dir, std::string nv
 
 std::string JitCache::key(const Program& program, const CompileOptions& options) const {
   // Every field is length-prefixed, so no two different field lists give the same material.
-  Sha256 hash;
+  Digest hash;
   const auto add = [&hash](std::string_view field) {
     hash.update(fmt::format("{}:", field.size()));
     hash.update(field);

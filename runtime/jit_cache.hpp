@@ -19,8 +19,11 @@
 
 namespace convgen {
 
-// Returns the SHA-256 digest of `data` as 64 lower-case hex digits.
-std::string sha256_hex(std::string_view data);
+// Returns the XXH3-128 digest of `data` (xxHash) as 32 lower-case hex digits, as `xxhsum -H2` prints it. Keys and
+// entry checksums use it: 128 bits make an accidental collision of two programs' keys negligible, and it hashes a
+// rendered kernel (about 35 KB with its headers) in microseconds, which a cache hit pays every time. It is not
+// cryptographic, and need not be: whoever can write the cache folder can place any entry under any key.
+std::string digest_hex(std::string_view data);
 
 // Returns the JIT cache's default disk folder, user_cache_dir() / "jit".
 std::filesystem::path default_jit_cache_dir();
@@ -33,7 +36,7 @@ std::filesystem::path default_jit_cache_dir();
 class JitCache {
  public:
   // Part of every key and every entry: bump it when the entry layout or the key's material changes.
-  static constexpr std::uint32_t kFormatVersion = 1;
+  static constexpr std::uint32_t kFormatVersion = 2;  // 2: XXH3-128 keys and checksums (1: SHA-256)
 
   struct Stats {
     std::int64_t memory_hits = 0;      // found in memory, or already being compiled by another thread
@@ -57,7 +60,7 @@ class JitCache {
   // stored). A compile error propagates as CompileError and nothing is cached. Cached cubins have compile_ms 0.
   Cubin get_or_compile(const Program& program, const CompileOptions& options);
 
-  // Returns the key (64 hex digits) of the cache format version, NVRTC version, architecture, the full NVRTC
+  // Returns the key (32 hex digits, digest_hex) of the cache format version, NVRTC version, architecture, the full NVRTC
   // option list, the program's name, source, and every header's name and text.
   std::string key(const Program& program, const CompileOptions& options) const;
 
@@ -81,7 +84,7 @@ class JitCache {
 std::string jit_cache_entry(std::string_view key, const Cubin& cubin);
 
 // Returns the cubin of a disk entry when the entry is whole and belongs to `key` (magic, format version, key,
-// lengths and the payload's SHA-256 all agree), else nothing: the cache then deletes and recompiles it. Reads
+// lengths and the payload's digest all agree), else nothing: the cache then deletes and recompiles it. Reads
 // nothing past the end of `data`, whatever its bytes.
 std::optional<Cubin> parse_jit_cache_entry(std::string_view data, std::string_view key);
 
