@@ -206,8 +206,8 @@ NB_MODULE(_convgen, m) {
           [](const ConvOp& op, std::uintptr_t activation, std::uintptr_t filter, std::uintptr_t output,
              std::uintptr_t stream, std::uintptr_t bias, std::uintptr_t residual) {
             op.run(static_cast<CUdeviceptr>(activation), static_cast<CUdeviceptr>(filter),
-                   static_cast<CUdeviceptr>(output), static_cast<CUdeviceptr>(bias),
-                   static_cast<CUdeviceptr>(residual), reinterpret_cast<CUstream>(stream));
+                   static_cast<CUdeviceptr>(output), static_cast<CUdeviceptr>(bias), static_cast<CUdeviceptr>(residual),
+                   reinterpret_cast<CUstream>(stream));
           },
           "activation"_a, "filter"_a, "output"_a, "stream"_a = 0, "bias"_a = 0, "residual"_a = 0,
           "enqueues the convolution on device pointers (already checked: convgen.ConvOp.run checks tensors); bias "
