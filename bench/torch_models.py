@@ -5,14 +5,15 @@ tuning time of both tuners.
 
 Usage: PYTHONPATH=build/python bench/torch_models.py [--models resnet50,densenet121] [--batch 1,8]
            [--precision fp32,fp16] [--out DIR] [--runs 50] [--budget 4] [--database FILE] [--no-compile] [--sparse]
-           [--profile-host]
+           [--no-fuse] [--profile-host]
 
 Per model, batch and precision (random weights, torch.manual_seed(0), nothing downloaded; eval, inference_mode):
   eager          the model as it is: PyTorch's convolutions (cuDNN) with its dispatch; no graph
   compiled       torch.compile(mode="max-autotune"), which replays CUDA graphs of its own (inductor's cudagraphs);
                  its tuning time is the first call's wall time (compile + autotune)
-  convgen        convgen.torch.convert(copy) then convgen.torch.tune(copy, x) (its tuning time), then run: every
-                 kernel launched from Python on each call; no graph
+  convgen        convgen.torch.convert(copy) then convgen.torch.tune(converted, x) (its tuning time), then run:
+                 every kernel launched from Python on each call; no graph. Each convolution fused with its BatchNorm,
+                 residual add and ReLU (convert's fusion), unless --no-fuse
   convgen+graph  the same converted model captured once in a torch.cuda.CUDAGraph after warm-up, then replayed
                  (a new input is copied into the graph's static input, as a server would)
 fp32 is strict for all (TF32 off in cuDNN and matmul), fp16 runs channels-last for all. --sparse declares each
@@ -27,7 +28,8 @@ Host time (--profile-host): the CPU time of a call with the GPU work left out: e
 time.perf_counter_ns, the device synchronized between calls and outside the timing, so the launch queue never fills
 and no call waits for the GPU. Per forward: the model's forward (median of --runs). Per convolution: every Conv2d
 module called on its own recorded input, eager's torch.nn.Conv2d and convgen's module on the same tensor (median per
-layer, then the median over layers).
+layer, then the median over layers; a fused module is called with its residual, so its call is the convolution's
+with the BatchNorm, add and ReLU it stands for).
 """
 import argparse
 import copy
@@ -105,20 +107,26 @@ def host_us(call, runs):
 
 def profile_host(model, converted, x, runs):
     """Host µs per forward (eager, convgen) and per convolution call (median over layers), as profile-host says."""
-    inputs, hooks = {}, []
+    inputs, converted_inputs, hooks = {}, {}, []
     for name, module in model.named_modules():
         if type(module) is torch.nn.Conv2d:
-            hooks.append(module.register_forward_pre_hook(lambda m, args, name=name: inputs.setdefault(name, args[0])))
+            hooks.append(module.register_forward_pre_hook(lambda m, args, name=name: inputs.setdefault(name, args)))
+    for name, module in converted.named_modules():
+        if isinstance(module, ct.Conv2d):  # a fused one's arguments: the input and the residual
+            hooks.append(module.register_forward_pre_hook(
+                lambda m, args, name=name: converted_inputs.setdefault(name, args)))
     try:
         with torch.inference_mode():
             model(x)
+            converted(x)
     finally:
         for hook in hooks:
             hook.remove()
     eager_conv, convgen_conv = [], []
-    for name, input in inputs.items():
-        eager_conv.append(host_us(lambda m=model.get_submodule(name), i=input: m(i), runs))
-        convgen_conv.append(host_us(lambda m=converted.get_submodule(name), i=input: m(i), runs))
+    for name, args in inputs.items():
+        eager_conv.append(host_us(lambda m=model.get_submodule(name), a=args: m(*a), runs))
+    for name, args in converted_inputs.items():
+        convgen_conv.append(host_us(lambda m=converted.get_submodule(name), a=args: m(*a), runs))
     return {"host_eager_forward_us": host_us(lambda: model(x), runs),
             "host_convgen_forward_us": host_us(lambda: converted(x), runs),
             "host_convs": len(inputs),
@@ -159,9 +167,9 @@ def measure(name, batch, precision, args):
         row["compiled_rel_l2"] = rel_l2(got, want)
         row["compiled_us"] = time_forward(compiled, x, args.runs)
 
-    converted = copy.deepcopy(model)
-    sparsity = ct.observe_act_sparsity(converted, x) if args.sparse else None
-    ct.convert(converted, act_sparsity=sparsity)
+    sparsity = ct.observe_act_sparsity(model, x) if args.sparse else None
+    converted = ct.convert(copy.deepcopy(model), act_sparsity=sparsity, fuse=not args.no_fuse)
+    row["fused"] = not args.no_fuse
     start = time.perf_counter()
     summary = ct.tune(converted, x, database=args.database, budget=args.budget)
     row["convgen_tuning_s"] = time.perf_counter() - start
@@ -238,6 +246,8 @@ def main():
     parser.add_argument("--database", default=None, help="tuning database (default: the CLI's)")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     parser.add_argument("--sparse", action="store_true", help="declare observed activation sparsity to convgen")
+    parser.add_argument("--no-fuse", action="store_true",
+                        help="convert module by module: no BatchNorm, add or ReLU fused into the convolutions")
     parser.add_argument("--profile-host", action="store_true",
                         help="also time the host side of each forward and convolution call, eager and convgen")
     args = parser.parse_args()

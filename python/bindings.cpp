@@ -51,11 +51,21 @@ std::vector<int> dims_to(const Dims3& d, int rank_) {
   return {d.d, d.h, d.w};
 }
 
+// The epilogue of Python's `epilogue` keyword or with_epilogue(): the text form, parse_epilogue's message prefixed
+// with the keyword's name as the other keywords' messages are.
+Epilogue parse_epilogue_keyword(const std::string& text) {
+  try {
+    return parse_epilogue(text);
+  } catch (const InputError& e) {
+    throw InputError(std::string("epilogue: ") + e.what());
+  }
+}
+
 // Builds a problem from Python's keywords; the rank follows the layout (the extents' count must match it).
 Problem make_problem(int n, int c, int k, const std::vector<int>& input, const std::vector<int>& filter,
                      const std::optional<std::vector<int>>& stride, const std::optional<std::vector<int>>& padding,
                      const std::optional<std::vector<int>>& dilation, int groups, const std::string& layout,
-                     const std::string& precision, double act_sparsity) {
+                     const std::string& precision, double act_sparsity, const std::string& epilogue) {
   Problem p;
   p.n = n;
   p.c = c;
@@ -76,6 +86,7 @@ Problem make_problem(int n, int c, int k, const std::vector<int>& input, const s
   if (dilation) p.dilation = dims_from(checked(*dilation, "dilation"), 1, "dilation");
   p.groups = groups;
   p.act_sparsity = act_sparsity;
+  p.epilogue = parse_epilogue_keyword(epilogue);
   if (const std::string why = validate(p); !why.empty()) throw InputError("invalid problem: " + why);
   return p;
 }
@@ -121,9 +132,10 @@ NB_MODULE(_convgen, m) {
   nb::class_<Problem>(m, "Problem", "One forward convolution: shape, layout, precision, expected activation sparsity")
       .def(nb::new_(&make_problem), "n"_a, "c"_a, "k"_a, "input"_a, "filter"_a, "stride"_a = nb::none(),
            "padding"_a = nb::none(), "dilation"_a = nb::none(), "groups"_a = 1, "layout"_a = "nchw",
-           "precision"_a = "fp32", "act_sparsity"_a = 0.0,
+           "precision"_a = "fp32", "act_sparsity"_a = 0.0, "epilogue"_a = "none",
            "Problem(n, c, k, input, filter, stride=None, padding=None, dilation=None, groups=1, layout='nchw', "
-           "precision='fp32', act_sparsity=0.0): extents as tuples of the layout's rank, (h, w) for nchw/nhwc; "
+           "precision='fp32', act_sparsity=0.0, epilogue='none'): extents as tuples of the layout's rank, (h, w) for "
+           "nchw/nhwc; epilogue as text ('bias+add+relu': output = act(alpha*conv + beta*residual + bias)); "
            "ValueError names what is wrong")
       .def_static(
           "from_key", [](const std::string& key) { return parse_problem_key(key); }, "key"_a,
@@ -146,6 +158,19 @@ NB_MODULE(_convgen, m) {
           "weight_pattern", [](const Problem& p) { return p.weights.pattern; },
           "16 hex digits of the filter's nonzero pattern, '' when the problem carries no filter")
       .def_prop_ro("weight_zero_fraction", &weight_zero_fraction)
+      .def_prop_ro(
+          "epilogue", [](const Problem& p) { return to_string(p.epilogue); },
+          "the fused epilogue in its canonical text ('none', 'bias+relu', 'bias+add+relu', ...)")
+      .def(
+          "with_epilogue",
+          [](const Problem& p, const std::string& text) {
+            Problem q = p;
+            q.epilogue = parse_epilogue_keyword(text);
+            return q;
+          },
+          "epilogue"_a,
+          "the same problem with another epilogue, as text: terms joined by '+', the activation last (alpha:A, bias, "
+          "add, add:B, relu, relu6, clip:LO:HI), or 'none'")
       .def("key", &problem_key, "the canonical problem key, as in the tuning database")
       .def("describe", [](const Problem& p) { return describe(p); })
       .def("flops", &flops)
@@ -179,12 +204,14 @@ NB_MODULE(_convgen, m) {
       .def(
           "run_pointers",
           [](const ConvOp& op, std::uintptr_t activation, std::uintptr_t filter, std::uintptr_t output,
-             std::uintptr_t stream) {
+             std::uintptr_t stream, std::uintptr_t bias, std::uintptr_t residual) {
             op.run(static_cast<CUdeviceptr>(activation), static_cast<CUdeviceptr>(filter),
-                   static_cast<CUdeviceptr>(output), reinterpret_cast<CUstream>(stream));
+                   static_cast<CUdeviceptr>(output), static_cast<CUdeviceptr>(bias), static_cast<CUdeviceptr>(residual),
+                   reinterpret_cast<CUstream>(stream));
           },
-          "activation"_a, "filter"_a, "output"_a, "stream"_a = 0,
-          "enqueues the convolution on device pointers (already checked: convgen.ConvOp.run checks tensors)")
+          "activation"_a, "filter"_a, "output"_a, "stream"_a = 0, "bias"_a = 0, "residual"_a = 0,
+          "enqueues the convolution on device pointers (already checked: convgen.ConvOp.run checks tensors); bias "
+          "(K values) and residual (the output's shape) where the problem's epilogue reads them, else 0")
       .def(
           "prepare_pointer",
           [](const ConvOp& op, std::uintptr_t filter, std::uintptr_t stream) {

@@ -11,8 +11,8 @@ model = torchvision.models.resnet50(weights=None).cuda().eval()  # random weight
 x = torch.randn(batch, 3, 224, 224, device="cuda")
 with torch.inference_mode():
     want = model(x)
-    convgen.torch.convert(model)  # every Conv2d now runs convgen's kernel for its shape
-    for layer in convgen.torch.tune(model, x, budget=4):  # measured once, then read from the database
+    converted = convgen.torch.convert(model)  # each Conv2d with its BatchNorm, add and ReLU: one convgen kernel
+    for layer in convgen.torch.tune(converted, x, budget=4):  # measured once, then read from the database
         print(layer["layer"], layer["kernel"], layer["chosen_by"])
-    got = model(x)
+    got = converted(x)
 print(f"max |convgen - pytorch| = {(got - want).abs().max().item():.2e}")

@@ -6,9 +6,13 @@
     op = context.conv(problem)                            # chosen, compiled and loaded once
     op.run(x, w, y)                                       # any DLPack / __cuda_array_interface__ CUDA tensors
 
-`convgen.torch` holds drop-in `Conv2d`/`Conv3d` modules, `conv2d`/`conv3d` functions, `convert(model)` and
-`tune(model, example_input)`. Errors from C++ arrive as `convgen.InputError` (a ValueError), `convgen.NoDeviceError`,
-`convgen.ApiError` or `convgen.Error` (RuntimeErrors), with the C++ message.
+A problem's `epilogue` ('bias+add+relu') fuses a bias, a residual add and an activation into the kernel's store:
+`op.run(x, w, y, bias=b, residual=r)` then takes them (the residual checked as the output is, the bias as K values).
+
+`convgen.torch` holds drop-in `Conv2d`/`Conv3d` modules, `conv2d`/`conv3d` functions, `convert(model)` (which fuses
+each convolution with the BatchNorm, residual add and ReLU after it) and `tune(model, example_input)`. Errors from C++
+arrive as `convgen.InputError` (a ValueError), `convgen.NoDeviceError`, `convgen.ApiError` or `convgen.Error`
+(RuntimeErrors), with the C++ message.
 """
 from ._convgen import (  # noqa: F401 (re-exported)
     ApiError,

@@ -89,15 +89,10 @@ def expected_shapes(problem):
 
 
 def check_tensor(role, info, problem, device_id):
-    """Raises ValueError (or TypeError) naming the role, what was expected and what was given."""
-    if info.device != "cuda":
-        raise ValueError(f"{role}: on {info.device}, expected a CUDA tensor on device {device_id} (the context's)")
-    if info.device_id not in (-1, device_id):
-        raise ValueError(f"{role}: on CUDA device {info.device_id}, expected device {device_id} (the context's)")
-    dtype = PRECISION_DTYPE[problem.precision]
-    if info.dtype != dtype:
-        raise ValueError(f"{role}: {info.dtype}, expected {dtype} for a {problem.precision} problem")
-    logical, names = expected_shapes(problem)[role]
+    """Raises ValueError (or TypeError) naming the role, what was expected and what was given. A residual is checked
+    as the output is: it has the output's shape, layout and type."""
+    check_device_and_dtype(role, info, problem, device_id)
+    logical, names = expected_shapes(problem)["output" if role == "residual" else role]
     channels_last = problem.layout in ("nwc", "nhwc", "ndhwc")
     physical = (logical[0], *logical[2:], logical[1]) if channels_last else logical
     if info.shape == logical:
@@ -116,6 +111,45 @@ def check_tensor(role, info, problem, device_id):
         order = ", ".join(names)
         also = f", or {physical} stored in that order" if channels_last else ""
         raise ValueError(f"{role}: shape {info.shape}, expected {logical} ({order}) for {problem.describe()}{also}")
+
+
+def check_device_and_dtype(role, info, problem, device_id):
+    if info.device != "cuda":
+        raise ValueError(f"{role}: on {info.device}, expected a CUDA tensor on device {device_id} (the context's)")
+    if info.device_id not in (-1, device_id):
+        raise ValueError(f"{role}: on CUDA device {info.device_id}, expected device {device_id} (the context's)")
+    dtype = PRECISION_DTYPE[problem.precision]
+    if info.dtype != dtype:
+        raise ValueError(f"{role}: {info.dtype}, expected {dtype} for a {problem.precision} problem")
+
+
+def check_bias(info, problem, device_id):
+    """The epilogue's bias: K contiguous values of the problem's data type."""
+    check_device_and_dtype("bias", info, problem, device_id)
+    if info.shape != (problem.k,) or not _same_strides(info.shape, info.strides, (1,)):
+        raise ValueError(f"bias: shape {info.shape} with strides {info.strides}, expected {problem.k} contiguous "
+                         f"values (k) for {problem.describe()}")
+
+
+def check_epilogue_tensors(op, bias, residual, device_id=0):
+    """The pointers of the epilogue's bias and residual (0 where not given), each checked against the problem; one
+    its epilogue does not read is refused (its absence where read is the C++ run's error)."""
+    epilogue = op.problem.epilogue
+    terms = set() if epilogue == "none" else {term.split(":")[0] for term in epilogue.split("+")}
+    pointers = []
+    for role, tensor, term in (("bias", bias, "bias"), ("residual", residual, "add")):
+        if tensor is None:
+            pointers.append(0)
+            continue
+        if term not in terms:
+            raise ValueError(f"{role}: given, but the problem's epilogue '{epilogue}' reads none (its term '{term}')")
+        info = tensor_info(tensor)
+        if role == "bias":
+            check_bias(info, op.problem, device_id)
+        else:
+            check_tensor(role, info, op.problem, device_id)
+        pointers.append(info.pointer)
+    return pointers
 
 
 def check_tensors(op, activation, filter, output, device_id=0):
@@ -146,9 +180,13 @@ def stream_handle(stream, infos):
                     f"{type(stream).__qualname__}")
 
 
-def run_op(op, activation, filter, output, stream=None):
-    """op.run(activation, filter, output, stream=None): enqueues the convolution on tensors checked against the
-    problem (device, dtype, shape, layout, contiguity; nothing copied). The stream: PyTorch's current one for
-    PyTorch tensors, else the legacy default stream, unless given."""
-    infos = check_tensors(op, activation, filter, output, getattr(op, "device", 0))
-    op.run_pointers(infos[0].pointer, infos[1].pointer, infos[2].pointer, stream_handle(stream, infos))
+def run_op(op, activation, filter, output, stream=None, *, bias=None, residual=None):
+    """op.run(activation, filter, output, stream=None, *, bias=None, residual=None): enqueues the convolution on
+    tensors checked against the problem (device, dtype, shape, layout, contiguity; nothing copied). The stream:
+    PyTorch's current one for PyTorch tensors, else the legacy default stream, unless given. `bias` (K values) and
+    `residual` (the output's shape and layout) are for a problem whose epilogue reads them ('bias+add+relu')."""
+    device_id = getattr(op, "device", 0)
+    infos = check_tensors(op, activation, filter, output, device_id)
+    bias_pointer, residual_pointer = check_epilogue_tensors(op, bias, residual, device_id)
+    op.run_pointers(infos[0].pointer, infos[1].pointer, infos[2].pointer, stream_handle(stream, infos), bias_pointer,
+                    residual_pointer)

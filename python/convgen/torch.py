@@ -1,7 +1,7 @@
 """convgen.torch: convgen's kernels behind PyTorch's convolution interface, for inference.
 
     import convgen.torch
-    model = convgen.torch.convert(torchvision.models.resnet50().cuda().eval())   # every eligible Conv2d swapped
+    model = convgen.torch.convert(torchvision.models.resnet50().cuda().eval())   # Conv+BN+add+ReLU fused
     convgen.torch.tune(model, torch.randn(8, 3, 224, 224, device="cuda"))      # into the CLI's tuning database
     with torch.inference_mode():
         y = model(x)
@@ -12,28 +12,39 @@ bfloat16, no gradient wanted (inference, `torch.no_grad()` or tensors that need 
 'zeros', and 'same' only where it is symmetric). Anything else runs PyTorch's own convolution, and `fallbacks`
 counts those calls, so a model is never wrong for being converted. float32 follows
 `torch.backends.cudnn.allow_tf32` as `torch.nn.Conv2d` does (tf32 kernels when allowed, strict fp32 otherwise).
-Channels-last inputs (`memory_format=torch.channels_last`) run NHWC kernels, others NCHW. The bias is added after
-the convolution by PyTorch (convgen fuses no epilogue yet).
+Channels-last inputs (`memory_format=torch.channels_last`) run NHWC kernels, others NCHW. The bias is added by the
+kernel's epilogue, in its store (no second pass over the output).
+
+Fusion: `convert` of a model in eval mode traces it with torch.fx and gives each convolution what follows it where
+the value in between has no other user: a BatchNorm (folded into the weight and bias), an add of another tensor (the
+residual), a ReLU or ReLU6. The fused module (a Conv2d with `act` and `add_residual`; its forward takes the residual
+as a second input) runs them in the kernel's epilogue: output = act(conv + bias + residual); where convgen does not
+serve a call, PyTorch computes the same sequence. At batch 1 a model is bound by PyTorch's host time per call: eager
+ResNet-50 makes 171 such calls for its 53 convolutions, 53 BatchNorms, 49 ReLUs and 16 adds, the fused model 53.
+Models in training mode, or that fx cannot trace, are converted module by module, without fusion (see `convert`).
 
 A call costs little on the host: a module keeps a plan per input signature (shape, strides, dtype, device of input
-and weight, the TF32 setting), made on the first call of that signature with every check that protects the call
-(device, dtype, layout, channels) and the op chosen then; a later call of the signature reads the signature, checks
-the gradient, allocates the output and makes one C++ call with the pointers and PyTorch's current stream. Nothing is
-copied unless the input or weight is in neither dense layout. CUDA graphs: after one call per signature (warm-up), a
-module's forward is capturable by `torch.cuda.graph` (no allocation but the output's, from PyTorch's allocator; no
-synchronization, no compilation); a signature first seen during a capture is refused with what to do.
+and weight, whether there is a bias, the TF32 setting, the residual's shape, strides, dtype and device), made on the
+first call of that signature with every check that protects the call (device, dtype, layout, channels, the bias's
+and residual's fit to the epilogue) and the op chosen then; a later call of the signature reads the signature,
+checks the gradient, allocates the output and makes one C++ call with the pointers and PyTorch's current stream.
+Nothing is copied unless the input, weight or residual is in neither dense layout. CUDA graphs: after one call per
+signature (warm-up), a module's forward is capturable by `torch.cuda.graph` (no allocation but the output's, from
+PyTorch's allocator; no synchronization, no compilation); a signature first seen during a capture is refused with
+what to do.
 
 Sparse families: `act_sparsity=0.5` declares the zero fraction a module's input is expected to have (one that follows
 a ReLU), which the context's tuner measures with; `weight_sparse=True` bakes the module's filter pattern into the
 kernel (for pruned weights; the filter is then read once per change of `weight`).
 """
+import warnings
 import weakref
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import ConvContext, Problem
+from . import ConvContext, Error, InputError, Problem
 
 _contexts = {}
 _context_options = {}
@@ -133,13 +144,16 @@ def servable(input, weight, padding, rank):
     return why
 
 
-def problem_for(input, weight, stride, padding, dilation, groups, act_sparsity=0.0, weights_baked=False):
-    """The convgen Problem of a PyTorch convolution call (input and weight as given to F.convNd)."""
+def problem_for(input, weight, stride, padding, dilation, groups, act_sparsity=0.0, weights_baked=False,
+                epilogue="none"):
+    """The convgen Problem of a PyTorch convolution call (input and weight as given to F.convNd), with the epilogue
+    text fused into it ('bias', 'bias+add+relu'; see convgen.Problem)."""
     rank = input.dim() - 2
     layout = _LAYOUTS[rank][1 if _channels_last(input, rank) else 0]
     problem = Problem(input.shape[0], input.shape[1], weight.shape[0], input=tuple(input.shape[2:]),
                       filter=tuple(weight.shape[2:]), stride=stride, padding=padding, dilation=dilation,
-                      groups=groups, layout=layout, precision=_precision(input.dtype), act_sparsity=act_sparsity)
+                      groups=groups, layout=layout, precision=_precision(input.dtype), act_sparsity=act_sparsity,
+                      epilogue=epilogue)
     if weights_baked:
         filter = weight.detach().float()
         if layout in ("nwc", "nhwc", "ndhwc"):
@@ -150,14 +164,15 @@ def problem_for(input, weight, stride, padding, dilation, groups, act_sparsity=0
 
 class _Plan:
     """What calls of one input signature need, worked out and checked once: why convgen does not serve them (''
-    when it does), else the op, whether input or weight must be copied into the problem's layout (only a tensor in
-    neither dense layout is), the output's shape and memory format, the bias's view shape. The signature (`_signature`)
-    holds everything these depend on, so a call whose signature is cached needs no other check than the gradient."""
+    when it does), else the op, whether input, weight or residual must be copied into the problem's layout (only a
+    tensor in neither dense layout is), the output's shape and memory format. The signature (`_signature`, and the
+    residual's where there is one) holds everything these depend on, so a call whose signature is cached needs no
+    other check than the gradient."""
 
-    __slots__ = ("why", "op", "problem", "run", "prepare", "copy_input", "copy_weight", "output_shape",
-                 "output_strides", "dtype", "device", "memory_format", "bias_shape", "device_index", "prepared")
+    __slots__ = ("why", "op", "problem", "run", "prepare", "copy_input", "copy_weight", "copy_residual",
+                 "output_shape", "output_strides", "dtype", "device", "memory_format", "device_index", "prepared")
 
-    def __init__(self, why="", op=None, problem=None, input=None, weight=None):
+    def __init__(self, why="", op=None, problem=None, input=None, weight=None, residual=None):
         self.why = why
         self.op = op
         self.problem = problem
@@ -168,11 +183,11 @@ class _Plan:
         self.memory_format = _CHANNELS_LAST[rank] if channels_last else torch.contiguous_format
         self.copy_input = not input.is_contiguous(memory_format=self.memory_format)
         self.copy_weight = not weight.is_contiguous(memory_format=self.memory_format)
+        self.copy_residual = residual is not None and not residual.is_contiguous(memory_format=self.memory_format)
         self.output_shape = (problem.n, problem.k, *problem.output)
         # empty_strided is the cheaper call (no memory format to resolve): the strides are those it would give.
         self.output_strides = torch.empty(self.output_shape, device="meta", memory_format=self.memory_format).stride()
         self.dtype, self.device = input.dtype, input.device
-        self.bias_shape = (1, -1, *([1] * rank))
         self.device_index = input.device.index if input.device.index is not None else torch.cuda.current_device()
         self.run = op.run_pointers
         # Kernels with one-time work on the filter (a transformed or packed copy kept with the op): see _launch.
@@ -180,14 +195,51 @@ class _Plan:
         self.prepared = {}  # filter pointer -> (the tensor, weakly, and its _version) when last prepared
 
 
-def _signature(input, weight):
-    """What a plan depends on, read from the tensors in a few attribute reads (the layout is in the strides)."""
+def _signature(input, weight, bias):
+    """What a plan depends on, read from the tensors in a few attribute reads (the layout is in the strides). Of the
+    bias only whether there is one (the epilogue's text): a module's bias is checked when its plan is made, and
+    changes its dtype or device only with the weight's."""
     return (input.shape, input.stride(), input.dtype, input.device, weight.shape, weight.stride(), weight.dtype,
-            weight.device, _allow_tf32())
+            weight.device, bias is None, _allow_tf32())
 
 
-def _new_plan(owner, rank, input, weight, stride, padding, dilation, groups, act_sparsity, weights_baked):
-    """The _Plan of a signature not seen before: the checks, the problem, the op (chosen and compiled now)."""
+def _tensor_signature(tensor):
+    """What a plan depends on of a residual (or the functional form's bias): its shape, strides, dtype and device;
+    the type of anything else (a traced graph can hand a fused module a number)."""
+    try:
+        return (tensor.shape, tensor.stride(), tensor.dtype, tensor.device)
+    except (AttributeError, TypeError):
+        return type(tensor)
+
+
+def _epilogue(bias, residual, act):
+    """The epilogue text of a call: the bias, the residual add and the activation it fuses ('none' when nothing)."""
+    terms = (["bias"] if bias is not None else []) + (["add"] if residual is not None else []) + ([act] if act else [])
+    return "+".join(terms) or "none"
+
+
+def _unservable_epilogue(input, weight, bias, residual, output_shape):
+    """Why convgen's epilogue cannot take this bias or residual ('' when it can): PyTorch then adds them as the
+    model did (broadcasting, type promotion, or its own error)."""
+    if bias is not None and (bias.dtype != input.dtype or bias.device != input.device
+                             or tuple(bias.shape) != (weight.shape[0],)
+                             or (bias.numel() > 1 and bias.stride() != (1,))):
+        return (f"bias of shape {tuple(bias.shape)}, strides {tuple(bias.stride())}, {bias.dtype} on {bias.device}: "
+                f"the epilogue takes {weight.shape[0]} contiguous values of the input's dtype and device")
+    if residual is None:
+        return ""
+    if not isinstance(residual, torch.Tensor):
+        return f"a residual of type {type(residual).__name__}"
+    if tuple(residual.shape) != output_shape or residual.dtype != input.dtype or residual.device != input.device:
+        return (f"a residual of shape {tuple(residual.shape)}, {residual.dtype} on {residual.device}: the epilogue "
+                f"adds one of the output's shape {output_shape}, dtype and device")
+    return ""
+
+
+def _new_plan(owner, rank, input, weight, stride, padding, dilation, groups, act_sparsity, weights_baked, bias=None,
+              residual=None, act=None):
+    """The _Plan of a signature not seen before: the checks, the problem with its epilogue (the bias, the residual
+    add, the activation), the op (chosen and compiled now)."""
     why = _unservable(input, weight, padding, rank)
     if why:
         return _Plan(why)
@@ -201,16 +253,30 @@ def _new_plan(owner, rank, input, weight, stride, padding, dilation, groups, act
                            f"{tuple(input.stride())}) is new to {_owner_name(owner)} during CUDA graph capture: its "
                            f"kernel would be chosen and compiled inside the capture; call it once on such an input "
                            f"before capturing")
-    problem = problem_for(input, weight, stride, padding, dilation, groups, act_sparsity, weights_baked)
-    return _Plan("", context(input.device).conv(problem), problem, input, weight)
+    epilogue = _epilogue(bias, residual, act)
+    problem = problem_for(input, weight, stride, padding, dilation, groups, act_sparsity, weights_baked, epilogue)
+    why = _unservable_epilogue(input, weight, bias, residual, (problem.n, problem.k, *problem.output))
+    if why:
+        return _Plan(why)
+    try:
+        op = context(input.device).conv(problem)
+    except (Error, InputError) as error:
+        if epilogue == "none":
+            raise
+        # Every family applies the epilogue, but a policy may still find no kernel for this problem (database_only
+        # without its record, a tuning whose candidates all failed): PyTorch runs the call, as for what convgen does
+        # not serve.
+        return _Plan(f"no convgen kernel for epilogue '{epilogue}': {error}")
+    return _Plan("", op, problem, input, weight, residual)
 
 
 def _owner_name(owner):
     return f"this {type(owner).__name__}" if isinstance(owner, _ConvgenConv) else f"convgen.torch.conv{owner}d"
 
 
-def _launch(plan, input, weight, bias):
-    """Runs a plan's op: the common path, with no check left but the caller's gradient one, no copy, one C++ call."""
+def _launch(plan, input, weight, bias, residual=None):
+    """Runs a plan's op: the common path, with no check left but the caller's gradient one, no copy, one C++ call.
+    The bias and the residual go to the op's epilogue (the plan's problem reads exactly those given)."""
     if plan.copy_input:
         input = input.contiguous(memory_format=plan.memory_format)
     if plan.copy_weight:
@@ -228,9 +294,14 @@ def _launch(plan, input, weight, bias):
                 or torch.cuda.is_current_stream_capturing()):
             plan.prepare(pointer, stream)
             plan.prepared[pointer] = (weakref.ref(weight), version)
-    plan.run(input.data_ptr(), weight.data_ptr(), output.data_ptr(), stream)
-    if bias is not None:  # after the kernel: no fused epilogue yet
-        output += bias.view(plan.bias_shape)
+    if residual is None:
+        residual_pointer = 0
+    else:
+        if plan.copy_residual:
+            residual = residual.contiguous(memory_format=plan.memory_format)
+        residual_pointer = residual.data_ptr()
+    plan.run(input.data_ptr(), weight.data_ptr(), output.data_ptr(), stream, 0 if bias is None else bias.data_ptr(),
+             residual_pointer)
     return output
 
 
@@ -242,81 +313,146 @@ _functional_plans = {}
 def _conv(rank, input, weight, bias, stride, padding, dilation, groups, act_sparsity=0.0):
     stride, dilation = _tuple(stride, rank), _tuple(dilation, rank)
     padding_key = padding if isinstance(padding, str) else _tuple(padding, rank)
-    key = (_signature(input, weight), rank, stride, padding_key, dilation, groups, act_sparsity)
+    key = (_signature(input, weight, bias), None if bias is None else _tensor_signature(bias), rank, stride,
+           padding_key, dilation, groups, act_sparsity)
     plan = _functional_plans.get(key)
     if plan is None:
         pad = _padding(padding, rank, tuple(weight.shape[2:]), stride, dilation)
-        plan = _new_plan(rank, rank, input, weight, stride, pad, dilation, groups, act_sparsity, False)
+        plan = _new_plan(rank, rank, input, weight, stride, pad, dilation, groups, act_sparsity, False, bias)
         if len(_functional_plans) >= _FUNCTIONAL_PLANS_MAX:
             _functional_plans.clear()
         _functional_plans[key] = plan
-    if plan.why or (_grad_enabled() and (input.requires_grad or weight.requires_grad)):
+    if plan.why or (_grad_enabled() and (input.requires_grad or weight.requires_grad
+                                         or (bias is not None and bias.requires_grad))):
         return getattr(F, f"conv{rank}d")(input, weight, bias, stride, padding, dilation, groups)
     return _launch(plan, input, weight, bias)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act_sparsity=0.0):
-    """torch.nn.functional.conv2d's arguments; convgen's kernel where it serves the call, PyTorch's otherwise."""
+    """torch.nn.functional.conv2d's arguments; convgen's kernel where it serves the call, PyTorch's otherwise. The
+    bias is added in the kernel's epilogue."""
     return _conv(2, input, weight, bias, stride, padding, dilation, groups, act_sparsity)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act_sparsity=0.0):
-    """torch.nn.functional.conv3d's arguments; convgen's kernel where it serves the call, PyTorch's otherwise."""
+    """torch.nn.functional.conv3d's arguments; convgen's kernel where it serves the call, PyTorch's otherwise. The
+    bias is added in the kernel's epilogue."""
     return _conv(3, input, weight, bias, stride, padding, dilation, groups, act_sparsity)
 
 
+# The activations a module fuses into its epilogue, and PyTorch's own for its fallback.
+_ACTIVATIONS = {None: None, "relu": torch.relu, "relu6": F.relu6}
+
+
+def fold_batch_norm(weight, bias, batch_norm):
+    """The weight and bias of one convolution computing batch_norm(conv(x, weight, bias)) with BatchNorm's running
+    statistics (eval mode): weight * g and (bias - mean) * g + beta, g = gamma / sqrt(var + eps). Computed in float64
+    and rounded once to the weight's dtype; new tensors in the weight's layout (the arguments are not changed)."""
+    with torch.inference_mode(False), torch.no_grad():
+        scale = (batch_norm.running_var.double() + batch_norm.eps).rsqrt()
+        if batch_norm.weight is not None:
+            scale = scale * batch_norm.weight.double()
+        shift = -batch_norm.running_mean.double()
+        if bias is not None:
+            shift = shift + bias.double()
+        shift = shift * scale
+        if batch_norm.bias is not None:
+            shift = shift + batch_norm.bias.double()
+        folded_weight = torch.empty_like(weight)  # the weight's dtype, device and strides (channels_last stays so)
+        folded_weight.copy_(weight.double() * scale.view(-1, *([1] * (weight.dim() - 1))))
+        return folded_weight, shift.to(weight.dtype)
+
+
 class _ConvgenConv:
-    """What Conv2d and Conv3d share: the op per input signature, the fallback count, the sparse declarations."""
+    """What Conv2d and Conv3d share: the op per input signature, the fallback count, the sparse declarations, the
+    epilogue (bias, residual add, activation) fused into the kernel."""
 
     _rank = 2
 
-    def _convgen_init(self, act_sparsity, weight_sparse):
+    def _convgen_init(self, act_sparsity, weight_sparse, act, add_residual):
         if not 0.0 <= act_sparsity <= 1.0:
             raise ValueError(f"act_sparsity: {act_sparsity}, expected a zero fraction in [0, 1]")
+        if act not in _ACTIVATIONS:
+            raise ValueError(f"act: {act!r}, expected None, 'relu' or 'relu6'")
         self.act_sparsity = float(act_sparsity)
         self.weight_sparse = bool(weight_sparse)
+        self.act = act
+        self.add_residual = bool(add_residual)
         self.fallbacks = 0
         self.last_fallback = ""
-        self._plans = {}  # by _signature (and filter version, when its pattern is baked)
+        self._plans = {}  # by _signature (and the residual's, and the filter version when its pattern is baked)
 
     @classmethod
-    def from_module(cls, module, *, act_sparsity=0.0, weight_sparse=False):
-        """A convgen module sharing `module`'s weight and bias (a torch.nn.Conv2d or Conv3d)."""
+    def from_module(cls, module, *, act_sparsity=0.0, weight_sparse=False, batch_norm=None, act=None,
+                    add_residual=False):
+        """A convgen module sharing `module`'s weight and bias (a torch.nn.Conv2d or Conv3d), or, given the
+        `batch_norm` that follows it (eval mode), owning the two folded into one weight and bias (fold_batch_norm);
+        `act` and `add_residual` as the constructor's."""
         new = cls(module.in_channels, module.out_channels, module.kernel_size, module.stride, module.padding,
-                  module.dilation, module.groups, module.bias is not None, module.padding_mode, device="meta",
-                  dtype=module.weight.dtype, act_sparsity=act_sparsity, weight_sparse=weight_sparse)
-        new.weight = module.weight
-        new.bias = module.bias
+                  module.dilation, module.groups, module.bias is not None or batch_norm is not None,
+                  module.padding_mode, device="meta", dtype=module.weight.dtype, act_sparsity=act_sparsity,
+                  weight_sparse=weight_sparse, act=act, add_residual=add_residual)
+        if batch_norm is None:
+            new.weight = module.weight
+            new.bias = module.bias
+        else:
+            # Derived values, not trainable ones: without a gradient to want, they leave every call to convgen.
+            weight, bias = fold_batch_norm(module.weight, module.bias, batch_norm)
+            new.weight = nn.Parameter(weight, requires_grad=False)
+            new.bias = nn.Parameter(bias, requires_grad=False)
         new.train(module.training)
         return new
 
-    def forward(self, input):
+    def forward(self, input, residual=None):
         # The parameters straight from their dict: `self.weight` goes through nn.Module.__getattr__, slower by far
         # than the rest of a cached call (a parametrized module has them elsewhere: then the attribute).
         parameters = self._parameters
         weight = parameters.get("weight", _ABSENT)
         if weight is _ABSENT:
             weight = self.weight
-        key = _signature(input, weight)
+        bias = parameters.get("bias", _ABSENT)
+        if bias is _ABSENT:
+            bias = self.bias
+        key = _signature(input, weight, bias)
+        if residual is not None:
+            try:  # _tensor_signature inlined: a call costs as much as the reads
+                key = (key, residual.shape, residual.stride(), residual.dtype, residual.device)
+            except AttributeError:  # a number (the traced graph can add one): its plan runs PyTorch
+                key = (key, type(residual))
         if self.weight_sparse:
             key = (key, weight._version)  # the baked pattern is read again once the filter changed
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._plan_for(input, weight)
-        why = plan.why or (_GRAD_WANTED if _grad_enabled() and (input.requires_grad or weight.requires_grad) else "")
+            plan = self._plans[key] = self._plan_for(input, weight, bias, residual)
+        why = plan.why
+        if not why and _grad_enabled() and (input.requires_grad or weight.requires_grad
+                                            or (bias is not None and bias.requires_grad)
+                                            or (residual is not None and residual.requires_grad)):
+            why = _GRAD_WANTED
         if why:
             self.fallbacks += 1
             self.last_fallback = why
-            return super().forward(input)
-        bias = parameters.get("bias", _ABSENT)
-        return _launch(plan, input, weight, self.bias if bias is _ABSENT else bias)
+            return self._pytorch_forward(input, weight, bias, residual)
+        return _launch(plan, input, weight, bias, residual)
 
-    def _plan_for(self, input, weight):
+    def _pytorch_forward(self, input, weight, bias, residual):
+        """The module's result by PyTorch, as the layers it stands for computed it (for a call convgen does not
+        serve): the convolution, then the residual added, then the activation."""
+        output = self._conv_forward(input, weight, bias)
+        if residual is not None:
+            output = output + residual
+        return output if self.act is None else _ACTIVATIONS[self.act](output)
+
+    def _plan_for(self, input, weight, bias, residual):
+        if (residual is not None) != self.add_residual:
+            raise TypeError(f"{type(self).__name__}.forward: " + (
+                "a residual given to a module made without add_residual" if residual is not None else
+                "the module adds a residual (add_residual=True): call it as module(input, residual)"))
         if self.padding_mode != "zeros":
             return _Plan("padding_mode " + self.padding_mode)
         pad = _padding(self.padding, self._rank, self.kernel_size, self.stride, self.dilation)
         return _new_plan(self, self._rank, input, weight, self.stride, pad, self.dilation, self.groups,
-                         self.act_sparsity, self.weight_sparse)
+                         self.act_sparsity, self.weight_sparse, bias, residual, self.act)
 
     def ops(self):
         """The (problem key, kernel name, how it was chosen) of each op this module built."""
@@ -325,6 +461,10 @@ class _ConvgenConv:
 
     def extra_repr(self):
         extra = super().extra_repr()
+        if self.add_residual:
+            extra += ", add_residual=True"
+        if self.act:
+            extra += f", act={self.act!r}"
         if self.act_sparsity:
             extra += f", act_sparsity={self.act_sparsity}"
         if self.weight_sparse:
@@ -333,27 +473,49 @@ class _ConvgenConv:
 
 
 class Conv2d(_ConvgenConv, nn.Conv2d):
-    """torch.nn.Conv2d on convgen's kernels (where it serves the call; see the module's doc)."""
+    """torch.nn.Conv2d on convgen's kernels (where it serves the call; see the module's doc). `act` ('relu',
+    'relu6') and `add_residual` (forward(input, residual)) fuse what follows the convolution into its epilogue:
+    act(conv(input) + bias + residual)."""
 
     _rank = 2
 
-    def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, **kwargs):
+    def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, act=None, add_residual=False, **kwargs):
         nn.Conv2d.__init__(self, *args, **kwargs)
-        self._convgen_init(act_sparsity, weight_sparse)
+        self._convgen_init(act_sparsity, weight_sparse, act, add_residual)
 
 
 class Conv3d(_ConvgenConv, nn.Conv3d):
-    """torch.nn.Conv3d on convgen's kernels (where it serves the call; see the module's doc)."""
+    """torch.nn.Conv3d on convgen's kernels (where it serves the call; see the module's doc); `act` and
+    `add_residual` as Conv2d's."""
 
     _rank = 3
 
-    def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, **kwargs):
+    def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, act=None, add_residual=False, **kwargs):
         nn.Conv3d.__init__(self, *args, **kwargs)
-        self._convgen_init(act_sparsity, weight_sparse)
+        self._convgen_init(act_sparsity, weight_sparse, act, add_residual)
 
 
-def convert(model, *, act_sparsity=None, weight_sparse=False):
-    """Swaps every torch.nn.Conv2d and Conv3d of `model` (in place; returned) for convgen's, sharing weights.
+_CONVGEN_TYPES = {nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
+_RANKS = {nn.Conv2d: 2, nn.Conv3d: 3}
+
+
+def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None):
+    """Runs every torch.nn.Conv2d and Conv3d of `model` on convgen; returns the converted model.
+
+    Fused (a model in eval mode that torch.fx traces; `fuse=True` insists, `fuse=False` never fuses): a new module
+    (a torch.fx.GraphModule) is returned and `model` is left as it was. Each convolution becomes a convgen module
+    that computes it with what follows it, where the value in between has no other user: a BatchNorm in eval mode
+    (folded into a weight and bias of its own, in the weight's dtype; the BatchNorm's statistics are read now), then
+    an add of another tensor (the residual, a second input of the module), then a ReLU or ReLU6; its epilogue does
+    them in the kernel's store ('bias+add+relu'), so the model makes one call where it made four. A convolution
+    fused with nothing shares its parameters. Modules keep their qualified names (the convolution's; one called at
+    several places is `<name>_fused` where fused), so `act_sparsity`, `weight_sparse`, `tune` and `fallbacks` name
+    layers as before; the BatchNorm modules are gone
+    from the result (load weights before converting). The fused model is for inference: train() brings no batch
+    statistics back.
+
+    Not fused (training mode, `fuse=False`, or a model fx cannot trace: then a warning says why): the convolutions
+    are swapped in place, sharing their parameters, and `model` is returned.
 
     act_sparsity: a zero fraction for every convolution, or {qualified module name: fraction}; weight_sparse: True,
     or a set of qualified names, for filters whose pattern convgen bakes into the kernel. Modules of other types,
@@ -366,17 +528,33 @@ def convert(model, *, act_sparsity=None, weight_sparse=False):
     def baked(name):
         return weight_sparse is True or (not isinstance(weight_sparse, bool) and name in weight_sparse)
 
-    replacements = []
-    for name, module in model.named_modules():
-        kind = {nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}.get(type(module))
-        if kind is not None:
-            replacements.append((name, kind.from_module(module, act_sparsity=fraction(name),
-                                                        weight_sparse=baked(name))))
-    for name, replacement in replacements:
-        if not name:  # the model is itself a bare Conv2d/Conv3d: its replacement is the answer
-            return replacement
-        parent_name, _, child = name.rpartition(".")
-        setattr(model.get_submodule(parent_name) if parent_name else model, child, replacement)
+    def make_module(name, module, batch_norm=None, act=None, add_residual=False):
+        return _CONVGEN_TYPES[type(module)].from_module(module, act_sparsity=fraction(name), weight_sparse=baked(name),
+                                                        batch_norm=batch_norm, act=act, add_residual=add_residual)
+
+    if type(model) in _CONVGEN_TYPES:  # a bare Conv2d/Conv3d: its replacement is the answer, nothing to fuse
+        return make_module("", model)
+    if fuse and model.training:
+        raise ValueError("convert: fuse=True but the model is in training mode: fusing folds BatchNorm's running "
+                         "statistics, which is for inference (call model.eval() first)")
+    if fuse or (fuse is None and not model.training):
+        from . import _fusion  # torch.fx only where fusing
+
+        try:
+            traced = _fusion.trace(model, (_ConvgenConv,))
+        except Exception as error:  # fx raises many types (TraceError, TypeError, RuntimeError, ...)
+            if fuse:
+                raise ValueError(f"convert: fuse=True but torch.fx cannot trace {type(model).__name__}: {error}") \
+                    from error
+            warnings.warn(f"convgen.torch.convert: torch.fx cannot trace {type(model).__name__} ({error}): its "
+                          f"convolutions are swapped one by one, nothing is fused (convert(..., fuse=False) says so "
+                          f"without this warning)", stacklevel=2)
+        else:
+            return _fusion.fuse(traced, _RANKS, make_module)
+    for name, module in list(model.named_modules()):
+        if type(module) in _CONVGEN_TYPES:
+            parent_name, _, child = name.rpartition(".")
+            setattr(model.get_submodule(parent_name) if parent_name else model, child, make_module(name, module))
     return model
 
 
@@ -431,5 +609,5 @@ def tune(model, example_input, *, database=None, budget=None):
         configure(**saved)
 
 
-__all__ = ["Conv2d", "Conv3d", "conv2d", "conv3d", "convert", "observe_act_sparsity", "tune", "configure", "context", "problem_for",
-           "servable"]
+__all__ = ["Conv2d", "Conv3d", "conv2d", "conv3d", "convert", "observe_act_sparsity", "tune", "configure", "context",
+           "problem_for", "servable", "fold_batch_norm"]

@@ -73,6 +73,30 @@ def test_a_filter_given_as_an_array_sets_the_pattern_and_its_zero_fraction():
         p.with_weights("weights.npy")
 
 
+def test_an_epilogue_is_part_of_the_problem_its_key_and_its_description():
+    plain = convgen.Problem(1, 64, 64, input=(56, 56), filter=(3, 3), padding=(1, 1))
+    p = convgen.Problem(1, 64, 64, input=(56, 56), filter=(3, 3), padding=(1, 1), epilogue="add+bias+relu")
+    assert plain.epilogue == "none" and p.epilogue == "bias+add+relu"  # the canonical order
+    assert p.key() == plain.key() + "_ebias+add+relu" and convgen.Problem.from_key(p.key()) == p
+    assert p != plain and hash(p) != hash(plain)
+    assert plain.with_epilogue("bias+add+relu") == p and p.with_epilogue("none") == plain
+    assert p.describe() == plain.describe() + ", epilogue bias+add+relu"
+    assert plain.with_epilogue("alpha:0.5+add:2+clip:-1:1").epilogue == "alpha:0.5+add:2+clip:-1:1"
+    assert plain.with_epilogue("bias+relu6").with_weights(np.ones((64, 64, 3, 3), np.float32)).epilogue == "bias+relu6"
+
+
+def test_a_bad_epilogue_is_a_value_error_with_the_cpp_message():
+    plain = convgen.Problem(1, 8, 8, input=(8, 8), filter=(3, 3))
+    with pytest.raises(convgen.InputError, match=r"^epilogue: unknown term 'gelu' in 'bias\+gelu', expected 'none' or "
+                                                 r"terms joined by '\+': alpha:A, bias, add, add:B, relu, relu6, "
+                                                 r"clip:LO:HI \(the activation last\)$"):
+        convgen.Problem(1, 8, 8, input=(8, 8), filter=(3, 3), epilogue="bias+gelu")
+    with pytest.raises(ValueError, match=r"^epilogue: term 'bias' follows the activation in 'relu\+bias'"):
+        plain.with_epilogue("relu+bias")
+    with pytest.raises(ValueError, match=r"^epilogue: 'clip:2:1': epilogue clip bounds must be in order"):
+        plain.with_epilogue("clip:2:1")
+
+
 def test_the_version_and_default_places_are_there():
     assert convgen.__version__ == convgen.version() and convgen.version().count(".") == 2
     assert convgen.default_database().endswith("tuning.sqlite")

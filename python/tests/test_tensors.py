@@ -21,8 +21,8 @@ class RecordingOp:
         self.device = device
         self.calls = []
 
-    def run_pointers(self, activation, filter, output, stream):
-        self.calls.append((activation, filter, output, stream))
+    def run_pointers(self, activation, filter, output, stream, bias=0, residual=0):
+        self.calls.append((activation, filter, output, stream, bias, residual))
 
 
 def nchw_problem(**kw):
@@ -33,7 +33,7 @@ def test_dense_tensors_of_the_problem_run_with_their_pointers_on_the_default_str
     op = RecordingOp(nchw_problem())
     convgen.run_op(op, CudaArray((2, 8, 10, 12), pointer=0x1000), CudaArray((16, 8, 3, 3), pointer=0x2000),
                    CudaArray((2, 16, 10, 12), pointer=0x3000))
-    assert op.calls == [(0x1000, 0x2000, 0x3000, 0)]
+    assert op.calls == [(0x1000, 0x2000, 0x3000, 0, 0, 0)]
 
 
 def test_a_stream_is_an_int_or_an_object_with_its_handle():
@@ -105,6 +105,27 @@ def test_channels_last_tensors_are_taken_in_logical_or_physical_order():
                                          r"\(2, 8, 10, 12\): expected \(960, 1, 96, 8\) \(x.contiguous\("
                                          r"memory_format=torch.channels_last\) in PyTorch\)$"):
         convgen.run_op(op, CudaArray((2, 8, 10, 12)), CudaArray((16, 3, 3, 8)), CudaArray((2, 10, 12, 16)))
+
+
+def test_the_epilogues_bias_and_residual_are_checked_and_their_pointers_passed():
+    op = RecordingOp(nchw_problem(epilogue="bias+add+relu"))
+    tensors = (CudaArray((2, 8, 10, 12)), CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 10, 12)))
+    convgen.run_op(op, *tensors, bias=CudaArray((16,), pointer=0x4000),
+                   residual=CudaArray((2, 16, 10, 12), pointer=0x5000))
+    assert op.calls[0][4:] == (0x4000, 0x5000)
+    with pytest.raises(ValueError, match=r"^bias: shape \(8,\) with strides \(1,\), expected 16 contiguous values "
+                                         r"\(k\) for 8->16 3x3 s1 p1 at 10x12 -> 10x12, n2, epilogue bias\+add\+relu$"):
+        convgen.run_op(op, *tensors, bias=CudaArray((8,)), residual=tensors[2])
+    with pytest.raises(ValueError, match=r"^bias: float16, expected float32 for a fp32 problem$"):
+        convgen.run_op(op, *tensors, bias=CudaArray((16,), "<f2"), residual=tensors[2])
+    with pytest.raises(ValueError, match=r"^residual: shape \(2, 16, 10, 11\), expected \(2, 16, 10, 12\) "
+                                         r"\(n, k, p, q\)"):
+        convgen.run_op(op, *tensors, bias=CudaArray((16,)), residual=CudaArray((2, 16, 10, 11)))
+    relu_only = RecordingOp(nchw_problem(epilogue="relu"))
+    with pytest.raises(ValueError, match=r"^residual: given, but the problem's epilogue 'relu' reads none \(its "
+                                         r"term 'add'\)$"):
+        convgen.run_op(relu_only, *tensors, residual=tensors[2])
+    assert len(op.calls) == 1 and relu_only.calls == []
 
 
 def test_a_cpu_array_and_an_object_that_is_no_tensor_are_refused():
