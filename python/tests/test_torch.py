@@ -660,10 +660,9 @@ def test_torchvisions_resnet50_fuses_every_convolution(stub_device):
     assert [type(m) for m in model.modules()].count(nn.BatchNorm2d) == 53
 
 
-def test_a_fused_resnet50_computes_the_original_where_pytorch_runs_it():
-    torchvision = pytest.importorskip("torchvision")
-    torch.manual_seed(19)
-    model = torchvision.models.resnet50(weights=None).eval()
+def set_batch_norms_apart_from_identity(model):
+    """Gives every BatchNorm2d of `model` statistics and affine parameters near, but not at, 0 and 1 (seeded by the
+    caller), so that folding them into the convolutions changes values."""
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.BatchNorm2d):
@@ -671,6 +670,13 @@ def test_a_fused_resnet50_computes_the_original_where_pytorch_runs_it():
                 m.running_var.uniform_(0.8, 1.2)
                 m.weight.uniform_(0.8, 1.2)
                 m.bias.uniform_(-0.1, 0.1)
+
+
+def test_a_fused_resnet50_computes_the_original_where_pytorch_runs_it():
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(19)
+    model = torchvision.models.resnet50(weights=None).eval()
+    set_batch_norms_apart_from_identity(model)
     x = torch.randn(1, 3, 64, 64)
     with torch.no_grad():
         assert rel_l2(ct.convert(model)(x), model(x)) < 1e-5
@@ -799,13 +805,7 @@ def resnet50_with_statistics(dtype=torch.float32):
     torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(5)
     model = torchvision.models.resnet50(weights=None).cuda()
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.1, 0.1)
-                m.running_var.uniform_(0.8, 1.2)
-                m.weight.uniform_(0.8, 1.2)
-                m.bias.uniform_(-0.1, 0.1)
+    set_batch_norms_apart_from_identity(model)
     model = model.eval().to(dtype)
     return model.to(memory_format=torch.channels_last) if dtype == torch.float16 else model
 
@@ -838,15 +838,7 @@ def test_a_fused_resnet50_replays_in_a_cuda_graph_on_new_inputs(strict_fp32):
     fused = ct.convert(model)
     static_x = torch.randn(1, 3, 224, 224, device="cuda")
     graph, static_y = captured(fused, static_x)
-    for seed in (7, 8):
-        torch.manual_seed(seed)
-        x = torch.randn_like(static_x)
-        static_x.copy_(x)
-        graph.replay()
-        with torch.no_grad():
-            want = model(x)
-        torch.cuda.synchronize()
-        assert rel_l2(static_y, want) < 1e-4
+    replays_match(graph, static_x, static_y, model, 1e-4)
     assert all(m.fallbacks == 0 for m in fused.modules() if isinstance(m, ct.Conv2d))
 
 
@@ -904,6 +896,21 @@ def captured(model, static_x):
     return graph, static_y
 
 
+def replays_match(graph, static_x, static_y, reference, limit):
+    """Replays `graph` on two new inputs copied into its static input, each within `limit` of `reference` on that
+    input; returns the last input and the reference's output for it."""
+    for seed in (7, 8):
+        torch.manual_seed(seed)
+        x = torch.randn_like(static_x)
+        static_x.copy_(x)
+        graph.replay()
+        with torch.no_grad():
+            want = reference(x)
+        torch.cuda.synchronize()
+        assert rel_l2(static_y, want) < limit
+    return x, want
+
+
 @pytest.mark.gpu
 @cuda
 @pytest.mark.parametrize("act_sparsity", [0.0, 0.9], ids=["dense", "sparse"])
@@ -914,15 +921,7 @@ def test_a_converted_model_replays_in_a_cuda_graph_on_new_inputs(strict_fp32, ac
     model.load_state_dict(eager.state_dict())
     static_x = torch.randn(2, 16, 14, 14, device="cuda")
     graph, static_y = captured(model, static_x)
-    for seed in (7, 8):
-        torch.manual_seed(seed)
-        x = torch.randn_like(static_x)
-        static_x.copy_(x)
-        graph.replay()
-        with torch.no_grad():
-            want = eager(x)
-        torch.cuda.synchronize()
-        assert rel_l2(static_y, want) < 1e-5
+    x, want = replays_match(graph, static_x, static_y, eager, 1e-5)
     assert all(m.fallbacks == 0 for m in model.modules() if isinstance(m, ct.Conv2d))
     # Another model sharing the ops (same problems, other filters) runs eagerly in between: the replay must not
     # depend on what that left in an op's prepared copy of its filter.
