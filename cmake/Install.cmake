@@ -34,9 +34,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/convgenConfigVersion.cmak
 install(FILES ${PROJECT_BINARY_DIR}/convgenConfig.cmake ${PROJECT_BINARY_DIR}/convgenConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/convgen COMPONENT library)
 
-# The tool, and beside it what it runs: the template scanner (lint-template), the ONNX importer where built, and
-# plot's scripts with the GPU descriptors.
-install(TARGETS convgen convgen-template-scan RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tool)
+# The tool, and beside it what it runs: the NVRTC worker (its compiles), the template scanner (lint-template), the
+# ONNX importer where built, and plot's scripts with the GPU descriptors.
+install(TARGETS convgen convgen-nvrtc-worker convgen-template-scan RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tool)
 if(TARGET convgen-onnx-import)
   install(TARGETS convgen-onnx-import RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tool)
 endif()

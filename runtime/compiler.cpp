@@ -4,6 +4,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <regex>
 
 #include <fmt/format.h>
@@ -102,6 +104,31 @@ Cubin compile(const Program& program, const CompileOptions& options) {
   cubin.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return cubin;
+}
+
+namespace {
+
+// The compile set by set_cache_compiler; null: compile(). Shared, so that a compile that started keeps the function
+// it started with.
+std::mutex cache_compiler_mutex;
+std::shared_ptr<const CompileFunction> cache_compiler;
+
+}  // namespace
+
+void set_cache_compiler(CompileFunction compile_function) {
+  std::shared_ptr<const CompileFunction> chosen;
+  if (compile_function) chosen = std::make_shared<const CompileFunction>(std::move(compile_function));
+  std::lock_guard lock(cache_compiler_mutex);
+  cache_compiler = std::move(chosen);
+}
+
+Cubin compile_for_cache(const Program& program, const CompileOptions& options) {
+  std::shared_ptr<const CompileFunction> chosen;
+  {
+    std::lock_guard lock(cache_compiler_mutex);
+    chosen = cache_compiler;
+  }
+  return chosen ? (*chosen)(program, options) : compile(program, options);
 }
 
 PtxasReport parse_ptxas_report(const std::string& full_log) {

@@ -1,6 +1,7 @@
 // compiler: NVRTC compilation of kernel source to a cubin for a real architecture, with the ptxas report.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -51,6 +52,16 @@ std::vector<std::string> nvrtc_options(const CompileOptions& options);
 
 // Compiles `program` with NVRTC to a cubin. Throws CompileError on failure.
 Cubin compile(const Program& program, const CompileOptions& options);
+
+// A way to compile: compile() itself, or the same work done elsewhere (CompilerProcesses: in worker processes).
+using CompileFunction = std::function<Cubin(const Program&, const CompileOptions&)>;
+
+// Chooses how this process compiles on a JIT cache miss (compile_for_cache); an empty function restores compile()
+// in this process, the default. Set it before compiles start, not while they run (WorkerCompiles does both ends).
+void set_cache_compiler(CompileFunction compile_function);
+
+// Compiles as set_cache_compiler chose: what a JitCache runs on a miss.
+Cubin compile_for_cache(const Program& program, const CompileOptions& options);
 
 // Parses the ptxas -v report in an NVRTC log ("Used 40 registers, ..."); zeros where a figure is absent.
 PtxasReport parse_ptxas_report(const std::string& log);

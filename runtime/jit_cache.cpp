@@ -225,7 +225,7 @@ Cubin JitCache::get_or_compile(const Program& program, const CompileOptions& opt
         std::lock_guard lock(mutex_);
         ++stats_.misses;
       }
-      cubin = compile(program, options);
+      cubin = compile_for_cache(program, options);
       {
         std::lock_guard lock(mutex_);
         ++stats_.compiles;

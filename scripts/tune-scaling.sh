@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tune-scaling: issue 16's measurements on a machine with two GPUs and the carried build, into OUT:
-#   - NVRTC compile time per kernel on this machine's cores (scripts/compile-latency.sh) and the JIT cache's hit
-#     times (convgen-cache-latency);
+#   - NVRTC compile time per kernel on this machine's cores (scripts/compile-latency.sh), compiles per second with
+#     one and with every core busy, in threads of one process against worker processes (convgen-compile-throughput),
+#     and the JIT cache's hit times (convgen-cache-latency);
 #   - `convgen tune` of SUITE at BATCHES on one GPU and on all, each from a cold JIT cache and again warm (a fresh
 #     database each time: every layer is tuned), wall time in times.txt;
 #   - two shards as two processes, one GPU each (as a Slurm array or mpirun would run them), then `db merge`, and
@@ -30,6 +31,10 @@ nproc >> "$out/environment.txt"
 scripts/compile-latency.sh "$suite" "$scratch/cl-defaults" --jobs "$(nproc)" > "$out/compile-latency-defaults.md"
 scripts/compile-latency.sh shapes/cusnn.csv "$scratch/cl-cusnn" --jobs "$(nproc)" --all --batch 8 \
   > "$out/compile-latency-cusnn-all.md"
+build/tools/convgen/convgen-compile-throughput --shapes "$suite" --concurrency "1,$(nproc)" \
+  > "$out/compile-throughput-defaults.md"
+build/tools/convgen/convgen-compile-throughput --shapes shapes/cusnn.csv --batch 8 --all --concurrency "$(nproc)" \
+  > "$out/compile-throughput-cusnn-all.md"
 build/tools/convgen/convgen-cache-latency --shapes "$suite" --folder "$scratch/hits" > "$out/cache-latency.md"
 
 tune=("$convgen" tune --shapes "$suite" --batch "$batches")

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -145,8 +146,39 @@ struct Tuner::Prepared {
   std::vector<std::optional<BuiltKernel>> kernels;
 };
 
+// A preparation running in the background, and what it prepares. It runs on a thread of its own, not as a task of
+// the pool: it waits for the compiles it submits to the pool, which a pool task must never do (with every pool
+// thread waiting so, no compile would run).
+struct Tuner::Prefetch {
+  Problem problem;
+  std::vector<std::string> families;
+  std::future<Prepared> prepared;
+};
+
 Tuner::Tuner(const Gpu& gpu, JitCache& cache, ThreadPool& pool, TuningDb* db, Coefficients coefficients, int device)
     : gpu_(gpu), cache_(cache), pool_(pool), db_(db), coefficients_(coefficients), device_(device) {}
+
+Tuner::~Tuner() = default;  // a future of std::async waits for its thread
+
+std::optional<BestChoice> Tuner::known_best(const Problem& problem, const TuneOptions& options) const {
+  if (db_ == nullptr || !options.reuse_best) return std::nullopt;
+  return db_->best(gpu_, problem);
+}
+
+void Tuner::prefetch(const Problem& problem, const TuneOptions& options) {
+  prefetch_.reset();  // an unused one first ends (its compiles are cached)
+  if (known_best(problem, options)) return;
+  auto prepared = std::async(std::launch::async,
+                             [this, problem, families = options.families] { return prepare(problem, families); });
+  prefetch_ = std::make_unique<Prefetch>(Prefetch{problem, options.families, std::move(prepared)});
+}
+
+std::optional<Tuner::Prepared> Tuner::take_prefetched(const Problem& problem,
+                                                      const std::vector<std::string>& families) {
+  if (!prefetch_ || !(prefetch_->problem == problem) || prefetch_->families != families) return std::nullopt;
+  const std::unique_ptr<Prefetch> taken = std::move(prefetch_);
+  return taken->prepared.get();  // rethrows what the preparation threw, as prepare() here would have
+}
 
 Tuner::Prepared Tuner::prepare(const Problem& problem, const std::vector<std::string>& families) {
   const auto start = Clock::now();
@@ -206,21 +238,20 @@ TuneResult Tuner::rank_only(const Problem& problem) {
 
 TuneResult Tuner::tune(const Problem& problem, const TuneOptions& options) {
   const auto start = Clock::now();
-  if (db_ != nullptr && options.reuse_best) {
-    if (std::optional<BestChoice> known = db_->best(gpu_, problem)) {
-      TuneResult result{.problem = problem};
-      result.candidates.push_back({.spec = parse_kernel_name(known->kernel)});
-      result.best = 0;
-      result.from_db = std::move(known);
-      result.wall_ms = ms_since(start);
-      return result;
-    }
+  if (std::optional<BestChoice> known = known_best(problem, options)) {
+    TuneResult result{.problem = problem};
+    result.candidates.push_back({.spec = parse_kernel_name(known->kernel)});
+    result.best = 0;
+    result.from_db = std::move(known);
+    result.wall_ms = ms_since(start);
+    return result;
   }
   check_timing_options(options.timing);
   if (options.stop_ratio <= 0)
     throw InputError(fmt::format("stop ratio: expected a positive number, got {}", options.stop_ratio));
 
-  Prepared prepared = prepare(problem, options.families);
+  std::optional<Prepared> prefetched = take_prefetched(problem, options.families);
+  Prepared prepared = prefetched ? std::move(*prefetched) : prepare(problem, options.families);
   TuneResult& result = prepared.result;
   std::vector<CandidateOutcome>& cands = result.candidates;
   const std::size_t n = cands.size();

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -125,11 +126,23 @@ class Tuner {
   // (nothing recorded or read).
   Tuner(const Gpu& gpu, JitCache& cache, ThreadPool& pool, TuningDb* db, Coefficients coefficients = {},
         int device = 0);
+  ~Tuner();  // waits for a prefetch still compiling
+  // A prefetch runs on this object: it stays where it is.
+  Tuner(const Tuner&) = delete;
+  Tuner& operator=(const Tuner&) = delete;
 
   // Builds every family's candidates, ranks them by the model, verifies and measures by the rules of TuneOptions
   // and records every outcome. Failures of single candidates are outcomes, not exceptions; an error that is not a
   // candidate's (no device, the database) propagates.
   TuneResult tune(const Problem& problem, const TuneOptions& options);
+
+  // Starts building and ranking the candidates of `problem` as tune(problem, options) would, on a thread of its own
+  // (the compiles on the pool), so that they compile while this tuner measures another problem: the next tune() of
+  // this problem with the same families takes them, and its results are those of a tune without the prefetch (the
+  // same candidates in the same order; measuring is untouched). Starts nothing when tune() would return the
+  // database's best. A prefetch not taken by a tune() waits for the next prefetch, or the destructor, and is dropped
+  // (its compiles stay in the JIT cache). Not thread-safe, like tune().
+  void prefetch(const Problem& problem, const TuneOptions& options);
 
   // Ranks by the model without measuring (compiles every candidate for its ptxas report): the cost-model-only
   // policy.
@@ -140,7 +153,12 @@ class Tuner {
 
  private:
   struct Prepared;
+  struct Prefetch;
   Prepared prepare(const Problem& problem, const std::vector<std::string>& families = {});
+  // The prefetched preparation of `problem` with `families`, waited for, when prefetch() started it; else nothing.
+  std::optional<Prepared> take_prefetched(const Problem& problem, const std::vector<std::string>& families);
+  // The database's best for the problem when tune() with `options` would return it without measuring.
+  std::optional<BestChoice> known_best(const Problem& problem, const TuneOptions& options) const;
 
   Gpu gpu_;
   JitCache& cache_;
@@ -148,6 +166,7 @@ class Tuner {
   TuningDb* db_;
   Coefficients coefficients_;
   int device_;
+  std::unique_ptr<Prefetch> prefetch_;  // the preparation started by prefetch(), until a tune() takes it
 };
 
 // Returns every family's enumerated candidates for the problem, without duplicates, in family order.

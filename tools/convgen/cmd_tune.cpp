@@ -65,7 +65,7 @@ struct TuneArgs {
   WeightOptions weights;
   std::vector<std::string> families;
   int budget = 10, samples = 10, calls = 10;
-  bool warm = false, force = false, no_graph = false, graph = false, dry_run = false;
+  bool warm = false, force = false, no_graph = false, graph = false, dry_run = false, serial_compile = false;
   std::uint64_t seed = 1;
 };
 
@@ -172,6 +172,7 @@ void run_tune(const TuneArgs& a) {
   Progress progress("tune", jobs.size());
   std::vector<std::string> results(jobs.size());
   std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
   std::vector<std::exception_ptr> errors(ordinals.size());
   const auto worker = [&](std::size_t w) {
     try {
@@ -179,18 +180,24 @@ void run_tune(const TuneArgs& a) {
       const Gpu gpu = query_device(ordinals[w]);
       TuningDb db = TuningDb::open(db_path);
       Tuner tuner(gpu, cache, pool, &db, coefficients_for(&db, gpu), ordinals[w]);
-      for (std::size_t j = next++; j < jobs.size(); j = next++) {
+      // The job after this one is claimed now, and its candidates compile (prefetch) while this one is measured.
+      for (std::size_t j = next++; j < jobs.size() && !failed;) {
+        const std::size_t following = next++;
+        if (following < jobs.size() && !a.serial_compile) tuner.prefetch(jobs[following].problem, options);
         {
           std::lock_guard lock(mutex);
           progress.step(ordinals.size() > 1 ? fmt::format("gpu {}: {}", ordinals[w], jobs[j].label) : jobs[j].label);
         }
         const std::string text = describe(tuner.tune(jobs[j].problem, options));
-        std::lock_guard lock(mutex);
-        results[j] = text;
+        {
+          std::lock_guard lock(mutex);
+          results[j] = text;
+        }
+        j = following;
       }
     } catch (...) {
       errors[w] = std::current_exception();
-      next = jobs.size();  // the others stop after their current layer
+      failed = true;  // the others stop after their current layer
     }
   };
   std::vector<std::thread> threads;
@@ -294,6 +301,9 @@ void add_tune_command(CLI::App& app) {
   cmd->add_flag("--warm", tune->warm, "Allow L2 residency (else buffer sets rotate past 2 x L2)");
   cmd->add_flag("--no-graph", tune->no_graph, "Time stream launches only (no CUDA graph replays): faster");
   cmd->add_flag("--force", tune->force, "Tune again layers the database already knows");
+  cmd->add_flag("--serial-compile", tune->serial_compile,
+                "Compile a layer's candidates when its tuning starts (default: while the layer before is measured); "
+                "the results are the same either way");
   cmd->add_option("--family", tune->families,
                   "Only candidates of these kernel families, comma-separated (default: every family)")
       ->delimiter(',');

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "convgen/version.hpp"
+#include "runtime/compiler_processes.hpp"
 #include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
 
@@ -61,6 +62,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "convgen: error: {}\n", error);
     return 1;
   }
+  // NVRTC in many threads of one process does not scale (issue 16): the commands' JIT cache misses compile in worker
+  // processes (convgen-nvrtc-worker beside this program), as many at once as a default thread pool has threads.
+  const convgen::WorkerCompiles worker_compiles;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

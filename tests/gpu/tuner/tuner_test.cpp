@@ -103,6 +103,35 @@ TEST_F(GpuTuner, TunesTwoLayersRecordsTheVerifiedBestAndThenAnswersFromTheDataba
   }
 }
 
+TEST_F(GpuTuner, ALayerPrefetchedWhileAnotherIsMeasuredHasTheCandidatesOfOneTunedAlone) {
+  const Problem first = conv3x3();
+  const Problem second = parse_problem_key("n1_c32_k32_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nchw_fp32");
+  const TuneOptions options{.budget = 4,
+                            .timing = {.warmup_calls = 1, .samples = 3, .calls_per_sample = 3, .graph = false}};
+  Tuner overlapped(gpu_, cache_, pool_, nullptr);
+  overlapped.prefetch(second, options);  // compiles while `first` is measured
+  overlapped.tune(first, options);
+  const TuneResult prefetched = overlapped.tune(second, options);
+  JitCache fresh_cache(std::nullopt);  // compiles again: nothing shared with the prefetch
+  const TuneResult alone = Tuner(gpu_, fresh_cache, pool_, nullptr).tune(second, options);
+  ASSERT_EQ(prefetched.candidates.size(), alone.candidates.size());
+  for (std::size_t i = 0; i < alone.candidates.size(); ++i) {
+    SCOPED_TRACE(kernel_name(alone.candidates[i].spec));
+    EXPECT_EQ(prefetched.candidates[i].spec, alone.candidates[i].spec);
+    EXPECT_EQ(prefetched.candidates[i].report, alone.candidates[i].report);
+    EXPECT_EQ(prefetched.candidates[i].prediction.has_value(), alone.candidates[i].prediction.has_value());
+    if (alone.candidates[i].prediction) {
+      EXPECT_DOUBLE_EQ(prefetched.candidates[i].prediction->time_us, alone.candidates[i].prediction->time_us);
+    }
+    EXPECT_EQ(prefetched.candidates[i].status == MeasurementStatus::compile_error,
+              alone.candidates[i].status == MeasurementStatus::compile_error);
+    if (alone.candidates[i].status != MeasurementStatus::compile_error) {
+      EXPECT_GT(prefetched.candidates[i].compile_ms, 0);  // compiled by the prefetch, not found in the cache
+    }
+  }
+  ASSERT_TRUE(prefetched.best.has_value());
+}
+
 TEST_F(GpuTuner, ExhaustiveTuningMeasuresEveryVerifiedCandidateWithoutTheDatabase) {
   Tuner tuner(gpu_, cache_, pool_, nullptr);
   const Problem p = parse_problem_key("n1_c32_k32_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nchw_fp32");
