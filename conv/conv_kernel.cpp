@@ -24,6 +24,8 @@ std::string entry_symbol(const BuiltKernel& kernel, const std::string& suffix) {
   return suffix.empty() ? kernel.source.entry : kernel.source.entry + "_" + suffix;
 }
 
+CompileOptions kernel_compile_options(const std::string& arch) { return {.arch = arch, .extra = {"--minimal"}}; }
+
 namespace {
 
 // The name build_kernel keeps a kernel under in its JIT cache (JitCache::remember): everything its source, plan and
@@ -45,7 +47,7 @@ std::optional<std::string> remembered_kernel_id(const Problem& problem, const Ke
 BuiltKernel build_kernel(const Problem& problem, const KernelSpec& spec, const Gpu& gpu, JitCache& cache) {
   if (auto reason = check_support(problem, gpu, spec))
     throw InputError(fmt::format("{} does not serve {}: {}", kernel_name(spec), problem_key(problem), *reason));
-  const CompileOptions options{.arch = gpu.arch};
+  const CompileOptions options = kernel_compile_options(gpu.arch);
   const std::optional<std::string> id = remembered_kernel_id(problem, spec, options);
   if (id)
     if (const std::shared_ptr<const BuiltKernel> kept = cache.recall<BuiltKernel>(*id)) return *kept;

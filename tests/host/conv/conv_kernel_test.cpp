@@ -1,7 +1,8 @@
-// conv_kernel_test: build_kernel remembers what it built in its JIT cache: the same problem, kernel and architecture
-// built again is recalled (the same kernel, nothing rendered, keyed or compiled); another kernel, problem or
-// architecture is not, nor is anything of another cache object, a problem carrying its filter's values or templates
-// read from a folder (real NVRTC compiles of small kernels).
+// conv_kernel_test: build_kernel compiles with kernel_compile_options (--minimal: the same bytes as the architecture
+// alone) and remembers what it built in its JIT cache: the same problem, kernel and architecture built again is
+// recalled (the same kernel, nothing rendered, keyed or compiled); another kernel, problem or architecture is not, nor
+// is anything of another cache object, a problem carrying its filter's values or templates read from a folder (real
+// NVRTC compiles of small kernels).
 #include "conv/conv_kernel.hpp"
 
 #include <cstdlib>
@@ -63,6 +64,14 @@ TEST(BuildKernel, TheSameKernelBuiltAgainIsRecalledFromItsCache) {
   EXPECT_EQ(again.cubin.entry_reports, first.cubin.entry_reports);
   EXPECT_GT(first.cubin.compile_ms, 0);
   EXPECT_EQ(again.cubin.compile_ms, 0);  // as any cached cubin
+}
+
+TEST(BuildKernel, CompilesWithKernelCompileOptionsToTheSameBytesAsTheArchitectureAlone) {
+  const Gpu gpu = h100();
+  JitCache cache(std::nullopt);
+  const BuiltKernel built = build_kernel(kSmall, default_choice(kSmall, gpu), gpu, cache);
+  EXPECT_EQ(kernel_compile_options(gpu.arch), (CompileOptions{.arch = gpu.arch, .extra = {"--minimal"}}));
+  EXPECT_EQ(built.cubin.image, compile(to_program(built.source), {.arch = gpu.arch}).image);
 }
 
 TEST(BuildKernel, AnotherKernelProblemOrArchitectureIsNotRecalled) {
