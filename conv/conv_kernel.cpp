@@ -2,6 +2,7 @@
 #include "conv/conv_kernel.hpp"
 
 #include <map>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -23,17 +24,46 @@ std::string entry_symbol(const BuiltKernel& kernel, const std::string& suffix) {
   return suffix.empty() ? kernel.source.entry : kernel.source.entry + "_" + suffix;
 }
 
+CompileOptions kernel_compile_options(const std::string& arch) { return {.arch = arch, .extra = {"--minimal"}}; }
+
+namespace {
+
+// The name build_kernel keeps a kernel under in its JIT cache (JitCache::remember): everything its source, plan and
+// cubin depend on, exactly (the problem's key, and the numbers the key rounds or leaves out: the expected sparsity,
+// which it holds as a bucket, and the epilogue's, which it drops where they are defaults or unused, -0 among them;
+// the kernel's name; the compile options), or nothing when those do not decide them: a problem that carries its
+// filter's values (weight_sparse bakes them into the code; the key holds their pattern only), or templates read
+// from CONVGEN_TEMPLATE_DIR (files that may change while the process runs).
+std::optional<std::string> remembered_kernel_id(const Problem& problem, const KernelSpec& spec,
+                                                const CompileOptions& options) {
+  if (problem.weights.values || templates_from_folder()) return std::nullopt;
+  const Epilogue& e = problem.epilogue;
+  return fmt::format("built_kernel|{}|{}|{} {} {} {}|{}|{}|{}", problem_key(problem), problem.act_sparsity, e.alpha,
+                     e.beta, e.clip_lo, e.clip_hi, kernel_name(spec), options.arch, fmt::join(options.extra, " "));
+}
+
+}  // namespace
+
 BuiltKernel build_kernel(const Problem& problem, const KernelSpec& spec, const Gpu& gpu, JitCache& cache) {
   if (auto reason = check_support(problem, gpu, spec))
     throw InputError(fmt::format("{} does not serve {}: {}", kernel_name(spec), problem_key(problem), *reason));
+  const CompileOptions options = kernel_compile_options(gpu.arch);
+  const std::optional<std::string> id = remembered_kernel_id(problem, spec, options);
+  if (id)
+    if (const std::shared_ptr<const BuiltKernel> kept = cache.recall<BuiltKernel>(*id)) return *kept;
   const Family& f = family(spec.family);
   BuiltKernel kernel{.problem = problem, .spec = spec, .source = f.render(problem, spec), .cubin = {},
                      .plan = f.plan(problem, spec)};
-  kernel.cubin = cache.get_or_compile(to_program(kernel.source), {.arch = gpu.arch});
+  kernel.cubin = cache.get_or_compile(to_program(kernel.source), options);
   // A module with several entries (a setup or reduce pass): the report that matters to the cost model and the spill
   // checks is the main entry's, wherever ptxas printed it.
   const std::map<std::string, PtxasReport>& reports = kernel.cubin.entry_reports;
   if (const auto main = reports.find(kernel.source.entry); main != reports.end()) kernel.cubin.report = main->second;
+  if (id) {
+    auto kept = std::make_shared<BuiltKernel>(kernel);
+    kept->cubin.compile_ms = 0;  // as the cache's own copies: a kernel built again was not compiled
+    cache.remember<BuiltKernel>(*id, std::move(kept));
+  }
   return kernel;
 }
 

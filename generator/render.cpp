@@ -13,8 +13,20 @@
 
 namespace convgen {
 
+namespace {
+
+// The CONVGEN_TEMPLATE_DIR folder, or nullptr when it is unset or empty.
+const char* template_dir() {
+  const char* dir = std::getenv("CONVGEN_TEMPLATE_DIR");
+  return dir && *dir ? dir : nullptr;
+}
+
+}  // namespace
+
+bool templates_from_folder() { return template_dir() != nullptr; }
+
 std::string template_text(std::string_view name) {
-  if (const char* dir = std::getenv("CONVGEN_TEMPLATE_DIR"); dir && *dir) {
+  if (const char* dir = template_dir()) {
     const std::filesystem::path path = std::filesystem::path(dir) / name;
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(fmt::format("{}: cannot open template (CONVGEN_TEMPLATE_DIR is set)", path.string()));

@@ -16,6 +16,10 @@ namespace convgen {
 // (development), else the copy embedded at build time. Throws InputError for an unknown name.
 std::string template_text(std::string_view name);
 
+// Whether template_text reads the CONVGEN_TEMPLATE_DIR folder (whose files may change while a process runs) rather
+// than the embedded copies (fixed for the process's life).
+bool templates_from_folder();
+
 // Returns the names of every template header (*.cuh), which NVRTC receives as include headers.
 std::vector<std::string> template_header_names();
 

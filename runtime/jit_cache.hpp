@@ -1,11 +1,13 @@
 // jit_cache: compiled cubins kept in memory and on disk, keyed by everything that changes the binary.
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -30,7 +32,8 @@ std::filesystem::path default_jit_cache_dir();
 
 // A cache of NVRTC compiles: in memory, and on disk when given a folder (one file per key, written to a
 // temporary file and renamed into place, so readers never see half an entry). Thread-safe: concurrent
-// requests for one key compile once, the others wait for that compile.
+// requests for one key compile once, the others wait for that compile. It also remembers results made from its
+// cubins (recall, remember) for as long as it lives.
 //   JitCache cache;                                   // disk entries under default_jit_cache_dir()
 //   Cubin cubin = cache.get_or_compile(program, {.arch = "sm_90"});
 class JitCache {
@@ -39,12 +42,13 @@ class JitCache {
   static constexpr std::uint32_t kFormatVersion = 2;  // 2: XXH3-128 keys and checksums (1: SHA-256)
 
   struct Stats {
-    std::int64_t memory_hits = 0;      // found in memory, or already being compiled by another thread
+    std::int64_t memory_hits = 0;      // found in memory (recalls too), or already being compiled by another thread
     std::int64_t disk_hits = 0;        // loaded from a valid disk entry
     std::int64_t misses = 0;           // in neither memory nor on disk: compiled (counted even if the compile fails)
     std::int64_t corrupt_entries = 0;  // disk entries rejected (magic, version, key, length or checksum) and deleted
     std::int64_t compiles = 0;         // NVRTC compiles that succeeded
     std::int64_t disk_write_failures = 0;  // entries that could not be written (the cubin is still returned)
+    std::int64_t recalls = 0;  // memory hits answered by a remembered result (recall), without get_or_compile
     bool operator==(const Stats&) const = default;
   };
 
@@ -69,6 +73,20 @@ class JitCache {
 
   Stats stats() const;
 
+  // Results made from this cache's cubins, kept for the cache's lifetime so that asking again skips the work that
+  // made them (build_kernel keeps every kernel it built: building it again renders and keys nothing). `id` names
+  // everything the result depends on, and its kind ("built_kernel|..."); another cache object, on this folder or
+  // another, remembers nothing of this one's, so it still finds its cubins on disk or compiles them.
+  //   if (auto kept = cache.recall<BuiltKernel>(id)) return *kept;
+  //   cache.remember(id, std::make_shared<const BuiltKernel>(kernel));
+  // recall returns what is remembered under `id` as a T (counted as a memory hit and a recall), or nullptr when
+  // nothing is, or something of another type; remember keeps the first value given for an id (threads that built
+  // the same result at once give the same value).
+  template <class T>
+  std::shared_ptr<const T> recall(const std::string& id);
+  template <class T>
+  void remember(const std::string& id, std::shared_ptr<const T> value);
+
  private:
   std::optional<Cubin> load_entry(const std::string& key);
   void store_entry(const std::string& key, const Cubin& cubin);
@@ -77,8 +95,27 @@ class JitCache {
   std::string nvrtc_version_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_future<Cubin>> entries_;  // ready, or being compiled by one thread
+  std::map<std::string, std::any> remembered_;                // recall/remember: a std::shared_ptr<const T> each
   Stats stats_;
 };
+
+template <class T>
+std::shared_ptr<const T> JitCache::recall(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  const auto found = remembered_.find(id);
+  if (found == remembered_.end()) return nullptr;
+  const auto* value = std::any_cast<std::shared_ptr<const T>>(&found->second);
+  if (!value) return nullptr;
+  ++stats_.memory_hits;
+  ++stats_.recalls;
+  return *value;
+}
+
+template <class T>
+void JitCache::remember(const std::string& id, std::shared_ptr<const T> value) {
+  std::lock_guard lock(mutex_);
+  remembered_.try_emplace(id, std::move(value));
+}
 
 // Returns the disk entry that holds `cubin` under `key`, as the cache writes it (layout in jit_cache.cpp).
 std::string jit_cache_entry(std::string_view key, const Cubin& cubin);

@@ -1,6 +1,7 @@
 // convgen-cache-latency: what getting a compiled kernel costs once it was compiled before, per layer of a suite:
-// build_kernel (render the source, key it, look it up) answered from memory (the same JitCache), and from disk (a
-// new JitCache on the same folder, as a new process has), each the median of --repeats, beside the cold compile.
+// build_kernel answered from memory (the same JitCache: the kernel it remembers, nothing rendered or keyed), and from
+// disk (a new JitCache on the same folder, as a new process has: the source rendered, keyed and its entry read), each
+// the median of --repeats, beside the cold compile.
 // No GPU needed: loading the cubin into a device is not part of it.
 //   convgen-cache-latency --shapes shapes/resnet50.csv --gpu gpus/h100_sxm.json
 #include <algorithm>

@@ -1,6 +1,7 @@
-// jit_cache_test: memory and disk hits, keys that change with the binary, corrupt entries recompiled, one compile
-// per key under concurrency, and the faults of a shared disk folder: entries of another NVRTC version, a read-only
-// folder, a full disk, four processes filling one folder at once (real NVRTC compiles of tiny kernels).
+// jit_cache_test: memory and disk hits, results remembered per cache object, keys that change with the binary,
+// corrupt entries recompiled, one compile per key under concurrency, and the faults of a shared disk folder: entries
+// of another NVRTC version, a read-only folder, a full disk, four processes filling one folder at once (real NVRTC
+// compiles of tiny kernels).
 #include "runtime/jit_cache.hpp"
 
 #include <signal.h>
@@ -208,6 +209,22 @@ TEST_F(JitCacheTest, AMemoryOnlyCacheWritesNothing) {
   EXPECT_EQ(cache.entry_path("x"), std::nullopt);
   EXPECT_EQ((cache.stats()), (Stats{.memory_hits = 1, .misses = 1, .compiles = 1}));
   EXPECT_FALSE(fs::exists(dir_));
+}
+
+TEST_F(JitCacheTest, ARememberedResultIsRecalledAsItsTypeByItsCacheAlone) {
+  JitCache cache(dir_);
+  EXPECT_EQ(cache.recall<std::string>("result|a"), nullptr);
+  cache.remember("result|a", std::make_shared<const std::string>("first"));
+  cache.remember("result|a", std::make_shared<const std::string>("second"));  // the first value stays
+  const std::shared_ptr<const std::string> recalled = cache.recall<std::string>("result|a");
+  ASSERT_NE(recalled, nullptr);
+  EXPECT_EQ(*recalled, "first");
+  EXPECT_EQ(cache.recall<int>("result|a"), nullptr);  // another type under the same id: nothing
+  EXPECT_EQ(cache.recall<std::string>("result|b"), nullptr);
+  EXPECT_EQ((cache.stats()), (Stats{.memory_hits = 1, .recalls = 1}));
+  JitCache fresh(dir_);
+  EXPECT_EQ(fresh.recall<std::string>("result|a"), nullptr);
+  EXPECT_EQ((fresh.stats()), Stats{});
 }
 
 TEST_F(JitCacheTest, CompileAllKeepsEveryOutcomeInOrder) {
