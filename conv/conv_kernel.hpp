@@ -41,9 +41,9 @@ Program to_program(const KernelSource& source);
 
 // Returns the NVRTC options every kernel is compiled with for `arch` ("sm_90"): the architecture, and --minimal. The
 // templates include no CUDA header and use none of what --minimal leaves out of NVRTC's front end (textures and
-// surfaces, the device runtime and device-side launches, the runtime and driver APIs' types): 6 ms of a 170 ms p50
-// compile of resnet50's default kernels, 10-15 ms of igemm_tc's, and the cubins are the same bytes
-// (scripts/nvrtc-phases.py; tests/nvrtc/conv_kernel_compile_test.cpp checks every family).
+// surfaces, the device runtime and device-side launches, the runtime and driver APIs' types): 6 ms of a 180 ms p50
+// compile of resnet50's default kernels, 10 ms of igemm_tc's, and the cubins are the same bytes
+// (bench/results/nvrtc-debian12/compile_phases.md; tests/nvrtc/conv_kernel_compile_test.cpp checks every family).
 CompileOptions kernel_compile_options(const std::string& arch);
 
 // Renders and compiles `spec` for `problem` for `gpu`'s architecture (kernel_compile_options) through `cache`.

@@ -7,7 +7,8 @@ them, and timed (wall and CPU, median of --repeats, after one warm-up compile) w
 (--time: front end, NVVM optimizer, ptxas): without --minimal, PTX only (compute_XX: no ptxas), and the options
 given with --variant added to convgen's; each variant's cubin is compared with convgen's bytes (the same bytes:
 the same code). The fixed cost of a program is measured on an empty kernel that includes every template header,
-and on an empty source; with --together N, the first N kernels of each family are also compiled as one program
+and on an empty source; with --together N, the first N kernels of each family (of the whole folder, whatever
+--limit) are also compiled as one program
 (each in a namespace of its own, the headers included once) against N programs: what compiling a problem's
 candidates together would save. Markdown on stdout.
 
@@ -155,7 +156,8 @@ def main():
     parser.add_argument("--together", type=int, default=0,
                         help="also compile the first N kernels of each family as one program (0: not)")
     parser.add_argument("--variant", action="append", default=[],
-                        help="options added to convgen's, space-separated (repeatable): e.g. --variant=--Ofast-compile=mid")
+                        help="options added to convgen's, space-separated (repeatable), e.g. "
+                             "--variant=--Ofast-compile=mid")
     args = parser.parse_args()
 
     manifest = json.load(open(os.path.join(args.folder, "manifest.json")))
@@ -195,7 +197,8 @@ def main():
     print(f"# NVRTC phases: {len(kernels)} kernels of {manifest.get('suite', args.folder)} for {arch}\n")
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end; median of {args.repeats} "
           f"compiles each, after a warm-up; CPU time is the process's (every NVRTC thread).\n")
-    print("| what | wall p50 ms | wall p90 ms | CPU p50 ms | front end p50 | NVVM p50 | ptxas p50 | cubin vs convgen's |")
+    print("| what | wall p50 ms | wall p90 ms | CPU p50 ms | front end p50 | NVVM p50 | ptxas p50 | "
+          "cubin vs convgen's |")
     print("|---|--:|--:|--:|--:|--:|--:|---|")
     for label, c in fixed.items():
         print(f"| {label} | {c.wall_ms:.0f} | | {c.cpu_ms:.0f} | "
@@ -216,8 +219,9 @@ def main():
     if args.together:
         print("\n| family | kernels | CPU ms as separate programs | CPU ms as one program | saved |")
         print("|---|--:|--:|--:|--:|")
-        for family, count, apart, joint in together_rows(kernels, args.folder, headers, base_options(arch),
-                                                         args.together, args.repeats, time_file):
+        together = together_rows(manifest["kernels"], args.folder, headers, base_options(arch), args.together,
+                                 args.repeats, time_file)
+        for family, count, apart, joint in together:
             print(f"| {family} | {count} | {apart:.0f} | {joint:.0f} | {100 * (1 - joint / apart):.0f}% |")
 
 
