@@ -1,9 +1,11 @@
 // conv_kernel: renders and compiles a convolution kernel through the JIT cache, loads it and runs its launch plan.
 #include "conv/conv_kernel.hpp"
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -24,7 +26,29 @@ std::string entry_symbol(const BuiltKernel& kernel, const std::string& suffix) {
   return suffix.empty() ? kernel.source.entry : kernel.source.entry + "_" + suffix;
 }
 
-CompileOptions kernel_compile_options(const std::string& arch) { return {.arch = arch, .extra = {"--minimal"}}; }
+namespace {
+
+// The options CONVGEN_NVRTC_OPTIONS adds (split at spaces), read once: a way to try an NVRTC option on every kernel
+// (`--Ofast-compile=mid`, say) without a rebuild. They are part of the JIT cache's key like every option.
+const std::vector<std::string>& extra_options_from_environment() {
+  static const std::vector<std::string> options = [] {
+    std::vector<std::string> list;
+    const char* text = std::getenv("CONVGEN_NVRTC_OPTIONS");
+    std::istringstream words(text != nullptr ? text : "");
+    for (std::string word; words >> word;) list.push_back(word);
+    return list;
+  }();
+  return options;
+}
+
+}  // namespace
+
+CompileOptions kernel_compile_options(const std::string& arch) {
+  CompileOptions options{.arch = arch, .extra = {"--minimal"}};
+  const std::vector<std::string>& extra = extra_options_from_environment();
+  options.extra.insert(options.extra.end(), extra.begin(), extra.end());
+  return options;
+}
 
 namespace {
 

@@ -44,6 +44,7 @@ Program to_program(const KernelSource& source);
 // surfaces, the device runtime and device-side launches, the runtime and driver APIs' types): 6 ms of a 180 ms p50
 // compile of resnet50's default kernels, 10 ms of igemm_tc's, and the cubins are the same bytes
 // (bench/results/nvrtc-debian12/compile_phases.md; tests/nvrtc/conv_kernel_compile_test.cpp checks every family).
+// CONVGEN_NVRTC_OPTIONS adds options of the user's (split at spaces) after those.
 CompileOptions kernel_compile_options(const std::string& arch);
 
 // Renders and compiles `spec` for `problem` for `gpu`'s architecture (kernel_compile_options) through `cache`.
