@@ -9,6 +9,8 @@
 #   warm          the same again on cold's JIT cache (a fresh database)
 #   serial        cold with compiles in the process's threads and no prefetch (CONVGEN_NVRTC_WORKER=none,
 #                 --serial-compile): how convgen tuned before both
+#   everything    cold with every candidate compiled (--compile 0), as convgen tuned before the compile limit;
+#                 cold-vs-everything.txt: each problem's best time under the limit against this run's
 #   fast          cold with CONVGEN_NVRTC_OPTIONS=--Ofast-compile=mid; fast-vs-cold.txt: each problem's best time
 #                 against cold's (the kernels' speed when NVRTC optimizes less)
 #   default       tune SUITE as a user would first run it: the file's batch, default budget
@@ -35,6 +37,12 @@ timed() {  # timed NAME COMMAND...: its output in OUT/NAME.log, its wall time ap
     tee -a "$out/times.txt"
 }
 best() { "$convgen" db list --db "$1" | awk '/^  /{print $1, $2, $3}' | sort; }  # problem kernel µs
+compare() {  # compare A B NAME: per problem, A's kernel and µs, B's kernel and µs, B ÷ A; the geometric mean last
+  join <(best "$1") <(best "$2") |
+    awk '{r = $5 / $3; s += log(r); n++; print $0, r} END {if (n) printf "geomean %.3f over %d\n", exp(s / n), n}' \
+      > "$out/$3.txt"
+  echo "$3: $(tail -1 "$out/$3.txt")" | tee -a "$out/times.txt"
+}
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "cores: $(nproc)"; } > "$out/environment.txt"
 tune=("$convgen" tune --shapes "$suite" --batch "$batches" --budget "$budget")
 for step in "$@"; do
@@ -50,13 +58,10 @@ for step in "$@"; do
     fast)
       CONVGEN_NVRTC_OPTIONS=--Ofast-compile=mid CONVGEN_CACHE_DIR=$scratch/fast timed fast "${tune[@]}" \
         --db "$out/fast.sqlite"
-      if [[ -f $out/cold.sqlite ]]; then
-        # problem, cold's kernel and µs, fast's kernel and µs, fast ÷ cold
-        join <(best "$out/cold.sqlite") <(best "$out/fast.sqlite") |
-          awk '{r = $5 / $3; s += log(r); n++; print $0, r} END {if (n) printf "geomean fast/cold %.3f over %d\n", exp(s / n), n}' \
-            > "$out/fast-vs-cold.txt"
-        tail -1 "$out/fast-vs-cold.txt" | tee -a "$out/times.txt"
-      fi ;;
+      [[ -f $out/cold.sqlite ]] && compare "$out/cold.sqlite" "$out/fast.sqlite" fast-vs-cold ;;
+    everything)
+      CONVGEN_CACHE_DIR=$scratch/everything timed everything "${tune[@]}" --compile 0 --db "$out/everything.sqlite"
+      [[ -f $out/cold.sqlite ]] && compare "$out/everything.sqlite" "$out/cold.sqlite" cold-vs-everything ;;
     default) CONVGEN_CACHE_DIR=$scratch/default timed default "$convgen" tune --shapes "$suite" --db "$out/default.sqlite" ;;
     *) echo "cold-start: unknown step '$step'" >&2; exit 2 ;;
   esac

@@ -134,6 +134,11 @@ std::vector<KernelSpec> tuning_candidates(const Problem& problem, const Gpu& gpu
   return specs;
 }
 
+int compile_limit(const TuneOptions& options) {
+  if (options.compile_limit) return std::max(0, *options.compile_limit);
+  return options.budget <= 0 ? 0 : std::max(16, 4 * options.budget);
+}
+
 Coefficients coefficients_for(const TuningDb* db, const Gpu& gpu) {
   if (db == nullptr) return {};
   if (auto calibration = load_calibration(*db, gpu)) return calibration->coefficients;
@@ -152,6 +157,7 @@ struct Tuner::Prepared {
 struct Tuner::Prefetch {
   Problem problem;
   std::vector<std::string> families;
+  int compile_limit = 0;
   std::future<Prepared> prepared;
 };
 
@@ -168,22 +174,55 @@ std::optional<BestChoice> Tuner::known_best(const Problem& problem, const TuneOp
 void Tuner::prefetch(const Problem& problem, const TuneOptions& options) {
   prefetch_.reset();  // an unused one first ends (its compiles are cached)
   if (known_best(problem, options)) return;
-  auto prepared = std::async(std::launch::async,
-                             [this, problem, families = options.families] { return prepare(problem, families); });
-  prefetch_ = std::make_unique<Prefetch>(Prefetch{problem, options.families, std::move(prepared)});
+  const int limit = compile_limit(options);
+  auto prepared = std::async(std::launch::async, [this, problem, families = options.families, limit] {
+    return prepare(problem, families, limit);
+  });
+  prefetch_ = std::make_unique<Prefetch>(Prefetch{problem, options.families, limit, std::move(prepared)});
 }
 
 std::optional<Tuner::Prepared> Tuner::take_prefetched(const Problem& problem,
-                                                      const std::vector<std::string>& families) {
-  if (!prefetch_ || !(prefetch_->problem == problem) || prefetch_->families != families) return std::nullopt;
+                                                      const std::vector<std::string>& families, int compile_limit) {
+  if (!prefetch_ || !(prefetch_->problem == problem) || prefetch_->families != families ||
+      prefetch_->compile_limit != compile_limit)
+    return std::nullopt;
   const std::unique_ptr<Prefetch> taken = std::move(prefetch_);
   return taken->prepared.get();  // rethrows what the preparation threw, as prepare() here would have
 }
 
-Tuner::Prepared Tuner::prepare(const Problem& problem, const std::vector<std::string>& families) {
+std::vector<KernelSpec> Tuner::worth_compiling(const Problem& problem, std::vector<KernelSpec> candidates,
+                                               int limit) const {
+  if (limit <= 0 || candidates.size() <= static_cast<std::size_t>(limit)) return candidates;
+  // Ranked by the model before any compile: the ptxas report (registers, spills) is not known yet, so occupancy is
+  // bounded by threads and shared memory only; the report-aware ranking of prepare() then orders those kept.
+  std::vector<std::optional<Prediction>> predictions;
+  for (const KernelSpec& s : candidates) {
+    try {
+      predictions.push_back(
+          predict(s.family, family(s.family).cost_features(problem, s), PtxasReport{}, gpu_, coefficients_));
+    } catch (const std::exception&) {
+      predictions.push_back(std::nullopt);  // kept only if a default (below); it would fail its build anyway
+    }
+  }
+  std::vector<KernelSpec> kept;
+  for (const Family* f : all_families())
+    if (auto spec = f->default_spec(problem, gpu_))
+      if (std::find(candidates.begin(), candidates.end(), *spec) != candidates.end() &&
+          std::find(kept.begin(), kept.end(), *spec) == kept.end())
+        kept.push_back(*spec);
+  for (std::size_t i : candidate_order(predictions)) {
+    if (kept.size() >= static_cast<std::size_t>(limit)) break;
+    if (predictions[i] && std::find(kept.begin(), kept.end(), candidates[i]) == kept.end())
+      kept.push_back(candidates[i]);
+  }
+  return kept;
+}
+
+Tuner::Prepared Tuner::prepare(const Problem& problem, const std::vector<std::string>& families, int compile_limit) {
   const auto start = Clock::now();
   std::vector<BuildRequest> requests;
-  for (const KernelSpec& s : tuning_candidates(problem, gpu_, families)) requests.push_back({problem, s});
+  for (const KernelSpec& s : worth_compiling(problem, tuning_candidates(problem, gpu_, families), compile_limit))
+    requests.push_back({problem, s});
   std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool_);
 
   std::vector<CandidateOutcome> outcomes(requests.size());
@@ -250,8 +289,9 @@ TuneResult Tuner::tune(const Problem& problem, const TuneOptions& options) {
   if (options.stop_ratio <= 0)
     throw InputError(fmt::format("stop ratio: expected a positive number, got {}", options.stop_ratio));
 
-  std::optional<Prepared> prefetched = take_prefetched(problem, options.families);
-  Prepared prepared = prefetched ? std::move(*prefetched) : prepare(problem, options.families);
+  const int limit = compile_limit(options);
+  std::optional<Prepared> prefetched = take_prefetched(problem, options.families, limit);
+  Prepared prepared = prefetched ? std::move(*prefetched) : prepare(problem, options.families, limit);
   TuneResult& result = prepared.result;
   std::vector<CandidateOutcome>& cands = result.candidates;
   const std::size_t n = cands.size();

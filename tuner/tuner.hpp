@@ -52,7 +52,15 @@ struct TuneOptions {
   std::optional<TensorSource> filter;
   // Only these families' candidates (names as registered); empty: every family.
   std::vector<std::string> families;
+  // Candidates compiled at most: the families' defaults and the best the model predicts before compiling (without
+  // the ptxas report: occupancy from threads and shared memory alone); the rest are never built. A first tune is
+  // bound by compiling (100-150 candidates a layer against 4-10 measured), hence the default (compile_limit()):
+  // max(16, 4 x budget), every candidate when budget is 0 (exhaustive). 0: every candidate.
+  std::optional<int> compile_limit;
 };
+
+// The candidates `options` compile at most per problem (0: all), as TuneOptions::compile_limit says.
+int compile_limit(const TuneOptions& options);
 
 struct CandidateOutcome {
   KernelSpec spec;
@@ -143,6 +151,9 @@ class Tuner {
   // database's best. A prefetch not taken by a tune() waits for the next prefetch, or the destructor, and is dropped
   // (its compiles stay in the JIT cache). Not thread-safe, like tune().
   void prefetch(const Problem& problem, const TuneOptions& options);
+  // Of `candidates`, those worth compiling when at most `limit` are (0: all): the families' defaults, then the
+  // best the model predicts without a ptxas report.
+  std::vector<KernelSpec> worth_compiling(const Problem& problem, std::vector<KernelSpec> candidates, int limit) const;
 
   // Ranks by the model without measuring (compiles every candidate for its ptxas report): the cost-model-only
   // policy.
@@ -154,9 +165,10 @@ class Tuner {
  private:
   struct Prepared;
   struct Prefetch;
-  Prepared prepare(const Problem& problem, const std::vector<std::string>& families = {});
+  Prepared prepare(const Problem& problem, const std::vector<std::string>& families = {}, int compile_limit = 0);
   // The prefetched preparation of `problem` with `families`, waited for, when prefetch() started it; else nothing.
-  std::optional<Prepared> take_prefetched(const Problem& problem, const std::vector<std::string>& families);
+  std::optional<Prepared> take_prefetched(const Problem& problem, const std::vector<std::string>& families,
+                                          int compile_limit);
   // The database's best for the problem when tune() with `options` would return it without measuring.
   std::optional<BestChoice> known_best(const Problem& problem, const TuneOptions& options) const;
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -65,6 +66,7 @@ struct TuneArgs {
   WeightOptions weights;
   std::vector<std::string> families;
   int budget = 10, samples = 10, calls = 10;
+  std::optional<int> compile;
   bool warm = false, force = false, no_graph = false, graph = false, dry_run = false, serial_compile = false;
   std::uint64_t seed = 1;
 };
@@ -162,7 +164,8 @@ void run_tune(const TuneArgs& a) {
                             .seed = a.seed,
                             .reuse_best = !a.force,
                             .pattern = pattern,
-                            .families = a.families};
+                            .families = a.families,
+                            .compile_limit = a.compile};
   check_timing_options(options.timing);
   TuningDb::open(db_path);  // creates or migrates it once, before the workers race to
 
@@ -288,6 +291,10 @@ void add_tune_command(CLI::App& app) {
   add_common_options(cmd, *tune);
   cmd->add_option("--budget", tune->budget, "Candidates measured at most per layer (0: every candidate)")
       ->capture_default_str();
+  cmd->add_option("--compile", tune->compile,
+                  "Candidates compiled at most per layer, the model's best before compiling (default: max(16, 4 x "
+                  "budget), every one with --budget 0; 0: every one)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--gpus", tune->gpus, "Devices to tune on: 'all' or ordinals like 0,1")->capture_default_str();
   cmd->add_option("--db", tune->db,
                   "Tuning database (default: the user's data folder); '{shard}' in it becomes the shard index");

@@ -2,13 +2,18 @@
 // classification, and the study's comparison and summary.
 #include "tuner/tuner.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <limits>
 
 #include <gtest/gtest.h>
 
 #include "generator/family.hpp"
+#include "runtime/jit_cache.hpp"
+#include "runtime/thread_pool.hpp"
 #include "tests/host/tuner/fixtures.hpp"
+#include "tuner/cost_model.hpp"
 #include "tuner/study.hpp"
 
 namespace convgen {
@@ -146,6 +151,51 @@ TEST(TuningCandidates, HoldEveryFamilysEnumerationOnce) {
   EXPECT_LE(specs.size(), total);
   for (std::size_t i = 0; i < specs.size(); ++i)
     for (std::size_t j = i + 1; j < specs.size(); ++j) EXPECT_NE(specs[i], specs[j]);
+}
+
+TEST(CompileLimit, IsFourTimesTheBudgetAtLeastSixteenAndEveryCandidateWhenExhaustive) {
+  EXPECT_EQ(compile_limit({.budget = 10}), 40);
+  EXPECT_EQ(compile_limit({.budget = 2}), 16);
+  EXPECT_EQ(compile_limit({.budget = 0}), 0);
+  EXPECT_EQ(compile_limit({.budget = 4, .compile_limit = 0}), 0);
+  EXPECT_EQ(compile_limit({.budget = 4, .compile_limit = 7}), 7);
+}
+
+TEST(WorthCompiling, KeepsTheDefaultsAndTheModelsBestUpToTheLimitAndEverythingWithoutOne) {
+  const Problem p = conv3x3();
+  const Gpu gpu = h100();
+  JitCache cache(std::nullopt);
+  ThreadPool pool(1);
+  const Tuner tuner(gpu, cache, pool, nullptr, {}, 0);
+  const std::vector<KernelSpec> all = tuning_candidates(p, gpu);
+  ASSERT_GT(all.size(), 16u);
+  EXPECT_EQ(tuner.worth_compiling(p, all, 0), all);
+  EXPECT_EQ(tuner.worth_compiling(p, all, static_cast<int>(all.size())), all);
+
+  const std::vector<KernelSpec> kept = tuner.worth_compiling(p, all, 16);
+  EXPECT_EQ(kept.size(), 16u);
+  for (const Family* f : all_families())
+    if (auto spec = f->default_spec(p, gpu))
+      EXPECT_NE(std::find(kept.begin(), kept.end(), *spec), kept.end()) << kernel_name(*spec);
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_NE(std::find(all.begin(), all.end(), kept[i]), all.end());
+    for (std::size_t j = i + 1; j < kept.size(); ++j) EXPECT_NE(kept[i], kept[j]);
+  }
+  // Past the defaults, the kept ones are the model's best without a report: none left out is predicted faster.
+  const auto predicted_us = [&](const KernelSpec& s) {
+    return predict(s.family, family(s.family).cost_features(p, s), PtxasReport{}, gpu, {}).time_us;
+  };
+  double slowest_kept = 0;
+  for (const KernelSpec& s : kept) {
+    const bool is_default = [&] {
+      for (const Family* f : all_families())
+        if (f->default_spec(p, gpu) == s) return true;
+      return false;
+    }();
+    if (!is_default) slowest_kept = std::max(slowest_kept, predicted_us(s));
+  }
+  for (const KernelSpec& s : all)
+    if (std::find(kept.begin(), kept.end(), s) == kept.end()) EXPECT_GE(predicted_us(s), slowest_kept) << kernel_name(s);
 }
 
 TEST(BestTimeUs, ComesFromTheGraphMedianWhenThereIsOne) {
