@@ -11,10 +11,10 @@
 #                 --serial-compile): how convgen tuned before both
 #   everything    cold with every candidate compiled (--compile 0), as convgen tuned before the compile limit;
 #                 cold-vs-everything.txt: each problem's best time under the limit against this run's
-#   fast          cold with CONVGEN_NVRTC_OPTIONS=--Ofast-compile=mid; fast-vs-cold.txt: each problem's best time
+#   fast          cold with CONVGEN_NVRTC_OPTIONS=$FAST_OPTIONS; fast-vs-cold.txt: each problem's best time
 #                 against cold's (the kernels' speed when NVRTC optimizes less)
 #   default       tune SUITE as a user would first run it: the file's batch, default budget
-# Environment: SUITE (shapes/resnet50.csv), BATCHES (1,8), BUDGET (4).
+# Environment: SUITE (shapes/resnet50.csv), BATCHES (1,8), BUDGET (4), FAST_OPTIONS (--Ofast-compile=mid).
 set -uo pipefail
 out=${1:?usage: scripts/cold-start.sh OUT STEP...}
 shift
@@ -56,7 +56,7 @@ for step in "$@"; do
       CONVGEN_NVRTC_WORKER=none CONVGEN_CACHE_DIR=$scratch/serial timed serial "${tune[@]}" --serial-compile \
         --db "$out/serial.sqlite" ;;
     fast)
-      CONVGEN_NVRTC_OPTIONS=--Ofast-compile=mid CONVGEN_CACHE_DIR=$scratch/fast timed fast "${tune[@]}" \
+      CONVGEN_NVRTC_OPTIONS=${FAST_OPTIONS:---Ofast-compile=mid} CONVGEN_CACHE_DIR=$scratch/fast timed fast "${tune[@]}" \
         --db "$out/fast.sqlite"
       [[ -f $out/cold.sqlite ]] && compare "$out/cold.sqlite" "$out/fast.sqlite" fast-vs-cold ;;
     everything)
