@@ -238,7 +238,8 @@ def plot_network(report, suite, rows):
                                linewidth=0.3, label=f"{name} ×{by_layer[name]['count']}" if x == 0 else None)
                         bottom += value
                 totals.append(bottom)
-                ax.annotate(f"{bottom:.4g}", (x, bottom), xytext=(0, 2), textcoords="offset points", ha="center")
+                label = f"{bottom:,.0f}" if bottom >= 100 else f"{bottom:.3g}"
+                ax.annotate(label, (x, bottom), xytext=(0, 2), textcoords="offset points", ha="center")
             ax.set(xticks=[0, 1], xticklabels=["cuDNN best", "ours"], ylim=(0, max(totals) * 1.1),
                    ylabel=f"Σ count × {what} per call ({unit})",
                    title=f"batch {batch}, {what}\ncuDNN ÷ ours {totals[0] / totals[1]:.2f}×")
