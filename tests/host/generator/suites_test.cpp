@@ -32,6 +32,17 @@ TEST(Suites, EveryShapesFileLoadsValidatesAndRoundTrips) {
   EXPECT_GE(files, 10);
 }
 
+// The FoldedCNNs seed's models: each layer's outputs are the next one's inputs, and the classifier ends at 1x1.
+TEST(Suites, TheFoldedCnnModelsChainTheirWidthsAndEndAtOnePixel) {
+  for (const char* stem : {"noscope_coral", "noscope_taipei", "noscope_roundabout", "game_scraping"}) {
+    const Suite suite = load(stem);
+    for (std::size_t i = 0; i + 1 < suite.layers.size(); ++i)
+      EXPECT_EQ(suite.layers[i].problem.k, suite.layers[i + 1].problem.c) << stem << " " << suite.layers[i].name;
+    const Dims3 out = output_dims(suite.layers.back().problem);
+    EXPECT_EQ(out.h * out.w, 1) << stem;
+  }
+}
+
 TEST(Suites, NetworkSuitesAreBatchOneNchwFp32) {
   for (const auto* stem :
        {"resnet50", "resnet101", "resnet152", "densenet121", "densenet169", "densenet201", "resnet20_cifar", "cusnn"}) {

@@ -26,7 +26,7 @@ std::string shapes(const char* name) { return std::string(CONVGEN_SOURCE_DIR) + 
 TEST(Cli, HelpListsEverySubcommand) {
   const Result r = run_convgen("--help");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (const char* sub : {"generate", "analyze", "gpu", "run", "import"})
+  for (const char* sub : {"generate", "analyze", "gpu", "run", "import", "fold"})
     EXPECT_NE(r.output.find(sub), std::string::npos) << sub;
 }
 
@@ -231,6 +231,31 @@ TEST(Cli, ShortGpuAndShapesNamesResolveWithoutASourceTree) {
             std::string::npos)
       << r.output;
   std::filesystem::remove_all(dir);
+}
+
+// `convgen fold` writes a shapes file that analyze reads back, prints the intensity before and after, and refuses a
+// batch the factor does not divide.
+TEST(Cli, FoldWritesTheFoldedSuiteAndItsArithmeticIntensity) {
+  const auto out = std::filesystem::temp_directory_path() / "convgen_cli_fold.csv";
+  std::filesystem::remove(out);
+  const Result r = run_convgen("fold --shapes " + shapes("noscope_taipei.csv") + " --factor 4 --batch 1024 --out " +
+                               out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("unfolded  noscope_taipei"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("folded    noscope_taipei_fold4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("( 1024 images)"), std::string::npos) << r.output;
+  const Result a = run_convgen("analyze --shapes " + out.string() + " --gpu h100_sxm");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("12->128 3x3 s1 p1 at 50x50 -> 50x50, n256"), std::string::npos) << a.output;
+  const Result exact = run_convgen("fold --shapes " + shapes("noscope_taipei.csv") + " --factor 4 --batch 1024 --exact");
+  ASSERT_EQ(exact.exit_code, 0) << exact.output;
+  EXPECT_NE(exact.output.find("conv2,256,256,256,1,50,50,1,3,3,1,1,1,4,"), std::string::npos) << exact.output;
+  const Result bad = run_convgen("fold --shapes " + shapes("noscope_taipei.csv") + " --factor 3");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.output,
+            "convgen: error: fold: layer 'conv1': batch 1 is not a multiple of the fold factor 3 (set the batch with "
+            "--batch)\n");
+  std::filesystem::remove(out);
 }
 
 TEST(Cli, WeightsFromNpyFilesAreCheckedAndMadeFiltersArePruned) {
