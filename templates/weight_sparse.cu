@@ -13,11 +13,13 @@
 // nonzeros in filter order (at most ws_code::SLOTS, the largest count of a channel): a code (the activation offset
 // of (c, r, s) from the pixel's base, shifted left 5, or'ed with the tap r * S + s) into g_pattern_codes and the
 // value into g_packed_values, and the count into g_pattern_codes[k]. The main entry walks a block's K_GROUP channels
-// one after another, each a loop over its entries with PIXELS_PER_THREAD accumulators.
+// one after another, each a loop over its entries with PIXELS_PER_THREAD accumulators; SPLIT slices of BLOCK_PIXELS
+// threads take every SPLIT-th entry of the row and add their sums in shared memory (small images have few pixels to
+// spread, and one thread's walk down a long row is a chain of dependent loads).
 //
 // Grid: x = ceil(N * P * Q / (BLOCK_PIXELS * PIXELS_PER_THREAD)) pixel blocks, y = ceil(K / K_GROUP) channel groups
 // (warp-uniform: a switch over the group's code, or its channels' table rows). Block: BLOCK_PIXELS threads, each
-// PIXELS_PER_THREAD output pixels BLOCK_PIXELS apart (1 when baked). NCHW and NHWC, any filter size with R * S <= 32,
+// PIXELS_PER_THREAD output pixels BLOCK_PIXELS apart (1 when baked), times SPLIT slices (1 when baked). NCHW and NHWC, any filter size with R * S <= 32,
 // stride, padding, dilation; groups 1; 1-D and 2-D.
 #include "interface.cuh"
 #include "epilogue.cuh"
@@ -43,6 +45,8 @@ CONVGEN_PARAM("tb", "bool", "the pattern as a table read by a rolled loop (else 
 constexpr bool TABLE = false;
 CONVGEN_PARAM("pt", "1,2,4,8", "output pixels per thread (the table only; 1 when baked)")
 constexpr int PIXELS_PER_THREAD = 1;
+CONVGEN_PARAM("sk", "1,2,4,8", "slices of a channel's table row, BLOCK_PIXELS threads each, summed in shared memory")
+constexpr int SPLIT = 1;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 namespace ws_code {
@@ -74,6 +78,9 @@ static_assert(R * S <= 32, "one bit per filter tap in a 32-bit mask");
 static_assert(K_GROUP >= 1 && K_GROUP <= 64, "K_GROUP accumulators per thread");
 static_assert(PIXELS_PER_THREAD >= 1 && PIXELS_PER_THREAD <= 8, "PIXELS_PER_THREAD accumulators per thread");
 static_assert(TABLE || PIXELS_PER_THREAD == 1, "baked code computes one pixel per thread");
+static_assert(TABLE || SPLIT == 1, "baked code sums a whole channel group in one thread");
+static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT slices of a table row");
+static_assert((SPLIT - 1) * PIXELS_PER_THREAD * BLOCK_PIXELS * 4 <= 48 * 1024, "the slices' sums fit static shared memory");
 static_assert(!(TABLE && IMMEDIATES), "the table reads its values from the packed array");
 static_assert(!TABLE || 1LL * C * H * W < (1LL << 26), "table codes hold an image's activation offsets in 26 bits");
 static_assert(ws_code::SLOTS >= 1, "a table row of at least one entry");
@@ -123,7 +130,8 @@ namespace weight_sparse {
 __device__ __forceinline__ void table_conv(const float* __restrict__ x, const int* __restrict__ g_pattern_codes,
                                            const float* __restrict__ g_values, float* __restrict__ y,
                                            const float* __restrict__ g_bias, const float* __restrict__ g_residual,
-                                           const long long* image, const unsigned* valid, const long long* pixel) {
+                                           const long long* image, const unsigned* valid, const long long* pixel,
+                                           int lane, int slice) {
   for (int j = 0; j < K_GROUP; ++j) {
     const int k = (int)blockIdx.y * K_GROUP + j;
     if (k >= K) break;
@@ -135,7 +143,7 @@ __device__ __forceinline__ void table_conv(const float* __restrict__ x, const in
 #pragma unroll
     for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[i] = 0.0f;
 #pragma unroll 2
-    for (int e = 0; e < count; ++e) {
+    for (int e = slice; e < count; e += SPLIT) {
       const int code = codes[e];
       const float w = values[e];
       const int tap = code & ((1 << TAP_BITS) - 1);
@@ -146,6 +154,21 @@ __device__ __forceinline__ void table_conv(const float* __restrict__ x, const in
         acc[i] = fmaf(w, a, acc[i]);
       }
     }
+    if constexpr (SPLIT > 1) {
+      // Slices 1.. leave their sums to slice 0; the second barrier keeps the next channel's from overwriting them.
+      __shared__ float s_partial[SPLIT > 1 ? SPLIT - 1 : 1][PIXELS_PER_THREAD][BLOCK_PIXELS];
+      if (slice > 0)
+#pragma unroll
+        for (int i = 0; i < PIXELS_PER_THREAD; ++i) s_partial[slice - 1][i][lane] = acc[i];
+      __syncthreads();
+      if (slice == 0)
+#pragma unroll
+        for (int i = 0; i < PIXELS_PER_THREAD; ++i)
+#pragma unroll
+          for (int u = 0; u < SPLIT - 1; ++u) acc[i] += s_partial[u][i][lane];
+      __syncthreads();
+    }
+    if (slice != 0) continue;
 #pragma unroll
     for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
       if (pixel[i] >= PIXELS) break;
@@ -166,18 +189,20 @@ extern "C" __global__ void __launch_bounds__(256)
   if (i < ws_code::NNZ) g_packed_values[i] = g_filter[ws_code::kGather[i]];
 }
 
-extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS)
+extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS * cfg::SPLIT)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_packed_values,
                   const int* __restrict__ g_pattern_codes, float* __restrict__ g_output,
                   const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
   using namespace weight_sparse;
   if constexpr (TABLE) {
-    // Per pixel of the thread: the base its entries' offsets add to, and a bit per tap inside the input.
+    // Per pixel of the thread: the base its entries' offsets add to, and a bit per tap inside the input. Slices are
+    // whole groups of BLOCK_PIXELS threads (warp-uniform when BLOCK_PIXELS is a multiple of 32).
+    const int lane = (int)threadIdx.x % BLOCK_PIXELS, slice = (int)threadIdx.x / BLOCK_PIXELS;
     long long pixel[PIXELS_PER_THREAD], image[PIXELS_PER_THREAD];
     unsigned valid[PIXELS_PER_THREAD];
 #pragma unroll
     for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
-      pixel[i] = ((long long)blockIdx.x * PIXELS_PER_THREAD + i) * BLOCK_PIXELS + threadIdx.x;
+      pixel[i] = ((long long)blockIdx.x * PIXELS_PER_THREAD + i) * BLOCK_PIXELS + lane;
       const int n = (int)(pixel[i] / (P * Q));
       const int pq = (int)(pixel[i] % (P * Q));
       const int h0 = pq / Q * STRIDE_H - PAD_H, w0 = pq % Q * STRIDE_W - PAD_W;
@@ -191,7 +216,8 @@ extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS)
           if (pixel[i] < PIXELS && h >= 0 && h < H && w >= 0 && w < W) valid[i] |= 1u << (r * S + s);
         }
     }
-    table_conv(g_activation, g_pattern_codes, g_packed_values, g_output, g_bias, g_residual, image, valid, pixel);
+    table_conv(g_activation, g_pattern_codes, g_packed_values, g_output, g_bias, g_residual, image, valid, pixel, lane,
+               slice);
     return;
   }
   const long long pixel = (long long)blockIdx.x * BLOCK_PIXELS + threadIdx.x;

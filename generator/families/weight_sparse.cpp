@@ -143,6 +143,21 @@ std::string ws_code(const Problem& p, const WeightSparseParams& s) {
   return out;
 }
 
+// The table entries of the busiest channel group: the most nonzeros k_group consecutive channels hold.
+std::int64_t busiest_table_group(const Problem& p, int k_group) {
+  if (!p.weights.values) return 0;
+  const std::vector<float>& v = *p.weights.values;
+  const std::size_t per_k = v.size() / static_cast<std::size_t>(p.k);
+  std::int64_t most = 0, group = 0;
+  for (int k = 0; k < p.k; ++k) {
+    if (k % k_group == 0) group = 0;
+    const auto row = v.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(k) * per_k);
+    group += std::count_if(row, row + static_cast<std::ptrdiff_t>(per_k), [](float x) { return x != 0.0f; });
+    most = std::max(most, group);
+  }
+  return most;
+}
+
 // Distinct activation loads and FMAs of the busiest channel group (per thread and pixel).
 struct GroupWork {
   double loads = 0, fmas = 0;
@@ -186,12 +201,14 @@ class WeightSparse final : public Family {
       return fmt::format("{}x{} filter taps exceed the 32 of the tap mask", p.filter.h, p.filter.w);
     if (activation_elements(p) > kIntMax || output_elements(p) > kIntMax)
       return "weight_sparse indexes activations with int offsets: tensors must have fewer than 2^31 elements";
-    if (s.block_pixels > gpu.max_threads_per_block)
-      return fmt::format("{} threads exceed the gpu's {}", s.block_pixels, gpu.max_threads_per_block);
+    if (s.block_pixels * s.split > gpu.max_threads_per_block)
+      return fmt::format("{} threads exceed the gpu's {}", s.block_pixels * s.split, gpu.max_threads_per_block);
     if (s.k_group > 64 || s.k_group < 1) return fmt::format("k_group must be 1 to 64, got {}", s.k_group);
     if (ceil_div(p.k, s.k_group) > 65535) return "grid y limit exceeded";
     if (s.table) {
       if (s.immediates) return "the table variant reads its values from the packed array (iv must be 0 with tb 1)";
+      if (s.block_pixels % 32 != 0)
+        return fmt::format("the table's slices are whole warps: p must be a multiple of 32, got {}", s.block_pixels);
       if (std::int64_t{c_per_group(p)} * p.input.h * p.input.w >= kTableOffsetLimit)
         return fmt::format("an image of {} activations exceeds the table codes' 26-bit offsets",
                            std::int64_t{c_per_group(p)} * p.input.h * p.input.w);
@@ -199,6 +216,7 @@ class WeightSparse final : public Family {
     }
     if (s.pixels_per_thread != 1)
       return fmt::format("baked code computes one pixel per thread, got pt {} (pt is the table's)", s.pixels_per_thread);
+    if (s.split != 1) return fmt::format("baked code sums a channel group in one thread, got sk {} (sk is the table's)", s.split);
     if (const std::int64_t nnz = nonzero_count(p); nnz > kMaxBakedNonzeros)
       return fmt::format("{} nonzero weights exceed the {} baked into one kernel (NVRTC time); the table variant "
                          "(tb1) serves it",
@@ -226,15 +244,18 @@ class WeightSparse final : public Family {
           baked.emplace_back(estimate_us(p, gpu, s), spec);
         }
     for (int bp : {64, 128, 256})
-      for (int kg : {1, 2, 4, 8, 16})
-        for (int pt : {1, 2, 4}) {
+      for (int kg : {1, 2, 4, 8})
+        for (int pt : {1, 2, 4})
+          for (int sk : {1, 2, 4, 8}) {
           if (kg > 1 && kg > p.k) continue;
           if (bp * pt > 64 && bp * pt > 2 * pixels) continue;
+          if (bp * sk > 512) continue;
           WeightSparseParams s;
           s.block_pixels = bp;
           s.k_group = kg;
           s.table = true;
           s.pixels_per_thread = pt;
+          s.split = sk;
           const KernelSpec spec = to_spec(s);
           if (check_support(p, gpu, spec)) continue;
           table.emplace_back(estimate_us(p, gpu, s), spec);
@@ -287,7 +308,7 @@ class WeightSparse final : public Family {
     plan.run.push_back({.kind = LaunchStep::Kind::kernel,
                         .geometry = {.grid = {static_cast<unsigned>(ceil_div(pixels, s.block_pixels * s.pixels_per_thread)),
                                               static_cast<unsigned>(ceil_div(p.k, s.k_group)), 1},
-                                     .block = {static_cast<unsigned>(s.block_pixels), 1, 1}}});
+                                     .block = {static_cast<unsigned>(s.block_pixels * s.split), 1, 1}}});
     return plan;
   }
 
@@ -300,25 +321,31 @@ class WeightSparse final : public Family {
     const WeightSparseParams s = params_of<WeightSparseParams>(spec);
     const Dims3 out = output_dims(p);
     const std::int64_t pixels = std::int64_t{p.n} * out.h * out.w;
-    const GroupWork work = busiest_group(p, s.k_group);
     const double warps = s.block_pixels / 32.0;
     const double nnz = static_cast<double>(nonzero_count(p));
     if (s.table) {
-      const double pt = s.pixels_per_thread;
+      // Per slice (warps * split of them) a split-th of each row; the slices' sums meet in shared memory, two
+      // barriers a channel.
+      const double pt = s.pixels_per_thread, sk = s.split;
       const double taps = static_cast<double>(p.filter.h) * p.filter.w;
+      const double entries = static_cast<double>(busiest_table_group(p, s.k_group));
+      const double slice_entries = std::ceil(entries / sk);
+      const double all_warps = warps * sk;
       return {.blocks = ceil_div(pixels, s.block_pixels * s.pixels_per_thread) * ceil_div(p.k, s.k_group),
-              .threads_per_block = s.block_pixels,
-              .smem_bytes_per_block = 0,
+              .threads_per_block = s.block_pixels * s.split,
+              .smem_bytes_per_block = static_cast<int>((s.split - 1) * s.pixels_per_thread * s.block_pixels * 4),
               .flops = 2.0 * nnz * static_cast<double>(pixels),
               .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 8,
-              .flops_per_block = 2.0 * work.fmas * s.block_pixels * pt,
-              .fma_instructions = warps * work.fmas * pt,
-              .shared_load_instructions = 0,
-              .global_load_instructions = warps * work.fmas * (2 + pt),
-              .address_instructions = warps * (work.fmas * (4 + pt) + pt * (20 + 2 * taps) + s.k_group * 8 * pt),
-              .main_loop_steps = 1,
-              .pipelined = true};
+              .flops_per_block = 2.0 * entries * s.block_pixels * pt,
+              .fma_instructions = all_warps * (slice_entries * pt + (sk > 1 ? s.k_group * pt : 0)),
+              .shared_load_instructions = sk > 1 ? all_warps * s.k_group * pt : 0,
+              .global_load_instructions = all_warps * slice_entries * (2 + pt),
+              .address_instructions =
+                  all_warps * (slice_entries * (4 + pt) + pt * (20 + 2 * taps) + s.k_group * 8 * pt),
+              .main_loop_steps = sk > 1 ? s.k_group : 1,
+              .pipelined = sk == 1};
     }
+    const GroupWork work = busiest_group(p, s.k_group);
     return {.blocks = ceil_div(pixels, s.block_pixels) * ceil_div(p.k, s.k_group),
             .threads_per_block = s.block_pixels,
             .smem_bytes_per_block = 0,
@@ -356,9 +383,12 @@ class WeightSparse final : public Family {
   // Rough time for ranking: the busiest group's instructions per warp over the SM's schedulers, in waves.
   double estimate_us(const Problem& p, const Gpu& gpu, const WeightSparseParams& s) const {
     const CostFeatures f = cost_features(p, to_spec(s));
-    const double per_warp = (f.fma_instructions + f.global_load_instructions * 2 + f.address_instructions) /
-                            (s.block_pixels / 32.0);
-    const double warps_total = static_cast<double>(f.blocks) * s.block_pixels / 32.0;
+    const double block_warps = s.block_pixels * s.split / 32.0;
+    const double per_warp = (f.fma_instructions + f.global_load_instructions * 2 + f.address_instructions +
+                             f.shared_load_instructions * 2) /
+                                block_warps +
+                            f.main_loop_steps * (s.split > 1 ? 40 : 0);  // a barrier pair a channel
+    const double warps_total = static_cast<double>(f.blocks) * block_warps;
     const double sms = std::max(1, gpu.sm_count);
     const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
     const double issue_cycles = std::ceil(warps_total / sms) * per_warp / 4;

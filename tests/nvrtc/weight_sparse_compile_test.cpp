@@ -1,6 +1,6 @@
 // weight_sparse_compile_test: the weight-sparse family's representative configurations (both value modes, and the
 // table variant) compile for sm_80 and sm_90 on every corpus layer it serves, with filters pruned to 90% zeros; the
-// table variant in both layouts, 1x1 and 3x3, stride 1 and 2, on layers too big to bake.
+// table variant in both layouts, 1x1 and 3x3, stride 1 and 2, rows whole and in slices, on layers too big to bake.
 #include <gtest/gtest.h>
 
 #include "conv/conv_kernel.hpp"
@@ -68,6 +68,7 @@ TEST(WeightSparseCompile, TableVariantCompilesBigLayersInBothLayoutsStridesAndFi
           s.k_group = 4;
           s.table = true;
           s.pixels_per_thread = pt;
+          s.split = pt == 1 ? 4 : 1;  // rows in 4 slices (shared memory) and whole rows
           const KernelSpec spec = to_spec(s);
           ASSERT_EQ(family("weight_sparse").check_support(p, gpu, spec), std::nullopt);
           const KernelSource source = family("weight_sparse").render(p, spec);

@@ -25,6 +25,8 @@
 
 #include "templates/interface.cuh"
 
+#define __shared__ static  // a block's threads run at once and meet at a barrier (support/host_cuda.hpp)
+
 namespace weight_sparse_emulation {
 using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): the template's CUDA words
 }  // namespace weight_sparse_emulation
@@ -32,16 +34,16 @@ using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): th
 // Declares namespace NAME with kProblem, kSpec, the cfg constants the generator's prelude would render for them and
 // the table variant's ws_code (SLOTS = C * R * S: room for any filter of the shape; the family renders the fullest
 // channel's count, tested in weight_sparse_test), and includes the template there.
-#define WEIGHT_SPARSE_CASE(NAME, PROBLEM, BP, KG, PT)                                                           \
+#define WEIGHT_SPARSE_CASE(NAME, PROBLEM, BP, KG, PT, SK)                                                           \
   namespace weight_sparse_emulation::NAME {                                                                     \
   constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                          \
   constexpr convgen::WeightSparseParams kSpec{                                                                  \
-      .block_pixels = BP, .k_group = KG, .immediates = false, .table = true, .pixels_per_thread = PT};          \
+      .block_pixels = BP, .k_group = KG, .immediates = false, .table = true, .pixels_per_thread = PT, .split = SK}; \
   namespace cfg {                                                                                               \
   CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                      \
   constexpr int BLOCK_PIXELS = kSpec.block_pixels, K_GROUP = kSpec.k_group;                                     \
   constexpr bool IMMEDIATES = kSpec.immediates, TABLE = kSpec.table;                                            \
-  constexpr int PIXELS_PER_THREAD = kSpec.pixels_per_thread;                                                    \
+  constexpr int PIXELS_PER_THREAD = kSpec.pixels_per_thread, SPLIT = kSpec.split;                              \
   }                                                                                                             \
   namespace ws_code {                                                                                           \
   constexpr int NNZ = 0;                                                                                        \
@@ -56,10 +58,10 @@ using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): th
 using Shape = convgen::testing_support::LiteralShape;
 using convgen::Layout;
 
-// 3x3 stride 1 pad 1, batch 2, odd sizes; 7 channels in groups of 3, two pixels a thread.
+// 3x3 stride 1 pad 1, batch 2, odd sizes; 7 channels in groups of 3, two pixels a thread, rows in 2 slices.
 WEIGHT_SPARSE_CASE(nchw_3x3_s1,
                    (Shape{.n = 2, .c = 5, .k = 7, .input = {1, 9, 11}, .filter = {1, 3, 3}, .padding = {0, 1, 1}}), 32,
-                   3, 2)
+                   3, 2, 2)
 #define CONVGEN_ENTRY kernel_nchw_3x3_s1
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -75,31 +77,31 @@ WEIGHT_SPARSE_CASE(nhwc_3x3_s2,
                           .stride = {1, 2, 2},
                           .padding = {0, 1, 1},
                           .layout = Layout::nhwc}),
-                   32, 2, 4)
+                   32, 2, 4, 1)
 #define CONVGEN_ENTRY kernel_nhwc_3x3_s2
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(nhwc_3x3_s2)
 
-// 1x1 stride 2 (a projection shortcut), 9 channels in groups of 4.
+// 1x1 stride 2 (a projection shortcut), 9 channels in groups of 4, rows in 4 slices.
 WEIGHT_SPARSE_CASE(nchw_1x1_s2,
                    (Shape{.n = 1, .c = 16, .k = 9, .input = {1, 15, 15}, .filter = {1, 1, 1}, .stride = {1, 2, 2}}),
-                   64, 4, 1)
+                   64, 4, 1, 4)
 #define CONVGEN_ENTRY kernel_nchw_1x1_s2
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(nchw_1x1_s2)
 
-// 1x1 stride 1 in NHWC, batch 2, a channel a block.
+// 1x1 stride 1 in NHWC, batch 2, a channel a block, rows of at most 12 in 8 slices.
 WEIGHT_SPARSE_CASE(nhwc_1x1_s1,
                    (Shape{.n = 2, .c = 12, .k = 6, .input = {1, 7, 7}, .filter = {1, 1, 1}, .layout = Layout::nhwc}),
-                   32, 1, 2)
+                   32, 1, 2, 8)
 #define CONVGEN_ENTRY kernel_nhwc_1x1_s1
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(nhwc_1x1_s1)
 
-// Dilation 2 and padding 3 around a 3x4 input: most taps outside; K = 3 below the group of 4.
+// Dilation 2 and padding 3 around a 3x4 input: most taps outside; K = 3 below the group of 4; 2 slices.
 WEIGHT_SPARSE_CASE(dilated_padding_beyond_input,
                    (Shape{.n = 1,
                           .c = 4,
@@ -108,7 +110,7 @@ WEIGHT_SPARSE_CASE(dilated_padding_beyond_input,
                           .filter = {1, 3, 3},
                           .padding = {0, 3, 3},
                           .dilation = {1, 2, 2}}),
-                   32, 4, 4)
+                   32, 4, 4, 2)
 #define CONVGEN_ENTRY kernel_dilated_padding_beyond_input
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -124,7 +126,7 @@ WEIGHT_SPARSE_CASE(conv1d_nwc,
                           .stride = {1, 1, 2},
                           .padding = {0, 0, 2},
                           .layout = Layout::nwc}),
-                   32, 2, 2)
+                   32, 2, 2, 1)
 #define CONVGEN_ENTRY kernel_conv1d_nwc
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY

@@ -31,12 +31,13 @@ WeightSparseParams params(int pixels, int k_group, bool immediates) {
   return s;
 }
 
-WeightSparseParams table_params(int pixels, int k_group, int pixels_per_thread) {
+WeightSparseParams table_params(int pixels, int k_group, int pixels_per_thread, int split = 1) {
   WeightSparseParams s;
   s.block_pixels = pixels;
   s.k_group = k_group;
   s.table = true;
   s.pixels_per_thread = pixels_per_thread;
+  s.split = split;
   return s;
 }
 
@@ -81,6 +82,14 @@ TEST(WeightSparseFamily, TableVariantDeclinesImmediatesAndBakedCodeDeclinesSever
   baked.pixels_per_thread = 2;
   EXPECT_EQ(weight_sparse().check_support(pruned, h100(), to_spec(baked)),
             "baked code computes one pixel per thread, got pt 2 (pt is the table's)");
+  baked.pixels_per_thread = 1;
+  baked.split = 4;
+  EXPECT_EQ(weight_sparse().check_support(pruned, h100(), to_spec(baked)),
+            "baked code sums a channel group in one thread, got sk 4 (sk is the table's)");
+  EXPECT_EQ(weight_sparse().check_support(pruned, h100(), to_spec(table_params(256, 4, 1, 8))),
+            "2048 threads exceed the gpu's 1024");
+  EXPECT_EQ(weight_sparse().check_support(pruned, h100(), to_spec(table_params(48, 4, 1, 2))),
+            "the table's slices are whole warps: p must be a multiple of 32, got 48");
   // A table code keeps an image's activation offset in 26 bits: 256 x 512 x 512 = 2^26 activations is one too many.
   const Problem wide{.n = 1, .c = 256, .k = 4, .input = {1, 512, 512}, .filter = {1, 1, 1}};
   EXPECT_EQ(weight_sparse().check_support(with_weights(wide, pruned_random_filter(wide, 0.9, 1)), h100(),
@@ -140,6 +149,10 @@ TEST(WeightSparseFamily, TablePlanPacksThePatternOnceAndCoversEveryPixel) {
   // 81 pixels by 32 threads x 2 pixels, 12 channels by 8.
   EXPECT_EQ(plan.run[0].geometry.grid, (std::array<unsigned, 3>{2, 2, 1}));
   EXPECT_EQ(plan.run[0].geometry.block, (std::array<unsigned, 3>{32, 1, 1}));
+  // 4 slices of a row: 4 x 32 threads a block, the same grid.
+  const LaunchPlan split = weight_sparse().plan(p, to_spec(table_params(32, 8, 2, 4)));
+  EXPECT_EQ(split.run[0].geometry.grid, (std::array<unsigned, 3>{2, 2, 1}));
+  EXPECT_EQ(split.run[0].geometry.block, (std::array<unsigned, 3>{128, 1, 1}));
   EXPECT_EQ(plan.workspace_bytes(), 0);
 }
 
