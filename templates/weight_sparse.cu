@@ -13,7 +13,8 @@
 // nonzeros in filter order (at most ws_code::SLOTS, the largest count of a channel): a code (the activation offset
 // of (c, r, s) from the pixel's base, shifted left 5, or'ed with the tap r * S + s) into g_pattern_codes and the
 // value into g_packed_values, and the count into g_pattern_codes[k]. The main entry walks a block's K_GROUP channels
-// one after another, each a loop over its entries with PIXELS_PER_THREAD accumulators; SPLIT slices of BLOCK_PIXELS
+// one after another, each a loop over its entries (staged in shared memory, ROW_CHUNK at a time) with
+// PIXELS_PER_THREAD accumulators; SPLIT slices of BLOCK_PIXELS
 // threads take every SPLIT-th entry of the row and add their sums in shared memory (small images have few pixels to
 // spread, and one thread's walk down a long row is a chain of dependent loads).
 //
@@ -80,7 +81,11 @@ static_assert(PIXELS_PER_THREAD >= 1 && PIXELS_PER_THREAD <= 8, "PIXELS_PER_THRE
 static_assert(TABLE || PIXELS_PER_THREAD == 1, "baked code computes one pixel per thread");
 static_assert(TABLE || SPLIT == 1, "baked code sums a whole channel group in one thread");
 static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT slices of a table row");
-static_assert((SPLIT - 1) * PIXELS_PER_THREAD * BLOCK_PIXELS * 4 <= 48 * 1024, "the slices' sums fit static shared memory");
+// Entries in flight per thread: 4 (2 with 4 or more pixels a thread, where 4 spilled registers).
+constexpr int ENTRY_UNROLL = PIXELS_PER_THREAD >= 4 ? 2 : 4;
+constexpr int ROW_CHUNK = 1024;  // table entries a block stages in shared memory at once (8 KiB)
+static_assert((SPLIT - 1) * PIXELS_PER_THREAD * BLOCK_PIXELS * 4 + ROW_CHUNK * 8 <= 48 * 1024,
+              "the slices' sums and a chunk of the row fit static shared memory");
 static_assert(!(TABLE && IMMEDIATES), "the table reads its values from the packed array");
 static_assert(!TABLE || 1LL * C * H * W < (1LL << 26), "table codes hold an image's activation offsets in 26 bits");
 static_assert(ws_code::SLOTS >= 1, "a table row of at least one entry");
@@ -142,16 +147,29 @@ __device__ __forceinline__ void table_conv(const float* __restrict__ x, const in
     float acc[PIXELS_PER_THREAD];
 #pragma unroll
     for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[i] = 0.0f;
-#pragma unroll 2
-    for (int e = slice; e < count; e += SPLIT) {
-      const int code = codes[e];
-      const float w = values[e];
-      const int tap = code & ((1 << TAP_BITS) - 1);
-      const int offset = code >> TAP_BITS;
+    // The row goes through shared memory, ROW_CHUNK entries at a time (read once by the block, coalesced), so that
+    // each step's chain is a shared load, the activation's load and the FMA.
+    __shared__ int s_codes[ROW_CHUNK];
+    __shared__ float s_values[ROW_CHUNK];
+    for (int base = 0; base < count; base += ROW_CHUNK) {
+      const int n = count - base < ROW_CHUNK ? count - base : ROW_CHUNK;
+      __syncthreads();  // the previous chunk's (or channel's) readers are done
+      for (int e = (int)threadIdx.x; e < n; e += BLOCK_PIXELS * SPLIT) {
+        s_codes[e] = codes[base + e];
+        s_values[e] = values[base + e];
+      }
+      __syncthreads();
+#pragma unroll ENTRY_UNROLL
+      for (int e = slice; e < n; e += SPLIT) {
+        const int code = s_codes[e];
+        const float w = s_values[e];
+        const int tap = code & ((1 << TAP_BITS) - 1);
+        const int offset = code >> TAP_BITS;
 #pragma unroll
-      for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
-        const float a = (valid[i] >> tap) & 1u ? __ldg(x + image[i] + offset) : 0.0f;
-        acc[i] = fmaf(w, a, acc[i]);
+        for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
+          const float a = (valid[i] >> tap) & 1u ? __ldg(x + image[i] + offset) : 0.0f;
+          acc[i] = fmaf(w, a, acc[i]);
+        }
       }
     }
     if constexpr (SPLIT > 1) {

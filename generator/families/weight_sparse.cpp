@@ -31,6 +31,8 @@ constexpr std::int64_t kIntMax = 2147483647;
 constexpr std::int64_t kMaxBakedNonzeros = 2048;
 // Up to this many the baked kernel comes first in enumerate (and so is the default): it compiles in about 1 s.
 constexpr std::int64_t kBakedFirstNonzeros = 512;
+// Table entries a block stages in shared memory at once (templates/weight_sparse.cu: ROW_CHUNK).
+constexpr int kRowChunk = 1024;
 // A table code holds an activation offset within one image in 26 bits (the low 5 are the tap).
 constexpr std::int64_t kTableOffsetLimit = std::int64_t{1} << 26;
 
@@ -314,9 +316,9 @@ class WeightSparse final : public Family {
 
   // Per block (warps = block_pixels / 32). Baked (one pixel per thread): per warp the busiest group's distinct
   // activation loads (with their bounds test) and its FMAs; values from the packed array add a uniform load per FMA.
-  // Table (pt pixels per thread): per entry of the busiest group's channels a code and a value load (uniform), pt
-  // activation loads with their tap test, pt FMAs and the loop's few instructions; no load is shared between
-  // channels. Each channel is a loop of its own (the longest row's entries are the serial steps).
+  // Table (pt pixels per thread): per entry of the busiest group's channels a code and a value load (uniform, from
+  // shared memory), pt activation loads with their tap test, pt FMAs and the loop's few instructions; no load is
+  // shared between channels; a pair of barriers per chunk of a row.
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
     const WeightSparseParams s = params_of<WeightSparseParams>(spec);
     const Dims3 out = output_dims(p);
@@ -331,19 +333,22 @@ class WeightSparse final : public Family {
       const double entries = static_cast<double>(busiest_table_group(p, s.k_group));
       const double slice_entries = std::ceil(entries / sk);
       const double all_warps = warps * sk;
+      // The rows come through shared memory: a block reads each entry once from global memory (its threads
+      // together), each slice reads its entries' code and value from shared memory.
+      const double staged = 2 * std::ceil(entries / (s.block_pixels * sk));
       return {.blocks = ceil_div(pixels, s.block_pixels * s.pixels_per_thread) * ceil_div(p.k, s.k_group),
               .threads_per_block = s.block_pixels * s.split,
-              .smem_bytes_per_block = static_cast<int>((s.split - 1) * s.pixels_per_thread * s.block_pixels * 4),
+              .smem_bytes_per_block = (s.split - 1) * s.pixels_per_thread * s.block_pixels * 4 + kRowChunk * 8,
               .flops = 2.0 * nnz * static_cast<double>(pixels),
               .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 8,
               .flops_per_block = 2.0 * entries * s.block_pixels * pt,
               .fma_instructions = all_warps * (slice_entries * pt + (sk > 1 ? s.k_group * pt : 0)),
-              .shared_load_instructions = sk > 1 ? all_warps * s.k_group * pt : 0,
-              .global_load_instructions = all_warps * slice_entries * (2 + pt),
+              .shared_load_instructions = all_warps * (2 * slice_entries + staged + (sk > 1 ? s.k_group * pt : 0)),
+              .global_load_instructions = all_warps * (slice_entries * pt + staged),
               .address_instructions =
                   all_warps * (slice_entries * (4 + pt) + pt * (20 + 2 * taps) + s.k_group * 8 * pt),
-              .main_loop_steps = sk > 1 ? s.k_group : 1,
-              .pipelined = sk == 1};
+              .main_loop_steps = static_cast<int>(s.k_group * std::ceil(std::max(1.0, entries / s.k_group) / kRowChunk)),
+              .pipelined = false};
     }
     const GroupWork work = busiest_group(p, s.k_group);
     return {.blocks = ceil_div(pixels, s.block_pixels) * ceil_div(p.k, s.k_group),
@@ -387,7 +392,7 @@ class WeightSparse final : public Family {
     const double per_warp = (f.fma_instructions + f.global_load_instructions * 2 + f.address_instructions +
                              f.shared_load_instructions * 2) /
                                 block_warps +
-                            f.main_loop_steps * (s.split > 1 ? 40 : 0);  // a barrier pair a channel
+                            f.main_loop_steps * (s.table ? 40 : 0);  // the table's barriers: a pair a chunk
     const double warps_total = static_cast<double>(f.blocks) * block_warps;
     const double sms = std::max(1, gpu.sm_count);
     const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
