@@ -110,8 +110,9 @@ std::string ws_code(const Problem& p, const WeightSparseParams& s) {
     for (const auto& [input, uses] : by_input) {
       const auto [c, r, sx] = input;
       const int tap = r * p.filter.w + sx;
-      body += fmt::format("      {{ const float v = __ldg(x + tb[{}] + {}); const float a = (valid >> {}) & 1u ? v : 0.0f;\n",
-                          tap, activation_offset(p, c, r, sx), tap);
+      body += fmt::format(
+          "      {{ const float v = __ldg(x + tb[{}] + {}); const float a = (valid >> {}) & 1u ? v : 0.0f;\n", tap,
+          activation_offset(p, c, r, sx), tap);
       for (const Nonzero* nz : uses) {
         const int j = nz->k - g * s.k_group;
         if (s.immediates) {
@@ -134,12 +135,14 @@ std::string ws_code(const Problem& p, const WeightSparseParams& s) {
     out += "__device__ const int kGather[1] = {0};\n";
   } else {
     out += "__device__ const int kGather[NNZ] = {";
-    for (std::size_t i = 0; i < gather.size(); ++i) out += fmt::format("{}{}", i % 16 == 0 ? "\n  " : " ", gather[i]) + (i + 1 < gather.size() ? "," : "");
+    for (std::size_t i = 0; i < gather.size(); ++i)
+      out += fmt::format("{}{}", i % 16 == 0 ? "\n  " : " ", gather[i]) + (i + 1 < gather.size() ? "," : "");
     out += "\n};\n";
   }
-  out += "__device__ __forceinline__ void group(int g, const float* __restrict__ x, const long long* tb, unsigned valid,\n"
-         "                                      const float* __restrict__ wv, float* acc) {\n"
-         "  (void)x, (void)tb, (void)valid, (void)wv;\n  switch (g) {\n";
+  out +=
+      "__device__ __forceinline__ void group(int g, const float* __restrict__ x, const long long* tb, unsigned valid,\n"
+      "                                      const float* __restrict__ wv, float* acc) {\n"
+      "  (void)x, (void)tb, (void)valid, (void)wv;\n  switch (g) {\n";
   out += body;
   out += "    default: break;\n  }\n}\n}  // namespace ws_code\n";
   return out;
@@ -217,12 +220,15 @@ class WeightSparse final : public Family {
       return std::nullopt;
     }
     if (s.pixels_per_thread != 1)
-      return fmt::format("baked code computes one pixel per thread, got pt {} (pt is the table's)", s.pixels_per_thread);
-    if (s.split != 1) return fmt::format("baked code sums a channel group in one thread, got sk {} (sk is the table's)", s.split);
+      return fmt::format("baked code computes one pixel per thread, got pt {} (pt is the table's)",
+                         s.pixels_per_thread);
+    if (s.split != 1)
+      return fmt::format("baked code sums a channel group in one thread, got sk {} (sk is the table's)", s.split);
     if (const std::int64_t nnz = nonzero_count(p); nnz > kMaxBakedNonzeros)
-      return fmt::format("{} nonzero weights exceed the {} baked into one kernel (NVRTC time); the table variant "
-                         "(tb1) serves it",
-                         nnz, kMaxBakedNonzeros);
+      return fmt::format(
+          "{} nonzero weights exceed the {} baked into one kernel (NVRTC time); the table variant "
+          "(tb1) serves it",
+          nnz, kMaxBakedNonzeros);
     return std::nullopt;
   }
 
@@ -249,19 +255,19 @@ class WeightSparse final : public Family {
       for (int kg : {1, 2, 4, 8})
         for (int pt : {1, 2, 4})
           for (int sk : {1, 2, 4, 8}) {
-          if (kg > 1 && kg > p.k) continue;
-          if (bp * pt > 64 && bp * pt > 2 * pixels) continue;
-          if (bp * sk > 512) continue;
-          WeightSparseParams s;
-          s.block_pixels = bp;
-          s.k_group = kg;
-          s.table = true;
-          s.pixels_per_thread = pt;
-          s.split = sk;
-          const KernelSpec spec = to_spec(s);
-          if (check_support(p, gpu, spec)) continue;
-          table.emplace_back(estimate_us(p, gpu, s), spec);
-        }
+            if (kg > 1 && kg > p.k) continue;
+            if (bp * pt > 64 && bp * pt > 2 * pixels) continue;
+            if (bp * sk > 512) continue;
+            WeightSparseParams s;
+            s.block_pixels = bp;
+            s.k_group = kg;
+            s.table = true;
+            s.pixels_per_thread = pt;
+            s.split = sk;
+            const KernelSpec spec = to_spec(s);
+            if (check_support(p, gpu, spec)) continue;
+            table.emplace_back(estimate_us(p, gpu, s), spec);
+          }
     const auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
     std::stable_sort(baked.begin(), baked.end(), by_time);
     std::stable_sort(table.begin(), table.end(), by_time);
@@ -297,20 +303,22 @@ class WeightSparse final : public Family {
     const std::int64_t nnz = s.table ? slots : s.immediates ? 0 : nonzero_count(p);
     LaunchPlan plan;
     plan.buffers.push_back({.name = "packed_values", .bytes = std::max<std::int64_t>(4, nnz * 4), .persistent = true});
-    plan.buffers.push_back(
-        {.name = "pattern_codes", .bytes = s.table ? (p.k + slots) * 4 : 4, .persistent = true});
+    plan.buffers.push_back({.name = "pattern_codes", .bytes = s.table ? (p.k + slots) * 4 : 4, .persistent = true});
     if (s.table)
-      plan.setup.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "pack_pattern",
-                            .geometry = {.grid = {static_cast<unsigned>(ceil_div(p.k, 256)), 1, 1},
-                                         .block = {256, 1, 1}}});
+      plan.setup.push_back(
+          {.kind = LaunchStep::Kind::kernel,
+           .entry_suffix = "pack_pattern",
+           .geometry = {.grid = {static_cast<unsigned>(ceil_div(p.k, 256)), 1, 1}, .block = {256, 1, 1}}});
     else if (nnz > 0)
-      plan.setup.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "pack_values",
-                            .geometry = {.grid = {static_cast<unsigned>(ceil_div(nnz, 256)), 1, 1},
-                                         .block = {256, 1, 1}}});
-    plan.run.push_back({.kind = LaunchStep::Kind::kernel,
-                        .geometry = {.grid = {static_cast<unsigned>(ceil_div(pixels, s.block_pixels * s.pixels_per_thread)),
-                                              static_cast<unsigned>(ceil_div(p.k, s.k_group)), 1},
-                                     .block = {static_cast<unsigned>(s.block_pixels * s.split), 1, 1}}});
+      plan.setup.push_back(
+          {.kind = LaunchStep::Kind::kernel,
+           .entry_suffix = "pack_values",
+           .geometry = {.grid = {static_cast<unsigned>(ceil_div(nnz, 256)), 1, 1}, .block = {256, 1, 1}}});
+    plan.run.push_back(
+        {.kind = LaunchStep::Kind::kernel,
+         .geometry = {.grid = {static_cast<unsigned>(ceil_div(pixels, s.block_pixels * s.pixels_per_thread)),
+                               static_cast<unsigned>(ceil_div(p.k, s.k_group)), 1},
+                      .block = {static_cast<unsigned>(s.block_pixels * s.split), 1, 1}}});
     return plan;
   }
 
@@ -336,19 +344,19 @@ class WeightSparse final : public Family {
       // The rows come through shared memory: a block reads each entry once from global memory (its threads
       // together), each slice reads its entries' code and value from shared memory.
       const double staged = 2 * std::ceil(entries / (s.block_pixels * sk));
-      return {.blocks = ceil_div(pixels, s.block_pixels * s.pixels_per_thread) * ceil_div(p.k, s.k_group),
-              .threads_per_block = s.block_pixels * s.split,
-              .smem_bytes_per_block = (s.split - 1) * s.pixels_per_thread * s.block_pixels * 4 + kRowChunk * 8,
-              .flops = 2.0 * nnz * static_cast<double>(pixels),
-              .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 8,
-              .flops_per_block = 2.0 * entries * s.block_pixels * pt,
-              .fma_instructions = all_warps * (slice_entries * pt + (sk > 1 ? s.k_group * pt : 0)),
-              .shared_load_instructions = all_warps * (2 * slice_entries + staged + (sk > 1 ? s.k_group * pt : 0)),
-              .global_load_instructions = all_warps * (slice_entries * pt + staged),
-              .address_instructions =
-                  all_warps * (slice_entries * (4 + pt) + pt * (20 + 2 * taps) + s.k_group * 8 * pt),
-              .main_loop_steps = static_cast<int>(s.k_group * std::ceil(std::max(1.0, entries / s.k_group) / kRowChunk)),
-              .pipelined = false};
+      return {
+          .blocks = ceil_div(pixels, s.block_pixels * s.pixels_per_thread) * ceil_div(p.k, s.k_group),
+          .threads_per_block = s.block_pixels * s.split,
+          .smem_bytes_per_block = (s.split - 1) * s.pixels_per_thread * s.block_pixels * 4 + kRowChunk * 8,
+          .flops = 2.0 * nnz * static_cast<double>(pixels),
+          .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 8,
+          .flops_per_block = 2.0 * entries * s.block_pixels * pt,
+          .fma_instructions = all_warps * (slice_entries * pt + (sk > 1 ? s.k_group * pt : 0)),
+          .shared_load_instructions = all_warps * (2 * slice_entries + staged + (sk > 1 ? s.k_group * pt : 0)),
+          .global_load_instructions = all_warps * (slice_entries * pt + staged),
+          .address_instructions = all_warps * (slice_entries * (4 + pt) + pt * (20 + 2 * taps) + s.k_group * 8 * pt),
+          .main_loop_steps = static_cast<int>(s.k_group * std::ceil(std::max(1.0, entries / s.k_group) / kRowChunk)),
+          .pipelined = false};
     }
     const GroupWork work = busiest_group(p, s.k_group);
     return {.blocks = ceil_div(pixels, s.block_pixels) * ceil_div(p.k, s.k_group),

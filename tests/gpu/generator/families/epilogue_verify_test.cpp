@@ -8,7 +8,6 @@
 
 #include "convgen/weights.hpp"
 #include "igemm_tc_params.hpp"
-#include "weight_sparse_params.hpp"
 #include "measure/verify.hpp"
 #include "reference/inputs.hpp"
 #include "reference/pruning.hpp"
@@ -17,6 +16,7 @@
 #include "runtime/module.hpp"
 #include "support/corpus.hpp"
 #include "support/verify_tally.hpp"
+#include "weight_sparse_params.hpp"
 
 namespace convgen {
 namespace {

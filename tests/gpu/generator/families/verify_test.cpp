@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include "igemm_params.hpp"
-#include "weight_sparse_params.hpp"
 #include "measure/verify.hpp"
 #include "convgen/weights.hpp"
 #include "reference/inputs.hpp"
@@ -20,6 +19,7 @@
 #include "runtime/thread_pool.hpp"
 #include "support/corpus.hpp"
 #include "support/verify_tally.hpp"
+#include "weight_sparse_params.hpp"
 
 namespace convgen {
 namespace {

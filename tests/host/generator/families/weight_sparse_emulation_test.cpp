@@ -35,23 +35,23 @@ using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): th
 // the table variant's ws_code (SLOTS = C * R * S: room for any filter of the shape; the family renders the fullest
 // channel's count, tested in weight_sparse_test), and includes the template there.
 #define WEIGHT_SPARSE_CASE(NAME, PROBLEM, BP, KG, PT, SK)                                                           \
-  namespace weight_sparse_emulation::NAME {                                                                     \
-  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                          \
-  constexpr convgen::WeightSparseParams kSpec{                                                                  \
+  namespace weight_sparse_emulation::NAME {                                                                         \
+  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                              \
+  constexpr convgen::WeightSparseParams kSpec{                                                                      \
       .block_pixels = BP, .k_group = KG, .immediates = false, .table = true, .pixels_per_thread = PT, .split = SK}; \
-  namespace cfg {                                                                                               \
-  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                      \
-  constexpr int BLOCK_PIXELS = kSpec.block_pixels, K_GROUP = kSpec.k_group;                                     \
-  constexpr bool IMMEDIATES = kSpec.immediates, TABLE = kSpec.table;                                            \
-  constexpr int PIXELS_PER_THREAD = kSpec.pixels_per_thread, SPLIT = kSpec.split;                              \
-  }                                                                                                             \
-  namespace ws_code {                                                                                           \
-  constexpr int NNZ = 0;                                                                                        \
-  constexpr int SLOTS = cfg::C * cfg::R * cfg::S;                                                               \
-  const int kGather[1] = {0};                                                                                   \
-  inline void group(int, const float*, const long long*, unsigned, const float*, float*) {}                     \
-  }                                                                                                             \
-  }                                                                                                             \
+  namespace cfg {                                                                                                   \
+  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                          \
+  constexpr int BLOCK_PIXELS = kSpec.block_pixels, K_GROUP = kSpec.k_group;                                         \
+  constexpr bool IMMEDIATES = kSpec.immediates, TABLE = kSpec.table;                                                \
+  constexpr int PIXELS_PER_THREAD = kSpec.pixels_per_thread, SPLIT = kSpec.split;                                   \
+  }                                                                                                                 \
+  namespace ws_code {                                                                                               \
+  constexpr int NNZ = 0;                                                                                            \
+  constexpr int SLOTS = cfg::C * cfg::R * cfg::S;                                                                   \
+  const int kGather[1] = {0};                                                                                       \
+  inline void group(int, const float*, const long long*, unsigned, const float*, float*) {}                         \
+  }                                                                                                                 \
+  }                                                                                                                 \
   namespace weight_sparse_emulation::NAME {
 #define WEIGHT_SPARSE_END(NAME) }
 
@@ -85,8 +85,8 @@ WEIGHT_SPARSE_END(nhwc_3x3_s2)
 
 // 1x1 stride 2 (a projection shortcut), 9 channels in groups of 4, rows in 4 slices.
 WEIGHT_SPARSE_CASE(nchw_1x1_s2,
-                   (Shape{.n = 1, .c = 16, .k = 9, .input = {1, 15, 15}, .filter = {1, 1, 1}, .stride = {1, 2, 2}}),
-                   64, 4, 1, 4)
+                   (Shape{.n = 1, .c = 16, .k = 9, .input = {1, 15, 15}, .filter = {1, 1, 1}, .stride = {1, 2, 2}}), 64,
+                   4, 1, 4)
 #define CONVGEN_ENTRY kernel_nchw_1x1_s2
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -102,15 +102,11 @@ WEIGHT_SPARSE_CASE(nhwc_1x1_s1,
 WEIGHT_SPARSE_END(nhwc_1x1_s1)
 
 // Dilation 2 and padding 3 around a 3x4 input: most taps outside; K = 3 below the group of 4; 2 slices.
-WEIGHT_SPARSE_CASE(dilated_padding_beyond_input,
-                   (Shape{.n = 1,
-                          .c = 4,
-                          .k = 3,
-                          .input = {1, 3, 4},
-                          .filter = {1, 3, 3},
-                          .padding = {0, 3, 3},
-                          .dilation = {1, 2, 2}}),
-                   32, 4, 4, 2)
+WEIGHT_SPARSE_CASE(
+    dilated_padding_beyond_input,
+    (Shape{
+        .n = 1, .c = 4, .k = 3, .input = {1, 3, 4}, .filter = {1, 3, 3}, .padding = {0, 3, 3}, .dilation = {1, 2, 2}}),
+    32, 4, 4, 2)
 #define CONVGEN_ENTRY kernel_dilated_padding_beyond_input
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -149,11 +145,11 @@ struct EmulationCase {
 
 void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
 
-#define WEIGHT_SPARSE_EMULATION_CASE(NAME)                                                                      \
-  EmulationCase {                                                                                               \
-#NAME, weight_sparse_emulation::NAME::kProblem, weight_sparse_emulation::NAME::kSpec,                       \
-        weight_sparse_emulation::NAME::ws_code::SLOTS,                                                          \
-        &weight_sparse_emulation::NAME::kernel_##NAME##_pack_pattern, &weight_sparse_emulation::NAME::kernel_##NAME \
+#define WEIGHT_SPARSE_EMULATION_CASE(NAME)                                                                           \
+  EmulationCase {                                                                                                    \
+#NAME, weight_sparse_emulation::NAME::kProblem, weight_sparse_emulation::NAME::kSpec,                            \
+        weight_sparse_emulation::NAME::ws_code::SLOTS, &weight_sparse_emulation::NAME::kernel_##NAME##_pack_pattern, \
+        &weight_sparse_emulation::NAME::kernel_##NAME                                                                \
   }
 
 // The table pack_pattern writes: per channel its count, then its (code, value) entries.
@@ -215,7 +211,8 @@ void expect_table_matches_filter(const EmulationCase& c, std::span<const float> 
     ASSERT_EQ(table.codes[static_cast<std::size_t>(k)], static_cast<int>(expected.size())) << "channel " << k;
     for (std::size_t i = 0; i < expected.size(); ++i) {
       const std::size_t slot = static_cast<std::size_t>(k) * static_cast<std::size_t>(c.slots) + i;
-      EXPECT_EQ(table.codes[static_cast<std::size_t>(p.k) + slot], expected[i].first) << "channel " << k << " entry " << i;
+      EXPECT_EQ(table.codes[static_cast<std::size_t>(p.k) + slot], expected[i].first)
+          << "channel " << k << " entry " << i;
       EXPECT_EQ(table.values[slot], expected[i].second) << "channel " << k << " entry " << i;
     }
   }

@@ -47,7 +47,8 @@ std::int64_t nonzeros(const Problem& p) {
 
 std::size_t count(const std::string& text, const std::string& pattern) {
   const std::regex re(pattern);
-  return static_cast<std::size_t>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+  return static_cast<std::size_t>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
 TEST(WeightSparseFamily, ServesOnlyProblemsThatCarryTheirFilter) {
@@ -63,7 +64,8 @@ TEST(WeightSparseFamily, ServesOnlyProblemsThatCarryTheirFilter) {
             std::string::npos);
   Problem half = pruned;
   half.precision = Precision::fp16;
-  EXPECT_EQ(weight_sparse().check_support(half, h100(), s), "precision fp16 is not supported by weight_sparse (fp32 only)");
+  EXPECT_EQ(weight_sparse().check_support(half, h100(), s),
+            "precision fp16 is not supported by weight_sparse (fp32 only)");
   const Problem big{.n = 1, .c = 512, .k = 512, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   const Problem big_pruned = with_weights(big, pruned_random_filter(big, 0.5, 1));
   EXPECT_EQ(weight_sparse().check_support(big_pruned, h100(), s),
@@ -115,8 +117,8 @@ TEST(WeightSparseFamily, TableCodeIsTheSameForAnyNonzeroCountAndHoldsTheFullestC
     std::int64_t most = 0;
     const std::vector<float>& v = *p->weights.values;
     for (int k = 0; k < p->k; ++k)
-      most = std::max<std::int64_t>(most, std::count_if(v.begin() + k * 144, v.begin() + (k + 1) * 144,
-                                                        [](float x) { return x != 0.0f; }));
+      most = std::max<std::int64_t>(
+          most, std::count_if(v.begin() + k * 144, v.begin() + (k + 1) * 144, [](float x) { return x != 0.0f; }));
     EXPECT_NE(text.find(fmt::format("constexpr int SLOTS = {};", most)), std::string::npos);
   }
   const std::size_t sparse_bytes = weight_sparse().render(sparse, spec).text.size();
@@ -239,7 +241,7 @@ TEST(WeightSparseFamily, PlanGathersValuesOnceOnlyWhenTheyAreNotImmediates) {
   EXPECT_EQ(packed.setup[0].entry_suffix, "pack_values");
   EXPECT_EQ(packed.buffers.at(0).name, "packed_values");
   EXPECT_EQ(packed.buffers.at(0).bytes, 4 * 72 * 12);  // 50% of 16 x 9 per channel, 12 channels
-  EXPECT_EQ(packed.find("pattern_codes")->bytes, 4);    // bound to the entry's g_pattern_codes, unused
+  EXPECT_EQ(packed.find("pattern_codes")->bytes, 4);   // bound to the entry's g_pattern_codes, unused
   EXPECT_EQ(packed.run.size(), 1u);
   EXPECT_EQ(packed.run[0].geometry.grid, (std::array<unsigned, 3>{1, 2, 1}));  // 81 pixels, 12 channels by 8
   EXPECT_TRUE(weight_sparse().plan(p, to_spec(params(128, 8, true))).setup.empty());
