@@ -1,15 +1,27 @@
-// weight_sparse: FP32 convolution with the pruned filter's nonzero pattern baked into the code.
+// weight_sparse: FP32 convolution with the pruned filter's nonzero pattern baked into the code, or read from a table.
 //
-// The family (generator/families/weight_sparse.cpp) renders, into the prelude, namespace ws_code: for each group of
-// K_GROUP output channels a straight-line block with one activation load per (c, r, s) that some channel of the
-// group needs — at a compile-time offset from the thread's pixel, predicated by the tap's bounds bit — and one
-// FMA per nonzero weight into that channel's accumulator. Zero weights cost nothing, not even a branch.
-// Values are immediates in the code (IMMEDIATES) or read from a packed array, in code order, that the
-// pack_values entry gathers once per op from the filter (ws_code::kGather lists each value's filter index).
+// Baked (TABLE false): the family (generator/families/weight_sparse.cpp) renders, into the prelude, namespace
+// ws_code: for each group of K_GROUP output channels a straight-line block with one activation load per (c, r, s)
+// that some channel of the group needs — at a compile-time offset from the thread's pixel, predicated by the tap's
+// bounds bit — and one FMA per nonzero weight into that channel's accumulator. Zero weights cost nothing, not even a
+// branch. Values are immediates in the code (IMMEDIATES) or read from a packed array, in code order, that the
+// pack_values entry gathers once per op from the filter (ws_code::kGather lists each value's filter index). NVRTC
+// time grows faster than the nonzeros, so the family bakes small filters only.
 //
-// Grid: x = ceil(N * P * Q / BLOCK_PIXELS) pixel blocks, y = ceil(K / K_GROUP) channel groups (warp-uniform
-// switch over the group's code). Block: BLOCK_PIXELS threads, one output pixel each, K_GROUP accumulators.
-// NCHW and NHWC, any filter size with R * S <= 32, stride, padding, dilation; groups 1; 1-D and 2-D.
+// Table (TABLE true): the same work as a rolled loop over data, so that the code (and NVRTC's time) no longer
+// depends on the nonzeros. The pack_pattern entry writes once per op, from the filter, per output channel k its
+// nonzeros in filter order (at most ws_code::SLOTS, the largest count of a channel): a code (the activation offset
+// of (c, r, s) from the pixel's base, shifted left 5, or'ed with the tap r * S + s) into g_pattern_codes and the
+// value into g_packed_values, and the count into g_pattern_codes[k]. The main entry walks a block's K_GROUP channels
+// one after another, each a loop over its entries (staged in shared memory, ROW_CHUNK at a time) with
+// PIXELS_PER_THREAD accumulators; SPLIT slices of BLOCK_PIXELS
+// threads take every SPLIT-th entry of the row and add their sums in shared memory (small images have few pixels to
+// spread, and one thread's walk down a long row is a chain of dependent loads).
+//
+// Grid: x = ceil(N * P * Q / (BLOCK_PIXELS * PIXELS_PER_THREAD)) pixel blocks, y = ceil(K / K_GROUP) channel groups
+// (warp-uniform: a switch over the group's code, or its channels' table rows). Block: BLOCK_PIXELS threads, each
+// PIXELS_PER_THREAD output pixels BLOCK_PIXELS apart (1 when baked), times SPLIT slices (1 when baked). NCHW and NHWC, any filter size with R * S <= 32,
+// stride, padding, dilation; groups 1; 1-D and 2-D.
 #include "interface.cuh"
 #include "epilogue.cuh"
 
@@ -30,10 +42,17 @@ CONVGEN_PARAM("kg", "1..64", "output channels per block (accumulators per thread
 CONVGEN_PARAM("iv", "bool", "weights as immediates in the code (else read from the packed array)")
 // convgen-lint: allow unused-param (the generated ws_code reads it: immediates, or wv[] from the packed array)
 constexpr bool IMMEDIATES = false;
+CONVGEN_PARAM("tb", "bool", "the pattern as a table read by a rolled loop (else baked into the code)")
+constexpr bool TABLE = false;
+CONVGEN_PARAM("pt", "1,2,4,8", "output pixels per thread (the table only; 1 when baked)")
+constexpr int PIXELS_PER_THREAD = 1;
+CONVGEN_PARAM("sk", "1,2,4,8", "slices of a channel's table row, BLOCK_PIXELS threads each, summed in shared memory")
+constexpr int SPLIT = 1;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 namespace ws_code {
-constexpr int NNZ = 2;  // nonzero weights
+constexpr int NNZ = 2;    // nonzero weights
+constexpr int SLOTS = 1;  // table entries per output channel: the most nonzeros of one channel
 __device__ const int kGather[NNZ] = {4, 2 * 9 * 8 + 9 + 4};
 __device__ __forceinline__ void group(int g, const float* __restrict__ x, const long long* tb, unsigned valid,
                                       const float* __restrict__ wv, float* acc) {
@@ -58,6 +77,126 @@ constexpr int HW = H * W;
 static_assert(GROUPS == 1, "weight_sparse handles ungrouped convolutions");
 static_assert(R * S <= 32, "one bit per filter tap in a 32-bit mask");
 static_assert(K_GROUP >= 1 && K_GROUP <= 64, "K_GROUP accumulators per thread");
+static_assert(PIXELS_PER_THREAD >= 1 && PIXELS_PER_THREAD <= 8, "PIXELS_PER_THREAD accumulators per thread");
+static_assert(TABLE || PIXELS_PER_THREAD == 1, "baked code computes one pixel per thread");
+static_assert(TABLE || SPLIT == 1, "baked code sums a whole channel group in one thread");
+static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT slices of a table row");
+// Entries in flight per thread: 4 (2 with 4 or more pixels a thread, where 4 spilled registers).
+constexpr int ENTRY_UNROLL = PIXELS_PER_THREAD >= 4 ? 2 : 4;
+constexpr int ROW_CHUNK = 1024;  // table entries a block stages in shared memory at once (8 KiB)
+static_assert((SPLIT - 1) * PIXELS_PER_THREAD * BLOCK_PIXELS * 4 + ROW_CHUNK * 8 <= 48 * 1024,
+              "the slices' sums and a chunk of the row fit static shared memory");
+static_assert(!(TABLE && IMMEDIATES), "the table reads its values from the packed array");
+static_assert(!TABLE || 1LL * C * H * W < (1LL << 26), "table codes hold an image's activation offsets in 26 bits");
+static_assert(ws_code::SLOTS >= 1, "a table row of at least one entry");
+constexpr int TAP_BITS = 5;  // R * S <= 32 taps
+
+// The activation offset of (c, r, s) from a pixel's base (c 0, h0, w0), as the baked code's compile-time offsets.
+__device__ __forceinline__ int activation_offset(int c, int r, int s) {
+  const int spatial = r * DIL_H * W + s * DIL_W;
+  return CHANNELS_LAST ? spatial * C + c : c * HW + spatial;
+}
+
+}  // namespace weight_sparse
+
+// One-time setup of the table: one thread per output channel k writes its count into g_pattern_codes[k] and its
+// nonzeros, in filter order, as codes into g_pattern_codes[K + k * SLOTS + i] and values into
+// g_packed_values[k * SLOTS + i]. A channel with more than SLOTS nonzeros (a filter of another pattern than the one
+// rendered) keeps its first SLOTS.
+extern "C" __global__ void __launch_bounds__(256)
+    CONVGEN_ENTRY_NAMED(pack_pattern)(const float* __restrict__ g_filter, int* __restrict__ g_pattern_codes,
+                                      float* __restrict__ g_packed_values) {
+  using namespace weight_sparse;
+  const int k = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (k >= K) return;
+  const float* filter = g_filter + (long long)k * C * R * S;
+  int* codes = g_pattern_codes + K + (long long)k * ws_code::SLOTS;
+  float* values = g_packed_values + (long long)k * ws_code::SLOTS;
+  int count = 0;
+  // Rolled: NVVM unrolls a loop of a known trip count of a few hundred whole (64 x 3 x 3: 190 KiB of cubin, 4 s).
+#pragma unroll 1
+  for (int i = 0; i < C * R * S; ++i) {
+    const float v = filter[i];
+    if (v == 0.0f || count == ws_code::SLOTS) continue;
+    // Filter order: K C R S channels-first, K R S C channels-last.
+    const int c = CHANNELS_LAST ? i % C : i / (R * S);
+    const int tap = CHANNELS_LAST ? i / C : i % (R * S);
+    codes[count] = (activation_offset(c, tap / S, tap % S) << TAP_BITS) | tap;
+    values[count] = v;
+    ++count;
+  }
+  g_pattern_codes[k] = count;
+}
+
+namespace weight_sparse {
+
+// The table's main loop: the block's K_GROUP channels one after another, each a rolled loop over its entries with
+// one accumulator per pixel of the thread. An outside tap's load is skipped (its bit in valid[i] is clear).
+__device__ __forceinline__ void table_conv(const float* __restrict__ x, const int* __restrict__ g_pattern_codes,
+                                           const float* __restrict__ g_values, float* __restrict__ y,
+                                           const float* __restrict__ g_bias, const float* __restrict__ g_residual,
+                                           const long long* image, const unsigned* valid, const long long* pixel,
+                                           int lane, int slice) {
+  for (int j = 0; j < K_GROUP; ++j) {
+    const int k = (int)blockIdx.y * K_GROUP + j;
+    if (k >= K) break;
+    // At most SLOTS (pack_pattern stops there); not clamped here, where a known bound would let NVVM unroll it whole.
+    const int count = g_pattern_codes[k];
+    const int* codes = g_pattern_codes + K + (long long)k * ws_code::SLOTS;
+    const float* values = g_values + (long long)k * ws_code::SLOTS;
+    float acc[PIXELS_PER_THREAD];
+#pragma unroll
+    for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[i] = 0.0f;
+    // The row goes through shared memory, ROW_CHUNK entries at a time (read once by the block, coalesced), so that
+    // each step's chain is a shared load, the activation's load and the FMA.
+    __shared__ int s_codes[ROW_CHUNK];
+    __shared__ float s_values[ROW_CHUNK];
+    for (int base = 0; base < count; base += ROW_CHUNK) {
+      const int n = count - base < ROW_CHUNK ? count - base : ROW_CHUNK;
+      __syncthreads();  // the previous chunk's (or channel's) readers are done
+      for (int e = (int)threadIdx.x; e < n; e += BLOCK_PIXELS * SPLIT) {
+        s_codes[e] = codes[base + e];
+        s_values[e] = values[base + e];
+      }
+      __syncthreads();
+#pragma unroll ENTRY_UNROLL
+      for (int e = slice; e < n; e += SPLIT) {
+        const int code = s_codes[e];
+        const float w = s_values[e];
+        const int tap = code & ((1 << TAP_BITS) - 1);
+        const int offset = code >> TAP_BITS;
+#pragma unroll
+        for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
+          const float a = (valid[i] >> tap) & 1u ? __ldg(x + image[i] + offset) : 0.0f;
+          acc[i] = fmaf(w, a, acc[i]);
+        }
+      }
+    }
+    if constexpr (SPLIT > 1) {
+      // Slices 1.. leave their sums to slice 0; the second barrier keeps the next channel's from overwriting them.
+      __shared__ float s_partial[SPLIT > 1 ? SPLIT - 1 : 1][PIXELS_PER_THREAD][BLOCK_PIXELS];
+      if (slice > 0)
+#pragma unroll
+        for (int i = 0; i < PIXELS_PER_THREAD; ++i) s_partial[slice - 1][i][lane] = acc[i];
+      __syncthreads();
+      if (slice == 0)
+#pragma unroll
+        for (int i = 0; i < PIXELS_PER_THREAD; ++i)
+#pragma unroll
+          for (int u = 0; u < SPLIT - 1; ++u) acc[i] += s_partial[u][i][lane];
+      __syncthreads();
+    }
+    if (slice != 0) continue;
+#pragma unroll
+    for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
+      if (pixel[i] >= PIXELS) break;
+      const int n = (int)(pixel[i] / (P * Q));
+      const int pq = (int)(pixel[i] % (P * Q));
+      const long long o = CHANNELS_LAST ? pixel[i] * K + k : ((long long)n * K + k) * (P * Q) + pq;
+      y[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(acc[i], g_bias, g_residual, k, o);
+    }
+  }
+}
 
 }  // namespace weight_sparse
 
@@ -68,11 +207,37 @@ extern "C" __global__ void __launch_bounds__(256)
   if (i < ws_code::NNZ) g_packed_values[i] = g_filter[ws_code::kGather[i]];
 }
 
-extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS)
+extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS * cfg::SPLIT)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_packed_values,
-                  float* __restrict__ g_output, const float* __restrict__ g_bias,
-                  const float* __restrict__ g_residual) {
+                  const int* __restrict__ g_pattern_codes, float* __restrict__ g_output,
+                  const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
   using namespace weight_sparse;
+  if constexpr (TABLE) {
+    // Per pixel of the thread: the base its entries' offsets add to, and a bit per tap inside the input. Slices are
+    // whole groups of BLOCK_PIXELS threads (warp-uniform when BLOCK_PIXELS is a multiple of 32).
+    const int lane = (int)threadIdx.x % BLOCK_PIXELS, slice = (int)threadIdx.x / BLOCK_PIXELS;
+    long long pixel[PIXELS_PER_THREAD], image[PIXELS_PER_THREAD];
+    unsigned valid[PIXELS_PER_THREAD];
+#pragma unroll
+    for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
+      pixel[i] = ((long long)blockIdx.x * PIXELS_PER_THREAD + i) * BLOCK_PIXELS + lane;
+      const int n = (int)(pixel[i] / (P * Q));
+      const int pq = (int)(pixel[i] % (P * Q));
+      const int h0 = pq / Q * STRIDE_H - PAD_H, w0 = pq % Q * STRIDE_W - PAD_W;
+      image[i] = CHANNELS_LAST ? ((long long)(n * H + h0) * W + w0) * C : (long long)n * C * HW + h0 * W + w0;
+      valid[i] = 0;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int s = 0; s < S; ++s) {
+          const int h = h0 + r * DIL_H, w = w0 + s * DIL_W;
+          if (pixel[i] < PIXELS && h >= 0 && h < H && w >= 0 && w < W) valid[i] |= 1u << (r * S + s);
+        }
+    }
+    table_conv(g_activation, g_pattern_codes, g_packed_values, g_output, g_bias, g_residual, image, valid, pixel, lane,
+               slice);
+    return;
+  }
   const long long pixel = (long long)blockIdx.x * BLOCK_PIXELS + threadIdx.x;
   if (pixel >= PIXELS) return;
   const int n = (int)(pixel / (P * Q));

@@ -1,6 +1,7 @@
 // weight_sparse: the weight-sparse family (templates/weight_sparse.cu): the problem's own pruned filter baked into
 // the code as straight-line FMAs, one per nonzero weight (generated here, into the prelude), the values as
-// immediates or gathered once per op into a packed array. Search space, support checks, code generation, launch
+// immediates or gathered once per op into a packed array; or, for filters too big to bake, read from a table of
+// per-channel nonzeros that a setup entry packs once per op. Search space, support checks, code generation, launch
 // plan and cost features.
 #include <algorithm>
 #include <cmath>
@@ -25,9 +26,15 @@ namespace {
 constexpr std::int64_t kIntMax = 2147483647;
 // Straight-line code grows with the nonzeros, and NVRTC time faster than that (one kernel, one switch: measured on
 // the 2-core developer machine at 90% zeros, bench/results/nvrtc-debian12/weight_sparse_cusnn_z90.md: 3.7K nonzeros
-// 4-7 s, 14.7K 48 s, 59K 647 s). Past this many the family declines (the dense families serve the layer) until big
-// layers are split across kernels compiled apart.
-constexpr std::int64_t kMaxBakedNonzeros = 8192;
+// 4-7 s, 14.7K 48 s, 59K 647 s; weight_sparse_resnet50_z90.md: 1.6K nonzeros 1.2 s). Past this many only the table
+// variant (tb1: the pattern as data, its code the same for any filter) serves the layer, within the issue's 5 s.
+constexpr std::int64_t kMaxBakedNonzeros = 2048;
+// Up to this many the baked kernel comes first in enumerate (and so is the default): it compiles in about 1 s.
+constexpr std::int64_t kBakedFirstNonzeros = 512;
+// Table entries a block stages in shared memory at once (templates/weight_sparse.cu: ROW_CHUNK).
+constexpr int kRowChunk = 1024;
+// A table code holds an activation offset within one image in 26 bits (the low 5 are the tap).
+constexpr std::int64_t kTableOffsetLimit = std::int64_t{1} << 26;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -56,6 +63,19 @@ std::vector<Nonzero> nonzeros(const Problem& p) {
   return out;
 }
 
+// The most nonzeros of one output channel: the table's entries per channel (at least 1).
+int slots_per_channel(const Problem& p) {
+  if (!p.weights.values) return 1;
+  const std::vector<float>& v = *p.weights.values;
+  const std::size_t per_k = v.size() / static_cast<std::size_t>(p.k);
+  std::int64_t most = 1;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(p.k); ++k)
+    most = std::max<std::int64_t>(most, std::count_if(v.begin() + static_cast<std::ptrdiff_t>(k * per_k),
+                                                      v.begin() + static_cast<std::ptrdiff_t>((k + 1) * per_k),
+                                                      [](float x) { return x != 0.0f; }));
+  return static_cast<int>(most);
+}
+
 std::int64_t nonzero_count(const Problem& p) {
   if (!p.weights.values) return 0;
   return static_cast<std::int64_t>(
@@ -68,14 +88,15 @@ std::int64_t activation_offset(const Problem& p, int c, int r, int s) {
   return channels_last(p.layout) ? spatial * p.c + c : std::int64_t{c} * p.input.h * p.input.w + spatial;
 }
 
-// Renders namespace ws_code: NNZ, kGather (each packed value's filter index, in code order) and group(), a switch
-// over the blocks' channel groups whose cases load each needed activation once and FMA it into the channels that
-// use it.
+// Renders namespace ws_code: NNZ, kGather (each packed value's filter index, in code order), SLOTS (the table's
+// entries per channel) and group(), a switch over the blocks' channel groups whose cases load each needed activation
+// once and FMA it into the channels that use it. The table variant's is empty but for SLOTS: its code is the same for
+// every filter with as many nonzeros in its fullest channel.
 std::string ws_code(const Problem& p, const WeightSparseParams& s) {
   const std::vector<Nonzero> all = nonzeros(p);
   std::string body;
   std::vector<std::int64_t> gather;
-  const int groups = static_cast<int>(ceil_div(p.k, s.k_group));
+  const int groups = s.table ? 0 : static_cast<int>(ceil_div(p.k, s.k_group));
   std::size_t next = 0;
   for (int g = 0; g < groups; ++g) {
     // This group's nonzeros by activation (c, r, s), then channel.
@@ -89,8 +110,9 @@ std::string ws_code(const Problem& p, const WeightSparseParams& s) {
     for (const auto& [input, uses] : by_input) {
       const auto [c, r, sx] = input;
       const int tap = r * p.filter.w + sx;
-      body += fmt::format("      {{ const float v = __ldg(x + tb[{}] + {}); const float a = (valid >> {}) & 1u ? v : 0.0f;\n",
-                          tap, activation_offset(p, c, r, sx), tap);
+      body += fmt::format(
+          "      {{ const float v = __ldg(x + tb[{}] + {}); const float a = (valid >> {}) & 1u ? v : 0.0f;\n", tap,
+          activation_offset(p, c, r, sx), tap);
       for (const Nonzero* nz : uses) {
         const int j = nz->k - g * s.k_group;
         if (s.immediates) {
@@ -108,22 +130,40 @@ std::string ws_code(const Problem& p, const WeightSparseParams& s) {
   out += fmt::format("// {} nonzero weights of {} ({:.1f}% zeros), pattern {}\n", all.size(), filter_elements(p),
                      100.0 * weight_zero_fraction(p), p.weights.pattern);
   out += fmt::format("constexpr int NNZ = {};\n", gather.size());
+  out += fmt::format("constexpr int SLOTS = {};\n", s.table ? slots_per_channel(p) : 1);
   if (gather.empty()) {
     out += "__device__ const int kGather[1] = {0};\n";
   } else {
     out += "__device__ const int kGather[NNZ] = {";
-    for (std::size_t i = 0; i < gather.size(); ++i) out += fmt::format("{}{}", i % 16 == 0 ? "\n  " : " ", gather[i]) + (i + 1 < gather.size() ? "," : "");
+    for (std::size_t i = 0; i < gather.size(); ++i)
+      out += fmt::format("{}{}", i % 16 == 0 ? "\n  " : " ", gather[i]) + (i + 1 < gather.size() ? "," : "");
     out += "\n};\n";
   }
-  out += "__device__ __forceinline__ void group(int g, const float* __restrict__ x, const long long* tb, unsigned valid,\n"
-         "                                      const float* __restrict__ wv, float* acc) {\n"
-         "  (void)x, (void)tb, (void)valid, (void)wv;\n  switch (g) {\n";
+  out +=
+      "__device__ __forceinline__ void group(int g, const float* __restrict__ x, const long long* tb, unsigned valid,\n"
+      "                                      const float* __restrict__ wv, float* acc) {\n"
+      "  (void)x, (void)tb, (void)valid, (void)wv;\n  switch (g) {\n";
   out += body;
   out += "    default: break;\n  }\n}\n}  // namespace ws_code\n";
   return out;
 }
 
-// Distinct activation loads and FMAs of the busiest channel group (per thread).
+// The table entries of the busiest channel group: the most nonzeros k_group consecutive channels hold.
+std::int64_t busiest_table_group(const Problem& p, int k_group) {
+  if (!p.weights.values) return 0;
+  const std::vector<float>& v = *p.weights.values;
+  const std::size_t per_k = v.size() / static_cast<std::size_t>(p.k);
+  std::int64_t most = 0, group = 0;
+  for (int k = 0; k < p.k; ++k) {
+    if (k % k_group == 0) group = 0;
+    const auto row = v.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(k) * per_k);
+    group += std::count_if(row, row + static_cast<std::ptrdiff_t>(per_k), [](float x) { return x != 0.0f; });
+    most = std::max(most, group);
+  }
+  return most;
+}
+
+// Distinct activation loads and FMAs of the busiest channel group (per thread and pixel).
 struct GroupWork {
   double loads = 0, fmas = 0;
 };
@@ -166,18 +206,36 @@ class WeightSparse final : public Family {
       return fmt::format("{}x{} filter taps exceed the 32 of the tap mask", p.filter.h, p.filter.w);
     if (activation_elements(p) > kIntMax || output_elements(p) > kIntMax)
       return "weight_sparse indexes activations with int offsets: tensors must have fewer than 2^31 elements";
-    if (s.block_pixels > gpu.max_threads_per_block)
-      return fmt::format("{} threads exceed the gpu's {}", s.block_pixels, gpu.max_threads_per_block);
+    if (s.block_pixels * s.split > gpu.max_threads_per_block)
+      return fmt::format("{} threads exceed the gpu's {}", s.block_pixels * s.split, gpu.max_threads_per_block);
     if (s.k_group > 64 || s.k_group < 1) return fmt::format("k_group must be 1 to 64, got {}", s.k_group);
     if (ceil_div(p.k, s.k_group) > 65535) return "grid y limit exceeded";
+    if (s.table) {
+      if (s.immediates) return "the table variant reads its values from the packed array (iv must be 0 with tb 1)";
+      if (s.block_pixels % 32 != 0)
+        return fmt::format("the table's slices are whole warps: p must be a multiple of 32, got {}", s.block_pixels);
+      if (std::int64_t{c_per_group(p)} * p.input.h * p.input.w >= kTableOffsetLimit)
+        return fmt::format("an image of {} activations exceeds the table codes' 26-bit offsets",
+                           std::int64_t{c_per_group(p)} * p.input.h * p.input.w);
+      return std::nullopt;
+    }
+    if (s.pixels_per_thread != 1)
+      return fmt::format("baked code computes one pixel per thread, got pt {} (pt is the table's)",
+                         s.pixels_per_thread);
+    if (s.split != 1)
+      return fmt::format("baked code sums a channel group in one thread, got sk {} (sk is the table's)", s.split);
     if (const std::int64_t nnz = nonzero_count(p); nnz > kMaxBakedNonzeros)
-      return fmt::format("{} nonzero weights exceed the {} baked into one kernel (code size and NVRTC time)", nnz,
-                         kMaxBakedNonzeros);
+      return fmt::format(
+          "{} nonzero weights exceed the {} baked into one kernel (NVRTC time); the table variant "
+          "(tb1) serves it",
+          nnz, kMaxBakedNonzeros);
     return std::nullopt;
   }
 
   std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
-    std::vector<std::pair<double, KernelSpec>> ranked;
+    // Ranked by estimate within each variant; the baked ones first only for filters small enough to compile in
+    // about a second (NVRTC time is not in the estimate), the table ones first otherwise.
+    std::vector<std::pair<double, KernelSpec>> baked, table;
     const Dims3 out = output_dims(p);
     const std::int64_t pixels = std::int64_t{p.n} * out.h * out.w;
     for (int bp : {64, 128, 256})
@@ -191,11 +249,32 @@ class WeightSparse final : public Family {
           s.immediates = iv;
           const KernelSpec spec = to_spec(s);
           if (check_support(p, gpu, spec)) continue;
-          ranked.emplace_back(estimate_us(p, gpu, s), spec);
+          baked.emplace_back(estimate_us(p, gpu, s), spec);
         }
-    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (int bp : {64, 128, 256})
+      for (int kg : {1, 2, 4, 8})
+        for (int pt : {1, 2, 4})
+          for (int sk : {1, 2, 4, 8}) {
+            if (kg > 1 && kg > p.k) continue;
+            if (bp * pt > 64 && bp * pt > 2 * pixels) continue;
+            if (bp * sk > 512) continue;
+            WeightSparseParams s;
+            s.block_pixels = bp;
+            s.k_group = kg;
+            s.table = true;
+            s.pixels_per_thread = pt;
+            s.split = sk;
+            const KernelSpec spec = to_spec(s);
+            if (check_support(p, gpu, spec)) continue;
+            table.emplace_back(estimate_us(p, gpu, s), spec);
+          }
+    const auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
+    std::stable_sort(baked.begin(), baked.end(), by_time);
+    std::stable_sort(table.begin(), table.end(), by_time);
+    if (nonzero_count(p) > kBakedFirstNonzeros) std::swap(baked, table);
     std::vector<KernelSpec> specs;
-    for (const auto& [us, spec] : ranked) specs.push_back(spec);
+    for (const auto& [us, spec] : baked) specs.push_back(spec);
+    for (const auto& [us, spec] : table) specs.push_back(spec);
     return specs;
   }
 
@@ -213,34 +292,73 @@ class WeightSparse final : public Family {
     return source;
   }
 
-  // setup: gather the nonzero values into the persistent "packed_values" (code order); run: the main kernel.
+  // Baked: setup gathers the nonzero values into the persistent "packed_values" (code order). Table: setup packs
+  // each channel's count and codes into "pattern_codes" (K counts, then K rows of SLOTS codes) and its values into
+  // "packed_values" (K rows of SLOTS), one thread per channel. Run: the main kernel.
   LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
     const WeightSparseParams s = params_of<WeightSparseParams>(spec);
     const Dims3 out = output_dims(p);
     const std::int64_t pixels = std::int64_t{p.n} * out.h * out.w;
-    const std::int64_t nnz = s.immediates ? 0 : nonzero_count(p);
+    const std::int64_t slots = s.table ? std::int64_t{p.k} * slots_per_channel(p) : 0;
+    const std::int64_t nnz = s.table ? slots : s.immediates ? 0 : nonzero_count(p);
     LaunchPlan plan;
     plan.buffers.push_back({.name = "packed_values", .bytes = std::max<std::int64_t>(4, nnz * 4), .persistent = true});
-    if (nnz > 0)
-      plan.setup.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "pack_values",
-                            .geometry = {.grid = {static_cast<unsigned>(ceil_div(nnz, 256)), 1, 1},
-                                         .block = {256, 1, 1}}});
-    plan.run.push_back({.kind = LaunchStep::Kind::kernel,
-                        .geometry = {.grid = {static_cast<unsigned>(ceil_div(pixels, s.block_pixels)),
-                                              static_cast<unsigned>(ceil_div(p.k, s.k_group)), 1},
-                                     .block = {static_cast<unsigned>(s.block_pixels), 1, 1}}});
+    plan.buffers.push_back({.name = "pattern_codes", .bytes = s.table ? (p.k + slots) * 4 : 4, .persistent = true});
+    if (s.table)
+      plan.setup.push_back(
+          {.kind = LaunchStep::Kind::kernel,
+           .entry_suffix = "pack_pattern",
+           .geometry = {.grid = {static_cast<unsigned>(ceil_div(p.k, 256)), 1, 1}, .block = {256, 1, 1}}});
+    else if (nnz > 0)
+      plan.setup.push_back(
+          {.kind = LaunchStep::Kind::kernel,
+           .entry_suffix = "pack_values",
+           .geometry = {.grid = {static_cast<unsigned>(ceil_div(nnz, 256)), 1, 1}, .block = {256, 1, 1}}});
+    plan.run.push_back(
+        {.kind = LaunchStep::Kind::kernel,
+         .geometry = {.grid = {static_cast<unsigned>(ceil_div(pixels, s.block_pixels * s.pixels_per_thread)),
+                               static_cast<unsigned>(ceil_div(p.k, s.k_group)), 1},
+                      .block = {static_cast<unsigned>(s.block_pixels * s.split), 1, 1}}});
     return plan;
   }
 
-  // Per block (one pixel per thread, warps = block_pixels / 32): per warp the busiest group's distinct activation
-  // loads (with their bounds test) and its FMAs; values from the packed array add a uniform load per FMA.
+  // Per block (warps = block_pixels / 32). Baked (one pixel per thread): per warp the busiest group's distinct
+  // activation loads (with their bounds test) and its FMAs; values from the packed array add a uniform load per FMA.
+  // Table (pt pixels per thread): per entry of the busiest group's channels a code and a value load (uniform, from
+  // shared memory), pt activation loads with their tap test, pt FMAs and the loop's few instructions; no load is
+  // shared between channels; a pair of barriers per chunk of a row.
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
     const WeightSparseParams s = params_of<WeightSparseParams>(spec);
     const Dims3 out = output_dims(p);
     const std::int64_t pixels = std::int64_t{p.n} * out.h * out.w;
-    const GroupWork work = busiest_group(p, s.k_group);
     const double warps = s.block_pixels / 32.0;
     const double nnz = static_cast<double>(nonzero_count(p));
+    if (s.table) {
+      // Per slice (warps * split of them) a split-th of each row; the slices' sums meet in shared memory, two
+      // barriers a channel.
+      const double pt = s.pixels_per_thread, sk = s.split;
+      const double taps = static_cast<double>(p.filter.h) * p.filter.w;
+      const double entries = static_cast<double>(busiest_table_group(p, s.k_group));
+      const double slice_entries = std::ceil(entries / sk);
+      const double all_warps = warps * sk;
+      // The rows come through shared memory: a block reads each entry once from global memory (its threads
+      // together), each slice reads its entries' code and value from shared memory.
+      const double staged = 2 * std::ceil(entries / (s.block_pixels * sk));
+      return {
+          .blocks = ceil_div(pixels, s.block_pixels * s.pixels_per_thread) * ceil_div(p.k, s.k_group),
+          .threads_per_block = s.block_pixels * s.split,
+          .smem_bytes_per_block = (s.split - 1) * s.pixels_per_thread * s.block_pixels * 4 + kRowChunk * 8,
+          .flops = 2.0 * nnz * static_cast<double>(pixels),
+          .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 8,
+          .flops_per_block = 2.0 * entries * s.block_pixels * pt,
+          .fma_instructions = all_warps * (slice_entries * pt + (sk > 1 ? s.k_group * pt : 0)),
+          .shared_load_instructions = all_warps * (2 * slice_entries + staged + (sk > 1 ? s.k_group * pt : 0)),
+          .global_load_instructions = all_warps * (slice_entries * pt + staged),
+          .address_instructions = all_warps * (slice_entries * (4 + pt) + pt * (20 + 2 * taps) + s.k_group * 8 * pt),
+          .main_loop_steps = static_cast<int>(s.k_group * std::ceil(std::max(1.0, entries / s.k_group) / kRowChunk)),
+          .pipelined = false};
+    }
+    const GroupWork work = busiest_group(p, s.k_group);
     return {.blocks = ceil_div(pixels, s.block_pixels) * ceil_div(p.k, s.k_group),
             .threads_per_block = s.block_pixels,
             .smem_bytes_per_block = 0,
@@ -278,9 +396,12 @@ class WeightSparse final : public Family {
   // Rough time for ranking: the busiest group's instructions per warp over the SM's schedulers, in waves.
   double estimate_us(const Problem& p, const Gpu& gpu, const WeightSparseParams& s) const {
     const CostFeatures f = cost_features(p, to_spec(s));
-    const double per_warp = (f.fma_instructions + f.global_load_instructions * 2 + f.address_instructions) /
-                            (s.block_pixels / 32.0);
-    const double warps_total = static_cast<double>(f.blocks) * s.block_pixels / 32.0;
+    const double block_warps = s.block_pixels * s.split / 32.0;
+    const double per_warp = (f.fma_instructions + f.global_load_instructions * 2 + f.address_instructions +
+                             f.shared_load_instructions * 2) /
+                                block_warps +
+                            f.main_loop_steps * (s.table ? 40 : 0);  // the table's barriers: a pair a chunk
+    const double warps_total = static_cast<double>(f.blocks) * block_warps;
     const double sms = std::max(1, gpu.sm_count);
     const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
     const double issue_cycles = std::ceil(warps_total / sms) * per_warp / 4;

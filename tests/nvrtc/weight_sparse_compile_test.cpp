@@ -1,11 +1,13 @@
-// weight_sparse_compile_test: the weight-sparse family's representative configurations (both value modes) compile
-// for sm_80 and sm_90 on every corpus layer it serves, with filters pruned to 90% zeros.
+// weight_sparse_compile_test: the weight-sparse family's representative configurations (both value modes, and the
+// table variant) compile for sm_80 and sm_90 on every corpus layer it serves, with filters pruned to 90% zeros; the
+// table variant in both layouts, 1x1 and 3x3, stride 1 and 2, rows whole and in slices, on layers too big to bake.
 #include <gtest/gtest.h>
 
 #include "conv/conv_kernel.hpp"
 #include "convgen/weights.hpp"
 #include "reference/pruning.hpp"
 #include "support/corpus.hpp"
+#include "weight_sparse_params.hpp"
 
 namespace convgen {
 namespace {
@@ -19,12 +21,18 @@ TEST(WeightSparseCompile, CorpusLayersWithPrunedFiltersCompileForSm80AndSm90) {
     const Problem p = with_weights(layer.problem, pruned_random_filter(layer.problem, 0.9, 5));
     const std::vector<KernelSpec> specs = family("weight_sparse").enumerate(p, gpu);
     if (specs.empty()) continue;  // grouped, 3-D or not fp32: declined with a reason (host tests)
+    // The first, the first of the other value mode (immediates or packed) and the first table.
     std::vector<KernelSpec> picked = {specs.front()};
-    for (const KernelSpec& s : specs)
-      if (s.values.back() != specs.front().values.back()) {
-        picked.push_back(s);
-        break;
-      }
+    const auto mode = [](const KernelSpec& s) {
+      const WeightSparseParams w = params_of<WeightSparseParams>(s);
+      return w.table ? 2 : w.immediates ? 1 : 0;
+    };
+    for (const int wanted : {0, 1, 2})
+      for (const KernelSpec& s : specs)
+        if (mode(s) == wanted) {
+          if (mode(s) != mode(specs.front())) picked.push_back(s);
+          break;
+        }
     for (const KernelSpec& spec : picked) {
       const KernelSource source = family("weight_sparse").render(p, spec);
       for (const char* arch : {"sm_80", "sm_90"}) {
@@ -36,6 +44,48 @@ TEST(WeightSparseCompile, CorpusLayersWithPrunedFiltersCompileForSm80AndSm90) {
     }
   }
   EXPECT_GT(compiled, 10);
+}
+
+TEST(WeightSparseCompile, TableVariantCompilesBigLayersInBothLayoutsStridesAndFilterSizes) {
+  const Gpu gpu = h100();
+  int compiled = 0;
+  for (const Layout layout : {Layout::nchw, Layout::nhwc})
+    for (const int r : {1, 3})
+      for (const int stride : {1, 2}) {
+        // 256 -> 256 at 28x28: 59K nonzeros at 90% zeros for 3x3 (ResNet-50's conv4_1_3x3), 6.6K for 1x1.
+        const Problem shape{.n = 1,
+                            .c = 256,
+                            .k = 256,
+                            .input = {1, 28, 28},
+                            .filter = {1, r, r},
+                            .stride = {1, stride, stride},
+                            .padding = {0, r / 2, r / 2},
+                            .layout = layout};
+        const Problem p = with_weights(shape, pruned_random_filter(shape, 0.9, 7));
+        for (const int pt : {1, 4}) {
+          WeightSparseParams s;
+          s.block_pixels = 128;
+          s.k_group = 4;
+          s.table = true;
+          s.pixels_per_thread = pt;
+          s.split = pt == 1 ? 4 : 1;  // rows in 4 slices (shared memory) and whole rows
+          const KernelSpec spec = to_spec(s);
+          ASSERT_EQ(family("weight_sparse").check_support(p, gpu, spec), std::nullopt);
+          const KernelSource source = family("weight_sparse").render(p, spec);
+          EXPECT_LT(source.text.size(), 40000u) << "the table's code does not grow with the nonzeros";
+          for (const char* arch : {"sm_80", "sm_90"}) {
+            Cubin cubin;
+            ASSERT_NO_THROW(cubin = compile(to_program(source), {.arch = arch}))
+                << describe(p) << " " << kernel_name(spec) << " " << arch;
+            EXPECT_FALSE(cubin.image.empty());
+            EXPECT_EQ(cubin.entry_reports.size(), 3u);  // the main entry, pack_values and pack_pattern
+            for (const auto& [entry, report] : cubin.entry_reports)
+              EXPECT_EQ(report.spill_store_bytes, 0) << entry << " " << describe(p) << " " << arch;
+            ++compiled;
+          }
+        }
+      }
+  EXPECT_EQ(compiled, 32);
 }
 
 }  // namespace

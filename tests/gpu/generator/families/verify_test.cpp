@@ -1,6 +1,7 @@
 // verify_test: every family × representative configurations × the edge-case corpus, and the default
 // choice on one layer of every suite, verified on the GPU against the float64 reference (outputs poisoned,
 // inputs random). Prints the number of verified cases and the worst relative error per family.
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -18,6 +19,7 @@
 #include "runtime/thread_pool.hpp"
 #include "support/corpus.hpp"
 #include "support/verify_tally.hpp"
+#include "weight_sparse_params.hpp"
 
 namespace convgen {
 namespace {
@@ -118,10 +120,11 @@ TEST_F(GpuVerify, TheDefaultChoiceAndEachFamilysDefaultAreCorrectOnOneLayerOfEve
   }
 }
 
-// weight_sparse bakes the filter: every corpus layer it serves, with filters pruned to 0, 50, 90, 99 and 100% zeros
-// and one whose odd output channels are all zero, in both value modes (immediates, packed array): the default
-// configuration and the first of the other value mode. Each kernel takes NVRTC seconds (the code holds the filter),
-// so all are compiled first, in parallel.
+// weight_sparse bakes the filter or reads it from a table: every corpus layer it serves, with filters pruned to 0, 50,
+// 90, 99 and 100% zeros and one whose odd output channels are all zero, in every mode (baked with immediates, baked
+// with the packed array, the table): the default configuration and the first of each other mode, and the table with
+// 4 pixels a thread. A baked kernel takes NVRTC seconds (the code holds the filter), so all are compiled first, in
+// parallel.
 TEST_F(GpuVerify, WeightSparseIsCorrectWithPrunedFiltersOfEverySparsity) {
   std::uint64_t seed = 1;
   std::vector<BuildRequest> requests;
@@ -139,12 +142,17 @@ TEST_F(GpuVerify, WeightSparseIsCorrectWithPrunedFiltersOfEverySparsity) {
     pruned.push_back(with_weights(layer.problem, channels));
     for (const Problem& p : pruned) {
       std::vector<KernelSpec> specs = representative_specs(family("weight_sparse"), p, gpu_, 0);
-      if (specs.empty()) continue;  // declined (too many nonzeros to bake)
-      for (const KernelSpec& s : family("weight_sparse").enumerate(p, gpu_))
-        if (s.values.back() != specs.front().values.back()) {
-          specs.push_back(s);  // the other value mode
-          break;
-        }
+      if (specs.empty()) continue;  // declined (grouped, 3-D, or a filter of more than 32 taps)
+      const auto mode = [](const KernelSpec& s) {
+        const WeightSparseParams w = params_of<WeightSparseParams>(s);
+        return w.table ? 2 + (w.pixels_per_thread == 4) : w.immediates ? 1 : 0;
+      };
+      for (const int wanted : {0, 1, 2, 3})
+        for (const KernelSpec& s : family("weight_sparse").enumerate(p, gpu_))
+          if (mode(s) == wanted) {
+            if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+            break;
+          }
       for (const KernelSpec& spec : specs) {
         requests.push_back({p, spec});
         labels.push_back(fmt::format("{} ({:.0f}% zero weights)", layer.name, 100 * weight_zero_fraction(p)));

@@ -1,6 +1,8 @@
 // weight_sparse_test: the weight-sparse family's support reasons, the code it generates from a pruned filter (one
-// FMA per nonzero, one load per activation a channel group needs, values as immediates or gathered), its launch
-// plan and its place in the default choice.
+// FMA per nonzero, one load per activation a channel group needs, values as immediates or gathered), the table
+// variant (tb1: code independent of the nonzeros, SLOTS the fullest channel's count), its launch plans, the order
+// of its candidates and its place in the default choice. The table's packing runs in weight_sparse_emulation_test.
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -29,9 +31,24 @@ WeightSparseParams params(int pixels, int k_group, bool immediates) {
   return s;
 }
 
+WeightSparseParams table_params(int pixels, int k_group, int pixels_per_thread, int split = 1) {
+  WeightSparseParams s;
+  s.block_pixels = pixels;
+  s.k_group = k_group;
+  s.table = true;
+  s.pixels_per_thread = pixels_per_thread;
+  s.split = split;
+  return s;
+}
+
+std::int64_t nonzeros(const Problem& p) {
+  return std::count_if(p.weights.values->begin(), p.weights.values->end(), [](float v) { return v != 0.0f; });
+}
+
 std::size_t count(const std::string& text, const std::string& pattern) {
   const std::regex re(pattern);
-  return static_cast<std::size_t>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+  return static_cast<std::size_t>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
 TEST(WeightSparseFamily, ServesOnlyProblemsThatCarryTheirFilter) {
@@ -47,10 +64,128 @@ TEST(WeightSparseFamily, ServesOnlyProblemsThatCarryTheirFilter) {
             std::string::npos);
   Problem half = pruned;
   half.precision = Precision::fp16;
-  EXPECT_EQ(weight_sparse().check_support(half, h100(), s), "precision fp16 is not supported by weight_sparse (fp32 only)");
+  EXPECT_EQ(weight_sparse().check_support(half, h100(), s),
+            "precision fp16 is not supported by weight_sparse (fp32 only)");
   const Problem big{.n = 1, .c = 512, .k = 512, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
-  EXPECT_EQ(weight_sparse().check_support(with_weights(big, pruned_random_filter(big, 0.5, 1)), h100(), s),
-            "1179648 nonzero weights exceed the 8192 baked into one kernel (code size and NVRTC time)");
+  const Problem big_pruned = with_weights(big, pruned_random_filter(big, 0.5, 1));
+  EXPECT_EQ(weight_sparse().check_support(big_pruned, h100(), s),
+            "1179648 nonzero weights exceed the 2048 baked into one kernel (NVRTC time); the table variant (tb1) "
+            "serves it");
+  EXPECT_EQ(weight_sparse().check_support(big_pruned, h100(), to_spec(table_params(128, 4, 2))), std::nullopt);
+}
+
+TEST(WeightSparseFamily, TableVariantDeclinesImmediatesAndBakedCodeDeclinesSeveralPixelsPerThread) {
+  const Problem pruned = with_weights(kLayer, pruned_random_filter(kLayer, 0.9, 1));
+  WeightSparseParams table = table_params(128, 4, 1);
+  table.immediates = true;
+  EXPECT_EQ(weight_sparse().check_support(pruned, h100(), to_spec(table)),
+            "the table variant reads its values from the packed array (iv must be 0 with tb 1)");
+  WeightSparseParams baked = params(128, 4, false);
+  baked.pixels_per_thread = 2;
+  EXPECT_EQ(weight_sparse().check_support(pruned, h100(), to_spec(baked)),
+            "baked code computes one pixel per thread, got pt 2 (pt is the table's)");
+  baked.pixels_per_thread = 1;
+  baked.split = 4;
+  EXPECT_EQ(weight_sparse().check_support(pruned, h100(), to_spec(baked)),
+            "baked code sums a channel group in one thread, got sk 4 (sk is the table's)");
+  EXPECT_EQ(weight_sparse().check_support(pruned, h100(), to_spec(table_params(256, 4, 1, 8))),
+            "2048 threads exceed the gpu's 1024");
+  EXPECT_EQ(weight_sparse().check_support(pruned, h100(), to_spec(table_params(48, 4, 1, 2))),
+            "the table's slices are whole warps: p must be a multiple of 32, got 48");
+  // A table code keeps an image's activation offset in 26 bits: 256 x 512 x 512 = 2^26 activations is one too many.
+  const Problem wide{.n = 1, .c = 256, .k = 4, .input = {1, 512, 512}, .filter = {1, 1, 1}};
+  EXPECT_EQ(weight_sparse().check_support(with_weights(wide, pruned_random_filter(wide, 0.9, 1)), h100(),
+                                          to_spec(table_params(128, 4, 1))),
+            "an image of 67108864 activations exceeds the table codes' 26-bit offsets");
+}
+
+TEST(WeightSparseFamily, TableCodeIsTheSameForAnyNonzeroCountAndHoldsTheFullestChannelsCount) {
+  // Two filters of 90% and 50% zeros: the table variant's ws_code differs only in SLOTS and the comment naming the
+  // pattern; no FMA, load or gathered index is rendered.
+  const Problem sparse = with_weights(kLayer, pruned_random_filter(kLayer, 0.9, 3));
+  const Problem denser = with_weights(kLayer, pruned_random_filter(kLayer, 0.5, 3));
+  const KernelSpec spec = to_spec(table_params(64, 4, 2));
+  for (const Problem* p : {&sparse, &denser}) {
+    std::string text = weight_sparse().render(*p, spec).text;
+    text = text.substr(0, text.find("#line 1"));
+    EXPECT_EQ(count(text, R"(fmaf\()"), 0u);
+    EXPECT_EQ(count(text, R"(__ldg\()"), 0u);
+    EXPECT_NE(text.find("constexpr int NNZ = 0;"), std::string::npos);
+    EXPECT_NE(text.find("constexpr bool TABLE = true;"), std::string::npos) << text;
+    EXPECT_NE(text.find("constexpr int PIXELS_PER_THREAD = 2;"), std::string::npos);
+    // Per-channel magnitude pruning keeps the same count in every channel: 144 taps x (1 - zeros), rounded.
+    std::int64_t most = 0;
+    const std::vector<float>& v = *p->weights.values;
+    for (int k = 0; k < p->k; ++k)
+      most = std::max<std::int64_t>(
+          most, std::count_if(v.begin() + k * 144, v.begin() + (k + 1) * 144, [](float x) { return x != 0.0f; }));
+    EXPECT_NE(text.find(fmt::format("constexpr int SLOTS = {};", most)), std::string::npos);
+  }
+  const std::size_t sparse_bytes = weight_sparse().render(sparse, spec).text.size();
+  const std::size_t denser_bytes = weight_sparse().render(denser, spec).text.size();
+  EXPECT_LE(std::max(sparse_bytes, denser_bytes) - std::min(sparse_bytes, denser_bytes), 2u);
+  // One channel with more nonzeros than the others sets SLOTS.
+  std::vector<float> values(static_cast<std::size_t>(filter_elements(kLayer)), 0.0f);
+  for (int i = 0; i < 3; ++i) values[144 * 2 + i * 7] = 1.0f;
+  values[144 * 9] = -1.0f;
+  EXPECT_NE(weight_sparse().render(with_weights(kLayer, values), spec).text.find("constexpr int SLOTS = 3;"),
+            std::string::npos);
+  // Every weight zero: a table of one slot a channel (the counts are 0).
+  const std::vector<float> zeros(values.size(), 0.0f);
+  EXPECT_NE(weight_sparse().render(with_weights(kLayer, zeros), spec).text.find("constexpr int SLOTS = 1;"),
+            std::string::npos);
+}
+
+TEST(WeightSparseFamily, TablePlanPacksThePatternOnceAndCoversEveryPixel) {
+  const Problem p = with_weights(kLayer, pruned_random_filter(kLayer, 0.5, 1));  // 72 of 144 a channel
+  const LaunchPlan plan = weight_sparse().plan(p, to_spec(table_params(32, 8, 2)));
+  ASSERT_EQ(plan.setup.size(), 1u);
+  EXPECT_EQ(plan.setup[0].entry_suffix, "pack_pattern");
+  EXPECT_EQ(plan.setup[0].geometry.grid, (std::array<unsigned, 3>{1, 1, 1}));  // a thread per channel
+  EXPECT_EQ(plan.setup[0].geometry.block, (std::array<unsigned, 3>{256, 1, 1}));
+  ASSERT_NE(plan.find("pattern_codes"), nullptr);
+  EXPECT_TRUE(plan.find("pattern_codes")->persistent);
+  EXPECT_EQ(plan.find("pattern_codes")->bytes, 4 * (12 + 12 * 72));  // the counts, then a row of codes a channel
+  EXPECT_EQ(plan.find("packed_values")->bytes, 4 * 12 * 72);
+  ASSERT_EQ(plan.run.size(), 1u);
+  // 81 pixels by 32 threads x 2 pixels, 12 channels by 8.
+  EXPECT_EQ(plan.run[0].geometry.grid, (std::array<unsigned, 3>{2, 2, 1}));
+  EXPECT_EQ(plan.run[0].geometry.block, (std::array<unsigned, 3>{32, 1, 1}));
+  // 4 slices of a row: 4 x 32 threads a block, the same grid.
+  const LaunchPlan split = weight_sparse().plan(p, to_spec(table_params(32, 8, 2, 4)));
+  EXPECT_EQ(split.run[0].geometry.grid, (std::array<unsigned, 3>{2, 2, 1}));
+  EXPECT_EQ(split.run[0].geometry.block, (std::array<unsigned, 3>{128, 1, 1}));
+  EXPECT_EQ(plan.workspace_bytes(), 0);
+}
+
+TEST(WeightSparseFamily, BigFiltersAreServedByTheTableAndSmallOnesBakedFirst) {
+  // ResNet-50's conv4_3x3 (256 -> 256, 3x3 at 14x14) at 90% zeros: 59K nonzeros, only the table.
+  const Problem big{.n = 1, .c = 256, .k = 256, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const Problem big_pruned = with_weights(big, pruned_random_filter(big, 0.9, 1));
+  const std::vector<KernelSpec> big_specs = weight_sparse().enumerate(big_pruned, h100());
+  ASSERT_FALSE(big_specs.empty());
+  for (const KernelSpec& s : big_specs) EXPECT_TRUE(params_of<WeightSparseParams>(s).table) << kernel_name(s);
+  EXPECT_EQ(default_choice(big_pruned, h100()).family, "weight_sparse");
+  // kLayer at 90% zeros (180 nonzeros): baked first, the table after.
+  const Problem small = with_weights(kLayer, pruned_random_filter(kLayer, 0.9, 1));
+  const std::vector<KernelSpec> small_specs = weight_sparse().enumerate(small, h100());
+  ASSERT_LE(nonzeros(small), 512);
+  EXPECT_FALSE(params_of<WeightSparseParams>(small_specs.front()).table);
+  EXPECT_TRUE(params_of<WeightSparseParams>(small_specs.back()).table);
+  // 64 -> 64 3x3 at 97% zeros (1.1K nonzeros, past the 512 that bake in about a second, within the 2048 that may):
+  // both, the table first.
+  const Problem mid{.n = 1, .c = 64, .k = 64, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const Problem mid_pruned = with_weights(mid, pruned_random_filter(mid, 0.97, 1));
+  ASSERT_GT(nonzeros(mid_pruned), 512);
+  ASSERT_LE(nonzeros(mid_pruned), 2048);
+  const std::vector<KernelSpec> mid_specs = weight_sparse().enumerate(mid_pruned, h100());
+  EXPECT_TRUE(params_of<WeightSparseParams>(mid_specs.front()).table);
+  EXPECT_FALSE(params_of<WeightSparseParams>(mid_specs.back()).table);
+  // The table's cost features count the same FLOPs as the baked code's.
+  const CostFeatures baked = weight_sparse().cost_features(mid_pruned, mid_specs.back());
+  const CostFeatures table = weight_sparse().cost_features(mid_pruned, mid_specs.front());
+  EXPECT_EQ(baked.flops, table.flops);
+  EXPECT_GT(table.fma_instructions, 0);
 }
 
 TEST(WeightSparseFamily, GeneratesOneFmaPerNonzeroAndOneLoadPerNeededActivation) {
@@ -106,6 +241,7 @@ TEST(WeightSparseFamily, PlanGathersValuesOnceOnlyWhenTheyAreNotImmediates) {
   EXPECT_EQ(packed.setup[0].entry_suffix, "pack_values");
   EXPECT_EQ(packed.buffers.at(0).name, "packed_values");
   EXPECT_EQ(packed.buffers.at(0).bytes, 4 * 72 * 12);  // 50% of 16 x 9 per channel, 12 channels
+  EXPECT_EQ(packed.find("pattern_codes")->bytes, 4);   // bound to the entry's g_pattern_codes, unused
   EXPECT_EQ(packed.run.size(), 1u);
   EXPECT_EQ(packed.run[0].geometry.grid, (std::array<unsigned, 3>{1, 2, 1}));  // 81 pixels, 12 channels by 8
   EXPECT_TRUE(weight_sparse().plan(p, to_spec(params(128, 8, true))).setup.empty());

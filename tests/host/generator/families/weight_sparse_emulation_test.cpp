@@ -1,0 +1,261 @@
+// weight_sparse_emulation_test: runs templates/weight_sparse.cu's table variant (tb1) on the host, a std::thread per
+// CUDA thread: the family's plan, its pack_pattern setup (whose table is checked entry by entry against the filter)
+// and its main launch, against the float64 reference. Both layouts, 1x1 and 3x3, stride 1 and 2, dilation, padding
+// past the input, 1-D, channels and pixels that fill no block, filters with all-zero channels and none nonzero.
+#include <math.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "convgen/weights.hpp"
+#include "generator/family.hpp"
+#include "reference/pruning.hpp"
+#include "reference/reference.hpp"
+#include "support/corpus.hpp"
+#include "support/host_cuda.hpp"
+#include "support/literal_shape.hpp"
+#include "weight_sparse_params.hpp"
+
+#include "templates/interface.cuh"
+
+#define __shared__ static  // a block's threads run at once and meet at a barrier (support/host_cuda.hpp)
+
+namespace weight_sparse_emulation {
+using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): the template's CUDA words
+}  // namespace weight_sparse_emulation
+
+// Declares namespace NAME with kProblem, kSpec, the cfg constants the generator's prelude would render for them and
+// the table variant's ws_code (SLOTS = C * R * S: room for any filter of the shape; the family renders the fullest
+// channel's count, tested in weight_sparse_test), and includes the template there.
+#define WEIGHT_SPARSE_CASE(NAME, PROBLEM, BP, KG, PT, SK)                                                           \
+  namespace weight_sparse_emulation::NAME {                                                                         \
+  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                              \
+  constexpr convgen::WeightSparseParams kSpec{                                                                      \
+      .block_pixels = BP, .k_group = KG, .immediates = false, .table = true, .pixels_per_thread = PT, .split = SK}; \
+  namespace cfg {                                                                                                   \
+  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                          \
+  constexpr int BLOCK_PIXELS = kSpec.block_pixels, K_GROUP = kSpec.k_group;                                         \
+  constexpr bool IMMEDIATES = kSpec.immediates, TABLE = kSpec.table;                                                \
+  constexpr int PIXELS_PER_THREAD = kSpec.pixels_per_thread, SPLIT = kSpec.split;                                   \
+  }                                                                                                                 \
+  namespace ws_code {                                                                                               \
+  constexpr int NNZ = 0;                                                                                            \
+  constexpr int SLOTS = cfg::C * cfg::R * cfg::S;                                                                   \
+  const int kGather[1] = {0};                                                                                       \
+  inline void group(int, const float*, const long long*, unsigned, const float*, float*) {}                         \
+  }                                                                                                                 \
+  }                                                                                                                 \
+  namespace weight_sparse_emulation::NAME {
+#define WEIGHT_SPARSE_END(NAME) }
+
+using Shape = convgen::testing_support::LiteralShape;
+using convgen::Layout;
+
+// 3x3 stride 1 pad 1, batch 2, odd sizes; 7 channels in groups of 3, two pixels a thread, rows in 2 slices.
+WEIGHT_SPARSE_CASE(nchw_3x3_s1,
+                   (Shape{.n = 2, .c = 5, .k = 7, .input = {1, 9, 11}, .filter = {1, 3, 3}, .padding = {0, 1, 1}}), 32,
+                   3, 2, 2)
+#define CONVGEN_ENTRY kernel_nchw_3x3_s1
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nchw_3x3_s1)
+
+// 3x3 stride 2 in NHWC, four pixels a thread (one block covers the image).
+WEIGHT_SPARSE_CASE(nhwc_3x3_s2,
+                   (Shape{.n = 1,
+                          .c = 6,
+                          .k = 5,
+                          .input = {1, 13, 10},
+                          .filter = {1, 3, 3},
+                          .stride = {1, 2, 2},
+                          .padding = {0, 1, 1},
+                          .layout = Layout::nhwc}),
+                   32, 2, 4, 1)
+#define CONVGEN_ENTRY kernel_nhwc_3x3_s2
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nhwc_3x3_s2)
+
+// 1x1 stride 2 (a projection shortcut), 9 channels in groups of 4, rows in 4 slices.
+WEIGHT_SPARSE_CASE(nchw_1x1_s2,
+                   (Shape{.n = 1, .c = 16, .k = 9, .input = {1, 15, 15}, .filter = {1, 1, 1}, .stride = {1, 2, 2}}), 64,
+                   4, 1, 4)
+#define CONVGEN_ENTRY kernel_nchw_1x1_s2
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nchw_1x1_s2)
+
+// 1x1 stride 1 in NHWC, batch 2, a channel a block, rows of at most 12 in 8 slices.
+WEIGHT_SPARSE_CASE(nhwc_1x1_s1,
+                   (Shape{.n = 2, .c = 12, .k = 6, .input = {1, 7, 7}, .filter = {1, 1, 1}, .layout = Layout::nhwc}),
+                   32, 1, 2, 8)
+#define CONVGEN_ENTRY kernel_nhwc_1x1_s1
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nhwc_1x1_s1)
+
+// Dilation 2 and padding 3 around a 3x4 input: most taps outside; K = 3 below the group of 4; 2 slices.
+WEIGHT_SPARSE_CASE(
+    dilated_padding_beyond_input,
+    (Shape{
+        .n = 1, .c = 4, .k = 3, .input = {1, 3, 4}, .filter = {1, 3, 3}, .padding = {0, 3, 3}, .dilation = {1, 2, 2}}),
+    32, 4, 4, 2)
+#define CONVGEN_ENTRY kernel_dilated_padding_beyond_input
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(dilated_padding_beyond_input)
+
+// 1-D NWC, 5 taps, stride 2, padding 2.
+WEIGHT_SPARSE_CASE(conv1d_nwc,
+                   (Shape{.n = 1,
+                          .c = 3,
+                          .k = 4,
+                          .input = {1, 1, 40},
+                          .filter = {1, 1, 5},
+                          .stride = {1, 1, 2},
+                          .padding = {0, 0, 2},
+                          .layout = Layout::nwc}),
+                   32, 2, 2, 1)
+#define CONVGEN_ENTRY kernel_conv1d_nwc
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(conv1d_nwc)
+
+namespace convgen {
+namespace {
+
+using Setup = void (*)(const float*, int*, float*);
+using Main = void (*)(const float*, const float*, const int*, float*, const float*, const float*);
+
+struct EmulationCase {
+  const char* name;
+  Problem problem;
+  WeightSparseParams spec;
+  int slots;
+  Setup setup;
+  Main main;
+};
+
+void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
+
+#define WEIGHT_SPARSE_EMULATION_CASE(NAME)                                                                           \
+  EmulationCase {                                                                                                    \
+#NAME, weight_sparse_emulation::NAME::kProblem, weight_sparse_emulation::NAME::kSpec,                            \
+        weight_sparse_emulation::NAME::ws_code::SLOTS, &weight_sparse_emulation::NAME::kernel_##NAME##_pack_pattern, \
+        &weight_sparse_emulation::NAME::kernel_##NAME                                                                \
+  }
+
+// The table pack_pattern writes: per channel its count, then its (code, value) entries.
+struct Table {
+  std::vector<int> codes;
+  std::vector<float> values;
+};
+
+// Runs the family's plan on the host: the setup into the persistent buffers (sized as the plan says for a case's
+// SLOTS, poisoned first), then the main launch into an output that starts as NaN.
+std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activation, std::span<const float> filter,
+                            Table& table) {
+  const Problem p = with_weights(c.problem, std::vector<float>(filter.begin(), filter.end()));
+  const LaunchPlan plan = family("weight_sparse").plan(p, to_spec(c.spec));
+  const PlanBuffer* codes = plan.find("pattern_codes");
+  const PlanBuffer* values = plan.find("packed_values");
+  EXPECT_TRUE(codes && codes->persistent && values && values->persistent);
+  // The plan sizes the buffers for the fullest channel; the case's SLOTS may be larger (any filter of the shape).
+  table.codes.assign(static_cast<std::size_t>(p.k + p.k * c.slots), -7);
+  table.values.assign(static_cast<std::size_t>(p.k * c.slots), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> output(static_cast<std::size_t>(output_elements(p)), std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(plan.setup.size(), 1u);
+  EXPECT_EQ(plan.run.size(), 1u);
+  for (const LaunchStep& step : plan.setup) {
+    EXPECT_EQ(step.entry_suffix, "pack_pattern");
+    host_cuda::launch(step.geometry, [&] { c.setup(filter.data(), table.codes.data(), table.values.data()); });
+  }
+  for (const LaunchStep& step : plan.run) {
+    EXPECT_EQ(step.entry_suffix, "");
+    host_cuda::launch(step.geometry, [&] {
+      c.main(activation.data(), table.values.data(), table.codes.data(), output.data(), nullptr, nullptr);
+    });
+  }
+  return output;
+}
+
+// Decodes the table against the filter: channel k's entries are its nonzeros in filter order, each code the
+// activation offset of its (c, r, s) (shifted 5) and its tap, each value the filter's.
+void expect_table_matches_filter(const EmulationCase& c, std::span<const float> filter, const Table& table) {
+  const Problem& p = c.problem;
+  const int taps = p.filter.h * p.filter.w;
+  for (int k = 0; k < p.k; ++k) {
+    std::vector<std::pair<int, float>> expected;
+    for (int c_in = 0; c_in < p.c; ++c_in)
+      for (int t = 0; t < taps; ++t) {
+        const std::int64_t index = channels_last(p.layout) ? (std::int64_t{k} * taps + t) * p.c + c_in
+                                                           : (std::int64_t{k} * p.c + c_in) * taps + t;
+        const float v = filter[static_cast<std::size_t>(index)];
+        if (v == 0.0f) continue;
+        const int r = t / p.filter.w, s = t % p.filter.w;
+        const std::int64_t spatial = std::int64_t{r} * p.dilation.h * p.input.w + std::int64_t{s} * p.dilation.w;
+        const std::int64_t offset =
+            channels_last(p.layout) ? spatial * p.c + c_in : std::int64_t{c_in} * p.input.h * p.input.w + spatial;
+        expected.push_back({static_cast<int>(offset * 32 + t), v});
+      }
+    if (channels_last(p.layout))  // filter order K R S C: the entries come tap by tap
+      std::stable_sort(expected.begin(), expected.end(),
+                       [](const auto& a, const auto& b) { return (a.first & 31) < (b.first & 31); });
+    ASSERT_EQ(table.codes[static_cast<std::size_t>(k)], static_cast<int>(expected.size())) << "channel " << k;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      const std::size_t slot = static_cast<std::size_t>(k) * static_cast<std::size_t>(c.slots) + i;
+      EXPECT_EQ(table.codes[static_cast<std::size_t>(p.k) + slot], expected[i].first)
+          << "channel " << k << " entry " << i;
+      EXPECT_EQ(table.values[slot], expected[i].second) << "channel " << k << " entry " << i;
+    }
+  }
+}
+
+class WeightSparseTableEmulation : public testing::TestWithParam<EmulationCase> {};
+
+TEST_P(WeightSparseTableEmulation, PacksTheFilterAndMatchesTheReference) {
+  const EmulationCase& c = GetParam();
+  ASSERT_EQ(validate(c.problem), "");
+  std::vector<float> activation(static_cast<std::size_t>(activation_elements(c.problem)));
+  fill_random(activation, 1);
+  // Filters of 0, 50, 80 and 100% zeros, and one whose odd channels are all zero.
+  std::vector<std::vector<float>> filters;
+  for (double zeros : {0.0, 0.5, 0.8, 1.0}) filters.push_back(pruned_random_filter(c.problem, zeros, 3));
+  filters.push_back(pruned_random_filter(c.problem, 0.5, 4));
+  const std::size_t per_k = filters.back().size() / static_cast<std::size_t>(c.problem.k);
+  for (std::size_t i = 0; i < filters.back().size(); ++i)
+    if ((i / per_k) % 2 == 1) filters.back()[i] = 0.0f;
+  for (const std::vector<float>& filter : filters) {
+    const Problem p = with_weights(c.problem, filter);
+    ASSERT_EQ(family("weight_sparse").check_support(p, testing_support::h100(), to_spec(c.spec)), std::nullopt);
+    Table table;
+    const std::vector<float> output = run_plan(c, activation, filter, table);
+    expect_table_matches_filter(c, filter, table);
+    const ErrorStats stats = compare(output, reference_conv(c.problem, activation, filter));
+    std::cout << fmt::format("weight_sparse {} ({}, {:.0f}% zeros): relative L2 error {:.2e}, max error {:.2e}\n",
+                             c.name, kernel_name(to_spec(c.spec)), 100 * weight_zero_fraction(p), stats.rel_l2,
+                             stats.max_abs);
+    EXPECT_EQ(stats.nan_count, 0) << "outputs left unwritten";
+    EXPECT_EQ(stats.compared, output_elements(c.problem));
+    EXPECT_LE(stats.rel_l2, 1e-6) << "max_abs " << stats.max_abs;
+    EXPECT_LE(stats.max_abs, 1e-5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EdgeCases, WeightSparseTableEmulation,
+    testing::Values(WEIGHT_SPARSE_EMULATION_CASE(nchw_3x3_s1), WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_s2),
+                    WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_s2), WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_s1),
+                    WEIGHT_SPARSE_EMULATION_CASE(dilated_padding_beyond_input),
+                    WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc)),
+    [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
+
+}  // namespace
+}  // namespace convgen
