@@ -17,5 +17,6 @@ void add_lint_template_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_fold_command(CLI::App& app);
+void add_stress_command(CLI::App& app);
 
 }  // namespace convgen::cli

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   convgen::cli::add_plot_command(app);
   convgen::cli::add_import_command(app);
   convgen::cli::add_fold_command(app);
+  convgen::cli::add_stress_command(app);
   convgen::cli::set_invocation(argc, argv);
   if (const std::string error = unknown_subcommand(app, argc, argv); !error.empty()) {
     fmt::print(stderr, "convgen: error: {}\n", error);
