@@ -31,7 +31,7 @@ ReferenceOutputs compute_reference(const Problem& p, const InputTensors& inputs,
     ref.indices = sample_output_indices(p, kSampledOutputs, seed);
     ref.values = reference_conv_at(p, inputs.activation, inputs.filter, ref.indices);
   }
-  apply_epilogue(p, ref.values, ref.indices, inputs.bias, inputs.residual);
+  ref.scale_l2 = apply_epilogue(p, ref.values, ref.indices, inputs.bias, inputs.residual);
   return ref;
 }
 
@@ -145,10 +145,10 @@ Verification ConvMeasurement::verify(const ConvCandidate& candidate, Stream& str
   Verification v;
   v.kernel_ms = Event::elapsed_ms(start, stop);
   if (reference_.indices.empty()) {
-    v.stats = compare(scratch_, reference_.values);
+    v.stats = compare(scratch_, reference_.values, reference_.scale_l2);
   } else {
     v.sampled = true;
-    v.stats = compare(scratch_, reference_.values, reference_.indices);
+    v.stats = compare(scratch_, reference_.values, reference_.indices, reference_.scale_l2);
     // The sample checks values; every output is still checked for having been written (no NaN left).
     v.stats.nan_count = count_not_finite(scratch_);
     if (v.stats.nan_count > 0 && v.stats.first_nan_index < 0)

@@ -63,6 +63,7 @@ std::string verification_failure(std::string_view candidate, const Problem& p, c
 struct ReferenceOutputs {
   std::vector<std::int64_t> indices;  // empty: every output
   std::vector<double> values;
+  double scale_l2 = 0;  // the values' L2 norm before the epilogue's activation (compare's scale_l2)
 };
 
 // Computes the reference, the problem's epilogue applied: in full up to kFullReferenceMacs multiply-adds, else at

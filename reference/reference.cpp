@@ -179,10 +179,14 @@ std::int64_t output_channel(const Problem& problem, std::int64_t index) {
   return index / (std::int64_t{out.d} * out.h * out.w) % problem.k;
 }
 
-void apply_epilogue(const Problem& problem, std::span<double> values, std::span<const std::int64_t> indices,
-                    const HostTensor& bias, const HostTensor& residual) {
+double apply_epilogue(const Problem& problem, std::span<double> values, std::span<const std::int64_t> indices,
+                      const HostTensor& bias, const HostTensor& residual) {
   const Epilogue& e = problem.epilogue;
-  if (is_identity(e)) return;
+  if (is_identity(e)) {
+    double sum_sq = 0;
+    for (const double v : values) sum_sq += v * v;
+    return std::sqrt(sum_sq);
+  }
   if (!indices.empty() && indices.size() != values.size())
     throw InputError(fmt::format("epilogue: {} values for {} output indices", values.size(), indices.size()));
   if (e.bias && bias.size() != problem.k)
@@ -192,12 +196,14 @@ void apply_epilogue(const Problem& problem, std::span<double> values, std::span<
     throw InputError(fmt::format("the epilogue's residual has {} elements, expected {} (the output's) for {}",
                                  residual.size(), output_elements(problem), problem_key(problem)));
   const auto count = static_cast<std::int64_t>(values.size());
-#pragma omp parallel for schedule(static)
+  double pre_activation_sq = 0;
+#pragma omp parallel for schedule(static) reduction(+ : pre_activation_sq)
   for (std::int64_t i = 0; i < count; ++i) {
     const std::int64_t index = indices.empty() ? i : indices[i];
     double v = e.alpha * values[i];
     if (reads_residual(e)) v += e.beta * static_cast<double>(residual.get(index));
     if (e.bias) v += static_cast<double>(bias.get(output_channel(problem, index)));
+    pre_activation_sq += v * v;
     switch (e.act) {
       case Activation::none:
         break;
@@ -213,6 +219,7 @@ void apply_epilogue(const Problem& problem, std::span<double> values, std::span<
     }
     values[i] = v;
   }
+  return std::sqrt(pre_activation_sq);
 }
 
 std::vector<std::int64_t> sample_output_indices(const Problem& problem, std::int64_t count, std::uint64_t seed) {
@@ -242,7 +249,7 @@ namespace {
 
 // Accumulates the error of one output value against its reference.
 struct ErrorAccumulator {
-  double diff_sq = 0, ref_sq = 0;
+  double diff_sq = 0, ref_sq = 0, scale_l2 = 0;
   ErrorStats stats;
 
   void add(float out, double ref, std::int64_t index) {
@@ -262,27 +269,28 @@ struct ErrorAccumulator {
 
   ErrorStats finish() {
     // An all-zero reference has no scale to be relative to: the absolute L2 error stands in.
-    stats.rel_l2 = ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
+    const double scale = std::max(std::sqrt(ref_sq), scale_l2);
+    stats.rel_l2 = scale > 0 ? std::sqrt(diff_sq) / scale : std::sqrt(diff_sq);
     return stats;
   }
 };
 
 template <class Output>
-ErrorStats compare_all(const Output& output, std::int64_t size, std::span<const double> reference) {
+ErrorStats compare_all(const Output& output, std::int64_t size, std::span<const double> reference, double scale_l2) {
   if (size != static_cast<std::int64_t>(reference.size()))
     throw InputError(fmt::format("output has {} elements, expected {} (the reference's)", size, reference.size()));
-  ErrorAccumulator acc;
+  ErrorAccumulator acc{.scale_l2 = scale_l2};
   for (std::int64_t i = 0; i < size; ++i) acc.add(output(i), reference[static_cast<std::size_t>(i)], i);
   return acc.finish();
 }
 
 template <class Output>
 ErrorStats compare_at(const Output& output, std::int64_t size, std::span<const double> reference,
-                      std::span<const std::int64_t> indices) {
+                      std::span<const std::int64_t> indices, double scale_l2) {
   if (indices.size() != reference.size())
     throw InputError(
         fmt::format("reference has {} values, expected one per index ({})", reference.size(), indices.size()));
-  ErrorAccumulator acc;
+  ErrorAccumulator acc{.scale_l2 = scale_l2};
   for (std::size_t i = 0; i < indices.size(); ++i) {
     const std::int64_t index = indices[i];
     if (index < 0 || index >= size)
@@ -294,22 +302,24 @@ ErrorStats compare_at(const Output& output, std::int64_t size, std::span<const d
 
 }  // namespace
 
-ErrorStats compare(std::span<const float> output, std::span<const double> reference) {
-  return compare_all([&](std::int64_t i) { return output[static_cast<std::size_t>(i)]; }, ssize(output), reference);
+ErrorStats compare(std::span<const float> output, std::span<const double> reference, double scale_l2) {
+  return compare_all([&](std::int64_t i) { return output[static_cast<std::size_t>(i)]; }, ssize(output), reference,
+                     scale_l2);
 }
 
 ErrorStats compare(std::span<const float> output, std::span<const double> reference,
-                   std::span<const std::int64_t> indices) {
+                   std::span<const std::int64_t> indices, double scale_l2) {
   return compare_at([&](std::int64_t i) { return output[static_cast<std::size_t>(i)]; }, ssize(output), reference,
-                    indices);
+                    indices, scale_l2);
 }
 
-ErrorStats compare(const HostTensor& output, std::span<const double> reference) {
-  return compare_all([&](std::int64_t i) { return output.get(i); }, output.size(), reference);
+ErrorStats compare(const HostTensor& output, std::span<const double> reference, double scale_l2) {
+  return compare_all([&](std::int64_t i) { return output.get(i); }, output.size(), reference, scale_l2);
 }
 
-ErrorStats compare(const HostTensor& output, std::span<const double> reference, std::span<const std::int64_t> indices) {
-  return compare_at([&](std::int64_t i) { return output.get(i); }, output.size(), reference, indices);
+ErrorStats compare(const HostTensor& output, std::span<const double> reference, std::span<const std::int64_t> indices,
+                   double scale_l2) {
+  return compare_at([&](std::int64_t i) { return output.get(i); }, output.size(), reference, indices, scale_l2);
 }
 
 std::int64_t count_not_finite(const HostTensor& output) {

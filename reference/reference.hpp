@@ -29,11 +29,13 @@ std::vector<double> reference_conv_at(const Problem& problem, const HostTensor& 
 // Applies the problem's epilogue, act(alpha * conv + beta * residual + bias[k]), in float64 to conv values: values[i]
 // is the conv at output index indices[i], or at i when `indices` is empty (every output). `bias` (K elements) and
 // `residual` (the output's) are read only when the epilogue uses them and may be empty otherwise. Throws InputError
-// when a tensor the epilogue reads has the wrong size.
+// when a tensor the epilogue reads has the wrong size. Returns the L2 norm of the values before the activation
+// (alpha * conv + beta * residual + bias; the values' own norm when the epilogue is the identity): the scale a
+// saturating activation's output error is measured against (compare's `scale_l2`).
 //   auto out = reference_conv(p, a, f);
 //   apply_epilogue(p, out, {}, bias, residual);
-void apply_epilogue(const Problem& problem, std::span<double> values, std::span<const std::int64_t> indices,
-                    const HostTensor& bias, const HostTensor& residual);
+double apply_epilogue(const Problem& problem, std::span<double> values, std::span<const std::int64_t> indices,
+                      const HostTensor& bias, const HostTensor& residual);
 
 // Returns the output channel k of a flat output index in the problem's layout.
 std::int64_t output_channel(const Problem& problem, std::int64_t index);
@@ -44,7 +46,7 @@ std::vector<std::int64_t> sample_output_indices(const Problem& problem, std::int
 
 // How far a result is from the reference.
 struct ErrorStats {
-  double rel_l2 = 0;           // ||out - ref|| / ||ref||, or ||out - ref|| when ||ref|| is zero
+  double rel_l2 = 0;           // ||out - ref|| / max(||ref||, scale_l2), or ||out - ref|| when both are zero
   double max_abs = 0;          // max |out - ref| over the finite outputs
   std::int64_t nan_count = 0;  // outputs that are NaN or infinite
   std::int64_t compared = 0;
@@ -52,17 +54,22 @@ struct ErrorStats {
   std::int64_t first_nan_index = -1;  // flat output index of the first NaN or Inf compared (-1: none)
 };
 
-// Compares `output` with the reference values, element by element; the sizes must match.
-ErrorStats compare(std::span<const float> output, std::span<const double> reference);
+// Compares `output` with the reference values, element by element; the sizes must match. `scale_l2`, where larger
+// than the reference's own norm, is the norm the error is relative to: the norm of the values before a saturating
+// activation (relu, relu6, clip; apply_epilogue returns it). Those activations are 1-Lipschitz, so they cannot
+// enlarge an error, but clipping shrinks the norm it would be relative to: fp32's rounding of a large sum before a
+// clip to [-0.5, 0.5] is no larger an error than the same sum unclipped.
+ErrorStats compare(std::span<const float> output, std::span<const double> reference, double scale_l2 = 0);
 
 // Compares the whole `output` at `indices` with `reference`, which holds the reference values at those indices
 // (as reference_conv_at returns them).
 ErrorStats compare(std::span<const float> output, std::span<const double> reference,
-                   std::span<const std::int64_t> indices);
+                   std::span<const std::int64_t> indices, double scale_l2 = 0);
 
 // The same for an output of any element type.
-ErrorStats compare(const HostTensor& output, std::span<const double> reference);
-ErrorStats compare(const HostTensor& output, std::span<const double> reference, std::span<const std::int64_t> indices);
+ErrorStats compare(const HostTensor& output, std::span<const double> reference, double scale_l2 = 0);
+ErrorStats compare(const HostTensor& output, std::span<const double> reference, std::span<const std::int64_t> indices,
+                   double scale_l2 = 0);
 
 // Returns the number of NaN or infinite values in `output`.
 std::int64_t count_not_finite(const HostTensor& output);

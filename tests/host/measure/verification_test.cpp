@@ -3,6 +3,7 @@
 #include "measure/verification.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <gtest/gtest.h>
 
@@ -87,6 +88,16 @@ TEST(ComputeReference, AppliesTheProblemsEpilogueWithItsOwnBiasAndResidual) {
     clamped += v < 0 || v > 6;
   }
   EXPECT_GT(clamped, 0);  // the activation acted
+  // The scale the error is relative to: the norm before the activation, which the clamp made larger than the output's.
+  double pre_sq = 0, out_sq = 0;
+  for (std::size_t i = 0; i < conv.size(); ++i) {
+    const auto index = static_cast<std::int64_t>(i);
+    const double v = 0.5 * conv[i] + 2.0 * in.residual.get(index) + in.bias.get(output_channel(p, index));
+    pre_sq += v * v;
+    out_sq += ref.values[i] * ref.values[i];
+  }
+  EXPECT_NEAR(ref.scale_l2, std::sqrt(pre_sq), 1e-9 * std::sqrt(pre_sq));
+  EXPECT_GT(ref.scale_l2, std::sqrt(out_sq));
 }
 
 TEST(ConvMeasurement, NeedsADevice) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "convgen/error.hpp"
@@ -303,7 +304,8 @@ TEST(ApplyEpilogue, ScalesAddsTheBiasOfEachChannelAndTheResidualThenActivates) {
   const HostTensor residual = HostTensor::from_floats(DataType::fp32, std::vector<float>{1, 2, 3, 4});
   p.epilogue = parse_epilogue("alpha:2+bias+add:0.5+relu");
   Values values = {1, -3, 4, 2};
-  apply_epilogue(p, values, {}, bias, residual);
+  // It returns the norm before the activation: of (3.5, -4, 4.5, 1).
+  EXPECT_DOUBLE_EQ(apply_epilogue(p, values, {}, bias, residual), std::sqrt(3.5 * 3.5 + 16 + 4.5 * 4.5 + 1));
   EXPECT_EQ(values, (Values{3.5, 0, 4.5, 1}));  // 2*1 + 0.5*1 + 1, relu(-6 + 1 + 1), 8 + 1.5 - 5, 4 + 2 - 5
   p.layout = Layout::nwc;                       // outputs q0k0 q0k1 q1k0 q1k1
   p.epilogue = parse_epilogue("bias+clip:-1:2");
@@ -322,7 +324,7 @@ TEST(ApplyEpilogue, ScalesAddsTheBiasOfEachChannelAndTheResidualThenActivates) {
 TEST(ApplyEpilogue, TheIdentityLeavesTheValuesAndNeedsNoTensors) {
   const Problem p{.c = 1, .k = 2, .input = {1, 1, 2}};
   Values values = {1, -3, 4, 2};
-  apply_epilogue(p, values, {}, HostTensor{}, HostTensor{});
+  EXPECT_DOUBLE_EQ(apply_epilogue(p, values, {}, HostTensor{}, HostTensor{}), std::sqrt(30.0));
   EXPECT_EQ(values, (Values{1, -3, 4, 2}));
 }
 

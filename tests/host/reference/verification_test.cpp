@@ -54,6 +54,23 @@ TEST(Compare, ZeroReferenceUsesAbsoluteError) {
   EXPECT_FALSE(passes(compare(Floats{0, 1}, Doubles{0, 0}), Precision::bf16));
 }
 
+// After a saturating activation the error is relative to the norm before it, where that is larger: a clip to
+// [-0.5, 0.5] of values near 60 leaves a small output norm that fp32's rounding of the sums would seem large against.
+TEST(Compare, AScaleLargerThanTheReferencesNormIsWhatTheErrorIsRelativeTo) {
+  const float off = 0.25f + 0x1p-14f;  // 2^-14 from the reference, exactly
+  const ErrorStats own = compare(Floats{0.5f, off}, Doubles{0.5, 0.25});
+  EXPECT_DOUBLE_EQ(own.rel_l2, 0x1p-14 / std::sqrt(0.3125));
+  EXPECT_FALSE(passes(own, Precision::fp32));
+  const ErrorStats scaled = compare(Floats{0.5f, off}, Doubles{0.5, 0.25}, 64.0);
+  EXPECT_DOUBLE_EQ(scaled.rel_l2, 0x1p-14 / 64);
+  EXPECT_TRUE(passes(scaled, Precision::fp32));
+  // A smaller scale changes nothing, and a wrong value still fails against the larger scale.
+  EXPECT_DOUBLE_EQ(compare(Floats{0.5f, off}, Doubles{0.5, 0.25}, 0.1).rel_l2, own.rel_l2);
+  EXPECT_FALSE(passes(compare(Floats{0.5f, -0.5f}, Doubles{0.5, 0.25}, 64.0), Precision::fp32));
+  const std::vector<std::int64_t> indices = {1};
+  EXPECT_DOUBLE_EQ(compare(Floats{0.5f, off}, Doubles{0.25}, indices, 64.0).rel_l2, 0x1p-14 / 64);
+}
+
 TEST(Compare, NothingComparedDoesNotPass) { EXPECT_FALSE(passes(compare(Floats{}, Doubles{}), Precision::fp32)); }
 
 TEST(Compare, SizeMismatchIsRejected) {
