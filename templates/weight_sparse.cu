@@ -18,6 +18,14 @@
 // threads take every SPLIT-th entry of the row and add their sums in shared memory (small images have few pixels to
 // spread, and one thread's walk down a long row is a chain of dependent loads).
 //
+// Staged (TABLE 2, 1x1 filters): the table's rows, but the activations a block needs come through shared memory.
+// A block's tile of BLOCK_PIXELS * PIXELS_PER_THREAD output pixels reads, per input channel, one activation per
+// pixel; ws_code::STAGE_CHANNELS channels of the tile at a time are staged (coalesced, zeros where a pixel reads
+// outside the input), then each of the block's K_GROUP channels walks the entries of its row that fall in those
+// channels (pack_pattern writes where each row's entries of each chunk start) with K_GROUP * PIXELS_PER_THREAD
+// accumulators. Each staged activation serves every nonzero of the K_GROUP channels that reads it, where the table
+// variant loads it once per nonzero.
+//
 // Grid: x = ceil(N * P * Q / (BLOCK_PIXELS * PIXELS_PER_THREAD)) pixel blocks, y = ceil(K / K_GROUP) channel groups
 // (warp-uniform: a switch over the group's code, or its channels' table rows). Block: BLOCK_PIXELS threads, each
 // PIXELS_PER_THREAD output pixels BLOCK_PIXELS apart (1 when baked), times SPLIT slices (1 when baked). NCHW and NHWC, any filter size with R * S <= 32,
@@ -42,8 +50,8 @@ CONVGEN_PARAM("kg", "1..64", "output channels per block (accumulators per thread
 CONVGEN_PARAM("iv", "bool", "weights as immediates in the code (else read from the packed array)")
 // convgen-lint: allow unused-param (the generated ws_code reads it: immediates, or wv[] from the packed array)
 constexpr bool IMMEDIATES = false;
-CONVGEN_PARAM("tb", "bool", "the pattern as a table read by a rolled loop (else baked into the code)")
-constexpr bool TABLE = false;
+CONVGEN_PARAM("tb", "0,1,2", "the pattern: 0 baked into the code, 1 a table read by a rolled loop, 2 a table over activations staged in shared memory (1x1 filters)")
+constexpr int TABLE = 0;
 CONVGEN_PARAM("pt", "1,2,4,8", "output pixels per thread (the table only; 1 when baked)")
 constexpr int PIXELS_PER_THREAD = 1;
 CONVGEN_PARAM("sk", "1,2,4,8", "slices of a channel's table row, BLOCK_PIXELS threads each, summed in shared memory")
@@ -53,6 +61,7 @@ using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem'
 namespace ws_code {
 constexpr int NNZ = 2;    // nonzero weights
 constexpr int SLOTS = 1;  // table entries per output channel: the most nonzeros of one channel
+constexpr int STAGE_CHANNELS = 1;  // input channels staged at once (TABLE 2)
 __device__ const int kGather[NNZ] = {4, 2 * 9 * 8 + 9 + 4};
 __device__ __forceinline__ void group(int g, const float* __restrict__ x, const long long* tb, unsigned valid,
                                       const float* __restrict__ wv, float* acc) {
@@ -90,6 +99,15 @@ static_assert(!(TABLE && IMMEDIATES), "the table reads its values from the packe
 static_assert(!TABLE || 1LL * C * H * W < (1LL << 26), "table codes hold an image's activation offsets in 26 bits");
 static_assert(ws_code::SLOTS >= 1, "a table row of at least one entry");
 constexpr int TAP_BITS = 5;  // R * S <= 32 taps
+constexpr bool STAGED = TABLE == 2;
+static_assert(!STAGED || (T == 1 && R == 1 && S == 1), "the staged table serves 1x1 filters (one tap per channel)");
+static_assert(!STAGED || SPLIT == 1, "the staged table sums a channel in one thread");
+static_assert(ws_code::STAGE_CHANNELS >= 1 && ws_code::STAGE_CHANNELS <= C, "1 to C input channels staged at once");
+constexpr int TILE = BLOCK_PIXELS * PIXELS_PER_THREAD;  // output pixels of a block
+constexpr int STAGE_ROW = TILE + 1;  // a staged channel's floats: odd, so that channels-last staging is conflict-free
+constexpr int STAGE_CHUNKS = (C + ws_code::STAGE_CHANNELS - 1) / ws_code::STAGE_CHANNELS;
+static_assert(!STAGED || (ws_code::STAGE_CHANNELS * STAGE_ROW + TILE) * 4 <= 40 * 1024,
+              "the staged channels and the tile's pixel bases fit static shared memory");
 
 // The activation offset of (c, r, s) from a pixel's base (c 0, h0, w0), as the baked code's compile-time offsets.
 __device__ __forceinline__ int activation_offset(int c, int r, int s) {
@@ -121,11 +139,23 @@ extern "C" __global__ void __launch_bounds__(256)
     // Filter order: K C R S channels-first, K R S C channels-last.
     const int c = CHANNELS_LAST ? i % C : i / (R * S);
     const int tap = CHANNELS_LAST ? i / C : i % (R * S);
-    codes[count] = (activation_offset(c, tap / S, tap % S) << TAP_BITS) | tap;
+    codes[count] = ((STAGED ? c : activation_offset(c, tap / S, tap % S)) << TAP_BITS) | tap;
     values[count] = v;
     ++count;
   }
   g_pattern_codes[k] = count;
+  if constexpr (STAGED) {
+    // Where each chunk of STAGE_CHANNELS input channels starts in the row (a 1x1 filter's order is c's, so the row
+    // is sorted by c), and the row's end: STAGE_CHUNKS + 1 entries after the K rows.
+    int* starts = g_pattern_codes + K + (long long)K * ws_code::SLOTS + (long long)k * (STAGE_CHUNKS + 1);
+    int e = 0;
+#pragma unroll 1
+    for (int chunk = 0; chunk < STAGE_CHUNKS; ++chunk) {
+      while (e < count && (codes[e] >> TAP_BITS) < chunk * ws_code::STAGE_CHANNELS) ++e;
+      starts[chunk] = e;
+    }
+    starts[STAGE_CHUNKS] = count;
+  }
 }
 
 namespace weight_sparse {
@@ -198,6 +228,77 @@ __device__ __forceinline__ void table_conv(const float* __restrict__ x, const in
   }
 }
 
+// The staged table's main loop (1x1 filters): per chunk of STAGE_CHANNELS input channels, the tile's activations
+// into shared memory (zero where a pixel reads outside the input or lies past the last), then per channel of the
+// block its row's entries of the chunk, each one shared load and one FMA per pixel of the thread.
+__device__ __forceinline__ void staged_conv(const float* __restrict__ x, const int* __restrict__ g_pattern_codes,
+                                            const float* __restrict__ g_values, float* __restrict__ y,
+                                            const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
+  constexpr int SC = ws_code::STAGE_CHANNELS;
+  __shared__ float s_x[STAGED ? SC * STAGE_ROW : 1];
+  __shared__ int s_image[STAGED ? TILE : 1];  // each tile pixel's activation offset of channel 0, or -1: zeros
+  const int lane = (int)threadIdx.x;
+  const long long tile = (long long)blockIdx.x * TILE;
+  for (int t = lane; t < TILE; t += BLOCK_PIXELS) {
+    const long long pixel = tile + t;
+    const int n = (int)(pixel / (P * Q));
+    const int pq = (int)(pixel % (P * Q));
+    const int h = pq / Q * STRIDE_H - PAD_H, w = pq % Q * STRIDE_W - PAD_W;
+    const bool inside = pixel < PIXELS && h >= 0 && h < H && w >= 0 && w < W;
+    s_image[t] = !inside ? -1 : CHANNELS_LAST ? ((n * H + h) * W + w) * C : n * C * HW + h * W + w;
+  }
+  float acc[K_GROUP][PIXELS_PER_THREAD];
+#pragma unroll
+  for (int j = 0; j < K_GROUP; ++j)
+#pragma unroll
+    for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[j][i] = 0.0f;
+  const int* starts = g_pattern_codes + K + (long long)K * ws_code::SLOTS;
+  for (int chunk = 0; chunk < STAGE_CHUNKS; ++chunk) {
+    const int c0 = chunk * SC;
+    __syncthreads();  // the pixel bases are written; the previous chunk's readers are done
+    // Channels-first: consecutive threads take consecutive pixels of one channel; channels-last: consecutive
+    // channels of one pixel. Either way the global reads are coalesced.
+    for (int idx = lane; idx < SC * TILE; idx += BLOCK_PIXELS) {
+      const int t = CHANNELS_LAST ? idx / SC : idx % TILE;
+      const int cc = CHANNELS_LAST ? idx % SC : idx / TILE;
+      const int base = s_image[t];
+      const int c = c0 + cc;
+      s_x[cc * STAGE_ROW + t] = base >= 0 && c < C ? __ldg(x + base + (CHANNELS_LAST ? c : c * HW)) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < K_GROUP; ++j) {
+      const int k = (int)blockIdx.y * K_GROUP + j;
+      if (k >= K) break;
+      const int* row_starts = starts + (long long)k * (STAGE_CHUNKS + 1);
+      const int begin = row_starts[chunk], end = row_starts[chunk + 1];
+      const int* codes = g_pattern_codes + K + (long long)k * ws_code::SLOTS;
+      const float* values = g_values + (long long)k * ws_code::SLOTS;
+#pragma unroll 4
+      for (int e = begin; e < end; ++e) {
+        const float* staged = s_x + ((codes[e] >> TAP_BITS) - c0) * STAGE_ROW + lane;
+        const float wv = values[e];
+#pragma unroll
+        for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[j][i] = fmaf(wv, staged[i * BLOCK_PIXELS], acc[j][i]);
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < K_GROUP; ++j) {
+    const int k = (int)blockIdx.y * K_GROUP + j;
+    if (k >= K) break;
+#pragma unroll
+    for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
+      const long long pixel = tile + i * BLOCK_PIXELS + lane;
+      if (pixel >= PIXELS) break;
+      const int n = (int)(pixel / (P * Q));
+      const int pq = (int)(pixel % (P * Q));
+      const long long o = CHANNELS_LAST ? pixel * K + k : ((long long)n * K + k) * (P * Q) + pq;
+      y[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(acc[j][i], g_bias, g_residual, k, o);
+    }
+  }
+}
+
 }  // namespace weight_sparse
 
 // One-time setup: the nonzero values, in the order the code reads them, from the filter (K C R S or K R S C).
@@ -212,7 +313,10 @@ extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS * cfg::SPLIT)
                   const int* __restrict__ g_pattern_codes, float* __restrict__ g_output,
                   const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
   using namespace weight_sparse;
-  if constexpr (TABLE) {
+  if constexpr (STAGED) {
+    staged_conv(g_activation, g_pattern_codes, g_packed_values, g_output, g_bias, g_residual);
+    return;
+  } else if constexpr (TABLE) {
     // Per pixel of the thread: the base its entries' offsets add to, and a bit per tap inside the input. Slices are
     // whole groups of BLOCK_PIXELS threads (warp-uniform when BLOCK_PIXELS is a multiple of 32).
     const int lane = (int)threadIdx.x % BLOCK_PIXELS, slice = (int)threadIdx.x / BLOCK_PIXELS;

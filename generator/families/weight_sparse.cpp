@@ -35,8 +35,25 @@ constexpr std::int64_t kBakedFirstNonzeros = 512;
 constexpr int kRowChunk = 1024;
 // A table code holds an activation offset within one image in 26 bits (the low 5 are the tap).
 constexpr std::int64_t kTableOffsetLimit = std::int64_t{1} << 26;
+// The staged table (tb2) stages this many floats of activations at once (16 KiB of shared memory a block).
+constexpr int kStageFloats = 4096;
+// The values of the tb parameter (templates/weight_sparse.cu: TABLE).
+constexpr int kBaked = 0, kTable = 1, kStaged = 2;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// The staged table's input channels per chunk (ws_code::STAGE_CHANNELS): as many as kStageFloats holds for the
+// block's tile (a row of tile + 1 floats each), at most C; 1 for the other variants.
+int stage_channels(const Problem& p, const WeightSparseParams& s) {
+  if (s.table != kStaged) return 1;
+  const int row = s.block_pixels * s.pixels_per_thread + 1;
+  return std::clamp(kStageFloats / row, 1, c_per_group(p));
+}
+
+// The staged table's chunks of input channels (templates/weight_sparse.cu: STAGE_CHUNKS).
+int stage_chunks(const Problem& p, const WeightSparseParams& s) {
+  return static_cast<int>(ceil_div(c_per_group(p), stage_channels(p, s)));
+}
 
 // One nonzero weight: its output channel, input channel, tap and index in the filter.
 struct Nonzero {
@@ -131,6 +148,7 @@ std::string ws_code(const Problem& p, const WeightSparseParams& s) {
                      100.0 * weight_zero_fraction(p), p.weights.pattern);
   out += fmt::format("constexpr int NNZ = {};\n", gather.size());
   out += fmt::format("constexpr int SLOTS = {};\n", s.table ? slots_per_channel(p) : 1);
+  out += fmt::format("constexpr int STAGE_CHANNELS = {};\n", stage_channels(p, s));
   if (gather.empty()) {
     out += "__device__ const int kGather[1] = {0};\n";
   } else {
@@ -211,7 +229,11 @@ class WeightSparse final : public Family {
     if (s.k_group > 64 || s.k_group < 1) return fmt::format("k_group must be 1 to 64, got {}", s.k_group);
     if (ceil_div(p.k, s.k_group) > 65535) return "grid y limit exceeded";
     if (s.table) {
-      if (s.immediates) return "the table variant reads its values from the packed array (iv must be 0 with tb 1)";
+      if (s.immediates) return "the table variants read their values from the packed array (iv must be 0 with tb 1 or 2)";
+      if (s.table == kStaged && (p.filter.d != 1 || p.filter.h != 1 || p.filter.w != 1))
+        return fmt::format("the staged table (tb2) serves 1x1 filters, got {}x{}", p.filter.h, p.filter.w);
+      if (s.table == kStaged && s.split != 1)
+        return fmt::format("the staged table sums a channel in one thread, got sk {}", s.split);
       if (s.block_pixels % 32 != 0)
         return fmt::format("the table's slices are whole warps: p must be a multiple of 32, got {}", s.block_pixels);
       if (std::int64_t{c_per_group(p)} * p.input.h * p.input.w >= kTableOffsetLimit)
@@ -261,9 +283,26 @@ class WeightSparse final : public Family {
             WeightSparseParams s;
             s.block_pixels = bp;
             s.k_group = kg;
-            s.table = true;
+            s.table = kTable;
             s.pixels_per_thread = pt;
             s.split = sk;
+            const KernelSpec spec = to_spec(s);
+            if (check_support(p, gpu, spec)) continue;
+            table.emplace_back(estimate_us(p, gpu, s), spec);
+          }
+    // The staged table, for 1x1 filters: many channels a block, so that each staged activation serves several.
+    if (p.filter.d == 1 && p.filter.h == 1 && p.filter.w == 1)
+      for (int bp : {32, 64, 128})
+        for (int kg : {8, 16, 32, 64})
+          for (int pt : {1, 2}) {
+            if (kg > 8 && kg > 2 * p.k) continue;
+            if (bp * pt > 32 && bp * pt > 2 * pixels) continue;
+            if (kg * pt > 64) continue;  // accumulators per thread
+            WeightSparseParams s;
+            s.block_pixels = bp;
+            s.k_group = kg;
+            s.table = kStaged;
+            s.pixels_per_thread = pt;
             const KernelSpec spec = to_spec(s);
             if (check_support(p, gpu, spec)) continue;
             table.emplace_back(estimate_us(p, gpu, s), spec);
@@ -293,8 +332,9 @@ class WeightSparse final : public Family {
   }
 
   // Baked: setup gathers the nonzero values into the persistent "packed_values" (code order). Table: setup packs
-  // each channel's count and codes into "pattern_codes" (K counts, then K rows of SLOTS codes) and its values into
-  // "packed_values" (K rows of SLOTS), one thread per channel. Run: the main kernel.
+  // each channel's count and codes into "pattern_codes" (K counts, then K rows of SLOTS codes; the staged table
+  // then K rows of STAGE_CHUNKS + 1 chunk starts) and its values into "packed_values" (K rows of SLOTS), one thread
+  // per channel. Run: the main kernel.
   LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
     const WeightSparseParams s = params_of<WeightSparseParams>(spec);
     const Dims3 out = output_dims(p);
@@ -303,7 +343,10 @@ class WeightSparse final : public Family {
     const std::int64_t nnz = s.table ? slots : s.immediates ? 0 : nonzero_count(p);
     LaunchPlan plan;
     plan.buffers.push_back({.name = "packed_values", .bytes = std::max<std::int64_t>(4, nnz * 4), .persistent = true});
-    plan.buffers.push_back({.name = "pattern_codes", .bytes = s.table ? (p.k + slots) * 4 : 4, .persistent = true});
+    // The staged table's rows also say where each chunk of input channels starts: STAGE_CHUNKS + 1 per row.
+    const std::int64_t chunk_starts = s.table == kStaged ? std::int64_t{p.k} * (stage_chunks(p, s) + 1) : 0;
+    plan.buffers.push_back(
+        {.name = "pattern_codes", .bytes = s.table ? (p.k + slots + chunk_starts) * 4 : 4, .persistent = true});
     if (s.table)
       plan.setup.push_back(
           {.kind = LaunchStep::Kind::kernel,
@@ -333,6 +376,29 @@ class WeightSparse final : public Family {
     const std::int64_t pixels = std::int64_t{p.n} * out.h * out.w;
     const double warps = s.block_pixels / 32.0;
     const double nnz = static_cast<double>(nonzero_count(p));
+    if (s.table == kStaged) {
+      // Per chunk of staged channels: the tile's loads (pt per thread and channel, global and a shared store), a
+      // barrier pair, then per entry of the busiest group two uniform global loads (code and value), pt shared
+      // loads and pt FMAs.
+      const double pt = s.pixels_per_thread;
+      const double entries = static_cast<double>(busiest_table_group(p, s.k_group));
+      const double chunks = stage_chunks(p, s);
+      const double staged = chunks * stage_channels(p, s) * pt;  // per thread
+      return {
+          .blocks = ceil_div(pixels, s.block_pixels * s.pixels_per_thread) * ceil_div(p.k, s.k_group),
+          .threads_per_block = s.block_pixels,
+          .smem_bytes_per_block = (stage_channels(p, s) * (s.block_pixels * s.pixels_per_thread + 1) +
+                                   s.block_pixels * s.pixels_per_thread) * 4,
+          .flops = 2.0 * nnz * static_cast<double>(pixels),
+          .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 8,
+          .flops_per_block = 2.0 * entries * s.block_pixels * pt,
+          .fma_instructions = warps * entries * pt,
+          .shared_load_instructions = warps * (entries * pt + staged + pt),
+          .global_load_instructions = warps * (staged + 2 * entries + 2 * chunks * s.k_group),
+          .address_instructions = warps * (entries * 3 + staged * 4 + s.k_group * 8 * pt + 30),
+          .main_loop_steps = static_cast<int>(chunks),
+          .pipelined = false};
+    }
     if (s.table) {
       // Per slice (warps * split of them) a split-th of each row; the slices' sums meet in shared memory, two
       // barriers a channel.
@@ -375,10 +441,13 @@ class WeightSparse final : public Family {
 
   CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
 
+  // The first of enumerate's order, but not a staged table: that variant has passed the host emulation and the
+  // nvrtc tier but not yet a GPU's verification and timing, so only the tuner (which verifies every candidate it
+  // measures) may choose it until it has.
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
-    const std::vector<KernelSpec> specs = enumerate(p, gpu);
-    if (specs.empty()) return std::nullopt;
-    return specs.front();
+    for (const KernelSpec& spec : enumerate(p, gpu))
+      if (params_of<WeightSparseParams>(spec).table != kStaged) return spec;
+    return std::nullopt;
   }
 
   // First where the problem's own filter is mostly zeros (what the family is for); last otherwise.

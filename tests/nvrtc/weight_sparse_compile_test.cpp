@@ -1,6 +1,7 @@
-// weight_sparse_compile_test: the weight-sparse family's representative configurations (both value modes, and the
-// table variant) compile for sm_80 and sm_90 on every corpus layer it serves, with filters pruned to 90% zeros; the
-// table variant in both layouts, 1x1 and 3x3, stride 1 and 2, rows whole and in slices, on layers too big to bake.
+// weight_sparse_compile_test: the weight-sparse family's representative configurations (both value modes, the
+// table variant and, for 1x1 filters, the staged table) compile for sm_80 and sm_90 on every corpus layer it serves,
+// with filters pruned to 90% zeros; the table variants in both layouts, 1x1 and 3x3 (the staged one 1x1 only),
+// stride 1 and 2, rows whole and in slices, on layers too big to bake, without spilling.
 #include <gtest/gtest.h>
 
 #include "conv/conv_kernel.hpp"
@@ -21,13 +22,13 @@ TEST(WeightSparseCompile, CorpusLayersWithPrunedFiltersCompileForSm80AndSm90) {
     const Problem p = with_weights(layer.problem, pruned_random_filter(layer.problem, 0.9, 5));
     const std::vector<KernelSpec> specs = family("weight_sparse").enumerate(p, gpu);
     if (specs.empty()) continue;  // grouped, 3-D or not fp32: declined with a reason (host tests)
-    // The first, the first of the other value mode (immediates or packed) and the first table.
+    // The first, the first of the other value mode (immediates or packed), the first table and the first staged table.
     std::vector<KernelSpec> picked = {specs.front()};
     const auto mode = [](const KernelSpec& s) {
       const WeightSparseParams w = params_of<WeightSparseParams>(s);
-      return w.table ? 2 : w.immediates ? 1 : 0;
+      return w.table ? 1 + w.table : w.immediates ? 1 : 0;
     };
-    for (const int wanted : {0, 1, 2})
+    for (const int wanted : {0, 1, 2, 3})
       for (const KernelSpec& s : specs)
         if (mode(s) == wanted) {
           if (mode(s) != mode(specs.front())) picked.push_back(s);
@@ -62,13 +63,16 @@ TEST(WeightSparseCompile, TableVariantCompilesBigLayersInBothLayoutsStridesAndFi
                             .padding = {0, r / 2, r / 2},
                             .layout = layout};
         const Problem p = with_weights(shape, pruned_random_filter(shape, 0.9, 7));
-        for (const int pt : {1, 4}) {
+        for (const int variant : {1, 2, 3}) {
+          // The table with rows in 4 slices (shared memory), with whole rows and 4 pixels a thread; the staged table
+          // with 32 channels a block and 2 pixels a thread (1x1 only).
+          if (variant == 3 && r != 1) continue;
           WeightSparseParams s;
-          s.block_pixels = 128;
-          s.k_group = 4;
-          s.table = true;
-          s.pixels_per_thread = pt;
-          s.split = pt == 1 ? 4 : 1;  // rows in 4 slices (shared memory) and whole rows
+          s.block_pixels = variant == 3 ? 64 : 128;
+          s.k_group = variant == 3 ? 32 : 4;
+          s.table = variant == 3 ? 2 : 1;
+          s.pixels_per_thread = variant == 1 ? 1 : variant == 2 ? 4 : 2;
+          s.split = variant == 1 ? 4 : 1;
           const KernelSpec spec = to_spec(s);
           ASSERT_EQ(family("weight_sparse").check_support(p, gpu, spec), std::nullopt);
           const KernelSource source = family("weight_sparse").render(p, spec);
@@ -85,7 +89,7 @@ TEST(WeightSparseCompile, TableVariantCompilesBigLayersInBothLayoutsStridesAndFi
           }
         }
       }
-  EXPECT_EQ(compiled, 32);
+  EXPECT_EQ(compiled, 40);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// weight_sparse_emulation_test: runs templates/weight_sparse.cu's table variant (tb1) on the host, a std::thread per
-// CUDA thread: the family's plan, its pack_pattern setup (whose table is checked entry by entry against the filter)
-// and its main launch, against the float64 reference. Both layouts, 1x1 and 3x3, stride 1 and 2, dilation, padding
-// past the input, 1-D, channels and pixels that fill no block, filters with all-zero channels and none nonzero.
+// weight_sparse_emulation_test: runs templates/weight_sparse.cu's table variants (tb1, and tb2 with its activations
+// staged in shared memory) on the host, a std::thread per CUDA thread: the family's plan, its pack_pattern setup
+// (whose table is checked entry by entry against the filter) and its main launch, against the float64 reference.
+// Both layouts, 1x1 and 3x3, stride 1 and 2, dilation, padding past the input, 1-D, channels and pixels that fill no
+// block, staged chunks with a partial last, filters with all-zero channels and none nonzero.
 #include <math.h>
 
 #include <algorithm>
@@ -33,27 +34,32 @@ using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): th
 
 // Declares namespace NAME with kProblem, kSpec, the cfg constants the generator's prelude would render for them and
 // the table variant's ws_code (SLOTS = C * R * S: room for any filter of the shape; the family renders the fullest
-// channel's count, tested in weight_sparse_test), and includes the template there.
-#define WEIGHT_SPARSE_CASE(NAME, PROBLEM, BP, KG, PT, SK)                                                           \
+// channel's count, tested in weight_sparse_test), and includes the template there. TB is the variant (1 the table,
+// 2 the staged table) and SC the staged table's channels per chunk (the family's choice is tested in
+// weight_sparse_test; small ones here, for several chunks and a partial last).
+#define WEIGHT_SPARSE_VARIANT_CASE(NAME, PROBLEM, BP, KG, PT, SK, TB, SC)                                          \
   namespace weight_sparse_emulation::NAME {                                                                         \
   constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                              \
   constexpr convgen::WeightSparseParams kSpec{                                                                      \
-      .block_pixels = BP, .k_group = KG, .immediates = false, .table = true, .pixels_per_thread = PT, .split = SK}; \
+      .block_pixels = BP, .k_group = KG, .immediates = false, .table = TB, .pixels_per_thread = PT, .split = SK};   \
   namespace cfg {                                                                                                   \
   CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                          \
   constexpr int BLOCK_PIXELS = kSpec.block_pixels, K_GROUP = kSpec.k_group;                                         \
-  constexpr bool IMMEDIATES = kSpec.immediates, TABLE = kSpec.table;                                                \
+  constexpr bool IMMEDIATES = kSpec.immediates;                                                                     \
+  constexpr int TABLE = kSpec.table;                                                                                \
   constexpr int PIXELS_PER_THREAD = kSpec.pixels_per_thread, SPLIT = kSpec.split;                                   \
   }                                                                                                                 \
   namespace ws_code {                                                                                               \
   constexpr int NNZ = 0;                                                                                            \
   constexpr int SLOTS = cfg::C * cfg::R * cfg::S;                                                                   \
+  constexpr int STAGE_CHANNELS = SC;                                                                                \
   const int kGather[1] = {0};                                                                                       \
   inline void group(int, const float*, const long long*, unsigned, const float*, float*) {}                         \
   }                                                                                                                 \
   }                                                                                                                 \
   namespace weight_sparse_emulation::NAME {
 #define WEIGHT_SPARSE_END(NAME) }
+#define WEIGHT_SPARSE_CASE(NAME, PROBLEM, BP, KG, PT, SK) WEIGHT_SPARSE_VARIANT_CASE(NAME, PROBLEM, BP, KG, PT, SK, 1, 1)
 
 using Shape = convgen::testing_support::LiteralShape;
 using convgen::Layout;
@@ -128,6 +134,48 @@ WEIGHT_SPARSE_CASE(conv1d_nwc,
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(conv1d_nwc)
 
+// The staged table (tb2, 1x1 filters): 12 channels staged 5 at a time (the last chunk partial), 19 output channels
+// in groups of 8 (the last partial), batch 2, two pixels a thread and a tile past the last pixel.
+WEIGHT_SPARSE_VARIANT_CASE(nchw_1x1_staged,
+                           (Shape{.n = 2, .c = 12, .k = 19, .input = {1, 7, 9}, .filter = {1, 1, 1}}), 32, 8, 2, 1,
+                           2, 5)
+#define CONVGEN_ENTRY kernel_nchw_1x1_staged
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nchw_1x1_staged)
+
+// The staged table in NHWC, stride 2 with padding 1 (pixels that read outside the input stage zeros), the group of
+// 16 larger than K, every channel in one chunk.
+WEIGHT_SPARSE_VARIANT_CASE(nhwc_1x1_s2_padded_staged,
+                           (Shape{.n = 1,
+                                  .c = 7,
+                                  .k = 10,
+                                  .input = {1, 9, 8},
+                                  .filter = {1, 1, 1},
+                                  .stride = {1, 2, 2},
+                                  .padding = {0, 1, 1},
+                                  .layout = Layout::nhwc}),
+                           32, 16, 1, 1, 2, 7)
+#define CONVGEN_ENTRY kernel_nhwc_1x1_s2_padded_staged
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nhwc_1x1_s2_padded_staged)
+
+// The staged table on a 1-D NWC layer, stride 3, batch 3: 9 channels 4 at a time.
+WEIGHT_SPARSE_VARIANT_CASE(conv1d_nwc_staged,
+                           (Shape{.n = 3,
+                                  .c = 9,
+                                  .k = 5,
+                                  .input = {1, 1, 30},
+                                  .filter = {1, 1, 1},
+                                  .stride = {1, 1, 3},
+                                  .layout = Layout::nwc}),
+                           32, 8, 1, 1, 2, 4)
+#define CONVGEN_ENTRY kernel_conv1d_nwc_staged
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(conv1d_nwc_staged)
+
 namespace convgen {
 namespace {
 
@@ -139,6 +187,7 @@ struct EmulationCase {
   Problem problem;
   WeightSparseParams spec;
   int slots;
+  int stage_channels;
   Setup setup;
   Main main;
 };
@@ -148,11 +197,16 @@ void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
 #define WEIGHT_SPARSE_EMULATION_CASE(NAME)                                                                           \
   EmulationCase {                                                                                                    \
 #NAME, weight_sparse_emulation::NAME::kProblem, weight_sparse_emulation::NAME::kSpec,                            \
-        weight_sparse_emulation::NAME::ws_code::SLOTS, &weight_sparse_emulation::NAME::kernel_##NAME##_pack_pattern, \
+        weight_sparse_emulation::NAME::ws_code::SLOTS, weight_sparse_emulation::NAME::ws_code::STAGE_CHANNELS,       \
+        &weight_sparse_emulation::NAME::kernel_##NAME##_pack_pattern,                                                \
         &weight_sparse_emulation::NAME::kernel_##NAME                                                                \
   }
 
-// The table pack_pattern writes: per channel its count, then its (code, value) entries.
+// The staged table's chunks of input channels.
+int stage_chunks(const EmulationCase& c) { return (c.problem.c + c.stage_channels - 1) / c.stage_channels; }
+
+// The table pack_pattern writes: per channel its count, then its (code, value) entries (and for the staged table
+// where each chunk of input channels starts in each row).
 struct Table {
   std::vector<int> codes;
   std::vector<float> values;
@@ -168,7 +222,8 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
   const PlanBuffer* values = plan.find("packed_values");
   EXPECT_TRUE(codes && codes->persistent && values && values->persistent);
   // The plan sizes the buffers for the fullest channel; the case's SLOTS may be larger (any filter of the shape).
-  table.codes.assign(static_cast<std::size_t>(p.k + p.k * c.slots), -7);
+  const int chunk_starts = c.spec.table == 2 ? p.k * (stage_chunks(c) + 1) : 0;
+  table.codes.assign(static_cast<std::size_t>(p.k + p.k * c.slots + chunk_starts), -7);
   table.values.assign(static_cast<std::size_t>(p.k * c.slots), std::numeric_limits<float>::quiet_NaN());
   std::vector<float> output(static_cast<std::size_t>(output_elements(p)), std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(plan.setup.size(), 1u);
@@ -187,7 +242,8 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
 }
 
 // Decodes the table against the filter: channel k's entries are its nonzeros in filter order, each code the
-// activation offset of its (c, r, s) (shifted 5) and its tap, each value the filter's.
+// activation offset of its (c, r, s) (shifted 5) and its tap, each value the filter's. The staged table's codes
+// are the channel c (shifted 5; one tap), and its chunk starts are the first entry of each chunk's channels.
 void expect_table_matches_filter(const EmulationCase& c, std::span<const float> filter, const Table& table) {
   const Problem& p = c.problem;
   const int taps = p.filter.h * p.filter.w;
@@ -201,8 +257,9 @@ void expect_table_matches_filter(const EmulationCase& c, std::span<const float> 
         if (v == 0.0f) continue;
         const int r = t / p.filter.w, s = t % p.filter.w;
         const std::int64_t spatial = std::int64_t{r} * p.dilation.h * p.input.w + std::int64_t{s} * p.dilation.w;
-        const std::int64_t offset =
-            channels_last(p.layout) ? spatial * p.c + c_in : std::int64_t{c_in} * p.input.h * p.input.w + spatial;
+        const std::int64_t offset = c.spec.table == 2          ? c_in
+                                    : channels_last(p.layout) ? spatial * p.c + c_in
+                                                              : std::int64_t{c_in} * p.input.h * p.input.w + spatial;
         expected.push_back({static_cast<int>(offset * 32 + t), v});
       }
     if (channels_last(p.layout))  // filter order K R S C: the entries come tap by tap
@@ -214,6 +271,17 @@ void expect_table_matches_filter(const EmulationCase& c, std::span<const float> 
       EXPECT_EQ(table.codes[static_cast<std::size_t>(p.k) + slot], expected[i].first)
           << "channel " << k << " entry " << i;
       EXPECT_EQ(table.values[slot], expected[i].second) << "channel " << k << " entry " << i;
+    }
+    if (c.spec.table != 2) continue;
+    const int chunks = stage_chunks(c);
+    const std::size_t starts = static_cast<std::size_t>(p.k) * static_cast<std::size_t>(1 + c.slots) +
+                               static_cast<std::size_t>(k) * static_cast<std::size_t>(chunks + 1);
+    for (int chunk = 0; chunk <= chunks; ++chunk) {
+      const auto first = std::find_if(expected.begin(), expected.end(), [&](const auto& e) {
+        return chunk < chunks && e.first / 32 >= chunk * c.stage_channels;
+      });
+      EXPECT_EQ(table.codes[starts + static_cast<std::size_t>(chunk)], first - expected.begin())
+          << "channel " << k << " chunk " << chunk;
     }
   }
 }
@@ -254,7 +322,9 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(WEIGHT_SPARSE_EMULATION_CASE(nchw_3x3_s1), WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_s2),
                     WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_s2), WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_s1),
                     WEIGHT_SPARSE_EMULATION_CASE(dilated_padding_beyond_input),
-                    WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc)),
+                    WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc), WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged),
+                    WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_s2_padded_staged),
+                    WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc_staged)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace
