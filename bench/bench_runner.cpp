@@ -98,6 +98,67 @@ std::vector<TimingResult> time_screened(std::span<const Candidate> candidates, s
   return results;
 }
 
+// Verifies one cuDNN route against `measurement`; the entry says how it went, and `candidate` is timed when it is
+// ok.
+CudnnEntry verify_route(const CudnnRoute& route, const ConvCandidate& candidate, ConvMeasurement& measurement,
+                        Stream& stream) {
+  CudnnEntry entry{.route = route.route, .algo = route.algo, .knobs = route.knobs,
+                   .workspace_bytes = static_cast<std::int64_t>(route.workspace_bytes)};
+  if (!route.supported()) {
+    entry.status = RouteStatus::unsupported;
+    entry.reason = route.status_detail.empty() ? route.status : route.status + ": " + route.status_detail;
+    return entry;
+  }
+  try {
+    const Verification v = measurement.verify(candidate, stream);
+    entry.error = v.stats;
+    if (!v.passed) {
+      entry.status = RouteStatus::failed_verification;
+      entry.reason = v.failure;
+    }
+  } catch (const std::exception& e) {
+    entry.status = RouteStatus::error;
+    entry.reason = e.what();
+    stream.synchronize();
+  }
+  return entry;
+}
+
+// cuDNN's routes on `p` in `precision` (--cudnn-also): the same activation and filter sources and seed, its own
+// float64 reference and tolerance, screened and timed by the same protocol (its own buffer sets: a narrower type's
+// tensors need more of them to leave nothing in L2).
+CudnnAlso time_cudnn_also(const Problem& p, Precision precision, const Gpu& gpu, const BenchOptions& options,
+                          const TensorSource& activation, const TensorSource& filter, std::uint64_t seed,
+                          TimingOptions timing, Stream& stream) {
+  Problem q = p;
+  q.precision = precision;
+  timing.buffer_sets = buffer_sets_to_defeat_l2(buffer_set_bytes(q), gpu.l2_bytes, options.warm);
+  CudnnAlso also{.precision = precision, .math = std::string(to_string(cudnn_math(precision))), .routes = {}};
+  CudnnBaseline cudnn(q, options.cudnn);
+  DeviceBuffer workspace(std::max<std::size_t>(cudnn.max_workspace_bytes(), 256));
+  ConvMeasurement measurement(q, {.activation = activation, .filter = filter, .seed = seed}, timing.buffer_sets);
+  std::vector<Candidate> timed;
+  std::vector<std::size_t> entry_of;  // timed[i] is also.routes[entry_of[i]]
+  const auto& routes = cudnn.routes();
+  for (std::size_t r = 0; r < routes.size(); ++r) {
+    ConvCandidate candidate{fmt::format("cudnn {} {}", precision, routes[r].algo),
+                            [&cudnn, &workspace, r](const ConvPointers& t, CUstream s) {
+                              cudnn.launch(r, t.activation, t.filter, t.output, t.bias, t.residual, workspace.ptr(), s);
+                            }};
+    also.routes.push_back(verify_route(routes[r], candidate, measurement, stream));
+    if (also.routes.back().status == RouteStatus::ok) {
+      entry_of.push_back(r);
+      timed.push_back(measurement.timed(candidate));
+    }
+  }
+  const std::vector<bool> always_final(timed.size(), false);
+  const std::vector<TimingResult> results =
+      time_screened(timed, timed.size(), always_final, timing, options.finalists, stream);
+  for (std::size_t i = 0; i < timed.size(); ++i) also.routes[entry_of[i]].timing = results[i];
+  stream.synchronize();
+  return also;
+}
+
 class LayerBench {
  public:
   LayerBench(const Gpu& gpu, const BenchOptions& options, JitCache& cache, ThreadPool& pool, const Nvml* nvml)
@@ -158,30 +219,11 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   std::vector<std::size_t> candidate_cudnn_entry;  // candidate i < cudnn_count: its row.cudnn index
   const auto& routes = cudnn.routes();
   for (std::size_t r = 0; r < routes.size(); ++r) {
-    const CudnnRoute& route = routes[r];
-    CudnnEntry entry{.route = route.route, .algo = route.algo, .knobs = route.knobs,
-                     .workspace_bytes = static_cast<std::int64_t>(route.workspace_bytes)};
     ConvCandidate candidate{
-        fmt::format("cudnn {}", entry.algo), [&cudnn, &cudnn_workspace, r](const ConvPointers& t, CUstream s) {
+        fmt::format("cudnn {}", routes[r].algo), [&cudnn, &cudnn_workspace, r](const ConvPointers& t, CUstream s) {
           cudnn.launch(r, t.activation, t.filter, t.output, t.bias, t.residual, cudnn_workspace.ptr(), s);
         }};
-    if (!route.supported()) {
-      entry.status = RouteStatus::unsupported;
-      entry.reason = route.status_detail.empty() ? route.status : route.status + ": " + route.status_detail;
-    } else {
-      try {
-        const Verification v = measurement.verify(candidate, stream);
-        entry.error = v.stats;
-        if (!v.passed) {
-          entry.status = RouteStatus::failed_verification;
-          entry.reason = v.failure;
-        }
-      } catch (const std::exception& e) {
-        entry.status = RouteStatus::error;
-        entry.reason = e.what();
-        stream.synchronize();
-      }
-    }
+    CudnnEntry entry = verify_route(routes[r], candidate, measurement, stream);
     if (entry.status == RouteStatus::ok) {
       candidate_cudnn_entry.push_back(row.cudnn.size());
       candidates.push_back(std::move(candidate));
@@ -253,6 +295,11 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   for (const OursEntry& e : ours) failed += e.status != RouteStatus::ok;
   if (failed > 0 && row.ours.status == RouteStatus::ok)
     row.ours.reason = fmt::format("{} of {} candidates failed verification or launch", failed, ours.size());
+
+  if (options_.cudnn_also && *options_.cudnn_also != p.precision) {
+    stage(fmt::format("verifying and timing cuDNN's routes in {}", *options_.cudnn_also));
+    row.cudnn_also = time_cudnn_also(p, *options_.cudnn_also, gpu_, options_, activation, filter, seed, timing, stream);
+  }
 
   stage("energy");
   if (best_ours) {

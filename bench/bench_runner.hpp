@@ -36,6 +36,9 @@ struct BenchOptions {
   std::optional<TensorSource> activation;
   SparsityPattern pattern = SparsityPattern::blob;
   std::optional<TensorSource> filter;  // none: the problem's own (expected_filter)
+  // Also time cuDNN's routes on each layer in this precision (its own math mode), verified and timed after ours in
+  // the same run (BenchRow::cudnn_also); none, or the run's own precision: no such comparison.
+  std::optional<Precision> cudnn_also;
 };
 
 // Samples per route in the screening round.

@@ -158,6 +158,24 @@ Json row_json(const BenchRow& row) {
                       {"cudnn_over_floor", over_floor(best_us(row))}};
   json["headline_mode"] = to_string(headline_mode(row));
   json["speedup"] = or_null(speedup(row));
+  if (row.cudnn_also) {  // only with --cudnn-also: reports without it keep their layout
+    Json also = {{"precision", to_string(row.cudnn_also->precision)}, {"math", row.cudnn_also->math}};
+    also["routes"] = Json::array();
+    for (const CudnnEntry& entry : row.cudnn_also->routes) also["routes"].push_back(cudnn_json(entry));
+    if (const auto best = cudnn_also_best(row)) {
+      const CudnnEntry& b = row.cudnn_also->routes[best->route];
+      also["best"] = {{"route", b.route},
+                      {"algo", b.algo},
+                      {"knobs", b.knobs},
+                      {"us", best->us},
+                      {"mode", to_string(best->mode)},
+                      {"rel_l2_error", b.error ? Json(b.error->rel_l2) : Json(nullptr)}};
+    } else {
+      also["best"] = nullptr;
+    }
+    also["speedup"] = or_null(cudnn_also_speedup(row));
+    json["cudnn_also"] = std::move(also);
+  }
   return json;
 }
 
@@ -232,6 +250,31 @@ std::optional<std::size_t> cudnn_best(const BenchRow& row) {
     if (!best || *median_us(entry.timing, mode) < *median_us(row.cudnn[*best].timing, mode)) best = i;
   }
   return best;
+}
+
+std::optional<CudnnAlsoBest> cudnn_also_best(const BenchRow& row) {
+  if (!row.cudnn_also) return std::nullopt;
+  const auto fastest = [&](HeadlineMode mode) -> std::optional<CudnnAlsoBest> {
+    std::optional<CudnnAlsoBest> best;
+    for (std::size_t i = 0; i < row.cudnn_also->routes.size(); ++i) {
+      const CudnnEntry& entry = row.cudnn_also->routes[i];
+      if (!timed_ok(entry.status, entry.timing, mode)) continue;
+      const double us = *median_us(entry.timing, mode);
+      if (!best || us < best->us) best = CudnnAlsoBest{.route = i, .us = us, .mode = mode};
+    }
+    return best;
+  };
+  if (headline_mode(row) == HeadlineMode::graph)
+    if (auto best = fastest(HeadlineMode::graph)) return best;
+  return fastest(HeadlineMode::stream);
+}
+
+std::optional<double> cudnn_also_speedup(const BenchRow& row) {
+  const std::optional<CudnnAlsoBest> best = cudnn_also_best(row);
+  if (!best || row.ours.status != RouteStatus::ok) return std::nullopt;
+  const std::optional<double> ours = median_us(row.ours.timing, best->mode);
+  if (!ours || *ours <= 0) return std::nullopt;
+  return best->us / *ours;
 }
 
 std::optional<double> speedup(const BenchRow& row) {
@@ -326,6 +369,63 @@ std::string report_csv(const BenchReport& report) {
   }
   return out;
 }
+
+namespace {
+
+// With --cudnn-also: per layer cuDNN's best in the other precision against ours, its geometric mean and network
+// totals; nothing for rows without it.
+std::string cudnn_also_markdown(const std::vector<const BenchRow*>& rows) {
+  const BenchRow* first = nullptr;
+  for (const BenchRow* row : rows)
+    if (row->cudnn_also && !first) first = row;
+  if (!first) return "";
+  std::string out = fmt::format(
+      "\n### Against cuDNN in {} ({}), timed in the same run after ours\n\n"
+      "Each of cuDNN's routes in {} verified against its own float64 reference (the same activation and filter "
+      "values, rounded to {}). Speedup = that best ÷ ours, in the mode named (graph where both were captured).\n\n"
+      "| layer | cuDNN {} best µs | route | ours µs | speedup | mode | rel L2 cuDNN {} / ours |\n"
+      "|---|--:|---|--:|--:|---|--:|\n",
+      first->cudnn_also->precision, first->cudnn_also->math, first->cudnn_also->precision,
+      first->cudnn_also->precision, first->cudnn_also->precision, first->cudnn_also->precision);
+  double log_sum = 0, cudnn_total = 0, ours_total = 0;
+  int compared = 0;
+  const BenchRow* worst = nullptr;
+  for (const BenchRow* row : rows) {
+    if (!row->cudnn_also) continue;
+    const std::optional<CudnnAlsoBest> best = cudnn_also_best(*row);
+    const std::optional<double> ratio = cudnn_also_speedup(*row);
+    const std::optional<double> ours =
+        row->ours.status == RouteStatus::ok && best ? median_us(row->ours.timing, best->mode) : std::nullopt;
+    const auto error_text = [](const std::optional<ErrorStats>& e) {
+      return e ? fmt::format("{:.1e}", e->rel_l2) : std::string("—");
+    };
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} / {} |\n", md_escape(row->layer),
+                       best ? fmt::format("{:.2f}", best->us) : "—",
+                       best ? md_escape(route_label(row->cudnn_also->routes[best->route])) : "—",
+                       md_or_dash(us_cell(ours)), ratio ? fmt::format("{:.2f}×", *ratio) : "—",
+                       best ? to_string(best->mode) : "—",
+                       best ? error_text(row->cudnn_also->routes[best->route].error) : "—",
+                       error_text(row->ours.error));
+    if (!ratio) continue;
+    ++compared;
+    log_sum += std::log(*ratio);
+    cudnn_total += row->count * best->us;
+    ours_total += row->count * *ours;
+    if (!worst || *ratio < *cudnn_also_speedup(*worst)) worst = row;
+  }
+  out += "\n";
+  if (compared == 0) return out + fmt::format("No layer has both a cuDNN {} and an ours time.\n",
+                                              first->cudnn_also->precision);
+  out += fmt::format("Geometric-mean speedup over cuDNN {} {:.2f}× over {} layers; worst {} ({:.2f}×).\n",
+                     first->cudnn_also->precision, std::exp(log_sum / compared), compared, md_escape(worst->layer),
+                     *cudnn_also_speedup(*worst));
+  out += fmt::format("Network total, Σ count × time over the same layers: cuDNN {} {:.2f} µs, ours {:.2f} µs, "
+                     "cuDNN ÷ ours {:.2f}×.\n",
+                     first->cudnn_also->precision, cudnn_total, ours_total, cudnn_total / ours_total);
+  return out;
+}
+
+}  // namespace
 
 std::string report_markdown(const BenchReport& report) {
   const Provenance& p = report.provenance;
@@ -465,6 +565,7 @@ std::string report_markdown(const BenchReport& report) {
     if (!suspicious.empty())
       out += fmt::format("cuDNN routes left out of best: {}.\n",
                          md_escape(fmt::format("{}", fmt::join(suspicious, "; "))));
+    out += cudnn_also_markdown(rows);
   }
   return out;
 }

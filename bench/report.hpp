@@ -67,6 +67,15 @@ struct OursEntry {
   std::string energy_note;          // why energy_mj is empty
 };
 
+// cuDNN's routes on the same layer in another precision (`convgen bench --cudnn-also`), in that precision's math
+// mode, verified against its own float64 reference and timed in the same run, after ours: what a user who could
+// switch precision would get from cuDNN instead (a pruned fp32 kernel of ours against cuDNN's dense fp16).
+struct CudnnAlso {
+  Precision precision = Precision::fp16;
+  std::string math;                // "tensor_op", "tf32", "strict_fp32"
+  std::vector<CudnnEntry> routes;  // every route, as in BenchRow::cudnn
+};
+
 // One layer of one suite at one batch size.
 struct BenchRow {
   std::string suite;              // "resnet50"
@@ -83,6 +92,7 @@ struct BenchRow {
   OursEntry ours;
   std::optional<double> cudnn_energy_mj;  // per call, of the best cuDNN route
   std::string cudnn_energy_note;
+  std::optional<CudnnAlso> cudnn_also;  // with --cudnn-also
   DeviceState start;  // clocks and power when the layer started and ended
   DeviceState end;
 };
@@ -108,6 +118,17 @@ std::optional<std::size_t> cudnn_best(const BenchRow& row);
 
 // Returns cuDNN best ÷ ours in the headline mode; empty unless both sides have an ok, timed result.
 std::optional<double> speedup(const BenchRow& row);
+
+// The fastest ok route of row.cudnn_also (index in its routes) and its time, in the row's headline mode where that
+// route has it, else both sides on stream launches; and its time ÷ ours in that same mode. Empty without
+// --cudnn-also, an ok timed route or an ok time of ours.
+struct CudnnAlsoBest {
+  std::size_t route = 0;
+  double us = 0;
+  HeadlineMode mode = HeadlineMode::stream;
+};
+std::optional<CudnnAlsoBest> cudnn_also_best(const BenchRow& row);
+std::optional<double> cudnn_also_speedup(const BenchRow& row);
 
 // The sparse-conv seed's baseline: the fastest ok route among the legacy IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM and
 // GEMM algorithms in the row's headline mode (index in row.cudnn), and cuDNN GEMM-only ÷ ours.

@@ -20,7 +20,7 @@ namespace convgen::cli {
 namespace {
 
 struct Options {
-  std::string shapes, layer, out = "bench-results", precision = "fp32", layout, gpu = "live", db;
+  std::string shapes, layer, out = "bench-results", precision = "fp32", layout, gpu = "live", db, cudnn_also;
   std::vector<int> batches;
   std::vector<std::string> families;
   std::vector<double> act_sparsity;
@@ -50,6 +50,15 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
     throw InputError(
         fmt::format("--precision: unknown '{}', expected one of {}", opts.precision, enum_choices<Precision>()));
   options.precision = *precision;
+  if (!opts.cudnn_also.empty()) {
+    const auto also = parse_enum<Precision>(opts.cudnn_also);
+    if (!also)
+      throw InputError(
+          fmt::format("--cudnn-also: unknown '{}', expected one of {}", opts.cudnn_also, enum_choices<Precision>()));
+    if (*also == options.precision)
+      throw InputError(fmt::format("--cudnn-also {} is the run's own precision: cuDNN is already timed in it", *also));
+    options.cudnn_also = also;
+  }
   if (!opts.layout.empty()) {
     const auto layout = parse_enum<Layout>(opts.layout);
     if (!layout || rank(*layout) != 2)
@@ -147,6 +156,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--precision", opts->precision, "fp32 (strict FMA, no TF32), tf32, fp16 or bf16 (tensor-op math)")
       ->capture_default_str();
   cmd->add_option("--layout", opts->layout, "nchw or nhwc (3-D layers take the matching 3-D layout)");
+  cmd->add_option("--cudnn-also", opts->cudnn_also,
+                  "Also verify and time cuDNN's routes in this precision (its own math mode) on every layer, after "
+                  "ours in the same run, e.g. fp16 beside an fp32 run of weight_sparse kernels: a table and its "
+                  "speedups in the report");
   cmd->add_option("--families", opts->families,
                   "Our kernels only from these families, e.g. igemm,direct (default: all)")
       ->delimiter(',');

@@ -240,6 +240,54 @@ TEST(Report, NoBestWhenNoRouteIsOk) {
   EXPECT_FALSE(speedup(row).has_value());
 }
 
+TEST(Report, CudnnAlsoComparesItsFastestVerifiedRouteInTheRowsModeAndAddsATable) {
+  BenchReport report = sample_report();
+  BenchRow& row = report.rows[0];  // graph mode, ours 12.5 µs by graph replay
+  CudnnEntry fast_but_wrong = legacy("WINOGRAD");
+  fast_but_wrong.status = RouteStatus::failed_verification;
+  fast_but_wrong.timing = timing({1, 1, 1}, {1, 1, 1});
+  CudnnEntry precomp = legacy("IMPLICIT_PRECOMP_GEMM");
+  precomp.timing = timing({8, 8, 8}, {7, 7, 7});
+  precomp.error = error(2e-4);
+  CudnnEntry uncaptured{.route = "graph", .algo = "engine 3 [all]"};
+  uncaptured.timing = timing({6, 6, 6}, {}, "not capturable");
+  row.cudnn_also = CudnnAlso{.precision = Precision::fp16, .math = "tensor_op",
+                             .routes = {fast_but_wrong, precomp, uncaptured}};
+  const std::optional<CudnnAlsoBest> best = cudnn_also_best(row);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->route, 1u);  // the wrong one never; the uncaptured one has no graph time
+  EXPECT_EQ(best->mode, HeadlineMode::graph);
+  EXPECT_DOUBLE_EQ(*cudnn_also_speedup(row), 7 / 12.5);
+  // No route with a graph time: both sides on stream launches.
+  BenchRow stream_only = row;
+  stream_only.cudnn_also->routes[1].timing = timing({8, 8, 8}, {});
+  EXPECT_EQ(cudnn_also_best(stream_only)->route, 2u);
+  EXPECT_DOUBLE_EQ(*cudnn_also_speedup(stream_only), 6 / *median_us(row.ours.timing, HeadlineMode::stream));
+  // Nothing without the option, nor without an ok route.
+  EXPECT_FALSE(cudnn_also_best(report.rows[1]).has_value());
+  BenchRow none_ok = row;
+  for (CudnnEntry& e : none_ok.cudnn_also->routes) e.status = RouteStatus::unsupported;
+  EXPECT_FALSE(cudnn_also_speedup(none_ok).has_value());
+
+  const nlohmann::json json = nlohmann::json::parse(report_json(report));
+  EXPECT_EQ(json["rows"][0]["cudnn_also"]["precision"], "fp16");
+  EXPECT_EQ(json["rows"][0]["cudnn_also"]["routes"].size(), 3u);
+  EXPECT_EQ(json["rows"][0]["cudnn_also"]["best"]["algo"], "IMPLICIT_PRECOMP_GEMM");
+  EXPECT_DOUBLE_EQ(json["rows"][0]["cudnn_also"]["best"]["us"].get<double>(), 7);
+  EXPECT_DOUBLE_EQ(json["rows"][0]["cudnn_also"]["speedup"].get<double>(), 7 / 12.5);
+  EXPECT_FALSE(json["rows"][1].contains("cudnn_also"));
+  const std::string markdown = report_markdown(report);
+  EXPECT_NE(markdown.find("### Against cuDNN in fp16 (tensor_op), timed in the same run after ours"),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("| conv1 | 7.00 | legacy:IMPLICIT_PRECOMP_GEMM | 12.50 | 0.56× | graph | 2.0e-04 / "),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("Geometric-mean speedup over cuDNN fp16 0.56× over 1 layers; worst conv1 (0.56×)."),
+            std::string::npos)
+      << markdown;
+}
+
 TEST(Report, RouteLabelsShowKnobs) {
   EXPECT_EQ(route_label(legacy("GEMM")), "legacy:GEMM");
   EXPECT_EQ(route_label({.route = "graph", .algo = "engine 3 [all]", .knobs = "TILE_SIZE=2,SPLIT_K=1"}),
