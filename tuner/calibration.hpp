@@ -2,7 +2,9 @@
 #pragma once
 
 #include <limits>
+#include <map>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "convgen/gpu.hpp"
@@ -24,11 +26,13 @@ struct CalibrationData {
   int problems = 0;                  // distinct problems among the rows
   int excluded = 0;                  // ok measurements of an excluded problem
   int unusable = 0;                  // ok measurements whose kernel name no family of this build knows
+  std::vector<CalibrationRow> held_out;  // the excluded problems' rows: what a calibration is judged on
 };
 
 // Collects the GPU's verified measurements (status ok) as calibration samples: the features from the kernel's
 // family for the problem, the registers and shared memory the measurement recorded, its median time. Measurements
-// of a problem in `exclude` are left out (a study calibrates on other problems than those it judges).
+// of a problem in `exclude` (at any activation sparsity) are left out, into `held_out` (a study calibrates on other
+// problems than those it judges).
 CalibrationData calibration_data(const TuningDb& db, const Gpu& gpu, std::span<const Problem> exclude = {});
 
 // Returns the samples of the rows, in order.
@@ -36,11 +40,19 @@ std::vector<CalibrationSample> samples_of(std::span<const CalibrationRow> rows);
 
 // How well coefficients rank each problem's measured candidates: per problem with at least 2 rows, Spearman's
 // correlation of predicted with measured times, and whether the fastest measured one is among the 10 predicted
-// fastest.
+// fastest; and SEER's right pick: the one predicted fastest (the first of ties, in row order) measures within 10% of
+// the fastest, over all of a problem's rows and within each family's own rows (what the model picks among that
+// family's candidates).
 struct RankingAccuracy {
   int problems = 0;                                                // problems with at least 2 rows
   double mean_spearman = std::numeric_limits<double>::quiet_NaN();  // over problems where it is defined
   double share_best_in_top10 = 0;
+  double share_right_pick = 0;  // within 10%, over the same problems
+  struct Family {
+    int problems = 0;  // problems with at least 2 rows of the family
+    double share_right_pick = 0;
+  };
+  std::map<std::string, Family> families;
 };
 RankingAccuracy ranking_accuracy(std::span<const CalibrationRow> rows, const Gpu& gpu,
                                  const Coefficients& coefficients);

@@ -133,9 +133,16 @@ struct CalibrateArgs {
 };
 
 std::string accuracy_text(const RankingAccuracy& a) {
-  return fmt::format("mean Spearman {}, fastest in the top 10 for {:.0f}% of {} problems",
-                     std::isfinite(a.mean_spearman) ? fmt::format("{:.2f}", a.mean_spearman) : "–",
-                     100 * a.share_best_in_top10, a.problems);
+  std::string text = fmt::format(
+      "mean Spearman {}, fastest in the top 10 for {:.0f}% of {} problems, predicted fastest within 10% of the "
+      "measured best (SEER's right pick) for {:.0f}%",
+      std::isfinite(a.mean_spearman) ? fmt::format("{:.2f}", a.mean_spearman) : "–", 100 * a.share_best_in_top10,
+      a.problems, 100 * a.share_right_pick);
+  std::vector<std::string> families;
+  for (const auto& [name, f] : a.families)
+    families.push_back(fmt::format("{} {:.0f}% of {}", name, 100 * f.share_right_pick, f.problems));
+  if (!families.empty()) text += fmt::format("; within a family: {}", fmt::join(families, ", "));
+  return text;
 }
 
 // Writes one row per calibration sample: what it is, its measured and predicted times and its unweighted terms.
@@ -182,6 +189,12 @@ void calibrate_command(const std::string& db_path, const std::string& gpu_filter
   fmt::print("before ({}): {}\n", previous ? "the stored calibration" : "the default coefficients",
              accuracy_text(ranking_accuracy(data.rows, gpu, before)));
   fmt::print("after:  {}\n", accuracy_text(ranking_accuracy(data.rows, gpu, fit.coefficients)));
+  if (!data.held_out.empty()) {
+    // The excluded problems, judged by weights fitted without them (what a study reports).
+    fmt::print("held out ({} measurements of the excluded problems), before: {}\n", data.held_out.size(),
+               accuracy_text(ranking_accuracy(data.held_out, gpu, before)));
+    fmt::print("held out, after: {}\n", accuracy_text(ranking_accuracy(data.held_out, gpu, fit.coefficients)));
+  }
   for (const Family* f : all_families()) {
     const auto it = fit.families.find(f->name());
     const FamilyCalibration fc = it != fit.families.end() ? it->second : FamilyCalibration{};

@@ -70,12 +70,19 @@ TEST(CalibrationData, CountsExcludedProblemsAndUnknownKernelsApart) {
   db.record(measured(h100(), conv1x1(), igemm(64), 50.0));
   db.record(measured(h100(), conv1x1(), igemm(128), 45.0));
   db.record(measured(h100(), conv3x3(), "fft_f2x3_t64", 30.0));  // no family of this build
-  const CalibrationData data = calibration_data(db, h100(), std::vector<Problem>{conv1x1()});
+  // The excluded layer as a shapes file with an act_sparsity column gives it: excluded at any sparsity.
+  Problem sparse_1x1 = conv1x1();
+  sparse_1x1.act_sparsity = 0.6;
+  const CalibrationData data = calibration_data(db, h100(), std::vector<Problem>{sparse_1x1});
   ASSERT_EQ(data.rows.size(), 1u);
   EXPECT_EQ(data.rows[0].problem, conv3x3());
   EXPECT_EQ(data.problems, 1);
   EXPECT_EQ(data.excluded, 2);
   EXPECT_EQ(data.unusable, 1);
+  // The excluded rows are kept apart, to judge a calibration fitted without them.
+  ASSERT_EQ(data.held_out.size(), 2u);
+  EXPECT_EQ(data.held_out[0].problem, conv1x1());
+  EXPECT_EQ(data.held_out[1].sample.measured_us, 45.0);
 }
 
 TEST(CalibrationData, OfAGpuWithoutMeasurementsIsEmpty) {
@@ -131,6 +138,30 @@ TEST(RankingAccuracy, AveragesOverProblemsAndMissesABestPredictedSlowest) {
   EXPECT_EQ(a.problems, 2);
   EXPECT_DOUBLE_EQ(a.mean_spearman, 0.0);  // (-1 + 1) / 2
   EXPECT_EQ(a.share_best_in_top10, 0.5);   // conv1x1's best is predicted first, conv3x3's twelfth
+}
+
+TEST(RankingAccuracy, CountsSeersRightPicksOverallAndWithinEachFamily) {
+  std::vector<CalibrationRow> rows;
+  // conv3x3: igemm predicted fastest measures 10.5 against the best 10.0 (a direct kernel): right within 10%.
+  rows.push_back(row(conv3x3(), 1000, 10.5));
+  rows.push_back(row(conv3x3(), 2000, 12.0));
+  CalibrationRow direct = row(conv3x3(), 0, 10.0);
+  direct.spec = kDirect;
+  direct.sample.family = "direct";
+  direct.sample.features = family("direct").cost_features(conv3x3(), kDirect);
+  rows.push_back(direct);
+  // conv1x1: the one predicted fastest measures 12 against 10: wrong.
+  rows.push_back(row(conv1x1(), 1000, 12.0));
+  rows.push_back(row(conv1x1(), 2000, 10.0));
+  Coefficients c = fma_only();
+  c.of("direct")[static_cast<std::size_t>(CostTerm::launch)] = 1000;  // direct predicted slowest
+  const RankingAccuracy a = ranking_accuracy(rows, h100(), c);
+  EXPECT_EQ(a.problems, 2);
+  EXPECT_DOUBLE_EQ(a.share_right_pick, 0.5);
+  ASSERT_EQ(a.families.count("igemm"), 1u);
+  EXPECT_EQ(a.families.at("igemm").problems, 2);  // within igemm: 10.5 is conv3x3's igemm best; conv1x1 wrong
+  EXPECT_DOUBLE_EQ(a.families.at("igemm").share_right_pick, 0.5);
+  EXPECT_EQ(a.families.count("direct"), 0u);  // one direct row: no ranking to judge
 }
 
 TEST(RankingAccuracy, APredictionThatTiesEverywhereCountsForTheTopTenButHasNoSpearman) {

@@ -205,8 +205,12 @@ TEST(DbCli, CalibratePrintsTheFitPerFamilyAndStoresIt) {
             0u)
       << r.output;
   EXPECT_TRUE(contains(r.output, "\nbefore (the default coefficients): mean Spearman ")) << r.output;
-  EXPECT_TRUE(contains(r.output, "\nafter:  mean Spearman 1.00, fastest in the top 10 for 100% of 2 problems\n"))
+  EXPECT_TRUE(contains(r.output,
+                       "\nafter:  mean Spearman 1.00, fastest in the top 10 for 100% of 2 problems, predicted fastest "
+                       "within 10% of the measured best (SEER's right pick) for 100%; within a family: direct 100% of "
+                       "2, igemm 100% of 2\n"))
       << r.output;
+  EXPECT_FALSE(contains(r.output, "held out")) << "nothing excluded, nothing held out\n" << r.output;
   EXPECT_TRUE(contains(r.output, fmt::format("\n  {} samples, fitted, rms relative error 0.0%: direct: ", db.direct)))
       << r.output;
   EXPECT_TRUE(contains(r.output, fmt::format("\n  {} samples, fitted, rms relative error 0.0%: igemm: ", db.igemm)))
@@ -291,9 +295,10 @@ TEST(DbCli, CalibrateWritesEverySampleAsCsv) {
 TEST(DbCli, CalibrateLeavesOutTheProblemsOfExcludedShapesAtTheGivenBatches) {
   ScratchDir dir;
   const Filled db = filled_for_calibration(dir, {conv3x3(), conv1x1()});
-  // conv1x1 is this layer at batch 8; at batch 1 it matches nothing.
+  // conv1x1 is this layer at batch 8; at batch 1 it matches nothing. Its act_sparsity column does not keep the
+  // layer's dense measurements in.
   const auto shapes = dir / "judged.csv";
-  std::ofstream(shapes) << "name,n,c,k,h,w,r,s,stride,pad,count\nproj,1,256,64,56,56,1,1,1,0,1\n";
+  std::ofstream(shapes) << "name,n,c,k,h,w,r,s,stride,pad,count,act_sparsity\nproj,1,256,64,56,56,1,1,1,0,1,0.6\n";
   const int conv1x1_measurements =
       static_cast<int>(TuningDb::open(db.path).measurements({.problem = conv1x1()}).size());
   const Result r = run_convgen("db calibrate --dry-run --exclude-shapes " + shapes.string() +
@@ -306,6 +311,12 @@ TEST(DbCli, CalibrateLeavesOutTheProblemsOfExcludedShapesAtTheGivenBatches) {
                            0),
             0u)
       << r.output;
+  // The excluded problem judges the fit made without it.
+  EXPECT_TRUE(contains(r.output, fmt::format("\nheld out ({} measurements of the excluded problems), before: mean "
+                                             "Spearman ",
+                                             conv1x1_measurements)))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "\nheld out, after: mean Spearman ")) << r.output;
 }
 
 TEST(DbCli, CalibrateNeedsOneGpuAndEnoughMeasurements) {
