@@ -69,7 +69,7 @@ void print_candidates(const Suite& suite, const Gpu& gpu, const std::string& db_
 
 void add_analyze_command(CLI::App& app) {
   struct Options {
-    std::string shapes, gpu = "h100_sxm", json, db, precision, layout;
+    std::string shapes, gpu = "h100_sxm", json, db, precision, layout, layer;
     int batch = 0;
     std::optional<double> act_sparsity;
     std::string epilogue;
@@ -83,6 +83,7 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--shapes", opts->shapes, "Shapes file (suite CSV, SEER list or B,C,H,W,N list)")->required();
   cmd->add_option("--gpu", opts->gpu, "GPU descriptor: a name under gpus/ or a path, or 'live'")->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
+  cmd->add_option("--layer", opts->layer, "Only the layer of this name (with --candidates: compile only its candidates)");
   add_precision_layout_options(cmd, opts->precision, opts->layout);
   add_act_sparsity_option(cmd, opts->act_sparsity);
   add_epilogue_option(cmd, opts->epilogue);
@@ -97,7 +98,7 @@ void add_analyze_command(CLI::App& app) {
   cmd->callback([opts] {
     const Suite suite = with_layer_weights(
         with_epilogue(
-            with_precision_and_layout(select_layers(load_shapes(opts->shapes), opts->batch, "", opts->act_sparsity),
+            with_precision_and_layout(select_layers(load_shapes(opts->shapes), opts->batch, opts->layer, opts->act_sparsity),
                                       opts->precision, opts->layout),
             opts->epilogue),
         opts->weights);

@@ -37,6 +37,17 @@ TEST(Cli, AnalyzePrintsEveryLayerAndTheNetworkTotals) {
   EXPECT_NE(r.output.find("total"), std::string::npos) << r.output;
 }
 
+TEST(Cli, AnalyzeLayerTakesOneLayerAndNamesAMissingOne) {
+  const Result r =
+      run_convgen("analyze --shapes " + shapes("cusnn.csv") + " --gpu h100_sxm --layer dense_128to32_28");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dense_128to32_28"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("dense_128to32_56"), std::string::npos) << r.output;
+  const Result missing = run_convgen("analyze --shapes " + shapes("cusnn.csv") + " --gpu h100_sxm --layer conv9");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.output, "convgen: error: cusnn: no layer named 'conv9'\n");
+}
+
 // --precision and --layout reach analyze: the floor is the precision's tensor-core peak, and a bad value is named.
 TEST(Cli, AnalyzeTakesThePrecisionAndLayoutOfEveryLayer) {
   const Result r =
