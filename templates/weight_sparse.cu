@@ -18,13 +18,15 @@
 // threads take every SPLIT-th entry of the row and add their sums in shared memory (small images have few pixels to
 // spread, and one thread's walk down a long row is a chain of dependent loads).
 //
-// Staged (TABLE 2, 1x1 filters): the table's rows, but the activations a block needs come through shared memory.
-// A block's tile of BLOCK_PIXELS * PIXELS_PER_THREAD output pixels reads, per input channel, one activation per
-// pixel; ws_code::STAGE_CHANNELS channels of the tile at a time are staged (coalesced, zeros where a pixel reads
-// outside the input), then each of the block's K_GROUP channels walks the entries of its row that fall in those
-// channels (pack_pattern writes where each row's entries of each chunk start) with K_GROUP * PIXELS_PER_THREAD
-// accumulators. Each staged activation serves every nonzero of the K_GROUP channels that reads it, where the table
-// variant loads it once per nonzero.
+// Staged (TABLE 2): the table's rows, but the activations a block needs come through shared memory, and each
+// staged activation serves every nonzero of the block's K_GROUP channels that reads it, where the table variant
+// loads it once per nonzero. ws_code::STAGE_CHANNELS input channels are staged at a time (coalesced in both
+// layouts, zeros where the input is padded), then each channel of the block walks the entries of its row that fall
+// in those channels (pack_pattern orders a row by chunk and writes where each chunk starts) with
+// K_GROUP * PIXELS_PER_THREAD accumulators. An entry's code is its activation's place in the staged chunk, so that
+// a pixel's read is the code plus the pixel's own base. 1x1 filters stage one activation per output pixel of a tile
+// of BLOCK_PIXELS * PIXELS_PER_THREAD consecutive pixels (across rows and images); other filters stage the input
+// patch under a ws_code::TILE_H x TILE_W tile of output pixels of one image.
 //
 // Grid: x = ceil(N * P * Q / (BLOCK_PIXELS * PIXELS_PER_THREAD)) pixel blocks, y = ceil(K / K_GROUP) channel groups
 // (warp-uniform: a switch over the group's code, or its channels' table rows). Block: BLOCK_PIXELS threads, each
@@ -50,7 +52,7 @@ CONVGEN_PARAM("kg", "1..64", "output channels per block (accumulators per thread
 CONVGEN_PARAM("iv", "bool", "weights as immediates in the code (else read from the packed array)")
 // convgen-lint: allow unused-param (the generated ws_code reads it: immediates, or wv[] from the packed array)
 constexpr bool IMMEDIATES = false;
-CONVGEN_PARAM("tb", "0,1,2", "the pattern: 0 baked into the code, 1 a table read by a rolled loop, 2 a table over activations staged in shared memory (1x1 filters)")
+CONVGEN_PARAM("tb", "0,1,2", "the pattern: 0 baked into the code, 1 a table read by a rolled loop, 2 a table over activations staged in shared memory")
 constexpr int TABLE = 0;
 CONVGEN_PARAM("pt", "1,2,4,8", "output pixels per thread (the table only; 1 when baked)")
 constexpr int PIXELS_PER_THREAD = 1;
@@ -62,6 +64,7 @@ namespace ws_code {
 constexpr int NNZ = 2;    // nonzero weights
 constexpr int SLOTS = 1;  // table entries per output channel: the most nonzeros of one channel
 constexpr int STAGE_CHANNELS = 1;  // input channels staged at once (TABLE 2)
+constexpr int TILE_H = 1, TILE_W = 1;  // the staged table's output tile for filters other than 1x1 (TABLE 2)
 __device__ const int kGather[NNZ] = {4, 2 * 9 * 8 + 9 + 4};
 __device__ __forceinline__ void group(int g, const float* __restrict__ x, const long long* tb, unsigned valid,
                                       const float* __restrict__ wv, float* acc) {
@@ -100,12 +103,21 @@ static_assert(!TABLE || 1LL * C * H * W < (1LL << 26), "table codes hold an imag
 static_assert(ws_code::SLOTS >= 1, "a table row of at least one entry");
 constexpr int TAP_BITS = 5;  // R * S <= 32 taps
 constexpr bool STAGED = TABLE == 2;
-static_assert(!STAGED || (T == 1 && R == 1 && S == 1), "the staged table serves 1x1 filters (one tap per channel)");
+static_assert(!STAGED || T == 1, "the staged table serves 1-D and 2-D filters");
 static_assert(!STAGED || SPLIT == 1, "the staged table sums a channel in one thread");
 static_assert(ws_code::STAGE_CHANNELS >= 1 && ws_code::STAGE_CHANNELS <= C, "1 to C input channels staged at once");
 constexpr int TILE = BLOCK_PIXELS * PIXELS_PER_THREAD;  // output pixels of a block
-constexpr int STAGE_ROW = TILE + 1;  // a staged channel's floats: odd, so that channels-last staging is conflict-free
+// 1x1 filters stage a tile of consecutive pixels; others the input patch under a TILE_H x TILE_W output tile.
+constexpr bool PATCH = STAGED && !(R == 1 && S == 1);
+constexpr int TILE_H = ws_code::TILE_H, TILE_W = ws_code::TILE_W;
+static_assert(!PATCH || (TILE_H >= 1 && TILE_W >= 1 && TILE_H * TILE_W <= TILE), "the output tile has a pixel a thread");
+constexpr int PATCH_H = (TILE_H - 1) * STRIDE_H + (R - 1) * DIL_H + 1;
+constexpr int PATCH_W = (TILE_W - 1) * STRIDE_W + (S - 1) * DIL_W + 1;
+// A staged channel's floats, odd so that channels-last staging (consecutive threads, consecutive channels) is free
+// of bank conflicts.
+constexpr int STAGE_ROW = (PATCH ? PATCH_H * PATCH_W : TILE) | 1;
 constexpr int STAGE_CHUNKS = (C + ws_code::STAGE_CHANNELS - 1) / ws_code::STAGE_CHANNELS;
+constexpr int TILES_H = (P + TILE_H - 1) / TILE_H, TILES_W = (Q + TILE_W - 1) / TILE_W;  // a patch tile's grid
 static_assert(!STAGED || (ws_code::STAGE_CHANNELS * STAGE_ROW + TILE) * 4 <= 40 * 1024,
               "the staged channels and the tile's pixel bases fit static shared memory");
 
@@ -113,6 +125,12 @@ static_assert(!STAGED || (ws_code::STAGE_CHANNELS * STAGE_ROW + TILE) * 4 <= 40 
 __device__ __forceinline__ int activation_offset(int c, int r, int s) {
   const int spatial = r * DIL_H * W + s * DIL_W;
   return CHANNELS_LAST ? spatial * C + c : c * HW + spatial;
+}
+
+// The staged table's place of (c, r, s) in its chunk, from the pixel's base: the channel's row, plus the tap's
+// offset in the patch (1x1: the channel's row alone).
+__device__ __forceinline__ int staged_offset(int c, int r, int s) {
+  return c % ws_code::STAGE_CHANNELS * STAGE_ROW + (PATCH ? r * DIL_H * PATCH_W + s * DIL_W : 0);
 }
 
 }  // namespace weight_sparse
@@ -131,31 +149,32 @@ extern "C" __global__ void __launch_bounds__(256)
   int* codes = g_pattern_codes + K + (long long)k * ws_code::SLOTS;
   float* values = g_packed_values + (long long)k * ws_code::SLOTS;
   int count = 0;
-  // Rolled: NVVM unrolls a loop of a known trip count of a few hundred whole (64 x 3 x 3: 190 KiB of cubin, 4 s).
+  // The staged table's row goes chunk by chunk of STAGE_CHANNELS input channels (a pass over the filter each: a
+  // one-time setup), each entry's code its activation's place in the staged chunk; the chunk starts follow the K
+  // rows, STAGE_CHUNKS + 1 a row. The table's is one pass in filter order.
+  int* starts = g_pattern_codes + K + (long long)K * ws_code::SLOTS + (long long)k * (STAGE_CHUNKS + 1);
+  const int passes = STAGED ? STAGE_CHUNKS : 1;
 #pragma unroll 1
-  for (int i = 0; i < C * R * S; ++i) {
-    const float v = filter[i];
-    if (v == 0.0f || count == ws_code::SLOTS) continue;
-    // Filter order: K C R S channels-first, K R S C channels-last.
-    const int c = CHANNELS_LAST ? i % C : i / (R * S);
-    const int tap = CHANNELS_LAST ? i / C : i % (R * S);
-    codes[count] = ((STAGED ? c : activation_offset(c, tap / S, tap % S)) << TAP_BITS) | tap;
-    values[count] = v;
-    ++count;
+  for (int chunk = 0; chunk < passes; ++chunk) {
+    if (STAGED) starts[chunk] = count;
+    // Rolled: NVVM unrolls a loop of a known trip count of a few hundred whole (64 x 3 x 3: 190 KiB of cubin, 4 s).
+#pragma unroll 1
+    for (int i = 0; i < C * R * S; ++i) {
+      const float v = filter[i];
+      if (v == 0.0f || count == ws_code::SLOTS) continue;
+      // Filter order: K C R S channels-first, K R S C channels-last.
+      const int c = CHANNELS_LAST ? i % C : i / (R * S);
+      const int tap = CHANNELS_LAST ? i / C : i % (R * S);
+      if (STAGED && c / ws_code::STAGE_CHANNELS != chunk) continue;
+      codes[count] = ((STAGED ? staged_offset(c, tap / S, tap % S) : activation_offset(c, tap / S, tap % S))
+                      << TAP_BITS) |
+                     tap;
+      values[count] = v;
+      ++count;
+    }
   }
   g_pattern_codes[k] = count;
-  if constexpr (STAGED) {
-    // Where each chunk of STAGE_CHANNELS input channels starts in the row (a 1x1 filter's order is c's, so the row
-    // is sorted by c), and the row's end: STAGE_CHUNKS + 1 entries after the K rows.
-    int* starts = g_pattern_codes + K + (long long)K * ws_code::SLOTS + (long long)k * (STAGE_CHUNKS + 1);
-    int e = 0;
-#pragma unroll 1
-    for (int chunk = 0; chunk < STAGE_CHUNKS; ++chunk) {
-      while (e < count && (codes[e] >> TAP_BITS) < chunk * ws_code::STAGE_CHANNELS) ++e;
-      starts[chunk] = e;
-    }
-    starts[STAGE_CHUNKS] = count;
-  }
+  if (STAGED) starts[STAGE_CHUNKS] = count;
 }
 
 namespace weight_sparse {
@@ -228,24 +247,47 @@ __device__ __forceinline__ void table_conv(const float* __restrict__ x, const in
   }
 }
 
-// The staged table's main loop (1x1 filters): per chunk of STAGE_CHANNELS input channels, the tile's activations
-// into shared memory (zero where a pixel reads outside the input or lies past the last), then per channel of the
-// block its row's entries of the chunk, each one shared load and one FMA per pixel of the thread.
+// The staged table's main loop: per chunk of STAGE_CHANNELS input channels, the tile's activations into shared
+// memory (zero where the input is padded or a pixel lies past the last), then per channel of the block its row's
+// entries of the chunk, each one shared load and one FMA per pixel of the thread.
 __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const int* __restrict__ g_pattern_codes,
                                             const float* __restrict__ g_values, float* __restrict__ y,
                                             const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
   constexpr int SC = ws_code::STAGE_CHANNELS;
+  constexpr int STAGED_PER_CHANNEL = PATCH ? PATCH_H * PATCH_W : TILE;
   __shared__ float s_x[STAGED ? SC * STAGE_ROW : 1];
-  __shared__ int s_image[STAGED ? TILE : 1];  // each tile pixel's activation offset of channel 0, or -1: zeros
+  __shared__ int s_image[STAGED && !PATCH ? TILE : 1];  // 1x1: each tile pixel's channel-0 offset, or -1: zeros
   const int lane = (int)threadIdx.x;
-  const long long tile = (long long)blockIdx.x * TILE;
-  for (int t = lane; t < TILE; t += BLOCK_PIXELS) {
-    const long long pixel = tile + t;
-    const int n = (int)(pixel / (P * Q));
-    const int pq = (int)(pixel % (P * Q));
-    const int h = pq / Q * STRIDE_H - PAD_H, w = pq % Q * STRIDE_W - PAD_W;
-    const bool inside = pixel < PIXELS && h >= 0 && h < H && w >= 0 && w < W;
-    s_image[t] = !inside ? -1 : CHANNELS_LAST ? ((n * H + h) * W + w) * C : n * C * HW + h * W + w;
+  // The block's tile: 1x1, TILE consecutive pixels from `first`; else image n's output rows p0.. and columns q0..,
+  // whose patch starts at input (h0, w0).
+  const long long first = (long long)blockIdx.x * TILE;
+  const int n = PATCH ? (int)blockIdx.x / (TILES_H * TILES_W) : 0;
+  const int p0 = PATCH ? (int)blockIdx.x / TILES_W % TILES_H * TILE_H : 0;
+  const int q0 = PATCH ? (int)blockIdx.x % TILES_W * TILE_W : 0;
+  const int h0 = p0 * STRIDE_H - PAD_H, w0 = q0 * STRIDE_W - PAD_W;
+  if constexpr (!PATCH)
+    for (int t = lane; t < TILE; t += BLOCK_PIXELS) {
+      const long long pixel = first + t;
+      const int pn = (int)(pixel / (P * Q));
+      const int pq = (int)(pixel % (P * Q));
+      const int h = pq / Q * STRIDE_H - PAD_H, w = pq % Q * STRIDE_W - PAD_W;
+      const bool inside = pixel < PIXELS && h >= 0 && h < H && w >= 0 && w < W;
+      s_image[t] = !inside ? -1 : CHANNELS_LAST ? ((pn * H + h) * W + w) * C : pn * C * HW + h * W + w;
+    }
+  // Per pixel of the thread: its place in a staged channel, and whether it is an output pixel.
+  int base[PIXELS_PER_THREAD];
+  bool valid[PIXELS_PER_THREAD];
+#pragma unroll
+  for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
+    const int t = i * BLOCK_PIXELS + lane;
+    if constexpr (PATCH) {
+      const int tr = t / TILE_W, tc = t % TILE_W;
+      base[i] = tr * STRIDE_H * PATCH_W + tc * STRIDE_W;
+      valid[i] = t < TILE_H * TILE_W && p0 + tr < P && q0 + tc < Q;
+    } else {
+      base[i] = t;
+      valid[i] = first + t < PIXELS;
+    }
   }
   float acc[K_GROUP][PIXELS_PER_THREAD];
 #pragma unroll
@@ -256,14 +298,22 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
   for (int chunk = 0; chunk < STAGE_CHUNKS; ++chunk) {
     const int c0 = chunk * SC;
     __syncthreads();  // the pixel bases are written; the previous chunk's readers are done
-    // Channels-first: consecutive threads take consecutive pixels of one channel; channels-last: consecutive
-    // channels of one pixel. Either way the global reads are coalesced.
-    for (int idx = lane; idx < SC * TILE; idx += BLOCK_PIXELS) {
-      const int t = CHANNELS_LAST ? idx / SC : idx % TILE;
-      const int cc = CHANNELS_LAST ? idx % SC : idx / TILE;
-      const int base = s_image[t];
+    // Channels-first: consecutive threads take consecutive positions of one channel; channels-last: consecutive
+    // channels of one position. Either way the global reads are coalesced.
+    for (int idx = lane; idx < SC * STAGED_PER_CHANNEL; idx += BLOCK_PIXELS) {
+      const int pos = CHANNELS_LAST ? idx / SC : idx % STAGED_PER_CHANNEL;
+      const int cc = CHANNELS_LAST ? idx % SC : idx / STAGED_PER_CHANNEL;
       const int c = c0 + cc;
-      s_x[cc * STAGE_ROW + t] = base >= 0 && c < C ? __ldg(x + base + (CHANNELS_LAST ? c : c * HW)) : 0.0f;
+      float v = 0.0f;
+      if constexpr (PATCH) {
+        const int h = h0 + pos / PATCH_W, w = w0 + pos % PATCH_W;
+        if (c < C && h >= 0 && h < H && w >= 0 && w < W)
+          v = __ldg(x + (CHANNELS_LAST ? ((n * H + h) * W + w) * C + c : (n * C + c) * HW + h * W + w));
+      } else {
+        const int image = s_image[pos];
+        if (c < C && image >= 0) v = __ldg(x + image + (CHANNELS_LAST ? c : c * HW));
+      }
+      s_x[cc * STAGE_ROW + pos] = v;
     }
     __syncthreads();
 #pragma unroll
@@ -276,10 +326,10 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
       const float* values = g_values + (long long)k * ws_code::SLOTS;
 #pragma unroll 4
       for (int e = begin; e < end; ++e) {
-        const float* staged = s_x + ((codes[e] >> TAP_BITS) - c0) * STAGE_ROW + lane;
+        const float* staged = s_x + (codes[e] >> TAP_BITS);
         const float wv = values[e];
 #pragma unroll
-        for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[j][i] = fmaf(wv, staged[i * BLOCK_PIXELS], acc[j][i]);
+        for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[j][i] = fmaf(wv, staged[base[i]], acc[j][i]);
       }
     }
   }
@@ -289,11 +339,13 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
     if (k >= K) break;
 #pragma unroll
     for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
-      const long long pixel = tile + i * BLOCK_PIXELS + lane;
-      if (pixel >= PIXELS) break;
-      const int n = (int)(pixel / (P * Q));
+      if (!valid[i]) continue;
+      const int t = i * BLOCK_PIXELS + lane;
+      const long long pixel =
+          PATCH ? ((long long)n * P + p0 + t / TILE_W) * Q + q0 + t % TILE_W : first + t;
+      const int pn = (int)(pixel / (P * Q));
       const int pq = (int)(pixel % (P * Q));
-      const long long o = CHANNELS_LAST ? pixel * K + k : ((long long)n * K + k) * (P * Q) + pq;
+      const long long o = CHANNELS_LAST ? pixel * K + k : ((long long)pn * K + k) * (P * Q) + pq;
       y[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(acc[j][i], g_bias, g_residual, k, o);
     }
   }

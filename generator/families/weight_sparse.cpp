@@ -42,18 +42,51 @@ constexpr int kBaked = 0, kTable = 1, kStaged = 2;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// The staged table's input channels per chunk (ws_code::STAGE_CHANNELS): as many as kStageFloats holds for the
-// block's tile (a row of tile + 1 floats each), at most C; 1 for the other variants.
-int stage_channels(const Problem& p, const WeightSparseParams& s) {
-  if (s.table != kStaged) return 1;
-  const int row = s.block_pixels * s.pixels_per_thread + 1;
-  return std::clamp(kStageFloats / row, 1, c_per_group(p));
+// What the staged table stages (templates/weight_sparse.cu, whose constants these mirror): for 1x1 filters a tile
+// of p * pt consecutive output pixels, one activation each per channel; for others the input patch under a
+// tile_h x tile_w tile of one image's output pixels (near square, at most p * pt pixels, 8 or 16 wide, as wide as
+// the image where it is short). A staged channel takes `row` floats (odd); as many channels as kStageFloats holds
+// are staged at once, at most C. Stays trivial (1 channel, 1x1 tile) for the other variants.
+struct StageGeometry {
+  bool patch = false;
+  int tile_h = 1, tile_w = 1;
+  int per_channel = 1;  // staged floats of one channel
+  int row = 1;          // per_channel, made odd
+  int channels = 1;     // ws_code::STAGE_CHANNELS
+  int chunks = 1;       // STAGE_CHUNKS
+  std::int64_t blocks = 1;  // the grid's x
+};
+
+StageGeometry stage_geometry(const Problem& p, const WeightSparseParams& s) {
+  StageGeometry g;
+  if (s.table != kStaged) return g;
+  const Dims3 out = output_dims(p);
+  const int tile = s.block_pixels * s.pixels_per_thread;
+  g.patch = !(p.filter.h == 1 && p.filter.w == 1);
+  if (g.patch) {
+    g.tile_w = std::min(out.w, tile >= 128 ? 16 : 8);
+    g.tile_h = std::min(out.h, tile / g.tile_w);
+    if (g.tile_h * g.tile_w < tile && g.tile_w < out.w) g.tile_w = std::min(out.w, tile / g.tile_h);
+    const int patch_h = (g.tile_h - 1) * p.stride.h + (p.filter.h - 1) * p.dilation.h + 1;
+    const int patch_w = (g.tile_w - 1) * p.stride.w + (p.filter.w - 1) * p.dilation.w + 1;
+    g.per_channel = patch_h * patch_w;
+    g.blocks = std::int64_t{p.n} * ceil_div(out.h, g.tile_h) * ceil_div(out.w, g.tile_w);
+  } else {
+    g.per_channel = tile;
+    g.blocks = ceil_div(std::int64_t{p.n} * out.h * out.w, tile);
+  }
+  g.row = g.per_channel | 1;
+  g.channels = std::clamp(kStageFloats / g.row, 1, c_per_group(p));
+  g.chunks = static_cast<int>(ceil_div(c_per_group(p), g.channels));
+  return g;
 }
 
-// The staged table's chunks of input channels (templates/weight_sparse.cu: STAGE_CHUNKS).
-int stage_chunks(const Problem& p, const WeightSparseParams& s) {
-  return static_cast<int>(ceil_div(c_per_group(p), stage_channels(p, s)));
-}
+int stage_channels(const Problem& p, const WeightSparseParams& s) { return stage_geometry(p, s).channels; }
+int stage_chunks(const Problem& p, const WeightSparseParams& s) { return stage_geometry(p, s).chunks; }
+
+// The largest staged channel the template's static shared memory takes (templates/weight_sparse.cu's assert: one
+// channel of it and the tile's bases within 40 KiB).
+constexpr int kMaxStageRow = 8192;
 
 // One nonzero weight: its output channel, input channel, tap and index in the filter.
 struct Nonzero {
@@ -148,7 +181,9 @@ std::string ws_code(const Problem& p, const WeightSparseParams& s) {
                      100.0 * weight_zero_fraction(p), p.weights.pattern);
   out += fmt::format("constexpr int NNZ = {};\n", gather.size());
   out += fmt::format("constexpr int SLOTS = {};\n", s.table ? slots_per_channel(p) : 1);
-  out += fmt::format("constexpr int STAGE_CHANNELS = {};\n", stage_channels(p, s));
+  const StageGeometry stage = stage_geometry(p, s);
+  out += fmt::format("constexpr int STAGE_CHANNELS = {};\n", stage.channels);
+  out += fmt::format("constexpr int TILE_H = {}, TILE_W = {};\n", stage.tile_h, stage.tile_w);
   if (gather.empty()) {
     out += "__device__ const int kGather[1] = {0};\n";
   } else {
@@ -230,10 +265,11 @@ class WeightSparse final : public Family {
     if (ceil_div(p.k, s.k_group) > 65535) return "grid y limit exceeded";
     if (s.table) {
       if (s.immediates) return "the table variants read their values from the packed array (iv must be 0 with tb 1 or 2)";
-      if (s.table == kStaged && (p.filter.d != 1 || p.filter.h != 1 || p.filter.w != 1))
-        return fmt::format("the staged table (tb2) serves 1x1 filters, got {}x{}", p.filter.h, p.filter.w);
       if (s.table == kStaged && s.split != 1)
         return fmt::format("the staged table sums a channel in one thread, got sk {}", s.split);
+      if (s.table == kStaged && stage_geometry(p, s).row > kMaxStageRow)
+        return fmt::format("the staged table's patch of {} floats a channel exceeds its shared memory's {}",
+                           stage_geometry(p, s).row, kMaxStageRow);
       if (s.block_pixels % 32 != 0)
         return fmt::format("the table's slices are whole warps: p must be a multiple of 32, got {}", s.block_pixels);
       if (std::int64_t{c_per_group(p)} * p.input.h * p.input.w >= kTableOffsetLimit)
@@ -290,23 +326,22 @@ class WeightSparse final : public Family {
             if (check_support(p, gpu, spec)) continue;
             table.emplace_back(estimate_us(p, gpu, s), spec);
           }
-    // The staged table, for 1x1 filters: many channels a block, so that each staged activation serves several.
-    if (p.filter.d == 1 && p.filter.h == 1 && p.filter.w == 1)
-      for (int bp : {32, 64, 128})
-        for (int kg : {8, 16, 32, 64})
-          for (int pt : {1, 2}) {
-            if (kg > 8 && kg > 2 * p.k) continue;
-            if (bp * pt > 32 && bp * pt > 2 * pixels) continue;
-            if (kg * pt > 64) continue;  // accumulators per thread
-            WeightSparseParams s;
-            s.block_pixels = bp;
-            s.k_group = kg;
-            s.table = kStaged;
-            s.pixels_per_thread = pt;
-            const KernelSpec spec = to_spec(s);
-            if (check_support(p, gpu, spec)) continue;
-            table.emplace_back(estimate_us(p, gpu, s), spec);
-          }
+    // The staged table: many channels a block, so that each staged activation serves several.
+    for (int bp : {32, 64, 128})
+      for (int kg : {8, 16, 32, 64})
+        for (int pt : {1, 2}) {
+          if (kg > 8 && kg > 2 * p.k) continue;
+          if (bp * pt > 32 && bp * pt > 2 * pixels) continue;
+          if (kg * pt > 64) continue;  // accumulators per thread
+          WeightSparseParams s;
+          s.block_pixels = bp;
+          s.k_group = kg;
+          s.table = kStaged;
+          s.pixels_per_thread = pt;
+          const KernelSpec spec = to_spec(s);
+          if (check_support(p, gpu, spec)) continue;
+          table.emplace_back(estimate_us(p, gpu, s), spec);
+        }
     const auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
     std::stable_sort(baked.begin(), baked.end(), by_time);
     std::stable_sort(table.begin(), table.end(), by_time);
@@ -359,7 +394,9 @@ class WeightSparse final : public Family {
            .geometry = {.grid = {static_cast<unsigned>(ceil_div(nnz, 256)), 1, 1}, .block = {256, 1, 1}}});
     plan.run.push_back(
         {.kind = LaunchStep::Kind::kernel,
-         .geometry = {.grid = {static_cast<unsigned>(ceil_div(pixels, s.block_pixels * s.pixels_per_thread)),
+         .geometry = {.grid = {static_cast<unsigned>(s.table == kStaged
+                                                         ? stage_geometry(p, s).blocks
+                                                         : ceil_div(pixels, s.block_pixels * s.pixels_per_thread)),
                                static_cast<unsigned>(ceil_div(p.k, s.k_group)), 1},
                       .block = {static_cast<unsigned>(s.block_pixels * s.split), 1, 1}}});
     return plan;
@@ -377,21 +414,21 @@ class WeightSparse final : public Family {
     const double warps = s.block_pixels / 32.0;
     const double nnz = static_cast<double>(nonzero_count(p));
     if (s.table == kStaged) {
-      // Per chunk of staged channels: the tile's loads (pt per thread and channel, global and a shared store), a
-      // barrier pair, then per entry of the busiest group two uniform global loads (code and value), pt shared
-      // loads and pt FMAs.
+      // Per chunk of staged channels: the tile's (or patch's) loads, global and a shared store each, a barrier pair,
+      // then per entry of the busiest group two uniform global loads (code and value), pt shared loads and pt FMAs.
+      const StageGeometry g = stage_geometry(p, s);
       const double pt = s.pixels_per_thread;
       const double entries = static_cast<double>(busiest_table_group(p, s.k_group));
-      const double chunks = stage_chunks(p, s);
-      const double staged = chunks * stage_channels(p, s) * pt;  // per thread
+      const double chunks = g.chunks;
+      const double staged = chunks * g.channels * std::ceil(static_cast<double>(g.per_channel) / s.block_pixels);
+      const double tile_pixels = g.patch ? g.tile_h * g.tile_w : s.block_pixels * pt;
       return {
-          .blocks = ceil_div(pixels, s.block_pixels * s.pixels_per_thread) * ceil_div(p.k, s.k_group),
+          .blocks = g.blocks * ceil_div(p.k, s.k_group),
           .threads_per_block = s.block_pixels,
-          .smem_bytes_per_block = (stage_channels(p, s) * (s.block_pixels * s.pixels_per_thread + 1) +
-                                   s.block_pixels * s.pixels_per_thread) * 4,
+          .smem_bytes_per_block = (g.channels * g.row + (g.patch ? 1 : s.block_pixels * s.pixels_per_thread)) * 4,
           .flops = 2.0 * nnz * static_cast<double>(pixels),
           .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 8,
-          .flops_per_block = 2.0 * entries * s.block_pixels * pt,
+          .flops_per_block = 2.0 * entries * tile_pixels,
           .fma_instructions = warps * entries * pt,
           .shared_load_instructions = warps * (entries * pt + staged + pt),
           .global_load_instructions = warps * (staged + 2 * entries + 2 * chunks * s.k_group),

@@ -116,7 +116,7 @@ TEST_F(GpuEpilogueVerify, WeightSparseAppliesTheEpilogueWithItsBakedFilter) {
     const Problem p =
         with_epilogue(with_weights(layer.problem, pruned_random_filter(layer.problem, 0.9, seed)), epilogues()[0]);
     std::vector<KernelSpec> specs = representative_specs(family("weight_sparse"), p, gpu_, 0);
-    for (const int variant : {1, 2})  // and the first table (tb1) and staged table (tb2, 1x1 layers)
+    for (const int variant : {1, 2})  // and the first table (tb1) and staged table (tb2)
       for (const KernelSpec& s : family("weight_sparse").enumerate(p, gpu_))
         if (params_of<WeightSparseParams>(s).table == variant) {
           if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);

@@ -122,7 +122,7 @@ TEST_F(GpuVerify, TheDefaultChoiceAndEachFamilysDefaultAreCorrectOnOneLayerOfEve
 
 // weight_sparse bakes the filter or reads it from a table: every corpus layer it serves, with filters pruned to 0, 50,
 // 90, 99 and 100% zeros and one whose odd output channels are all zero, in every mode (baked with immediates, baked
-// with the packed array, the table, the staged table of 1x1 layers): the default configuration and the first of each
+// with the packed array, the table, the staged table): the default configuration and the first of each
 // other mode, and the table with 4 pixels a thread. A baked kernel takes NVRTC seconds (the code holds the filter), so all are compiled first, in
 // parallel.
 TEST_F(GpuVerify, WeightSparseIsCorrectWithPrunedFiltersOfEverySparsity) {

@@ -35,9 +35,10 @@ using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): th
 // Declares namespace NAME with kProblem, kSpec, the cfg constants the generator's prelude would render for them and
 // the table variant's ws_code (SLOTS = C * R * S: room for any filter of the shape; the family renders the fullest
 // channel's count, tested in weight_sparse_test), and includes the template there. TB is the variant (1 the table,
-// 2 the staged table) and SC the staged table's channels per chunk (the family's choice is tested in
-// weight_sparse_test; small ones here, for several chunks and a partial last).
-#define WEIGHT_SPARSE_VARIANT_CASE(NAME, PROBLEM, BP, KG, PT, SK, TB, SC)                                          \
+// 2 the staged table), SC the staged table's channels per chunk (the family's choice is tested in
+// weight_sparse_test; small ones here, for several chunks and a partial last) and TH x TW its output tile for
+// filters other than 1x1 (the family's choice, which its launch grid assumes: the test checks it renders the same).
+#define WEIGHT_SPARSE_VARIANT_CASE(NAME, PROBLEM, BP, KG, PT, SK, TB, SC, TH, TW)                                  \
   namespace weight_sparse_emulation::NAME {                                                                         \
   constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                              \
   constexpr convgen::WeightSparseParams kSpec{                                                                      \
@@ -53,13 +54,15 @@ using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): th
   constexpr int NNZ = 0;                                                                                            \
   constexpr int SLOTS = cfg::C * cfg::R * cfg::S;                                                                   \
   constexpr int STAGE_CHANNELS = SC;                                                                                \
+  constexpr int TILE_H = TH, TILE_W = TW;                                                                           \
   const int kGather[1] = {0};                                                                                       \
   inline void group(int, const float*, const long long*, unsigned, const float*, float*) {}                         \
   }                                                                                                                 \
   }                                                                                                                 \
   namespace weight_sparse_emulation::NAME {
 #define WEIGHT_SPARSE_END(NAME) }
-#define WEIGHT_SPARSE_CASE(NAME, PROBLEM, BP, KG, PT, SK) WEIGHT_SPARSE_VARIANT_CASE(NAME, PROBLEM, BP, KG, PT, SK, 1, 1)
+#define WEIGHT_SPARSE_CASE(NAME, PROBLEM, BP, KG, PT, SK) \
+  WEIGHT_SPARSE_VARIANT_CASE(NAME, PROBLEM, BP, KG, PT, SK, 1, 1, 1, 1)
 
 using Shape = convgen::testing_support::LiteralShape;
 using convgen::Layout;
@@ -138,7 +141,7 @@ WEIGHT_SPARSE_END(conv1d_nwc)
 // in groups of 8 (the last partial), batch 2, two pixels a thread and a tile past the last pixel.
 WEIGHT_SPARSE_VARIANT_CASE(nchw_1x1_staged,
                            (Shape{.n = 2, .c = 12, .k = 19, .input = {1, 7, 9}, .filter = {1, 1, 1}}), 32, 8, 2, 1,
-                           2, 5)
+                           2, 5, 1, 1)
 #define CONVGEN_ENTRY kernel_nchw_1x1_staged
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -155,7 +158,7 @@ WEIGHT_SPARSE_VARIANT_CASE(nhwc_1x1_s2_padded_staged,
                                   .stride = {1, 2, 2},
                                   .padding = {0, 1, 1},
                                   .layout = Layout::nhwc}),
-                           32, 16, 1, 1, 2, 7)
+                           32, 16, 1, 1, 2, 7, 1, 1)
 #define CONVGEN_ENTRY kernel_nhwc_1x1_s2_padded_staged
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -170,11 +173,65 @@ WEIGHT_SPARSE_VARIANT_CASE(conv1d_nwc_staged,
                                   .filter = {1, 1, 1},
                                   .stride = {1, 1, 3},
                                   .layout = Layout::nwc}),
-                           32, 8, 1, 1, 2, 4)
+                           32, 8, 1, 1, 2, 4, 1, 1)
 #define CONVGEN_ENTRY kernel_conv1d_nwc_staged
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(conv1d_nwc_staged)
+
+// The staged table over an input patch: 3x3 padding 1, batch 2, an 8x8 output tile (two pixels a thread) on a
+// 9x13 image (partial tiles both ways), 6 channels 4 at a time, 11 output channels in groups of 8.
+WEIGHT_SPARSE_VARIANT_CASE(nchw_3x3_patch_staged,
+                           (Shape{.n = 2, .c = 6, .k = 11, .input = {1, 9, 13}, .filter = {1, 3, 3},
+                                  .padding = {0, 1, 1}}),
+                           32, 8, 2, 1, 2, 4, 8, 8)
+#define CONVGEN_ENTRY kernel_nchw_3x3_patch_staged
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nchw_3x3_patch_staged)
+
+// NHWC, 3x3 stride 2, dilation 2, padding 2: a 5x6 tile of the 8x6 output (two threads idle), 5 channels 2 at a time.
+WEIGHT_SPARSE_VARIANT_CASE(nhwc_3x3_s2_dilated_patch_staged,
+                           (Shape{.n = 1,
+                                  .c = 5,
+                                  .k = 7,
+                                  .input = {1, 15, 12},
+                                  .filter = {1, 3, 3},
+                                  .stride = {1, 2, 2},
+                                  .padding = {0, 2, 2},
+                                  .dilation = {1, 2, 2},
+                                  .layout = Layout::nhwc}),
+                           32, 8, 1, 1, 2, 2, 5, 6)
+#define CONVGEN_ENTRY kernel_nhwc_3x3_s2_dilated_patch_staged
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nhwc_3x3_s2_dilated_patch_staged)
+
+// 1-D NWC, 5 taps, stride 2, padding 2, batch 2: a tile of the whole 20-pixel row.
+WEIGHT_SPARSE_VARIANT_CASE(conv1d_nwc_patch_staged,
+                           (Shape{.n = 2,
+                                  .c = 3,
+                                  .k = 4,
+                                  .input = {1, 1, 40},
+                                  .filter = {1, 1, 5},
+                                  .stride = {1, 1, 2},
+                                  .padding = {0, 0, 2},
+                                  .layout = Layout::nwc}),
+                           32, 8, 1, 1, 2, 3, 1, 20)
+#define CONVGEN_ENTRY kernel_conv1d_nwc_patch_staged
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(conv1d_nwc_patch_staged)
+
+// Dilation 2 and padding 3 around a 3x4 input (most of the patch is padding), 4 channels 3 at a time.
+WEIGHT_SPARSE_VARIANT_CASE(padding_beyond_input_patch_staged,
+                           (Shape{.n = 1, .c = 4, .k = 3, .input = {1, 3, 4}, .filter = {1, 3, 3},
+                                  .padding = {0, 3, 3}, .dilation = {1, 2, 2}}),
+                           32, 8, 2, 1, 2, 3, 5, 6)
+#define CONVGEN_ENTRY kernel_padding_beyond_input_patch_staged
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(padding_beyond_input_patch_staged)
 
 namespace convgen {
 namespace {
@@ -188,6 +245,10 @@ struct EmulationCase {
   WeightSparseParams spec;
   int slots;
   int stage_channels;
+  int tile_h, tile_w;    // the staged table's output tile (patch variant)
+  int stage_row;         // floats of a staged channel
+  int patch_w;           // the staged patch's width (patch variant)
+  bool patch;
   Setup setup;
   Main main;
 };
@@ -198,6 +259,9 @@ void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
   EmulationCase {                                                                                                    \
 #NAME, weight_sparse_emulation::NAME::kProblem, weight_sparse_emulation::NAME::kSpec,                            \
         weight_sparse_emulation::NAME::ws_code::SLOTS, weight_sparse_emulation::NAME::ws_code::STAGE_CHANNELS,       \
+        weight_sparse_emulation::NAME::ws_code::TILE_H, weight_sparse_emulation::NAME::ws_code::TILE_W,              \
+        weight_sparse_emulation::NAME::weight_sparse::STAGE_ROW, weight_sparse_emulation::NAME::weight_sparse::PATCH_W, \
+        weight_sparse_emulation::NAME::weight_sparse::PATCH,                                                         \
         &weight_sparse_emulation::NAME::kernel_##NAME##_pack_pattern,                                                \
         &weight_sparse_emulation::NAME::kernel_##NAME                                                                \
   }
@@ -247,39 +311,45 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
 void expect_table_matches_filter(const EmulationCase& c, std::span<const float> filter, const Table& table) {
   const Problem& p = c.problem;
   const int taps = p.filter.h * p.filter.w;
+  const bool staged = c.spec.table == 2;
+  struct Entry {
+    int chunk, code;
+    float value;
+  };
   for (int k = 0; k < p.k; ++k) {
-    std::vector<std::pair<int, float>> expected;
-    for (int c_in = 0; c_in < p.c; ++c_in)
-      for (int t = 0; t < taps; ++t) {
-        const std::int64_t index = channels_last(p.layout) ? (std::int64_t{k} * taps + t) * p.c + c_in
-                                                           : (std::int64_t{k} * p.c + c_in) * taps + t;
-        const float v = filter[static_cast<std::size_t>(index)];
-        if (v == 0.0f) continue;
-        const int r = t / p.filter.w, s = t % p.filter.w;
+    std::vector<Entry> expected;  // in filter order: K C R S, or K R S C channels-last
+    for (int i = 0; i < p.c * taps; ++i) {
+      const int c_in = channels_last(p.layout) ? i % p.c : i / taps;
+      const int t = channels_last(p.layout) ? i / p.c : i % taps;
+      const float v = filter[static_cast<std::size_t>(std::int64_t{k} * p.c * taps + i)];
+      if (v == 0.0f) continue;
+      const int r = t / p.filter.w, s = t % p.filter.w;
+      std::int64_t offset = 0;
+      if (staged) {  // the activation's place in its staged chunk
+        offset = std::int64_t{c_in % c.stage_channels} * c.stage_row +
+                 (c.patch ? std::int64_t{r} * p.dilation.h * c.patch_w + std::int64_t{s} * p.dilation.w : 0);
+      } else {  // its offset from the pixel's base
         const std::int64_t spatial = std::int64_t{r} * p.dilation.h * p.input.w + std::int64_t{s} * p.dilation.w;
-        const std::int64_t offset = c.spec.table == 2          ? c_in
-                                    : channels_last(p.layout) ? spatial * p.c + c_in
-                                                              : std::int64_t{c_in} * p.input.h * p.input.w + spatial;
-        expected.push_back({static_cast<int>(offset * 32 + t), v});
+        offset = channels_last(p.layout) ? spatial * p.c + c_in : std::int64_t{c_in} * p.input.h * p.input.w + spatial;
       }
-    if (channels_last(p.layout))  // filter order K R S C: the entries come tap by tap
-      std::stable_sort(expected.begin(), expected.end(),
-                       [](const auto& a, const auto& b) { return (a.first & 31) < (b.first & 31); });
+      expected.push_back({staged ? c_in / c.stage_channels : 0, static_cast<int>(offset * 32 + t), v});
+    }
+    // The staged table's row goes chunk by chunk, in filter order within one.
+    std::stable_sort(expected.begin(), expected.end(), [](const Entry& a, const Entry& b) { return a.chunk < b.chunk; });
     ASSERT_EQ(table.codes[static_cast<std::size_t>(k)], static_cast<int>(expected.size())) << "channel " << k;
     for (std::size_t i = 0; i < expected.size(); ++i) {
       const std::size_t slot = static_cast<std::size_t>(k) * static_cast<std::size_t>(c.slots) + i;
-      EXPECT_EQ(table.codes[static_cast<std::size_t>(p.k) + slot], expected[i].first)
+      EXPECT_EQ(table.codes[static_cast<std::size_t>(p.k) + slot], expected[i].code)
           << "channel " << k << " entry " << i;
-      EXPECT_EQ(table.values[slot], expected[i].second) << "channel " << k << " entry " << i;
+      EXPECT_EQ(table.values[slot], expected[i].value) << "channel " << k << " entry " << i;
     }
-    if (c.spec.table != 2) continue;
+    if (!staged) continue;
     const int chunks = stage_chunks(c);
     const std::size_t starts = static_cast<std::size_t>(p.k) * static_cast<std::size_t>(1 + c.slots) +
                                static_cast<std::size_t>(k) * static_cast<std::size_t>(chunks + 1);
     for (int chunk = 0; chunk <= chunks; ++chunk) {
-      const auto first = std::find_if(expected.begin(), expected.end(), [&](const auto& e) {
-        return chunk < chunks && e.first / 32 >= chunk * c.stage_channels;
-      });
+      const auto first =
+          std::find_if(expected.begin(), expected.end(), [&](const Entry& e) { return e.chunk >= chunk; });
       EXPECT_EQ(table.codes[starts + static_cast<std::size_t>(chunk)], first - expected.begin())
           << "channel " << k << " chunk " << chunk;
     }
@@ -303,6 +373,12 @@ TEST_P(WeightSparseTableEmulation, PacksTheFilterAndMatchesTheReference) {
   for (const std::vector<float>& filter : filters) {
     const Problem p = with_weights(c.problem, filter);
     ASSERT_EQ(family("weight_sparse").check_support(p, testing_support::h100(), to_spec(c.spec)), std::nullopt);
+    if (c.spec.table == 2)  // the launch grid is the family's: its tile must be the case's
+      ASSERT_NE(family("weight_sparse")
+                    .render(p, to_spec(c.spec))
+                    .text.find(fmt::format("constexpr int TILE_H = {}, TILE_W = {};", c.patch ? c.tile_h : 1,
+                                           c.patch ? c.tile_w : 1)),
+                std::string::npos);
     Table table;
     const std::vector<float> output = run_plan(c, activation, filter, table);
     expect_table_matches_filter(c, filter, table);
@@ -324,7 +400,11 @@ INSTANTIATE_TEST_SUITE_P(
                     WEIGHT_SPARSE_EMULATION_CASE(dilated_padding_beyond_input),
                     WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc), WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged),
                     WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_s2_padded_staged),
-                    WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc_staged)),
+                    WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc_staged),
+                    WEIGHT_SPARSE_EMULATION_CASE(nchw_3x3_patch_staged),
+                    WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_s2_dilated_patch_staged),
+                    WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc_patch_staged),
+                    WEIGHT_SPARSE_EMULATION_CASE(padding_beyond_input_patch_staged)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

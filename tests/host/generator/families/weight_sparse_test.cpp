@@ -1,7 +1,7 @@
 // weight_sparse_test: the weight-sparse family's support reasons, the code it generates from a pruned filter (one
 // FMA per nonzero, one load per activation a channel group needs, values as immediates or gathered), the table
-// variant (tb1: code independent of the nonzeros, SLOTS the fullest channel's count), the staged table (tb2, 1x1
-// filters: STAGE_CHANNELS and the chunk starts its plan makes room for), its launch plans, the order of its
+// variant (tb1: code independent of the nonzeros, SLOTS the fullest channel's count), the staged table (tb2:
+// STAGE_CHANNELS, the output tile of its patch and the chunk starts its plan makes room for), its launch plans, the order of its
 // candidates and its place in the default choice. The tables' packing runs in weight_sparse_emulation_test.
 #include <algorithm>
 #include <regex>
@@ -159,7 +159,7 @@ TEST(WeightSparseFamily, TablePlanPacksThePatternOnceAndCoversEveryPixel) {
   EXPECT_EQ(plan.workspace_bytes(), 0);
 }
 
-TEST(WeightSparseFamily, StagedTableServes1x1FiltersWithChunksOfChannelsThatFitItsSharedMemory) {
+TEST(WeightSparseFamily, StagedTableStagesChunksOfChannelsThatFitItsSharedMemory) {
   // ResNet-50's conv2_expand shape, smaller: 64 -> 40 1x1 at 20x20, 90% zeros.
   const Problem shape{.n = 1, .c = 64, .k = 40, .input = {1, 20, 20}, .filter = {1, 1, 1}};
   const Problem p = with_weights(shape, pruned_random_filter(shape, 0.9, 2));
@@ -185,15 +185,11 @@ TEST(WeightSparseFamily, StagedTableServes1x1FiltersWithChunksOfChannelsThatFitI
                 .render(with_weights(small, pruned_random_filter(small, 0.5, 3)), to_spec(narrow))
                 .text.find("constexpr int STAGE_CHANNELS = 12;"),
             std::string::npos);
-  // Enumerated for the 1x1 layer, declined for 3x3 filters and for rows in slices.
+  // 1x1 filters stage consecutive pixels: no output tile.
+  EXPECT_NE(text.find("constexpr int TILE_H = 1, TILE_W = 1;"), std::string::npos);
   const std::vector<KernelSpec> specs = weight_sparse().enumerate(p, h100());
   EXPECT_TRUE(std::any_of(specs.begin(), specs.end(),
                           [](const KernelSpec& s) { return params_of<WeightSparseParams>(s).table == 2; }));
-  const Problem three = with_weights(kLayer, pruned_random_filter(kLayer, 0.9, 1));
-  for (const KernelSpec& s : weight_sparse().enumerate(three, h100()))
-    EXPECT_NE(params_of<WeightSparseParams>(s).table, 2) << kernel_name(s);
-  EXPECT_EQ(weight_sparse().check_support(three, h100(), to_spec(staged)),
-            "the staged table (tb2) serves 1x1 filters, got 3x3");
   staged.split = 2;
   EXPECT_EQ(weight_sparse().check_support(p, h100(), to_spec(staged)),
             "the staged table sums a channel in one thread, got sk 2");
@@ -204,6 +200,42 @@ TEST(WeightSparseFamily, StagedTableServes1x1FiltersWithChunksOfChannelsThatFitI
   // Its cost features count the same FLOPs as the table's.
   EXPECT_EQ(weight_sparse().cost_features(p, to_spec(table_params(64, 16, 2))).flops,
             weight_sparse().cost_features(p, to_spec(narrow)).flops);
+}
+
+TEST(WeightSparseFamily, StagedTableStagesTheInputPatchOfATileForOtherFilters) {
+  // kLayer (3x3 padding 1 at 9x9): a tile of 64 pixels is 8 x 8 output pixels, whose patch is 10 x 10 (row 101):
+  // 4096 / 101 = 40 channels at a time, all 16; 2 x 2 tiles.
+  const Problem three = with_weights(kLayer, pruned_random_filter(kLayer, 0.9, 1));
+  WeightSparseParams staged = table_params(32, 8, 2);
+  staged.table = 2;
+  EXPECT_EQ(weight_sparse().check_support(three, h100(), to_spec(staged)), std::nullopt);
+  const std::string text = weight_sparse().render(three, to_spec(staged)).text;
+  EXPECT_NE(text.find("constexpr int TILE_H = 8, TILE_W = 8;"), std::string::npos);
+  EXPECT_NE(text.find("constexpr int STAGE_CHANNELS = 16;"), std::string::npos);
+  const LaunchPlan plan = weight_sparse().plan(three, to_spec(staged));
+  EXPECT_EQ(plan.run[0].geometry.grid, (std::array<unsigned, 3>{4, 2, 1}));  // 2 x 2 tiles, 12 channels by 8
+  EXPECT_TRUE(std::ranges::any_of(weight_sparse().enumerate(three, h100()),
+                                  [](const KernelSpec& s) { return params_of<WeightSparseParams>(s).table == 2; }));
+  // A short, wide image: the tile as wide as the row allows (1-D: the whole row).
+  const Problem row{.n = 3, .c = 8, .k = 4, .input = {1, 1, 50}, .filter = {1, 1, 5}, .padding = {0, 0, 2},
+                    .layout = Layout::nwc};
+  EXPECT_NE(weight_sparse()
+                .render(with_weights(row, pruned_random_filter(row, 0.5, 2)), to_spec(staged))
+                .text.find("constexpr int TILE_H = 1, TILE_W = 50;"),
+            std::string::npos);
+  // 7 x 7 output: a 7 x 7 tile of the 64 threads' pixels, one block an image.
+  const Problem small{.n = 2, .c = 32, .k = 16, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const Problem pruned_small = with_weights(small, pruned_random_filter(small, 0.9, 3));
+  EXPECT_NE(weight_sparse().render(pruned_small, to_spec(staged)).text.find("constexpr int TILE_H = 7, TILE_W = 7;"),
+            std::string::npos);
+  EXPECT_EQ(weight_sparse().plan(pruned_small, to_spec(staged)).run[0].geometry.grid,
+            (std::array<unsigned, 3>{2, 2, 1}));
+  // A patch larger than the shared memory's channel: declined with the reason.
+  const Problem huge{.n = 1, .c = 4, .k = 4, .input = {1, 200, 200}, .filter = {1, 5, 5}, .padding = {0, 2, 2},
+                     .dilation = {1, 30, 30}};
+  EXPECT_EQ(weight_sparse().check_support(with_weights(huge, pruned_random_filter(huge, 0.5, 4)), h100(),
+                                          to_spec(staged)),
+            "the staged table's patch of 16385 floats a channel exceeds its shared memory's 8192");
 }
 
 TEST(WeightSparseFamily, BigFiltersAreServedByTheTableAndSmallOnesBakedFirst) {
