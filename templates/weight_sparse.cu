@@ -281,9 +281,12 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
   for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
     const int t = i * BLOCK_PIXELS + lane;
     if constexpr (PATCH) {
+      // A thread past the tile's TILE_H x TILE_W pixels computes nothing it stores, but still reads: at the
+      // patch's first position, inside the staged channel.
       const int tr = t / TILE_W, tc = t % TILE_W;
-      base[i] = tr * STRIDE_H * PATCH_W + tc * STRIDE_W;
-      valid[i] = t < TILE_H * TILE_W && p0 + tr < P && q0 + tc < Q;
+      const bool in_tile = t < TILE_H * TILE_W;
+      base[i] = in_tile ? tr * STRIDE_H * PATCH_W + tc * STRIDE_W : 0;
+      valid[i] = in_tile && p0 + tr < P && q0 + tc < Q;
     } else {
       base[i] = t;
       valid[i] = first + t < PIXELS;
