@@ -162,13 +162,13 @@ Json row_json(const BenchRow& row) {
     Json also = {{"precision", to_string(row.cudnn_also->precision)}, {"math", row.cudnn_also->math}};
     also["routes"] = Json::array();
     for (const CudnnEntry& entry : row.cudnn_also->routes) also["routes"].push_back(cudnn_json(entry));
-    if (const auto best = cudnn_also_best(row)) {
-      const CudnnEntry& b = row.cudnn_also->routes[best->route];
+    if (const auto also_best = cudnn_also_best(row)) {
+      const CudnnEntry& b = row.cudnn_also->routes[also_best->route];
       also["best"] = {{"route", b.route},
                       {"algo", b.algo},
                       {"knobs", b.knobs},
-                      {"us", best->us},
-                      {"mode", to_string(best->mode)},
+                      {"us", also_best->us},
+                      {"mode", to_string(also_best->mode)},
                       {"rel_l2_error", b.error ? Json(b.error->rel_l2) : Json(nullptr)}};
     } else {
       also["best"] = nullptr;
@@ -372,6 +372,11 @@ std::string report_csv(const BenchReport& report) {
 
 namespace {
 
+// A relative L2 error as the tables show it, or a dash where there is none.
+std::string error_text(const std::optional<ErrorStats>& e) {
+  return e ? fmt::format("{:.1e}", e->rel_l2) : std::string("—");
+}
+
 // With --cudnn-also: per layer cuDNN's best in the other precision against ours, its geometric mean and network
 // totals; nothing for rows without it.
 std::string cudnn_also_markdown(const std::vector<const BenchRow*>& rows) {
@@ -396,9 +401,6 @@ std::string cudnn_also_markdown(const std::vector<const BenchRow*>& rows) {
     const std::optional<double> ratio = cudnn_also_speedup(*row);
     const std::optional<double> ours =
         row->ours.status == RouteStatus::ok && best ? median_us(row->ours.timing, best->mode) : std::nullopt;
-    const auto error_text = [](const std::optional<ErrorStats>& e) {
-      return e ? fmt::format("{:.1e}", e->rel_l2) : std::string("—");
-    };
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} / {} |\n", md_escape(row->layer),
                        best ? fmt::format("{:.2f}", best->us) : "—",
                        best ? md_escape(route_label(row->cudnn_also->routes[best->route])) : "—",
@@ -410,7 +412,7 @@ std::string cudnn_also_markdown(const std::vector<const BenchRow*>& rows) {
     ++compared;
     log_sum += std::log(*ratio);
     cudnn_total += row->count * best->us;
-    ours_total += row->count * *ours;
+    ours_total += row->count * best->us / *ratio;  // ours in the same mode: the ratio is cuDNN's ÷ ours
     if (!worst || *ratio < *cudnn_also_speedup(*worst)) worst = row;
   }
   out += "\n";
@@ -477,9 +479,6 @@ std::string report_markdown(const BenchReport& report) {
       const std::optional<std::size_t> best = cudnn_best(*row);
       const std::optional<double> ratio = speedup(*row);
       const HeadlineMode mode = headline_mode(*row);
-      const auto error_text = [](const std::optional<ErrorStats>& e) {
-        return e ? fmt::format("{:.1e}", e->rel_l2) : std::string("—");
-      };
       const auto energy_text = [](const std::optional<double>& mj) {
         return mj ? fmt::format("{:.3f}", *mj) : std::string("—");
       };

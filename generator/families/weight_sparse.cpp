@@ -81,9 +81,6 @@ StageGeometry stage_geometry(const Problem& p, const WeightSparseParams& s) {
   return g;
 }
 
-int stage_channels(const Problem& p, const WeightSparseParams& s) { return stage_geometry(p, s).channels; }
-int stage_chunks(const Problem& p, const WeightSparseParams& s) { return stage_geometry(p, s).chunks; }
-
 // The largest staged channel the template's static shared memory takes (templates/weight_sparse.cu's assert: one
 // channel of it and the tile's bases within 40 KiB).
 constexpr int kMaxStageRow = 8192;
@@ -267,9 +264,9 @@ class WeightSparse final : public Family {
       if (s.immediates) return "the table variants read their values from the packed array (iv must be 0 with tb 1 or 2)";
       if (s.table == kStaged && s.split != 1)
         return fmt::format("the staged table sums a channel in one thread, got sk {}", s.split);
-      if (s.table == kStaged && stage_geometry(p, s).row > kMaxStageRow)
-        return fmt::format("the staged table's patch of {} floats a channel exceeds its shared memory's {}",
-                           stage_geometry(p, s).row, kMaxStageRow);
+      if (const int row = stage_geometry(p, s).row; s.table == kStaged && row > kMaxStageRow)
+        return fmt::format("the staged table's patch of {} floats a channel exceeds its shared memory's {}", row,
+                           kMaxStageRow);
       if (s.block_pixels % 32 != 0)
         return fmt::format("the table's slices are whole warps: p must be a multiple of 32, got {}", s.block_pixels);
       if (std::int64_t{c_per_group(p)} * p.input.h * p.input.w >= kTableOffsetLimit)
@@ -294,6 +291,11 @@ class WeightSparse final : public Family {
     // Ranked by estimate within each variant; the baked ones first only for filters small enough to compile in
     // about a second (NVRTC time is not in the estimate), the table ones first otherwise.
     std::vector<std::pair<double, KernelSpec>> baked, table;
+    // Keeps a configuration the problem and GPU allow, with its estimate.
+    const auto consider = [&](std::vector<std::pair<double, KernelSpec>>& into, const WeightSparseParams& s) {
+      const KernelSpec spec = to_spec(s);
+      if (!check_support(p, gpu, spec)) into.emplace_back(estimate_us(p, gpu, s), spec);
+    };
     const Dims3 out = output_dims(p);
     const std::int64_t pixels = std::int64_t{p.n} * out.h * out.w;
     for (int bp : {64, 128, 256})
@@ -305,9 +307,7 @@ class WeightSparse final : public Family {
           s.block_pixels = bp;
           s.k_group = kg;
           s.immediates = iv;
-          const KernelSpec spec = to_spec(s);
-          if (check_support(p, gpu, spec)) continue;
-          baked.emplace_back(estimate_us(p, gpu, s), spec);
+          consider(baked, s);
         }
     for (int bp : {64, 128, 256})
       for (int kg : {1, 2, 4, 8})
@@ -322,9 +322,7 @@ class WeightSparse final : public Family {
             s.table = kTable;
             s.pixels_per_thread = pt;
             s.split = sk;
-            const KernelSpec spec = to_spec(s);
-            if (check_support(p, gpu, spec)) continue;
-            table.emplace_back(estimate_us(p, gpu, s), spec);
+            consider(table, s);
           }
     // The staged table: many channels a block, so that each staged activation serves several.
     for (int bp : {32, 64, 128})
@@ -338,9 +336,7 @@ class WeightSparse final : public Family {
           s.k_group = kg;
           s.table = kStaged;
           s.pixels_per_thread = pt;
-          const KernelSpec spec = to_spec(s);
-          if (check_support(p, gpu, spec)) continue;
-          table.emplace_back(estimate_us(p, gpu, s), spec);
+          consider(table, s);
         }
     const auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
     std::stable_sort(baked.begin(), baked.end(), by_time);
@@ -379,7 +375,7 @@ class WeightSparse final : public Family {
     LaunchPlan plan;
     plan.buffers.push_back({.name = "packed_values", .bytes = std::max<std::int64_t>(4, nnz * 4), .persistent = true});
     // The staged table's rows also say where each chunk of input channels starts: STAGE_CHUNKS + 1 per row.
-    const std::int64_t chunk_starts = s.table == kStaged ? std::int64_t{p.k} * (stage_chunks(p, s) + 1) : 0;
+    const std::int64_t chunk_starts = s.table == kStaged ? std::int64_t{p.k} * (stage_geometry(p, s).chunks + 1) : 0;
     plan.buffers.push_back(
         {.name = "pattern_codes", .bytes = s.table ? (p.k + slots + chunk_starts) * 4 : 4, .persistent = true});
     if (s.table)
