@@ -4,7 +4,11 @@
 # GPU machine has no libonnx, and `convgen import onnx` there says the importer is not built. The host-only test
 # binaries, the install-consumer test and this machine's Python extension stay behind too (the GPU machine runs the
 # `gpu` label and builds its own extension): the carry and the tracked tree must fit the lent machine's 64 MiB.
+# Usage: scripts/pack-build.sh [--without-library]: --without-library leaves the installed library out (13 MiB) when
+# the call does not build the Python extension and the tracked tree leaves too little room under the limit.
 set -euo pipefail
+with_library=1
+[[ ${1:-} == --without-library ]] && with_library=0
 cd "$(dirname "$0")/.."
 rm -rf build-carry
 mkdir -p build-carry && tar -C build --exclude="*.o" --exclude="*.a" --exclude="*.gch" --exclude="*.pch" --exclude=Testing --exclude=convgen-onnx-import \
@@ -12,6 +16,8 @@ mkdir -p build-carry && tar -C build --exclude="*.o" --exclude="*.a" --exclude="
   --exclude=./tests/install_consumer --exclude=./python --exclude="./tests/fuzz/fuzz_*" -cf - . | tar -C build-carry -xf -
 # The installed C++ library (archive, headers, CMake package) under build/prefix: the GPU machine builds the Python
 # extension against it for its own Python (scripts/gpu-check.sh).
-cmake --install build --prefix build-carry/prefix --component library >/dev/null
-mkdir -p build-carry/prefix/include/sqlite3-carried && cp /usr/include/sqlite3.h build-carry/prefix/include/sqlite3-carried/
+if ((with_library)); then
+  cmake --install build --prefix build-carry/prefix --component library >/dev/null
+  mkdir -p build-carry/prefix/include/sqlite3-carried && cp /usr/include/sqlite3.h build-carry/prefix/include/sqlite3-carried/
+fi
 du -sh build-carry

@@ -255,6 +255,8 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
                                             const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
   constexpr int SC = ws_code::STAGE_CHANNELS;
   constexpr int STAGED_PER_CHANNEL = PATCH ? PATCH_H * PATCH_W : TILE;
+  constexpr int STAGED_TOTAL = SC * STAGED_PER_CHANNEL;  // floats staged per chunk
+  constexpr int STAGE_BATCH = 8;                          // reads a thread has in flight while staging
   __shared__ float s_x[STAGED ? SC * STAGE_ROW : 1];
   __shared__ int s_image[STAGED && !PATCH ? TILE : 1];  // 1x1: each tile pixel's channel-0 offset, or -1: zeros
   const int lane = (int)threadIdx.x;
@@ -302,21 +304,35 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
     const int c0 = chunk * SC;
     __syncthreads();  // the pixel bases are written; the previous chunk's readers are done
     // Channels-first: consecutive threads take consecutive positions of one channel; channels-last: consecutive
-    // channels of one position. Either way the global reads are coalesced.
-    for (int idx = lane; idx < SC * STAGED_PER_CHANNEL; idx += BLOCK_PIXELS) {
-      const int pos = CHANNELS_LAST ? idx / SC : idx % STAGED_PER_CHANNEL;
-      const int cc = CHANNELS_LAST ? idx % SC : idx / STAGED_PER_CHANNEL;
-      const int c = c0 + cc;
-      float v = 0.0f;
-      if constexpr (PATCH) {
-        const int h = h0 + pos / PATCH_W, w = w0 + pos % PATCH_W;
-        if (c < C && h >= 0 && h < H && w >= 0 && w < W)
-          v = __ldg(x + (CHANNELS_LAST ? ((n * H + h) * W + w) * C + c : (n * C + c) * HW + h * W + w));
-      } else {
-        const int image = s_image[pos];
-        if (c < C && image >= 0) v = __ldg(x + image + (CHANNELS_LAST ? c : c * HW));
+    // channels of one position. Either way the global reads are coalesced. A thread issues STAGE_BATCH reads before
+    // it stores any: one read at a time left the staging bound by memory latency (a block of few threads staging
+    // thousands of floats per chunk).
+    for (int batch = 0; batch < STAGED_TOTAL; batch += BLOCK_PIXELS * STAGE_BATCH) {
+      float v[STAGE_BATCH];
+#pragma unroll
+      for (int u = 0; u < STAGE_BATCH; ++u) {
+        const int idx = batch + u * BLOCK_PIXELS + lane;
+        const int pos = CHANNELS_LAST ? idx / SC : idx % STAGED_PER_CHANNEL;
+        const int c = c0 + (CHANNELS_LAST ? idx % SC : idx / STAGED_PER_CHANNEL);
+        v[u] = 0.0f;
+        if (idx >= STAGED_TOTAL || c >= C) continue;
+        if constexpr (PATCH) {
+          const int h = h0 + pos / PATCH_W, w = w0 + pos % PATCH_W;
+          if (h >= 0 && h < H && w >= 0 && w < W)
+            v[u] = __ldg(x + (CHANNELS_LAST ? ((n * H + h) * W + w) * C + c : (n * C + c) * HW + h * W + w));
+        } else {
+          const int image = s_image[pos];
+          if (image >= 0) v[u] = __ldg(x + image + (CHANNELS_LAST ? c : c * HW));
+        }
       }
-      s_x[cc * STAGE_ROW + pos] = v;
+#pragma unroll
+      for (int u = 0; u < STAGE_BATCH; ++u) {
+        const int idx = batch + u * BLOCK_PIXELS + lane;
+        if (idx >= STAGED_TOTAL) break;
+        const int pos = CHANNELS_LAST ? idx / SC : idx % STAGED_PER_CHANNEL;
+        const int cc = CHANNELS_LAST ? idx % SC : idx / STAGED_PER_CHANNEL;
+        s_x[cc * STAGE_ROW + pos] = v[u];
+      }
     }
     __syncthreads();
 #pragma unroll
