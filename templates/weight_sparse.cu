@@ -22,8 +22,9 @@
 // staged activation serves every nonzero of the block's K_GROUP channels that reads it, where the table variant
 // loads it once per nonzero. ws_code::STAGE_CHANNELS input channels are staged at a time (coalesced in both
 // layouts, zeros where the input is padded), then each channel of the block walks the entries of its row that fall
-// in those channels (pack_pattern orders a row by chunk and writes where each chunk starts) with
-// K_GROUP * PIXELS_PER_THREAD accumulators. An entry's code is its activation's place in the staged chunk, so that
+// in those channels (pack_pattern orders a row by chunk and writes where each chunk starts). SPLIT slices of
+// BLOCK_PIXELS threads stage together and share the block's channels (slice i takes channels i, i + SPLIT, ...),
+// each thread with K_GROUP / SPLIT * PIXELS_PER_THREAD accumulators. An entry's code is its activation's place in the staged chunk, so that
 // a pixel's read is the code plus the pixel's own base. 1x1 filters stage one activation per output pixel of a tile
 // of BLOCK_PIXELS * PIXELS_PER_THREAD consecutive pixels (across rows and images); other filters stage the input
 // patch under a ws_code::TILE_H x TILE_W tile of output pixels of one image.
@@ -56,7 +57,7 @@ CONVGEN_PARAM("tb", "0,1,2", "the pattern: 0 baked into the code, 1 a table read
 constexpr int TABLE = 0;
 CONVGEN_PARAM("pt", "1,2,4,8", "output pixels per thread (the table only; 1 when baked)")
 constexpr int PIXELS_PER_THREAD = 1;
-CONVGEN_PARAM("sk", "1,2,4,8", "slices of a channel's table row, BLOCK_PIXELS threads each, summed in shared memory")
+CONVGEN_PARAM("sk", "1,2,4,8", "slices of BLOCK_PIXELS threads: of a channel's table row, summed in shared memory (tb 1); of the block's channels (tb 2)")
 constexpr int SPLIT = 1;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
@@ -104,7 +105,7 @@ static_assert(ws_code::SLOTS >= 1, "a table row of at least one entry");
 constexpr int TAP_BITS = 5;  // R * S <= 32 taps
 constexpr bool STAGED = TABLE == 2;
 static_assert(!STAGED || T == 1, "the staged table serves 1-D and 2-D filters");
-static_assert(!STAGED || SPLIT == 1, "the staged table sums a channel in one thread");
+static_assert(!STAGED || K_GROUP % SPLIT == 0, "the staged table's SPLIT slices take K_GROUP / SPLIT channels each");
 static_assert(ws_code::STAGE_CHANNELS >= 1 && ws_code::STAGE_CHANNELS <= C, "1 to C input channels staged at once");
 constexpr int TILE = BLOCK_PIXELS * PIXELS_PER_THREAD;  // output pixels of a block
 // 1x1 filters stage a tile of consecutive pixels; others the input patch under a TILE_H x TILE_W output tile.
@@ -259,7 +260,12 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
   constexpr int STAGE_BATCH = 8;                          // reads a thread has in flight while staging
   __shared__ float s_x[STAGED ? SC * STAGE_ROW : 1];
   __shared__ int s_image[STAGED && !PATCH ? TILE : 1];  // 1x1: each tile pixel's channel-0 offset, or -1: zeros
-  const int lane = (int)threadIdx.x;
+  // SPLIT slices of BLOCK_PIXELS threads: all of them stage, and slice `slice` sums channels slice, slice + SPLIT, ...
+  // of the block's K_GROUP (more threads, each with a shorter chain of dependent loads, than one slice for all).
+  constexpr int THREADS = BLOCK_PIXELS * SPLIT;
+  constexpr int CHANNELS_PER_THREAD = STAGED ? K_GROUP / SPLIT : 1;  // (instantiated for the other variants too)
+  const int tid = (int)threadIdx.x;
+  const int lane = tid % BLOCK_PIXELS, slice = tid / BLOCK_PIXELS;
   // The block's tile: 1x1, TILE consecutive pixels from `first`; else image n's output rows p0.. and columns q0..,
   // whose patch starts at input (h0, w0).
   const long long first = (long long)blockIdx.x * TILE;
@@ -268,7 +274,7 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
   const int q0 = PATCH ? (int)blockIdx.x % TILES_W * TILE_W : 0;
   const int h0 = p0 * STRIDE_H - PAD_H, w0 = q0 * STRIDE_W - PAD_W;
   if constexpr (!PATCH)
-    for (int t = lane; t < TILE; t += BLOCK_PIXELS) {
+    for (int t = tid; t < TILE; t += THREADS) {
       const long long pixel = first + t;
       const int pn = (int)(pixel / (P * Q));
       const int pq = (int)(pixel % (P * Q));
@@ -294,9 +300,9 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
       valid[i] = first + t < PIXELS;
     }
   }
-  float acc[K_GROUP][PIXELS_PER_THREAD];
+  float acc[CHANNELS_PER_THREAD][PIXELS_PER_THREAD];
 #pragma unroll
-  for (int j = 0; j < K_GROUP; ++j)
+  for (int j = 0; j < CHANNELS_PER_THREAD; ++j)
 #pragma unroll
     for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[j][i] = 0.0f;
   const int* starts = g_pattern_codes + K + (long long)K * ws_code::SLOTS;
@@ -307,11 +313,11 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
     // channels of one position. Either way the global reads are coalesced. A thread issues STAGE_BATCH reads before
     // it stores any: one read at a time left the staging bound by memory latency (a block of few threads staging
     // thousands of floats per chunk).
-    for (int batch = 0; batch < STAGED_TOTAL; batch += BLOCK_PIXELS * STAGE_BATCH) {
+    for (int batch = 0; batch < STAGED_TOTAL; batch += THREADS * STAGE_BATCH) {
       float v[STAGE_BATCH];
 #pragma unroll
       for (int u = 0; u < STAGE_BATCH; ++u) {
-        const int idx = batch + u * BLOCK_PIXELS + lane;
+        const int idx = batch + u * THREADS + tid;
         const int pos = CHANNELS_LAST ? idx / SC : idx % STAGED_PER_CHANNEL;
         const int c = c0 + (CHANNELS_LAST ? idx % SC : idx / STAGED_PER_CHANNEL);
         v[u] = 0.0f;
@@ -327,7 +333,7 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
       }
 #pragma unroll
       for (int u = 0; u < STAGE_BATCH; ++u) {
-        const int idx = batch + u * BLOCK_PIXELS + lane;
+        const int idx = batch + u * THREADS + tid;
         if (idx >= STAGED_TOTAL) break;
         const int pos = CHANNELS_LAST ? idx / SC : idx % STAGED_PER_CHANNEL;
         const int cc = CHANNELS_LAST ? idx % SC : idx / STAGED_PER_CHANNEL;
@@ -336,8 +342,8 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
     }
     __syncthreads();
 #pragma unroll
-    for (int j = 0; j < K_GROUP; ++j) {
-      const int k = (int)blockIdx.y * K_GROUP + j;
+    for (int j = 0; j < CHANNELS_PER_THREAD; ++j) {
+      const int k = (int)blockIdx.y * K_GROUP + j * SPLIT + slice;
       if (k >= K) break;
       const int* row_starts = starts + (long long)k * (STAGE_CHUNKS + 1);
       const int begin = row_starts[chunk], end = row_starts[chunk + 1];
@@ -353,8 +359,8 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
     }
   }
 #pragma unroll
-  for (int j = 0; j < K_GROUP; ++j) {
-    const int k = (int)blockIdx.y * K_GROUP + j;
+  for (int j = 0; j < CHANNELS_PER_THREAD; ++j) {
+    const int k = (int)blockIdx.y * K_GROUP + j * SPLIT + slice;
     if (k >= K) break;
 #pragma unroll
     for (int i = 0; i < PIXELS_PER_THREAD; ++i) {

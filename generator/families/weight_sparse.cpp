@@ -262,8 +262,10 @@ class WeightSparse final : public Family {
     if (ceil_div(p.k, s.k_group) > 65535) return "grid y limit exceeded";
     if (s.table) {
       if (s.immediates) return "the table variants read their values from the packed array (iv must be 0 with tb 1 or 2)";
-      if (s.table == kStaged && s.split != 1)
-        return fmt::format("the staged table sums a channel in one thread, got sk {}", s.split);
+      if (s.table == kStaged && s.k_group % s.split != 0)
+        return fmt::format("the staged table's {} slices share the block's {} channels unevenly (kg must be a multiple "
+                           "of sk)",
+                           s.split, s.k_group);
       if (const int row = stage_geometry(p, s).row; s.table == kStaged && row > kMaxStageRow)
         return fmt::format("the staged table's patch of {} floats a channel exceeds its shared memory's {}", row,
                            kMaxStageRow);
@@ -324,20 +326,24 @@ class WeightSparse final : public Family {
             s.split = sk;
             consider(table, s);
           }
-    // The staged table: many channels a block, so that each staged activation serves several.
+    // The staged table: many channels a block, so that each staged activation serves several, shared among sk
+    // slices of threads (each a shorter chain of dependent loads).
     for (int bp : {32, 64, 128})
       for (int kg : {8, 16, 32, 64})
-        for (int pt : {1, 2}) {
-          if (kg > 8 && kg > 2 * p.k) continue;
-          if (bp * pt > 32 && bp * pt > 2 * pixels) continue;
-          if (kg * pt > 64) continue;  // accumulators per thread
-          WeightSparseParams s;
-          s.block_pixels = bp;
-          s.k_group = kg;
-          s.table = kStaged;
-          s.pixels_per_thread = pt;
-          consider(table, s);
-        }
+        for (int pt : {1, 2})
+          for (int sk : {1, 2, 4, 8}) {
+            if (kg > 8 && kg > 2 * p.k) continue;
+            if (bp * pt > 32 && bp * pt > 2 * pixels) continue;
+            if (kg / sk * pt > 64 || kg % sk != 0) continue;  // accumulators per thread
+            if (bp * sk > 512) continue;
+            WeightSparseParams s;
+            s.block_pixels = bp;
+            s.k_group = kg;
+            s.table = kStaged;
+            s.pixels_per_thread = pt;
+            s.split = sk;
+            consider(table, s);
+          }
     const auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
     std::stable_sort(baked.begin(), baked.end(), by_time);
     std::stable_sort(table.begin(), table.end(), by_time);
@@ -410,25 +416,28 @@ class WeightSparse final : public Family {
     const double warps = s.block_pixels / 32.0;
     const double nnz = static_cast<double>(nonzero_count(p));
     if (s.table == kStaged) {
-      // Per chunk of staged channels: the tile's (or patch's) loads, global and a shared store each, a barrier pair,
-      // then per entry of the busiest group two uniform global loads (code and value), pt shared loads and pt FMAs.
+      // Per chunk of staged channels: the tile's (or patch's) loads, global and a shared store each (the block's
+      // bp * sk threads together), a barrier pair, then per entry of the busiest group two uniform global loads (code
+      // and value), pt shared loads and pt FMAs, the group's entries shared among the sk slices.
       const StageGeometry g = stage_geometry(p, s);
-      const double pt = s.pixels_per_thread;
+      const double pt = s.pixels_per_thread, sk = s.split;
       const double entries = static_cast<double>(busiest_table_group(p, s.k_group));
       const double chunks = g.chunks;
-      const double staged = chunks * g.channels * std::ceil(static_cast<double>(g.per_channel) / s.block_pixels);
+      const double all_warps = warps * sk;
+      const double staged =
+          chunks * g.channels * std::ceil(static_cast<double>(g.per_channel) / (s.block_pixels * s.split));
       const double tile_pixels = g.patch ? g.tile_h * g.tile_w : s.block_pixels * pt;
       return {
           .blocks = g.blocks * ceil_div(p.k, s.k_group),
-          .threads_per_block = s.block_pixels,
+          .threads_per_block = s.block_pixels * s.split,
           .smem_bytes_per_block = (g.channels * g.row + (g.patch ? 1 : s.block_pixels * s.pixels_per_thread)) * 4,
           .flops = 2.0 * nnz * static_cast<double>(pixels),
           .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 8,
           .flops_per_block = 2.0 * entries * tile_pixels,
           .fma_instructions = warps * entries * pt,
-          .shared_load_instructions = warps * (entries * pt + staged + pt),
-          .global_load_instructions = warps * (staged + 2 * entries + 2 * chunks * s.k_group),
-          .address_instructions = warps * (entries * 3 + staged * 4 + s.k_group * 8 * pt + 30),
+          .shared_load_instructions = warps * entries * pt + all_warps * (staged + pt),
+          .global_load_instructions = all_warps * staged + warps * (2 * entries + 2 * chunks * s.k_group),
+          .address_instructions = warps * (entries * 3 + s.k_group * 8 * pt) + all_warps * (staged * 4 + 30),
           .main_loop_steps = static_cast<int>(chunks),
           .pipelined = false};
     }

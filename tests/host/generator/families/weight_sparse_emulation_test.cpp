@@ -138,9 +138,9 @@ WEIGHT_SPARSE_CASE(conv1d_nwc,
 WEIGHT_SPARSE_END(conv1d_nwc)
 
 // The staged table (tb2, 1x1 filters): 12 channels staged 5 at a time (the last chunk partial), 19 output channels
-// in groups of 8 (the last partial), batch 2, two pixels a thread and a tile past the last pixel.
+// in groups of 8 (the last partial) shared by 2 slices, batch 2, two pixels a thread and a tile past the last pixel.
 WEIGHT_SPARSE_VARIANT_CASE(nchw_1x1_staged,
-                           (Shape{.n = 2, .c = 12, .k = 19, .input = {1, 7, 9}, .filter = {1, 1, 1}}), 32, 8, 2, 1,
+                           (Shape{.n = 2, .c = 12, .k = 19, .input = {1, 7, 9}, .filter = {1, 1, 1}}), 32, 8, 2, 2,
                            2, 5, 1, 1)
 #define CONVGEN_ENTRY kernel_nchw_1x1_staged
 #include "templates/weight_sparse.cu"
@@ -148,7 +148,7 @@ WEIGHT_SPARSE_VARIANT_CASE(nchw_1x1_staged,
 WEIGHT_SPARSE_END(nchw_1x1_staged)
 
 // The staged table in NHWC, stride 2 with padding 1 (pixels that read outside the input stage zeros), the group of
-// 16 larger than K, every channel in one chunk.
+// 16 larger than K (4 slices of 4: the last slices past K), every channel in one chunk.
 WEIGHT_SPARSE_VARIANT_CASE(nhwc_1x1_s2_padded_staged,
                            (Shape{.n = 1,
                                   .c = 7,
@@ -158,7 +158,7 @@ WEIGHT_SPARSE_VARIANT_CASE(nhwc_1x1_s2_padded_staged,
                                   .stride = {1, 2, 2},
                                   .padding = {0, 1, 1},
                                   .layout = Layout::nhwc}),
-                           32, 16, 1, 1, 2, 7, 1, 1)
+                           32, 16, 1, 4, 2, 7, 1, 1)
 #define CONVGEN_ENTRY kernel_nhwc_1x1_s2_padded_staged
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -180,17 +180,19 @@ WEIGHT_SPARSE_VARIANT_CASE(conv1d_nwc_staged,
 WEIGHT_SPARSE_END(conv1d_nwc_staged)
 
 // The staged table over an input patch: 3x3 padding 1, batch 2, an 8x8 output tile (two pixels a thread) on a
-// 9x13 image (partial tiles both ways), 6 channels 4 at a time, 11 output channels in groups of 8.
+// 9x13 image (partial tiles both ways), 6 channels 4 at a time, 11 output channels in groups of 8, a channel for
+// each of 8 slices.
 WEIGHT_SPARSE_VARIANT_CASE(nchw_3x3_patch_staged,
                            (Shape{.n = 2, .c = 6, .k = 11, .input = {1, 9, 13}, .filter = {1, 3, 3},
                                   .padding = {0, 1, 1}}),
-                           32, 8, 2, 1, 2, 4, 8, 8)
+                           32, 8, 2, 8, 2, 4, 8, 8)
 #define CONVGEN_ENTRY kernel_nchw_3x3_patch_staged
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(nchw_3x3_patch_staged)
 
-// NHWC, 3x3 stride 2, dilation 2, padding 2: a 5x6 tile of the 8x6 output (two threads idle), 5 channels 2 at a time.
+// NHWC, 3x3 stride 2, dilation 2, padding 2: a 5x6 tile of the 8x6 output (two threads a slice idle), 5
+// channels 2 at a time, 2 slices.
 WEIGHT_SPARSE_VARIANT_CASE(nhwc_3x3_s2_dilated_patch_staged,
                            (Shape{.n = 1,
                                   .c = 5,
@@ -201,7 +203,7 @@ WEIGHT_SPARSE_VARIANT_CASE(nhwc_3x3_s2_dilated_patch_staged,
                                   .padding = {0, 2, 2},
                                   .dilation = {1, 2, 2},
                                   .layout = Layout::nhwc}),
-                           32, 8, 1, 1, 2, 2, 5, 6)
+                           32, 8, 1, 2, 2, 2, 5, 6)
 #define CONVGEN_ENTRY kernel_nhwc_3x3_s2_dilated_patch_staged
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -373,12 +375,13 @@ TEST_P(WeightSparseTableEmulation, PacksTheFilterAndMatchesTheReference) {
   for (const std::vector<float>& filter : filters) {
     const Problem p = with_weights(c.problem, filter);
     ASSERT_EQ(family("weight_sparse").check_support(p, testing_support::h100(), to_spec(c.spec)), std::nullopt);
-    if (c.spec.table == 2)  // the launch grid is the family's: its tile must be the case's
+    if (c.spec.table == 2) {  // the launch grid is the family's: its tile must be the case's
       ASSERT_NE(family("weight_sparse")
                     .render(p, to_spec(c.spec))
                     .text.find(fmt::format("constexpr int TILE_H = {}, TILE_W = {};", c.patch ? c.tile_h : 1,
                                            c.patch ? c.tile_w : 1)),
                 std::string::npos);
+    }
     Table table;
     const std::vector<float> output = run_plan(c, activation, filter, table);
     expect_table_matches_filter(c, filter, table);

@@ -190,9 +190,21 @@ TEST(WeightSparseFamily, StagedTableStagesChunksOfChannelsThatFitItsSharedMemory
   const std::vector<KernelSpec> specs = weight_sparse().enumerate(p, h100());
   EXPECT_TRUE(std::any_of(specs.begin(), specs.end(),
                           [](const KernelSpec& s) { return params_of<WeightSparseParams>(s).table == 2; }));
+  // sk slices share the block's channels: 16 channels in 2 slices of 64 threads, not in 3.
   staged.split = 2;
+  EXPECT_EQ(weight_sparse().check_support(p, h100(), to_spec(staged)), std::nullopt);
+  EXPECT_EQ(weight_sparse().plan(p, to_spec(staged)).run[0].geometry.block, (std::array<unsigned, 3>{128, 1, 1}));
+  // The same FMAs spread over twice the threads: half as many a warp.
+  WeightSparseParams one_slice = staged;
+  one_slice.split = 1;
+  const CostFeatures two = weight_sparse().cost_features(p, to_spec(staged));
+  const CostFeatures one = weight_sparse().cost_features(p, to_spec(one_slice));
+  EXPECT_EQ(two.threads_per_block, 2 * one.threads_per_block);
+  EXPECT_EQ(two.fma_instructions, one.fma_instructions);
+  staged.k_group = 12;
+  staged.split = 8;
   EXPECT_EQ(weight_sparse().check_support(p, h100(), to_spec(staged)),
-            "the staged table sums a channel in one thread, got sk 2");
+            "the staged table's 8 slices share the block's 12 channels unevenly (kg must be a multiple of sk)");
   // Not yet verified and timed on a GPU: never the default, though the tuner may measure and choose it.
   const std::optional<KernelSpec> chosen = weight_sparse().default_spec(p, h100());
   ASSERT_TRUE(chosen.has_value());
