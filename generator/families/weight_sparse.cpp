@@ -330,7 +330,7 @@ class WeightSparse final : public Family {
     // slices of threads (each a shorter chain of dependent loads).
     for (int bp : {32, 64, 128})
       for (int kg : {8, 16, 32, 64})
-        for (int pt : {1, 2})
+        for (int pt : {1, 2, 4})  // more pixels a thread: each entry's code, value and address math serve more FMAs
           for (int sk : {1, 2, 4, 8}) {
             if (kg > 8 && kg > 2 * p.k) continue;
             if (bp * pt > 32 && bp * pt > 2 * pixels) continue;
