@@ -37,6 +37,10 @@ constexpr int kRowChunk = 1024;
 constexpr std::int64_t kTableOffsetLimit = std::int64_t{1} << 26;
 // The staged table (tb2) stages this many floats of activations at once (16 KiB of shared memory a block).
 constexpr int kStageFloats = 4096;
+// The share of zero weights from which the family comes first in default_choice. On the H100, ResNet-50 at batch 1
+// with default configurations (bench/results/h100/weight_sparse/2026-11-24-staged/curve) gave a geometric mean of
+// 0.84x cuDNN's best dense FP32 route at 50% zeros (down to 0.38x on a layer) and 1.30x at 70%.
+constexpr double kDefaultZeros = 0.7;
 // The values of the tb parameter (templates/weight_sparse.cu: TABLE).
 constexpr int kBaked = 0, kTable = 1, kStaged = 2;
 
@@ -493,9 +497,9 @@ class WeightSparse final : public Family {
     return std::nullopt;
   }
 
-  // First where the problem's own filter is mostly zeros (what the family is for); last otherwise.
+  // First where the problem's own filter has at least kDefaultZeros zeros (what the family is for); last otherwise.
   int default_rank(const Problem& p) const override {
-    return p.weights.values && weight_zero_fraction(p) >= 0.5 ? -2 : 3;
+    return p.weights.values && weight_zero_fraction(p) >= kDefaultZeros ? -2 : 3;
   }
 
  private:
