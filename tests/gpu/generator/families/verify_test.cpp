@@ -123,8 +123,8 @@ TEST_F(GpuVerify, TheDefaultChoiceAndEachFamilysDefaultAreCorrectOnOneLayerOfEve
 // weight_sparse bakes the filter or reads it from a table: every corpus layer it serves, with filters pruned to 0, 50,
 // 90, 99 and 100% zeros and one whose odd output channels are all zero, in every mode (baked with immediates, baked
 // with the packed array, the table, the staged table): the default configuration and the first of each
-// other mode, and the table with 4 pixels a thread. A baked kernel takes NVRTC seconds (the code holds the filter), so all are compiled first, in
-// parallel.
+// other mode, the table with 4 pixels a thread, and the staged table with 4 pixels a thread and with one slice of
+// threads. A baked kernel takes NVRTC seconds (the code holds the filter), so all are compiled first, in parallel.
 TEST_F(GpuVerify, WeightSparseIsCorrectWithPrunedFiltersOfEverySparsity) {
   std::uint64_t seed = 1;
   std::vector<BuildRequest> requests;
@@ -145,9 +145,10 @@ TEST_F(GpuVerify, WeightSparseIsCorrectWithPrunedFiltersOfEverySparsity) {
       if (specs.empty()) continue;  // declined (grouped, 3-D, or a filter of more than 32 taps)
       const auto mode = [](const KernelSpec& s) {
         const WeightSparseParams w = params_of<WeightSparseParams>(s);
-        return w.table == 2 ? 4 : w.table ? 2 + (w.pixels_per_thread == 4) : w.immediates ? 1 : 0;
+        if (w.table == 2) return w.pixels_per_thread == 4 ? 5 : w.split == 1 ? 6 : 4;
+        return w.table ? 2 + (w.pixels_per_thread == 4) : w.immediates ? 1 : 0;
       };
-      for (const int wanted : {0, 1, 2, 3, 4})
+      for (const int wanted : {0, 1, 2, 3, 4, 5, 6})
         for (const KernelSpec& s : family("weight_sparse").enumerate(p, gpu_))
           if (mode(s) == wanted) {
             if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
