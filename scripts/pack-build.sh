@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # pack-build: copies build/ without object files, precompiled headers and static libraries (but with the installed
-# libconvgen.a) into build-carry/, small enough to carry to the GPU machine, where scripts/gpu-check.sh moves it back to build/. The ONNX importer and its tests stay behind: the
-# GPU machine has no libonnx, and `convgen import onnx` there says the importer is not built. The host-only test
+# libconvgen.a) into build-carry/, small enough to carry to the GPU machine, where scripts/gpu-check.sh moves it back
+# to build/. The ONNX importer and its tests stay behind: the GPU machine has no libonnx, and `convgen import onnx`
+# there says the importer is not built. The host-only test
 # binaries, the install-consumer test and this machine's Python extension stay behind too (the GPU machine runs the
 # `gpu` label and builds its own extension): the carry and the tracked tree must fit the lent machine's 64 MiB.
 # Usage: scripts/pack-build.sh [--without-library]: --without-library leaves the installed library out (13 MiB) when

@@ -24,15 +24,15 @@
 // layouts, zeros where the input is padded), then each channel of the block walks the entries of its row that fall
 // in those channels (pack_pattern orders a row by chunk and writes where each chunk starts). SPLIT slices of
 // BLOCK_PIXELS threads stage together and share the block's channels (slice i takes channels i, i + SPLIT, ...),
-// each thread with K_GROUP / SPLIT * PIXELS_PER_THREAD accumulators. An entry's code is its activation's place in the staged chunk, so that
-// a pixel's read is the code plus the pixel's own base. 1x1 filters stage one activation per output pixel of a tile
-// of BLOCK_PIXELS * PIXELS_PER_THREAD consecutive pixels (across rows and images); other filters stage the input
-// patch under a ws_code::TILE_H x TILE_W tile of output pixels of one image.
+// each thread with K_GROUP / SPLIT * PIXELS_PER_THREAD accumulators. An entry's code is its activation's place in
+// the staged chunk, so that a pixel's read is the code plus the pixel's own base. 1x1 filters stage one activation
+// per output pixel of a tile of BLOCK_PIXELS * PIXELS_PER_THREAD consecutive pixels (across rows and images); other
+// filters stage the input patch under a ws_code::TILE_H x TILE_W tile of output pixels of one image.
 //
 // Grid: x = ceil(N * P * Q / (BLOCK_PIXELS * PIXELS_PER_THREAD)) pixel blocks, y = ceil(K / K_GROUP) channel groups
 // (warp-uniform: a switch over the group's code, or its channels' table rows). Block: BLOCK_PIXELS threads, each
-// PIXELS_PER_THREAD output pixels BLOCK_PIXELS apart (1 when baked), times SPLIT slices (1 when baked). NCHW and NHWC, any filter size with R * S <= 32,
-// stride, padding, dilation; groups 1; 1-D and 2-D.
+// PIXELS_PER_THREAD output pixels BLOCK_PIXELS apart (1 when baked), times SPLIT slices (1 when baked). NCHW and
+// NHWC, any filter size with R * S <= 32, stride, padding, dilation; groups 1; 1-D and 2-D.
 #include "interface.cuh"
 #include "epilogue.cuh"
 
