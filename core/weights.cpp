@@ -88,4 +88,17 @@ double weight_zero_fraction(const Problem& p) {
   return static_cast<double>(zeros) / static_cast<double>(p.weights.values->size());
 }
 
+bool is_two_four_sparse(const Problem& p) {
+  if (!p.weights.values || p.weights.values->empty()) return false;
+  const std::vector<float>& v = *p.weights.values;
+  const std::size_t row = v.size() / static_cast<std::size_t>(p.k);
+  for (std::size_t start = 0; start < v.size(); start += row)
+    for (std::size_t chunk = 0; chunk < row; chunk += 4) {
+      int nonzeros = 0;
+      for (std::size_t i = chunk; i < std::min(chunk + 4, row); ++i) nonzeros += v[start + i] != 0.0f ? 1 : 0;
+      if (nonzeros > 2) return false;
+    }
+  return true;
+}
+
 }  // namespace convgen

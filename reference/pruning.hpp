@@ -15,4 +15,9 @@ namespace convgen {
 //   Problem pruned = with_weights(p, pruned_random_filter(p, 0.9, 1));
 std::vector<float> pruned_random_filter(const Problem& p, double zero_fraction, std::uint64_t seed);
 
+// Returns the same seeded random values pruned to 2:4 (`--weight-sparsity 2:4`): in each output channel's row (its
+// C/g x T x R x S values in memory order), every chunk of 4 consecutive values from the row's start keeps its 2 of
+// largest magnitude (ties broken by position), a shorter last chunk at most 2; is_two_four_sparse holds for them.
+std::vector<float> two_four_pruned_random_filter(const Problem& p, std::uint64_t seed);
+
 }  // namespace convgen

@@ -1,5 +1,5 @@
-// tensor_core: the sm_80 warp-level instructions the tensor-core templates use (cp.async, ldmatrix, mma.sync and the
-// conversions to tf32, fp16 and bf16), each one inline-PTX function; included by NVRTC as a header.
+// tensor_core: the sm_80 warp-level instructions the tensor-core templates use (cp.async, ldmatrix, mma.sync, mma.sp and
+// the conversions to tf32, fp16 and bf16), each one inline-PTX function; included by NVRTC as a header.
 //
 // Every instruction a template issues on tensor cores is here and nowhere else, so that a host test
 // (tests/host/generator/families/igemm_tc_emulation_test.cpp) can put its own definitions of these functions in
@@ -84,6 +84,29 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], 
       "{%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// D = A * B + D for one 16x8 tile of m16n8k32 whose A is 2:4 sparse (mma.sp, fp16 / bf16, fp32 accumulators;
+// templates/sparse24_tc.cu). A holds only each row's kept half: its 16x16 compressed values have the fragment layout
+// of mma_fp16's A (a[0]: row g, kept values 2t..2t+1, i.e. of k chunk 4t..4t+3; a[1]: row g+8; a[2], a[3]: the
+// chunks of k 16..31). B is 32x8: b[i] holds k 8i+2t..8i+2t+1 of column g. `e`, the metadata, holds for each chunk
+// of 4 k the positions of its two kept values (2 bits each, ordered), one 4-bit nibble per chunk; with the sparsity
+// selector 0 only threads t = 0 and 1 of each group give it: thread t holds chunks of k 16t..16t+15, row g in bits
+// 0-15, row g+8 in bits 16-31.
+__device__ __forceinline__ void mma_sp_fp16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[4], unsigned e) {
+  asm volatile(
+      "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
+}
+
+__device__ __forceinline__ void mma_sp_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[4], unsigned e) {
+  asm volatile(
+      "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
 }
 
 // Rounds the fp32 value with bits `bits` to tf32 (10 mantissa bits, to nearest, ties away from zero), as the bits of

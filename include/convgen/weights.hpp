@@ -35,4 +35,9 @@ Problem with_weights(const Problem& p, std::vector<float> values, const std::str
 // Fraction of the problem's filter values that are exactly zero (0 without values).
 double weight_zero_fraction(const Problem& p);
 
+// Whether the problem's filter is 2:4 structured-sparse, as mma.sp takes it: in each output channel's row of the
+// filter (its C/g x T x R x S values in memory order) every chunk of 4 consecutive values from the row's start, a
+// shorter last one too, holds at most 2 nonzeros. False when the problem carries no filter values.
+bool is_two_four_sparse(const Problem& p);
+
 }  // namespace convgen

@@ -21,6 +21,11 @@ Problem as_served_by(const Family& f, const Problem& p) {
     return half;
   }
   if (f.name() == "weight_sparse") return with_weights(p, pruned_random_filter(p, 0.9, 1));
+  if (f.name() == "sparse24_tc") {
+    Problem half = p;
+    half.precision = Precision::fp16;
+    return with_weights(half, two_four_pruned_random_filter(half, 1));
+  }
   return p;
 }
 

@@ -152,19 +152,37 @@ void add_weight_options(CLI::App* cmd, WeightOptions& weights) {
                                      "layout: K C R S, or K R S C for channels-last): kernels may bake its pattern");
   CLI::Option* sparsity = cmd->add_option(
       "--weight-sparsity", weights.sparsity,
-      "Give every layer seeded random weights, magnitude-pruned per output channel to this zero fraction in [0, 1]");
+      "Give every layer seeded random weights, magnitude-pruned per output channel to this zero fraction in [0, 1], "
+      "or to 2:4 (\"2:4\": in every 4 consecutive values of a channel's filter row, the 2 largest kept)");
   dir->excludes(sparsity);
   if (cmd->get_option_no_throw("--seed") == nullptr)
     cmd->add_option("--seed", weights.seed, "Seed of the weights --weight-sparsity makes")->capture_default_str();
 }
 
 Suite with_layer_weights(const Suite& suite, const WeightOptions& weights) {
-  if (weights.dir.empty() && !weights.sparsity) return suite;
+  if (weights.dir.empty() && weights.sparsity.empty()) return suite;
+  const bool two_four = weights.sparsity == "2:4";
+  std::optional<double> zero_fraction;
+  if (!weights.sparsity.empty() && !two_four) {
+    std::size_t used = 0;
+    try {
+      zero_fraction = std::stod(weights.sparsity, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != weights.sparsity.size() || !(*zero_fraction >= 0 && *zero_fraction <= 1))
+      throw InputError(fmt::format("--weight-sparsity: '{}' is neither a zero fraction in [0, 1] nor 2:4",
+                                   weights.sparsity));
+  }
   Suite out = suite;
   for (Layer& layer : out.layers) {
     Problem& p = layer.problem;
-    if (weights.sparsity) {
-      p = with_weights(p, pruned_random_filter(p, *weights.sparsity, weights.seed));
+    if (two_four) {
+      p = with_weights(p, two_four_pruned_random_filter(p, weights.seed));
+      continue;
+    }
+    if (zero_fraction) {
+      p = with_weights(p, pruned_random_filter(p, *zero_fraction, weights.seed));
       continue;
     }
     const std::filesystem::path file = std::filesystem::path(weights.dir) / (layer.name + ".npy");

@@ -54,10 +54,11 @@ void add_epilogue_option(CLI::App* cmd, std::string& epilogue);
 Suite with_epilogue(Suite suite, const std::string& epilogue);
 
 // The layers' own filters: read from DIR/<layer>.npy (float32 in the layer's filter layout), or made: seeded
-// random weights magnitude-pruned per output channel to a zero fraction. Neither: no layer carries a filter.
+// random weights magnitude-pruned per output channel to a zero fraction ("0.9"), or to 2:4 ("2:4": two of every
+// four consecutive values, what mma.sp takes). Neither: no layer carries a filter.
 struct WeightOptions {
   std::string dir;
-  std::optional<double> sparsity;
+  std::string sparsity;  // "" (none), a zero fraction in [0, 1], or "2:4"
   std::uint64_t seed = 1;
 };
 

@@ -1,0 +1,181 @@
+// sparse24_tc_verify_test: the 2:4 tensor-core family verified on the GPU against the float64 reference with the
+// same filter (outputs poisoned, activations random, the precision's limit): the edge-case corpus in fp16 and bf16,
+// each row in its own layout and channels-last, with filters pruned to 2:4, with every odd output channel zero as
+// well, and all zero; every configuration the search space offers on network layers; split-K of every count.
+// Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision and layout.
+#include <gtest/gtest.h>
+
+#include "convgen/weights.hpp"
+#include "measure/verify.hpp"
+#include "reference/inputs.hpp"
+#include "reference/pruning.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/module.hpp"
+#include "runtime/thread_pool.hpp"
+#include "sparse24_tc_params.hpp"
+#include "support/corpus.hpp"
+#include "support/verify_tally.hpp"
+
+namespace convgen {
+namespace {
+
+using namespace testing_support;
+
+const std::string kTallyTable = "sparse24_tc verified cases per precision and layout (configuration, shape)";
+
+Layout channels_last_of(Layout layout) {
+  switch (layout) {
+    case Layout::ncw: return Layout::nwc;
+    case Layout::nchw: return Layout::nhwc;
+    case Layout::ncdhw: return Layout::ndhwc;
+    default: return layout;
+  }
+}
+
+// `p` in `precision` and `layout`, carrying a 2:4 filter: pruned from seeded random values, then with every odd
+// output channel zeroed too when `odd_channels_zero`, or all zero when `all_zero`.
+enum class FilterKind { two_four, odd_channels_zero, all_zero };
+Problem with_two_four_filter(Problem p, Precision precision, Layout layout, FilterKind kind, std::uint64_t seed) {
+  p.precision = precision;
+  p.layout = layout;
+  std::vector<float> values = two_four_pruned_random_filter(p, seed);
+  const std::size_t per_k = values.size() / static_cast<std::size_t>(p.k);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (kind == FilterKind::all_zero || (kind == FilterKind::odd_channels_zero && (i / per_k) % 2 == 1))
+      values[i] = 0.0f;
+  return with_weights(p, std::move(values));
+}
+
+const char* name_of(FilterKind kind) {
+  switch (kind) {
+    case FilterKind::two_four: return "2:4";
+    case FilterKind::odd_channels_zero: return "2:4, odd channels zero";
+    case FilterKind::all_zero: return "all zero";
+  }
+  return "?";
+}
+
+struct Case {
+  std::string label;
+  Problem problem;
+  KernelSpec spec;
+};
+
+class Sparse24TcGpu : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
+    context_ = std::make_unique<Context>(0);
+    gpu_ = query_device(0);
+  }
+
+  // Builds every case in parallel, then verifies them one problem at a time (one reference per problem, computed
+  // with the problem's own filter); each failure is an EXPECT with its message. Returns the number verified.
+  int verify_all(const std::vector<Case>& cases, std::uint64_t seed) {
+    std::vector<BuildRequest> requests;
+    for (const Case& c : cases) requests.push_back({c.problem, c.spec});
+    ThreadPool pool;
+    const std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool);
+    Stream stream;
+    int verified = 0;
+    std::size_t i = 0;
+    while (i < cases.size()) {
+      std::size_t end = i;
+      while (end < cases.size() && cases[end].problem == cases[i].problem &&
+             cases[end].problem.weights.values == cases[i].problem.weights.values)
+        ++end;
+      ConvMeasurement measurement(cases[i].problem,
+                                  {.activation = DenseRandom{}, .filter = expected_filter(cases[i].problem),
+                                   .seed = seed++});
+      for (; i < end; ++i) {
+        const Case& c = cases[i];
+        if (const auto* error = std::get_if<std::exception_ptr>(&built[i])) {
+          try {
+            std::rethrow_exception(*error);
+          } catch (const std::exception& e) {
+            ADD_FAILURE() << c.label << " " << kernel_name(c.spec) << " did not build: " << e.what();
+          }
+          continue;
+        }
+        const Verification v = measurement.verify(kernel_candidate(std::get<BuiltKernel>(built[i])), stream);
+        ++verified;
+        const std::string key = fmt::format("{} {}", c.problem.precision,
+                                            channels_last(c.problem.layout) ? "channels-last" : "channels-first");
+        tally_verification(kTallyTable, key, c.label + " " + kernel_name(c.spec), v);
+        EXPECT_TRUE(v.passed) << c.label << " (" << describe(c.problem) << "): " << v.failure;
+      }
+    }
+    return verified;
+  }
+
+  std::unique_ptr<Context> context_;
+  Gpu gpu_;
+  JitCache cache_{std::nullopt};
+};
+
+TEST_F(Sparse24TcGpu, RepresentativeConfigurationsAreCorrectOnTheEdgeCaseCorpusWithEveryKindOfTwoFourFilter) {
+  std::vector<Case> cases;
+  std::uint64_t seed = 1;
+  for (const Layer& layer : edge_cases().layers)
+    for (Precision precision : {Precision::fp16, Precision::bf16}) {
+      std::vector<Layout> layouts = {layer.problem.layout};
+      if (!channels_last(layer.problem.layout)) layouts.push_back(channels_last_of(layer.problem.layout));
+      for (Layout layout : layouts)
+        for (FilterKind kind : {FilterKind::two_four, FilterKind::odd_channels_zero, FilterKind::all_zero}) {
+          const Problem p = with_two_four_filter(layer.problem, precision, layout, kind, seed++);
+          ASSERT_TRUE(is_two_four_sparse(p)) << layer.name;
+          // Two configurations for the extra filter kinds, four for the plain 2:4 filter.
+          const std::vector<KernelSpec> specs =
+              representative_specs(family("sparse24_tc"), p, gpu_, kind == FilterKind::two_four ? 3 : 1);
+          EXPECT_FALSE(specs.empty()) << layer.name << " " << problem_key(p);
+          for (const KernelSpec& s : specs)
+            cases.push_back({fmt::format("{} {} {} ({})", layer.name, precision, layout, name_of(kind)), p, s});
+        }
+    }
+  EXPECT_GT(verify_all(cases, 1), 0);
+}
+
+// Every configuration enumerate() offers, that is every one the tuner can pick, on the cusnn layers in fp16 NHWC at
+// batch 8 and on two layers in bf16 NCHW.
+TEST_F(Sparse24TcGpu, EveryEnumeratedConfigurationIsCorrectOnNetworkLayers) {
+  std::vector<Problem> problems;
+  std::uint64_t seed = 100;
+  const Suite cusnn = load_suite(source_dir() / "shapes" / "cusnn.csv");
+  for (const Layer& layer : cusnn.layers) {
+    Problem p = layer.problem;
+    p.n = 8;
+    problems.push_back(with_two_four_filter(p, Precision::fp16, Layout::nhwc, FilterKind::two_four, seed++));
+  }
+  for (const Layer& layer : {cusnn.layers.front(), cusnn.layers.back()})
+    problems.push_back(with_two_four_filter(layer.problem, Precision::bf16, Layout::nchw, FilterKind::two_four, seed++));
+  std::vector<Case> cases;
+  for (const Problem& p : problems) {
+    const std::vector<KernelSpec> specs = family("sparse24_tc").enumerate(p, gpu_);
+    EXPECT_FALSE(specs.empty()) << problem_key(p);
+    for (const KernelSpec& s : specs) cases.push_back({problem_key(p), p, s});
+  }
+  EXPECT_GT(verify_all(cases, 200), 0);
+}
+
+TEST_F(Sparse24TcGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
+  // A long reduction on few output pixels: the case split-K exists for; K = 96 is a partial 64-channel tile.
+  std::vector<Case> cases;
+  std::uint64_t seed = 300;
+  for (Precision precision : {Precision::fp16, Precision::bf16})
+    for (Layout layout : {Layout::nhwc, Layout::nchw}) {
+      const Problem shape{.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+      const Problem p = with_two_four_filter(shape, precision, layout, FilterKind::two_four, seed++);
+      for (int split_k : {2, 3, 5, 8, 16, 24}) {
+        const KernelSpec s = to_spec(Sparse24TcParams{.block_m = 64, .block_n = 32, .block_k = 32, .warp_m = 32,
+                                                      .warp_n = 32, .stages = 3, .split_k = split_k,
+                                                      .vector = channels_last(layout)});
+        ASSERT_EQ(family("sparse24_tc").check_support(p, gpu_, s), std::nullopt) << kernel_name(s);
+        cases.push_back({fmt::format("split_k {} {} {}", split_k, precision, layout), p, s});
+      }
+    }
+  EXPECT_EQ(verify_all(cases, 500), static_cast<int>(cases.size()));
+}
+
+}  // namespace
+}  // namespace convgen
