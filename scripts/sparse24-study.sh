@@ -9,7 +9,9 @@
 #     tune-n8    every sparse24_tc and igemm_tc candidate of resnet50 at batch 8 on the same 2:4 filters, measured
 #     tune-n32   the same at batch 32 (`tune --budget 0`, both into OUT/sp24.sqlite)
 #     bench      resnet50 at batch 8 and 32: ours (sparse24_tc and the dense igemm_tc on the same filter, the tuned
-#                bests joining) against every cuDNN FP16 route (dense, tensor-op math), in the same run
+#                bests joining) against every cuDNN FP16 route (dense, tensor-op math), in the same run. BATCHES
+#                (default 8,32) and CANDIDATES (ours per family besides the defaults and the tuned bests, default 0)
+#                narrow it to fit one call; each batch list reports to OUT/bench-<batches>/
 #   Reports go to OUT/<part>/; draw them with `convgen plot`.
 set -uo pipefail
 out=${1:?usage: scripts/sparse24-study.sh OUT PART...}
@@ -40,9 +42,11 @@ for part in "$@"; do
       tail -2 "$out/$part.log"
       ;;
     bench)
-      "$convgen" bench "${common[@]}" --batch 8,32 --families sparse24_tc,igemm_tc --db "$db" --out "$out/bench" \
-        > "$out/bench.log" 2>&1 || status=1
-      grep -h -E "^Geometric|^Network total" "$out"/bench/*.md
+      batches=${BATCHES:-8,32}
+      "$convgen" bench "${common[@]}" --batch "$batches" --candidates "${CANDIDATES:-0}" \
+        --families sparse24_tc,igemm_tc --db "$db" --out "$out/bench-$batches" > "$out/bench-$batches.log" 2>&1 ||
+        status=1
+      grep -h -E "^Geometric|^Network total" "$out/bench-$batches"/*.md
       ;;
     *)
       echo "unknown part '$part', expected verify, tune-n8, tune-n32 or bench" >&2

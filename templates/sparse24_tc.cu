@@ -149,6 +149,15 @@ constexpr int META_OFFSET = A_STAGE_BYTES;
 constexpr int B_OFFSET = A_STAGE_BYTES + META_STAGE_BYTES;
 constexpr int STAGE_BYTES = B_OFFSET + B_STAGE_BYTES;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;  // dynamic shared memory (the family's plan says the same)
+// Channels-last, an accumulator's neighbours in memory are the next channels, which another lane holds: the block
+// stages its fp32 tile in the (then idle) pipeline buffers as [BLOCK_N pixels][OUT_LDS], and writes each pixel's
+// channels 8 at a time (16-byte stores of fp16 / bf16, two of fp32 partial sums) where KG % 8 == 0. The 4 floats of
+// padding put the 8 channels x 4 pixel pairs an mma tile's accumulators fill in 32 different banks. A tile larger
+// than the pipeline's buffers is written element by element instead.
+constexpr int OUT_LDS = BLOCK_M + 4;
+constexpr int OUT_TILE_BYTES = BLOCK_N * OUT_LDS * 4;
+constexpr bool STAGED_OUTPUT = CHANNELS_LAST && OUT_TILE_BYTES <= SMEM_BYTES;
+constexpr bool VECTOR_OUTPUT = KG % 8 == 0;
 
 // ---- Global -> shared loads ---------------------------------------------------------------------------------------
 // A tile of ROWS rows of UNITS 16-byte units: thread tid copies unit tid % UNITS of rows tid / UNITS + i * ROW_STEP.
@@ -353,6 +362,64 @@ __device__ __forceinline__ void store_partials(float* __restrict__ g_workspace, 
   }
 }
 
+// Writes the block's output tile staged in s_out (see STAGED_OUTPUT): thread tid takes units of 8 channels of one
+// pixel, tid, tid + THREADS, ...; each through the epilogue (SPLIT_K == 1) or as partial sums.
+__device__ __forceinline__ void store_staged(const float* s_out, element_t* __restrict__ g_output,
+                                             float* __restrict__ g_workspace, int split, int n_tile, int m_tile,
+                                             int group, int tid, const element_t* __restrict__ g_bias,
+                                             const element_t* __restrict__ g_residual) {
+  constexpr int UNITS = BLOCK_M / 8;
+  for (int u = tid; u < BLOCK_N * UNITS; u += THREADS) {
+    const int pixel = u / UNITS;
+    const int row0 = m_tile + (u % UNITS) * 8;
+    const int npix = n_tile + pixel;
+    if (npix >= NPIX || row0 >= KG) continue;
+    const float* v = s_out + pixel * OUT_LDS + (u % UNITS) * 8;
+    const int k0 = group * KG + row0;
+    const idx_t offset = (idx_t)npix * K + k0;
+    if constexpr (SPLIT_K == 1) {
+      if constexpr (VECTOR_OUTPUT) {
+        unsigned w[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          w[j] = (unsigned)to_element(epilogue_at(v[2 * j], offset + 2 * j, k0 + 2 * j, g_bias, g_residual)) |
+                 ((unsigned)to_element(epilogue_at(v[2 * j + 1], offset + 2 * j + 1, k0 + 2 * j + 1, g_bias,
+                                                   g_residual))
+                  << 16);
+        uint4 packed;
+        packed.x = w[0];
+        packed.y = w[1];
+        packed.z = w[2];
+        packed.w = w[3];
+        *reinterpret_cast<uint4*>(g_output + offset) = packed;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          if (row0 + j < KG) g_output[offset + j] = to_element(epilogue_at(v[j], offset + j, k0 + j, g_bias, g_residual));
+      }
+    } else {
+      float* partials = g_workspace + (idx_t)split * (idx_t)OUTPUT_ELEMENTS + offset;
+      if constexpr (VECTOR_OUTPUT) {
+        float4 a, b;
+        a.x = v[0];
+        a.y = v[1];
+        a.z = v[2];
+        a.w = v[3];
+        b.x = v[4];
+        b.y = v[5];
+        b.z = v[6];
+        b.w = v[7];
+        reinterpret_cast<float4*>(partials)[0] = a;
+        reinterpret_cast<float4*>(partials)[1] = b;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          if (row0 + j < KG) partials[j] = v[j];
+      }
+    }
+  }
+}
+
 // ---- Packing ------------------------------------------------------------------------------------------------------
 constexpr int PACK_THREADS = 256;
 constexpr int SEGMENTS = KR_PAD / 16;  // 16 reduction elements (4 chunks, one metadata half-word) per pack thread
@@ -516,6 +583,26 @@ extern "C" __global__ void __launch_bounds__(sparse24_tc::THREADS)
     write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
   }
   convgen::tc::cp_async_wait<0>();
+
+  if constexpr (STAGED_OUTPUT) {
+    // Every warp has finished with the pipeline's buffers before they hold the output tile.
+    __syncthreads();
+    float* s_out = reinterpret_cast<float*>(s_bytes);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) {
+          const int row = warp_m * WARP_M + mi * 16 + lane / 4 + 8 * half;
+          const int col = warp_n * WARP_N + ni * 8 + 2 * (lane % 4);
+          s_out[col * OUT_LDS + row] = r_acc[mi][ni][2 * half];
+          s_out[(col + 1) * OUT_LDS + row] = r_acc[mi][ni][2 * half + 1];
+        }
+    __syncthreads();
+    store_staged(s_out, g_output, g_workspace, split, n_tile, m_tile, group, tid, g_bias, g_residual);
+    return;
+  }
 
   // Epilogue: accumulator v of tile (mi, ni) is C[row][col] with row = mi * 16 + lane / 4 + 8 * (v / 2) (an output
   // channel) and col = ni * 8 + 2 * (lane % 4) + v % 2 (an output pixel) within the warp tile.

@@ -158,6 +158,30 @@ TEST_F(Sparse24TcGpu, EveryEnumeratedConfigurationIsCorrectOnNetworkLayers) {
   EXPECT_GT(verify_all(cases, 200), 0);
 }
 
+// The epilogue at the store: bias, residual and ReLU, in both layouts (channels-last through the staged tile, with
+// and without 16-byte stores), without and with split-K (where the reduce pass applies it).
+TEST_F(Sparse24TcGpu, AppliesTheEpilogueInBothLayoutsWithAndWithoutSplitK) {
+  std::vector<Case> cases;
+  std::uint64_t seed = 400;
+  const Epilogue epilogue = parse_epilogue("bias+add+relu");
+  for (const char* name : {"c32_k100_3x3", "c16_k5_odd_7x9_nopad"})
+    for (const Layer& layer : edge_cases().layers) {
+      if (layer.name != name) continue;
+      for (Layout layout : {layer.problem.layout, channels_last_of(layer.problem.layout)}) {
+        Problem p = with_two_four_filter(layer.problem, Precision::fp16, layout, FilterKind::two_four, seed++);
+        p.epilogue = epilogue;
+        std::vector<KernelSpec> specs = representative_specs(family("sparse24_tc"), p, gpu_, 1);
+        for (const KernelSpec& s : family("sparse24_tc").enumerate(p, gpu_))
+          if (params_of<Sparse24TcParams>(s).split_k > 1) {
+            specs.push_back(s);
+            break;
+          }
+        for (const KernelSpec& s : specs) cases.push_back({fmt::format("{} {} bias+add+relu", name, layout), p, s});
+      }
+    }
+  EXPECT_GT(verify_all(cases, 450), 0);
+}
+
 TEST_F(Sparse24TcGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
   // A long reduction on few output pixels: the case split-K exists for; K = 96 is a partial 64-channel tile.
   std::vector<Case> cases;
