@@ -37,6 +37,57 @@ TEST(Pruning, EveryOutputChannelLosesItsSmallestValues) {
   }
 }
 
+// 2:4: in every chunk of 4 consecutive values of a channel's row (from the row's start, the last chunk shorter when
+// the row length is not a multiple of 4) the 2 largest magnitudes are kept, the others zeroed.
+TEST(Pruning, TwoFourKeepsTheTwoLargestOfEveryChunkOfFourInEachRow) {
+  for (const Problem& p : {kProblem, Problem{.n = 1, .c = 3, .k = 2, .input = {1, 5, 5}, .filter = {1, 1, 3}}}) {
+    const std::vector<float> pruned = two_four_pruned_random_filter(p, 7);
+    const HostTensor dense = make_tensor(p, TensorRole::filter, DenseRandom{}, 7);
+    const std::size_t per_k = pruned.size() / static_cast<std::size_t>(p.k);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(p.k); ++k)
+      for (std::size_t chunk = 0; chunk < per_k; chunk += 4) {
+        const std::size_t size = std::min<std::size_t>(4, per_k - chunk);
+        float smallest_kept = INFINITY, largest_pruned = 0;
+        std::size_t kept = 0;
+        for (std::size_t i = k * per_k + chunk; i < k * per_k + chunk + size; ++i) {
+          const float original = dense.get(static_cast<std::int64_t>(i));
+          if (pruned[i] == 0) {
+            largest_pruned = std::max(largest_pruned, std::fabs(original));
+          } else {
+            EXPECT_EQ(pruned[i], original) << i;
+            smallest_kept = std::min(smallest_kept, std::fabs(original));
+            ++kept;
+          }
+        }
+        EXPECT_EQ(kept, std::min<std::size_t>(2, size)) << "k " << k << " chunk " << chunk;
+        EXPECT_LE(largest_pruned, smallest_kept) << "k " << k << " chunk " << chunk;
+      }
+    EXPECT_TRUE(is_two_four_sparse(with_weights(p, pruned)));
+    EXPECT_EQ(pruned, two_four_pruned_random_filter(p, 7));
+  }
+}
+
+// is_two_four_sparse counts chunks from each row's start: 3 nonzeros in one chunk fail, the same 3 split over two
+// chunks pass; a problem without values is not 2:4.
+TEST(Pruning, TwoFourSparsityIsCheckedChunkByChunkFromEachRowsStart) {
+  const Problem p{.n = 1, .c = 3, .k = 2, .input = {1, 5, 5}, .filter = {1, 1, 3}};  // rows of 9
+  EXPECT_FALSE(is_two_four_sparse(p));
+  std::vector<float> v(18, 0.0f);
+  v[9] = v[10] = 1;  // row 1, chunk 0: 2 nonzeros
+  v[16] = v[17] = 1;  // row 1: one in chunk 13..16, one in the short last chunk (17)
+  EXPECT_TRUE(is_two_four_sparse(with_weights(p, v)));
+  v[11] = 1;  // row 1, chunk 0: 3 nonzeros
+  EXPECT_FALSE(is_two_four_sparse(with_weights(p, v)));
+  std::vector<float> across(18, 0.0f);
+  across[2] = across[3] = across[4] = 1;  // 3 nonzeros in a row: chunk 0 (0..3) holds 2, chunk 1 (4..7) one
+  EXPECT_TRUE(is_two_four_sparse(with_weights(p, across)));
+  across[8] = 1;
+  across[5] = 1;  // chunk 1 (4..7) now 2, the last chunk (8) 1
+  EXPECT_TRUE(is_two_four_sparse(with_weights(p, across)));
+  across[6] = 1;  // chunk 1: 3
+  EXPECT_FALSE(is_two_four_sparse(with_weights(p, across)));
+}
+
 TEST(Pruning, TheSeedReproducesTheFilterAndTheEndsAreDenseAndEmpty) {
   EXPECT_EQ(pruned_random_filter(kProblem, 0.5, 3), pruned_random_filter(kProblem, 0.5, 3));
   EXPECT_NE(pruned_random_filter(kProblem, 0.5, 3), pruned_random_filter(kProblem, 0.5, 4));

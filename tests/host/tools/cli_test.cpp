@@ -311,6 +311,18 @@ TEST(Cli, WeightsFromNpyFilesAreCheckedAndMadeFiltersArePruned) {
   r = run_convgen("analyze --gpu h100_sxm --shapes " + csv.string() + " --weight-sparsity 0.9 --weights " +
                   dir.string());
   EXPECT_NE(r.exit_code, 0) << r.output;
+  // 2:4: half of every row of 4 x 3 x 3 = 36 values is zero; a word that is neither a fraction nor 2:4 is refused.
+  r = run_convgen("analyze --gpu h100_sxm --shapes " + csv.string() + " --weight-sparsity 2:4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("its filter (50% zeros)"), std::string::npos) << r.output;
+  for (const char* bad : {"1.5", "2:8", "0.9x", "half"}) {
+    r = run_convgen("analyze --gpu h100_sxm --shapes " + csv.string() + " --weight-sparsity " + bad);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_NE(r.output.find(std::string("--weight-sparsity: '") + bad +
+                            "' is neither a zero fraction in [0, 1] nor 2:4"),
+              std::string::npos)
+        << r.output;
+  }
   std::filesystem::remove_all(dir);
 }
 
