@@ -199,33 +199,8 @@ struct PixelElement {
 };
 constexpr int B_ROWS = VECTOR ? PixelVector::PASSES : PixelElement::ROWS;  // pixels a thread loads for
 
-// What a thread knows of each output pixel it loads activations for; fixed for the whole reduction.
-struct PixelOrigin {
-  idx_t base;      // offset of (n, channel g * CG, d = h = w = 0) in the activation
-  int d0, h0, w0;  // input coordinate of filter tap (0, 0, 0): o * STRIDE_D - PAD_D, ...
-  bool ok;         // the pixel exists (npix < NPIX) and this thread loads it
-};
-
-// kr -> (c, t, r, s) in the layout's reduction order (see the top of the file).
-struct Tap {
-  int c, t, r, s;
-};
-__device__ __forceinline__ Tap tap_of(int kr) {
-  const int c = CHANNELS_LAST ? kr % CG : kr / TRS;
-  const int trs = CHANNELS_LAST ? kr / CG : kr % TRS;
-  return {c, trs / RS, (trs / S) % R, trs % S};
-}
-
-// The activation offset of `tap` for pixel `px`, and whether it lies inside the input (else it reads as zero).
-__device__ __forceinline__ bool activation_offset(const PixelOrigin& px, const Tap& tap, idx_t& offset) {
-  const int d = px.d0 + tap.t * DIL_D;
-  const int h = px.h0 + tap.r * DIL_H;
-  const int w = px.w0 + tap.s * DIL_W;
-  const bool inside = (unsigned)d < (unsigned)D && (unsigned)h < (unsigned)H && (unsigned)w < (unsigned)W;
-  const idx_t spatial = ((idx_t)d * H + h) * W + w;
-  offset = CHANNELS_LAST ? px.base + spatial * C + tap.c : px.base + (idx_t)tap.c * DHW + spatial;
-  return px.ok && inside;
-}
+// The gather: PixelOrigin, pixel_origin, Tap, tap_of, activation_offset and output_offset, in this namespace.
+#include "conv_gather.cuh"
 
 // Issues the loads of reduction slice [kr0, kr0 + BLOCK_K) into one stage: the compressed filter rows and their
 // metadata of this block's channel tile (always inside the packed arrays: they are padded to whole tiles), and the
@@ -304,16 +279,6 @@ __device__ __forceinline__ element_t to_element(float value) {
 
 __device__ __forceinline__ float to_float(element_t value) {
   return IS_BF16 ? convgen::tc::bf16_bits_to_float(value) : convgen::tc::fp16_bits_to_float(value);
-}
-
-// Offset of output (npix, k) in the layout: channels-last npix * K + k, channels-first (n * K + k) * OPQ + opq.
-__device__ __forceinline__ idx_t output_offset(int npix, int k) {
-  if constexpr (CHANNELS_LAST) {
-    return (idx_t)npix * K + k;
-  } else {
-    const int n = npix / OPQ;
-    return ((idx_t)n * K + k) * OPQ + (npix - n * OPQ);
-  }
 }
 
 // Two neighbouring pixels (2t, 2t + 1 of an mma tile; npix is even) are neighbours in memory channels-first when
@@ -520,15 +485,7 @@ extern "C" __global__ void __launch_bounds__(sparse24_tc::THREADS)
     const int row = VECTOR ? PixelVector::row(tid, i) : PixelElement::row(tid, i);
     const bool active = VECTOR ? PixelVector::active(tid, i) : true;
     const int npix = n_tile + row;
-    const int n = npix / OPQ;
-    const int opq = npix % OPQ;
-    r_pixel[i].ok = active && npix < NPIX;
-    // Pixels past the end are never read; their base stays 0 so no arithmetic leaves the index range.
-    const idx_t base = CHANNELS_LAST ? (idx_t)n * DHW * C + group * CG : ((idx_t)n * C + group * CG) * DHW;
-    r_pixel[i].base = r_pixel[i].ok ? base : 0;
-    r_pixel[i].d0 = (opq / PQ) * STRIDE_D - PAD_D;
-    r_pixel[i].h0 = ((opq / Q) % P) * STRIDE_H - PAD_H;
-    r_pixel[i].w0 = (opq % Q) * STRIDE_W - PAD_W;
+    r_pixel[i] = pixel_origin(npix, group, active);
   }
 
   // This lane's ldmatrix row addresses and metadata word within a stage (see multiply_stage): threads 4 g8 and

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "generator/family.hpp"
+#include "generator/ranking.hpp"
 #include "generator/render.hpp"
 #include "igemm_tc_params.hpp"
 
@@ -298,10 +299,10 @@ class IgemmTc final : public Family {
     // 16-byte loads wherever the alignment allows them; element loads otherwise.
     const bool vector = !vector_reason(p, g);
     const int eb = element_bytes_of(p);
-    std::vector<std::vector<std::pair<double, IgemmTcParams>>> by_tile;
+    std::vector<std::vector<Estimated<IgemmTcParams>>> by_tile;
     for (const Tile& t : kTiles) {
       if (!tile_fits(g, t)) continue;
-      std::vector<std::pair<double, IgemmTcParams>> ranked;
+      std::vector<Estimated<IgemmTcParams>> ranked;
       for (int row_bytes : {128, 64, 32}) {
         const int block_k = row_bytes / eb;
         // 32-byte rows only where the whole reduction is shorter than a 64-byte row.
@@ -321,24 +322,9 @@ class IgemmTc final : public Family {
           }
         }
       }
-      std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       if (!ranked.empty()) by_tile.push_back(std::move(ranked));
     }
-    std::vector<std::pair<double, IgemmTcParams>> chosen;
-    for (std::size_t round = 0; chosen.size() < kMaxCandidates; ++round) {
-      std::vector<std::pair<double, IgemmTcParams>> this_round;
-      for (const auto& ranked : by_tile)
-        if (round < ranked.size()) this_round.push_back(ranked[round]);
-      if (this_round.empty()) break;
-      std::stable_sort(this_round.begin(), this_round.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (const auto& c : this_round)
-        if (chosen.size() < kMaxCandidates) chosen.push_back(c);
-    }
-    std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<IgemmTcParams> specs;
-    for (const auto& c : chosen) specs.push_back(c.second);
-    return specs;
+    return best_of_every_group_first(std::move(by_tile), kMaxCandidates);
   }
 
   CostFeatures features(const Problem& p, const IgemmTcParams& s) const {

@@ -9,6 +9,7 @@
 
 #include "convgen/weights.hpp"
 #include "generator/family.hpp"
+#include "generator/ranking.hpp"
 #include "generator/render.hpp"
 #include "sparse24_tc_params.hpp"
 
@@ -295,10 +296,10 @@ class Sparse24Tc final : public Family {
     const Gemm g = gemm_of(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     const bool vector = !vector_reason(p);
-    std::vector<std::vector<std::pair<double, Sparse24TcParams>>> by_tile;
+    std::vector<std::vector<Estimated<Sparse24TcParams>>> by_tile;
     for (const Tile& t : kTiles) {
       if (!tile_fits(g, t)) continue;
-      std::vector<std::pair<double, Sparse24TcParams>> ranked;
+      std::vector<Estimated<Sparse24TcParams>> ranked;
       for (int block_k : {128, 64, 32}) {
         if (block_k == 32 && g.kr > 32) continue;
         bool deep_pipeline = false;
@@ -315,24 +316,9 @@ class Sparse24Tc final : public Family {
           }
         }
       }
-      std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       if (!ranked.empty()) by_tile.push_back(std::move(ranked));
     }
-    std::vector<std::pair<double, Sparse24TcParams>> chosen;
-    for (std::size_t round = 0; chosen.size() < kMaxCandidates; ++round) {
-      std::vector<std::pair<double, Sparse24TcParams>> this_round;
-      for (const auto& ranked : by_tile)
-        if (round < ranked.size()) this_round.push_back(ranked[round]);
-      if (this_round.empty()) break;
-      std::stable_sort(this_round.begin(), this_round.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (const auto& c : this_round)
-        if (chosen.size() < kMaxCandidates) chosen.push_back(c);
-    }
-    std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<Sparse24TcParams> specs;
-    for (const auto& c : chosen) specs.push_back(c.second);
-    return specs;
+    return best_of_every_group_first(std::move(by_tile), kMaxCandidates);
   }
 
   CostFeatures features(const Problem& p, const Sparse24TcParams& s) const {
