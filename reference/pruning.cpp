@@ -54,7 +54,8 @@ std::vector<float> two_four_pruned_random_filter(const Problem& p, std::uint64_t
       const std::size_t size = std::min<std::size_t>(4, row - chunk);
       if (size <= 2) continue;
       std::size_t order[4] = {0, 1, 2, 3};
-      std::stable_sort(order, order + size, [&](std::size_t a, std::size_t b) { return std::fabs(v[a]) < std::fabs(v[b]); });
+      std::stable_sort(order, order + size,
+                       [&](std::size_t a, std::size_t b) { return std::fabs(v[a]) < std::fabs(v[b]); });
       for (std::size_t i = 0; i + 2 < size; ++i) v[order[i]] = 0.0f;
     }
   return values;

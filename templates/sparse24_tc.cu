@@ -205,7 +205,8 @@ constexpr int B_ROWS = VECTOR ? PixelVector::PASSES : PixelElement::ROWS;  // pi
 // Issues the loads of reduction slice [kr0, kr0 + BLOCK_K) into one stage: the compressed filter rows and their
 // metadata of this block's channel tile (always inside the packed arrays: they are padded to whole tiles), and the
 // activation tile (zero at or past kr_end and outside the input).
-__device__ __forceinline__ void load_stage(unsigned s_stage, element_t* s_pixels, const element_t* __restrict__ g_activation,
+__device__ __forceinline__ void load_stage(unsigned s_stage, element_t* s_pixels,
+                                           const element_t* __restrict__ g_activation,
                                            const unsigned char* g_values_tile, const unsigned char* g_meta_tile,
                                            const PixelOrigin (&r_pixel)[B_ROWS], int tid, int kr0, int kr_end) {
   FilterLoader::copy(s_stage, A_LDS * ELEMENT_BYTES, g_values_tile + kr0 / 2 * ELEMENT_BYTES,
@@ -360,7 +361,8 @@ __device__ __forceinline__ void store_staged(const float* s_out, element_t* __re
       } else {
 #pragma unroll
         for (int j = 0; j < 8; ++j)
-          if (row0 + j < KG) g_output[offset + j] = to_element(epilogue_at(v[j], offset + j, k0 + j, g_bias, g_residual));
+          if (row0 + j < KG)
+            g_output[offset + j] = to_element(epilogue_at(v[j], offset + j, k0 + j, g_bias, g_residual));
       }
     } else {
       float* partials = g_workspace + (idx_t)split * (idx_t)OUTPUT_ELEMENTS + offset;

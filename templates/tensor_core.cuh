@@ -1,5 +1,5 @@
-// tensor_core: the sm_80 warp-level instructions the tensor-core templates use (cp.async, ldmatrix, mma.sync, mma.sp and
-// the conversions to tf32, fp16 and bf16), each one inline-PTX function; included by NVRTC as a header.
+// tensor_core: the sm_80 warp-level instructions the tensor-core templates use (cp.async, ldmatrix, mma.sync, mma.sp
+// and the conversions to tf32, fp16 and bf16), each one inline-PTX function; included by NVRTC as a header.
 //
 // Every instruction a template issues on tensor cores is here and nowhere else, so that a host test
 // (tests/host/generator/families/igemm_tc_emulation_test.cpp) can put its own definitions of these functions in

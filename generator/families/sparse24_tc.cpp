@@ -79,7 +79,8 @@ int smem_bytes(const Sparse24TcParams& s) {
 
 // Whether the activation tile is loaded with 16-byte cp.async (channels-last, 8 channels per group aligned).
 std::optional<std::string> vector_reason(const Problem& p) {
-  if (!channels_last(p.layout)) return fmt::format("16-byte activation loads need a channels-last layout, got {}", p.layout);
+  if (!channels_last(p.layout))
+    return fmt::format("16-byte activation loads need a channels-last layout, got {}", p.layout);
   if (c_per_group(p) % 8 != 0)
     return fmt::format("16-byte activation loads need channels per group to be a multiple of 8, got {}",
                        c_per_group(p));

@@ -148,7 +148,8 @@ TEST_F(Sparse24TcGpu, EveryEnumeratedConfigurationIsCorrectOnNetworkLayers) {
     problems.push_back(with_two_four_filter(p, Precision::fp16, Layout::nhwc, FilterKind::two_four, seed++));
   }
   for (const Layer& layer : {cusnn.layers.front(), cusnn.layers.back()})
-    problems.push_back(with_two_four_filter(layer.problem, Precision::bf16, Layout::nchw, FilterKind::two_four, seed++));
+    problems.push_back(
+        with_two_four_filter(layer.problem, Precision::bf16, Layout::nchw, FilterKind::two_four, seed++));
   std::vector<Case> cases;
   for (const Problem& p : problems) {
     const std::vector<KernelSpec> specs = family("sparse24_tc").enumerate(p, gpu_);
