@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "generator/family.hpp"
+#include "generator/occupancy.hpp"
 #include "igemm_params.hpp"
 
 namespace convgen {
@@ -97,19 +98,6 @@ bool tile_fits(const Gemm& g, const Tile& t) {
 IgemmParams spec_of(const Tile& t, int block_k, int stages, int split_k, int vector) {
   return {.block_m = t.block_m, .block_n = t.block_n, .block_k = block_k,
           .thread_m = t.thread_m, .thread_n = t.thread_n, .stages = stages, .split_k = split_k, .vector = vector};
-}
-
-// Blocks of one SM that run at once, by the GPU's thread, register, shared-memory and block limits.
-int resident_blocks_per_sm(const Gpu& gpu, const IgemmParams& s) {
-  const int threads = threads_per_block(s);
-  int blocks = gpu.max_blocks_per_sm > 0 ? gpu.max_blocks_per_sm : 32;
-  if (gpu.max_threads_per_sm > 0) blocks = std::min(blocks, gpu.max_threads_per_sm / threads);
-  if (gpu.regs_per_sm > 0) {
-    const int regs = (register_estimate(s) + 7) / 8 * 8;
-    blocks = std::min(blocks, gpu.regs_per_sm / (regs * threads));
-  }
-  if (gpu.smem_per_sm_bytes > 0) blocks = std::min(blocks, gpu.smem_per_sm_bytes / smem_bytes(s));
-  return std::max(blocks, 1);
 }
 
 class Igemm final : public Family {
@@ -287,7 +275,7 @@ class Igemm final : public Family {
     const Gemm g = gemm_of(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     const std::int64_t blocks = blocks_of(g, s);
-    const int per_sm = resident_blocks_per_sm(gpu, s);
+    const int per_sm = resident_blocks_per_sm(gpu, threads_per_block(s), register_estimate(s), smem_bytes(s));
     const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sm_count) * per_sm));
     const double resident = std::min<double>(per_sm, std::ceil(static_cast<double>(blocks) / sm_count));
     const int fmas = s.thread_m * s.thread_n;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "generator/family.hpp"
+#include "generator/occupancy.hpp"
 #include "generator/ranking.hpp"
 #include "generator/render.hpp"
 #include "igemm_tc_params.hpp"
@@ -136,18 +137,6 @@ IgemmTcParams params_of_tile(const Tile& t, int block_k, int stages, int split_k
           .vector = vector};
 }
 
-// Blocks of one SM that run at once, by the GPU's thread, register, shared-memory and block limits.
-int resident_blocks_per_sm(const Problem& p, const Gpu& gpu, const IgemmTcParams& s) {
-  const int threads = threads_of(s);
-  int blocks = gpu.max_blocks_per_sm > 0 ? gpu.max_blocks_per_sm : 32;
-  if (gpu.max_threads_per_sm > 0) blocks = std::min(blocks, gpu.max_threads_per_sm / threads);
-  if (gpu.regs_per_sm > 0) {
-    const int regs = (register_estimate(p, s) + 7) / 8 * 8;
-    blocks = std::min(blocks, gpu.regs_per_sm / (regs * threads));
-  }
-  if (gpu.smem_per_sm_bytes > 0) blocks = std::min(blocks, gpu.smem_per_sm_bytes / smem_bytes(p, s));
-  return std::max(blocks, 1);
-}
 
 class IgemmTc final : public Family {
  public:
@@ -375,7 +364,7 @@ class IgemmTc final : public Family {
     const Gemm g = gemm_of(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     const std::int64_t blocks = blocks_of(g, s);
-    const int per_sm = resident_blocks_per_sm(p, gpu, s);
+    const int per_sm = resident_blocks_per_sm(gpu, threads_of(s), register_estimate(p, s), smem_bytes(p, s));
     const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sm_count) * per_sm));
     const double resident = std::min<double>(per_sm, std::ceil(static_cast<double>(blocks) / sm_count));
     const int mi = s.warp_m / 16, ni = s.warp_n / 8;
