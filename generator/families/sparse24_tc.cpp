@@ -211,6 +211,13 @@ class Sparse24Tc final : public Family {
 
  private:
   std::optional<std::string> check(const Problem& p, const Gpu& gpu, const Sparse24TcParams& s) const {
+    if (auto reason = problem_reason(p, gpu)) return reason;
+    return spec_reason(p, gpu, s);
+  }
+
+  // What keeps the family from the problem whatever the configuration (the 2:4 test reads the whole filter:
+  // candidates() asks it once, not once per configuration).
+  static std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
     if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
     if (!serves_precision(p.precision))
       return fmt::format("precision {} is not supported by sparse24_tc (fp16 and bf16 only: mma.sp's 2:4 types)",
@@ -226,6 +233,11 @@ class Sparse24Tc final : public Family {
     if (!is_two_four_sparse(p))
       return "the problem's filter is not 2:4: some chunk of 4 consecutive values of a filter row has more than 2 "
              "nonzeros (--weight-sparsity 2:4 prunes to the pattern)";
+    return std::nullopt;
+  }
+
+  // What keeps configuration `s` from a problem the family serves.
+  static std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const Sparse24TcParams& s) {
     // Field values; powers of two let the loaders divide every tile evenly.
     if (!is_pow2(s.block_m) || s.block_m < 16 || s.block_m > 256)
       return fmt::format("block_m must be a power of two from 16 to 256, got {}", s.block_m);
@@ -281,8 +293,7 @@ class Sparse24Tc final : public Family {
   // (32 only for a reduction no longer than that), 4 or 3 stages (2 only where neither fits), and split-K while the
   // output alone fills fewer than two waves; of these, kMaxCandidates by estimate, the best of every tile first.
   std::vector<Sparse24TcParams> candidates(const Problem& p, const Gpu& gpu) const {
-    if (!serves_precision(p.precision) || !validate(p).empty() || !has_mma_tf32(gpu) || !is_two_four_sparse(p))
-      return {};
+    if (problem_reason(p, gpu)) return {};
     const Gemm g = gemm_of(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     const bool vector = !vector_reason(p);
@@ -300,7 +311,7 @@ class Sparse24Tc final : public Family {
           for (int split_k = 1; split_k <= 16; split_k *= 2) {
             if (split_k > 1 && (tiles * (split_k / 2) >= 2 * sm_count || ceil_div(steps, split_k) < 2)) break;
             const Sparse24TcParams s = params_of_tile(t, block_k, stages, split_k, vector);
-            if (check(p, gpu, s)) continue;
+            if (spec_reason(p, gpu, s)) continue;
             ranked.emplace_back(estimate_us(p, gpu, s), s);
             deep_pipeline = true;
           }
