@@ -71,7 +71,7 @@ std::optional<std::string> remembered_kernel_id(const Problem& problem, const Ke
 BuiltKernel build_kernel(const Problem& problem, const KernelSpec& spec, const Gpu& gpu, JitCache& cache) {
   if (auto reason = check_support(problem, gpu, spec))
     throw InputError(fmt::format("{} does not serve {}: {}", kernel_name(spec), problem_key(problem), *reason));
-  const CompileOptions options = kernel_compile_options(gpu.arch);
+  const CompileOptions options = kernel_compile_options(compile_arch(spec, gpu));
   const std::optional<std::string> id = remembered_kernel_id(problem, spec, options);
   if (id)
     if (const std::shared_ptr<const BuiltKernel> kept = cache.recall<BuiltKernel>(*id)) return *kept;

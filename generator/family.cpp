@@ -43,6 +43,8 @@ const Family& family(std::string_view name) {
   throw InputError(fmt::format("unknown kernel family '{}', expected one of {}", name, family_names()));
 }
 
+std::string compile_arch(const KernelSpec& spec, const Gpu& gpu) { return family(spec.family).compile_arch(gpu); }
+
 std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu, const KernelSpec& spec) {
   if (std::string reason = validate(problem); !reason.empty()) return "invalid problem: " + reason;
   const Family* f = find_family(spec.family);

@@ -89,6 +89,10 @@ class Family {
   // Returns the family's place in default_choice's order for this problem: lower is tried first.
   virtual int default_rank(const Problem& problem) const = 0;
 
+  // Returns the architecture NVRTC compiles this family's kernels for on `gpu`: the GPU's own (default), or its
+  // arch-specific variant (sm_90a) for a family that uses instructions only that variant has (wgmma).
+  virtual std::string compile_arch(const Gpu& gpu) const { return gpu.arch; }
+
   // Returns the tokens an earlier convgen wrote after this family's parameters and that parse_kernel_name still
   // accepts and drops (e.g. "_st1_sk1_v1" of the old direct names); empty when none.
   virtual std::string_view legacy_name_suffix() const { return {}; }
@@ -105,6 +109,9 @@ const Family* find_family(std::string_view name);
 
 // Returns "direct, igemm": the registered families' names.
 std::string family_names();
+
+// The architecture NVRTC compiles `spec` for on `gpu` (its family's compile_arch).
+std::string compile_arch(const KernelSpec& spec, const Gpu& gpu);
 
 // Checks that `spec` belongs to a family that supports it; nothing or the reason.
 std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu, const KernelSpec& spec);

@@ -15,6 +15,7 @@
 #include "runtime/module.hpp"
 #include "runtime/thread_pool.hpp"
 #include "support/corpus.hpp"
+#include "support/verify_cases.hpp"
 #include "support/verify_tally.hpp"
 
 namespace convgen {
@@ -41,13 +42,6 @@ Problem with(Problem p, Precision precision, Layout layout) {
 
 constexpr std::array kPrecisions = {Precision::tf32, Precision::fp16, Precision::bf16};
 
-// One (label, problem, spec) to verify.
-struct Case {
-  std::string label;
-  Problem problem;
-  KernelSpec spec;
-};
-
 class IgemmTcGpu : public testing::Test {
  protected:
   void SetUp() override {
@@ -56,39 +50,8 @@ class IgemmTcGpu : public testing::Test {
     gpu_ = query_device(0);
   }
 
-  // Builds every case in parallel, then verifies them one problem at a time (one measurement, so one reference,
-  // per problem); each failure is an EXPECT with its message. Returns the number verified.
   int verify_all(const std::vector<Case>& cases, std::uint64_t seed) {
-    std::vector<BuildRequest> requests;
-    for (const Case& c : cases) requests.push_back({c.problem, c.spec});
-    ThreadPool pool;
-    const std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool);
-    Stream stream;
-    int verified = 0;
-    std::size_t i = 0;
-    while (i < cases.size()) {
-      std::size_t end = i;
-      while (end < cases.size() && cases[end].problem == cases[i].problem) ++end;
-      ConvMeasurement measurement(cases[i].problem, {.seed = seed++});
-      for (; i < end; ++i) {
-        const Case& c = cases[i];
-        if (const auto* error = std::get_if<std::exception_ptr>(&built[i])) {
-          try {
-            std::rethrow_exception(*error);
-          } catch (const std::exception& e) {
-            ADD_FAILURE() << c.label << " " << kernel_name(c.spec) << " did not build: " << e.what();
-          }
-          continue;
-        }
-        const Verification v = measurement.verify(kernel_candidate(std::get<BuiltKernel>(built[i])), stream);
-        ++verified;
-        const std::string key = fmt::format("{} {}", c.problem.precision,
-                                            channels_last(c.problem.layout) ? "channels-last" : "channels-first");
-        tally_verification(kTallyTable, key, c.label + " " + kernel_name(c.spec), v);
-        EXPECT_TRUE(v.passed) << c.label << " (" << describe(c.problem) << "): " << v.failure;
-      }
-    }
-    return verified;
+    return verify_cases(cases, gpu_, cache_, seed, kTallyTable);
   }
 
   std::unique_ptr<Context> context_;

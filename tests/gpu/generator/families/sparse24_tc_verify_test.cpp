@@ -15,6 +15,7 @@
 #include "runtime/thread_pool.hpp"
 #include "sparse24_tc_params.hpp"
 #include "support/corpus.hpp"
+#include "support/verify_cases.hpp"
 #include "support/verify_tally.hpp"
 
 namespace convgen {
@@ -56,12 +57,6 @@ const char* name_of(FilterKind kind) {
   return "?";
 }
 
-struct Case {
-  std::string label;
-  Problem problem;
-  KernelSpec spec;
-};
-
 class Sparse24TcGpu : public testing::Test {
  protected:
   void SetUp() override {
@@ -70,43 +65,11 @@ class Sparse24TcGpu : public testing::Test {
     gpu_ = query_device(0);
   }
 
-  // Builds every case in parallel, then verifies them one problem at a time (one reference per problem, computed
-  // with the problem's own filter); each failure is an EXPECT with its message. Returns the number verified.
+  // The filter each problem expects (its own 2:4 values), on dense random activations.
   int verify_all(const std::vector<Case>& cases, std::uint64_t seed) {
-    std::vector<BuildRequest> requests;
-    for (const Case& c : cases) requests.push_back({c.problem, c.spec});
-    ThreadPool pool;
-    const std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool);
-    Stream stream;
-    int verified = 0;
-    std::size_t i = 0;
-    while (i < cases.size()) {
-      std::size_t end = i;
-      while (end < cases.size() && cases[end].problem == cases[i].problem &&
-             cases[end].problem.weights.values == cases[i].problem.weights.values)
-        ++end;
-      ConvMeasurement measurement(cases[i].problem,
-                                  {.activation = DenseRandom{}, .filter = expected_filter(cases[i].problem),
-                                   .seed = seed++});
-      for (; i < end; ++i) {
-        const Case& c = cases[i];
-        if (const auto* error = std::get_if<std::exception_ptr>(&built[i])) {
-          try {
-            std::rethrow_exception(*error);
-          } catch (const std::exception& e) {
-            ADD_FAILURE() << c.label << " " << kernel_name(c.spec) << " did not build: " << e.what();
-          }
-          continue;
-        }
-        const Verification v = measurement.verify(kernel_candidate(std::get<BuiltKernel>(built[i])), stream);
-        ++verified;
-        const std::string key = fmt::format("{} {}", c.problem.precision,
-                                            channels_last(c.problem.layout) ? "channels-last" : "channels-first");
-        tally_verification(kTallyTable, key, c.label + " " + kernel_name(c.spec), v);
-        EXPECT_TRUE(v.passed) << c.label << " (" << describe(c.problem) << "): " << v.failure;
-      }
-    }
-    return verified;
+    return verify_cases(cases, gpu_, cache_, seed, kTallyTable, [](const Problem& p, std::uint64_t s) {
+      return ConvInputs{.activation = DenseRandom{}, .filter = expected_filter(p), .seed = s};
+    });
   }
 
   std::unique_ptr<Context> context_;

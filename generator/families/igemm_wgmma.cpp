@@ -1,0 +1,314 @@
+// igemm_wgmma: the Hopper tensor-core implicit-GEMM family (templates/igemm_wgmma.cu): search space, support checks,
+// launch plan (split-K's reduce pass) and costs, for channels-last fp16 and bf16 problems on compute capability 9.0,
+// compiled for sm_90a.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "generator/family.hpp"
+#include "generator/occupancy.hpp"
+#include "generator/ranking.hpp"
+#include "generator/render.hpp"
+#include "igemm_wgmma_params.hpp"
+
+namespace convgen {
+namespace {
+
+constexpr std::int64_t kIntMax = 2147483647;
+constexpr std::int64_t kGridYZMax = 65535;
+constexpr int kBlockK = 64;          // reduction elements per step: one 128-byte swizzled row (BLOCK_K)
+constexpr int kRowBytes = 128;       // bytes of a shared row
+constexpr int kAlignSlack = 1024;    // the dynamic allocation's extra bytes to align the stages to 1,024
+constexpr int kChunk = 8;            // elements per 16-byte load
+constexpr int kReduceThreads = 256;  // threads per block of the reduce entry (REDUCE_THREADS)
+
+// The convolution as per-group GEMMs (templates/igemm_wgmma.cu has the mapping): M = pixels, N = output channels.
+struct Gemm {
+  std::int64_t m = 0;  // output pixels N*O*P*Q
+  int n = 0;           // output channels per group (KG)
+  int kr = 0;          // reduction length C/groups * T*R*S
+  int groups = 1;
+};
+
+Gemm gemm_of(const Problem& p) {
+  const Dims3 out = output_dims(p);
+  return {.m = std::int64_t{p.n} * out.d * out.h * out.w,
+          .n = k_per_group(p),
+          .kr = c_per_group(p) * p.filter.d * p.filter.h * p.filter.w,
+          .groups = p.groups};
+}
+
+bool serves_precision(Precision precision) { return precision == Precision::fp16 || precision == Precision::bf16; }
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+int threads_of(const IgemmWgmmaParams& s) { return 128 * (s.block_m / 64); }
+
+// Reduction elements per split: whole steps (as KR_CHUNK in the template).
+int split_chunk(const Gemm& g, const IgemmWgmmaParams& s) {
+  return static_cast<int>(ceil_div(ceil_div(g.kr, s.split_k), kBlockK) * kBlockK);
+}
+
+int smem_bytes(const IgemmWgmmaParams& s) { return s.stages * (s.block_m + s.block_n) * kRowBytes + kAlignSlack; }
+
+// Registers per thread, roughly: BLOCK_N / 2 accumulators, 4 pixel origins (5 registers each), the filter rows and
+// ~40 for addresses, descriptors and loop state. ptxas decides; this only prunes what cannot fit.
+int register_estimate(const IgemmWgmmaParams& s) {
+  const int b_rows = static_cast<int>(ceil_div(s.block_n, threads_of(s) / 8));
+  return s.block_n / 2 + 4 * 5 + b_rows * 3 + 40;
+}
+
+// Blocks of this configuration an SM holds at once.
+int resident_blocks(const Gpu& gpu, const IgemmWgmmaParams& s) {
+  return resident_blocks_per_sm(gpu, threads_of(s), register_estimate(s), smem_bytes(s));
+}
+
+std::array<unsigned, 3> grid_of(const Gemm& g, const IgemmWgmmaParams& s) {
+  return {static_cast<unsigned>(ceil_div(g.m, s.block_m)), static_cast<unsigned>(ceil_div(g.n, s.block_n)),
+          static_cast<unsigned>(g.groups * s.split_k)};
+}
+
+std::int64_t blocks_of(const Gemm& g, const IgemmWgmmaParams& s) {
+  const auto grid = grid_of(g, s);
+  return std::int64_t{grid[0]} * grid[1] * grid[2];
+}
+
+// The problem-level reasons it cannot be served at all, whatever the configuration.
+std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
+  if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
+  if (!serves_precision(p.precision))
+    return fmt::format("precision {} is not supported by igemm_wgmma (fp16 and bf16 only)", p.precision);
+  if (!has_wgmma(gpu))
+    return fmt::format("igemm_wgmma needs wgmma (compute capability 9.0, compiled for sm_90a), the gpu is {}",
+                       gpu.arch);
+  if (!channels_last(p.layout))
+    return fmt::format("igemm_wgmma serves channels-last layouts only, got {} (igemm_tc serves it)", p.layout);
+  if (c_per_group(p) % kChunk != 0)
+    return fmt::format("igemm_wgmma needs channels per group to be a multiple of {} (16-byte loads), got {}", kChunk,
+                       c_per_group(p));
+  const Gemm g = gemm_of(p);
+  if (g.m > kIntMax) return fmt::format("output pixels N*O*P*Q = {} exceed 2^31 - 1", g.m);
+  if (filter_elements(p) > kIntMax) return fmt::format("filter elements {} exceed 2^31 - 1", filter_elements(p));
+  return std::nullopt;
+}
+
+// The reasons one configuration cannot run a servable problem.
+std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
+  if (s.block_m != 64 && s.block_m != 128 && s.block_m != 256)
+    return fmt::format("block_m must be 64, 128 or 256 (warpgroups of 64 pixels), got {}", s.block_m);
+  if (s.block_n != 16 && s.block_n != 32 && s.block_n != 64 && s.block_n != 128 && s.block_n != 256)
+    return fmt::format("block_n must be 16, 32, 64, 128 or 256, got {}", s.block_n);
+  if (s.stages < 3 || s.stages > 6) return fmt::format("stages must be 3 to 6, got {}", s.stages);
+  if (s.split_k < 1 || s.split_k > 32) return fmt::format("split_k must be 1 to 32, got {}", s.split_k);
+  const Gemm g = gemm_of(p);
+  // Every split must own part of the reduction (an empty split would only add work).
+  if (std::int64_t{s.split_k - 1} * split_chunk(g, s) >= g.kr)
+    return fmt::format("split_k {} leaves splits without work: the reduction length {} gives {} steps of {}",
+                       s.split_k, g.kr, ceil_div(g.kr, kBlockK), kBlockK);
+  if (ceil_div(g.n, s.block_n) > kGridYZMax)
+    return fmt::format("{} tiles of output channels exceed the grid's y limit of 65535", ceil_div(g.n, s.block_n));
+  if (std::int64_t{g.groups} * s.split_k > kGridYZMax)
+    return fmt::format("groups {} times split_k {} exceed the grid's z limit of 65535", g.groups, s.split_k);
+  if (s.split_k > 1 && ceil_div(output_elements(p), kReduceThreads) > kIntMax)
+    return fmt::format("{} outputs exceed the reduce pass's grid", output_elements(p));
+  const int threads = threads_of(s);
+  if (threads > gpu.max_threads_per_block)
+    return fmt::format("{} threads per block exceed the gpu's {}", threads, gpu.max_threads_per_block);
+  if (smem_bytes(s) > max_smem_per_block_bytes(gpu))
+    return fmt::format("{} bytes of shared memory per block exceed the gpu's {}", smem_bytes(s),
+                       max_smem_per_block_bytes(gpu));
+  const int regs = register_estimate(s);
+  if (regs > gpu.max_regs_per_thread)
+    return fmt::format("about {} registers per thread exceed the gpu's {}", regs, gpu.max_regs_per_thread);
+  if (gpu.regs_per_block > 0 && regs * threads > gpu.regs_per_block)
+    return fmt::format("about {} registers per block ({} threads of {}) exceed the gpu's {}", regs * threads, threads,
+                       regs, gpu.regs_per_block);
+  return std::nullopt;
+}
+
+IgemmWgmmaParams params_of(int block_m, int block_n, int stages, int split_k) {
+  return {.block_m = block_m, .block_n = block_n, .stages = stages, .split_k = split_k};
+}
+
+class IgemmWgmma final : public Family {
+ public:
+  const TemplateInterface& interface() const override { return igemm_wgmma_interface(); }
+
+  std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& spec) const override {
+    if (spec.family != IgemmWgmmaParams::family)
+      return fmt::format("kernel {} is not an igemm_wgmma kernel", spec.family);
+    if (auto reason = problem_reason(p, gpu)) return reason;
+    return spec_reason(p, gpu, convgen::params_of<IgemmWgmmaParams>(spec));
+  }
+
+  // The prelude also says the data type: PRECISION, convgen::Precision's value (2 fp16, 3 bf16).
+  KernelSource render(const Problem& p, const KernelSpec& spec) const override {
+    const PreludeConstant precision{.name = "PRECISION",
+                                    .value = static_cast<int>(p.precision),
+                                    .comment = fmt::format("{}: 2 fp16, 3 bf16", p.precision)};
+    return render_kernel(p, spec, interface(), {&precision, 1});
+  }
+
+  // wgmma exists only in the arch-specific variant of compute capability 9.0.
+  std::string compile_arch(const Gpu& gpu) const override {
+    return gpu.arch.ends_with('a') ? gpu.arch : gpu.arch + "a";
+  }
+
+  std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
+    std::vector<KernelSpec> specs;
+    for (const IgemmWgmmaParams& s : candidates(p, gpu)) specs.push_back(to_spec(s));
+    return specs;
+  }
+
+  // run: the main kernel; with split_k > 1 it writes fp32 partial sums to the per-call buffer "partials" (the whole
+  // workspace, bound as g_workspace) and the reduce entry adds them into the output.
+  LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
+    const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
+    const Gemm g = gemm_of(p);
+    LaunchPlan plan;
+    plan.run.push_back({.kind = LaunchStep::Kind::kernel,
+                        .geometry = {.grid = grid_of(g, s),
+                                     .block = {static_cast<unsigned>(threads_of(s)), 1, 1},
+                                     .dynamic_smem_bytes = static_cast<unsigned>(smem_bytes(s))}});
+    if (s.split_k > 1) {
+      const std::int64_t outputs = output_elements(p);
+      plan.buffers.push_back({.name = "partials", .bytes = outputs * s.split_k * 4});
+      plan.run.push_back({.kind = LaunchStep::Kind::kernel,
+                          .entry_suffix = "reduce",
+                          .geometry = {.grid = {static_cast<unsigned>(ceil_div(outputs, kReduceThreads)), 1, 1},
+                                       .block = {static_cast<unsigned>(kReduceThreads), 1, 1}}});
+    }
+    return plan;
+  }
+
+  CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
+    return features(p, convgen::params_of<IgemmWgmmaParams>(spec));
+  }
+
+  // Until a calibration has its own: a wgmma m64nNk16 keeps the SM's tensor cores busy N / 8 cycles where the model's
+  // issue term counts 0.25 per warp instruction; counted per warp as N / 32 "fma" instructions of weight 1.6. There
+  // are no ldmatrix (the operands come from shared memory through the descriptors: weight 0); the other terms are
+  // igemm_tc's.
+  CostWeights default_cost_weights() const override { return {1.6, 0, 2.36, 0.702, 0.486, 0.449, 2.02, 4.82, 2.07, 2.13, 0}; }
+
+  std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
+    const std::vector<IgemmWgmmaParams> specs = candidates(p, gpu);
+    if (specs.empty()) return std::nullopt;
+    return to_spec(specs.front());
+  }
+
+  // Before igemm_tc (-1) where it serves: on an sm_90 GPU wgmma reaches the tensor cores' full rate, mma.sync not.
+  int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -1 : 100; }
+
+ private:
+  // The search space: the block tiles (64, 128 or 256 pixels by 16 to 256 channels) that fit the GEMM, with the
+  // deepest pipeline the shared memory holds (up to 6 stages) and a shallower one (4, or 3) where that fits more
+  // blocks on an SM, and split-K while the output alone fills fewer than two waves. Of these, kMaxCandidates by
+  // estimate, the best of every tile first.
+  std::vector<IgemmWgmmaParams> candidates(const Problem& p, const Gpu& gpu) const {
+    if (problem_reason(p, gpu)) return {};
+    const Gemm g = gemm_of(p);
+    const int sm_count = std::max(gpu.sm_count, 1);
+    const std::int64_t steps = ceil_div(g.kr, kBlockK);
+    std::vector<std::vector<Estimated<IgemmWgmmaParams>>> by_tile;
+    for (int block_m : {128, 64, 256}) {
+      if (block_m > 64 && block_m / 2 >= g.m) continue;  // half the tile would be padding
+      for (int block_n : {128, 64, 256, 32, 16}) {
+        if (block_n > 16 && block_n / 2 >= g.n) continue;
+        std::vector<Estimated<IgemmWgmmaParams>> ranked;
+        // The deepest pipeline that fits, and 4 stages (or 3) where that lets more blocks share an SM.
+        int deepest = 0;
+        for (int stages : {6, 5, 4, 3})
+          if (!spec_reason(p, gpu, params_of(block_m, block_n, stages, 1))) {
+            deepest = stages;
+            break;
+          }
+        if (deepest == 0) continue;
+        for (int stages : {deepest, std::min(deepest - 1, 4)}) {
+          if (stages < 3 || (stages != deepest && resident_blocks(gpu, params_of(block_m, block_n, stages, 1)) <=
+                                                      resident_blocks(gpu, params_of(block_m, block_n, deepest, 1))))
+            continue;
+          const std::int64_t tiles = blocks_of(g, params_of(block_m, block_n, stages, 1));
+          for (int split_k = 1; split_k <= 16; split_k *= 2) {
+            if (split_k > 1 && (tiles * (split_k / 2) >= 2 * sm_count || ceil_div(steps, split_k) < 2)) break;
+            const IgemmWgmmaParams s = params_of(block_m, block_n, stages, split_k);
+            if (spec_reason(p, gpu, s)) continue;
+            ranked.emplace_back(estimate_us(p, gpu, s), s);
+          }
+        }
+        if (!ranked.empty()) by_tile.push_back(std::move(ranked));
+      }
+    }
+    return best_of_every_group_first(std::move(by_tile), kMaxCandidates);
+  }
+
+  CostFeatures features(const Problem& p, const IgemmWgmmaParams& s) const {
+    const Gemm g = gemm_of(p);
+    const double out_elements = static_cast<double>(output_elements(p));
+    const int chunk = split_chunk(g, s);
+    const int warps = threads_of(s) / 32;
+    const double slices = static_cast<double>(chunk) / 16;
+    // templates/igemm_wgmma.cu: per 16 reduction elements each warpgroup issues one wgmma m64nBLOCK_Nk16 (counted
+    // per warp as BLOCK_N / 32 fma-like instructions); the block loads BLOCK_M + BLOCK_N rows of 16-byte units, each
+    // activation unit with its tap decoded and bounds checked (about 8 instructions).
+    const double activation_loads = static_cast<double>(s.block_m) * chunk / kChunk;
+    const double filter_loads = static_cast<double>(s.block_n) * chunk / kChunk;
+    return {.blocks = blocks_of(g, s),
+            .threads_per_block = threads_of(s),
+            .smem_bytes_per_block = smem_bytes(s),
+            .flops = static_cast<double>(flops(p)),
+            .dram_bytes = static_cast<double>(min_bytes(p)) + (s.split_k > 1 ? 2.0 * out_elements * s.split_k * 4 : 0),
+            .flops_per_block = 2.0 * s.block_m * s.block_n * chunk,
+            .fma_instructions = warps * slices * s.block_n / 32.0,
+            .shared_load_instructions = 0,
+            .global_load_instructions = (activation_loads + filter_loads) / 32,
+            .address_instructions = activation_loads / 32 * 8,
+            .main_loop_steps = chunk / kBlockK,
+            .pipelined = true,
+            .atomic_outputs = 0,
+            .extra_launches = s.split_k > 1 ? 1 : 0};
+  }
+
+  static constexpr std::size_t kMaxCandidates = 32;
+
+  // A rough time in microseconds that orders the search space, the largest of: the tensor-core work of waves of
+  // resident blocks at ~80% of the datasheet's dense rate (less with one warpgroup per SM, which cannot hide the
+  // barrier between steps); the chain of dependent steps (~0.1 us each); the operand traffic of every block's tiles
+  // through L2; the tensors once from DRAM. Then split-K's partial sums and second pass.
+  static double estimate_us(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
+    constexpr double kStepLatencyUs = 0.1;
+    constexpr double kL2OverDram = 1.3;
+    const Gemm g = gemm_of(p);
+    const int sm_count = std::max(gpu.sm_count, 1);
+    const std::int64_t blocks = blocks_of(g, s);
+    const int per_sm = resident_blocks(gpu, s);
+    const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sm_count) * per_sm));
+    const double resident = std::min<double>(per_sm, std::ceil(static_cast<double>(blocks) / sm_count));
+    const double warpgroups = resident * s.block_m / 64;
+    const double efficiency = 0.8 * std::min(1.0, 0.5 + warpgroups / 4);
+    const double peak = peak_tflops(gpu, p.precision) > 0 ? peak_tflops(gpu, p.precision) : 8 * gpu.peak_fp32_tflops;
+    const double sm_flops_per_us = std::max(peak, 1.0) * 1e6 / sm_count;
+    const int chunk = split_chunk(g, s);
+    const double flops_per_block = 2.0 * s.block_m * s.block_n * chunk;
+    const double compute_us = waves * resident * flops_per_block / (sm_flops_per_us * efficiency);
+    const double latency_us = waves * std::ceil(static_cast<double>(chunk) / kBlockK) * kStepLatencyUs;
+    const double bytes_per_us = std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3;
+    const double operand_bytes = static_cast<double>(blocks) * (s.block_m + s.block_n) * chunk * 2;
+    const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
+    const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
+    const double split_us =
+        s.split_k > 1 ? 2.0 * static_cast<double>(output_elements(p)) * s.split_k * 4 / bytes_per_us + 2 : 0;
+    return std::max({compute_us, latency_us, operand_us, memory_us}) + split_us;
+  }
+};
+
+}  // namespace
+
+const Family& igemm_wgmma_family() {
+  static const IgemmWgmma instance;
+  return instance;
+}
+
+}  // namespace convgen

@@ -1,0 +1,281 @@
+// igemm_wgmma: Hopper tensor-core implicit-GEMM forward convolution: wgmma.mma_async (m64nNk16, fp16 / bf16 in,
+// fp32 accumulation) reading both operands from 128-byte-swizzled shared memory, filled by a cp.async multistage
+// pipeline; split-K through a workspace. Compiled for sm_90a only (templates/wgmma.cuh).
+//
+// GEMM mapping, per group g (grid.z = GROUPS * SPLIT_K), as igemm_tc's (templates/igemm_tc.cu), channels-last only:
+//   M  = NPIX = N * O * P * Q output pixels, N = KG output channels, KR = T * R * S * CG reduction elements
+//   (kr = ((t * R + r) * S + s) * CG + c), A[npix][kr] = activation, B[col][kr] = filter row of output channel col.
+// A block of BLOCK_M / 64 warpgroups computes BLOCK_M pixels x BLOCK_N channels; warpgroup w owns pixel rows
+// 64w .. 64w + 63 and every channel of the block, one wgmma m64nBLOCK_Nk16 per 16 reduction elements.
+//
+// The pipeline (all threads load, every warpgroup multiplies): each step of 64 reduction elements (128 bytes of a
+// row) waits for its own slice, publishes it with a proxy fence and a barrier, issues the loads of the slice
+// PREFETCH = STAGES - 2 steps ahead, then issues its four wgmma as one group and lets it run while the next step
+// begins (wait_group 1: only the previous step's group must have finished). The barrier of step s thus also says
+// every warpgroup is done with step s - 2's buffer, which step s's loads overwrite.
+#include "interface.cuh"
+#include "epilogue.cuh"
+
+#ifndef CONVGEN_PRELUDE
+#define CONVGEN_ENTRY convgen_igemm_wgmma_default
+namespace cfg {
+constexpr int N = 1, C = 64, K = 64, GROUPS = 1;
+constexpr int D = 1, H = 56, W = 56;
+constexpr int T = 1, R = 3, S = 3;
+constexpr int O = 1, P = 56, Q = 56;
+constexpr int STRIDE_D = 1, STRIDE_H = 1, STRIDE_W = 1;
+constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
+constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
+constexpr bool CHANNELS_LAST = true;
+constexpr int PRECISION = 2;  // convgen::Precision: 2 fp16, 3 bf16
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_st4_sk1).
+CONVGEN_PARAM("m", "64,128,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
+CONVGEN_PARAM("n", "16,32,64,128,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
+CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 steps ahead of the multiply") constexpr int STAGES = 4;
+CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
+using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
+}  // namespace cfg
+#endif
+
+#include "common.cuh"
+#include "tensor_core.cuh"
+#include "wgmma.cuh"
+
+namespace igemm_wgmma {
+
+using namespace cfg;
+using convgen::ceil_div;
+using convgen::cmin;
+
+// ---- The data type --------------------------------------------------------------------------------------------
+constexpr bool IS_TF32 = false;
+constexpr bool IS_FP16 = PRECISION == 2;
+constexpr bool IS_BF16 = PRECISION == 3;
+static_assert(IS_FP16 || IS_BF16, "igemm_wgmma serves fp16 and bf16 problems");
+using element_t = unsigned short;  // fp16 / bf16 as their bits
+constexpr int ELEMENT_BYTES = 2;
+constexpr int CHUNK = 8;      // elements per 16 bytes: one cp.async, one unit of the swizzle
+constexpr int BLOCK_K = 64;   // reduction elements per step: one 128-byte swizzled row
+constexpr int MMA_K = 16;     // reduction elements per wgmma
+constexpr int ROW_UNITS = 8;  // 16-byte units per row
+
+// ---- The shape, in GEMM terms -----------------------------------------------------------------------------------
+constexpr int CG = C / GROUPS;
+constexpr int KG = K / GROUPS;
+constexpr int RS = R * S;
+constexpr int TRS = T * RS;
+constexpr int KR = CG * TRS;
+constexpr long long OPQ_LL = (long long)O * P * Q;
+constexpr long long NPIX_LL = (long long)N * OPQ_LL;
+constexpr long long ACTIVATION_ELEMENTS = (long long)N * C * D * H * W;
+constexpr long long FILTER_ELEMENTS = (long long)K * KR;
+constexpr long long OUTPUT_ELEMENTS = (long long)K * NPIX_LL;
+constexpr long long WORKSPACE_ELEMENTS = OUTPUT_ELEMENTS * SPLIT_K;
+constexpr long long max_of(long long a, long long b) { return a > b ? a : b; }
+constexpr long long MAX_ELEMENTS = max_of(max_of(ACTIVATION_ELEMENTS, FILTER_ELEMENTS), WORKSPACE_ELEMENTS);
+using idx_t = convgen::index_for<MAX_ELEMENTS>;
+constexpr int NPIX = (int)NPIX_LL;
+constexpr int OPQ = (int)OPQ_LL;
+constexpr int PQ = P * Q;
+constexpr idx_t HW = (idx_t)H * W;
+constexpr idx_t DHW = (idx_t)D * HW;
+
+static_assert(CHANNELS_LAST, "igemm_wgmma serves channels-last layouts (igemm_tc serves channels-first)");
+static_assert(C % GROUPS == 0, "C must be a multiple of GROUPS");
+static_assert(K % GROUPS == 0, "K must be a multiple of GROUPS");
+static_assert(CG % CHUNK == 0, "channels per group must be a multiple of 8 (16-byte loads of one filter tap)");
+static_assert(O == convgen::conv_out_extent(D, T, STRIDE_D, PAD_D, DIL_D), "O does not match D, T, stride, padding");
+static_assert(P == convgen::conv_out_extent(H, R, STRIDE_H, PAD_H, DIL_H), "P does not match H, R, stride, padding");
+static_assert(Q == convgen::conv_out_extent(W, S, STRIDE_W, PAD_W, DIL_W), "Q does not match W, S, stride, padding");
+static_assert(O > 0 && P > 0 && Q > 0, "the output must not be empty");
+static_assert(NPIX_LL <= convgen::kIntMax, "output pixels N*O*P*Q must fit in int");
+static_assert(FILTER_ELEMENTS <= convgen::kIntMax, "the filter must have fewer than 2^31 elements");
+
+// ---- The configuration ------------------------------------------------------------------------------------------
+static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 256, "BLOCK_M must be 64, 128 or 256 (warpgroups of 64)");
+static_assert(BLOCK_N == 16 || BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256,
+              "BLOCK_N must be 16, 32, 64, 128 or 256");
+static_assert(STAGES >= 3, "the pipeline needs three stages: one loading, one multiplying, one still being read");
+static_assert(SPLIT_K >= 1, "SPLIT_K must be positive");
+constexpr int WARPGROUPS = BLOCK_M / 64;
+constexpr int THREADS = 128 * WARPGROUPS;
+constexpr int PREFETCH = STAGES - 2;  // steps loaded ahead of the one being multiplied
+constexpr int ACCUMULATORS = BLOCK_N / 2;  // fp32 accumulators per thread: 64 x BLOCK_N over 128 threads
+
+// Each split covers KR_CHUNK reduction elements (a whole number of steps); the last one may be shorter.
+constexpr int KR_CHUNK = (int)(ceil_div(ceil_div(KR, SPLIT_K), BLOCK_K) * BLOCK_K);
+
+// Shared memory, per stage: A as BLOCK_M swizzled rows, then B as BLOCK_N (both whole 1,024-byte atoms: BLOCK_N >=
+// 16 rows). The dynamic allocation has 1,024 bytes more, to align the first stage to an atom.
+constexpr int A_STAGE_BYTES = BLOCK_M * convgen::wg::kRowBytes;
+constexpr int B_STAGE_BYTES = BLOCK_N * convgen::wg::kRowBytes;
+constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + convgen::wg::kAtomBytes;  // the family's plan says the same
+
+// ---- Global -> shared loads ---------------------------------------------------------------------------------------
+// Thread tid copies the 16-byte unit tid % 8 of rows tid / 8 + i * ROW_STEP of both tiles: the unit, and so the
+// reduction offset and the filter tap, is the same for all of a thread's rows.
+constexpr int ROW_STEP = THREADS / ROW_UNITS;
+constexpr int A_ROWS = BLOCK_M / ROW_STEP;                   // 4: BLOCK_M / (16 * BLOCK_M / 64)
+constexpr int B_ROWS = (int)ceil_div(BLOCK_N, ROW_STEP);     // the last pass may have more threads than rows
+static_assert(BLOCK_M % ROW_STEP == 0, "the activation rows must divide among the threads");
+
+// The gather: PixelOrigin, pixel_origin, Tap, tap_of, activation_offset and output_offset, in this namespace.
+#include "conv_gather.cuh"
+
+// Issues the loads of the reduction slice [kr0, kr0 + BLOCK_K) into the stage at s_stage (a shared address, 1,024-
+// aligned), swizzled. Elements at or past kr_end, outside the input or outside the tile are zero-filled.
+__device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __restrict__ g_activation,
+                                           const element_t* __restrict__ g_filter,
+                                           const PixelOrigin (&r_pixel)[A_ROWS], const idx_t (&r_filter_row)[B_ROWS],
+                                           const bool (&r_filter_ok)[B_ROWS], int tid, int kr0, int kr_end) {
+  const int unit = tid % ROW_UNITS;
+  const int kr = kr0 + unit * CHUNK;
+  const bool in_reduction = kr < kr_end;  // a unit never straddles kr_end: KR and KR_CHUNK are multiples of 8
+  const Tap tap = tap_of(kr);
+#pragma unroll
+  for (int i = 0; i < A_ROWS; ++i) {
+    const int row = tid / ROW_UNITS + i * ROW_STEP;
+    idx_t offset;
+    const bool full = activation_offset(r_pixel[i], tap, offset) && in_reduction;
+    convgen::tc::cp_async_16(s_stage + convgen::wg::swizzled_offset(row, unit), full ? g_activation + offset : g_activation,
+                             full);
+  }
+#pragma unroll
+  for (int i = 0; i < B_ROWS; ++i) {
+    const int row = tid / ROW_UNITS + i * ROW_STEP;
+    if (BLOCK_N % ROW_STEP != 0 && row >= BLOCK_N) continue;
+    const bool full = r_filter_ok[i] && in_reduction;
+    convgen::tc::cp_async_16(s_stage + A_STAGE_BYTES + convgen::wg::swizzled_offset(row, unit),
+                             full ? g_filter + r_filter_row[i] + kr : g_filter, full);
+  }
+}
+
+// ---- Output: to_element, to_float, epilogue_at, store_output and store_partials, in this namespace -------------
+#include "tc_output.cuh"
+
+}  // namespace igemm_wgmma
+
+extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
+    CONVGEN_ENTRY(const igemm_wgmma::element_t* __restrict__ g_activation,
+                  const igemm_wgmma::element_t* __restrict__ g_filter, igemm_wgmma::element_t* __restrict__ g_output,
+                  float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
+                  const igemm_wgmma::element_t* __restrict__ g_residual) {
+  using namespace igemm_wgmma;
+  namespace wg = convgen::wg;
+  const unsigned s_raw = convgen::tc::shared_address(convgen::tc::dynamic_shared());
+  const unsigned s_base = (s_raw + (wg::kAtomBytes - 1)) & ~(unsigned)(wg::kAtomBytes - 1);
+
+  const int tid = (int)threadIdx.x;
+  const int warpgroup = tid / 128;
+  const int warp = (tid % 128) / 32;  // within the warpgroup
+  const int lane = tid % 32;
+  const int m_tile = (int)blockIdx.x * BLOCK_M;  // first output pixel of the tile
+  const int n_tile = (int)blockIdx.y * BLOCK_N;  // first output channel of the tile, within the group
+  const int group = (int)blockIdx.z / SPLIT_K;
+  const int split = (int)blockIdx.z % SPLIT_K;
+  const int kr_begin = split * KR_CHUNK;
+  const int kr_end = cmin(KR, kr_begin + KR_CHUNK);
+  const int steps = kr_end > kr_begin ? (int)ceil_div(kr_end - kr_begin, BLOCK_K) : 0;
+
+  // Per-thread constants of the loads, fixed over the reduction.
+  PixelOrigin r_pixel[A_ROWS];
+#pragma unroll
+  for (int i = 0; i < A_ROWS; ++i) r_pixel[i] = pixel_origin(m_tile + tid / ROW_UNITS + i * ROW_STEP, group, true);
+  idx_t r_filter_row[B_ROWS];
+  bool r_filter_ok[B_ROWS];
+#pragma unroll
+  for (int i = 0; i < B_ROWS; ++i) {
+    const int row = tid / ROW_UNITS + i * ROW_STEP;
+    const int col = n_tile + row;
+    r_filter_ok[i] = row < BLOCK_N && col < KG;
+    r_filter_row[i] = r_filter_ok[i] ? (idx_t)(group * KG + col) * KR : 0;
+  }
+
+  float r_acc[ACCUMULATORS];
+#pragma unroll
+  for (int v = 0; v < ACCUMULATORS; ++v) r_acc[v] = 0.0f;
+
+  // The pipeline (the header says why the buffers are safe to overwrite). A cp.async group is committed every step,
+  // empty or not, so that waiting for PREFETCH - 1 pending groups means the current step's slice has landed.
+#pragma unroll
+  for (int stage = 0; stage < PREFETCH; ++stage) {
+    if (stage < steps)
+      load_stage(s_base + (unsigned)(stage * STAGE_BYTES), g_activation, g_filter, r_pixel, r_filter_row, r_filter_ok,
+                 tid, kr_begin + stage * BLOCK_K, kr_end);
+    convgen::tc::cp_async_commit();
+  }
+  int read_stage = 0;
+  int write_stage = PREFETCH;
+  for (int step = 0; step < steps; ++step) {
+    convgen::tc::cp_async_wait<PREFETCH - 1>();
+    wg::fence_proxy_async();
+    __syncthreads();
+    const int next = step + PREFETCH;
+    if (next < steps)
+      load_stage(s_base + (unsigned)(write_stage * STAGE_BYTES), g_activation, g_filter, r_pixel, r_filter_row,
+                 r_filter_ok, tid, kr_begin + next * BLOCK_K, kr_end);
+    convgen::tc::cp_async_commit();
+
+    const unsigned s_stage = s_base + (unsigned)(read_stage * STAGE_BYTES);
+    const unsigned long long desc_a = wg::matrix_descriptor(s_stage + (unsigned)(warpgroup * 64 * wg::kRowBytes));
+    const unsigned long long desc_b = wg::matrix_descriptor(s_stage + A_STAGE_BYTES);
+#pragma unroll
+    for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+    wg::fence();
+#pragma unroll
+    for (int ks = 0; ks < BLOCK_K / MMA_K; ++ks)  // the next 16 reduction elements: 32 bytes on, + 2 in a descriptor
+      wg::mma_async<BLOCK_N, IS_BF16>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);
+    wg::commit();
+    wg::wait<1>();
+#pragma unroll
+    for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+    read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+    write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
+  }
+  wg::wait<0>();
+#pragma unroll
+  for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+  convgen::tc::cp_async_wait<0>();
+
+  // Epilogue: accumulators 4j + 2 half + {0, 1} are pixel row 64 warpgroup + 16 warp + lane / 4 + 8 half, channels
+  // 8j + 2 (lane % 4) + {0, 1} of the block tile (wgmma.cuh).
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int npix = m_tile + warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
+    if (npix >= NPIX) continue;
+#pragma unroll
+    for (int j = 0; j < BLOCK_N / 8; ++j) {
+      const int col = n_tile + j * 8 + 2 * (lane % 4);
+      if (col >= KG) continue;
+      const int k = group * KG + col;
+      const float v0 = r_acc[4 * j + 2 * half];
+      const float v1 = r_acc[4 * j + 2 * half + 1];
+      if constexpr (SPLIT_K == 1)
+        store_output(g_output, npix, k, v0, v1, col + 1 < KG, g_bias, g_residual);
+      else
+        store_partials(g_workspace, split, npix, k, v0, v1, col + 1 < KG);
+    }
+  }
+}
+
+// Split-K's second pass, as igemm_tc's: output = the sum of the splits' partial sums, in split order, through the
+// epilogue, rounded to the data type. One thread per output element, over the partial sums' [npix][K] order.
+namespace igemm_wgmma {
+constexpr int REDUCE_THREADS = 256;
+}
+
+extern "C" __global__ void __launch_bounds__(igemm_wgmma::REDUCE_THREADS)
+    CONVGEN_ENTRY_NAMED(reduce)(const float* __restrict__ g_workspace, igemm_wgmma::element_t* __restrict__ g_output,
+                                const igemm_wgmma::element_t* __restrict__ g_bias,
+                                const igemm_wgmma::element_t* __restrict__ g_residual) {
+  using namespace igemm_wgmma;
+  const idx_t index = (idx_t)blockIdx.x * REDUCE_THREADS + (idx_t)threadIdx.x;
+  if (index >= (idx_t)OUTPUT_ELEMENTS) return;
+  float sum = 0.0f;
+#pragma unroll 4
+  for (int split = 0; split < SPLIT_K; ++split) sum += g_workspace[(idx_t)split * (idx_t)OUTPUT_ELEMENTS + index];
+  const int npix = (int)(index / K);
+  const int k = (int)(index % K);
+  g_output[output_offset(npix, k)] = to_element(epilogue_at(sum, npix, k, g_bias, g_residual));
+}

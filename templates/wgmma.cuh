@@ -1,0 +1,176 @@
+// wgmma: the sm_90a warpgroup instructions the Hopper tensor-core template uses (templates/igemm_wgmma.cu): the
+// shared-memory matrix descriptor, wgmma.mma_async (m64nNk16, fp16 / bf16 in, fp32 accumulators, both operands from
+// shared memory), its fence / commit / wait, and the proxy fence that makes cp.async's shared-memory writes visible to
+// it; included by NVRTC as a header. Kernels that include it are compiled for sm_90a (Family::needs_arch_specific).
+//
+// The operand layout every descriptor here describes: K-major rows of 64 16-bit elements (128 bytes), in atoms of 8
+// rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at unit u ^ (r % 8)
+// of the row. swizzled_offset gives that position; a descriptor then names the matrix by its first row's address.
+#ifndef CONVGEN_WGMMA_CUH
+#define CONVGEN_WGMMA_CUH
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(CONVGEN_TEMPLATE_SCANNER)
+#error "wgmma.cuh needs sm_90a (wgmma.mma_async is an arch-specific feature of compute capability 9.0)"
+#endif
+
+namespace convgen::wg {
+
+constexpr int kRowBytes = 128;    // one K-major row of the swizzled layout: 64 fp16 / bf16 elements
+constexpr int kAtomBytes = 1024;  // 8 rows: the period of the swizzle and the descriptor's stride
+
+// The byte offset of 16-byte unit `unit` (0-7) of row `row` in a swizzled matrix (from its 1,024-aligned start).
+__device__ __forceinline__ unsigned swizzled_offset(int row, int unit) {
+  return (unsigned)(row * kRowBytes + ((unit ^ (row & 7)) << 4));
+}
+
+// The wgmma descriptor of a K-major, 128-byte-swizzled matrix whose first row (of its first 16 K) is at shared
+// address `s_address`: start address >> 4 (bits 0-13), leading byte offset 1 (bits 16-29, unused by swizzled K-major
+// layouts), stride byte offset between 8-row atoms 1,024 >> 4 (bits 32-45), base offset 0 (the atoms are 1,024-aligned)
+// and layout 1, the 128-byte swizzle (bits 62-63). The next 16 K of the same rows are at +32 bytes: + 2 here.
+__device__ __forceinline__ unsigned long long matrix_descriptor(unsigned s_address) {
+  return (unsigned long long)((s_address & 0x3FFFFu) >> 4) | (1ull << 16) |
+         ((unsigned long long)(kAtomBytes >> 4) << 32) | (1ull << 62);
+}
+
+// Orders this thread's earlier generic-proxy (and cp.async) writes of shared memory before later async-proxy reads
+// (wgmma's operand fetches); with a barrier after it, for the whole block.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Before the first wgmma of a batch: orders the warpgroup's register and shared-memory accesses before it.
+__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+
+// Closes the batch of wgmma issued since the last commit into one group.
+__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+
+// Waits until at most PENDING committed groups of this warpgroup are still running: the older ones have read their
+// shared-memory operands and written their accumulators.
+template <int PENDING>
+__device__ __forceinline__ void wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+}
+
+// Tells the compiler that `r` may have changed here: accumulators a wgmma writes asynchronously are read only after
+// the wait that follows it, never from a copy the compiler made before.
+__device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
+// D (64 x N, fp32) += A (64 x 16) * B (16 x N) for the warpgroup, A and B read from shared memory through their
+// descriptors (both K-major: A as 64 rows of K, B as N rows of K; no transposes, scales +1). The accumulator layout:
+// thread t of the warpgroup (warp w = t / 32, lane l) holds, for j = 0 .. N/8 - 1, d[4j], d[4j+1] at row 16w + l/4,
+// columns 8j + 2(l%4) and + 1, and d[4j+2], d[4j+3] at row 16w + l/4 + 8, the same columns.
+#define CONVGEN_WGMMA_M64N16K16(TYPE)                                                                                  \
+  asm volatile(                                                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"                                                                     \
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32." TYPE "." TYPE " {"                                                 \
+      "%0, %1, %2, %3, %4, %5, %6, %7"                                                                                 \
+      "}, %8, %9, p, 1, 1, 0, 0;\n}\n"                                                                                 \
+      :                                                                                                                \
+      "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])                   \
+      : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
+      : "memory")
+
+#define CONVGEN_WGMMA_M64N32K16(TYPE)                                                                                  \
+  asm volatile(                                                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                                     \
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE " {"                                                 \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"                                           \
+      "}, %16, %17, p, 1, 1, 0, 0;\n}\n"                                                                               \
+      :                                                                                                                \
+      "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])             \
+      : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
+      : "memory")
+
+#define CONVGEN_WGMMA_M64N64K16(TYPE)                                                                                  \
+  asm volatile(                                                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                     \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {"                                                 \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                                 \
+      "}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                                                               \
+      :                                                                                                                \
+      "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),            \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),          \
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])           \
+      : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
+      : "memory")
+
+#define CONVGEN_WGMMA_M64N128K16(TYPE)                                                                                 \
+  asm volatile(                                                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                                     \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {"                                                \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                               \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                               \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                                 \
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"                                                                               \
+      :                                                                                                                \
+      "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),            \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),          \
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),          \
+      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),          \
+      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),          \
+      "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),          \
+      "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])           \
+      : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
+      : "memory")
+
+#define CONVGEN_WGMMA_M64N256K16(TYPE)                                                                                 \
+  asm volatile(                                                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                                    \
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {"                                                \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                               \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                               \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                               \
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                               \
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                               \
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                   \
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"                 \
+      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"                                                                             \
+      :                                                                                                                \
+      "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),            \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),          \
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),          \
+      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),          \
+      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),          \
+      "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),          \
+      "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),          \
+      "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),          \
+      "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),          \
+      "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),          \
+      "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),          \
+      "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),      \
+      "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),  \
+      "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),  \
+      "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])   \
+      : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
+      : "memory")
+
+template <int N, bool BF16>
+__device__ __forceinline__ void mma_async(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "wgmma N here: 16, 32, 64, 128 or 256");
+#define CONVGEN_WGMMA_TYPED(MACRO) \
+  if constexpr (BF16)              \
+    MACRO("bf16");                 \
+  else                             \
+    MACRO("f16")
+  if constexpr (N == 16) {
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N16K16);
+  } else if constexpr (N == 32) {
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N32K16);
+  } else if constexpr (N == 64) {
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N64K16);
+  } else if constexpr (N == 128) {
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N128K16);
+  } else {
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N256K16);
+  }
+#undef CONVGEN_WGMMA_TYPED
+}
+
+}  // namespace convgen::wg
+
+#endif  // CONVGEN_WGMMA_CUH

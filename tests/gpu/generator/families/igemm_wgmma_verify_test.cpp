@@ -1,0 +1,162 @@
+// igemm_wgmma_verify_test: the Hopper tensor-core family verified on the GPU against the float64 reference (outputs
+// poisoned, inputs random, the precision's limit), on a GPU with wgmma (compute capability 9.0; skipped elsewhere):
+// the edge-case corpus channels-last in fp16 and bf16; every block tile and pipeline depth on a problem with partial
+// tiles in every dimension; every configuration the search space offers on the cusnn layers; split-K of every count;
+// the fused epilogue, in the main kernel and in split-K's reduce. Prints, and appends to $CONVGEN_VERIFY_REPORT, the
+// cases, failures and worst error per precision.
+#include <gtest/gtest.h>
+
+#include "igemm_wgmma_params.hpp"
+#include "measure/verify.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver.hpp"
+#include "support/corpus.hpp"
+#include "support/verify_cases.hpp"
+
+namespace convgen {
+namespace {
+
+using namespace testing_support;
+
+const std::string kTallyTable = "igemm_wgmma verified cases per precision and layout (configuration, shape)";
+constexpr std::array kPrecisions = {Precision::fp16, Precision::bf16};
+
+Layout channels_last_of(Layout layout) {
+  switch (layout) {
+    case Layout::ncw: return Layout::nwc;
+    case Layout::nchw: return Layout::nhwc;
+    case Layout::ncdhw: return Layout::ndhwc;
+    default: return layout;
+  }
+}
+
+Problem with(Problem p, Precision precision, Layout layout) {
+  p.precision = precision;
+  p.layout = layout;
+  return p;
+}
+
+class IgemmWgmmaGpu : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
+    context_ = std::make_unique<Context>(0);
+    gpu_ = query_device(0);
+    if (!has_wgmma(gpu_)) GTEST_SKIP() << "igemm_wgmma needs compute capability 9.0; this GPU is " << gpu_.arch;
+  }
+
+  int verify_all(const std::vector<Case>& cases, std::uint64_t seed) {
+    return verify_cases(cases, gpu_, cache_, seed, kTallyTable);
+  }
+
+  const Family& wgmma_ = family("igemm_wgmma");
+  std::unique_ptr<Context> context_;
+  Gpu gpu_;
+  JitCache cache_{std::nullopt};
+};
+
+TEST_F(IgemmWgmmaGpu, RepresentativeConfigurationsAreCorrectOnTheEdgeCaseCorpusInBothPrecisions) {
+  std::vector<Case> cases;
+  int served = 0;
+  for (const Layer& layer : edge_cases().layers)
+    for (Precision precision : kPrecisions) {
+      const Problem p = with(layer.problem, precision, channels_last_of(layer.problem.layout));
+      const std::vector<KernelSpec> specs = representative_specs(wgmma_, p, gpu_, 3);
+      if (specs.empty()) continue;  // channels per group not a multiple of 8
+      ++served;
+      for (const KernelSpec& s : specs) cases.push_back({fmt::format("{} {}", layer.name, precision), p, s});
+    }
+  EXPECT_GT(served, 20) << "igemm_wgmma served too few corpus layers";
+  EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
+}
+
+// 2 x 9 x 11 output pixels (198: a partial last tile of every BLOCK_M), 40 output channels (a partial last tile of
+// every BLOCK_N), a reduction of 24 * 9 = 216 (a partial last step of 64): every block tile with the shallowest and the
+// deepest pipeline.
+TEST_F(IgemmWgmmaGpu, EveryBlockTileAndPipelineDepthIsCorrectOnPartialTilesInEveryDimension) {
+  std::vector<Case> cases;
+  for (Precision precision : kPrecisions) {
+    const Problem p{.n = 2, .c = 24, .k = 40, .input = {1, 9, 11}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                    .layout = Layout::nhwc, .precision = precision};
+    for (int block_m : {64, 128, 256})
+      for (int block_n : {16, 32, 64, 128, 256})
+        for (int stages : {3, 6}) {
+          const KernelSpec s =
+              to_spec(IgemmWgmmaParams{.block_m = block_m, .block_n = block_n, .stages = stages, .split_k = 1});
+          if (wgmma_.check_support(p, gpu_, s)) continue;  // too much shared memory for six stages
+          cases.push_back({fmt::format("partial tiles {}", precision), p, s});
+        }
+  }
+  EXPECT_GE(cases.size(), 50u);
+  EXPECT_EQ(verify_all(cases, 50), static_cast<int>(cases.size()));
+}
+
+// Every configuration enumerate() offers, that is every one the tuner can pick: the cusnn layers in fp16 NHWC at
+// batch 1 and 8, a strided ResNet-50 layer, and the deepest cusnn layer in bf16.
+TEST_F(IgemmWgmmaGpu, EveryEnumeratedConfigurationIsCorrectOnNetworkLayers) {
+  std::vector<Problem> problems;
+  const Suite cusnn = load_suite(source_dir() / "shapes" / "cusnn.csv");
+  for (const Layer& layer : cusnn.layers)
+    for (int batch : {1, 8}) {
+      Problem p = with(layer.problem, Precision::fp16, Layout::nhwc);
+      p.n = batch;
+      problems.push_back(p);
+    }
+  problems.push_back(with(cusnn.layers.back().problem, Precision::bf16, Layout::nhwc));
+  for (const Layer& layer : load_suite(source_dir() / "shapes" / "resnet50.csv").layers)
+    if (layer.problem.stride.h == 2) {
+      problems.push_back(with(layer.problem, Precision::fp16, Layout::nhwc));
+      break;
+    }
+  std::vector<Case> cases;
+  for (const Problem& p : problems) {
+    const std::vector<KernelSpec> specs = wgmma_.enumerate(p, gpu_);
+    EXPECT_FALSE(specs.empty()) << problem_key(p);
+    for (const KernelSpec& s : specs) cases.push_back({problem_key(p), p, s});
+  }
+  EXPECT_EQ(verify_all(cases, 100), static_cast<int>(cases.size()));
+}
+
+TEST_F(IgemmWgmmaGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
+  // A long reduction on few output pixels: the case split-K exists for; K = 96 is a partial 64-channel tile.
+  std::vector<Case> cases;
+  for (Precision precision : kPrecisions) {
+    const Problem p{.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                    .layout = Layout::nhwc, .precision = precision};
+    for (int split_k : {2, 3, 5, 8, 16, 24}) {
+      const KernelSpec s =
+          to_spec(IgemmWgmmaParams{.block_m = 64, .block_n = 64, .stages = 4, .split_k = split_k});
+      ASSERT_EQ(wgmma_.check_support(p, gpu_, s), std::nullopt) << kernel_name(s);
+      cases.push_back({fmt::format("split_k {} {}", split_k, precision), p, s});
+    }
+  }
+  EXPECT_EQ(verify_all(cases, 500), static_cast<int>(cases.size()));
+}
+
+// Each epilogue term (bias, residual with a scale, relu6, clip, alpha) on corpus layers, with and without split-K.
+TEST_F(IgemmWgmmaGpu, TheFusedEpilogueIsAppliedInTheMainKernelAndInSplitKsReduce) {
+  std::vector<Case> cases;
+  const std::vector<Epilogue> epilogues = {parse_epilogue("alpha:1.5+bias+add:0.5+relu6"),
+                                           parse_epilogue("bias+clip:-0.5:1")};
+  for (Precision precision : kPrecisions)
+    for (const Epilogue& e : epilogues) {
+      Problem p{.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
+                .layout = Layout::nhwc, .precision = precision};
+      p.epilogue = e;
+      for (int split_k : {1, 4})
+        cases.push_back({fmt::format("{} {}", to_string(e), precision), p,
+                         to_spec(IgemmWgmmaParams{.block_m = 64, .block_n = 32, .stages = 4, .split_k = split_k})});
+      for (const char* name : {"c32_k100_3x3", "groups4_batch2"})
+        for (const Layer& layer : edge_cases().layers)
+          if (layer.name == name) {
+            Problem q = with(layer.problem, precision, channels_last_of(layer.problem.layout));
+            q.epilogue = e;
+            for (const KernelSpec& s : representative_specs(wgmma_, q, gpu_, 1))
+              cases.push_back({fmt::format("{} {} {}", name, to_string(e), precision), q, s});
+          }
+    }
+  EXPECT_EQ(verify_all(cases, 900), static_cast<int>(cases.size()));
+}
+
+}  // namespace
+}  // namespace convgen
