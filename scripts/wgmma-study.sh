@@ -4,7 +4,8 @@
 # fit one call of the lent machine (about 600 s):
 #
 #   scripts/wgmma-study.sh OUT PART...
-#     verify   the GPU verification of igemm_wgmma (its epilogue included), igemm_tc and sparse24_tc (OUT/verify)
+#     verify   the GPU verification of igemm_wgmma (its epilogue included), igemm_tc and sparse24_tc (OUT/verify;
+#              VERIFY_TESTS, a ctest -R pattern, narrows it)
 #     tune     every igemm_wgmma and igemm_tc candidate of the suite's layers at each batch, measured
 #              (`tune --budget 0` into OUT/wgmma.sqlite)
 #     bench    ours (both families, the tuned bests joining) against every cuDNN route in the same precision
@@ -35,7 +36,7 @@ for part in "$@"; do
     verify)
       mkdir -p "$out/verify"
       CONVGEN_VERIFY_REPORT="$out/verify/verify-summary.txt" ctest --test-dir build -L gpu --output-on-failure \
-        -R "IgemmWgmmaGpu|IgemmTcGpu|Sparse24TcGpu" > "$out/verify/ctest-gpu.log" 2>&1 || status=1
+        -R "${VERIFY_TESTS:-IgemmWgmmaGpu|IgemmTcGpu|Sparse24TcGpu}" > "$out/verify/ctest-gpu.log" 2>&1 || status=1
       tail -3 "$out/verify/ctest-gpu.log"
       ;;
     tune)

@@ -29,8 +29,8 @@ constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = true;
 constexpr int PRECISION = 2;  // convgen::Precision: 2 fp16, 3 bf16
 // The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_st4_sk1).
-CONVGEN_PARAM("m", "64,128,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
-CONVGEN_PARAM("n", "16,32,64,128,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
+CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
+CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 steps ahead of the multiply") constexpr int STAGES = 4;
 CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
@@ -92,9 +92,10 @@ static_assert(NPIX_LL <= convgen::kIntMax, "output pixels N*O*P*Q must fit in in
 static_assert(FILTER_ELEMENTS <= convgen::kIntMax, "the filter must have fewer than 2^31 elements");
 
 // ---- The configuration ------------------------------------------------------------------------------------------
-static_assert(BLOCK_M == 64 || BLOCK_M == 128 || BLOCK_M == 256, "BLOCK_M must be 64, 128 or 256 (warpgroups of 64)");
-static_assert(BLOCK_N == 16 || BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 256,
-              "BLOCK_N must be 16, 32, 64, 128 or 256");
+static_assert(BLOCK_M % 64 == 0 && BLOCK_M >= 64 && BLOCK_M <= 256, "BLOCK_M must be 64, 128, 192 or 256 (warpgroups)");
+static_assert(BLOCK_N == 16 || BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 96 || BLOCK_N == 128 || BLOCK_N == 192 ||
+                  BLOCK_N == 256,
+              "BLOCK_N must be 16, 32, 64, 96, 128, 192 or 256 (a wgmma N of whole 8-row swizzle atoms)");
 static_assert(STAGES >= 3, "the pipeline needs three stages: one loading, one multiplying, one still being read");
 static_assert(SPLIT_K >= 1, "SPLIT_K must be positive");
 constexpr int WARPGROUPS = BLOCK_M / 64;
@@ -105,8 +106,8 @@ constexpr int ACCUMULATORS = BLOCK_N / 2;  // fp32 accumulators per thread: 64 x
 // Each split covers KR_CHUNK reduction elements (a whole number of steps); the last one may be shorter.
 constexpr int KR_CHUNK = (int)(ceil_div(ceil_div(KR, SPLIT_K), BLOCK_K) * BLOCK_K);
 
-// Shared memory, per stage: A as BLOCK_M swizzled rows, then B as BLOCK_N (both whole 1,024-byte atoms: BLOCK_N >=
-// 16 rows). The dynamic allocation has 1,024 bytes more, to align the first stage to an atom.
+// Shared memory, per stage: A as BLOCK_M swizzled rows, then B as BLOCK_N (both whole 1,024-byte atoms: multiples
+// of 8 rows). The dynamic allocation has 1,024 bytes more, to align the first stage to an atom.
 constexpr int A_STAGE_BYTES = BLOCK_M * convgen::wg::kRowBytes;
 constexpr int B_STAGE_BYTES = BLOCK_N * convgen::wg::kRowBytes;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
@@ -114,30 +115,59 @@ constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + convgen::wg::kAtomBytes;  // t
 
 // ---- Global -> shared loads ---------------------------------------------------------------------------------------
 // Thread tid copies the 16-byte unit tid % 8 of rows tid / 8 + i * ROW_STEP of both tiles: the unit, and so the
-// reduction offset and the filter tap, is the same for all of a thread's rows.
+// reduction offset and the filter tap, is the same for all of a thread's rows, and so is the row's place in the
+// swizzle (ROW_STEP is a multiple of 8).
 constexpr int ROW_STEP = THREADS / ROW_UNITS;
 constexpr int A_ROWS = BLOCK_M / ROW_STEP;                   // 4: BLOCK_M / (16 * BLOCK_M / 64)
 constexpr int B_ROWS = (int)ceil_div(BLOCK_N, ROW_STEP);     // the last pass may have more threads than rows
-static_assert(BLOCK_M % ROW_STEP == 0, "the activation rows must divide among the threads");
+static_assert(BLOCK_M % ROW_STEP == 0 && ROW_STEP % 8 == 0, "the activation rows must divide among the threads");
 
 // The gather: PixelOrigin, pixel_origin, Tap, tap_of, activation_offset and output_offset, in this namespace.
 #include "conv_gather.cuh"
 
+// A channels-last activation offset splits into a part of the pixel and a part of the tap, the same for every pixel:
+//   (((d0 + t DIL_D) H + h0 + r DIL_H) W + w0 + s DIL_W) C + c = pixel offset + tap_offset(tap)
+// so each row keeps its pixel offset and input origin, and a step costs it one add and the bounds compares of the
+// tap's input coordinate (the depth's only in 3-D).
+struct RowGather {
+  idx_t offset;    // the activation offset of tap (0, 0, 0), channel 0 (may lie outside the input)
+  int d0, h0, w0;  // the input coordinate of tap (0, 0, 0); h0 = H (never inside) past the last pixel
+};
+
+__device__ __forceinline__ RowGather row_gather(const PixelOrigin& px) {
+  RowGather row;
+  row.offset = px.base + (((idx_t)px.d0 * H + px.h0) * W + px.w0) * C;
+  row.d0 = px.d0;
+  row.h0 = px.ok ? px.h0 : H + R * DIL_H;  // every tap of a missing pixel lies below the input
+  row.w0 = px.w0;
+  return row;
+}
+
+__device__ __forceinline__ idx_t tap_offset(const Tap& tap) {
+  return (((idx_t)tap.t * DIL_D * H + tap.r * DIL_H) * W + tap.s * DIL_W) * C + tap.c;
+}
+
+__device__ __forceinline__ bool tap_inside(const RowGather& row, const Tap& tap) {
+  const bool depth = T == 1 && D == 1 && PAD_D == 0 ? true : (unsigned)(row.d0 + tap.t * DIL_D) < (unsigned)D;
+  return depth && (unsigned)(row.h0 + tap.r * DIL_H) < (unsigned)H && (unsigned)(row.w0 + tap.s * DIL_W) < (unsigned)W;
+}
+
 // Issues the loads of the reduction slice [kr0, kr0 + BLOCK_K) into the stage at s_stage (a shared address, 1,024-
 // aligned), swizzled. Elements at or past kr_end, outside the input or outside the tile are zero-filled.
 __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __restrict__ g_activation,
-                                           const element_t* __restrict__ g_filter,
-                                           const PixelOrigin (&r_pixel)[A_ROWS], const idx_t (&r_filter_row)[B_ROWS],
+                                           const element_t* __restrict__ g_filter, const RowGather (&r_row)[A_ROWS],
+                                           const idx_t (&r_filter_row)[B_ROWS],
                                            const bool (&r_filter_ok)[B_ROWS], int tid, int kr0, int kr_end) {
   const int unit = tid % ROW_UNITS;
   const int kr = kr0 + unit * CHUNK;
   const bool in_reduction = kr < kr_end;  // a unit never straddles kr_end: KR and KR_CHUNK are multiples of 8
   const Tap tap = tap_of(kr);
+  const idx_t tap_off = tap_offset(tap);
 #pragma unroll
   for (int i = 0; i < A_ROWS; ++i) {
     const int row = tid / ROW_UNITS + i * ROW_STEP;
-    idx_t offset;
-    const bool full = activation_offset(r_pixel[i], tap, offset) && in_reduction;
+    const idx_t offset = r_row[i].offset + tap_off;
+    const bool full = in_reduction && tap_inside(r_row[i], tap);
     convgen::tc::cp_async_16(s_stage + convgen::wg::swizzled_offset(row, unit), full ? g_activation + offset : g_activation,
                              full);
   }
@@ -179,9 +209,9 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
   const int steps = kr_end > kr_begin ? (int)ceil_div(kr_end - kr_begin, BLOCK_K) : 0;
 
   // Per-thread constants of the loads, fixed over the reduction.
-  PixelOrigin r_pixel[A_ROWS];
+  RowGather r_row[A_ROWS];
 #pragma unroll
-  for (int i = 0; i < A_ROWS; ++i) r_pixel[i] = pixel_origin(m_tile + tid / ROW_UNITS + i * ROW_STEP, group, true);
+  for (int i = 0; i < A_ROWS; ++i) r_row[i] = row_gather(pixel_origin(m_tile + tid / ROW_UNITS + i * ROW_STEP, group, true));
   idx_t r_filter_row[B_ROWS];
   bool r_filter_ok[B_ROWS];
 #pragma unroll
@@ -201,7 +231,7 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
 #pragma unroll
   for (int stage = 0; stage < PREFETCH; ++stage) {
     if (stage < steps)
-      load_stage(s_base + (unsigned)(stage * STAGE_BYTES), g_activation, g_filter, r_pixel, r_filter_row, r_filter_ok,
+      load_stage(s_base + (unsigned)(stage * STAGE_BYTES), g_activation, g_filter, r_row, r_filter_row, r_filter_ok,
                  tid, kr_begin + stage * BLOCK_K, kr_end);
     convgen::tc::cp_async_commit();
   }
@@ -213,8 +243,8 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
     __syncthreads();
     const int next = step + PREFETCH;
     if (next < steps)
-      load_stage(s_base + (unsigned)(write_stage * STAGE_BYTES), g_activation, g_filter, r_pixel, r_filter_row,
-                 r_filter_ok, tid, kr_begin + next * BLOCK_K, kr_end);
+      load_stage(s_base + (unsigned)(write_stage * STAGE_BYTES), g_activation, g_filter, r_row,
+                 r_filter_row, r_filter_ok, tid, kr_begin + next * BLOCK_K, kr_end);
     convgen::tc::cp_async_commit();
 
     const unsigned s_stage = s_base + (unsigned)(read_stage * STAGE_BYTES);

@@ -1,7 +1,7 @@
 // wgmma: the sm_90a warpgroup instructions the Hopper tensor-core template uses (templates/igemm_wgmma.cu): the
 // shared-memory matrix descriptor, wgmma.mma_async (m64nNk16, fp16 / bf16 in, fp32 accumulators, both operands from
 // shared memory), its fence / commit / wait, and the proxy fence that makes cp.async's shared-memory writes visible to
-// it; included by NVRTC as a header. Kernels that include it are compiled for sm_90a (Family::needs_arch_specific).
+// it; included by NVRTC as a header. Kernels that include it are compiled for sm_90a (Family::compile_arch).
 //
 // The operand layout every descriptor here describes: K-major rows of 64 16-bit elements (128 bytes), in atoms of 8
 // rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at unit u ^ (r % 8)
@@ -95,6 +95,24 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
       : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
       : "memory")
 
+#define CONVGEN_WGMMA_M64N96K16(TYPE)                                                                                  \
+  asm volatile(                                                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"                                                                     \
+      "wgmma.mma_async.sync.aligned.m64n96k16.f32." TYPE "." TYPE " {"                                                 \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                               \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"                                 \
+      "}, %48, %49, p, 1, 1, 0, 0;\n}\n"                                                                               \
+      :                                                                                                                \
+      "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),            \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),          \
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),          \
+      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),          \
+      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])           \
+      : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
+      : "memory")
+
 #define CONVGEN_WGMMA_M64N128K16(TYPE)                                                                                 \
   asm volatile(                                                                                                        \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                                     \
@@ -113,6 +131,33 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),          \
       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),          \
       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])           \
+      : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
+      : "memory")
+
+#define CONVGEN_WGMMA_M64N192K16(TYPE)                                                                                 \
+  asm volatile(                                                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"                                                                     \
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32." TYPE "." TYPE " {"                                                \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                               \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                               \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                               \
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                               \
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"                                 \
+      "}, %96, %97, p, 1, 1, 0, 0;\n}\n"                                                                               \
+      :                                                                                                                \
+      "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),            \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),          \
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),          \
+      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),          \
+      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),          \
+      "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),          \
+      "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),          \
+      "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),          \
+      "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),          \
+      "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),          \
+      "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])           \
       : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
       : "memory")
 
@@ -149,9 +194,11 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
       : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
       : "memory")
 
+
 template <int N, bool BF16>
 __device__ __forceinline__ void mma_async(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b) {
-  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "wgmma N here: 16, 32, 64, 128 or 256");
+  static_assert(N == 16 || N == 32 || N == 64 || N == 96 || N == 128 || N == 192 || N == 256,
+                "wgmma N here: 16, 32, 64, 96, 128, 192 or 256");
 #define CONVGEN_WGMMA_TYPED(MACRO) \
   if constexpr (BF16)              \
     MACRO("bf16");                 \
@@ -163,8 +210,12 @@ __device__ __forceinline__ void mma_async(float (&d)[N / 2], unsigned long long 
     CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N32K16);
   } else if constexpr (N == 64) {
     CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N64K16);
+  } else if constexpr (N == 96) {
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N96K16);
   } else if constexpr (N == 128) {
     CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N128K16);
+  } else if constexpr (N == 192) {
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N192K16);
   } else {
     CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N256K16);
   }

@@ -23,6 +23,8 @@ constexpr int kRowBytes = 128;       // bytes of a shared row
 constexpr int kAlignSlack = 1024;    // the dynamic allocation's extra bytes to align the stages to 1,024
 constexpr int kChunk = 8;            // elements per 16-byte load
 constexpr int kReduceThreads = 256;  // threads per block of the reduce entry (REDUCE_THREADS)
+// The wgmma N the template instantiates (templates/wgmma.cuh), in the order the search space tries them.
+constexpr std::array kBlockNs = {128, 64, 256, 32, 16, 96, 192};
 
 // The convolution as per-group GEMMs (templates/igemm_wgmma.cu has the mapping): M = pixels, N = output channels.
 struct Gemm {
@@ -53,11 +55,13 @@ int split_chunk(const Gemm& g, const IgemmWgmmaParams& s) {
 
 int smem_bytes(const IgemmWgmmaParams& s) { return s.stages * (s.block_m + s.block_n) * kRowBytes + kAlignSlack; }
 
-// Registers per thread, roughly: BLOCK_N / 2 accumulators, 4 pixel origins (5 registers each), the filter rows and
-// ~40 for addresses, descriptors and loop state. ptxas decides; this only prunes what cannot fit.
+// Registers per thread, roughly: BLOCK_N / 2 accumulators, the filter rows (2 each) and ~30 for the pixel rows,
+// addresses, descriptors and loop state (ptxas on sm_90a used 47-160 for the 32 tiles of a 128-channel layer,
+// 2-17 more than this where the filter rows are many; it fits 192 x 256 in 164). ptxas decides; this only prunes what
+// cannot fit.
 int register_estimate(const IgemmWgmmaParams& s) {
   const int b_rows = static_cast<int>(ceil_div(s.block_n, threads_of(s) / 8));
-  return s.block_n / 2 + 4 * 5 + b_rows * 3 + 40;
+  return s.block_n / 2 + b_rows * 2 + 30;
 }
 
 // Blocks of this configuration an SM holds at once.
@@ -96,10 +100,10 @@ std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
 
 // The reasons one configuration cannot run a servable problem.
 std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
-  if (s.block_m != 64 && s.block_m != 128 && s.block_m != 256)
-    return fmt::format("block_m must be 64, 128 or 256 (warpgroups of 64 pixels), got {}", s.block_m);
-  if (s.block_n != 16 && s.block_n != 32 && s.block_n != 64 && s.block_n != 128 && s.block_n != 256)
-    return fmt::format("block_n must be 16, 32, 64, 128 or 256, got {}", s.block_n);
+  if (s.block_m != 64 && s.block_m != 128 && s.block_m != 192 && s.block_m != 256)
+    return fmt::format("block_m must be 64, 128, 192 or 256 (warpgroups of 64 pixels), got {}", s.block_m);
+  if (std::find(kBlockNs.begin(), kBlockNs.end(), s.block_n) == kBlockNs.end())
+    return fmt::format("block_n must be 16, 32, 64, 96, 128, 192 or 256, got {}", s.block_n);
   if (s.stages < 3 || s.stages > 6) return fmt::format("stages must be 3 to 6, got {}", s.stages);
   if (s.split_k < 1 || s.split_k > 32) return fmt::format("split_k must be 1 to 32, got {}", s.split_k);
   const Gemm g = gemm_of(p);
@@ -153,7 +157,7 @@ class IgemmWgmma final : public Family {
 
   // wgmma exists only in the arch-specific variant of compute capability 9.0.
   std::string compile_arch(const Gpu& gpu) const override {
-    return gpu.arch.ends_with('a') ? gpu.arch : gpu.arch + "a";
+    return !has_wgmma(gpu) || gpu.arch.ends_with('a') ? gpu.arch : gpu.arch + "a";
   }
 
   std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
@@ -191,7 +195,9 @@ class IgemmWgmma final : public Family {
   // issue term counts 0.25 per warp instruction; counted per warp as N / 32 "fma" instructions of weight 1.6. There
   // are no ldmatrix (the operands come from shared memory through the descriptors: weight 0); the other terms are
   // igemm_tc's.
-  CostWeights default_cost_weights() const override { return {1.6, 0, 2.36, 0.702, 0.486, 0.449, 2.02, 4.82, 2.07, 2.13, 0}; }
+  CostWeights default_cost_weights() const override {
+    return {1.6, 0, 2.36, 0.702, 0.486, 0.449, 2.02, 4.82, 2.07, 2.13, 0};
+  }
 
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
     const std::vector<IgemmWgmmaParams> specs = candidates(p, gpu);
@@ -199,11 +205,12 @@ class IgemmWgmma final : public Family {
     return to_spec(specs.front());
   }
 
-  // Before igemm_tc (-1) where it serves: on an sm_90 GPU wgmma reaches the tensor cores' full rate, mma.sync not.
-  int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -1 : 100; }
+  // After sparse24_tc (-3, 2:4 filters) and before igemm_tc (-1) where it serves: on the H100 its tuned best beat
+  // igemm_tc's on 20 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/).
+  int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
  private:
-  // The search space: the block tiles (64, 128 or 256 pixels by 16 to 256 channels) that fit the GEMM, with the
+  // The search space: the block tiles (64 to 256 pixels by 16 to 256 channels) that fit the GEMM, with the
   // deepest pipeline the shared memory holds (up to 6 stages) and a shallower one (4, or 3) where that fits more
   // blocks on an SM, and split-K while the output alone fills fewer than two waves. Of these, kMaxCandidates by
   // estimate, the best of every tile first.
@@ -213,9 +220,9 @@ class IgemmWgmma final : public Family {
     const int sm_count = std::max(gpu.sm_count, 1);
     const std::int64_t steps = ceil_div(g.kr, kBlockK);
     std::vector<std::vector<Estimated<IgemmWgmmaParams>>> by_tile;
-    for (int block_m : {128, 64, 256}) {
+    for (int block_m : {128, 64, 192, 256}) {
       if (block_m > 64 && block_m / 2 >= g.m) continue;  // half the tile would be padding
-      for (int block_n : {128, 64, 256, 32, 16}) {
+      for (int block_n : kBlockNs) {
         if (block_n > 16 && block_n / 2 >= g.n) continue;
         std::vector<Estimated<IgemmWgmmaParams>> ranked;
         // The deepest pipeline that fits, and 4 stages (or 3) where that lets more blocks share an SM.

@@ -206,7 +206,7 @@ class Sparse24Tc final : public Family {
 
   // Before igemm_tc for an fp16 / bf16 problem whose own filter is 2:4 (half the tensor-core work); never otherwise.
   int default_rank(const Problem& p) const override {
-    return serves_precision(p.precision) && is_two_four_sparse(p) ? -2 : 100;
+    return serves_precision(p.precision) && is_two_four_sparse(p) ? -3 : 100;
   }
 
  private:

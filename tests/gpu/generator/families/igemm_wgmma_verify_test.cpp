@@ -78,16 +78,17 @@ TEST_F(IgemmWgmmaGpu, EveryBlockTileAndPipelineDepthIsCorrectOnPartialTilesInEve
   for (Precision precision : kPrecisions) {
     const Problem p{.n = 2, .c = 24, .k = 40, .input = {1, 9, 11}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
                     .layout = Layout::nhwc, .precision = precision};
-    for (int block_m : {64, 128, 256})
-      for (int block_n : {16, 32, 64, 128, 256})
+    for (int block_m : {64, 128, 192, 256})
+      for (int block_n : {16, 32, 64, 96, 128, 192, 256})
         for (int stages : {3, 6}) {
           const KernelSpec s =
               to_spec(IgemmWgmmaParams{.block_m = block_m, .block_n = block_n, .stages = stages, .split_k = 1});
-          if (wgmma_.check_support(p, gpu_, s)) continue;  // too much shared memory for six stages
+          // Six stages of the larger tiles exceed the shared memory, 256 x 192 and 256 x 256 the registers.
+          if (wgmma_.check_support(p, gpu_, s)) continue;
           cases.push_back({fmt::format("partial tiles {}", precision), p, s});
         }
   }
-  EXPECT_GE(cases.size(), 50u);
+  EXPECT_GE(cases.size(), 80u) << "fewer block tiles than the template declares are supported";
   EXPECT_EQ(verify_all(cases, 50), static_cast<int>(cases.size()));
 }
 
@@ -104,7 +105,7 @@ TEST_F(IgemmWgmmaGpu, EveryEnumeratedConfigurationIsCorrectOnNetworkLayers) {
     }
   problems.push_back(with(cusnn.layers.back().problem, Precision::bf16, Layout::nhwc));
   for (const Layer& layer : load_suite(source_dir() / "shapes" / "resnet50.csv").layers)
-    if (layer.problem.stride.h == 2) {
+    if (layer.problem.stride.h == 2 && layer.problem.c % 8 == 0) {
       problems.push_back(with(layer.problem, Precision::fp16, Layout::nhwc));
       break;
     }
@@ -123,7 +124,7 @@ TEST_F(IgemmWgmmaGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
   for (Precision precision : kPrecisions) {
     const Problem p{.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
                     .layout = Layout::nhwc, .precision = precision};
-    for (int split_k : {2, 3, 5, 8, 16, 24}) {
+    for (int split_k : {2, 3, 5, 8, 12, 24}) {  // 72 steps of 64: 24 splits of 3 steps, the most that leave none empty
       const KernelSpec s =
           to_spec(IgemmWgmmaParams{.block_m = 64, .block_n = 64, .stages = 4, .split_k = split_k});
       ASSERT_EQ(wgmma_.check_support(p, gpu_, s), std::nullopt) << kernel_name(s);

@@ -98,16 +98,22 @@ TEST(IgemmTcFamily, ServesEveryEdgeCaseInEveryTensorCorePrecisionAndLayoutWithSu
   }
 }
 
-TEST(IgemmTcFamily, IsTheDefaultChoiceForTf32Fp16AndBf16AndNeverServesFp32) {
+// igemm_wgmma comes first where it serves (channels-last fp16 / bf16 on sm_90); igemm_tc is the default everywhere
+// else a tensor-core precision is asked for: tf32, channels-first, and GPUs without wgmma.
+TEST(IgemmTcFamily, IsTheDefaultChoiceForTf32Fp16AndBf16WhereIgemmWgmmaDoesNotServeAndNeverServesFp32) {
   const Gpu gpu = h100();
+  const Gpu a100 = load_gpu(kSourceDir / "gpus/a100_sxm4.json");
   for (Precision precision : {Precision::tf32, Precision::fp16, Precision::bf16}) {
     const Problem p = with(kResnet3x3, precision, Layout::nchw);
     EXPECT_EQ(default_choice(p, gpu).family, "igemm_tc") << to_string(precision);
+    EXPECT_EQ(default_choice(with(kResnet3x3, precision, Layout::nhwc), a100).family, "igemm_tc")
+        << to_string(precision);
     for (const Family* f : all_families())
-      if (f != &igemm_tc()) {
+      if (f != &igemm_tc() && f->name() != "igemm_wgmma") {
         EXPECT_LT(igemm_tc().default_rank(p), f->default_rank(p)) << f->name();
       }
   }
+  EXPECT_EQ(default_choice(with(kResnet3x3, Precision::fp16, Layout::nhwc), gpu).family, "igemm_wgmma");
   const Problem fp32 = with(kResnet3x3, Precision::fp32, Layout::nhwc);
   EXPECT_EQ(igemm_tc().check_support(fp32, gpu, spec(64, 64, 32, 32, 32)),
             "precision fp32 is not supported by igemm_tc (tf32, fp16 and bf16 only: fp32 problems need strict fp32 "

@@ -1,0 +1,196 @@
+// igemm_wgmma_compile_test: the Hopper tensor-core template compiles alone for sm_90a (and refuses sm_90), and through
+// build_kernel (which compiles it for the family's compile_arch, sm_90a on an H100) every configuration its search
+// space offers on a handful of corpus problems (fp16 and bf16, groups, 1-D and 3-D, split-K), every block tile in both
+// precisions, and split-K's reduce entry; the default configurations without register spills.
+#include <gtest/gtest.h>
+
+#include "conv/conv_kernel.hpp"
+#include "convgen/error.hpp"
+#include "generator/render.hpp"
+#include "igemm_wgmma_params.hpp"
+#include "support/corpus.hpp"
+
+namespace convgen {
+namespace {
+
+using namespace testing_support;
+
+const Family& igemm_wgmma() { return family("igemm_wgmma"); }
+
+KernelSpec spec(int block_m, int block_n, int stages, int split_k = 1) {
+  return to_spec(IgemmWgmmaParams{.block_m = block_m, .block_n = block_n, .stages = stages, .split_k = split_k});
+}
+
+struct Case {
+  std::string label;
+  Problem problem;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
+
+Problem edge_case(const std::string& name, Precision precision, Layout layout) {
+  for (const Layer& layer : edge_cases().layers)
+    if (layer.name == name) {
+      Problem p = layer.problem;
+      p.precision = precision;
+      p.layout = layout;
+      return p;
+    }
+  throw InputError("no edge case named " + name);
+}
+
+Problem suite_layer(const std::string& suite, const std::string& name, Precision precision) {
+  for (const Layer& layer : load_suite(source_dir() / "shapes" / suite).layers)
+    if (layer.name == name) {
+      Problem p = layer.problem;
+      p.precision = precision;
+      p.layout = Layout::nhwc;
+      return p;
+    }
+  throw InputError("no layer named " + name + " in " + suite);
+}
+
+// 286 output pixels (2 x 13 x 11) and 200 channels: a partial tile in M and N for every block tile; a reduction of 216
+// (24 channels x 9 taps): 3 full steps of 64 and a partial one.
+Problem partial_tiles(Precision precision) {
+  return {.n = 2,
+          .c = 24,
+          .k = 200,
+          .input = {1, 13, 11},
+          .filter = {1, 3, 3},
+          .padding = {0, 1, 1},
+          .layout = Layout::nhwc,
+          .precision = precision};
+}
+
+std::vector<Case> cases() {
+  return {
+      {"c32_k100_3x3_fp16", edge_case("c32_k100_3x3", Precision::fp16, Layout::nhwc)},
+      {"dilation2_stride2_bf16", edge_case("dilation2_stride2", Precision::bf16, Layout::nhwc)},
+      {"nhwc_groups2_batch2_bf16", edge_case("nhwc_groups2_batch2", Precision::bf16, Layout::nhwc)},
+      {"ndhwc_3x3x3_p1_fp16", edge_case("ndhwc_3x3x3_p1", Precision::fp16, Layout::ndhwc)},
+      {"conv1d_nwc_k5_bf16", edge_case("conv1d_ncw_k5", Precision::bf16, Layout::nwc)},
+      {"resnet50_conv4_1_3x3_fp16", suite_layer("resnet50.csv", "conv4_1_3x3", Precision::fp16)},
+      {"cusnn_res_512to512_7_bf16", suite_layer("cusnn.csv", "res_512to512_7", Precision::bf16)},
+  };
+}
+
+// Builds `spec` through build_kernel for the H100 and checks what every igemm_wgmma cubin must be: compiled for
+// sm_90a, with a ptxas report of the main entry and of the reduce entry. Returns the built kernel.
+BuiltKernel build_and_check(const Problem& problem, const KernelSpec& spec, JitCache& cache) {
+  const std::string name = kernel_name(spec);
+  BuiltKernel built;
+  EXPECT_NO_THROW(built = build_kernel(problem, spec, h100(), cache)) << name;
+  EXPECT_EQ(built.cubin.arch, "sm_90a") << name;
+  EXPECT_FALSE(built.cubin.image.empty()) << name;
+  const auto main = built.cubin.entry_reports.find(name);
+  EXPECT_NE(main, built.cubin.entry_reports.end()) << name << "\n" << built.cubin.log;
+  if (main != built.cubin.entry_reports.end()) {
+    EXPECT_GT(main->second.registers, 0) << name;
+  }
+  // The template always defines the reduce entry; the plan launches it only after split-K's main kernel.
+  EXPECT_TRUE(built.cubin.entry_reports.contains(name + "_reduce")) << name << "\n" << built.cubin.log;
+  EXPECT_EQ(built.plan.run.size(), params_of<IgemmWgmmaParams>(spec).split_k > 1 ? 2u : 1u) << name;
+  return built;
+}
+
+class IgemmWgmmaEveryConfiguration : public testing::TestWithParam<Case> {};
+
+TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
+  const Case& c = GetParam();
+  const Gpu gpu = h100();
+  const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(c.problem, gpu);
+  ASSERT_FALSE(specs.empty()) << problem_key(c.problem);
+  const KernelSpec chosen = *igemm_wgmma().default_spec(c.problem, gpu);
+  JitCache cache(std::nullopt);
+  for (const KernelSpec& spec : specs) {
+    const BuiltKernel built = build_and_check(c.problem, spec, cache);
+    if (spec == chosen) {
+      for (const auto& [entry, report] : built.cubin.entry_reports)
+        EXPECT_EQ(report.spill_store_bytes, 0) << entry << "\n" << built.cubin.log;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CorpusProblems, IgemmWgmmaEveryConfiguration, testing::ValuesIn(cases()),
+                         [](const testing::TestParamInfo<Case>& case_info) {
+                           return test_name(case_info.param.label);
+                         });
+
+class IgemmWgmmaEveryTile : public testing::TestWithParam<Precision> {};
+
+// Every block tile the template declares (4 x 7) but the two that exceed the registers (256 x 192 and 256 x 256), in
+// 4 stages, on a problem with partial tiles everywhere.
+TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
+  const Problem p = partial_tiles(GetParam());
+  const Gpu gpu = h100();
+  const TemplateInterface& iface = igemm_wgmma().interface();
+  JitCache cache(std::nullopt);
+  int tiles = 0;
+  for (int block_m : iface.params[0].allowed)
+    for (int block_n : iface.params[1].allowed) {
+      const KernelSpec s = spec(block_m, block_n, 4);
+      if (check_support(p, gpu, s)) continue;
+      ++tiles;
+      const BuiltKernel built = build_and_check(p, s, cache);
+      EXPECT_EQ(built.plan.main_geometry().block[0], static_cast<unsigned>(2 * block_m)) << kernel_name(s);
+    }
+  EXPECT_EQ(tiles, 26);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, IgemmWgmmaEveryTile, testing::Values(Precision::fp16, Precision::bf16),
+                         [](const testing::TestParamInfo<Precision>& case_info) {
+                           return std::string(to_string(case_info.param));
+                         });
+
+TEST(IgemmWgmmaSplitK, TheReduceEntryIsCompiledBesideTheMainOneWithoutSpillsInBothPrecisions) {
+  JitCache cache(std::nullopt);
+  for (Precision precision : {Precision::fp16, Precision::bf16}) {
+    const Problem deep = suite_layer("cusnn.csv", "res_512to512_7", precision);
+    for (int split_k : {2, 4, 9}) {
+      const KernelSpec s = spec(64, 128, 4, split_k);
+      const BuiltKernel built = build_and_check(deep, s, cache);
+      ASSERT_EQ(built.plan.run.size(), 2u);
+      const std::string reduce = entry_symbol(built, built.plan.run[1].entry_suffix);
+      EXPECT_EQ(reduce, kernel_name(s) + "_reduce");
+      ASSERT_TRUE(built.cubin.entry_reports.contains(reduce)) << built.cubin.log;
+      EXPECT_EQ(built.cubin.entry_reports.at(reduce).spill_store_bytes, 0) << reduce << "\n" << built.cubin.log;
+      EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
+                                                                                   << built.cubin.log;
+    }
+  }
+}
+
+Program template_alone() {
+  Program program{.name = "igemm_wgmma.cu", .source = template_text("igemm_wgmma.cu")};
+  for (const std::string& header : template_header_names()) program.headers.emplace_back(header, template_text(header));
+  return program;
+}
+
+TEST(IgemmWgmmaTemplate, CompilesAloneWithItsDefaultsForSm90a) {
+  Cubin cubin;
+  ASSERT_NO_THROW(cubin = compile(template_alone(), {.arch = "sm_90a"}));
+  EXPECT_FALSE(cubin.image.empty());
+  const std::map<std::string, PtxasReport> reports = parse_ptxas_reports(cubin.log);
+  ASSERT_TRUE(reports.contains("convgen_igemm_wgmma_default")) << cubin.log;
+  ASSERT_TRUE(reports.contains("convgen_igemm_wgmma_default_reduce")) << cubin.log;
+  EXPECT_EQ(reports.at("convgen_igemm_wgmma_default").spill_store_bytes, 0) << cubin.log;
+  EXPECT_EQ(reports.at("convgen_igemm_wgmma_default_reduce").spill_store_bytes, 0) << cubin.log;
+}
+
+TEST(IgemmWgmmaTemplate, RefusesSm90WithoutTheArchSpecificFeaturesAtCompileTime) {
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    try {
+      compile(template_alone(), {.arch = arch});
+      ADD_FAILURE() << "compiled for " << arch;
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("wgmma.cuh needs sm_90a (wgmma.mma_async is an arch-specific feature of "
+                                           "compute capability 9.0)"),
+                std::string::npos)
+          << arch << ": " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace convgen
