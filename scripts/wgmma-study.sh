@@ -11,7 +11,8 @@
 #     bench    ours (both families, the tuned bests joining) against every cuDNN route in the same precision
 #              (tensor-op math), in the same run (OUT/bench-<suite>-<precision>-<batches>/)
 #   SHAPES (default shapes/cusnn.csv), PRECISION (fp16), BATCHES (1,8,32) and CANDIDATES (ours per family besides
-#   the defaults and the tuned bests, default 2) choose what tune and bench run. Draw reports with `convgen plot`.
+#   the defaults and the tuned bests, default 2) choose what tune and bench run; DB, a tuning database, replaces
+#   OUT/wgmma.sqlite. Draw reports with `convgen plot`.
 set -uo pipefail
 out=${1:?usage: scripts/wgmma-study.sh OUT PART...}
 shift
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 source scripts/use-carried-build.sh
 export CONVGEN_CACHE_DIR=${CONVGEN_CACHE_DIR:-/tmp/convgen-cache}
 convgen=build/tools/convgen/convgen
-db="$out/wgmma.sqlite"
+db=${DB:-$out/wgmma.sqlite}
 shapes=${SHAPES:-shapes/cusnn.csv}
 precision=${PRECISION:-fp16}
 batches=${BATCHES:-1,8,32}

@@ -8,10 +8,10 @@
 // A block of BLOCK_M / 64 warpgroups computes BLOCK_M pixels x BLOCK_N channels; warpgroup w owns pixel rows
 // 64w .. 64w + 63 and every channel of the block, one wgmma m64nBLOCK_Nk16 per 16 reduction elements.
 //
-// The pipeline (all threads load, every warpgroup multiplies): each step of 64 reduction elements (128 bytes of a
-// row) waits for its own slice, publishes it with a proxy fence and a barrier, issues the loads of the slice
-// PREFETCH = STAGES - 2 steps ahead, then issues its four wgmma as one group and lets it run while the next step
-// begins (wait_group 1: only the previous step's group must have finished). The barrier of step s thus also says
+// The pipeline (all threads load, every warpgroup multiplies): each step of 64 or 128 reduction elements (K_ATOMS
+// swizzled rows of 128 bytes) waits for its own slice, publishes it with a proxy fence and a barrier, issues the loads
+// of the slice PREFETCH = STAGES - 2 steps ahead, then issues its 4 * K_ATOMS wgmma as one group and lets it run while
+// the next step begins (wait_group 1: only the previous step's group must have finished). The barrier of step s thus also says
 // every warpgroup is done with step s - 2's buffer, which step s's loads overwrite.
 #include "interface.cuh"
 #include "epilogue.cuh"
@@ -28,9 +28,10 @@ constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
 constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = true;
 constexpr int PRECISION = 2;  // convgen::Precision: 2 fp16, 3 bf16
-// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_st4_sk1).
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
+CONVGEN_PARAM("kb", "1,2", "64-element swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
 CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 steps ahead of the multiply") constexpr int STAGES = 4;
 CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
@@ -55,7 +56,7 @@ static_assert(IS_FP16 || IS_BF16, "igemm_wgmma serves fp16 and bf16 problems");
 using element_t = unsigned short;  // fp16 / bf16 as their bits
 constexpr int ELEMENT_BYTES = 2;
 constexpr int CHUNK = 8;      // elements per 16 bytes: one cp.async, one unit of the swizzle
-constexpr int BLOCK_K = 64;   // reduction elements per step: one 128-byte swizzled row
+constexpr int ATOM_K = 64;    // reduction elements of one swizzled row (128 bytes)
 constexpr int MMA_K = 16;     // reduction elements per wgmma
 constexpr int ROW_UNITS = 8;  // 16-byte units per row
 
@@ -96,6 +97,8 @@ static_assert(BLOCK_M % 64 == 0 && BLOCK_M >= 64 && BLOCK_M <= 256, "BLOCK_M mus
 static_assert(BLOCK_N == 16 || BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 96 || BLOCK_N == 128 || BLOCK_N == 192 ||
                   BLOCK_N == 256,
               "BLOCK_N must be 16, 32, 64, 96, 128, 192 or 256 (a wgmma N of whole 8-row swizzle atoms)");
+static_assert(K_ATOMS == 1 || K_ATOMS == 2, "K_ATOMS must be 1 or 2");
+constexpr int BLOCK_K = ATOM_K * K_ATOMS;  // reduction elements per step
 static_assert(STAGES >= 3, "the pipeline needs three stages: one loading, one multiplying, one still being read");
 static_assert(SPLIT_K >= 1, "SPLIT_K must be positive");
 constexpr int WARPGROUPS = BLOCK_M / 64;
@@ -106,10 +109,13 @@ constexpr int ACCUMULATORS = BLOCK_N / 2;  // fp32 accumulators per thread: 64 x
 // Each split covers KR_CHUNK reduction elements (a whole number of steps); the last one may be shorter.
 constexpr int KR_CHUNK = (int)(ceil_div(ceil_div(KR, SPLIT_K), BLOCK_K) * BLOCK_K);
 
-// Shared memory, per stage: A as BLOCK_M swizzled rows, then B as BLOCK_N (both whole 1,024-byte atoms: multiples
-// of 8 rows). The dynamic allocation has 1,024 bytes more, to align the first stage to an atom.
-constexpr int A_STAGE_BYTES = BLOCK_M * convgen::wg::kRowBytes;
-constexpr int B_STAGE_BYTES = BLOCK_N * convgen::wg::kRowBytes;
+// Shared memory, per stage: for each K atom, A as BLOCK_M swizzled rows, then for each K atom B as BLOCK_N (all whole
+// 1,024-byte swizzle atoms: multiples of 8 rows). The dynamic allocation has 1,024 bytes more, to align the first
+// stage to an atom.
+constexpr int A_ATOM_BYTES = BLOCK_M * convgen::wg::kRowBytes;
+constexpr int B_ATOM_BYTES = BLOCK_N * convgen::wg::kRowBytes;
+constexpr int A_STAGE_BYTES = K_ATOMS * A_ATOM_BYTES;
+constexpr int B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + convgen::wg::kAtomBytes;  // the family's plan says the same
 
@@ -153,31 +159,36 @@ __device__ __forceinline__ bool tap_inside(const RowGather& row, const Tap& tap)
 }
 
 // Issues the loads of the reduction slice [kr0, kr0 + BLOCK_K) into the stage at s_stage (a shared address, 1,024-
-// aligned), swizzled. Elements at or past kr_end, outside the input or outside the tile are zero-filled.
+// aligned), swizzled, each K atom in its own A and B regions. Elements at or past kr_end, outside the input or outside the tile are zero-filled.
 __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __restrict__ g_activation,
                                            const element_t* __restrict__ g_filter, const RowGather (&r_row)[A_ROWS],
                                            const idx_t (&r_filter_row)[B_ROWS],
                                            const bool (&r_filter_ok)[B_ROWS], int tid, int kr0, int kr_end) {
   const int unit = tid % ROW_UNITS;
-  const int kr = kr0 + unit * CHUNK;
-  const bool in_reduction = kr < kr_end;  // a unit never straddles kr_end: KR and KR_CHUNK are multiples of 8
-  const Tap tap = tap_of(kr);
-  const idx_t tap_off = tap_offset(tap);
 #pragma unroll
-  for (int i = 0; i < A_ROWS; ++i) {
-    const int row = tid / ROW_UNITS + i * ROW_STEP;
-    const idx_t offset = r_row[i].offset + tap_off;
-    const bool full = in_reduction && tap_inside(r_row[i], tap);
-    convgen::tc::cp_async_16(s_stage + convgen::wg::swizzled_offset(row, unit), full ? g_activation + offset : g_activation,
-                             full);
-  }
+  for (int atom = 0; atom < K_ATOMS; ++atom) {
+    const int kr = kr0 + atom * ATOM_K + unit * CHUNK;
+    const bool in_reduction = kr < kr_end;  // a unit never straddles kr_end: KR and KR_CHUNK are multiples of 8
+    const Tap tap = tap_of(kr);
+    const idx_t tap_off = tap_offset(tap);
+    const unsigned s_a = s_stage + (unsigned)(atom * A_ATOM_BYTES);
+    const unsigned s_b = s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES);
 #pragma unroll
-  for (int i = 0; i < B_ROWS; ++i) {
-    const int row = tid / ROW_UNITS + i * ROW_STEP;
-    if (BLOCK_N % ROW_STEP != 0 && row >= BLOCK_N) continue;
-    const bool full = r_filter_ok[i] && in_reduction;
-    convgen::tc::cp_async_16(s_stage + A_STAGE_BYTES + convgen::wg::swizzled_offset(row, unit),
-                             full ? g_filter + r_filter_row[i] + kr : g_filter, full);
+    for (int i = 0; i < A_ROWS; ++i) {
+      const int row = tid / ROW_UNITS + i * ROW_STEP;
+      const idx_t offset = r_row[i].offset + tap_off;
+      const bool full = in_reduction && tap_inside(r_row[i], tap);
+      convgen::tc::cp_async_16(s_a + convgen::wg::swizzled_offset(row, unit), full ? g_activation + offset : g_activation,
+                               full);
+    }
+#pragma unroll
+    for (int i = 0; i < B_ROWS; ++i) {
+      const int row = tid / ROW_UNITS + i * ROW_STEP;
+      if (BLOCK_N % ROW_STEP != 0 && row >= BLOCK_N) continue;
+      const bool full = r_filter_ok[i] && in_reduction;
+      convgen::tc::cp_async_16(s_b + convgen::wg::swizzled_offset(row, unit),
+                               full ? g_filter + r_filter_row[i] + kr : g_filter, full);
+    }
   }
 }
 
@@ -248,14 +259,18 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
     convgen::tc::cp_async_commit();
 
     const unsigned s_stage = s_base + (unsigned)(read_stage * STAGE_BYTES);
-    const unsigned long long desc_a = wg::matrix_descriptor(s_stage + (unsigned)(warpgroup * 64 * wg::kRowBytes));
-    const unsigned long long desc_b = wg::matrix_descriptor(s_stage + A_STAGE_BYTES);
 #pragma unroll
     for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
     wg::fence();
 #pragma unroll
-    for (int ks = 0; ks < BLOCK_K / MMA_K; ++ks)  // the next 16 reduction elements: 32 bytes on, + 2 in a descriptor
-      wg::mma_async<BLOCK_N, IS_BF16>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);
+    for (int atom = 0; atom < K_ATOMS; ++atom) {
+      const unsigned long long desc_a =
+          wg::matrix_descriptor(s_stage + (unsigned)(atom * A_ATOM_BYTES + warpgroup * 64 * wg::kRowBytes));
+      const unsigned long long desc_b = wg::matrix_descriptor(s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES));
+#pragma unroll
+      for (int ks = 0; ks < ATOM_K / MMA_K; ++ks)  // the next 16 reduction elements: 32 bytes on, + 2 in a descriptor
+        wg::mma_async<BLOCK_N, IS_BF16>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);
+    }
     wg::commit();
     wg::wait<1>();
 #pragma unroll

@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::int64_t kIntMax = 2147483647;
 constexpr std::int64_t kGridYZMax = 65535;
-constexpr int kBlockK = 64;          // reduction elements per step: one 128-byte swizzled row (BLOCK_K)
+constexpr int kAtomK = 64;           // reduction elements of one 128-byte swizzled row (ATOM_K)
 constexpr int kRowBytes = 128;       // bytes of a shared row
 constexpr int kAlignSlack = 1024;    // the dynamic allocation's extra bytes to align the stages to 1,024
 constexpr int kChunk = 8;            // elements per 16-byte load
@@ -48,12 +48,17 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 int threads_of(const IgemmWgmmaParams& s) { return 128 * (s.block_m / 64); }
 
+// Reduction elements per step (BLOCK_K): K_ATOMS swizzled rows.
+int block_k_of(const IgemmWgmmaParams& s) { return kAtomK * s.k_atoms; }
+
 // Reduction elements per split: whole steps (as KR_CHUNK in the template).
 int split_chunk(const Gemm& g, const IgemmWgmmaParams& s) {
-  return static_cast<int>(ceil_div(ceil_div(g.kr, s.split_k), kBlockK) * kBlockK);
+  return static_cast<int>(ceil_div(ceil_div(g.kr, s.split_k), block_k_of(s)) * block_k_of(s));
 }
 
-int smem_bytes(const IgemmWgmmaParams& s) { return s.stages * (s.block_m + s.block_n) * kRowBytes + kAlignSlack; }
+int smem_bytes(const IgemmWgmmaParams& s) {
+  return s.stages * (s.block_m + s.block_n) * kRowBytes * s.k_atoms + kAlignSlack;
+}
 
 // Registers per thread, roughly: BLOCK_N / 2 accumulators, the filter rows (2 each) and ~30 for the pixel rows,
 // addresses, descriptors and loop state (ptxas on sm_90a used 47-160 for the 32 tiles of a 128-channel layer,
@@ -104,13 +109,14 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
     return fmt::format("block_m must be 64, 128, 192 or 256 (warpgroups of 64 pixels), got {}", s.block_m);
   if (std::find(kBlockNs.begin(), kBlockNs.end(), s.block_n) == kBlockNs.end())
     return fmt::format("block_n must be 16, 32, 64, 96, 128, 192 or 256, got {}", s.block_n);
+  if (s.k_atoms != 1 && s.k_atoms != 2) return fmt::format("k_atoms must be 1 or 2, got {}", s.k_atoms);
   if (s.stages < 3 || s.stages > 6) return fmt::format("stages must be 3 to 6, got {}", s.stages);
   if (s.split_k < 1 || s.split_k > 32) return fmt::format("split_k must be 1 to 32, got {}", s.split_k);
   const Gemm g = gemm_of(p);
   // Every split must own part of the reduction (an empty split would only add work).
   if (std::int64_t{s.split_k - 1} * split_chunk(g, s) >= g.kr)
     return fmt::format("split_k {} leaves splits without work: the reduction length {} gives {} steps of {}",
-                       s.split_k, g.kr, ceil_div(g.kr, kBlockK), kBlockK);
+                       s.split_k, g.kr, ceil_div(g.kr, block_k_of(s)), block_k_of(s));
   if (ceil_div(g.n, s.block_n) > kGridYZMax)
     return fmt::format("{} tiles of output channels exceed the grid's y limit of 65535", ceil_div(g.n, s.block_n));
   if (std::int64_t{g.groups} * s.split_k > kGridYZMax)
@@ -132,8 +138,8 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   return std::nullopt;
 }
 
-IgemmWgmmaParams params_of(int block_m, int block_n, int stages, int split_k) {
-  return {.block_m = block_m, .block_n = block_n, .stages = stages, .split_k = split_k};
+IgemmWgmmaParams params_of(int block_m, int block_n, int k_atoms, int stages, int split_k) {
+  return {.block_m = block_m, .block_n = block_n, .k_atoms = k_atoms, .stages = stages, .split_k = split_k};
 }
 
 class IgemmWgmma final : public Family {
@@ -210,39 +216,44 @@ class IgemmWgmma final : public Family {
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
  private:
-  // The search space: the block tiles (64 to 256 pixels by 16 to 256 channels) that fit the GEMM, with the
-  // deepest pipeline the shared memory holds (up to 6 stages) and a shallower one (4, or 3) where that fits more
-  // blocks on an SM, and split-K while the output alone fills fewer than two waves. Of these, kMaxCandidates by
+  // The search space: the block tiles (64 to 256 pixels by 16 to 256 channels) that fit the GEMM, with one or two K
+  // atoms a step, the deepest pipeline the shared memory holds (up to 6 stages) and a shallower one (4, or 3) where
+  // that fits more blocks on an SM, and split-K while the output alone fills fewer than two waves. Of these, kMaxCandidates by
   // estimate, the best of every tile first.
   std::vector<IgemmWgmmaParams> candidates(const Problem& p, const Gpu& gpu) const {
     if (problem_reason(p, gpu)) return {};
     const Gemm g = gemm_of(p);
     const int sm_count = std::max(gpu.sm_count, 1);
-    const std::int64_t steps = ceil_div(g.kr, kBlockK);
     std::vector<std::vector<Estimated<IgemmWgmmaParams>>> by_tile;
     for (int block_m : {128, 64, 192, 256}) {
       if (block_m > 64 && block_m / 2 >= g.m) continue;  // half the tile would be padding
       for (int block_n : kBlockNs) {
         if (block_n > 16 && block_n / 2 >= g.n) continue;
         std::vector<Estimated<IgemmWgmmaParams>> ranked;
-        // The deepest pipeline that fits, and 4 stages (or 3) where that lets more blocks share an SM.
-        int deepest = 0;
-        for (int stages : {6, 5, 4, 3})
-          if (!spec_reason(p, gpu, params_of(block_m, block_n, stages, 1))) {
-            deepest = stages;
-            break;
-          }
-        if (deepest == 0) continue;
-        for (int stages : {deepest, std::min(deepest - 1, 4)}) {
-          if (stages < 3 || (stages != deepest && resident_blocks(gpu, params_of(block_m, block_n, stages, 1)) <=
-                                                      resident_blocks(gpu, params_of(block_m, block_n, deepest, 1))))
-            continue;
-          const std::int64_t tiles = blocks_of(g, params_of(block_m, block_n, stages, 1));
-          for (int split_k = 1; split_k <= 16; split_k *= 2) {
-            if (split_k > 1 && (tiles * (split_k / 2) >= 2 * sm_count || ceil_div(steps, split_k) < 2)) break;
-            const IgemmWgmmaParams s = params_of(block_m, block_n, stages, split_k);
-            if (spec_reason(p, gpu, s)) continue;
-            ranked.emplace_back(estimate_us(p, gpu, s), s);
+        // Two K atoms a step only where the reduction has more than two steps of one.
+        for (int k_atoms : {1, 2}) {
+          if (k_atoms == 2 && g.kr <= 2 * kAtomK) continue;
+          const std::int64_t steps = ceil_div(g.kr, kAtomK * k_atoms);
+          // The deepest pipeline that fits, and 4 stages (or 3) where that lets more blocks share an SM.
+          int deepest = 0;
+          for (int stages : {6, 5, 4, 3})
+            if (!spec_reason(p, gpu, params_of(block_m, block_n, k_atoms, stages, 1))) {
+              deepest = stages;
+              break;
+            }
+          if (deepest == 0) continue;
+          for (int stages : {deepest, std::min(deepest - 1, 4)}) {
+            if (stages < 3 ||
+                (stages != deepest && resident_blocks(gpu, params_of(block_m, block_n, k_atoms, stages, 1)) <=
+                                          resident_blocks(gpu, params_of(block_m, block_n, k_atoms, deepest, 1))))
+              continue;
+            const std::int64_t tiles = blocks_of(g, params_of(block_m, block_n, k_atoms, stages, 1));
+            for (int split_k = 1; split_k <= 16; split_k *= 2) {
+              if (split_k > 1 && (tiles * (split_k / 2) >= 2 * sm_count || ceil_div(steps, split_k) < 2)) break;
+              const IgemmWgmmaParams s = params_of(block_m, block_n, k_atoms, stages, split_k);
+              if (spec_reason(p, gpu, s)) continue;
+              ranked.emplace_back(estimate_us(p, gpu, s), s);
+            }
           }
         }
         if (!ranked.empty()) by_tile.push_back(std::move(ranked));
@@ -272,7 +283,7 @@ class IgemmWgmma final : public Family {
             .shared_load_instructions = 0,
             .global_load_instructions = (activation_loads + filter_loads) / 32,
             .address_instructions = activation_loads / 32 * 8,
-            .main_loop_steps = chunk / kBlockK,
+            .main_loop_steps = chunk / block_k_of(s),
             .pipelined = true,
             .atomic_outputs = 0,
             .extra_launches = s.split_k > 1 ? 1 : 0};
@@ -300,7 +311,7 @@ class IgemmWgmma final : public Family {
     const int chunk = split_chunk(g, s);
     const double flops_per_block = 2.0 * s.block_m * s.block_n * chunk;
     const double compute_us = waves * resident * flops_per_block / (sm_flops_per_us * efficiency);
-    const double latency_us = waves * std::ceil(static_cast<double>(chunk) / kBlockK) * kStepLatencyUs;
+    const double latency_us = waves * std::ceil(static_cast<double>(chunk) / block_k_of(s)) * kStepLatencyUs;
     const double bytes_per_us = std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3;
     const double operand_bytes = static_cast<double>(blocks) * (s.block_m + s.block_n) * chunk * 2;
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);

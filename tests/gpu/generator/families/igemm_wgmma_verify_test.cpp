@@ -72,7 +72,7 @@ TEST_F(IgemmWgmmaGpu, RepresentativeConfigurationsAreCorrectOnTheEdgeCaseCorpusI
 
 // 2 x 9 x 11 output pixels (198: a partial last tile of every BLOCK_M), 40 output channels (a partial last tile of
 // every BLOCK_N), a reduction of 24 * 9 = 216 (a partial last step of 64): every block tile with the shallowest and the
-// deepest pipeline.
+// deepest pipeline, with one and two K atoms a step (216 is a whole step of 128 and a partial one).
 TEST_F(IgemmWgmmaGpu, EveryBlockTileAndPipelineDepthIsCorrectOnPartialTilesInEveryDimension) {
   std::vector<Case> cases;
   for (Precision precision : kPrecisions) {
@@ -80,15 +80,17 @@ TEST_F(IgemmWgmmaGpu, EveryBlockTileAndPipelineDepthIsCorrectOnPartialTilesInEve
                     .layout = Layout::nhwc, .precision = precision};
     for (int block_m : {64, 128, 192, 256})
       for (int block_n : {16, 32, 64, 96, 128, 192, 256})
-        for (int stages : {3, 6}) {
-          const KernelSpec s =
-              to_spec(IgemmWgmmaParams{.block_m = block_m, .block_n = block_n, .stages = stages, .split_k = 1});
-          // Six stages of the larger tiles exceed the shared memory, 256 x 192 and 256 x 256 the registers.
-          if (wgmma_.check_support(p, gpu_, s)) continue;
-          cases.push_back({fmt::format("partial tiles {}", precision), p, s});
-        }
+        for (int k_atoms : {1, 2})
+          for (int stages : {3, 6}) {
+            const KernelSpec s = to_spec(IgemmWgmmaParams{
+                .block_m = block_m, .block_n = block_n, .k_atoms = k_atoms, .stages = stages, .split_k = 1});
+            // Six stages of the larger tiles (three with two K atoms) exceed the shared memory, 256 x 192 and
+            // 256 x 256 the registers.
+            if (wgmma_.check_support(p, gpu_, s)) continue;
+            cases.push_back({fmt::format("partial tiles {}", precision), p, s});
+          }
   }
-  EXPECT_GE(cases.size(), 80u) << "fewer block tiles than the template declares are supported";
+  EXPECT_GE(cases.size(), 100u) << "fewer block tiles than the template declares are supported";
   EXPECT_EQ(verify_all(cases, 50), static_cast<int>(cases.size()));
 }
 
