@@ -212,7 +212,7 @@ class IgemmWgmma final : public Family {
   }
 
   // After sparse24_tc (-3, 2:4 filters) and before igemm_tc (-1) where it serves: on the H100 its tuned best beat
-  // igemm_tc's on 20 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/).
+  // igemm_tc's on 23 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/2026-11-25/).
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
  private:

@@ -1,7 +1,12 @@
 // igemm_wgmma_compile_test: the Hopper tensor-core template compiles alone for sm_90a (and refuses sm_90), and through
 // build_kernel (which compiles it for the family's compile_arch, sm_90a on an H100) every configuration its search
-// space offers on a handful of corpus problems (fp16 and bf16, groups, 1-D and 3-D, split-K), every block tile in both
-// precisions, and split-K's reduce entry; the default configurations without register spills.
+// space offers on a handful of corpus problems (fp16 and bf16, groups, 1-D and 3-D, split-K, one and two K atoms a
+// step), every block tile with one and with two K atoms in both precisions, and split-K's reduce entry; the default
+// configurations without register spills.
+#include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "conv/conv_kernel.hpp"
@@ -17,9 +22,13 @@ using namespace testing_support;
 
 const Family& igemm_wgmma() { return family("igemm_wgmma"); }
 
-KernelSpec spec(int block_m, int block_n, int stages, int split_k = 1) {
-  return to_spec(IgemmWgmmaParams{.block_m = block_m, .block_n = block_n, .stages = stages, .split_k = split_k});
+KernelSpec spec(int block_m, int block_n, int k_atoms, int stages, int split_k = 1) {
+  return to_spec(IgemmWgmmaParams{
+      .block_m = block_m, .block_n = block_n, .k_atoms = k_atoms, .stages = stages, .split_k = split_k});
 }
+
+// The GEMM's reduction length: C/groups * T*R*S.
+int reduction_length(const Problem& p) { return c_per_group(p) * p.filter.d * p.filter.h * p.filter.w; }
 
 struct Case {
   std::string label;
@@ -51,7 +60,8 @@ Problem suite_layer(const std::string& suite, const std::string& name, Precision
 }
 
 // 286 output pixels (2 x 13 x 11) and 200 channels: a partial tile in M and N for every block tile; a reduction of 216
-// (24 channels x 9 taps): 3 full steps of 64 and a partial one.
+// (24 channels x 9 taps): 3 full steps of 64 and a partial one, or with two K atoms one full step of 128 and a
+// partial one.
 Problem partial_tiles(Precision precision) {
   return {.n = 2,
           .c = 24,
@@ -103,12 +113,25 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
   ASSERT_FALSE(specs.empty()) << problem_key(c.problem);
   const KernelSpec chosen = *igemm_wgmma().default_spec(c.problem, gpu);
   JitCache cache(std::nullopt);
+  int with_two = 0;
   for (const KernelSpec& spec : specs) {
     const BuiltKernel built = build_and_check(c.problem, spec, cache);
+    const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(spec);
+    with_two += t.k_atoms == 2;
+    // The plan's shared memory holds the stages: (block_m + block_n) rows of 128 bytes per K atom, and 1,024 to align.
+    EXPECT_EQ(built.plan.main_geometry().dynamic_smem_bytes,
+              static_cast<unsigned>(t.stages * (t.block_m + t.block_n) * 128 * t.k_atoms + 1024))
+        << kernel_name(spec);
     if (spec == chosen) {
       for (const auto& [entry, report] : built.cubin.entry_reports)
         EXPECT_EQ(report.spill_store_bytes, 0) << entry << "\n" << built.cubin.log;
     }
+  }
+  // Two K atoms a step are offered (and so compiled) exactly where the reduction is longer than 128.
+  if (reduction_length(c.problem) > 128) {
+    EXPECT_GT(with_two, 0) << problem_key(c.problem);
+  } else {
+    EXPECT_EQ(with_two, 0) << problem_key(c.problem);
   }
 }
 
@@ -119,23 +142,30 @@ INSTANTIATE_TEST_SUITE_P(CorpusProblems, IgemmWgmmaEveryConfiguration, testing::
 
 class IgemmWgmmaEveryTile : public testing::TestWithParam<Precision> {};
 
-// Every block tile the template declares (4 x 7) but the two that exceed the registers (256 x 192 and 256 x 256), in
-// 4 stages, on a problem with partial tiles everywhere.
+// Every block tile the template declares (4 x 7) on a problem with partial tiles everywhere: with one K atom a step in
+// 4 stages, all but the two that exceed the registers (256 x 192 and 256 x 256); with two in 3 stages, the 17 whose
+// stages fit the shared memory (at most 301 rows: 3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
+  ASSERT_EQ(iface.params.size(), 5u);
+  ASSERT_EQ(iface.params[2].field, "k_atoms");
   JitCache cache(std::nullopt);
-  int tiles = 0;
-  for (int block_m : iface.params[0].allowed)
-    for (int block_n : iface.params[1].allowed) {
-      const KernelSpec s = spec(block_m, block_n, 4);
-      if (check_support(p, gpu, s)) continue;
-      ++tiles;
-      const BuiltKernel built = build_and_check(p, s, cache);
-      EXPECT_EQ(built.plan.main_geometry().block[0], static_cast<unsigned>(2 * block_m)) << kernel_name(s);
-    }
-  EXPECT_EQ(tiles, 26);
+  for (const auto& [k_atoms, stages, expected_tiles] : {std::tuple{1, 4, 26}, std::tuple{2, 3, 17}}) {
+    int tiles = 0;
+    for (int block_m : iface.params[0].allowed)
+      for (int block_n : iface.params[1].allowed) {
+        const KernelSpec s = spec(block_m, block_n, k_atoms, stages);
+        if (check_support(p, gpu, s)) continue;
+        ++tiles;
+        const BuiltKernel built = build_and_check(p, s, cache);
+        EXPECT_EQ(built.plan.main_geometry().block[0], static_cast<unsigned>(2 * block_m)) << kernel_name(s);
+        EXPECT_NE(kernel_name(s).find(fmt::format("_kb{}_st{}_", k_atoms, stages)), std::string::npos)
+            << kernel_name(s);
+      }
+    EXPECT_EQ(tiles, expected_tiles) << "k_atoms " << k_atoms;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, IgemmWgmmaEveryTile, testing::Values(Precision::fp16, Precision::bf16),
@@ -147,8 +177,11 @@ TEST(IgemmWgmmaSplitK, TheReduceEntryIsCompiledBesideTheMainOneWithoutSpillsInBo
   JitCache cache(std::nullopt);
   for (Precision precision : {Precision::fp16, Precision::bf16}) {
     const Problem deep = suite_layer("cusnn.csv", "res_512to512_7", precision);
-    for (int split_k : {2, 4, 9}) {
-      const KernelSpec s = spec(64, 128, 4, split_k);
+    // 4608 reduction elements: 72 steps of 64 or 36 of 128.
+    for (const auto& [k_atoms, split_k] :
+         {std::pair{1, 2}, std::pair{1, 4}, std::pair{1, 9}, std::pair{2, 2}, std::pair{2, 4}, std::pair{2, 9}}) {
+      const KernelSpec s = spec(64, 128, k_atoms, 4, split_k);
+      ASSERT_EQ(check_support(deep, h100(), s), std::nullopt) << kernel_name(s);
       const BuiltKernel built = build_and_check(deep, s, cache);
       ASSERT_EQ(built.plan.run.size(), 2u);
       const std::string reduce = entry_symbol(built, built.plan.run[1].entry_suffix);

@@ -35,8 +35,15 @@ std::string name_error(std::string_view name) {
   return "no error";
 }
 
+// A configuration with `k_atoms` 64-element K atoms a step (64 or 128 reduction elements).
+KernelSpec spec_kb(int block_m, int block_n, int k_atoms, int stages, int split_k = 1) {
+  return to_spec(IgemmWgmmaParams{
+      .block_m = block_m, .block_n = block_n, .k_atoms = k_atoms, .stages = stages, .split_k = split_k});
+}
+
+// A configuration with one K atom a step (64 reduction elements).
 KernelSpec spec(int block_m, int block_n, int stages = 4, int split_k = 1) {
-  return to_spec(IgemmWgmmaParams{.block_m = block_m, .block_n = block_n, .stages = stages, .split_k = split_k});
+  return spec_kb(block_m, block_n, 1, stages, split_k);
 }
 
 Layout channels_last_of(Layout layout) {
@@ -94,8 +101,18 @@ std::int64_t output_pixels(const Problem& p) {
   return std::int64_t{p.n} * out.d * out.h * out.w;
 }
 
-// What every configuration of the search space on `p` must satisfy: supported, unique, its name parsing back, and a
-// plan whose main launch covers the output with 128 threads per 64 pixels and the stages' shared memory.
+// The GEMM's reduction length: C/groups * T*R*S.
+int reduction_length(const Problem& p) { return c_per_group(p) * p.filter.d * p.filter.h * p.filter.w; }
+
+// The dynamic shared memory of a configuration: stages of (block_m + block_n) rows of 128 bytes per K atom, and 1,024
+// bytes to align them.
+unsigned smem_of(const IgemmWgmmaParams& t) {
+  return static_cast<unsigned>(t.stages * (t.block_m + t.block_n) * 128 * t.k_atoms + 1024);
+}
+
+// What every configuration of the search space on `p` must satisfy: supported, unique, its name parsing back, one K
+// atom a step or two only where the reduction is longer than 128, and a plan whose main launch covers the output with
+// 128 threads per 64 pixels and the stages' shared memory (of every K atom).
 void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
   const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(p, gpu);
   EXPECT_LE(specs.size(), 32u);
@@ -115,7 +132,15 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
     EXPECT_LT(std::int64_t{g.grid[1] - 1} * t.block_n, k_per_group(p)) << name;
     EXPECT_EQ(g.grid[2], static_cast<unsigned>(p.groups * t.split_k)) << name;
     EXPECT_EQ(g.block, (std::array<unsigned, 3>{static_cast<unsigned>(128 * t.block_m / 64), 1, 1})) << name;
-    EXPECT_EQ(g.dynamic_smem_bytes, static_cast<unsigned>(t.stages * (t.block_m + t.block_n) * 128 + 1024)) << name;
+    EXPECT_EQ(g.dynamic_smem_bytes, smem_of(t)) << name;
+    EXPECT_TRUE(t.k_atoms == 1 || t.k_atoms == 2) << name;
+    if (t.k_atoms == 2) {
+      EXPECT_GT(reduction_length(p), 128) << name;
+    }
+    // Whole steps of 64 * k_atoms: each split's share of the reduction, rounded up.
+    const int block_k = 64 * t.k_atoms;
+    const int split_share = (reduction_length(p) + t.split_k - 1) / t.split_k;
+    EXPECT_EQ(igemm_wgmma().cost_features(p, s).main_loop_steps, (split_share + block_k - 1) / block_k) << name;
   }
   const std::optional<KernelSpec> chosen = igemm_wgmma().default_spec(p, gpu);
   if (specs.empty()) {
@@ -129,6 +154,7 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
 TEST(IgemmWgmmaFamily, ServesEveryResnet50AndCusnnLayerWithChannelsInMultiplesOfEightInFp16AndBf16) {
   const Gpu gpu = h100();
   int served = 0;
+  int with_two = 0;
   for (const std::string& suite : {std::string("resnet50.csv"), std::string("cusnn.csv")})
     for (const Layer& layer : channels_last_half_layers(suite)) {
       SCOPED_TRACE(suite + " " + layer.name + " " + problem_key(layer.problem));
@@ -140,15 +166,24 @@ TEST(IgemmWgmmaFamily, ServesEveryResnet50AndCusnnLayerWithChannelsInMultiplesOf
       EXPECT_FALSE(specs.empty());
       served += !specs.empty();
       expect_a_sound_search_space(layer.problem, gpu);
+      // Two K atoms a step on every reduction longer than 128, and only there.
+      const bool offers_two =
+          std::any_of(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).k_atoms == 2; });
+      EXPECT_EQ(offers_two, reduction_length(layer.problem) > 128);
+      with_two += offers_two;
     }
   // resnet50's 24 layers but conv1 (3 channels), cusnn's 8, each in two precisions.
   EXPECT_EQ(served, 2 * (23 + 8));
+  // All but resnet50's four 1x1 layers of 64 or 128 input channels (conv2_1_reduce, conv2_expand, conv2_proj and
+  // conv3_expand: reductions of 64 and 128).
+  EXPECT_EQ(with_two, 2 * (19 + 8));
 }
 
 TEST(IgemmWgmmaFamily, ServesTheEdgeCasesWhoseChannelsPerGroupAreAMultipleOfEightInBothHalfPrecisions) {
   const Gpu gpu = h100();
   int served = 0;
   int declined = 0;
+  int with_two = 0;
   for (const Layer& layer : load_suite(kSourceDir / "shapes/edge_cases.csv").layers)
     for (Precision precision : {Precision::fp16, Precision::bf16}) {
       const Problem p = with(layer.problem, precision, channels_last_of(layer.problem.layout));
@@ -158,6 +193,11 @@ TEST(IgemmWgmmaFamily, ServesTheEdgeCasesWhoseChannelsPerGroupAreAMultipleOfEigh
       if (servable) {
         ++served;
         expect_a_sound_search_space(p, gpu);
+        const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(p, gpu);
+        const bool offers_two =
+            std::any_of(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).k_atoms == 2; });
+        EXPECT_EQ(offers_two, reduction_length(p) > 128);
+        with_two += offers_two;
       } else {
         ++declined;
         EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(64, 16)),
@@ -168,6 +208,8 @@ TEST(IgemmWgmmaFamily, ServesTheEdgeCasesWhoseChannelsPerGroupAreAMultipleOfEigh
   // 39 rows: 16 with 1, 3 or 4 channels per group (the depthwise ones among them), in two precisions.
   EXPECT_EQ(served, 2 * 23);
   EXPECT_EQ(declined, 2 * 16);
+  // 10 of the 23 have a reduction longer than 128.
+  EXPECT_EQ(with_two, 2 * 10);
 }
 
 TEST(IgemmWgmmaFamily, DeclinesFp32AndTf32WithTheReason) {
@@ -263,6 +305,16 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
             "block_n must be 16, 32, 64, 96, 128, 192 or 256, got 48");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 512)),
             "block_n must be 16, 32, 64, 96, 128, 192 or 256, got 512");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 0, 4)), "k_atoms must be 1 or 2, got 0");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 3, 4)), "k_atoms must be 1 or 2, got 3");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 4, 3)), "k_atoms must be 1 or 2, got 4");
+  // k_atoms is checked after the tile and before the stages.
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 48, 3, 4)),
+            "block_n must be 16, 32, 64, 96, 128, 192 or 256, got 48");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 3, 7)), "k_atoms must be 1 or 2, got 3");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 1, 4)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 2, 4)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 2, 2)), "stages must be 3 to 6, got 2");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 64, 2)), "stages must be 3 to 6, got 2");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 64, 7)), "stages must be 3 to 6, got 7");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 64, 4, 0)), "split_k must be 1 to 32, got 0");
@@ -271,21 +323,26 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, tc), "kernel igemm_tc is not an igemm_wgmma kernel");
 }
 
-// The tiles the template declares (CONVGEN_PARAM) are the ones the family accepts: each runs, but for the four whose
-// accumulators and addresses exceed a block's registers.
+// The tiles the template declares (CONVGEN_PARAM) are the ones the family accepts: with one K atom a step each runs,
+// but for the two whose accumulators and addresses exceed a block's registers; with two, 3 stages hold the tiles of
+// at most 301 rows (3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) {
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 4u);
+  ASSERT_EQ(iface.params.size(), 5u);
   EXPECT_EQ(iface.params[0].field, "block_m");
   EXPECT_EQ(iface.params[1].field, "block_n");
+  EXPECT_EQ(iface.params[2].field, "k_atoms");
+  EXPECT_EQ(iface.params[3].field, "stages");
+  EXPECT_EQ(iface.params[4].field, "split_k");
   EXPECT_EQ(std::vector<int>(iface.params[0].allowed.begin(), iface.params[0].allowed.end()),
             (std::vector<int>{64, 128, 192, 256}));
   EXPECT_EQ(std::vector<int>(iface.params[1].allowed.begin(), iface.params[1].allowed.end()),
             (std::vector<int>{16, 32, 64, 96, 128, 192, 256}));
-  EXPECT_EQ(iface.params[2].min, 3);
-  EXPECT_EQ(iface.params[2].max, 6);
-  EXPECT_EQ(iface.params[3].min, 1);
-  EXPECT_EQ(iface.params[3].max, 32);
+  EXPECT_EQ(std::vector<int>(iface.params[2].allowed.begin(), iface.params[2].allowed.end()), (std::vector<int>{1, 2}));
+  EXPECT_EQ(iface.params[3].min, 3);
+  EXPECT_EQ(iface.params[3].max, 6);
+  EXPECT_EQ(iface.params[4].min, 1);
+  EXPECT_EQ(iface.params[4].max, 32);
   const Gpu gpu = h100();
   const std::set<std::pair<int, int>> too_many_registers = {{256, 192}, {256, 256}};
   int accepted = 0;
@@ -305,6 +362,23 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
         }
       }
   EXPECT_EQ(accepted, 2 * (4 * 7 - 2));
+  // Two K atoms in 3 stages: 64 x 16..192, 128 x 16..128, 192 x 16..96 and 256 x 16..32 fit; the others exceed the
+  // shared memory (which is checked before the registers).
+  int accepted_two = 0;
+  for (int block_m : iface.params[0].allowed)
+    for (int block_n : iface.params[1].allowed) {
+      const KernelSpec s = spec_kb(block_m, block_n, 2, 3);
+      const std::optional<std::string> reason = igemm_wgmma().check_support(kResnet3x3, gpu, s);
+      const int bytes = 3 * (block_m + block_n) * 256 + 1024;
+      if (block_m + block_n <= 301) {
+        EXPECT_EQ(reason, std::nullopt) << kernel_name(s);
+        accepted_two += !reason;
+      } else {
+        EXPECT_EQ(reason, fmt::format("{} bytes of shared memory per block exceed the gpu's 232448", bytes))
+            << kernel_name(s);
+      }
+    }
+  EXPECT_EQ(accepted_two, 6 + 5 + 4 + 2);
 }
 
 TEST(IgemmWgmmaFamily, EverySplitMustOwnPartOfTheReduction) {
@@ -321,6 +395,96 @@ TEST(IgemmWgmmaFamily, EverySplitMustOwnPartOfTheReduction) {
   EXPECT_EQ(igemm_wgmma().check_support(thin, gpu, spec(64, 64, 4, 2)),
             "split_k 2 leaves splits without work: the reduction length 64 gives 1 steps of 64");
   for (const KernelSpec& s : igemm_wgmma().enumerate(thin, gpu)) EXPECT_EQ(P(s).split_k, 1) << kernel_name(s);
+}
+
+// With two K atoms a step covers 128 reduction elements, and the splits are counted in those steps.
+TEST(IgemmWgmmaFamily, WithTwoKAtomsEverySplitMustOwnAStepOf128) {
+  const Gpu gpu = h100();
+  // 576 reduction elements: 5 steps of 128 (the last one half full), so at most 5 splits.
+  EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, spec_kb(128, 64, 2, 3, 5)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, spec_kb(128, 64, 2, 3, 6)),
+            "split_k 6 leaves splits without work: the reduction length 576 gives 5 steps of 128");
+  EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, spec_kb(128, 64, 2, 3, 9)),
+            "split_k 9 leaves splits without work: the reduction length 576 gives 5 steps of 128");
+  // ... where 9 splits of one atom each are accepted.
+  EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, spec_kb(128, 64, 1, 3, 9)), std::nullopt);
+  // A 1x1 reduction of 128 channels: two steps of 64, but one of 128.
+  const Problem c128{
+      .n = 1, .c = 128, .k = 64, .input = {1, 8, 8}, .layout = Layout::nhwc, .precision = Precision::fp16};
+  EXPECT_EQ(igemm_wgmma().check_support(c128, gpu, spec_kb(64, 64, 1, 4, 2)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(c128, gpu, spec_kb(64, 64, 2, 4, 2)),
+            "split_k 2 leaves splits without work: the reduction length 128 gives 1 steps of 128");
+  // A reduction shorter than one step of 128 is one step (check_support accepts two atoms on it, enumerate does not
+  // offer them).
+  const Problem thin{
+      .n = 1, .c = 64, .k = 64, .input = {1, 8, 8}, .layout = Layout::nhwc, .precision = Precision::fp16};
+  EXPECT_EQ(igemm_wgmma().check_support(thin, gpu, spec_kb(64, 64, 2, 4, 1)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(thin, gpu, spec_kb(64, 64, 2, 4, 2)),
+            "split_k 2 leaves splits without work: the reduction length 64 gives 1 steps of 128");
+  // kDeep's 4608: 36 steps of 128. Splits take whole steps: 18 of 2 steps each own work, 19 of 2 would leave the last
+  // empty, 36 of 1 step each own one, 32 of 2 leave the last four empty.
+  EXPECT_EQ(igemm_wgmma().check_support(kDeep, gpu, spec_kb(64, 128, 2, 3, 18)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(kDeep, gpu, spec_kb(64, 128, 2, 3, 19)),
+            "split_k 19 leaves splits without work: the reduction length 4608 gives 36 steps of 128");
+  EXPECT_EQ(igemm_wgmma().check_support(kDeep, gpu, spec_kb(64, 128, 2, 3, 32)),
+            "split_k 32 leaves splits without work: the reduction length 4608 gives 36 steps of 128");
+  // With one atom the 72 steps of 64 split in 32 are 3 steps each, the same overrun; in 24, 3 steps each own work.
+  EXPECT_EQ(igemm_wgmma().check_support(kDeep, gpu, spec_kb(64, 128, 1, 3, 32)),
+            "split_k 32 leaves splits without work: the reduction length 4608 gives 72 steps of 64");
+  EXPECT_EQ(igemm_wgmma().check_support(kDeep, gpu, spec_kb(64, 128, 1, 3, 24)), std::nullopt);
+}
+
+// Two K atoms a step (128 reduction elements) are offered only where the reduction C/groups*T*R*S is longer than two
+// atoms: not on 64 or 128, on 136 and on resnet50's 3x3 of 64 channels (576).
+TEST(IgemmWgmmaFamily, OffersTwoKAtomsOnlyOnReductionsLongerThan128) {
+  const Gpu gpu = h100();
+  const auto k_atoms_offered = [&](const Problem& p) {
+    std::set<int> offered;
+    for (const KernelSpec& s : igemm_wgmma().enumerate(p, gpu)) offered.insert(P(s).k_atoms);
+    return offered;
+  };
+  EXPECT_EQ(reduction_length(kResnet3x3), 576);
+  EXPECT_EQ(k_atoms_offered(kResnet3x3), (std::set<int>{1, 2}));
+  EXPECT_EQ(k_atoms_offered(with(kResnet3x3, Precision::bf16, Layout::nhwc)), (std::set<int>{1, 2}));
+  // Every two-atom configuration offered there holds its stages of 256-byte rows.
+  int two = 0;
+  for (const KernelSpec& s : igemm_wgmma().enumerate(kResnet3x3, gpu)) {
+    const IgemmWgmmaParams t = P(s);
+    if (t.k_atoms != 2) continue;
+    ++two;
+    EXPECT_EQ(kernel_name(s).find(fmt::format("igemm_wgmma_m{}_n{}_kb2_st", t.block_m, t.block_n)), 0u)
+        << kernel_name(s);
+    EXPECT_EQ(igemm_wgmma().plan(kResnet3x3, s).main_geometry().dynamic_smem_bytes,
+              static_cast<unsigned>(t.stages * (t.block_m + t.block_n) * 256 + 1024))
+        << kernel_name(s);
+    EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, s), std::nullopt) << kernel_name(s);
+  }
+  EXPECT_GT(two, 0);
+
+  Problem p{.n = 1, .c = 64, .k = 64, .input = {1, 8, 8}, .layout = Layout::nhwc, .precision = Precision::fp16};
+  EXPECT_EQ(reduction_length(p), 64);
+  EXPECT_EQ(k_atoms_offered(p), (std::set<int>{1}));
+  p.c = 128;  // two atoms exactly: one step of 128 would save nothing
+  EXPECT_EQ(reduction_length(p), 128);
+  EXPECT_EQ(k_atoms_offered(p), (std::set<int>{1}));
+  p.c = 136;
+  EXPECT_EQ(reduction_length(p), 136);
+  EXPECT_EQ(k_atoms_offered(p), (std::set<int>{1, 2}));
+  // 16 channels x 3x3 taps = 144, longer than 128 through the filter alone.
+  p.c = 16;
+  p.filter = {1, 3, 3};
+  p.padding = {0, 1, 1};
+  EXPECT_EQ(reduction_length(p), 144);
+  EXPECT_EQ(k_atoms_offered(p), (std::set<int>{1, 2}));
+  // 8 channels x 3x3 = 72.
+  p.c = 8;
+  EXPECT_EQ(reduction_length(p), 72);
+  EXPECT_EQ(k_atoms_offered(p), (std::set<int>{1}));
+  // Groups: 256 channels in 2 groups of 128 are a reduction of 128 per group.
+  const Problem grouped{
+      .n = 1, .c = 256, .k = 64, .input = {1, 8, 8}, .groups = 2, .layout = Layout::nhwc, .precision = Precision::fp16};
+  EXPECT_EQ(reduction_length(grouped), 128);
+  EXPECT_EQ(k_atoms_offered(grouped), (std::set<int>{1}));
 }
 
 TEST(IgemmWgmmaFamily, ChecksTheGpusSharedMemoryThreadsAndRegisters) {
@@ -357,6 +521,39 @@ TEST(IgemmWgmmaFamily, ChecksTheGpusSharedMemoryThreadsAndRegisters) {
   EXPECT_EQ(igemm_wgmma().check_support(p, small, spec(64, 64, 3)),
             "50176 bytes of shared memory per block exceed the gpu's 49152");
   EXPECT_EQ(igemm_wgmma().check_support(p, small, spec(64, 32, 3)), std::nullopt);
+}
+
+// Two K atoms a step double every stage: rows of 256 bytes.
+TEST(IgemmWgmmaFamily, TwoKAtomsDoubleTheSharedMemoryOfEveryStage) {
+  const Gpu gpu = h100();
+  const Problem& p = kResnet3x3;
+  // 4 stages of 128 + 64 rows of 256 bytes, and 1,024: 197632 bytes (one atom: 99328).
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 2, 4)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().plan(p, spec_kb(128, 64, 2, 4)).main_geometry().dynamic_smem_bytes, 197632u);
+  EXPECT_EQ(igemm_wgmma().plan(p, spec_kb(128, 64, 1, 4)).main_geometry().dynamic_smem_bytes, 99328u);
+  EXPECT_EQ(igemm_wgmma().cost_features(p, spec_kb(128, 64, 2, 4)).smem_bytes_per_block, 197632);
+  // 128 + 256 rows fit 4 stages of one atom (197632 bytes) but not 3 of two (295936).
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 256, 1, 4)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 256, 2, 3)),
+            "295936 bytes of shared memory per block exceed the gpu's 232448");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 128, 2, 4)),
+            "263168 bytes of shared memory per block exceed the gpu's 232448");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 128, 2, 3)), std::nullopt);
+  // 6 stages of 64 + 64 rows of 256 bytes: 197632.
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(64, 64, 2, 6)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(64, 128, 2, 6)),
+            "295936 bytes of shared memory per block exceed the gpu's 232448");
+  // Within 48 KiB no tile holds 3 stages of two atoms: the smallest, 64 + 16 rows, needs 62464 bytes.
+  Gpu small = gpu;
+  small.smem_per_block_optin_bytes = 0;
+  EXPECT_EQ(igemm_wgmma().check_support(p, small, spec_kb(64, 16, 2, 3)),
+            "62464 bytes of shared memory per block exceed the gpu's 49152");
+  EXPECT_EQ(igemm_wgmma().check_support(p, small, spec_kb(64, 32, 2, 3)),
+            "74752 bytes of shared memory per block exceed the gpu's 49152");
+  EXPECT_EQ(igemm_wgmma().check_support(p, small, spec_kb(64, 32, 1, 3)), std::nullopt);
+  const std::vector<KernelSpec> small_specs = igemm_wgmma().enumerate(p, small);
+  EXPECT_FALSE(small_specs.empty());
+  for (const KernelSpec& s : small_specs) EXPECT_EQ(P(s).k_atoms, 1) << kernel_name(s);
 }
 
 TEST(IgemmWgmmaFamily, CompilesForTheArchSpecificVariantOfItsGpuWhileIgemmTcKeepsTheGpusOwn) {
@@ -402,6 +599,11 @@ TEST(IgemmWgmmaFamily, PlansOneLaunchOf128ThreadsPerWarpgroupWithTheDynamicShare
   // 192 pixels: three warpgroups, 384 threads; 17 tiles cover 3136 pixels; 96 channels: one tile, partly empty.
   EXPECT_EQ(igemm_wgmma().plan(kResnet3x3, spec(192, 96, 4)).main_geometry(),
             (LaunchGeometry{.grid = {17, 1, 1}, .block = {384, 1, 1}, .dynamic_smem_bytes = 4 * 288 * 128 + 1024}));
+  // Two K atoms a step: the same grid and threads, each stage's rows twice as long (256 bytes).
+  EXPECT_EQ(igemm_wgmma().plan(kResnet3x3, spec_kb(128, 64, 2, 4)).main_geometry(),
+            (LaunchGeometry{.grid = {25, 1, 1}, .block = {256, 1, 1}, .dynamic_smem_bytes = 4 * 192 * 256 + 1024}));
+  EXPECT_EQ(igemm_wgmma().plan(kResnet3x3, spec_kb(64, 16, 2, 3)).main_geometry(),
+            (LaunchGeometry{.grid = {49, 4, 1}, .block = {128, 1, 1}, .dynamic_smem_bytes = 3 * 80 * 256 + 1024}));
   // Groups run side by side in grid.z: 4 groups of 16 channels.
   Problem grouped = kResnet3x3;
   grouped.groups = 4;
@@ -448,8 +650,26 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
     EXPECT_EQ(std::int64_t{p.run[1].geometry.grid[0]}, (output_elements(kDeep) + 255) / 256);
   }
   EXPECT_GT(split, 0);
+  // Two K atoms a step halve the chain of dependent steps (36 of 128 instead of 72 of 64): the estimate then
+  // prefers the unsplit configuration to paying for the partial sums and the second pass.
   const KernelSpec chosen = *igemm_wgmma().default_spec(kDeep, gpu);
-  EXPECT_GT(P(chosen).split_k, 1) << kernel_name(chosen);
+  EXPECT_EQ(P(chosen).k_atoms, 2) << kernel_name(chosen);
+  EXPECT_EQ(P(chosen).split_k, 1) << kernel_name(chosen);
+  // Split configurations with two K atoms are offered too, and plan their reduce pass.
+  int split_two = 0;
+  for (const KernelSpec& s : igemm_wgmma().enumerate(kDeep, gpu))
+    if (P(s).split_k > 1 && P(s).k_atoms == 2) {
+      ++split_two;
+      EXPECT_EQ(igemm_wgmma().plan(kDeep, s).run.size(), 2u) << kernel_name(s);
+    }
+  EXPECT_GT(split_two, 0);
+  // 4 splits of 36 steps of 128: 9 steps each, 1152 reduction elements; 16 blocks of 64 x 32 in each split.
+  const LaunchPlan two = igemm_wgmma().plan(kDeep, spec_kb(64, 32, 2, 4, 4));
+  ASSERT_EQ(two.run.size(), 2u);
+  EXPECT_EQ(two.run[0].geometry,
+            (LaunchGeometry{.grid = {1, 16, 4}, .block = {128, 1, 1}, .dynamic_smem_bytes = 4 * 96 * 256 + 1024}));
+  EXPECT_EQ(two.workspace_bytes(), 401408);
+  EXPECT_EQ(igemm_wgmma().cost_features(kDeep, spec_kb(64, 32, 2, 4, 4)).main_loop_steps, 9);
   // A layer that fills the GPU many times over is never split.
   const Problem wide{
       .n = 8, .c = 64, .k = 256, .input = {1, 56, 56}, .layout = Layout::nhwc, .precision = Precision::fp16};
@@ -504,6 +724,22 @@ TEST(IgemmWgmmaFamily, CostFeaturesCountTheWgmmaAndCpAsyncOfABlock) {
   EXPECT_DOUBLE_EQ(s.flops_per_block, 2.0 * 128 * 64 * 192);
   EXPECT_DOUBLE_EQ(s.dram_bytes, static_cast<double>(min_bytes(kResnet3x3)) + 2.0 * 64 * 3136 * 3 * 4);
   EXPECT_EQ(s.extra_launches, 1);
+  // Two K atoms: 576 elements are 5 steps of 128, the last one half padding, so a block covers 640 (40 k-slices).
+  const CostFeatures two = igemm_wgmma().cost_features(kResnet3x3, spec_kb(128, 64, 2, 4));
+  EXPECT_EQ(two.blocks, 25);
+  EXPECT_EQ(two.threads_per_block, 256);
+  EXPECT_EQ(two.smem_bytes_per_block, 4 * 192 * 256 + 1024);
+  EXPECT_EQ(two.main_loop_steps, 5);
+  EXPECT_DOUBLE_EQ(two.flops_per_block, 2.0 * 128 * 64 * 640);
+  EXPECT_DOUBLE_EQ(two.fma_instructions, 8.0 * 40 * 2);
+  // (128 + 64) rows of 640 elements, 8 per cp.async: (10240 + 5120) / 32.
+  EXPECT_DOUBLE_EQ(two.global_load_instructions, 480.0);
+  EXPECT_DOUBLE_EQ(two.address_instructions, 10240.0 / 32 * 8);
+  // Split in 3 with two atoms: 192 elements per split are 2 steps of 128 (256 elements).
+  const CostFeatures two_split = igemm_wgmma().cost_features(kResnet3x3, spec_kb(128, 64, 2, 4, 3));
+  EXPECT_EQ(two_split.blocks, 75);
+  EXPECT_EQ(two_split.main_loop_steps, 2);
+  EXPECT_DOUBLE_EQ(two_split.flops_per_block, 2.0 * 128 * 64 * 256);
 }
 
 TEST(IgemmWgmmaFamily, DefaultWeightsAreNeverAllZero) {
@@ -544,40 +780,61 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   const KernelSpec s = spec(128, 64, 4, 1);
-  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 4, 1}}));
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_st4_sk1");
-  EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_st4_sk1"), s);
-  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_st6_sk8");
-  EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_st3_sk32"), spec(64, 256, 3, 32));
-  EXPECT_EQ(kernel_name(IgemmWgmmaParams{}), "igemm_wgmma_m128_n64_st4_sk1");  // the template's defaults
+  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1}}));
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1");
+  EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1"), s);
+  EXPECT_EQ(spec_kb(128, 64, 2, 4, 1), (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1}}));
+  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1");
+  EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1"), spec_kb(128, 64, 2, 4, 1));
+  EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4")),
+            (IgemmWgmmaParams{.block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4}));
+  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8");
+  EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32"), spec(64, 256, 3, 32));
+  EXPECT_EQ(kernel_name(IgemmWgmmaParams{}), "igemm_wgmma_m128_n64_kb1_st4_sk1");  // the template's defaults
   // Not igemm_tc's: its name has more fields.
   EXPECT_NE(parse_kernel_name(kernel_name(to_spec(IgemmTcParams{}))).family, "igemm_wgmma");
-  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_st4"),
-            "kernel name 'igemm_wgmma_m128_n64_st4': expected field '_sk<number>' at ''");
-  EXPECT_EQ(name_error("igemm_wgmma_m96_n64_st4_sk1"),
-            "kernel name 'igemm_wgmma_m96_n64_st4_sk1': field 'm' (output pixels per block: one warpgroup of 128 "
+  // The names from before kb are refused: kb sits between n and st.
+  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_st4_sk1"),
+            "kernel name 'igemm_wgmma_m128_n64_st4_sk1': expected field '_kb<number>' at '_st4_sk1'");
+  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4"),
+            "kernel name 'igemm_wgmma_m128_n64_kb1_st4': expected field '_sk<number>' at ''");
+  EXPECT_EQ(name_error("igemm_wgmma_m96_n64_kb1_st4_sk1"),
+            "kernel name 'igemm_wgmma_m96_n64_kb1_st4_sk1': field 'm' (output pixels per block: one warpgroup of 128 "
             "threads per 64) must be one of 64, 128, 192, 256, got 96");
-  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_st7_sk1"),
-            "kernel name 'igemm_wgmma_m128_n64_st7_sk1': field 'st' (shared-memory stages: loads run stages - 2 steps "
-            "ahead of the multiply) must be from 3 to 6, got 7");
+  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb3_st4_sk1"),
+            "kernel name 'igemm_wgmma_m128_n64_kb3_st4_sk1': field 'kb' (64-element swizzled K atoms per step: 128 or "
+            "256 bytes of each row a barrier) must be one of 1, 2, got 3");
+  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st7_sk1"),
+            "kernel name 'igemm_wgmma_m128_n64_kb1_st7_sk1': field 'st' (shared-memory stages: loads run stages - 2 "
+            "steps ahead of the multiply) must be from 3 to 6, got 7");
 }
 
 TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   const KernelSpec s = spec(128, 64, 4, 2);
   for (const auto& [precision, value] : {std::pair{Precision::fp16, 2}, std::pair{Precision::bf16, 3}}) {
     const KernelSource src = igemm_wgmma().render(with(kResnet3x3, precision, Layout::nhwc), s);
-    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_st4_sk2");
-    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_st4_sk2.cu");
+    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2");
+    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
-    EXPECT_NE(src.text.find("constexpr int BLOCK_M = 128;\nconstexpr int BLOCK_N = 64;\nconstexpr int STAGES = 4;\n"
-                            "constexpr int SPLIT_K = 2;\n"),
+    EXPECT_NE(src.text.find("constexpr int BLOCK_M = 128;\nconstexpr int BLOCK_N = 64;\nconstexpr int K_ATOMS = 1;\n"
+                            "constexpr int STAGES = 4;\nconstexpr int SPLIT_K = 2;\n"),
               std::string::npos);
     EXPECT_NE(src.text.find("constexpr bool CHANNELS_LAST = true;"), std::string::npos);
     EXPECT_NE(src.text.find("#line 1 \"igemm_wgmma.cu\"\n"), std::string::npos);
     EXPECT_NE(src.text.find("#include \"wgmma.cuh\""), std::string::npos);
     EXPECT_NE(std::find(src.headers.begin(), src.headers.end(), "wgmma.cuh"), src.headers.end());
   }
+  // Two K atoms a step: K_ATOMS = 2 in the prelude and kb2 in the entry's name.
+  const KernelSource two = igemm_wgmma().render(kResnet3x3, spec_kb(192, 96, 2, 3, 1));
+  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1");
+  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1.cu");
+  EXPECT_NE(two.text.find("constexpr int BLOCK_M = 192;\nconstexpr int BLOCK_N = 96;\nconstexpr int K_ATOMS = 2;\n"
+                          "constexpr int STAGES = 3;\nconstexpr int SPLIT_K = 1;\n"),
+            std::string::npos);
+  // The prelude's declaration comes first, before the template's own defaults (#line 1).
+  EXPECT_EQ(two.text.find("constexpr int K_ATOMS = "), two.text.find("constexpr int K_ATOMS = 2;"));
+  EXPECT_LT(two.text.find("constexpr int K_ATOMS = 2;"), two.text.find("#line 1 \"igemm_wgmma.cu\"\n"));
 }
 
 }  // namespace
