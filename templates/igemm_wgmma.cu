@@ -195,6 +195,16 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
 // ---- Output: to_element, to_float, epilogue_at, store_output and store_partials, in this namespace -------------
 #include "tc_output.cuh"
 
+// The staged output: where whole runs of 8 channels are 16-byte aligned (K and KG multiples of 8) and the output is
+// final (no split-K), the block's tile goes through shared memory (the stages' buffers, free after the main loop):
+// each thread writes its channel pairs there, through the epilogue and rounded, then the block stores whole rows of
+// the tile 16 bytes at a time, each warp instruction 512 contiguous-by-row bytes instead of 8 rows of 16 bytes. Rows
+// are padded by 16 bytes, so the 8 rows a warp's pair writes touch fall in 8 different groups of 4 banks.
+constexpr bool STAGED_OUTPUT = SPLIT_K == 1 && K % 8 == 0 && KG % 8 == 0;
+constexpr int OUT_PITCH = BLOCK_N * ELEMENT_BYTES + 16;  // bytes per staged row
+constexpr int OUT_UNITS = BLOCK_N / 8;                    // 16-byte units per staged row
+static_assert(BLOCK_M * OUT_PITCH <= STAGES * STAGE_BYTES, "the staged output tile must fit the stages' buffers");
+
 }  // namespace igemm_wgmma
 
 extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
@@ -285,6 +295,37 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
 
   // Epilogue: accumulators 4j + 2 half + {0, 1} are pixel row 64 warpgroup + 16 warp + lane / 4 + 8 half, channels
   // 8j + 2 (lane % 4) + {0, 1} of the block tile (wgmma.cuh).
+  if constexpr (STAGED_OUTPUT) {
+    unsigned char* s_out = convgen::tc::dynamic_shared() + (s_base - s_raw);
+    __syncthreads();  // every warpgroup's wgmma has read its last operands
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
+      const int npix = m_tile + row;
+      if (npix >= NPIX) continue;
+#pragma unroll
+      for (int j = 0; j < BLOCK_N / 8; ++j) {
+        const int col = n_tile + j * 8 + 2 * (lane % 4);
+        if (col >= KG) continue;
+        const int k = group * KG + col;
+        const float v0 = epilogue_at(r_acc[4 * j + 2 * half], npix, k, g_bias, g_residual);
+        const float v1 = epilogue_at(r_acc[4 * j + 2 * half + 1], npix, k + 1, g_bias, g_residual);
+        *reinterpret_cast<unsigned*>(s_out + row * OUT_PITCH + (j * 8 + 2 * (lane % 4)) * ELEMENT_BYTES) =
+            (unsigned)to_element(v0) | ((unsigned)to_element(v1) << 16);
+      }
+    }
+    __syncthreads();
+    for (int u = tid; u < BLOCK_M * OUT_UNITS; u += THREADS) {
+      const int row = u / OUT_UNITS;
+      const int unit = u % OUT_UNITS;
+      const int npix = m_tile + row;
+      const int col = n_tile + unit * 8;
+      if (npix >= NPIX || col >= KG) continue;
+      *reinterpret_cast<uint4*>(g_output + (idx_t)npix * K + group * KG + col) =
+          *reinterpret_cast<const uint4*>(s_out + row * OUT_PITCH + unit * 16);
+    }
+    return;
+  }
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int npix = m_tile + warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
