@@ -83,4 +83,10 @@ struct LaunchPlan {
 // A plan of one kernel launch (zeroing the output first when the kernel accumulates into it).
 LaunchPlan single_launch_plan(const LaunchGeometry& geometry, bool zero_output_first = false);
 
+// Split-K through a second pass, as the tensor-core templates do it: with split_k > 1 the main kernel writes fp32
+// partial sums of all `outputs` to the per-call buffer "partials" (split_k x outputs x 4 bytes, bound as
+// g_workspace), and the template's `reduce` entry, one thread per output in blocks of `reduce_threads`, adds them
+// after it. Appends both to `plan`; nothing for split_k 1.
+void add_split_k_reduce(LaunchPlan& plan, std::int64_t outputs, int split_k, int reduce_threads);
+
 }  // namespace convgen

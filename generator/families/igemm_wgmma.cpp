@@ -182,14 +182,7 @@ class IgemmWgmma final : public Family {
                         .geometry = {.grid = grid_of(g, s),
                                      .block = {static_cast<unsigned>(threads_of(s)), 1, 1},
                                      .dynamic_smem_bytes = static_cast<unsigned>(smem_bytes(s))}});
-    if (s.split_k > 1) {
-      const std::int64_t outputs = output_elements(p);
-      plan.buffers.push_back({.name = "partials", .bytes = outputs * s.split_k * 4});
-      plan.run.push_back({.kind = LaunchStep::Kind::kernel,
-                          .entry_suffix = "reduce",
-                          .geometry = {.grid = {static_cast<unsigned>(ceil_div(outputs, kReduceThreads)), 1, 1},
-                                       .block = {static_cast<unsigned>(kReduceThreads), 1, 1}}});
-    }
+    add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
     return plan;
   }
 
