@@ -86,10 +86,10 @@ LaunchPlan single_launch_plan(const LaunchGeometry& geometry, bool zero_output_f
 void add_split_k_reduce(LaunchPlan& plan, std::int64_t outputs, int split_k, int reduce_threads) {
   if (split_k <= 1) return;
   plan.buffers.push_back({.name = "partials", .bytes = outputs * split_k * 4});
+  const auto blocks = static_cast<unsigned>((outputs + reduce_threads - 1) / reduce_threads);
   plan.run.push_back({.kind = LaunchStep::Kind::kernel,
                       .entry_suffix = "reduce",
-                      .geometry = {.grid = {static_cast<unsigned>((outputs + reduce_threads - 1) / reduce_threads), 1, 1},
-                                   .block = {static_cast<unsigned>(reduce_threads), 1, 1}}});
+                      .geometry = {.grid = {blocks, 1, 1}, .block = {static_cast<unsigned>(reduce_threads), 1, 1}}});
 }
 
 }  // namespace convgen

@@ -11,8 +11,8 @@
 // The pipeline (all threads load, every warpgroup multiplies): each step of 64 or 128 reduction elements (K_ATOMS
 // swizzled rows of 128 bytes) waits for its own slice, publishes it with a proxy fence and a barrier, issues the loads
 // of the slice PREFETCH = STAGES - 2 steps ahead, then issues its 4 * K_ATOMS wgmma as one group and lets it run while
-// the next step begins (wait_group 1: only the previous step's group must have finished). The barrier of step s thus also says
-// every warpgroup is done with step s - 2's buffer, which step s's loads overwrite.
+// the next step begins (wait_group 1: only the previous step's group must have finished). The barrier of step s thus
+// also says every warpgroup is done with step s - 2's buffer, which step s's loads overwrite.
 #include "interface.cuh"
 #include "epilogue.cuh"
 
@@ -137,7 +137,7 @@ static_assert(BLOCK_M % ROW_STEP == 0 && ROW_STEP % 8 == 0, "the activation rows
 // tap's input coordinate (the depth's only in 3-D).
 struct RowGather {
   idx_t offset;    // the activation offset of tap (0, 0, 0), channel 0 (may lie outside the input)
-  int d0, h0, w0;  // the input coordinate of tap (0, 0, 0); h0 = H (never inside) past the last pixel
+  int d0, h0, w0;  // the input coordinate of tap (0, 0, 0); past the last pixel h0 is below every tap's reach
 };
 
 __device__ __forceinline__ RowGather row_gather(const PixelOrigin& px) {
@@ -159,7 +159,8 @@ __device__ __forceinline__ bool tap_inside(const RowGather& row, const Tap& tap)
 }
 
 // Issues the loads of the reduction slice [kr0, kr0 + BLOCK_K) into the stage at s_stage (a shared address, 1,024-
-// aligned), swizzled, each K atom in its own A and B regions. Elements at or past kr_end, outside the input or outside the tile are zero-filled.
+// aligned), swizzled, each K atom in its own A and B regions. Elements at or past kr_end, outside the input or outside
+// the tile are zero-filled.
 __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __restrict__ g_activation,
                                            const element_t* __restrict__ g_filter, const RowGather (&r_row)[A_ROWS],
                                            const idx_t (&r_filter_row)[B_ROWS],
@@ -178,8 +179,8 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
       const int row = tid / ROW_UNITS + i * ROW_STEP;
       const idx_t offset = r_row[i].offset + tap_off;
       const bool full = in_reduction && tap_inside(r_row[i], tap);
-      convgen::tc::cp_async_16(s_a + convgen::wg::swizzled_offset(row, unit), full ? g_activation + offset : g_activation,
-                               full);
+      convgen::tc::cp_async_16(s_a + convgen::wg::swizzled_offset(row, unit),
+                               full ? g_activation + offset : g_activation, full);
     }
 #pragma unroll
     for (int i = 0; i < B_ROWS; ++i) {
@@ -232,7 +233,8 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
   // Per-thread constants of the loads, fixed over the reduction.
   RowGather r_row[A_ROWS];
 #pragma unroll
-  for (int i = 0; i < A_ROWS; ++i) r_row[i] = row_gather(pixel_origin(m_tile + tid / ROW_UNITS + i * ROW_STEP, group, true));
+  for (int i = 0; i < A_ROWS; ++i)
+    r_row[i] = row_gather(pixel_origin(m_tile + tid / ROW_UNITS + i * ROW_STEP, group, true));
   idx_t r_filter_row[B_ROWS];
   bool r_filter_ok[B_ROWS];
 #pragma unroll
@@ -276,7 +278,8 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
     for (int atom = 0; atom < K_ATOMS; ++atom) {
       const unsigned long long desc_a =
           wg::matrix_descriptor(s_stage + (unsigned)(atom * A_ATOM_BYTES + warpgroup * 64 * wg::kRowBytes));
-      const unsigned long long desc_b = wg::matrix_descriptor(s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES));
+      const unsigned long long desc_b =
+          wg::matrix_descriptor(s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES));
 #pragma unroll
       for (int ks = 0; ks < ATOM_K / MMA_K; ++ks)  // the next 16 reduction elements: 32 bytes on, + 2 in a descriptor
         wg::mma_async<BLOCK_N, IS_BF16>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);

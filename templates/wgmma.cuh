@@ -4,8 +4,9 @@
 // it; included by NVRTC as a header. Kernels that include it are compiled for sm_90a (Family::compile_arch).
 //
 // The operand layout every descriptor here describes: K-major rows of 64 16-bit elements (128 bytes), in atoms of 8
-// rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at unit u ^ (r % 8)
-// of the row. swizzled_offset gives that position; a descriptor then names the matrix by its first row's address.
+// rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at unit
+// u ^ (r % 8) of the row. swizzled_offset gives that position; a descriptor then names the matrix by its first row's
+// address.
 #ifndef CONVGEN_WGMMA_CUH
 #define CONVGEN_WGMMA_CUH
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "generator/family.hpp"
+#include "generator/pixel_gemm.hpp"
 #include "generator/occupancy.hpp"
 #include "generator/ranking.hpp"
 #include "generator/render.hpp"
@@ -20,21 +21,8 @@ constexpr std::int64_t kGridYZMax = 65535;
 constexpr int kRowPadBytes = 16;     // added to each shared row (templates/igemm_tc.cu, LDS)
 constexpr int kReduceThreads = 256;  // threads per block of the reduce entry (REDUCE_THREADS)
 
-// The convolution as per-group GEMMs (templates/igemm_tc.cu has the mapping): M = pixels, N = output channels.
-struct Gemm {
-  std::int64_t m = 0;  // output pixels N*O*P*Q
-  int n = 0;           // output channels per group (KG)
-  int kr = 0;          // reduction length C/groups * T*R*S
-  int groups = 1;
-};
-
-Gemm gemm_of(const Problem& p) {
-  const Dims3 out = output_dims(p);
-  return {.m = std::int64_t{p.n} * out.d * out.h * out.w,
-          .n = k_per_group(p),
-          .kr = c_per_group(p) * p.filter.d * p.filter.h * p.filter.w,
-          .groups = p.groups};
-}
+// The convolution as per-group GEMMs: M = pixels, N = output channels (generator/pixel_gemm.hpp).
+using Gemm = PixelGemm;
 
 bool serves_precision(Precision precision) {
   return precision == Precision::tf32 || precision == Precision::fp16 || precision == Precision::bf16;
@@ -165,7 +153,7 @@ class IgemmTc final : public Family {
   // workspace, bound as g_workspace) and the reduce entry adds them into the output.
   LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
     const IgemmTcParams s = params_of<IgemmTcParams>(spec);
-    const Gemm g = gemm_of(p);
+    const Gemm g = pixel_gemm(p);
     LaunchPlan plan;
     plan.run.push_back({.kind = LaunchStep::Kind::kernel,
                         .geometry = {.grid = grid_of(g, s),
@@ -229,7 +217,7 @@ class IgemmTc final : public Family {
                          32 / element_bytes_of(p), 128 / element_bytes_of(p), s.block_k);
     if (s.stages < 2 || s.stages > 5) return fmt::format("stages must be 2 to 5, got {}", s.stages);
     if (s.split_k < 1 || s.split_k > 32) return fmt::format("split_k must be 1 to 32, got {}", s.split_k);
-    const Gemm g = gemm_of(p);
+    const Gemm g = pixel_gemm(p);
     if (s.vector)
       if (auto reason = vector_reason(p, g)) return reason;
     // Element-wise loads spread a tile's rows over the threads, the rest along the reduction.
@@ -276,7 +264,7 @@ class IgemmTc final : public Family {
   // rather than near-copies of one (on an H100 the operand traffic of the tile shape decided most layers).
   std::vector<IgemmTcParams> candidates(const Problem& p, const Gpu& gpu) const {
     if (!serves_precision(p.precision) || !validate(p).empty() || !has_mma_tf32(gpu)) return {};
-    const Gemm g = gemm_of(p);
+    const Gemm g = pixel_gemm(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     // 16-byte loads wherever the alignment allows them; element loads otherwise.
     const bool vector = !vector_reason(p, g);
@@ -310,7 +298,7 @@ class IgemmTc final : public Family {
   }
 
   CostFeatures features(const Problem& p, const IgemmTcParams& s) const {
-    const Gemm g = gemm_of(p);
+    const Gemm g = pixel_gemm(p);
     const double out_elements = static_cast<double>(output_elements(p));
     const int chunk = split_chunk(g, s);
     const int warps = warps_of(s);
@@ -354,7 +342,7 @@ class IgemmTc final : public Family {
   static double estimate_us(const Problem& p, const Gpu& gpu, const IgemmTcParams& s) {
     constexpr double kStepLatencyUs = 0.1;
     constexpr double kL2OverDram = 1.3;
-    const Gemm g = gemm_of(p);
+    const Gemm g = pixel_gemm(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     const std::int64_t blocks = blocks_of(g, s);
     const int per_sm = resident_blocks_per_sm(gpu, threads_of(s), register_estimate(p, s), smem_bytes(p, s));

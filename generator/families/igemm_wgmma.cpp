@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "generator/family.hpp"
+#include "generator/pixel_gemm.hpp"
 #include "generator/occupancy.hpp"
 #include "generator/ranking.hpp"
 #include "generator/render.hpp"
@@ -26,21 +27,8 @@ constexpr int kReduceThreads = 256;  // threads per block of the reduce entry (R
 // The wgmma N the template instantiates (templates/wgmma.cuh), in the order the search space tries them.
 constexpr std::array kBlockNs = {128, 64, 256, 32, 16, 96, 192};
 
-// The convolution as per-group GEMMs (templates/igemm_wgmma.cu has the mapping): M = pixels, N = output channels.
-struct Gemm {
-  std::int64_t m = 0;  // output pixels N*O*P*Q
-  int n = 0;           // output channels per group (KG)
-  int kr = 0;          // reduction length C/groups * T*R*S
-  int groups = 1;
-};
-
-Gemm gemm_of(const Problem& p) {
-  const Dims3 out = output_dims(p);
-  return {.m = std::int64_t{p.n} * out.d * out.h * out.w,
-          .n = k_per_group(p),
-          .kr = c_per_group(p) * p.filter.d * p.filter.h * p.filter.w,
-          .groups = p.groups};
-}
+// The convolution as per-group GEMMs: M = pixels, N = output channels (generator/pixel_gemm.hpp).
+using Gemm = PixelGemm;
 
 bool serves_precision(Precision precision) { return precision == Precision::fp16 || precision == Precision::bf16; }
 
@@ -97,7 +85,7 @@ std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
   if (c_per_group(p) % kChunk != 0)
     return fmt::format("igemm_wgmma needs channels per group to be a multiple of {} (16-byte loads), got {}", kChunk,
                        c_per_group(p));
-  const Gemm g = gemm_of(p);
+  const Gemm g = pixel_gemm(p);
   if (g.m > kIntMax) return fmt::format("output pixels N*O*P*Q = {} exceed 2^31 - 1", g.m);
   if (filter_elements(p) > kIntMax) return fmt::format("filter elements {} exceed 2^31 - 1", filter_elements(p));
   return std::nullopt;
@@ -112,7 +100,7 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   if (s.k_atoms != 1 && s.k_atoms != 2) return fmt::format("k_atoms must be 1 or 2, got {}", s.k_atoms);
   if (s.stages < 3 || s.stages > 6) return fmt::format("stages must be 3 to 6, got {}", s.stages);
   if (s.split_k < 1 || s.split_k > 32) return fmt::format("split_k must be 1 to 32, got {}", s.split_k);
-  const Gemm g = gemm_of(p);
+  const Gemm g = pixel_gemm(p);
   // Every split must own part of the reduction (an empty split would only add work).
   if (std::int64_t{s.split_k - 1} * split_chunk(g, s) >= g.kr)
     return fmt::format("split_k {} leaves splits without work: the reduction length {} gives {} steps of {}",
@@ -176,7 +164,7 @@ class IgemmWgmma final : public Family {
   // workspace, bound as g_workspace) and the reduce entry adds them into the output.
   LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
     const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
-    const Gemm g = gemm_of(p);
+    const Gemm g = pixel_gemm(p);
     LaunchPlan plan;
     plan.run.push_back({.kind = LaunchStep::Kind::kernel,
                         .geometry = {.grid = grid_of(g, s),
@@ -211,11 +199,11 @@ class IgemmWgmma final : public Family {
  private:
   // The search space: the block tiles (64 to 256 pixels by 16 to 256 channels) that fit the GEMM, with one or two K
   // atoms a step, the deepest pipeline the shared memory holds (up to 6 stages) and a shallower one (4, or 3) where
-  // that fits more blocks on an SM, and split-K while the output alone fills fewer than two waves. Of these, kMaxCandidates by
-  // estimate, the best of every tile first.
+  // that fits more blocks on an SM, and split-K while the output alone fills fewer than two waves. Of these,
+  // kMaxCandidates by estimate, the best of every tile first.
   std::vector<IgemmWgmmaParams> candidates(const Problem& p, const Gpu& gpu) const {
     if (problem_reason(p, gpu)) return {};
-    const Gemm g = gemm_of(p);
+    const Gemm g = pixel_gemm(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     std::vector<std::vector<Estimated<IgemmWgmmaParams>>> by_tile;
     for (int block_m : {128, 64, 192, 256}) {
@@ -256,7 +244,7 @@ class IgemmWgmma final : public Family {
   }
 
   CostFeatures features(const Problem& p, const IgemmWgmmaParams& s) const {
-    const Gemm g = gemm_of(p);
+    const Gemm g = pixel_gemm(p);
     const double out_elements = static_cast<double>(output_elements(p));
     const int chunk = split_chunk(g, s);
     const int warps = threads_of(s) / 32;
@@ -291,7 +279,7 @@ class IgemmWgmma final : public Family {
   static double estimate_us(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
     constexpr double kStepLatencyUs = 0.1;
     constexpr double kL2OverDram = 1.3;
-    const Gemm g = gemm_of(p);
+    const Gemm g = pixel_gemm(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     const std::int64_t blocks = blocks_of(g, s);
     const int per_sm = resident_blocks(gpu, s);
