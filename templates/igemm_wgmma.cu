@@ -8,11 +8,17 @@
 // A block of BLOCK_M / 64 warpgroups computes BLOCK_M pixels x BLOCK_N channels; warpgroup w owns pixel rows
 // 64w .. 64w + 63 and every channel of the block, one wgmma m64nBLOCK_Nk16 per 16 reduction elements.
 //
-// The pipeline (all threads load, every warpgroup multiplies): each step of 64 or 128 reduction elements (K_ATOMS
-// swizzled rows of 128 bytes) waits for its own slice, publishes it with a proxy fence and a barrier, issues the loads
-// of the slice PREFETCH = STAGES - 2 steps ahead, then issues its 4 * K_ATOMS wgmma as one group and lets it run while
-// the next step begins (wait_group 1: only the previous step's group must have finished). The barrier of step s thus
-// also says every warpgroup is done with step s - 2's buffer, which step s's loads overwrite.
+// Two pipelines, the tunable `ws` choosing; a step is 64 or 128 reduction elements (K_ATOMS swizzled rows of 128
+// bytes), and its 4 * K_ATOMS wgmma are issued as one group that runs while the next step begins (wait_group 1: only
+// the previous step's group must have finished).
+// - Shared (ws0): all threads load, every warpgroup multiplies. Each step waits for its own slice, publishes it with a
+//   proxy fence and a block barrier, issues the loads of the slice PREFETCH = STAGES - 2 steps ahead, then multiplies.
+//   The barrier of step s also says every warpgroup is done with step s - 2's buffer, which step s's loads overwrite.
+// - Warp-specialized (ws1): one more warpgroup, the producer, only loads; the others only multiply. Each stage has two
+//   mbarriers: `full` completes when the producer's 128 threads' copies into it have landed (cp.async's own arrival),
+//   `empty` when every consumer warp's wgmma that read it have finished. The producer fills stage after stage, waiting
+//   only for a stage to be empty again; a consumer waits only for the stage it multiplies. No block barrier in the
+//   loop: the loads of STAGES steps are in flight while the tensor cores work, and no warp waits on another's issue.
 #include "interface.cuh"
 #include "epilogue.cuh"
 
@@ -34,6 +40,7 @@ CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wg
 CONVGEN_PARAM("kb", "1,2", "64-element swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
 CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 steps ahead of the multiply") constexpr int STAGES = 4;
 CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
+CONVGEN_PARAM("ws", "bool", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply") constexpr bool WARP_SPECIALIZED = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -101,9 +108,10 @@ static_assert(K_ATOMS == 1 || K_ATOMS == 2, "K_ATOMS must be 1 or 2");
 constexpr int BLOCK_K = ATOM_K * K_ATOMS;  // reduction elements per step
 static_assert(STAGES >= 3, "the pipeline needs three stages: one loading, one multiplying, one still being read");
 static_assert(SPLIT_K >= 1, "SPLIT_K must be positive");
-constexpr int WARPGROUPS = BLOCK_M / 64;
-constexpr int THREADS = 128 * WARPGROUPS;
-constexpr int PREFETCH = STAGES - 2;  // steps loaded ahead of the one being multiplied
+constexpr int WARPGROUPS = BLOCK_M / 64;  // the warpgroups that multiply
+constexpr int THREADS = 128 * (WARPGROUPS + (WARP_SPECIALIZED ? 1 : 0));  // the producer is the last warpgroup
+constexpr int LOAD_THREADS = WARP_SPECIALIZED ? 128 : THREADS;            // the threads that issue the loads
+constexpr int PREFETCH = STAGES - 2;  // the shared pipeline's steps loaded ahead of the one being multiplied
 constexpr int ACCUMULATORS = BLOCK_N / 2;  // fp32 accumulators per thread: 64 x BLOCK_N over 128 threads
 
 // Each split covers KR_CHUNK reduction elements (a whole number of steps); the last one may be shorter.
@@ -117,14 +125,16 @@ constexpr int B_ATOM_BYTES = BLOCK_N * convgen::wg::kRowBytes;
 constexpr int A_STAGE_BYTES = K_ATOMS * A_ATOM_BYTES;
 constexpr int B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + convgen::wg::kAtomBytes;  // the family's plan says the same
+// The warp-specialized pipeline's mbarriers follow the stages: `full` of every stage, then `empty` of every stage.
+constexpr int BARRIER_BYTES = WARP_SPECIALIZED ? 2 * 8 * STAGES : 0;
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + convgen::wg::kAtomBytes + BARRIER_BYTES;  // as the family's plan
 
 // ---- Global -> shared loads ---------------------------------------------------------------------------------------
-// Thread tid copies the 16-byte unit tid % 8 of rows tid / 8 + i * ROW_STEP of both tiles: the unit, and so the
-// reduction offset and the filter tap, is the same for all of a thread's rows, and so is the row's place in the
+// Loading thread tid copies the 16-byte unit tid % 8 of rows tid / 8 + i * ROW_STEP of both tiles: the unit, and so
+// the reduction offset and the filter tap, is the same for all of a thread's rows, and so is the row's place in the
 // swizzle (ROW_STEP is a multiple of 8).
-constexpr int ROW_STEP = THREADS / ROW_UNITS;
-constexpr int A_ROWS = BLOCK_M / ROW_STEP;                   // 4: BLOCK_M / (16 * BLOCK_M / 64)
+constexpr int ROW_STEP = LOAD_THREADS / ROW_UNITS;
+constexpr int A_ROWS = BLOCK_M / ROW_STEP;                   // 4 shared, BLOCK_M / 16 warp-specialized
 constexpr int B_ROWS = (int)ceil_div(BLOCK_N, ROW_STEP);     // the last pass may have more threads than rows
 static_assert(BLOCK_M % ROW_STEP == 0 && ROW_STEP % 8 == 0, "the activation rows must divide among the threads");
 
@@ -158,13 +168,34 @@ __device__ __forceinline__ bool tap_inside(const RowGather& row, const Tap& tap)
   return depth && (unsigned)(row.h0 + tap.r * DIL_H) < (unsigned)H && (unsigned)(row.w0 + tap.s * DIL_W) < (unsigned)W;
 }
 
-// Issues the loads of the reduction slice [kr0, kr0 + BLOCK_K) into the stage at s_stage (a shared address, 1,024-
-// aligned), swizzled, each K atom in its own A and B regions. Elements at or past kr_end, outside the input or outside
-// the tile are zero-filled.
+// A loading thread's constants, fixed over the reduction: its activation rows' gathers and its filter rows.
+struct LoadRows {
+  RowGather activation[A_ROWS];
+  idx_t filter[B_ROWS];  // the offset of the filter row (output channel), 0 where it is outside the tile
+  bool filter_ok[B_ROWS];
+};
+
+__device__ __forceinline__ LoadRows load_rows(int tid, int m_tile, int n_tile, int group) {
+  LoadRows rows;
+#pragma unroll
+  for (int i = 0; i < A_ROWS; ++i)
+    rows.activation[i] = row_gather(pixel_origin(m_tile + tid / ROW_UNITS + i * ROW_STEP, group, true));
+#pragma unroll
+  for (int i = 0; i < B_ROWS; ++i) {
+    const int row = tid / ROW_UNITS + i * ROW_STEP;
+    const int col = n_tile + row;
+    rows.filter_ok[i] = row < BLOCK_N && col < KG;
+    rows.filter[i] = rows.filter_ok[i] ? (idx_t)(group * KG + col) * KR : 0;
+  }
+  return rows;
+}
+
+// Issues loading thread tid's loads of the reduction slice [kr0, kr0 + BLOCK_K) into the stage at s_stage (a shared
+// address, 1,024-aligned), swizzled, each K atom in its own A and B regions. Elements at or past kr_end, outside the
+// input or outside the tile are zero-filled.
 __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __restrict__ g_activation,
-                                           const element_t* __restrict__ g_filter, const RowGather (&r_row)[A_ROWS],
-                                           const idx_t (&r_filter_row)[B_ROWS],
-                                           const bool (&r_filter_ok)[B_ROWS], int tid, int kr0, int kr_end) {
+                                           const element_t* __restrict__ g_filter, const LoadRows& rows, int tid,
+                                           int kr0, int kr_end) {
   const int unit = tid % ROW_UNITS;
 #pragma unroll
   for (int atom = 0; atom < K_ATOMS; ++atom) {
@@ -177,8 +208,8 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
 #pragma unroll
     for (int i = 0; i < A_ROWS; ++i) {
       const int row = tid / ROW_UNITS + i * ROW_STEP;
-      const idx_t offset = r_row[i].offset + tap_off;
-      const bool full = in_reduction && tap_inside(r_row[i], tap);
+      const idx_t offset = rows.activation[i].offset + tap_off;
+      const bool full = in_reduction && tap_inside(rows.activation[i], tap);
       convgen::tc::cp_async_16(s_a + convgen::wg::swizzled_offset(row, unit),
                                full ? g_activation + offset : g_activation, full);
     }
@@ -186,11 +217,120 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
     for (int i = 0; i < B_ROWS; ++i) {
       const int row = tid / ROW_UNITS + i * ROW_STEP;
       if (BLOCK_N % ROW_STEP != 0 && row >= BLOCK_N) continue;
-      const bool full = r_filter_ok[i] && in_reduction;
+      const bool full = rows.filter_ok[i] && in_reduction;
       convgen::tc::cp_async_16(s_b + convgen::wg::swizzled_offset(row, unit),
-                               full ? g_filter + r_filter_row[i] + kr : g_filter, full);
+                               full ? g_filter + rows.filter[i] + kr : g_filter, full);
     }
   }
+}
+
+// Issues warpgroup `warpgroup`'s wgmma of the stage at s_stage as one group: its 64 pixel rows times the block's
+// BLOCK_N channels, over the stage's BLOCK_K reduction elements.
+__device__ __forceinline__ void multiply_stage(float (&r_acc)[ACCUMULATORS], unsigned s_stage, int warpgroup) {
+  namespace wg = convgen::wg;
+#pragma unroll
+  for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+  wg::fence();
+#pragma unroll
+  for (int atom = 0; atom < K_ATOMS; ++atom) {
+    const unsigned long long desc_a =
+        wg::matrix_descriptor(s_stage + (unsigned)(atom * A_ATOM_BYTES + warpgroup * 64 * wg::kRowBytes));
+    const unsigned long long desc_b = wg::matrix_descriptor(s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES));
+#pragma unroll
+    for (int ks = 0; ks < ATOM_K / MMA_K; ++ks)  // the next 16 reduction elements: 32 bytes on, + 2 in a descriptor
+      wg::mma_async<BLOCK_N, IS_BF16>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);
+  }
+  wg::commit();
+}
+
+// The shared pipeline (the header says why the buffers are safe to overwrite). A cp.async group is committed every
+// step, empty or not, so that waiting for PREFETCH - 1 pending groups means the current step's slice has landed.
+__device__ __forceinline__ void shared_main_loop(float (&r_acc)[ACCUMULATORS], unsigned s_base,
+                                                 const element_t* __restrict__ g_activation,
+                                                 const element_t* __restrict__ g_filter, const LoadRows& rows, int tid,
+                                                 int warpgroup, int kr_begin, int kr_end, int steps) {
+  namespace wg = convgen::wg;
+#pragma unroll
+  for (int stage = 0; stage < PREFETCH; ++stage) {
+    if (stage < steps)
+      load_stage(s_base + (unsigned)(stage * STAGE_BYTES), g_activation, g_filter, rows, tid,
+                 kr_begin + stage * BLOCK_K, kr_end);
+    convgen::tc::cp_async_commit();
+  }
+  int read_stage = 0;
+  int write_stage = PREFETCH;
+  for (int step = 0; step < steps; ++step) {
+    convgen::tc::cp_async_wait<PREFETCH - 1>();
+    wg::fence_proxy_async();
+    __syncthreads();
+    const int next = step + PREFETCH;
+    if (next < steps)
+      load_stage(s_base + (unsigned)(write_stage * STAGE_BYTES), g_activation, g_filter, rows, tid,
+                 kr_begin + next * BLOCK_K, kr_end);
+    convgen::tc::cp_async_commit();
+    multiply_stage(r_acc, s_base + (unsigned)(read_stage * STAGE_BYTES), warpgroup);
+    wg::wait<1>();
+#pragma unroll
+    for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+    read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+    write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
+  }
+  wg::wait<0>();
+#pragma unroll
+  for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+  convgen::tc::cp_async_wait<0>();
+}
+
+// The warp-specialized pipeline's two sides. Stage i's barriers are at s_full + 8 i and s_empty + 8 i; use u of a
+// stage (u = step / STAGES) waits for phase u of `full` and, from the second use on, for phase u - 1 of `empty`.
+constexpr unsigned CONSUMER_WARPS = 4 * WARPGROUPS;  // the arrivals that complete a phase of `empty`
+
+// The producer warpgroup (ptid = its thread, 0-127): fills every step's stage once the consumers have emptied it.
+__device__ __forceinline__ void produce(unsigned s_base, unsigned s_full, unsigned s_empty,
+                                        const element_t* __restrict__ g_activation,
+                                        const element_t* __restrict__ g_filter, const LoadRows& rows, int ptid,
+                                        int kr_begin, int kr_end, int steps) {
+  namespace wg = convgen::wg;
+  int stage = 0;
+  unsigned phase = 0;
+  for (int step = 0; step < steps; ++step) {
+    if (step >= STAGES) wg::barrier_wait(s_empty + 8u * stage, phase ^ 1u);
+    load_stage(s_base + (unsigned)(stage * STAGE_BYTES), g_activation, g_filter, rows, ptid, kr_begin + step * BLOCK_K,
+               kr_end);
+    wg::barrier_arrive_on_copies(s_full + 8u * stage);
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+}
+
+// A consumer warpgroup: multiplies each stage once it is full, and gives the previous step's stage back once that
+// step's wgmma group has finished (one arrival per warp). The proxy fence after the wait orders the cp.async writes
+// the barrier made visible before the wgmma's async-proxy reads of them.
+__device__ __forceinline__ void consume(float (&r_acc)[ACCUMULATORS], unsigned s_base, unsigned s_full,
+                                        unsigned s_empty, int warpgroup, int lane, int steps) {
+  namespace wg = convgen::wg;
+  int stage = 0;
+  int previous = 0;
+  unsigned phase = 0;
+  for (int step = 0; step < steps; ++step) {
+    wg::barrier_wait(s_full + 8u * stage, phase);
+    wg::fence_proxy_async();
+    multiply_stage(r_acc, s_base + (unsigned)(stage * STAGE_BYTES), warpgroup);
+    wg::wait<1>();
+#pragma unroll
+    for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+    if (step > 0 && lane == 0) wg::barrier_arrive(s_empty + 8u * previous);
+    previous = stage;
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+  wg::wait<0>();
+#pragma unroll
+  for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
 }
 
 // ---- Output: to_element, to_float, epilogue_at, store_output and store_partials, in this namespace -------------
@@ -230,71 +370,29 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
   const int kr_end = cmin(KR, kr_begin + KR_CHUNK);
   const int steps = kr_end > kr_begin ? (int)ceil_div(kr_end - kr_begin, BLOCK_K) : 0;
 
-  // Per-thread constants of the loads, fixed over the reduction.
-  RowGather r_row[A_ROWS];
-#pragma unroll
-  for (int i = 0; i < A_ROWS; ++i)
-    r_row[i] = row_gather(pixel_origin(m_tile + tid / ROW_UNITS + i * ROW_STEP, group, true));
-  idx_t r_filter_row[B_ROWS];
-  bool r_filter_ok[B_ROWS];
-#pragma unroll
-  for (int i = 0; i < B_ROWS; ++i) {
-    const int row = tid / ROW_UNITS + i * ROW_STEP;
-    const int col = n_tile + row;
-    r_filter_ok[i] = row < BLOCK_N && col < KG;
-    r_filter_row[i] = r_filter_ok[i] ? (idx_t)(group * KG + col) * KR : 0;
-  }
-
   float r_acc[ACCUMULATORS];
 #pragma unroll
   for (int v = 0; v < ACCUMULATORS; ++v) r_acc[v] = 0.0f;
 
-  // The pipeline (the header says why the buffers are safe to overwrite). A cp.async group is committed every step,
-  // empty or not, so that waiting for PREFETCH - 1 pending groups means the current step's slice has landed.
-#pragma unroll
-  for (int stage = 0; stage < PREFETCH; ++stage) {
-    if (stage < steps)
-      load_stage(s_base + (unsigned)(stage * STAGE_BYTES), g_activation, g_filter, r_row, r_filter_row, r_filter_ok,
-                 tid, kr_begin + stage * BLOCK_K, kr_end);
-    convgen::tc::cp_async_commit();
-  }
-  int read_stage = 0;
-  int write_stage = PREFETCH;
-  for (int step = 0; step < steps; ++step) {
-    convgen::tc::cp_async_wait<PREFETCH - 1>();
-    wg::fence_proxy_async();
-    __syncthreads();
-    const int next = step + PREFETCH;
-    if (next < steps)
-      load_stage(s_base + (unsigned)(write_stage * STAGE_BYTES), g_activation, g_filter, r_row,
-                 r_filter_row, r_filter_ok, tid, kr_begin + next * BLOCK_K, kr_end);
-    convgen::tc::cp_async_commit();
-
-    const unsigned s_stage = s_base + (unsigned)(read_stage * STAGE_BYTES);
-#pragma unroll
-    for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
-    wg::fence();
-#pragma unroll
-    for (int atom = 0; atom < K_ATOMS; ++atom) {
-      const unsigned long long desc_a =
-          wg::matrix_descriptor(s_stage + (unsigned)(atom * A_ATOM_BYTES + warpgroup * 64 * wg::kRowBytes));
-      const unsigned long long desc_b =
-          wg::matrix_descriptor(s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES));
-#pragma unroll
-      for (int ks = 0; ks < ATOM_K / MMA_K; ++ks)  // the next 16 reduction elements: 32 bytes on, + 2 in a descriptor
-        wg::mma_async<BLOCK_N, IS_BF16>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);
+  if constexpr (WARP_SPECIALIZED) {
+    const unsigned s_full = s_base + (unsigned)(STAGES * STAGE_BYTES);
+    const unsigned s_empty = s_full + 8u * STAGES;
+    if (tid == 0) {
+      for (int stage = 0; stage < STAGES; ++stage) {
+        wg::barrier_init(s_full + 8u * stage, (unsigned)LOAD_THREADS);
+        wg::barrier_init(s_empty + 8u * stage, CONSUMER_WARPS);
+      }
     }
-    wg::commit();
-    wg::wait<1>();
-#pragma unroll
-    for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
-    read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
-    write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
+    __syncthreads();
+    if (warpgroup == WARPGROUPS)
+      produce(s_base, s_full, s_empty, g_activation, g_filter, load_rows(tid % 128, m_tile, n_tile, group), tid % 128,
+              kr_begin, kr_end, steps);
+    else
+      consume(r_acc, s_base, s_full, s_empty, warpgroup, lane, steps);
+  } else {
+    shared_main_loop(r_acc, s_base, g_activation, g_filter, load_rows(tid, m_tile, n_tile, group), tid, warpgroup,
+                     kr_begin, kr_end, steps);
   }
-  wg::wait<0>();
-#pragma unroll
-  for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
-  convgen::tc::cp_async_wait<0>();
 
   // Epilogue: accumulators 4j + 2 half + {0, 1} are pixel row 64 warpgroup + 16 warp + lane / 4 + 8 half, channels
   // 8j + 2 (lane % 4) + {0, 1} of the block tile (wgmma.cuh).
@@ -305,7 +403,7 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
     for (int half = 0; half < 2; ++half) {
       const int row = warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
       const int npix = m_tile + row;
-      if (npix >= NPIX) continue;
+      if (warpgroup == WARPGROUPS || npix >= NPIX) continue;  // the producer holds no accumulators
 #pragma unroll
       for (int j = 0; j < BLOCK_N / 8; ++j) {
         const int col = n_tile + j * 8 + 2 * (lane % 4);
@@ -329,6 +427,7 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
     }
     return;
   }
+  if (warpgroup == WARPGROUPS) return;  // the producer holds no accumulators
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int npix = m_tile + warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;

@@ -1,7 +1,8 @@
 // wgmma: the sm_90a warpgroup instructions the Hopper tensor-core template uses (templates/igemm_wgmma.cu): the
 // shared-memory matrix descriptor, wgmma.mma_async (m64nNk16, fp16 / bf16 in, fp32 accumulators, both operands from
-// shared memory), its fence / commit / wait, and the proxy fence that makes cp.async's shared-memory writes visible to
-// it; included by NVRTC as a header. Kernels that include it are compiled for sm_90a (Family::compile_arch).
+// shared memory), its fence / commit / wait, the proxy fence that makes cp.async's shared-memory writes visible to it,
+// and the mbarriers of the warp-specialized pipeline; included by NVRTC as a header. Kernels that include it are
+// compiled for sm_90a (Family::compile_arch).
 //
 // The operand layout every descriptor here describes: K-major rows of 64 16-bit elements (128 bytes), in atoms of 8
 // rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at unit
@@ -36,6 +37,36 @@ __device__ __forceinline__ unsigned long long matrix_descriptor(unsigned s_addre
 // Orders this thread's earlier generic-proxy (and cp.async) writes of shared memory before later async-proxy reads
 // (wgmma's operand fetches); with a barrier after it, for the whole block.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// ---- Pipeline barriers (mbarrier) of the warp-specialized pipeline: a 64-bit counter in shared memory whose phase
+// completes when `count` arrivals have happened; waiters name the phase by its parity (0 for the first, 1 for the
+// second, ...).
+__device__ __forceinline__ void barrier_init(unsigned s_barrier, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(s_barrier), "r"(count) : "memory");
+}
+
+// Waits (acquire) until the phase of parity `parity` of the barrier has completed.
+__device__ __forceinline__ void barrier_wait(unsigned s_barrier, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(s_barrier), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// One arrival (release) on the barrier.
+__device__ __forceinline__ void barrier_arrive(unsigned s_barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(s_barrier) : "memory");
+}
+
+// One arrival on the barrier once every cp.async this thread has issued so far has landed: the arrival the barrier's
+// count already expects (.noinc), so a phase of `count` producer threads completes when all their copies have.
+__device__ __forceinline__ void barrier_arrive_on_copies(unsigned s_barrier) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(s_barrier) : "memory");
+}
 
 // Before the first wgmma of a batch: orders the warpgroup's register and shared-memory accesses before it.
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }

@@ -34,7 +34,15 @@ bool serves_precision(Precision precision) { return precision == Precision::fp16
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-int threads_of(const IgemmWgmmaParams& s) { return 128 * (s.block_m / 64); }
+// One warpgroup per 64 pixels multiplies; the warp-specialized pipeline has one more, the producer (THREADS).
+int threads_of(const IgemmWgmmaParams& s) { return 128 * (s.block_m / 64 + (s.warp_specialized ? 1 : 0)); }
+
+// The threads that issue the loads (LOAD_THREADS), and the pixel and filter rows each one keeps (A_ROWS, B_ROWS).
+int load_threads_of(const IgemmWgmmaParams& s) { return s.warp_specialized ? 128 : threads_of(s); }
+int activation_rows_of(const IgemmWgmmaParams& s) { return s.block_m / (load_threads_of(s) / 8); }
+int filter_rows_of(const IgemmWgmmaParams& s) {
+  return static_cast<int>(ceil_div(s.block_n, load_threads_of(s) / 8));
+}
 
 // Reduction elements per step (BLOCK_K): K_ATOMS swizzled rows.
 int block_k_of(const IgemmWgmmaParams& s) { return kAtomK * s.k_atoms; }
@@ -44,17 +52,20 @@ int split_chunk(const Gemm& g, const IgemmWgmmaParams& s) {
   return static_cast<int>(ceil_div(ceil_div(g.kr, s.split_k), block_k_of(s)) * block_k_of(s));
 }
 
+// The stages, the alignment slack and the warp-specialized pipeline's two mbarriers per stage (SMEM_BYTES).
 int smem_bytes(const IgemmWgmmaParams& s) {
-  return s.stages * (s.block_m + s.block_n) * kRowBytes * s.k_atoms + kAlignSlack;
+  return s.stages * (s.block_m + s.block_n) * kRowBytes * s.k_atoms + kAlignSlack +
+         (s.warp_specialized ? 2 * 8 * s.stages : 0);
 }
 
-// Registers per thread, roughly: BLOCK_N / 2 accumulators, the filter rows (2 each) and ~30 for the pixel rows,
-// addresses, descriptors and loop state (ptxas on sm_90a used 47-160 for the 32 tiles of a 128-channel layer,
-// 2-17 more than this where the filter rows are many; it fits 192 x 256 in 164). ptxas decides; this only prunes what
-// cannot fit.
+// Registers per thread, roughly. Shared pipeline: BLOCK_N / 2 accumulators, the filter rows (2 each) and ~30 for the
+// four pixel rows, addresses, descriptors and loop state (ptxas on sm_90a used 47-160 for the 32 tiles of a
+// 128-channel layer, 2-17 more than this where the filter rows are many; it fits 192 x 256 in 164). Warp-specialized:
+// one kernel, so the larger of a consumer's (the accumulators and ~30) and the producer's (~5 per pixel row, 2 per
+// filter row and ~20). ptxas decides; this only prunes what cannot fit.
 int register_estimate(const IgemmWgmmaParams& s) {
-  const int b_rows = static_cast<int>(ceil_div(s.block_n, threads_of(s) / 8));
-  return s.block_n / 2 + b_rows * 2 + 30;
+  if (!s.warp_specialized) return s.block_n / 2 + filter_rows_of(s) * 2 + 30;
+  return std::max(s.block_n / 2 + 30, 5 * activation_rows_of(s) + 2 * filter_rows_of(s) + 20);
 }
 
 // Blocks of this configuration an SM holds at once.
@@ -126,8 +137,13 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   return std::nullopt;
 }
 
-IgemmWgmmaParams params_of(int block_m, int block_n, int k_atoms, int stages, int split_k) {
-  return {.block_m = block_m, .block_n = block_n, .k_atoms = k_atoms, .stages = stages, .split_k = split_k};
+IgemmWgmmaParams params_of(int block_m, int block_n, int k_atoms, int stages, int split_k, bool warp_specialized) {
+  return {.block_m = block_m,
+          .block_n = block_n,
+          .k_atoms = k_atoms,
+          .stages = stages,
+          .split_k = split_k,
+          .warp_specialized = warp_specialized};
 }
 
 class IgemmWgmma final : public Family {
@@ -197,57 +213,74 @@ class IgemmWgmma final : public Family {
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
  private:
-  // The search space: the block tiles (64 to 256 pixels by 16 to 256 channels) that fit the GEMM, with one or two K
-  // atoms a step, the deepest pipeline the shared memory holds (up to 6 stages) and a shallower one (4, or 3) where
-  // that fits more blocks on an SM, and split-K while the output alone fills fewer than two waves. Of these,
-  // kMaxCandidates by estimate, the best of every tile first.
+  // The search space, for each pipeline (shared and warp-specialized) and each step length (one K atom, and two where
+  // the reduction has more than two steps of one): the block tiles (64 to 256 pixels by 16 to 256 channels) that fit
+  // the GEMM, the deepest pipeline the shared memory holds (up to 6 stages) and a shallower one (4, or 3) where that
+  // fits more blocks on an SM, and split-K while the output alone fills fewer than two waves. Of these, an equal share
+  // of kMaxCandidates for each pipeline and step length, by estimate, the best of every tile first: the model cannot
+  // yet tell the pipelines or the step lengths apart well (each won layers on the H100), so the tuner measures both.
   std::vector<IgemmWgmmaParams> candidates(const Problem& p, const Gpu& gpu) const {
     if (problem_reason(p, gpu)) return {};
     const Gemm g = pixel_gemm(p);
+    const std::vector<int> step_atoms = g.kr > 2 * kAtomK ? std::vector<int>{1, 2} : std::vector<int>{1};
+    const std::size_t share = kMaxCandidates / (2 * step_atoms.size());
+    std::vector<Estimated<IgemmWgmmaParams>> chosen;
+    for (bool warp_specialized : {false, true})
+      for (int k_atoms : step_atoms)
+        for (const IgemmWgmmaParams& s : best_of_every_group_first(tiles(p, gpu, warp_specialized, k_atoms), share))
+          chosen.emplace_back(estimate_us(p, gpu, s), s);
+    std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<IgemmWgmmaParams> specs;
+    for (const auto& c : chosen) specs.push_back(c.second);
+    return specs;
+  }
+
+  // The configurations of one pipeline and step length, grouped by block tile, each with its estimate.
+  std::vector<std::vector<Estimated<IgemmWgmmaParams>>> tiles(const Problem& p, const Gpu& gpu, bool warp_specialized,
+                                                              int k_atoms) const {
+    const Gemm g = pixel_gemm(p);
     const int sm_count = std::max(gpu.sm_count, 1);
+    const std::int64_t steps = ceil_div(g.kr, kAtomK * k_atoms);
+    const auto with = [&](int block_m, int block_n, int stages, int split_k) {
+      return params_of(block_m, block_n, k_atoms, stages, split_k, warp_specialized);
+    };
     std::vector<std::vector<Estimated<IgemmWgmmaParams>>> by_tile;
     for (int block_m : {128, 64, 192, 256}) {
       if (block_m > 64 && block_m / 2 >= g.m) continue;  // half the tile would be padding
       for (int block_n : kBlockNs) {
         if (block_n > 16 && block_n / 2 >= g.n) continue;
+        // The deepest pipeline that fits, and 4 stages (or 3) where that lets more blocks share an SM.
+        int deepest = 0;
+        for (int stages : {6, 5, 4, 3})
+          if (!spec_reason(p, gpu, with(block_m, block_n, stages, 1))) {
+            deepest = stages;
+            break;
+          }
+        if (deepest == 0) continue;
         std::vector<Estimated<IgemmWgmmaParams>> ranked;
-        // Two K atoms a step only where the reduction has more than two steps of one.
-        for (int k_atoms : {1, 2}) {
-          if (k_atoms == 2 && g.kr <= 2 * kAtomK) continue;
-          const std::int64_t steps = ceil_div(g.kr, kAtomK * k_atoms);
-          // The deepest pipeline that fits, and 4 stages (or 3) where that lets more blocks share an SM.
-          int deepest = 0;
-          for (int stages : {6, 5, 4, 3})
-            if (!spec_reason(p, gpu, params_of(block_m, block_n, k_atoms, stages, 1))) {
-              deepest = stages;
-              break;
-            }
-          if (deepest == 0) continue;
-          for (int stages : {deepest, std::min(deepest - 1, 4)}) {
-            if (stages < 3 ||
-                (stages != deepest && resident_blocks(gpu, params_of(block_m, block_n, k_atoms, stages, 1)) <=
-                                          resident_blocks(gpu, params_of(block_m, block_n, k_atoms, deepest, 1))))
-              continue;
-            const std::int64_t tiles = blocks_of(g, params_of(block_m, block_n, k_atoms, stages, 1));
-            for (int split_k = 1; split_k <= 16; split_k *= 2) {
-              if (split_k > 1 && (tiles * (split_k / 2) >= 2 * sm_count || ceil_div(steps, split_k) < 2)) break;
-              const IgemmWgmmaParams s = params_of(block_m, block_n, k_atoms, stages, split_k);
-              if (spec_reason(p, gpu, s)) continue;
-              ranked.emplace_back(estimate_us(p, gpu, s), s);
-            }
+        for (int stages : {deepest, std::min(deepest - 1, 4)}) {
+          if (stages < 3 || (stages != deepest && resident_blocks(gpu, with(block_m, block_n, stages, 1)) <=
+                                                      resident_blocks(gpu, with(block_m, block_n, deepest, 1))))
+            continue;
+          const std::int64_t tiles = blocks_of(g, with(block_m, block_n, stages, 1));
+          for (int split_k = 1; split_k <= 16; split_k *= 2) {
+            if (split_k > 1 && (tiles * (split_k / 2) >= 2 * sm_count || ceil_div(steps, split_k) < 2)) break;
+            const IgemmWgmmaParams s = with(block_m, block_n, stages, split_k);
+            if (spec_reason(p, gpu, s)) continue;
+            ranked.emplace_back(estimate_us(p, gpu, s), s);
           }
         }
         if (!ranked.empty()) by_tile.push_back(std::move(ranked));
       }
     }
-    return best_of_every_group_first(std::move(by_tile), kMaxCandidates);
+    return by_tile;
   }
 
   CostFeatures features(const Problem& p, const IgemmWgmmaParams& s) const {
     const Gemm g = pixel_gemm(p);
     const double out_elements = static_cast<double>(output_elements(p));
     const int chunk = split_chunk(g, s);
-    const int warps = threads_of(s) / 32;
+    const int warps = s.block_m / 16;  // the warps that multiply
     const double slices = static_cast<double>(chunk) / 16;
     // templates/igemm_wgmma.cu: per 16 reduction elements each warpgroup issues one wgmma m64nBLOCK_Nk16 (counted
     // per warp as BLOCK_N / 32 fma-like instructions); the block loads BLOCK_M + BLOCK_N rows of 16-byte units, each
@@ -270,14 +303,16 @@ class IgemmWgmma final : public Family {
             .extra_launches = s.split_k > 1 ? 1 : 0};
   }
 
-  static constexpr std::size_t kMaxCandidates = 32;
+  static constexpr std::size_t kMaxCandidates = 48;  // 24 of each pipeline
 
   // A rough time in microseconds that orders the search space, the largest of: the tensor-core work of waves of
-  // resident blocks at ~80% of the datasheet's dense rate (less with one warpgroup per SM, which cannot hide the
-  // barrier between steps); the chain of dependent steps (~0.1 us each); the operand traffic of every block's tiles
+  // resident blocks at ~80% of the datasheet's dense rate (less with few multiplying warpgroups per SM, which cannot
+  // hide the wait between steps); the chain of dependent steps (~0.1 us each, 0.07 warp-specialized); the operand traffic of every block's tiles
   // through L2; the tensors once from DRAM. Then split-K's partial sums and second pass.
   static double estimate_us(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
-    constexpr double kStepLatencyUs = 0.1;
+    // The warp-specialized pipeline has no block barrier a step and its loads run a whole STAGES ahead: a shorter
+    // chain of dependent steps, and one warpgroup hides more of it (not yet calibrated: the tuner measures both).
+    const double step_latency_us = s.warp_specialized ? 0.07 : 0.1;
     constexpr double kL2OverDram = 1.3;
     const Gemm g = pixel_gemm(p);
     const int sm_count = std::max(gpu.sm_count, 1);
@@ -286,13 +321,14 @@ class IgemmWgmma final : public Family {
     const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sm_count) * per_sm));
     const double resident = std::min<double>(per_sm, std::ceil(static_cast<double>(blocks) / sm_count));
     const double warpgroups = resident * s.block_m / 64;
-    const double efficiency = 0.8 * std::min(1.0, 0.5 + warpgroups / 4);
+    const double efficiency =
+        0.8 * std::min(1.0, s.warp_specialized ? 0.7 + warpgroups * 0.15 : 0.5 + warpgroups / 4);
     const double peak = peak_tflops(gpu, p.precision) > 0 ? peak_tflops(gpu, p.precision) : 8 * gpu.peak_fp32_tflops;
     const double sm_flops_per_us = std::max(peak, 1.0) * 1e6 / sm_count;
     const int chunk = split_chunk(g, s);
     const double flops_per_block = 2.0 * s.block_m * s.block_n * chunk;
     const double compute_us = waves * resident * flops_per_block / (sm_flops_per_us * efficiency);
-    const double latency_us = waves * std::ceil(static_cast<double>(chunk) / block_k_of(s)) * kStepLatencyUs;
+    const double latency_us = waves * std::ceil(static_cast<double>(chunk) / block_k_of(s)) * step_latency_us;
     const double bytes_per_us = std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3;
     const double operand_bytes = static_cast<double>(blocks) * (s.block_m + s.block_n) * chunk * 2;
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);

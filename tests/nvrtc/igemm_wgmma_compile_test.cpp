@@ -22,9 +22,13 @@ using namespace testing_support;
 
 const Family& igemm_wgmma() { return family("igemm_wgmma"); }
 
-KernelSpec spec(int block_m, int block_n, int k_atoms, int stages, int split_k = 1) {
-  return to_spec(IgemmWgmmaParams{
-      .block_m = block_m, .block_n = block_n, .k_atoms = k_atoms, .stages = stages, .split_k = split_k});
+KernelSpec spec(int block_m, int block_n, int k_atoms, int stages, int split_k = 1, bool warp_specialized = false) {
+  return to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                  .block_n = block_n,
+                                  .k_atoms = k_atoms,
+                                  .stages = stages,
+                                  .split_k = split_k,
+                                  .warp_specialized = warp_specialized});
 }
 
 // The GEMM's reduction length: C/groups * T*R*S.
@@ -114,19 +118,29 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
   const KernelSpec chosen = *igemm_wgmma().default_spec(c.problem, gpu);
   JitCache cache(std::nullopt);
   int with_two = 0;
+  int warp_specialized = 0;
   for (const KernelSpec& spec : specs) {
     const BuiltKernel built = build_and_check(c.problem, spec, cache);
     const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(spec);
     with_two += t.k_atoms == 2;
-    // The plan's shared memory holds the stages: (block_m + block_n) rows of 128 bytes per K atom, and 1,024 to align.
+    warp_specialized += t.warp_specialized;
+    // The plan's shared memory holds the stages: (block_m + block_n) rows of 128 bytes per K atom, and 1,024 to align;
+    // warp-specialized, two 8-byte mbarriers per stage after them. The producer is one more warpgroup.
     EXPECT_EQ(built.plan.main_geometry().dynamic_smem_bytes,
-              static_cast<unsigned>(t.stages * (t.block_m + t.block_n) * 128 * t.k_atoms + 1024))
+              static_cast<unsigned>(t.stages * (t.block_m + t.block_n) * 128 * t.k_atoms + 1024 +
+                                    (t.warp_specialized ? 16 * t.stages : 0)))
+        << kernel_name(spec);
+    EXPECT_EQ(built.plan.main_geometry().block[0],
+              static_cast<unsigned>(2 * t.block_m + (t.warp_specialized ? 128 : 0)))
         << kernel_name(spec);
     if (spec == chosen) {
       for (const auto& [entry, report] : built.cubin.entry_reports)
         EXPECT_EQ(report.spill_store_bytes, 0) << entry << "\n" << built.cubin.log;
     }
   }
+  // Both pipelines are offered, half the candidates each where the search space has that many.
+  EXPECT_GT(warp_specialized, 0) << problem_key(c.problem);
+  EXPECT_LT(warp_specialized, static_cast<int>(specs.size())) << problem_key(c.problem);
   // Two K atoms a step are offered (and so compiled) exactly where the reduction is longer than 128.
   if (reduction_length(c.problem) > 128) {
     EXPECT_GT(with_two, 0) << problem_key(c.problem);
@@ -142,29 +156,35 @@ INSTANTIATE_TEST_SUITE_P(CorpusProblems, IgemmWgmmaEveryConfiguration, testing::
 
 class IgemmWgmmaEveryTile : public testing::TestWithParam<Precision> {};
 
-// Every block tile the template declares (4 x 7) on a problem with partial tiles everywhere: with one K atom a step in
-// 4 stages, all but the two that exceed the registers (256 x 192 and 256 x 256); with two in 3 stages, the 17 whose
-// stages fit the shared memory (at most 301 rows: 3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
+// Every block tile the template declares (4 x 7) on a problem with partial tiles everywhere. Shared pipeline: with one
+// K atom a step in 4 stages, all but the two that exceed the registers (256 x 192 and 256 x 256); with two in 3
+// stages, the 17 whose stages fit the shared memory (at most 301 rows: 3 x 301 x 256 + 1,024 bytes are within the
+// H100's 232448). Warp-specialized, one K atom in 4 stages: all but those whose producer or consumers exceed the
+// registers of one more warpgroup (all of 256 pixels but 256 x 16, and 192 x 256): 21.
 TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 5u);
+  ASSERT_EQ(iface.params.size(), 6u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
+  ASSERT_EQ(iface.params[5].field, "warp_specialized");
   JitCache cache(std::nullopt);
-  for (const auto& [k_atoms, stages, expected_tiles] : {std::tuple{1, 4, 26}, std::tuple{2, 3, 17}}) {
+  for (const auto& [k_atoms, stages, ws, expected_tiles] :
+       {std::tuple{1, 4, false, 26}, std::tuple{2, 3, false, 17}, std::tuple{1, 4, true, 21}}) {
     int tiles = 0;
     for (int block_m : iface.params[0].allowed)
       for (int block_n : iface.params[1].allowed) {
-        const KernelSpec s = spec(block_m, block_n, k_atoms, stages);
+        const KernelSpec s = spec(block_m, block_n, k_atoms, stages, 1, ws);
         if (check_support(p, gpu, s)) continue;
         ++tiles;
         const BuiltKernel built = build_and_check(p, s, cache);
-        EXPECT_EQ(built.plan.main_geometry().block[0], static_cast<unsigned>(2 * block_m)) << kernel_name(s);
+        EXPECT_EQ(built.plan.main_geometry().block[0], static_cast<unsigned>(2 * block_m + (ws ? 128 : 0)))
+            << kernel_name(s);
         EXPECT_NE(kernel_name(s).find(fmt::format("_kb{}_st{}_", k_atoms, stages)), std::string::npos)
             << kernel_name(s);
+        EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s);
       }
-    EXPECT_EQ(tiles, expected_tiles) << "k_atoms " << k_atoms;
+    EXPECT_EQ(tiles, expected_tiles) << "k_atoms " << k_atoms << " ws " << ws;
   }
 }
 
