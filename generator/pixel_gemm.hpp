@@ -13,6 +13,7 @@ struct PixelGemm {
   int n = 0;           // output channels per group (KG)
   int kr = 0;          // reduction length C/groups * T*R*S
   int groups = 1;
+  int taps = 1;        // filter taps T*R*S (kr = taps * channels per group)
 };
 
 inline PixelGemm pixel_gemm(const Problem& p) {
@@ -20,7 +21,8 @@ inline PixelGemm pixel_gemm(const Problem& p) {
   return {.m = std::int64_t{p.n} * out.d * out.h * out.w,
           .n = k_per_group(p),
           .kr = c_per_group(p) * p.filter.d * p.filter.h * p.filter.w,
-          .groups = p.groups};
+          .groups = p.groups,
+          .taps = p.filter.d * p.filter.h * p.filter.w};
 }
 
 }  // namespace convgen

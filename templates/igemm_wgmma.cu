@@ -40,6 +40,7 @@ CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wg
 CONVGEN_PARAM("kb", "1,2", "64-element swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
 CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 steps ahead of the multiply") constexpr int STAGES = 4;
 CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
+CONVGEN_PARAM("co", "bool", "chunk-major reduction: each 64-channel chunk through all taps, activations kept in L1") constexpr bool CHUNK_MAJOR = false;
 CONVGEN_PARAM("ws", "bool", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply") constexpr bool WARP_SPECIALIZED = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
@@ -114,8 +115,16 @@ constexpr int LOAD_THREADS = WARP_SPECIALIZED ? 128 : THREADS;            // the
 constexpr int PREFETCH = STAGES - 2;  // the shared pipeline's steps loaded ahead of the one being multiplied
 constexpr int ACCUMULATORS = BLOCK_N / 2;  // fp32 accumulators per thread: 64 x BLOCK_N over 128 threads
 
-// Each split covers KR_CHUNK reduction elements (a whole number of steps); the last one may be shorter.
-constexpr int KR_CHUNK = (int)(ceil_div(ceil_div(KR, SPLIT_K), BLOCK_K) * BLOCK_K);
+// The reduction in K atoms of 64 elements, in one of two orders:
+// - tap-major (co0): the filter's own order, kr = tap * CG + c, cut into atoms of 64: atom a is kr 64a .. 64a + 63
+//   (a step of small CG spans several taps);
+// - chunk-major (co1): for each chunk of 64 channels, every tap in turn: atom a is channels 64 (a / TRS) .. + 63 of tap
+//   a % TRS, those at or past CG zero. Consecutive atoms read the same channels of pixels shifted by one tap, mostly
+//   the same activation lines, so these loads keep their lines in L1 (.ca); CG not a multiple of 64 pads each chunk.
+constexpr int C_CHUNKS = (int)ceil_div(CG, ATOM_K);
+constexpr int ATOMS = CHUNK_MAJOR ? C_CHUNKS * TRS : (int)ceil_div(KR, ATOM_K);
+// Each split covers SPLIT_ATOMS atoms (a whole number of steps); the last one may be shorter.
+constexpr int SPLIT_ATOMS = (int)(ceil_div(ceil_div(ATOMS, SPLIT_K), K_ATOMS) * K_ATOMS);
 
 // Shared memory, per stage: for each K atom, A as BLOCK_M swizzled rows, then for each K atom B as BLOCK_N (all whole
 // 1,024-byte swizzle atoms: multiples of 8 rows). The dynamic allocation has 1,024 bytes more, to align the first
@@ -190,18 +199,33 @@ __device__ __forceinline__ LoadRows load_rows(int tid, int m_tile, int n_tile, i
   return rows;
 }
 
-// Issues loading thread tid's loads of the reduction slice [kr0, kr0 + BLOCK_K) into the stage at s_stage (a shared
-// address, 1,024-aligned), swizzled, each K atom in its own A and B regions. Elements at or past kr_end, outside the
-// input or outside the tile are zero-filled.
+// Issues loading thread tid's loads of atoms [a0, a0 + K_ATOMS) into the stage at s_stage (a shared address,
+// 1,024-aligned), swizzled, each K atom in its own A and B regions. Atoms at or past a_end, elements past the
+// reduction (or the chunk's channels), outside the input or outside the tile are zero-filled.
 __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __restrict__ g_activation,
                                            const element_t* __restrict__ g_filter, const LoadRows& rows, int tid,
-                                           int kr0, int kr_end) {
+                                           int a0, int a_end) {
   const int unit = tid % ROW_UNITS;
 #pragma unroll
   for (int atom = 0; atom < K_ATOMS; ++atom) {
-    const int kr = kr0 + atom * ATOM_K + unit * CHUNK;
-    const bool in_reduction = kr < kr_end;  // a unit never straddles kr_end: KR and KR_CHUNK are multiples of 8
-    const Tap tap = tap_of(kr);
+    const int a = a0 + atom;
+    // The unit's filter reduction index kr (tap * CG + c) and tap; a unit never straddles the end of the reduction or
+    // of a chunk: CG and KR are multiples of 8.
+    int kr;
+    bool in_reduction;
+    Tap tap;
+    if constexpr (CHUNK_MAJOR) {
+      const int chunk = a / TRS;
+      const int trs = a - chunk * TRS;
+      const int c = chunk * ATOM_K + unit * CHUNK;
+      kr = trs * CG + c;
+      in_reduction = a < a_end && c < CG;
+      tap = {c, trs / RS, (trs / S) % R, trs % S};
+    } else {
+      kr = a * ATOM_K + unit * CHUNK;
+      in_reduction = a < a_end && kr < KR;
+      tap = tap_of(kr);
+    }
     const idx_t tap_off = tap_offset(tap);
     const unsigned s_a = s_stage + (unsigned)(atom * A_ATOM_BYTES);
     const unsigned s_b = s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES);
@@ -210,8 +234,11 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
       const int row = tid / ROW_UNITS + i * ROW_STEP;
       const idx_t offset = rows.activation[i].offset + tap_off;
       const bool full = in_reduction && tap_inside(rows.activation[i], tap);
-      convgen::tc::cp_async_16(s_a + convgen::wg::swizzled_offset(row, unit),
-                               full ? g_activation + offset : g_activation, full);
+      const unsigned s_unit = s_a + convgen::wg::swizzled_offset(row, unit);
+      if constexpr (CHUNK_MAJOR)
+        convgen::tc::cp_async_16_l1(s_unit, full ? g_activation + offset : g_activation, full);
+      else
+        convgen::tc::cp_async_16(s_unit, full ? g_activation + offset : g_activation, full);
     }
 #pragma unroll
     for (int i = 0; i < B_ROWS; ++i) {
@@ -248,13 +275,13 @@ __device__ __forceinline__ void multiply_stage(float (&r_acc)[ACCUMULATORS], uns
 __device__ __forceinline__ void shared_main_loop(float (&r_acc)[ACCUMULATORS], unsigned s_base,
                                                  const element_t* __restrict__ g_activation,
                                                  const element_t* __restrict__ g_filter, const LoadRows& rows, int tid,
-                                                 int warpgroup, int kr_begin, int kr_end, int steps) {
+                                                 int warpgroup, int a_begin, int a_end, int steps) {
   namespace wg = convgen::wg;
 #pragma unroll
   for (int stage = 0; stage < PREFETCH; ++stage) {
     if (stage < steps)
       load_stage(s_base + (unsigned)(stage * STAGE_BYTES), g_activation, g_filter, rows, tid,
-                 kr_begin + stage * BLOCK_K, kr_end);
+                 a_begin + stage * K_ATOMS, a_end);
     convgen::tc::cp_async_commit();
   }
   int read_stage = 0;
@@ -266,7 +293,7 @@ __device__ __forceinline__ void shared_main_loop(float (&r_acc)[ACCUMULATORS], u
     const int next = step + PREFETCH;
     if (next < steps)
       load_stage(s_base + (unsigned)(write_stage * STAGE_BYTES), g_activation, g_filter, rows, tid,
-                 kr_begin + next * BLOCK_K, kr_end);
+                 a_begin + next * K_ATOMS, a_end);
     convgen::tc::cp_async_commit();
     multiply_stage(r_acc, s_base + (unsigned)(read_stage * STAGE_BYTES), warpgroup);
     wg::wait<1>();
@@ -289,14 +316,14 @@ constexpr unsigned CONSUMER_WARPS = 4 * WARPGROUPS;  // the arrivals that comple
 __device__ __forceinline__ void produce(unsigned s_base, unsigned s_full, unsigned s_empty,
                                         const element_t* __restrict__ g_activation,
                                         const element_t* __restrict__ g_filter, const LoadRows& rows, int ptid,
-                                        int kr_begin, int kr_end, int steps) {
+                                        int a_begin, int a_end, int steps) {
   namespace wg = convgen::wg;
   int stage = 0;
   unsigned phase = 0;
   for (int step = 0; step < steps; ++step) {
     if (step >= STAGES) wg::barrier_wait(s_empty + 8u * stage, phase ^ 1u);
-    load_stage(s_base + (unsigned)(stage * STAGE_BYTES), g_activation, g_filter, rows, ptid, kr_begin + step * BLOCK_K,
-               kr_end);
+    load_stage(s_base + (unsigned)(stage * STAGE_BYTES), g_activation, g_filter, rows, ptid, a_begin + step * K_ATOMS,
+               a_end);
     wg::barrier_arrive_on_copies(s_full + 8u * stage);
     if (++stage == STAGES) {
       stage = 0;
@@ -366,9 +393,9 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
   const int n_tile = (int)blockIdx.y * BLOCK_N;  // first output channel of the tile, within the group
   const int group = (int)blockIdx.z / SPLIT_K;
   const int split = (int)blockIdx.z % SPLIT_K;
-  const int kr_begin = split * KR_CHUNK;
-  const int kr_end = cmin(KR, kr_begin + KR_CHUNK);
-  const int steps = kr_end > kr_begin ? (int)ceil_div(kr_end - kr_begin, BLOCK_K) : 0;
+  const int a_begin = split * SPLIT_ATOMS;  // the split's atoms
+  const int a_end = cmin(ATOMS, a_begin + SPLIT_ATOMS);
+  const int steps = a_end > a_begin ? (int)ceil_div(a_end - a_begin, K_ATOMS) : 0;
 
   float r_acc[ACCUMULATORS];
 #pragma unroll
@@ -386,12 +413,12 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
     __syncthreads();
     if (warpgroup == WARPGROUPS)
       produce(s_base, s_full, s_empty, g_activation, g_filter, load_rows(tid % 128, m_tile, n_tile, group), tid % 128,
-              kr_begin, kr_end, steps);
+              a_begin, a_end, steps);
     else
       consume(r_acc, s_base, s_full, s_empty, warpgroup, lane, steps);
   } else {
     shared_main_loop(r_acc, s_base, g_activation, g_filter, load_rows(tid, m_tile, n_tile, group), tid, warpgroup,
-                     kr_begin, kr_end, steps);
+                     a_begin, a_end, steps);
   }
 
   // Epilogue: accumulators 4j + 2 half + {0, 1} are pixel row 64 warpgroup + 16 warp + lane / 4 + 8 half, channels

@@ -35,6 +35,12 @@ __device__ __forceinline__ void cp_async_16(unsigned s_address, const void* glob
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s_address), "l"(global), "r"(source_bytes));
 }
 
+// As cp_async_16, but the line is also kept in L1 (.ca): for data other loads of the block read again soon.
+__device__ __forceinline__ void cp_async_16_l1(unsigned s_address, const void* global, bool full) {
+  const int source_bytes = full ? 16 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(s_address), "l"(global), "r"(source_bytes));
+}
+
 // Closes the group of cp.async issued since the last commit (an empty group is allowed and completes at once).
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 

@@ -48,9 +48,19 @@ int filter_rows_of(const IgemmWgmmaParams& s) {
 int block_k_of(const IgemmWgmmaParams& s) { return kAtomK * s.k_atoms; }
 
 // Reduction elements per split: whole steps (as KR_CHUNK in the template).
-int split_chunk(const Gemm& g, const IgemmWgmmaParams& s) {
-  return static_cast<int>(ceil_div(ceil_div(g.kr, s.split_k), block_k_of(s)) * block_k_of(s));
+// The reduction's 64-element K atoms (ATOMS): the flat reduction cut in 64s (tap-major), or every tap of every
+// 64-channel chunk (chunk-major, each chunk padded to 64).
+int atoms_of(const Gemm& g, const IgemmWgmmaParams& s) {
+  const int channels = g.kr / std::max(g.taps, 1);
+  return static_cast<int>(s.chunk_major ? ceil_div(channels, kAtomK) * g.taps : ceil_div(g.kr, kAtomK));
 }
+
+// Atoms per split (SPLIT_ATOMS): whole steps.
+int split_atoms(const Gemm& g, const IgemmWgmmaParams& s) {
+  return static_cast<int>(ceil_div(ceil_div(atoms_of(g, s), s.split_k), s.k_atoms) * s.k_atoms);
+}
+
+int split_chunk(const Gemm& g, const IgemmWgmmaParams& s) { return split_atoms(g, s) * kAtomK; }
 
 // The stages, the alignment slack and the warp-specialized pipeline's two mbarriers per stage (SMEM_BYTES).
 int smem_bytes(const IgemmWgmmaParams& s) {
@@ -113,9 +123,9 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   if (s.split_k < 1 || s.split_k > 32) return fmt::format("split_k must be 1 to 32, got {}", s.split_k);
   const Gemm g = pixel_gemm(p);
   // Every split must own part of the reduction (an empty split would only add work).
-  if (std::int64_t{s.split_k - 1} * split_chunk(g, s) >= g.kr)
+  if (std::int64_t{s.split_k - 1} * split_atoms(g, s) >= atoms_of(g, s))
     return fmt::format("split_k {} leaves splits without work: the reduction length {} gives {} steps of {}",
-                       s.split_k, g.kr, ceil_div(g.kr, block_k_of(s)), block_k_of(s));
+                       s.split_k, g.kr, ceil_div(atoms_of(g, s), s.k_atoms), block_k_of(s));
   if (ceil_div(g.n, s.block_n) > kGridYZMax)
     return fmt::format("{} tiles of output channels exceed the grid's y limit of 65535", ceil_div(g.n, s.block_n));
   if (std::int64_t{g.groups} * s.split_k > kGridYZMax)
@@ -137,13 +147,22 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   return std::nullopt;
 }
 
-IgemmWgmmaParams params_of(int block_m, int block_n, int k_atoms, int stages, int split_k, bool warp_specialized) {
+IgemmWgmmaParams params_of(int block_m, int block_n, int k_atoms, int stages, int split_k, bool chunk_major,
+                           bool warp_specialized) {
   return {.block_m = block_m,
           .block_n = block_n,
           .k_atoms = k_atoms,
           .stages = stages,
           .split_k = split_k,
+          .chunk_major = chunk_major,
           .warp_specialized = warp_specialized};
+}
+
+// Chunk-major order is offered where it can pay: more than one tap (else it is the tap-major order) and chunks of 64
+// channels that pad the channels per group by at most an eighth.
+bool offers_chunk_major(const Gemm& g) {
+  const int channels = g.kr / std::max(g.taps, 1);
+  return g.taps > 1 && ceil_div(channels, kAtomK) * kAtomK * 8 <= channels * 9;
 }
 
 class IgemmWgmma final : public Family {
@@ -213,37 +232,41 @@ class IgemmWgmma final : public Family {
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
  private:
-  // The search space, for each pipeline (shared and warp-specialized) and each step length (one K atom, and two where
-  // the reduction has more than two steps of one): the block tiles (64 to 256 pixels by 16 to 256 channels) that fit
-  // the GEMM, the deepest pipeline the shared memory holds (up to 6 stages) and a shallower one (4, or 3) where that
-  // fits more blocks on an SM, and split-K while the output alone fills fewer than two waves. Of these, an equal share
-  // of kMaxCandidates for each pipeline and step length, by estimate, the best of every tile first: the model cannot
-  // yet tell the pipelines or the step lengths apart well (each won layers on the H100), so the tuner measures both.
+  // The search space, for each pipeline (shared and warp-specialized), each step length (one K atom, and two where
+  // the reduction has more than two steps of one) and each reduction order (tap-major, and chunk-major where
+  // offers_chunk_major): the block tiles (64 to 256 pixels by 16 to 256 channels) that fit the GEMM, the deepest
+  // pipeline the shared memory holds (up to 6 stages) and a shallower one (4, or 3) where that fits more blocks on an
+  // SM, and split-K while the output alone fills fewer than two waves. Of these, an equal share of kMaxCandidates for
+  // each pipeline, step length and order, by estimate, the best of every tile first: the model cannot yet tell these
+  // apart well (each won layers on the H100), so the tuner measures them all.
   std::vector<IgemmWgmmaParams> candidates(const Problem& p, const Gpu& gpu) const {
     if (problem_reason(p, gpu)) return {};
     const Gemm g = pixel_gemm(p);
     const std::vector<int> step_atoms = g.kr > 2 * kAtomK ? std::vector<int>{1, 2} : std::vector<int>{1};
-    const std::size_t share = kMaxCandidates / (2 * step_atoms.size());
+    const std::vector<bool> orders = offers_chunk_major(g) ? std::vector<bool>{false, true} : std::vector<bool>{false};
+    const std::size_t share = kMaxCandidates / (2 * step_atoms.size() * orders.size());
     std::vector<Estimated<IgemmWgmmaParams>> chosen;
     for (bool warp_specialized : {false, true})
       for (int k_atoms : step_atoms)
-        for (const IgemmWgmmaParams& s : best_of_every_group_first(tiles(p, gpu, warp_specialized, k_atoms), share))
-          chosen.emplace_back(estimate_us(p, gpu, s), s);
+        for (bool chunk_major : orders)
+          for (const IgemmWgmmaParams& s :
+               best_of_every_group_first(tiles(p, gpu, warp_specialized, k_atoms, chunk_major), share))
+            chosen.emplace_back(estimate_us(p, gpu, s), s);
     std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<IgemmWgmmaParams> specs;
     for (const auto& c : chosen) specs.push_back(c.second);
     return specs;
   }
 
-  // The configurations of one pipeline and step length, grouped by block tile, each with its estimate.
+  // The configurations of one pipeline, step length and order, grouped by block tile, each with its estimate.
   std::vector<std::vector<Estimated<IgemmWgmmaParams>>> tiles(const Problem& p, const Gpu& gpu, bool warp_specialized,
-                                                              int k_atoms) const {
+                                                              int k_atoms, bool chunk_major) const {
     const Gemm g = pixel_gemm(p);
     const int sm_count = std::max(gpu.sm_count, 1);
-    const std::int64_t steps = ceil_div(g.kr, kAtomK * k_atoms);
     const auto with = [&](int block_m, int block_n, int stages, int split_k) {
-      return params_of(block_m, block_n, k_atoms, stages, split_k, warp_specialized);
+      return params_of(block_m, block_n, k_atoms, stages, split_k, chunk_major, warp_specialized);
     };
+    const std::int64_t steps = ceil_div(atoms_of(g, with(64, 16, 3, 1)), k_atoms);
     std::vector<std::vector<Estimated<IgemmWgmmaParams>>> by_tile;
     for (int block_m : {128, 64, 192, 256}) {
       if (block_m > 64 && block_m / 2 >= g.m) continue;  // half the tile would be padding
@@ -303,7 +326,7 @@ class IgemmWgmma final : public Family {
             .extra_launches = s.split_k > 1 ? 1 : 0};
   }
 
-  static constexpr std::size_t kMaxCandidates = 48;  // 24 of each pipeline
+  static constexpr std::size_t kMaxCandidates = 64;  // 32 of each pipeline
 
   // A rough time in microseconds that orders the search space, the largest of: the tensor-core work of waves of
   // resident blocks at ~80% of the datasheet's dense rate (less with few multiplying warpgroups per SM, which cannot
@@ -330,7 +353,11 @@ class IgemmWgmma final : public Family {
     const double compute_us = waves * resident * flops_per_block / (sm_flops_per_us * efficiency);
     const double latency_us = waves * std::ceil(static_cast<double>(chunk) / block_k_of(s)) * step_latency_us;
     const double bytes_per_us = std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3;
-    const double operand_bytes = static_cast<double>(blocks) * (s.block_m + s.block_n) * chunk * 2;
+    // Chunk-major: the taps of a chunk read mostly the same activation lines, half of them or more from L1 (a guess:
+    // the tuner measures).
+    const double activation_share = s.chunk_major ? std::min(1.0, 2.0 / g.taps) : 1.0;
+    const double operand_bytes =
+        static_cast<double>(blocks) * (s.block_m * activation_share + s.block_n) * chunk * 2;
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
     const double split_us =

@@ -22,12 +22,14 @@ using namespace testing_support;
 
 const Family& igemm_wgmma() { return family("igemm_wgmma"); }
 
-KernelSpec spec(int block_m, int block_n, int k_atoms, int stages, int split_k = 1, bool warp_specialized = false) {
+KernelSpec spec(int block_m, int block_n, int k_atoms, int stages, int split_k = 1, bool warp_specialized = false,
+                bool chunk_major = false) {
   return to_spec(IgemmWgmmaParams{.block_m = block_m,
                                   .block_n = block_n,
                                   .k_atoms = k_atoms,
                                   .stages = stages,
                                   .split_k = split_k,
+                                  .chunk_major = chunk_major,
                                   .warp_specialized = warp_specialized});
 }
 
@@ -119,11 +121,13 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
   JitCache cache(std::nullopt);
   int with_two = 0;
   int warp_specialized = 0;
+  int chunk_major = 0;
   for (const KernelSpec& spec : specs) {
     const BuiltKernel built = build_and_check(c.problem, spec, cache);
     const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(spec);
     with_two += t.k_atoms == 2;
     warp_specialized += t.warp_specialized;
+    chunk_major += t.chunk_major;
     // The plan's shared memory holds the stages: (block_m + block_n) rows of 128 bytes per K atom, and 1,024 to align;
     // warp-specialized, two 8-byte mbarriers per stage after them. The producer is one more warpgroup.
     EXPECT_EQ(built.plan.main_geometry().dynamic_smem_bytes,
@@ -138,6 +142,10 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
         EXPECT_EQ(report.spill_store_bytes, 0) << entry << "\n" << built.cubin.log;
     }
   }
+  // Chunk-major order where there is more than one tap and 64-channel chunks pad the channels by at most an eighth.
+  const int channels = c_per_group(c.problem);
+  const bool taps = c.problem.filter.d * c.problem.filter.h * c.problem.filter.w > 1;
+  EXPECT_EQ(chunk_major > 0, taps && (channels + 63) / 64 * 64 * 8 <= channels * 9) << problem_key(c.problem);
   // Both pipelines are offered, half the candidates each where the search space has that many.
   EXPECT_GT(warp_specialized, 0) << problem_key(c.problem);
   EXPECT_LT(warp_specialized, static_cast<int>(specs.size())) << problem_key(c.problem);
@@ -160,21 +168,23 @@ class IgemmWgmmaEveryTile : public testing::TestWithParam<Precision> {};
 // K atom a step in 4 stages, all but the two that exceed the registers (256 x 192 and 256 x 256); with two in 3
 // stages, the 17 whose stages fit the shared memory (at most 301 rows: 3 x 301 x 256 + 1,024 bytes are within the
 // H100's 232448). Warp-specialized, one K atom in 4 stages: all but those whose producer or consumers exceed the
-// registers of one more warpgroup (all of 256 pixels but 256 x 16, and 192 x 256): 21.
+// registers of one more warpgroup (all of 256 pixels but 256 x 16, and 192 x 256): 21. Chunk-major (its 24 channels
+// padded to a chunk of 64), one K atom in 4 stages: the shared pipeline's 26.
 TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 6u);
+  ASSERT_EQ(iface.params.size(), 7u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
-  ASSERT_EQ(iface.params[5].field, "warp_specialized");
+  ASSERT_EQ(iface.params[6].field, "warp_specialized");
   JitCache cache(std::nullopt);
-  for (const auto& [k_atoms, stages, ws, expected_tiles] :
-       {std::tuple{1, 4, false, 26}, std::tuple{2, 3, false, 17}, std::tuple{1, 4, true, 21}}) {
+  for (const auto& [k_atoms, stages, ws, co, expected_tiles] :
+       {std::tuple{1, 4, false, false, 26}, std::tuple{2, 3, false, false, 17}, std::tuple{1, 4, true, false, 21},
+        std::tuple{1, 4, false, true, 26}}) {
     int tiles = 0;
     for (int block_m : iface.params[0].allowed)
       for (int block_n : iface.params[1].allowed) {
-        const KernelSpec s = spec(block_m, block_n, k_atoms, stages, 1, ws);
+        const KernelSpec s = spec(block_m, block_n, k_atoms, stages, 1, ws, co);
         if (check_support(p, gpu, s)) continue;
         ++tiles;
         const BuiltKernel built = build_and_check(p, s, cache);
@@ -184,7 +194,7 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
             << kernel_name(s);
         EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s);
       }
-    EXPECT_EQ(tiles, expected_tiles) << "k_atoms " << k_atoms << " ws " << ws;
+    EXPECT_EQ(tiles, expected_tiles) << "k_atoms " << k_atoms << " ws " << ws << " co " << co;
   }
 }
 

@@ -1,9 +1,10 @@
 // igemm_wgmma_verify_test: the Hopper tensor-core family verified on the GPU against the float64 reference (outputs
 // poisoned, inputs random, the precision's limit), on a GPU with wgmma (compute capability 9.0; skipped elsewhere):
 // the edge-case corpus channels-last in fp16 and bf16; every block tile and pipeline depth on a problem with partial
-// tiles in every dimension, in both pipelines (shared and warp-specialized); every configuration the search space
-// offers on the cusnn layers; split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce. Prints, and appends to $CONVGEN_VERIFY_REPORT, the
-// cases, failures and worst error per precision.
+// tiles in every dimension, in both pipelines (shared and warp-specialized) and both reduction orders (tap-major and
+// chunk-major, which pads the 24 channels to 64); every configuration the search space offers on the cusnn layers;
+// split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce. Prints, and appends to
+// $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
 #include <gtest/gtest.h>
 
 #include "igemm_wgmma_params.hpp"
@@ -82,20 +83,21 @@ TEST_F(IgemmWgmmaGpu, EveryBlockTileAndPipelineDepthIsCorrectOnPartialTilesInEve
       for (int block_n : {16, 32, 64, 96, 128, 192, 256})
         for (int k_atoms : {1, 2})
           for (int stages : {3, 6})
-            for (bool warp_specialized : {false, true}) {
+            for (int pipeline = 0; pipeline < 3; ++pipeline) {  // shared, warp-specialized, shared chunk-major
               const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
                                                             .block_n = block_n,
                                                             .k_atoms = k_atoms,
                                                             .stages = stages,
                                                             .split_k = 1,
-                                                            .warp_specialized = warp_specialized});
+                                                            .chunk_major = pipeline == 2,
+                                                            .warp_specialized = pipeline == 1});
               // Six stages of the larger tiles (three with two K atoms) exceed the shared memory, 256 x 192 and
               // 256 x 256 the registers (most of 256 pixels warp-specialized).
               if (wgmma_.check_support(p, gpu_, s)) continue;
               cases.push_back({fmt::format("partial tiles {}", precision), p, s});
             }
   }
-  EXPECT_GE(cases.size(), 180u) << "fewer block tiles than the template declares are supported";
+  EXPECT_GE(cases.size(), 300u) << "fewer block tiles than the template declares are supported";
   EXPECT_EQ(verify_all(cases, 50), static_cast<int>(cases.size()));
 }
 
@@ -132,9 +134,13 @@ TEST_F(IgemmWgmmaGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
     const Problem p{.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
                     .layout = Layout::nhwc, .precision = precision};
     for (int split_k : {2, 3, 5, 8, 12, 24})  // 72 steps of 64: 24 splits of 3 steps, the most that leave none empty
-      for (bool warp_specialized : {false, true}) {
-        const KernelSpec s = to_spec(IgemmWgmmaParams{
-            .block_m = 64, .block_n = 64, .stages = 4, .split_k = split_k, .warp_specialized = warp_specialized});
+      for (int pipeline = 0; pipeline < 3; ++pipeline) {  // shared, warp-specialized, warp-specialized chunk-major
+        const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = 64,
+                                                      .block_n = 64,
+                                                      .stages = 4,
+                                                      .split_k = split_k,
+                                                      .chunk_major = pipeline == 2,
+                                                      .warp_specialized = pipeline >= 1});
         ASSERT_EQ(wgmma_.check_support(p, gpu_, s), std::nullopt) << kernel_name(s);
         cases.push_back({fmt::format("split_k {} {}", split_k, precision), p, s});
       }
@@ -153,13 +159,14 @@ TEST_F(IgemmWgmmaGpu, TheFusedEpilogueIsAppliedInTheMainKernelAndInSplitKsReduce
                 .layout = Layout::nhwc, .precision = precision};
       p.epilogue = e;
       for (int split_k : {1, 4})
-        for (bool warp_specialized : {false, true})
+        for (int pipeline = 0; pipeline < 3; ++pipeline)  // shared, warp-specialized, shared chunk-major
           cases.push_back({fmt::format("{} {}", to_string(e), precision), p,
                            to_spec(IgemmWgmmaParams{.block_m = 64,
                                                     .block_n = 32,
                                                     .stages = 4,
                                                     .split_k = split_k,
-                                                    .warp_specialized = warp_specialized})});
+                                                    .chunk_major = pipeline == 2,
+                                                    .warp_specialized = pipeline == 1})});
       for (const char* name : {"c32_k100_3x3", "groups4_batch2"})
         for (const Layer& layer : edge_cases().layers)
           if (layer.name == name) {

@@ -126,13 +126,13 @@ unsigned threads_of(const IgemmWgmmaParams& t) {
 // atom); both pipelines offered.
 void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
   const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(p, gpu);
-  EXPECT_LE(specs.size(), 48u);
-  // At most 24 of each pipeline (12 of each step length where both are offered), and both offered wherever anything
-  // is.
+  EXPECT_LE(specs.size(), 64u);
+  // At most 32 of each pipeline (a share for each step length and reduction order offered), and both offered wherever
+  // anything is.
   const auto specialized =
       std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).warp_specialized; });
-  EXPECT_LE(specialized, 24);
-  EXPECT_LE(static_cast<std::int64_t>(specs.size()) - specialized, 24);
+  EXPECT_LE(specialized, 32);
+  EXPECT_LE(static_cast<std::int64_t>(specs.size()) - specialized, 32);
   if (!specs.empty()) {
     EXPECT_GT(specialized, 0) << problem_key(p);
     EXPECT_LT(specialized, static_cast<std::int64_t>(specs.size())) << problem_key(p);
@@ -349,13 +349,14 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
 // at most 301 rows (3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) {
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 6u);
+  ASSERT_EQ(iface.params.size(), 7u);
   EXPECT_EQ(iface.params[0].field, "block_m");
   EXPECT_EQ(iface.params[1].field, "block_n");
   EXPECT_EQ(iface.params[2].field, "k_atoms");
   EXPECT_EQ(iface.params[3].field, "stages");
   EXPECT_EQ(iface.params[4].field, "split_k");
-  EXPECT_EQ(iface.params[5].field, "warp_specialized");
+  EXPECT_EQ(iface.params[5].field, "chunk_major");
+  EXPECT_EQ(iface.params[6].field, "warp_specialized");
   EXPECT_EQ(std::vector<int>(iface.params[0].allowed.begin(), iface.params[0].allowed.end()),
             (std::vector<int>{64, 128, 192, 256}));
   EXPECT_EQ(std::vector<int>(iface.params[1].allowed.begin(), iface.params[1].allowed.end()),
@@ -803,19 +804,19 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   const KernelSpec s = spec(128, 64, 4, 1);
-  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0}}));
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_ws0");
-  EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"), s);
-  EXPECT_EQ(spec_kb(128, 64, 2, 4, 1), (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0}}));
-  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_ws0");
-  EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1_ws0"), spec_kb(128, 64, 2, 4, 1));
-  EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_ws1")),
+  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0}}));
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0");
+  EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0"), s);
+  EXPECT_EQ(spec_kb(128, 64, 2, 4, 1), (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0}}));
+  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0");
+  EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0"), spec_kb(128, 64, 2, 4, 1));
+  EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_co0_ws1")),
             (IgemmWgmmaParams{
                 .block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4, .warp_specialized = true}));
-  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)), "igemm_wgmma_m64_n32_kb1_st5_sk1_ws1");
-  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_ws0");
-  EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_ws0"), spec(64, 256, 3, 32));
-  EXPECT_EQ(kernel_name(IgemmWgmmaParams{}), "igemm_wgmma_m128_n64_kb1_st4_sk1_ws0");  // the template's defaults
+  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)), "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1");
+  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0");
+  EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_co0_ws0"), spec(64, 256, 3, 32));
+  EXPECT_EQ(kernel_name(IgemmWgmmaParams{}), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0");  // the template's defaults
   // Not igemm_tc's: its name has more fields.
   EXPECT_NE(parse_kernel_name(kernel_name(to_spec(IgemmTcParams{}))).family, "igemm_wgmma");
   // The names from before kb are refused: kb sits between n and st.
@@ -823,20 +824,23 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
             "kernel name 'igemm_wgmma_m128_n64_st4_sk1': expected field '_kb<number>' at '_st4_sk1'");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4': expected field '_sk<number>' at ''");
-  // The names from before ws are refused: it is the last field.
+  // The names from before co and ws are refused.
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1"),
-            "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1': expected field '_ws<number>' at ''");
-  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws2"),
-            "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws2': field 'ws' (warp-specialized: a producer warpgroup "
+            "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1': expected field '_co<number>' at ''");
+  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"),
+            "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
+  EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})), "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0");
+  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2"),
+            "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2': field 'ws' (warp-specialized: a producer warpgroup "
             "loads, signalling mbarriers, while the rest multiply) must be from 0 to 1, got 2");
-  EXPECT_EQ(name_error("igemm_wgmma_m96_n64_kb1_st4_sk1_ws0"),
-            "kernel name 'igemm_wgmma_m96_n64_kb1_st4_sk1_ws0': field 'm' (output pixels per block: one warpgroup of 128 "
+  EXPECT_EQ(name_error("igemm_wgmma_m96_n64_kb1_st4_sk1_co0_ws0"),
+            "kernel name 'igemm_wgmma_m96_n64_kb1_st4_sk1_co0_ws0': field 'm' (output pixels per block: one warpgroup of 128 "
             "threads per 64) must be one of 64, 128, 192, 256, got 96");
-  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb3_st4_sk1_ws0"),
-            "kernel name 'igemm_wgmma_m128_n64_kb3_st4_sk1_ws0': field 'kb' (64-element swizzled K atoms per step: 128 or "
+  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb3_st4_sk1_co0_ws0"),
+            "kernel name 'igemm_wgmma_m128_n64_kb3_st4_sk1_co0_ws0': field 'kb' (64-element swizzled K atoms per step: 128 or "
             "256 bytes of each row a barrier) must be one of 1, 2, got 3");
-  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st7_sk1_ws0"),
-            "kernel name 'igemm_wgmma_m128_n64_kb1_st7_sk1_ws0': field 'st' (shared-memory stages: loads run stages - 2 "
+  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st7_sk1_co0_ws0"),
+            "kernel name 'igemm_wgmma_m128_n64_kb1_st7_sk1_co0_ws0': field 'st' (shared-memory stages: loads run stages - 2 "
             "steps ahead of the multiply) must be from 3 to 6, got 7");
 }
 
@@ -844,12 +848,13 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   const KernelSpec s = spec(128, 64, 4, 2);
   for (const auto& [precision, value] : {std::pair{Precision::fp16, 2}, std::pair{Precision::bf16, 3}}) {
     const KernelSource src = igemm_wgmma().render(with(kResnet3x3, precision, Layout::nhwc), s);
-    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_ws0");
-    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_ws0.cu");
+    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0");
+    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
     EXPECT_NE(src.text.find("constexpr int BLOCK_M = 128;\nconstexpr int BLOCK_N = 64;\nconstexpr int K_ATOMS = 1;\n"
-                            "constexpr int STAGES = 4;\nconstexpr int SPLIT_K = 2;\nconstexpr bool WARP_SPECIALIZED = false;\n"),
+                            "constexpr int STAGES = 4;\nconstexpr int SPLIT_K = 2;\nconstexpr bool CHUNK_MAJOR = false;\n"
+                            "constexpr bool WARP_SPECIALIZED = false;\n"),
               std::string::npos);
     EXPECT_NE(src.text.find("constexpr bool CHANNELS_LAST = true;"), std::string::npos);
     EXPECT_NE(src.text.find("#line 1 \"igemm_wgmma.cu\"\n"), std::string::npos);
@@ -858,8 +863,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   }
   // Two K atoms a step: K_ATOMS = 2 in the prelude and kb2 in the entry's name.
   const KernelSource two = igemm_wgmma().render(kResnet3x3, spec_kb(192, 96, 2, 3, 1));
-  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_ws0");
-  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_ws0.cu");
+  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0");
+  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0.cu");
   EXPECT_NE(two.text.find("constexpr int BLOCK_M = 192;\nconstexpr int BLOCK_N = 96;\nconstexpr int K_ATOMS = 2;\n"
                           "constexpr int STAGES = 3;\nconstexpr int SPLIT_K = 1;\n"),
             std::string::npos);
