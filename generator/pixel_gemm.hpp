@@ -13,7 +13,7 @@ struct PixelGemm {
   int n = 0;           // output channels per group (KG)
   int kr = 0;          // reduction length C/groups * T*R*S
   int groups = 1;
-  int taps = 1;        // filter taps T*R*S (kr = taps * channels per group)
+  int taps = 1;  // filter taps T*R*S (kr = taps * channels per group)
 };
 
 inline PixelGemm pixel_gemm(const Problem& p) {

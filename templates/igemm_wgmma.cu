@@ -34,11 +34,11 @@ constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
 constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = true;
 constexpr int PRECISION = 2;  // convgen::Precision: 2 fp16, 3 bf16
-// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1).
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "64-element swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
-CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 steps ahead of the multiply") constexpr int STAGES = 4;
+CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 (ws0) or stages (ws1) steps ahead of the multiply") constexpr int STAGES = 4;
 CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
 CONVGEN_PARAM("co", "bool", "chunk-major reduction: each 64-channel chunk through all taps, activations kept in L1") constexpr bool CHUNK_MAJOR = false;
 CONVGEN_PARAM("ws", "bool", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply") constexpr bool WARP_SPECIALIZED = false;

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "generator/family.hpp"
-#include "generator/pixel_gemm.hpp"
 #include "generator/occupancy.hpp"
+#include "generator/pixel_gemm.hpp"
 #include "generator/ranking.hpp"
 #include "generator/render.hpp"
 #include "igemm_wgmma_params.hpp"
@@ -40,14 +40,11 @@ int threads_of(const IgemmWgmmaParams& s) { return 128 * (s.block_m / 64 + (s.wa
 // The threads that issue the loads (LOAD_THREADS), and the pixel and filter rows each one keeps (A_ROWS, B_ROWS).
 int load_threads_of(const IgemmWgmmaParams& s) { return s.warp_specialized ? 128 : threads_of(s); }
 int activation_rows_of(const IgemmWgmmaParams& s) { return s.block_m / (load_threads_of(s) / 8); }
-int filter_rows_of(const IgemmWgmmaParams& s) {
-  return static_cast<int>(ceil_div(s.block_n, load_threads_of(s) / 8));
-}
+int filter_rows_of(const IgemmWgmmaParams& s) { return static_cast<int>(ceil_div(s.block_n, load_threads_of(s) / 8)); }
 
 // Reduction elements per step (BLOCK_K): K_ATOMS swizzled rows.
 int block_k_of(const IgemmWgmmaParams& s) { return kAtomK * s.k_atoms; }
 
-// Reduction elements per split: whole steps (as KR_CHUNK in the template).
 // The reduction's 64-element K atoms (ATOMS): the flat reduction cut in 64s (tap-major), or every tap of every
 // 64-channel chunk (chunk-major, each chunk padded to 64).
 int atoms_of(const Gemm& g, const IgemmWgmmaParams& s) {
@@ -60,6 +57,7 @@ int split_atoms(const Gemm& g, const IgemmWgmmaParams& s) {
   return static_cast<int>(ceil_div(ceil_div(atoms_of(g, s), s.split_k), s.k_atoms) * s.k_atoms);
 }
 
+// Reduction elements per split, the padding of chunk-major chunks included.
 int split_chunk(const Gemm& g, const IgemmWgmmaParams& s) { return split_atoms(g, s) * kAtomK; }
 
 // The stages, the alignment slack and the warp-specialized pipeline's two mbarriers per stage (SMEM_BYTES).
@@ -124,8 +122,8 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   const Gemm g = pixel_gemm(p);
   // Every split must own part of the reduction (an empty split would only add work).
   if (std::int64_t{s.split_k - 1} * split_atoms(g, s) >= atoms_of(g, s))
-    return fmt::format("split_k {} leaves splits without work: the reduction length {} gives {} steps of {}",
-                       s.split_k, g.kr, ceil_div(atoms_of(g, s), s.k_atoms), block_k_of(s));
+    return fmt::format("split_k {} leaves splits without work: the reduction length {} gives {} steps of {}", s.split_k,
+                       g.kr, ceil_div(atoms_of(g, s), s.k_atoms), block_k_of(s));
   if (ceil_div(g.n, s.block_n) > kGridYZMax)
     return fmt::format("{} tiles of output channels exceed the grid's y limit of 65535", ceil_div(g.n, s.block_n));
   if (std::int64_t{g.groups} * s.split_k > kGridYZMax)
@@ -330,8 +328,8 @@ class IgemmWgmma final : public Family {
 
   // A rough time in microseconds that orders the search space, the largest of: the tensor-core work of waves of
   // resident blocks at ~80% of the datasheet's dense rate (less with few multiplying warpgroups per SM, which cannot
-  // hide the wait between steps); the chain of dependent steps (~0.1 us each, 0.07 warp-specialized); the operand traffic of every block's tiles
-  // through L2; the tensors once from DRAM. Then split-K's partial sums and second pass.
+  // hide the wait between steps); the chain of dependent steps (~0.1 us each, 0.07 warp-specialized); the operand
+  // traffic of every block's tiles through L2; the tensors once from DRAM. Then split-K's partial sums and second pass.
   static double estimate_us(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
     // The warp-specialized pipeline has no block barrier a step and its loads run a whole STAGES ahead: a shorter
     // chain of dependent steps, and one warpgroup hides more of it (not yet calibrated: the tuner measures both).
@@ -344,8 +342,7 @@ class IgemmWgmma final : public Family {
     const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sm_count) * per_sm));
     const double resident = std::min<double>(per_sm, std::ceil(static_cast<double>(blocks) / sm_count));
     const double warpgroups = resident * s.block_m / 64;
-    const double efficiency =
-        0.8 * std::min(1.0, s.warp_specialized ? 0.7 + warpgroups * 0.15 : 0.5 + warpgroups / 4);
+    const double efficiency = 0.8 * std::min(1.0, s.warp_specialized ? 0.7 + warpgroups * 0.15 : 0.5 + warpgroups / 4);
     const double peak = peak_tflops(gpu, p.precision) > 0 ? peak_tflops(gpu, p.precision) : 8 * gpu.peak_fp32_tflops;
     const double sm_flops_per_us = std::max(peak, 1.0) * 1e6 / sm_count;
     const int chunk = split_chunk(g, s);
@@ -356,8 +353,7 @@ class IgemmWgmma final : public Family {
     // Chunk-major: the taps of a chunk read mostly the same activation lines, half of them or more from L1 (a guess:
     // the tuner measures).
     const double activation_share = s.chunk_major ? std::min(1.0, 2.0 / g.taps) : 1.0;
-    const double operand_bytes =
-        static_cast<double>(blocks) * (s.block_m * activation_share + s.block_n) * chunk * 2;
+    const double operand_bytes = static_cast<double>(blocks) * (s.block_m * activation_share + s.block_n) * chunk * 2;
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
     const double split_us =

@@ -24,10 +24,14 @@ constexpr std::array kPrecisions = {Precision::fp16, Precision::bf16};
 
 Layout channels_last_of(Layout layout) {
   switch (layout) {
-    case Layout::ncw: return Layout::nwc;
-    case Layout::nchw: return Layout::nhwc;
-    case Layout::ncdhw: return Layout::ndhwc;
-    default: return layout;
+    case Layout::ncw:
+      return Layout::nwc;
+    case Layout::nchw:
+      return Layout::nhwc;
+    case Layout::ncdhw:
+      return Layout::ndhwc;
+    default:
+      return layout;
   }
 }
 
@@ -77,8 +81,14 @@ TEST_F(IgemmWgmmaGpu, RepresentativeConfigurationsAreCorrectOnTheEdgeCaseCorpusI
 TEST_F(IgemmWgmmaGpu, EveryBlockTileAndPipelineDepthIsCorrectOnPartialTilesInEveryDimension) {
   std::vector<Case> cases;
   for (Precision precision : kPrecisions) {
-    const Problem p{.n = 2, .c = 24, .k = 40, .input = {1, 9, 11}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
-                    .layout = Layout::nhwc, .precision = precision};
+    const Problem p{.n = 2,
+                    .c = 24,
+                    .k = 40,
+                    .input = {1, 9, 11},
+                    .filter = {1, 3, 3},
+                    .padding = {0, 1, 1},
+                    .layout = Layout::nhwc,
+                    .precision = precision};
     for (int block_m : {64, 128, 192, 256})
       for (int block_n : {16, 32, 64, 96, 128, 192, 256})
         for (int k_atoms : {1, 2})
@@ -131,8 +141,14 @@ TEST_F(IgemmWgmmaGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
   // A long reduction on few output pixels: the case split-K exists for; K = 96 is a partial 64-channel tile.
   std::vector<Case> cases;
   for (Precision precision : kPrecisions) {
-    const Problem p{.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
-                    .layout = Layout::nhwc, .precision = precision};
+    const Problem p{.n = 1,
+                    .c = 512,
+                    .k = 96,
+                    .input = {1, 7, 7},
+                    .filter = {1, 3, 3},
+                    .padding = {0, 1, 1},
+                    .layout = Layout::nhwc,
+                    .precision = precision};
     for (int split_k : {2, 3, 5, 8, 12, 24})  // 72 steps of 64: 24 splits of 3 steps, the most that leave none empty
       for (int pipeline = 0; pipeline < 3; ++pipeline) {  // shared, warp-specialized, warp-specialized chunk-major
         const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = 64,
@@ -155,8 +171,14 @@ TEST_F(IgemmWgmmaGpu, TheFusedEpilogueIsAppliedInTheMainKernelAndInSplitKsReduce
                                            parse_epilogue("bias+clip:-0.5:1")};
   for (Precision precision : kPrecisions)
     for (const Epilogue& e : epilogues) {
-      Problem p{.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1},
-                .layout = Layout::nhwc, .precision = precision};
+      Problem p{.n = 1,
+                .c = 512,
+                .k = 96,
+                .input = {1, 7, 7},
+                .filter = {1, 3, 3},
+                .padding = {0, 1, 1},
+                .layout = Layout::nhwc,
+                .precision = precision};
       p.epilogue = e;
       for (int split_k : {1, 4})
         for (int pipeline = 0; pipeline < 3; ++pipeline)  // shared, warp-specialized, shared chunk-major

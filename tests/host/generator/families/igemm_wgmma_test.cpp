@@ -830,18 +830,22 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
   EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})), "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0");
-  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2"),
-            "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2': field 'ws' (warp-specialized: a producer warpgroup "
-            "loads, signalling mbarriers, while the rest multiply) must be from 0 to 1, got 2");
-  EXPECT_EQ(name_error("igemm_wgmma_m96_n64_kb1_st4_sk1_co0_ws0"),
-            "kernel name 'igemm_wgmma_m96_n64_kb1_st4_sk1_co0_ws0': field 'm' (output pixels per block: one warpgroup of 128 "
-            "threads per 64) must be one of 64, 128, 192, 256, got 96");
+  EXPECT_EQ(
+      name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2"),
+      "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2': field 'ws' (warp-specialized: a producer warpgroup "
+      "loads, signalling mbarriers, while the rest multiply) must be from 0 to 1, got 2");
+  EXPECT_EQ(
+      name_error("igemm_wgmma_m96_n64_kb1_st4_sk1_co0_ws0"),
+      "kernel name 'igemm_wgmma_m96_n64_kb1_st4_sk1_co0_ws0': field 'm' (output pixels per block: one warpgroup of 128 "
+      "threads per 64) must be one of 64, 128, 192, 256, got 96");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb3_st4_sk1_co0_ws0"),
-            "kernel name 'igemm_wgmma_m128_n64_kb3_st4_sk1_co0_ws0': field 'kb' (64-element swizzled K atoms per step: 128 or "
+            "kernel name 'igemm_wgmma_m128_n64_kb3_st4_sk1_co0_ws0': field 'kb' (64-element swizzled K atoms per step: "
+            "128 or "
             "256 bytes of each row a barrier) must be one of 1, 2, got 3");
-  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st7_sk1_co0_ws0"),
-            "kernel name 'igemm_wgmma_m128_n64_kb1_st7_sk1_co0_ws0': field 'st' (shared-memory stages: loads run stages - 2 "
-            "steps ahead of the multiply) must be from 3 to 6, got 7");
+  EXPECT_EQ(
+      name_error("igemm_wgmma_m128_n64_kb1_st7_sk1_co0_ws0"),
+      "kernel name 'igemm_wgmma_m128_n64_kb1_st7_sk1_co0_ws0': field 'st' (shared-memory stages: loads run stages - 2 "
+      "(ws0) or stages (ws1) steps ahead of the multiply) must be from 3 to 6, got 7");
 }
 
 TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
@@ -852,10 +856,11 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
     EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
-    EXPECT_NE(src.text.find("constexpr int BLOCK_M = 128;\nconstexpr int BLOCK_N = 64;\nconstexpr int K_ATOMS = 1;\n"
-                            "constexpr int STAGES = 4;\nconstexpr int SPLIT_K = 2;\nconstexpr bool CHUNK_MAJOR = false;\n"
-                            "constexpr bool WARP_SPECIALIZED = false;\n"),
-              std::string::npos);
+    EXPECT_NE(
+        src.text.find("constexpr int BLOCK_M = 128;\nconstexpr int BLOCK_N = 64;\nconstexpr int K_ATOMS = 1;\n"
+                      "constexpr int STAGES = 4;\nconstexpr int SPLIT_K = 2;\nconstexpr bool CHUNK_MAJOR = false;\n"
+                      "constexpr bool WARP_SPECIALIZED = false;\n"),
+        std::string::npos);
     EXPECT_NE(src.text.find("constexpr bool CHANNELS_LAST = true;"), std::string::npos);
     EXPECT_NE(src.text.find("#line 1 \"igemm_wgmma.cu\"\n"), std::string::npos);
     EXPECT_NE(src.text.find("#include \"wgmma.cuh\""), std::string::npos);
