@@ -20,6 +20,20 @@ inline Suite edge_cases() { return load_suite(source_dir() / "shapes" / "edge_ca
 
 inline Gpu h100() { return load_gpu(source_dir() / "gpus" / "h100_sxm.json"); }
 
+// The channels-last layout of the same rank (channels-last layouts are their own).
+inline Layout channels_last_of(Layout layout) {
+  switch (layout) {
+    case Layout::ncw:
+      return Layout::nwc;
+    case Layout::nchw:
+      return Layout::nhwc;
+    case Layout::ncdhw:
+      return Layout::ndhwc;
+    default:
+      return layout;
+  }
+}
+
 // Every suite file under shapes/.
 inline std::vector<std::filesystem::path> suite_files() {
   std::vector<std::filesystem::path> files;

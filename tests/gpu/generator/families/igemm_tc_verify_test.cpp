@@ -25,14 +25,6 @@ using namespace testing_support;
 
 const std::string kTallyTable = "igemm_tc verified cases per precision and layout (configuration, shape)";
 
-Layout channels_last_of(Layout layout) {
-  switch (layout) {
-    case Layout::ncw: return Layout::nwc;
-    case Layout::nchw: return Layout::nhwc;
-    case Layout::ncdhw: return Layout::ndhwc;
-    default: return layout;
-  }
-}
 
 Problem with(Problem p, Precision precision, Layout layout) {
   p.precision = precision;

@@ -22,17 +22,18 @@ using namespace testing_support;
 const std::string kTallyTable = "igemm_wgmma verified cases per precision and layout (configuration, shape)";
 constexpr std::array kPrecisions = {Precision::fp16, Precision::bf16};
 
-Layout channels_last_of(Layout layout) {
-  switch (layout) {
-    case Layout::ncw:
-      return Layout::nwc;
-    case Layout::nchw:
-      return Layout::nhwc;
-    case Layout::ncdhw:
-      return Layout::ndhwc;
-    default:
-      return layout;
-  }
+
+// A long reduction (512 channels x 9 taps: 72 steps of 64) on few output pixels, the case split-K exists for; K = 96
+// is a partial 64-channel tile.
+Problem long_reduction(Precision precision) {
+  return {.n = 1,
+          .c = 512,
+          .k = 96,
+          .input = {1, 7, 7},
+          .filter = {1, 3, 3},
+          .padding = {0, 1, 1},
+          .layout = Layout::nhwc,
+          .precision = precision};
 }
 
 Problem with(Problem p, Precision precision, Layout layout) {
@@ -138,17 +139,9 @@ TEST_F(IgemmWgmmaGpu, EveryEnumeratedConfigurationIsCorrectOnNetworkLayers) {
 }
 
 TEST_F(IgemmWgmmaGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
-  // A long reduction on few output pixels: the case split-K exists for; K = 96 is a partial 64-channel tile.
   std::vector<Case> cases;
   for (Precision precision : kPrecisions) {
-    const Problem p{.n = 1,
-                    .c = 512,
-                    .k = 96,
-                    .input = {1, 7, 7},
-                    .filter = {1, 3, 3},
-                    .padding = {0, 1, 1},
-                    .layout = Layout::nhwc,
-                    .precision = precision};
+    const Problem p = long_reduction(precision);
     for (int split_k : {2, 3, 5, 8, 12, 24})  // 72 steps of 64: 24 splits of 3 steps, the most that leave none empty
       for (int pipeline = 0; pipeline < 3; ++pipeline) {  // shared, warp-specialized, warp-specialized chunk-major
         const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = 64,
@@ -171,14 +164,7 @@ TEST_F(IgemmWgmmaGpu, TheFusedEpilogueIsAppliedInTheMainKernelAndInSplitKsReduce
                                            parse_epilogue("bias+clip:-0.5:1")};
   for (Precision precision : kPrecisions)
     for (const Epilogue& e : epilogues) {
-      Problem p{.n = 1,
-                .c = 512,
-                .k = 96,
-                .input = {1, 7, 7},
-                .filter = {1, 3, 3},
-                .padding = {0, 1, 1},
-                .layout = Layout::nhwc,
-                .precision = precision};
+      Problem p = long_reduction(precision);
       p.epilogue = e;
       for (int split_k : {1, 4})
         for (int pipeline = 0; pipeline < 3; ++pipeline)  // shared, warp-specialized, shared chunk-major

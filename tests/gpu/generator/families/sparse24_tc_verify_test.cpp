@@ -25,14 +25,6 @@ using namespace testing_support;
 
 const std::string kTallyTable = "sparse24_tc verified cases per precision and layout (configuration, shape)";
 
-Layout channels_last_of(Layout layout) {
-  switch (layout) {
-    case Layout::ncw: return Layout::nwc;
-    case Layout::nchw: return Layout::nhwc;
-    case Layout::ncdhw: return Layout::ndhwc;
-    default: return layout;
-  }
-}
 
 // `p` in `precision` and `layout`, carrying a 2:4 filter: pruned from seeded random values, then with every odd
 // output channel zeroed too when `odd_channels_zero`, or all zero when `all_zero`.
