@@ -3,10 +3,13 @@
 # Usage (repository root, GPU machine, build carried): scripts/bench-act-sparse.sh OUT PART...
 #   cusnn:PATTERN:ZEROS:BATCHES   cusnn at each zero fraction of ZEROS (e.g. 0,0.5) and batch of BATCHES (1,2,4,8),
 #                                 zeros in PATTERN (uniform, channel or blob); e.g. cusnn:blob:0,0.5:1,2,4,8
+#   tune:PATTERN:ZEROS:BATCHES    every act_sparse candidate of the cusnn layers measured on PATTERN zeros at each
+#                                 zero fraction and batch, the best kept in the tuning database $DB (required)
 #   network-resnet50  resnet50, batch 1 and 8: dense, then each layer's act_sparsity from the shapes file
 #   network-resnet50-n1, network-resnet50-n8, network-densenet121-n1, network-densenet121-n8   one batch per part
 # Each part writes OUT/<part>/ (reports and a log); the network parts also OUT/<part>/network_n<batch>.md
 # (bench/network_table.py: cuDNN dense, ours dense, ours sparse, time and energy).
+# With DB set, every bench also measures the database's tuned choice of each layer (`convgen bench --db`).
 set -uo pipefail
 out=${1:?usage: scripts/bench-act-sparse.sh OUT PART...}
 shift
@@ -15,13 +18,15 @@ source scripts/use-carried-build.sh
 export CONVGEN_CACHE_DIR=${CONVGEN_CACHE_DIR:-/tmp/convgen-cache}
 convgen=build/tools/convgen/convgen
 status=0
+db=()
+[[ -n ${DB:-} ]] && db=(--db "$DB")
 
 bench() {  # bench PART ARGS...: one convgen bench run into OUT/PART
   local part=$1
   shift
   mkdir -p "$out/$part"
   echo "== $(date -u +%FT%TZ) convgen bench $*" >> "$out/$part/bench.log"
-  "$convgen" bench "$@" --out "$out/$part" >> "$out/$part/bench.log" 2>&1 || status=1
+  "$convgen" bench "$@" "${db[@]}" --out "$out/$part" >> "$out/$part/bench.log" 2>&1 || status=1
 }
 
 network() {  # network PART SUITE BATCH: dense and file-sparsity runs, then the whole-network table
@@ -34,6 +39,16 @@ network() {  # network PART SUITE BATCH: dense and file-sparsity runs, then the 
 
 for part in "$@"; do
   case $part in
+    tune:*:*:*)
+      IFS=: read -r _ pattern zeros batches <<< "$part"
+      [[ -n ${DB:-} ]] || { echo "bench-act-sparse: $part needs DB (the tuning database to write)" >&2; exit 2; }
+      mkdir -p "$out/tune-$pattern"
+      for z in ${zeros//,/ }; do
+        echo "== $(date -u +%FT%TZ) convgen tune --act-sparsity $z" >> "$out/tune-$pattern/tune.log"
+        "$convgen" tune --shapes shapes/cusnn.csv --batch "$batches" --act-sparsity "$z" --sparsity-pattern "$pattern" \
+          --family act_sparse --budget 0 --db "$DB" >> "$out/tune-$pattern/tune.log" 2>&1 || status=1
+      done
+      "$convgen" db show --db "$DB" > "$out/tune-$pattern/measurements.txt" 2>&1 || status=1 ;;
     cusnn:*:*:*)
       IFS=: read -r _ pattern zeros batches <<< "$part"
       bench "cusnn-$pattern" --shapes shapes/cusnn.csv --batch "$batches" --act-sparsity "$zeros" --sparsity-pattern "$pattern" ;;

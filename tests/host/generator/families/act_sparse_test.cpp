@@ -106,6 +106,27 @@ TEST(ActSparseFamily, IsTheDefaultWhereTheProblemExpectsZerosAndSkippingPays) {
   EXPECT_NE(default_choice(pointwise, h100()).family, "act_sparse");
 }
 
+TEST(ActSparseFamily, OffersTheChannelLoopUnrolledAsTwinsOfTheBestGeometriesAfterTheFirstEight) {
+  Problem p = cusnn_layers().front();
+  p.n = 8;
+  p.act_sparsity = 0.7;
+  const std::vector<KernelSpec> specs = act_sparse().enumerate(p, h100());
+  ASSERT_GT(specs.size(), 12u);
+  const auto geometry_of = [](const KernelSpec& s) {
+    ActSparseParams a = params_of<ActSparseParams>(s);
+    a.unroll2 = false;
+    return kernel_name(to_spec(a));
+  };
+  for (std::size_t i = 0; i < 8; ++i) EXPECT_FALSE(params_of<ActSparseParams>(specs[i]).unroll2) << i;
+  const std::size_t twins = specs.size() / 6;
+  for (std::size_t i = 0; i < twins; ++i) {
+    const KernelSpec& twin = specs[8 + i];
+    EXPECT_TRUE(params_of<ActSparseParams>(twin).unroll2) << kernel_name(twin);
+    EXPECT_EQ(geometry_of(twin), geometry_of(specs[i])) << kernel_name(twin);
+  }
+  for (std::size_t i = 8 + twins; i < specs.size(); ++i) EXPECT_FALSE(params_of<ActSparseParams>(specs[i]).unroll2);
+}
+
 TEST(ActSparseFamily, RanksCandidatesForTheProblemsSparsity) {
   Problem dense = cusnn_layers().front();
   dense.n = 8;
