@@ -12,8 +12,9 @@
 //      (switch over the halo position, every case compile-time code) to the FMAs of that position only;
 //      a channel whose halo is all zero costs its loads and nothing else.
 // The lane's filter values for channel c (K_PER_LANE x R x S) come from the packed filter, written once per op by
-// the pack_filter entry: [c][k][R*S padded to 4] read as float4 (R*S >= 4), else [c][r][s][k]. Loads of channel
-// c + 1 are issued before channel c is computed.
+// the pack_filter entry: [c][k][R*S padded to 4] read as float4 (R*S >= 4), else [c][r][s][k], with k padded by
+// zeros to a whole number of warps' channels (no bounds test on a tap load). Loads of channel c + 1 are issued
+// before channel c is computed.
 // Nothing is built or counted outside the kernel: no second launch, no host round trip, no atomics for lists.
 //
 // Grid: x = N * TILES_H * TILES_W output tiles, y = ceil(K / KW) channel groups, z = SPLIT_C input-channel splits.
@@ -103,6 +104,7 @@ static_assert(SPARSE_MODE >= 0 && SPARSE_MODE <= 3, "SPARSE_MODE must be 0 to 3"
 constexpr bool VEC_TAPS = RS >= 4;
 constexpr int RS_PAD = VEC_TAPS ? (RS + 3) / 4 * 4 : RS;
 constexpr int HALO_SLOTS = HALO_REGS * 32;  // shared halo floats per warp (SPARSE_MODE 3)
+constexpr int K_PAD = (int)ceil_div(K, KW) * KW;  // output channels of the packed filter (zeros past K)
 
 constexpr unsigned FULL = 0xffffffffu;
 
@@ -229,46 +231,40 @@ __device__ __forceinline__ void dense_all(Acc& acc, const Taps& f, const float (
       if (j * 32 + b < HALO) apply(acc, f, __shfl_sync(FULL, v[j], b), j * 32 + b);
 }
 
-// Loads channel c's halo (this lane's elements) and the lane's taps of channel c.
-__device__ __forceinline__ void load_channel(float (&v)[HALO_REGS], Taps& f, const float* __restrict__ g_activation,
-                                             const float* __restrict__ g_packed_filter, const int (&spatial)[HALO_REGS],
-                                             int image_base, int c, int k_lane) {
-  const int channel_base = CHANNELS_LAST ? image_base + c : image_base + c * HW;
+// Per-channel steps of the activation pointer and of a lane's packed-filter pointer.
+constexpr int CHANNEL_STEP = CHANNELS_LAST ? 1 : HW;
+constexpr int TAPS_STEP = VEC_TAPS ? K_PAD * RS_PAD : RS * K_PAD;
+
+// Loads a channel's halo (this lane's elements, from the channel's first element g_channel) and the lane's taps of
+// that channel (from g_taps, the lane's first tap of the channel). The callers advance both pointers by a channel
+// step, so a load costs an address add, not an index computation.
+__device__ __forceinline__ void load_channel(float (&v)[HALO_REGS], Taps& f, const float* __restrict__ g_channel,
+                                             const float* __restrict__ g_taps, const int (&spatial)[HALO_REGS]) {
 #pragma unroll
   for (int j = 0; j < HALO_REGS; ++j) {
-    float x = spatial[j] >= 0 ? __ldg(g_activation + channel_base + spatial[j]) : 0.0f;
+    float x = spatial[j] >= 0 ? __ldg(g_channel + spatial[j]) : 0.0f;
     if constexpr (RELU_ON_LOAD) x = fmaxf(x, 0.0f);
     v[j] = x;
   }
   if constexpr (VEC_TAPS) {
 #pragma unroll
     for (int t = 0; t < K_PER_LANE; ++t) {
-      const int k = k_lane + t * 32;
-      const float* g_taps = g_packed_filter + (c * K + k) * RS_PAD;
       float r_taps[RS_PAD];
 #pragma unroll
-      for (int i = 0; i < RS_PAD; i += 4) {
-        if (k < K) {
-          convgen::load_floats<4>(r_taps + i, g_taps + i);
-        } else {
-#pragma unroll
-          for (int u = 0; u < 4; ++u) r_taps[i + u] = 0.0f;
-        }
-      }
+      for (int i = 0; i < RS_PAD; i += 4) convgen::load_floats<4>(r_taps + i, g_taps + t * 32 * RS_PAD + i);
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int s = 0; s < S; ++s) f[t][r][s] = r_taps[r * S + s];
     }
   } else {
-    const float* g_taps = g_packed_filter + c * RS * K + k_lane;
 #pragma unroll
     for (int t = 0; t < K_PER_LANE; ++t)
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int s = 0; s < S; ++s)
-          f[t][r][s] = (k_lane + t * 32 < K) ? __ldg(g_taps + (r * S + s) * K + t * 32) : 0.0f;
+          f[t][r][s] = __ldg(g_taps + (r * S + s) * K_PAD + t * 32);
   }
 }
 
@@ -297,25 +293,26 @@ __device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, const f
 
 }  // namespace act_sparse
 
-// One-time setup: filter (K C R S, or K R S C channels-last) -> packed [c][r][s][k].
+// One-time setup: filter (K C R S, or K R S C channels-last) -> packed [c][k][rs4] or [c][r][s][k], k up to K_PAD
+// (zeros past K).
 extern "C" __global__ void __launch_bounds__(256)
     CONVGEN_ENTRY_NAMED(pack_filter)(const float* __restrict__ g_filter, float* __restrict__ g_packed_filter) {
   using namespace act_sparse;
   const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= C * K * RS_PAD) return;
+  if (i >= C * K_PAD * RS_PAD) return;
   int c, k, rs;
-  if constexpr (VEC_TAPS) {  // packed index (c * K + k) * RS_PAD + rs; the padding taps are zero
+  if constexpr (VEC_TAPS) {  // packed index (c * K_PAD + k) * RS_PAD + rs; the padding taps are zero
     rs = i % RS_PAD;
-    k = (i / RS_PAD) % K;
-    c = i / (RS_PAD * K);
-    if (rs >= RS) {
-      g_packed_filter[i] = 0.0f;
-      return;
-    }
-  } else {  // packed index (c * RS + rs) * K + k
-    k = i % K;
-    rs = (i / K) % RS;
-    c = i / (K * RS);
+    k = (i / RS_PAD) % K_PAD;
+    c = i / (RS_PAD * K_PAD);
+  } else {  // packed index (c * RS + rs) * K_PAD + k
+    k = i % K_PAD;
+    rs = (i / K_PAD) % RS;
+    c = i / (K_PAD * RS);
+  }
+  if (rs >= RS || k >= K) {
+    g_packed_filter[i] = 0.0f;
+    return;
   }
   g_packed_filter[i] = CHANNELS_LAST ? g_filter[(k * RS + rs) * C + c] : g_filter[(k * C + c) * RS + rs];
 }
@@ -373,23 +370,27 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
 
   float* s_my_halo = s_halo + (SPARSE_MODE == 3 ? warp * HALO_SLOTS : 0);
   if (c_lo < c_hi) {
+    const float* g_channel = g_activation + image_base + c_lo * CHANNEL_STEP;
+    const float* g_taps = g_packed_filter + c_lo * TAPS_STEP + (VEC_TAPS ? k_lane * RS_PAD : k_lane);
     if constexpr (UNROLL2) {
       // Two register sets in turn: channel c + 1 loads into one while channel c computes from the other.
       float va[HALO_REGS], vb[HALO_REGS];
       float fa[K_PER_LANE][R][S], fb[K_PER_LANE][R][S];
-      load_channel(va, fa, g_activation, g_packed_filter, spatial, image_base, c_lo, k_lane);
+      load_channel(va, fa, g_channel, g_taps, spatial);
 #pragma unroll 1
       for (int c = c_lo; c < c_hi; c += 2) {
-        if (c + 1 < c_hi) load_channel(vb, fb, g_activation, g_packed_filter, spatial, image_base, c + 1, k_lane);
+        if (c + 1 < c_hi) load_channel(vb, fb, g_channel + CHANNEL_STEP, g_taps + TAPS_STEP, spatial);
         compute_channel(acc, fa, va, s_my_halo, lane);
         if (c + 1 >= c_hi) break;
-        if (c + 2 < c_hi) load_channel(va, fa, g_activation, g_packed_filter, spatial, image_base, c + 2, k_lane);
+        g_channel += 2 * CHANNEL_STEP;
+        g_taps += 2 * TAPS_STEP;
+        if (c + 2 < c_hi) load_channel(va, fa, g_channel, g_taps, spatial);
         compute_channel(acc, fb, vb, s_my_halo, lane);
       }
     } else {
       float v[HALO_REGS];
       float f[K_PER_LANE][R][S];
-      load_channel(v, f, g_activation, g_packed_filter, spatial, image_base, c_lo, k_lane);
+      load_channel(v, f, g_channel, g_taps, spatial);
 #pragma unroll 1
       for (int c = c_lo; c < c_hi; ++c) {
         float cv[HALO_REGS];
@@ -402,7 +403,9 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
           for (int r = 0; r < R; ++r)
 #pragma unroll
             for (int s = 0; s < S; ++s) cf[t][r][s] = f[t][r][s];
-        if (c + 1 < c_hi) load_channel(v, f, g_activation, g_packed_filter, spatial, image_base, c + 1, k_lane);
+        g_channel += CHANNEL_STEP;
+        g_taps += TAPS_STEP;
+        if (c + 1 < c_hi) load_channel(v, f, g_channel, g_taps, spatial);
         compute_channel(acc, cf, cv, s_my_halo, lane);
       }
     }

@@ -57,9 +57,10 @@ struct Geometry {
 };
 Geometry geometry(const Problem& problem, const Params& p);
 // The setup entry (pack_filter): one thread per packed element, 256 per block; its persistent buffer's bytes
-// (C * K * R*S rounded up to 4 when R*S >= 4: the template's [c][k][RS_PAD] layout).
-Geometry pack_geometry(const Problem& problem);
-std::int64_t packed_filter_bytes(const Problem& problem);
+// (C * K_PAD * R*S rounded up to 4 when R*S >= 4: the template's [c][k][RS_PAD] layout, K_PAD = K rounded up to
+// the 32 * k_per_lane channels of a warp).
+Geometry pack_geometry(const Problem& problem, const Params& p);
+std::int64_t packed_filter_bytes(const Problem& problem, const Params& p);
 
 
 // Rough time in microseconds, for ranking: issue-bound instruction count of the busiest SM, or the channel loop's
@@ -192,16 +193,17 @@ Geometry geometry(const Problem& pr, const Params& p) {
 }
 
 namespace {
-std::int64_t packed_elements(const Problem& pr) {
-  return std::int64_t{pr.c} * pr.k * rs_pad(pr);
+std::int64_t packed_elements(const Problem& pr, const Params& p) {
+  const std::int64_t kw = 32 * p.k_per_lane;
+  return std::int64_t{pr.c} * ceil_div(pr.k, kw) * kw * rs_pad(pr);
 }
 }  // namespace
 
-Geometry pack_geometry(const Problem& pr) {
-  return {.grid = {static_cast<unsigned>(ceil_div(packed_elements(pr), 256)), 1, 1}, .block = {256, 1, 1}};
+Geometry pack_geometry(const Problem& pr, const Params& p) {
+  return {.grid = {static_cast<unsigned>(ceil_div(packed_elements(pr, p), 256)), 1, 1}, .block = {256, 1, 1}};
 }
 
-std::int64_t packed_filter_bytes(const Problem& pr) { return packed_elements(pr) * 4; }
+std::int64_t packed_filter_bytes(const Problem& pr, const Params& p) { return packed_elements(pr, p) * 4; }
 
 
 double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double zero_fraction) {
@@ -264,6 +266,9 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
             // taller than 3 rows (5x5: th1 x tw2, th1 x tw4 and th2 x tw1 spill; th2 x tw2, th2 x tw4, th4 x tw4
             // do not).
             if ((th == 1 || tw == 1) && pr.filter.h > 3) continue;
+            // ... and 4 bytes at 128 registers for 2 x 2 tiles of 7 x 7 filters (the taps of two channels alone take
+            // 98 registers).
+            if (th * tw <= 4 && pr.filter.h * pr.filter.w > 25) continue;
             ranked.emplace_back(estimate_us(pr, gpu, p, zero_fraction), p);
           }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -338,14 +343,15 @@ class ActSparse final : public Family {
     return specs;
   }
 
-  // setup: pack the filter once into the persistent buffer "packed_filter" ([c][k][rs4] or [c][r][s][k]);
+  // setup: pack the filter once into the persistent buffer "packed_filter" ([c][k][rs4] or [c][r][s][k], k padded
+  // to a warp's channels);
   // run: zero the output when split_c > 1 (atomics), then the main kernel (g_activation, g_packed_filter, g_output).
   LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
     const as::Params a = to_logic(params_of<ActSparseParams>(spec));
     const act_sparse::Geometry g = act_sparse::geometry(p, a);
-    const act_sparse::Geometry pg = act_sparse::pack_geometry(p);
+    const act_sparse::Geometry pg = act_sparse::pack_geometry(p, a);
     LaunchPlan plan;
-    plan.buffers.push_back({.name = "packed_filter", .bytes = act_sparse::packed_filter_bytes(p), .persistent = true});
+    plan.buffers.push_back({.name = "packed_filter", .bytes = act_sparse::packed_filter_bytes(p, a), .persistent = true});
     plan.setup.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "pack_filter",
                           .geometry = {.grid = pg.grid, .block = pg.block}});
     if (g.zero_output_first) plan.run.push_back({.kind = LaunchStep::Kind::zero, .buffer = "output"});
