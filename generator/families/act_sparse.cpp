@@ -236,9 +236,13 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
                                std::max(per_channel + chain, 700.0 / std::max(1.0, resident / 4));
   const double reduce_cycles = (p.warps > 1 ? d.kw * d.tp * 2.0 / 32 : 0) * warps_per_sm / p.warps;
   double us = (std::max(issue_cycles, serial_cycles) + reduce_cycles) / clock_mhz;
-  // Bytes through L2 where L1 misses: every warp's halo and taps per channel; L2 reads at about twice the DRAM
-  // bandwidth.
-  const double l2_bytes = static_cast<double>(warps_total) * d.c_per_warp * (d.halo + d.kw * rs_pad(pr)) * 4.0;
+  // Bytes through L2 where L1 misses: every warp's halo and taps per channel, of which about half hit L1 (ncu: 47%
+  // L1 hit rate on res_128to128_28 at batch 8); L2 reads at about twice the DRAM bandwidth. Counting every load as
+  // a miss ranked large tiles too high: with half, the first candidate of the cusnn layers came within 1.25x (70%
+  // zeros) and 1.28x (90%) of the best of about 60 measured on an H100, against 1.27x and 1.40x
+  // (bench/results/h100/act_sparse/2026-11-25-tuned/model-study/).
+  const double l2_bytes =
+      0.5 * static_cast<double>(warps_total) * d.c_per_warp * (d.halo + d.kw * rs_pad(pr)) * 4.0;
   const double l2_gbs = 2 * (gpu.dram_bandwidth_gbs > 0 ? gpu.dram_bandwidth_gbs : 1000);
   us = std::max(us, l2_bytes / (l2_gbs * 1e3));
   if (p.split_c > 1) {
