@@ -20,6 +20,19 @@ inline Suite edge_cases() { return load_suite(source_dir() / "shapes" / "edge_ca
 
 inline Gpu h100() { return load_gpu(source_dir() / "gpus" / "h100_sxm.json"); }
 
+// A long reduction (512 channels x 9 taps: 72 steps of 64) on few output pixels, the case split-K exists for; K = 96
+// is a partial 64-channel tile.
+inline Problem long_reduction(Precision precision) {
+  return {.n = 1,
+          .c = 512,
+          .k = 96,
+          .input = {1, 7, 7},
+          .filter = {1, 3, 3},
+          .padding = {0, 1, 1},
+          .layout = Layout::nhwc,
+          .precision = precision};
+}
+
 // The channels-last layout of the same rank (channels-last layouts are their own).
 inline Layout channels_last_of(Layout layout) {
   switch (layout) {

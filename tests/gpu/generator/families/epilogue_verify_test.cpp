@@ -91,15 +91,7 @@ TEST_F(GpuEpilogueVerify, IgemmTcAppliesTheEpilogueInEveryPrecisionAndInSplitKsR
   // A long reduction on few output pixels: the split-K configurations, whose reduce entry applies the epilogue.
   int split_configs = 0;
   for (const Precision precision : {Precision::tf32, Precision::fp16, Precision::bf16}) {
-    const Problem p = with_epilogue({.n = 1,
-                                     .c = 512,
-                                     .k = 96,
-                                     .input = {1, 7, 7},
-                                     .filter = {1, 3, 3},
-                                     .padding = {0, 1, 1},
-                                     .layout = Layout::nhwc,
-                                     .precision = precision},
-                                    epilogues()[1]);
+    const Problem p = with_epilogue(testing_support::long_reduction(precision), epilogues()[1]);
     for (const KernelSpec& spec : family("igemm_tc").enumerate(p, gpu_)) {
       if (params_of<IgemmTcParams>(spec).split_k == 1) continue;
       ++split_configs;

@@ -23,19 +23,6 @@ const std::string kTallyTable = "igemm_wgmma verified cases per precision and la
 constexpr std::array kPrecisions = {Precision::fp16, Precision::bf16};
 
 
-// A long reduction (512 channels x 9 taps: 72 steps of 64) on few output pixels, the case split-K exists for; K = 96
-// is a partial 64-channel tile.
-Problem long_reduction(Precision precision) {
-  return {.n = 1,
-          .c = 512,
-          .k = 96,
-          .input = {1, 7, 7},
-          .filter = {1, 3, 3},
-          .padding = {0, 1, 1},
-          .layout = Layout::nhwc,
-          .precision = precision};
-}
-
 Problem with(Problem p, Precision precision, Layout layout) {
   p.precision = precision;
   p.layout = layout;

@@ -10,13 +10,15 @@
 #include "generator/gpu_json.hpp"
 #include "generator/shapes.hpp"
 #include "igemm_tc_params.hpp"
+#include "support/corpus.hpp"
 
 namespace convgen {
 namespace {
 
 const std::filesystem::path kSourceDir = CONVGEN_SOURCE_DIR;
 
-Gpu h100() { return load_gpu(kSourceDir / "gpus/h100_sxm.json"); }
+using testing_support::channels_last_of;
+using testing_support::h100;
 
 const Family& igemm_tc() { return family("igemm_tc"); }
 
@@ -32,19 +34,6 @@ KernelSpec spec(int block_m, int block_n, int block_k, int warp_m, int warp_n, i
                                .stages = stages,
                                .split_k = split_k,
                                .vector = vector});
-}
-
-Layout channels_last_of(Layout layout) {
-  switch (layout) {
-    case Layout::ncw:
-      return Layout::nwc;
-    case Layout::nchw:
-      return Layout::nhwc;
-    case Layout::ncdhw:
-      return Layout::ndhwc;
-    default:
-      return layout;
-  }
 }
 
 Problem with(Problem p, Precision precision, Layout layout) {

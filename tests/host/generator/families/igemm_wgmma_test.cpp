@@ -13,13 +13,15 @@
 #include "generator/shapes.hpp"
 #include "igemm_tc_params.hpp"
 #include "igemm_wgmma_params.hpp"
+#include "support/corpus.hpp"
 
 namespace convgen {
 namespace {
 
 const std::filesystem::path kSourceDir = CONVGEN_SOURCE_DIR;
 
-Gpu h100() { return load_gpu(kSourceDir / "gpus/h100_sxm.json"); }
+using testing_support::channels_last_of;
+using testing_support::h100;
 Gpu a100() { return load_gpu(kSourceDir / "gpus/a100_sxm4.json"); }
 
 const Family& igemm_wgmma() { return family("igemm_wgmma"); }
@@ -48,19 +50,6 @@ KernelSpec spec_kb(int block_m, int block_n, int k_atoms, int stages, int split_
 // A configuration with one K atom a step (64 reduction elements).
 KernelSpec spec(int block_m, int block_n, int stages = 4, int split_k = 1) {
   return spec_kb(block_m, block_n, 1, stages, split_k);
-}
-
-Layout channels_last_of(Layout layout) {
-  switch (layout) {
-    case Layout::ncw:
-      return Layout::nwc;
-    case Layout::nchw:
-      return Layout::nhwc;
-    case Layout::ncdhw:
-      return Layout::ndhwc;
-    default:
-      return layout;
-  }
 }
 
 Problem with(Problem p, Precision precision, Layout layout) {
