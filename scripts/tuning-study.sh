@@ -8,9 +8,15 @@
 #           calibration database OUT/study.sqlite that `calibrate` writes)
 #           collect: measure new calibration data instead (every candidate of resnet20_cifar and densenet121 at
 #           batch 1 and 8, as the published file was made; ~10 min on an H200, cut at CONVGEN_COLLECT_SECONDS)
+#           families: SEER's right-pick rate of every family (the cost model's first pick within 10% of the
+#           measured best): every candidate of cusnn at batch 1 and 8 measured in each mode a family serves (fp32
+#           dense and at 70% blob activation zeros, fp32 with 90% zero weights, tf32, fp16 and fp16 2:4, NHWC for the
+#           tensor cores) into OUT/families.sqlite, exported to OUT/families-measurements.json, then
+#           `db calibrate --dry-run` on it (OUT/families-calibrate.log; CONVGEN_FAMILY_MODES picks the modes, each
+#           cut at CONVGEN_MODE_SECONDS)
 #   CONVGEN_CALIBRATION: the measurements to calibrate on (default bench/results/h200/tuning-calibration-measurements.json.gz)
 set -euo pipefail
-out=${1:?usage: scripts/tuning-study.sh OUT [calibrate|cusnn|resnet50-n1|resnet50-n8|collect]...}
+out=${1:?usage: scripts/tuning-study.sh OUT [calibrate|cusnn|resnet50-n1|resnet50-n8|collect|families]...}
 shift
 parts=("$@")
 [[ ${#parts[@]} -gt 0 ]] || parts=(calibrate cusnn resnet50-n1 resnet50-n8)
@@ -34,6 +40,25 @@ for part in "${parts[@]}"; do
         done" || echo "collect: stopped after ${CONVGEN_COLLECT_SECONDS:-540} s; what was measured is kept"
       "$convgen" db export --db "$out/calibration.sqlite" --out "$out/calibration-measurements.json"
       ;;
+    families)
+      fdb="$out/families.sqlite"
+      declare -A mode_args=(
+        [fp32]="--precision fp32"
+        [fp32-act70]="--precision fp32 --act-sparsity 0.7 --sparsity-pattern blob"
+        [fp32-w90]="--precision fp32 --weight-sparsity 0.9"
+        [tf32]="--precision tf32 --layout nhwc"
+        [fp16]="--precision fp16 --layout nhwc"
+        [fp16-24]="--precision fp16 --layout nhwc --weight-sparsity 2:4")
+      for mode in ${CONVGEN_FAMILY_MODES:-fp32 fp32-act70 fp32-w90 tf32 fp16 fp16-24}; do
+        [[ -n ${mode_args[$mode]:-} ]] || { echo "tuning-study: unknown mode '$mode'" >&2; exit 2; }
+        # shellcheck disable=SC2086
+        timeout "${CONVGEN_MODE_SECONDS:-300}" "$convgen" tune --shapes shapes/cusnn.csv --batch 1,8 --budget 0 \
+          --no-graph --force ${mode_args[$mode]} --db "$fdb" > "$out/families-$mode.log" 2>&1 ||
+          echo "families: $mode stopped (exit $?); what was measured is kept" | tee -a "$out/families-$mode.log"
+      done
+      "$convgen" db export --db "$fdb" --out "$out/families-measurements.json"
+      "$convgen" db calibrate --db "$fdb" --dry-run | tee "$out/families-calibrate.log"
+      ;;
     calibrate)
       rm -f "$db" "$db-wal" "$db-shm"
       tmp=$(mktemp)
@@ -54,7 +79,7 @@ for part in "${parts[@]}"; do
         --batch "$batch" --out "$out/study-resnet50-n$batch.md" > "$out/study-resnet50-n$batch.log" 2>&1
       ;;
     *)
-      echo "tuning-study: unknown part '$part' (calibrate, cusnn, resnet50-n1, resnet50-n8, collect)" >&2
+      echo "tuning-study: unknown part '$part' (calibrate, cusnn, resnet50-n1, resnet50-n8, collect, families)" >&2
       exit 2
       ;;
   esac

@@ -15,10 +15,22 @@ namespace convgen {
 
 namespace {
 
-// A problem's key at any activation sparsity: a layer excluded from a calibration is excluded however sparse its
-// input was when measured (a shapes file's act_sparsity column need not match the study's dense inputs).
-std::string key_at_any_sparsity(Problem p) {
+// A layer's key however it was measured: at any activation sparsity, precision and layout. A layer excluded from a
+// calibration is excluded in every form (a shapes file's act_sparsity column need not match the study's dense
+// inputs, nor its fp32 channels-first rows a study measured in fp16 channels-last).
+Layout channels_first(Layout layout) {
+  switch (layout) {
+    case Layout::nwc: return Layout::ncw;
+    case Layout::nhwc: return Layout::nchw;
+    case Layout::ndhwc: return Layout::ncdhw;
+    default: return layout;
+  }
+}
+
+std::string layer_key(Problem p) {
   p.act_sparsity = 0;
+  p.precision = Precision::fp32;
+  p.layout = channels_first(p.layout);
   return problem_key(p);
 }
 
@@ -26,11 +38,11 @@ std::string key_at_any_sparsity(Problem p) {
 
 CalibrationData calibration_data(const TuningDb& db, const Gpu& gpu, std::span<const Problem> exclude) {
   std::set<std::string> excluded_keys;
-  for (const Problem& p : exclude) excluded_keys.insert(key_at_any_sparsity(p));
+  for (const Problem& p : exclude) excluded_keys.insert(layer_key(p));
   CalibrationData data;
   std::set<std::string> problems;
   for (const MeasurementRecord& m : db.measurements({.gpu = gpu, .status = MeasurementStatus::ok})) {
-    const bool excluded = excluded_keys.contains(key_at_any_sparsity(m.problem));
+    const bool excluded = excluded_keys.contains(layer_key(m.problem));
     data.excluded += excluded;
     KernelSpec spec;
     try {
@@ -62,6 +74,17 @@ std::vector<CalibrationSample> samples_of(std::span<const CalibrationRow> rows) 
 // SEER's rule: a pick is right within 10% of the measured best.
 constexpr double kRightPickTolerance = 0.1;
 
+namespace {
+
+// The measured time of the candidate predicted fastest (the first of ties) over the fastest measured.
+double pick_ratio(std::span<const double> predicted, std::span<const double> measured) {
+  const std::size_t pick =
+      static_cast<std::size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
+  return measured[pick] / *std::min_element(measured.begin(), measured.end());
+}
+
+}  // namespace
+
 RankingAccuracy ranking_accuracy(std::span<const CalibrationRow> rows, const Gpu& gpu,
                                  const Coefficients& coefficients) {
   using Series = std::pair<std::vector<double>, std::vector<double>>;  // predicted, measured
@@ -78,6 +101,7 @@ RankingAccuracy ranking_accuracy(std::span<const CalibrationRow> rows, const Gpu
   RankingAccuracy accuracy;
   double spearman_sum = 0;
   int spearmans = 0, top10 = 0, right = 0;
+  double log_ratio_sum = 0;
   for (const auto& [key, series] : by_problem) {
     const auto& [predicted, measured] = series;
     if (predicted.size() < 2) continue;
@@ -89,22 +113,27 @@ RankingAccuracy ranking_accuracy(std::span<const CalibrationRow> rows, const Gpu
     }
     top10 += best_in_top_k(predicted, measured, 10);
     right += best_in_top_k(predicted, measured, 1, kRightPickTolerance);
+    log_ratio_sum += std::log(pick_ratio(predicted, measured));
   }
   if (spearmans > 0) accuracy.mean_spearman = spearman_sum / spearmans;
   if (accuracy.problems > 0) {
     accuracy.share_best_in_top10 = static_cast<double>(top10) / accuracy.problems;
     accuracy.share_right_pick = static_cast<double>(right) / accuracy.problems;
+    accuracy.pick_ratio = std::exp(log_ratio_sum / accuracy.problems);
   }
   for (const auto& [name, problems] : by_family) {
     RankingAccuracy::Family f;
     int family_right = 0;
+    double family_log_ratio_sum = 0;
     for (const auto& [key, series] : problems) {
       if (series.first.size() < 2) continue;
       ++f.problems;
       family_right += best_in_top_k(series.first, series.second, 1, kRightPickTolerance);
+      family_log_ratio_sum += std::log(pick_ratio(series.first, series.second));
     }
     if (f.problems == 0) continue;
     f.share_right_pick = static_cast<double>(family_right) / f.problems;
+    f.pick_ratio = std::exp(family_log_ratio_sum / f.problems);
     accuracy.families[name] = f;
   }
   return accuracy;

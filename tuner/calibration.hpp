@@ -31,8 +31,8 @@ struct CalibrationData {
 
 // Collects the GPU's verified measurements (status ok) as calibration samples: the features from the kernel's
 // family for the problem, the registers and shared memory the measurement recorded, its median time. Measurements
-// of a problem in `exclude` (at any activation sparsity) are left out, into `held_out` (a study calibrates on other
-// problems than those it judges).
+// of a problem in `exclude` (at any activation sparsity, precision and layout) are left out, into `held_out` (a
+// study calibrates on other problems than those it judges).
 CalibrationData calibration_data(const TuningDb& db, const Gpu& gpu, std::span<const Problem> exclude = {});
 
 // Returns the samples of the rows, in order.
@@ -42,15 +42,18 @@ std::vector<CalibrationSample> samples_of(std::span<const CalibrationRow> rows);
 // correlation of predicted with measured times, and whether the fastest measured one is among the 10 predicted
 // fastest; and SEER's right pick: the one predicted fastest (the first of ties, in row order) measures within 10% of
 // the fastest, over all of a problem's rows and within each family's own rows (what the model picks among that
-// family's candidates).
+// family's candidates); and the pick's cost: the geometric mean over problems of the measured time of the one
+// predicted fastest over the fastest measured (1 when every pick is the best).
 struct RankingAccuracy {
   int problems = 0;                                                // problems with at least 2 rows
   double mean_spearman = std::numeric_limits<double>::quiet_NaN();  // over problems where it is defined
   double share_best_in_top10 = 0;
   double share_right_pick = 0;  // within 10%, over the same problems
+  double pick_ratio = 1;        // geometric mean of the pick's time over the best's, over the same problems
   struct Family {
     int problems = 0;  // problems with at least 2 rows of the family
     double share_right_pick = 0;
+    double pick_ratio = 1;
   };
   std::map<std::string, Family> families;
 };

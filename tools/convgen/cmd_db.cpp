@@ -135,12 +135,13 @@ struct CalibrateArgs {
 std::string accuracy_text(const RankingAccuracy& a) {
   std::string text = fmt::format(
       "mean Spearman {}, fastest in the top 10 for {:.0f}% of {} problems, predicted fastest within 10% of the "
-      "measured best (SEER's right pick) for {:.0f}%",
+      "measured best (SEER's right pick) for {:.0f}%, its time {:.3f}x the best's (geometric mean)",
       std::isfinite(a.mean_spearman) ? fmt::format("{:.2f}", a.mean_spearman) : "–", 100 * a.share_best_in_top10,
-      a.problems, 100 * a.share_right_pick);
+      a.problems, 100 * a.share_right_pick, a.pick_ratio);
   std::vector<std::string> families;
   for (const auto& [name, f] : a.families)
-    families.push_back(fmt::format("{} {:.0f}% of {}", name, 100 * f.share_right_pick, f.problems));
+    families.push_back(
+        fmt::format("{} {:.0f}% of {} ({:.3f}x)", name, 100 * f.share_right_pick, f.problems, f.pick_ratio));
   if (!families.empty()) text += fmt::format("; within a family: {}", fmt::join(families, ", "));
   return text;
 }
@@ -335,7 +336,8 @@ void add_db_command(CLI::App& app) {
   add_db_option(calibrate_cmd, opts->db);
   add_gpu_filter(calibrate_cmd, opts->gpu);
   calibrate_cmd->add_option("--exclude-shapes", calibrate_args->exclude_shapes,
-                            "Leave out measurements of these shapes files' problems (e.g. those a study judges)");
+                            "Leave out measurements of these shapes files' layers, at any activation sparsity, precision and "
+                            "layout (e.g. those a study judges)");
   calibrate_cmd
       ->add_option("--exclude-batch", calibrate_args->exclude_batches,
                    "Batch sizes of the excluded shapes, comma-separated (default: the files')")

@@ -85,6 +85,23 @@ TEST(CalibrationData, CountsExcludedProblemsAndUnknownKernelsApart) {
   EXPECT_EQ(data.held_out[1].sample.measured_us, 45.0);
 }
 
+TEST(CalibrationData, ExcludesALayerMeasuredInAnotherPrecisionAndLayout) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  Problem fp16_nhwc = conv1x1();
+  fp16_nhwc.precision = Precision::fp16;
+  fp16_nhwc.layout = Layout::nhwc;
+  db.record(measured(h100(), conv3x3(), igemm(64), 41.5));
+  db.record(measured(h100(), fp16_nhwc, igemm(64), 12.0));
+  // The layer as an fp32 channels-first shapes file gives it.
+  const CalibrationData data = calibration_data(db, h100(), std::vector<Problem>{conv1x1()});
+  ASSERT_EQ(data.rows.size(), 1u);
+  EXPECT_EQ(data.rows[0].problem, conv3x3());
+  EXPECT_EQ(data.excluded, 1);
+  ASSERT_EQ(data.held_out.size(), 1u);
+  EXPECT_EQ(data.held_out[0].problem, fp16_nhwc);
+}
+
 TEST(CalibrationData, OfAGpuWithoutMeasurementsIsEmpty) {
   ScratchDir dir;
   const TuningDb db = TuningDb::open(dir / "t.sqlite");
@@ -119,6 +136,7 @@ TEST(RankingAccuracy, IsPerfectWhenThePredictedOrderIsTheMeasuredOne) {
   EXPECT_EQ(a.problems, 2);
   EXPECT_DOUBLE_EQ(a.mean_spearman, 1.0);
   EXPECT_EQ(a.share_best_in_top10, 1.0);
+  EXPECT_DOUBLE_EQ(a.pick_ratio, 1.0);
 }
 
 TEST(RankingAccuracy, AveragesOverProblemsAndMissesABestPredictedSlowest) {
@@ -162,6 +180,9 @@ TEST(RankingAccuracy, CountsSeersRightPicksOverallAndWithinEachFamily) {
   EXPECT_EQ(a.families.at("igemm").problems, 2);  // within igemm: 10.5 is conv3x3's igemm best; conv1x1 wrong
   EXPECT_DOUBLE_EQ(a.families.at("igemm").share_right_pick, 0.5);
   EXPECT_EQ(a.families.count("direct"), 0u);  // one direct row: no ranking to judge
+  // What the picks cost: 10.5 / 10 and 12 / 10 overall; within igemm 10.5 is conv3x3's best, so 1 and 12 / 10.
+  EXPECT_NEAR(a.pick_ratio, std::sqrt(1.05 * 1.2), 1e-12);
+  EXPECT_NEAR(a.families.at("igemm").pick_ratio, std::sqrt(1.2), 1e-12);
 }
 
 TEST(RankingAccuracy, APredictionThatTiesEverywhereCountsForTheTopTenButHasNoSpearman) {
