@@ -4,7 +4,8 @@
 # PRECISIONS (fp32 fp16; fp16 and bf16 in NHWC, the tensor cores' layout), then bench/fold_table.py's throughput
 # table with each network's arithmetic intensity. Usage: scripts/fold-study.sh OUT
 # Environment: SUITES (noscope_coral noscope_taipei noscope_roundabout game_scraping), IMAGES, FACTORS, PRECISIONS,
-# BENCH_ARGS (more `convgen bench` options).
+# FOLDS (which of each suite's runs to bench: none, seed, exact; default all three), BENCH_ARGS (more `convgen bench`
+# options).
 set -uo pipefail
 out=${1:?usage: scripts/fold-study.sh OUT}
 cd "$(dirname "$0")/.."
@@ -14,13 +15,16 @@ mkdir -p "$out/shapes" "$out/analysis" "$out/bench"
 status=0
 for suite in ${SUITES:-noscope_coral noscope_taipei noscope_roundabout game_scraping}; do
   cp "shapes/$suite.csv" "$out/shapes/$suite.csv"
-  variants=("$suite:$images")
+  folds=" ${FOLDS:-none seed exact} "
+  variants=()
+  [[ $folds == *" none "* ]] && variants+=("$suite:$images")
   for f in ${FACTORS:-4}; do
     "$convgen" fold --shapes "shapes/$suite.csv" --batch "$images" --factor "$f" \
       --out "$out/shapes/${suite}_fold$f.csv" 2>> "$out/fold.log" || status=1
     "$convgen" fold --shapes "shapes/$suite.csv" --batch "$images" --factor "$f" --exact \
       --out "$out/shapes/${suite}_xfold$f.csv" 2>> "$out/fold.log" || status=1
-    variants+=("${suite}_fold$f:$((images / f))" "${suite}_xfold$f:$((images / f))")
+    [[ $folds == *" seed "* ]] && variants+=("${suite}_fold$f:$((images / f))")
+    [[ $folds == *" exact "* ]] && variants+=("${suite}_xfold$f:$((images / f))")
   done
   for variant in "${variants[@]}"; do
     name=${variant%%:*} batch=${variant##*:}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# seed-studies: on a GPU machine, with build/ built (or carried as build-carry/), the seeds' studies of issue 15 that
+# still need a GPU, each PART sized for one lent call (600 s), writing under OUT:
+#   resnet20      ResNet-20 layer by layer at batch 1, 8, 32 and 128 against every cuDNN route (resnet20/), with
+#                 bench/profile_table.py's time per layer and share of the total (resnet20/profile.md)
+#   fold-fp16     FoldedCNNs in fp16 (NHWC) for NoScope taipei and roundabout, unfolded and folded both ways (fold-fp16/)
+#   fold-taipei   NoScope taipei folded exactly in fp32 (fold-taipei/)
+#   stress        `convgen stress --count 2000` over every precision (fp32, tf32, fp16, bf16), so the tensor-core
+#                 families' defaults are in it too (stress/)
+#   families      SEER's right-pick rate of every family (scripts/tuning-study.sh OUT families)
+# The pictures (`convgen plot`) and bench/fold_table.py's table are drawn afterwards wherever matplotlib is.
+# Usage: scripts/seed-studies.sh OUT PART...
+set -uo pipefail
+out=${1:?usage: scripts/seed-studies.sh OUT PART...}
+shift
+[[ $# -gt 0 ]] || { echo "seed-studies: name a part: resnet20 fold-fp16 fold-taipei stress families" >&2; exit 2; }
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+
+source scripts/use-carried-build.sh
+export CONVGEN_CACHE_DIR=${CONVGEN_CACHE_DIR:-/tmp/convgen-cache}
+convgen=build/tools/convgen/convgen
+status=0
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv > "$out/environment.txt" 2>&1
+for part in "$@"; do
+  case $part in
+    resnet20)
+      mkdir -p "$out/resnet20"
+      "$convgen" bench --shapes shapes/resnet20_cifar.csv --batch 1,8,32,128 --out "$out/resnet20" \
+        > "$out/resnet20/bench.log" 2>&1 || status=1
+      python3 bench/profile_table.py "$out"/resnet20/*.json > "$out/resnet20/profile.md" || status=1
+      ;;
+    fold-fp16)
+      SUITES="noscope_taipei noscope_roundabout" PRECISIONS=fp16 scripts/fold-study.sh "$out/fold-fp16" \
+        > /dev/null || status=1
+      ;;
+    fold-taipei)
+      SUITES=noscope_taipei PRECISIONS=fp32 FOLDS=exact scripts/fold-study.sh "$out/fold-taipei" > /dev/null || status=1
+      ;;
+    stress)
+      mkdir -p "$out/stress"
+      "$convgen" stress --count 2000 --seed 1 --precision all --out "$out/stress/stress-2000-all.json" \
+        > "$out/stress/stress-2000-all.md" 2> "$out/stress/stress-2000-all.log" || status=1
+      ;;
+    families)
+      scripts/tuning-study.sh "$out" families || status=1
+      ;;
+    *)
+      echo "seed-studies: unknown part '$part' (resnet20, fold-fp16, fold-taipei, stress, families)" >&2
+      exit 2
+      ;;
+  esac
+done
+exit $status
