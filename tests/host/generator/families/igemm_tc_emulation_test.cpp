@@ -1,8 +1,9 @@
 // igemm_tc_emulation_test: runs templates/igemm_tc.cu on the host, a std::thread per CUDA thread, against the
-// reference. No GPU is needed: the template's tensor-core instructions all live in templates/tensor_core.cuh, and this
-// file puts in its place host definitions with the PTX ISA's semantics (cp.async copies at once, ldmatrix and mma.sync
-// exchange their fragments between the 32 threads of a warp at a barrier), so the template's index arithmetic,
-// predication, pipeline, fragment bookkeeping, epilogue and split-K pass are checked on every CI run.
+// reference. No GPU is needed: the template's tensor-core instructions all live in templates/tensor_core.cuh, and
+// support/host_tensor_core.hpp puts in its place host definitions with the PTX ISA's semantics (cp.async copies at
+// once, ldmatrix and mma.sync exchange their fragments between the 32 threads of a warp at a barrier), so the
+// template's index arithmetic, predication, pipeline, fragment bookkeeping, epilogue and split-K pass are checked on
+// every CI run.
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -36,135 +37,7 @@ struct float4 {
 #include "templates/common.cuh"
 #include "templates/interface.cuh"
 
-namespace tc_emulation {
-using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): the template's CUDA words
-
-// The running block: threads meet at block_barrier; the 32 threads of warp w exchange fragments through warps[w].
-struct Warp {
-  explicit Warp() : barrier(32) {}
-  std::barrier<> barrier;
-  unsigned address[32] = {};
-  unsigned a[32][4] = {};
-  unsigned b[32][2] = {};
-};
-std::vector<std::unique_ptr<Warp>>* warps = nullptr;
-unsigned char* shared_memory = nullptr;
-std::size_t shared_bytes = 0;
-// Set when an mma.sync tf32 operand still has the low 13 mantissa bits that the template must round away.
-std::atomic<bool> unrounded_tf32_operand{false};
-// Set when a cp.async or ldmatrix address is misaligned or outside the dynamic shared memory.
-std::atomic<bool> bad_shared_access{false};
-
-inline int lane() { return static_cast<int>(threadIdx.x % 32); }
-inline Warp& my_warp() { return *(*warps)[threadIdx.x / 32]; }
-
-void check_shared(unsigned address, unsigned bytes) {
-  if (address % 16 != 0 || address + bytes > shared_bytes) bad_shared_access = true;
-}
-
-float as_float(unsigned bits) {
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-// Element e (0 low, 1 high) of a register holding two 16-bit values, or the register as one tf32.
-enum class MmaType { fp16, bf16, tf32 };
-double element(unsigned reg, int e, MmaType type) {
-  const auto half = static_cast<std::uint16_t>(e == 0 ? reg & 0xffffu : reg >> 16);
-  switch (type) {
-    case MmaType::fp16: return convgen::half_to_float(half);
-    case MmaType::bf16: return convgen::bfloat16_to_float(half);
-    case MmaType::tf32:
-      if ((reg & 0x1fffu) != 0) unrounded_tf32_operand = true;
-      return as_float(reg);
-  }
-  return 0;
-}
-
-// mma.sync m16n8k16 (fp16, bf16) or m16n8k8 (tf32), fp32 accumulation, with the PTX ISA's fragment layouts (the
-// table in templates/tensor_core.cuh): every lane publishes its A and B registers, then computes its own four D.
-void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], MmaType type) {
-  Warp& w = my_warp();
-  const int l = lane();
-  for (int i = 0; i < 4; ++i) w.a[l][i] = a[i];
-  for (int i = 0; i < 2; ++i) w.b[l][i] = b[i];
-  w.barrier.arrive_and_wait();
-  const int k_extent = type == MmaType::tf32 ? 8 : 16;
-  double A[16][16] = {}, B[16][8] = {};
-  for (int src = 0; src < 32; ++src) {
-    const int g = src / 4, t = src % 4;
-    if (type == MmaType::tf32) {
-      A[g][t] = element(w.a[src][0], 0, type);
-      A[g + 8][t] = element(w.a[src][1], 0, type);
-      A[g][t + 4] = element(w.a[src][2], 0, type);
-      A[g + 8][t + 4] = element(w.a[src][3], 0, type);
-      B[t][g] = element(w.b[src][0], 0, type);
-      B[t + 4][g] = element(w.b[src][1], 0, type);
-    } else {
-      for (int e = 0; e < 2; ++e) {
-        A[g][2 * t + e] = element(w.a[src][0], e, type);
-        A[g + 8][2 * t + e] = element(w.a[src][1], e, type);
-        A[g][2 * t + 8 + e] = element(w.a[src][2], e, type);
-        A[g + 8][2 * t + 8 + e] = element(w.a[src][3], e, type);
-        B[2 * t + e][g] = element(w.b[src][0], e, type);
-        B[2 * t + 8 + e][g] = element(w.b[src][1], e, type);
-      }
-    }
-  }
-  w.barrier.arrive_and_wait();  // every lane has read the fragments before any lane's next mma overwrites them
-  const int g = l / 4, t = l % 4;
-  for (int i = 0; i < 4; ++i) {
-    const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
-    double sum = d[i];
-    for (int k = 0; k < k_extent; ++k) sum += A[row][k] * B[k][col];
-    d[i] = static_cast<float>(sum);
-  }
-}
-
-}  // namespace tc_emulation
-
-// templates/tensor_core.cuh's functions, on the host.
-#define CONVGEN_TENSOR_CORE_CUH
-namespace convgen::tc {
-using namespace tc_emulation;
-inline unsigned char* dynamic_shared() { return shared_memory; }
-inline unsigned shared_address(const void* pointer) {
-  return static_cast<unsigned>(static_cast<const unsigned char*>(pointer) - shared_memory);
-}
-inline void cp_async_16(unsigned s_address, const void* global, bool full) {
-  check_shared(s_address, 16);
-  if (bad_shared_access) return;
-  if (full)
-    std::memcpy(shared_memory + s_address, global, 16);
-  else
-    std::memset(shared_memory + s_address, 0, 16);
-}
-inline void cp_async_commit() {}
-template <int PENDING>
-inline void cp_async_wait() {}
-inline void ldmatrix_x4(unsigned (&r)[4], unsigned s_address) {
-  Warp& w = my_warp();
-  const int l = lane();
-  check_shared(s_address, 16);
-  w.address[l] = s_address;
-  w.barrier.arrive_and_wait();
-  for (int i = 0; i < 4; ++i) {
-    const unsigned row = w.address[8 * i + l / 4];
-    if (!bad_shared_access) std::memcpy(&r[i], shared_memory + row + 4 * (l % 4), 4);
-  }
-  w.barrier.arrive_and_wait();
-}
-inline void mma_fp16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma(d, a, b, MmaType::fp16); }
-inline void mma_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma(d, a, b, MmaType::bf16); }
-inline void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) { mma(d, a, b, MmaType::tf32); }
-// cvt.rna.tf32.f32: to nearest, ties away from zero, on the magnitude (finite values).
-inline unsigned round_to_tf32(unsigned bits) { return (bits + 0x1000u) & ~0x1fffu; }
-inline unsigned short float_to_fp16_bits(float value) { return convgen::float_to_half(value); }
-inline unsigned short float_to_bf16_bits(float value) { return convgen::float_to_bfloat16(value); }
-inline float fp16_bits_to_float(unsigned short bits) { return convgen::half_to_float(bits); }
-inline float bf16_bits_to_float(unsigned short bits) { return convgen::bfloat16_to_float(bits); }
-}  // namespace convgen::tc
+#include "support/host_tensor_core.hpp"
 
 // Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them,
 // includes the template there, and wraps its two entries with untyped pointers.
@@ -399,21 +272,6 @@ void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
         &tc_emulation::NAME::run_reduce                                                                       \
   }
 
-// Runs one kernel step of the plan: every block of its grid in turn, its threads at once.
-void run_blocks(const LaunchGeometry& geometry, const std::function<void()>& entry) {
-  const unsigned threads = geometry.block[0] * geometry.block[1] * geometry.block[2];
-  ASSERT_EQ(threads % 32, 0u);
-  std::vector<unsigned char> shared(geometry.dynamic_smem_bytes, 0x7f);  // NaN in fp16 and fp32 words
-  std::vector<std::unique_ptr<tc_emulation::Warp>> warps;
-  host_cuda::launch(geometry, entry, [&] {
-    warps.clear();
-    for (unsigned w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<tc_emulation::Warp>());
-    tc_emulation::warps = &warps;
-    tc_emulation::shared_memory = shared.data();
-    tc_emulation::shared_bytes = shared.size();
-  });
-}
-
 // Runs the family's launch plan on the host: the main entry, then (split-K) the reduce entry, with a workspace of
 // the plan's size; output and workspace start as NaN so that anything left unwritten fails the comparison.
 HostTensor run_on_host(const EmulationCase& c, const HostTensor& activation, const HostTensor& filter,
@@ -429,13 +287,13 @@ HostTensor run_on_host(const EmulationCase& c, const HostTensor& activation, con
   for (const LaunchStep& step : plan.run) {
     EXPECT_EQ(step.kind, LaunchStep::Kind::kernel);
     if (step.entry_suffix.empty()) {
-      run_blocks(step.geometry, [&] {
+      tc_emulation::run_blocks(step.geometry, [&] {
         c.run_main(activation.bytes().data(), filter.bytes().data(), output.bytes().data(), workspace.data(), bias_data,
                    residual_data);
       });
     } else {
       EXPECT_EQ(step.entry_suffix, "reduce");
-      run_blocks(step.geometry,
+      tc_emulation::run_blocks(step.geometry,
                  [&] { c.run_reduce(workspace.data(), output.bytes().data(), bias_data, residual_data); });
     }
   }
