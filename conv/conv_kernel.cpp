@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -93,6 +94,10 @@ BuiltKernel build_kernel(const Problem& problem, const KernelSpec& spec, const G
 
 std::vector<BuildOutcome> build_kernels(std::span<const BuildRequest> requests, const Gpu& gpu, JitCache& cache,
                                         ThreadPool& pool, const std::function<void(std::size_t)>& on_done) {
+  // An architecture this NVRTC cannot compile for fails every kernel alike: said once, before any is built.
+  std::set<std::string> archs;
+  for (const BuildRequest& request : requests) archs.insert(compile_arch(request.spec, gpu));
+  for (const std::string& arch : archs) check_nvrtc_arch(arch);
   std::vector<std::future<BuildOutcome>> futures;
   futures.reserve(requests.size());
   for (const BuildRequest& request : requests)

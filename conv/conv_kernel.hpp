@@ -59,7 +59,8 @@ struct BuildRequest {
 using BuildOutcome = std::variant<BuiltKernel, std::exception_ptr>;
 
 // Builds many kernels in parallel on `pool`; one failure does not stop the others. `on_done(i)` is called on
-// the calling thread as outcome i becomes available, in order (for progress displays).
+// the calling thread as outcome i becomes available, in order (for progress displays). Throws InputError, building
+// nothing, when NVRTC cannot compile for an architecture the kernels need (check_nvrtc_arch).
 std::vector<BuildOutcome> build_kernels(std::span<const BuildRequest> requests, const Gpu& gpu, JitCache& cache,
                                         ThreadPool& pool, const std::function<void(std::size_t)>& on_done = {});
 

@@ -55,6 +55,20 @@ std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu,
   return f->check_support(problem, gpu, spec);
 }
 
+namespace {
+
+// Why a family has no configuration for the problem: what check_support says of its template's default
+// configuration (the first constraint that fails: the precision, the layout, the GPU's instructions, ...), else
+// that none of its candidates fits.
+std::string why_unserved(const Family& f, const Problem& problem, const Gpu& gpu) {
+  KernelSpec defaults{.family = std::string(f.name())};
+  for (const ParamDecl& p : f.interface().params) defaults.values.push_back(p.default_value);
+  if (std::optional<std::string> reason = f.check_support(problem, gpu, defaults)) return *reason;
+  return "no supported configuration";
+}
+
+}  // namespace
+
 KernelSpec default_choice(const Problem& problem, const Gpu& gpu) {
   if (std::string reason = validate(problem); !reason.empty())
     throw InputError(fmt::format("invalid problem {}: {}", problem_key(problem), reason));
@@ -65,7 +79,7 @@ KernelSpec default_choice(const Problem& problem, const Gpu& gpu) {
   std::string reasons;
   for (const Family* f : order) {
     if (auto spec = f->default_spec(problem, gpu)) return *spec;
-    reasons += fmt::format("; {}: no supported configuration", f->name());
+    reasons += fmt::format("; {}: {}", f->name(), why_unserved(*f, problem, gpu));
   }
   throw InputError(fmt::format("no family serves {}{}", problem_key(problem), reasons));
 }

@@ -1,6 +1,8 @@
 // compiler: NVRTC to cubin, option list, ptxas report parsing, failing sources saved for the user.
 #include "runtime/compiler.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -73,6 +75,7 @@ std::vector<std::string> nvrtc_options(const CompileOptions& options) {
 
 Cubin compile(const Program& program, const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  check_nvrtc_arch(options.arch);
   NvrtcProgram prog(program);
   const std::vector<std::string> opts = nvrtc_options(options);
   std::vector<const char*> opt_ptrs;
@@ -173,6 +176,27 @@ std::string nvrtc_version() {
   int major = 0, minor = 0;
   CONVGEN_NVRTC_CHECK(nvrtcVersion(&major, &minor));
   return fmt::format("{}.{}", major, minor);
+}
+
+std::vector<std::string> nvrtc_supported_archs() {
+  int count = 0;
+  CONVGEN_NVRTC_CHECK(nvrtcGetNumSupportedArchs(&count));
+  std::vector<int> numbers(static_cast<std::size_t>(count));
+  if (count > 0) CONVGEN_NVRTC_CHECK(nvrtcGetSupportedArchs(numbers.data()));
+  std::vector<std::string> archs;
+  for (int n : numbers) archs.push_back(fmt::format("sm_{}", n));
+  return archs;
+}
+
+void check_nvrtc_arch(const std::string& arch) {
+  static const std::vector<std::string> supported = nvrtc_supported_archs();
+  // "sm_90a" (architecture-specific features) is compiled by an NVRTC that compiles sm_90.
+  std::string base = arch;
+  while (!base.empty() && std::isalpha(static_cast<unsigned char>(base.back()))) base.pop_back();
+  if (std::find(supported.begin(), supported.end(), base) != supported.end()) return;
+  throw InputError(fmt::format("NVRTC {} cannot compile for {} (it compiles for {}): use a GPU of one of these "
+                               "architectures, or a CUDA toolkit whose NVRTC still compiles for {}",
+                               nvrtc_version(), arch, fmt::join(supported, ", "), arch));
 }
 
 }  // namespace convgen

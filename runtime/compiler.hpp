@@ -72,6 +72,14 @@ std::map<std::string, PtxasReport> parse_ptxas_reports(const std::string& log);
 // Returns NVRTC's version as "major.minor".
 std::string nvrtc_version();
 
+// Returns the architectures this NVRTC compiles for, as "sm_75", "sm_80", ... (nvrtcGetSupportedArchs).
+std::vector<std::string> nvrtc_supported_archs();
+
+// Throws InputError naming what this NVRTC does compile for when it cannot compile for `arch` ("sm_90" or an
+// architecture-specific "sm_90a", judged by its number): one clear message before any kernel is built, instead of
+// NVRTC's "invalid value for --gpu-architecture" once per kernel (CUDA 13 dropped sm_70, for instance).
+void check_nvrtc_arch(const std::string& arch);
+
 // A failed NVRTC compile: what() has the kernel name, options and log; the source is saved to a file.
 class CompileError : public Error {
  public:

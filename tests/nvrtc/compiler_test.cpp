@@ -1,7 +1,13 @@
 // compiler_test: NVRTC compiles to cubin for real architectures, reports ptxas figures, and fails with context.
 #include "runtime/compiler.hpp"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+#include "convgen/error.hpp"
 
 namespace convgen {
 namespace {
@@ -27,6 +33,35 @@ TEST_P(CompilerForArch, CompilesACubinWithAPtxasReport) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RealArchitectures, CompilerForArch, testing::Values("sm_80", "sm_90"));
+
+TEST(CompilerArchitectures, AreTheOnesNvrtcNamesAndAnArchSpecificOneCountsAsItsBase) {
+  const std::vector<std::string> archs = nvrtc_supported_archs();
+  ASSERT_FALSE(archs.empty());
+  for (const std::string& arch : archs) EXPECT_TRUE(arch.starts_with("sm_")) << arch;
+  EXPECT_NE(std::find(archs.begin(), archs.end(), "sm_90"), archs.end());
+  EXPECT_NO_THROW(check_nvrtc_arch("sm_80"));
+  EXPECT_NO_THROW(check_nvrtc_arch("sm_90a"));  // wgmma kernels: sm_90's architecture-specific variant
+}
+
+TEST(CompilerArchitectures, OneNvrtcCannotCompileForIsRefusedBeforeAnyCompileWithTheListItCan) {
+  std::string list;
+  for (const std::string& arch : nvrtc_supported_archs()) list += (list.empty() ? "" : ", ") + arch;
+  const std::string expected = "NVRTC " + nvrtc_version() + " cannot compile for sm_12 (it compiles for " + list +
+                               "): use a GPU of one of these architectures, or a CUDA toolkit whose NVRTC still "
+                               "compiles for sm_12";
+  try {
+    check_nvrtc_arch("sm_12");
+    ADD_FAILURE() << "sm_12 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), expected);
+  }
+  try {
+    (void)compile(kAxpy, {.arch = "sm_12"});
+    ADD_FAILURE() << "compiled for sm_12";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), expected);
+  }
+}
 
 TEST(Compiler, FailureCarriesLogOptionsAndSavedSource) {
   const Program broken{.name = "broken.cu", .source = "__global__ void k() { undeclared_thing(); }\n"};
