@@ -59,6 +59,12 @@ std::string render_epilogue(const Epilogue& e) {
       literal(e.clip_lo), literal(e.clip_hi));
 }
 
+PreludeConstant precision_constant(const Problem& problem) {
+  return {.name = "PRECISION",
+          .value = static_cast<int>(problem.precision),
+          .comment = fmt::format("{}: 0 fp32, 1 tf32, 2 fp16, 3 bf16", problem.precision)};
+}
+
 std::string render_prelude(const Problem& p, const KernelSpec& spec, const TemplateInterface& iface,
                            std::span<const PreludeConstant> extra) {
   const Dims3 out = output_dims(p);

@@ -31,6 +31,10 @@ struct PreludeConstant {
   std::string comment;
 };
 
+// The prelude constant PRECISION, convgen::Precision's value for the problem (0 fp32, 1 tf32, 2 fp16, 3 bf16): what
+// the templates that take more than one data type read.
+PreludeConstant precision_constant(const Problem& problem);
+
 // Renders the epilogue as the prelude's `struct Epilogue` (in namespace cfg; templates/epilogue.cuh reads it): BIAS
 // and RESIDUAL, ACT (convgen::Activation's value), ALPHA, BETA, CLIP_LO and CLIP_HI.
 std::string render_epilogue(const Epilogue& epilogue);

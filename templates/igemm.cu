@@ -10,8 +10,14 @@
 //   C[m][npix] = output
 // Each block computes a BLOCK_M x BLOCK_N tile of C over its split's kr range, BLOCK_K at a time through shared
 // memory; each thread holds a THREAD_M x THREAD_N micro tile in registers.
+//
+// Data (PRECISION): fp32 tensors, and tf32 ones computed in full fp32 (more exact than tf32's tensor cores); fp16
+// and bf16 tensors as their 16-bit patterns, widened to fp32 as they are loaded (shared memory and the accumulators
+// are fp32) and rounded back at the store through the epilogue. So every precision runs on every architecture,
+// where the tensor-core families need sm_80 (their instructions) or a tile the problem allows.
 #include "interface.cuh"
 #include "epilogue.cuh"
+#include "element.cuh"
 
 #ifndef CONVGEN_PRELUDE
 #define CONVGEN_ENTRY convgen_igemm_default
@@ -24,6 +30,7 @@ constexpr int STRIDE_D = 1, STRIDE_H = 1, STRIDE_W = 1;
 constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
 constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = false;
+constexpr int PRECISION = 0;  // convgen::Precision: 0 fp32, 1 tf32, 2 fp16, 3 bf16
 // The tunable parameters, in kernel-name order (igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1).
 CONVGEN_PARAM("m", "16,32,64,128,256", "output channels per block (GEMM M tile)") constexpr int BLOCK_M = 64;
 CONVGEN_PARAM("n", "16,32,64,128,256", "output pixels per block (GEMM N tile)") constexpr int BLOCK_N = 64;
@@ -45,6 +52,52 @@ using namespace cfg;
 using convgen::ceil_div;
 using convgen::cmin;
 using convgen::is_pow2;
+
+// ---- The data type ------------------------------------------------------------------------------------------
+static_assert(PRECISION >= 0 && PRECISION <= 3, "PRECISION must be convgen::Precision's value (0 to 3)");
+constexpr bool IS_FP16 = PRECISION == 2;
+constexpr bool IS_16BIT = PRECISION == 2 || PRECISION == 3;
+using element_t = convgen::select_t<IS_16BIT, unsigned short, float>;  // fp16 / bf16 as their bits
+
+__device__ __forceinline__ float to_float(element_t value) {
+  if constexpr (!IS_16BIT)
+    return value;
+  else if constexpr (IS_FP16)
+    return convgen::element::fp16_to_float(value);
+  else
+    return convgen::element::bf16_to_float(value);
+}
+
+__device__ __forceinline__ element_t to_element(float value) {
+  if constexpr (!IS_16BIT)
+    return value;
+  else if constexpr (IS_FP16)
+    return convgen::element::float_to_fp16(value);
+  else
+    return convgen::element::float_to_bf16(value);
+}
+
+// V consecutive elements (16-byte aligned floats, 8-byte aligned 16-bit values when V is 4) as floats.
+template <int V>
+__device__ __forceinline__ void load_elements(float* dst, const element_t* src) {
+  if constexpr (!IS_16BIT) {
+    convgen::load_floats<V>(dst, src);
+  } else if constexpr (V == 1) {
+    dst[0] = to_float(src[0]);
+  } else {
+    static_assert(V == 4, "16-bit elements load one or four at a time");
+    const uint2 bits = *reinterpret_cast<const uint2*>(src);
+    dst[0] = to_float((element_t)(bits.x & 0xffffu));
+    dst[1] = to_float((element_t)(bits.x >> 16));
+    dst[2] = to_float((element_t)(bits.y & 0xffffu));
+    dst[3] = to_float((element_t)(bits.y >> 16));
+  }
+}
+
+// Split-K's partial sum into an output the caller zeroed: fp32 only (the static_assert below), the 16-bit overload
+// is declared for the discarded branch of the store and never defined.
+__device__ __forceinline__ void add_partial(float* g_output, float value) { atomicAdd(g_output, value); }
+__device__ void add_partial(unsigned short* g_output, float value);
 
 // ---- The shape, in GEMM terms -------------------------------------------------------------------------------
 constexpr int CG = C / GROUPS;
@@ -88,9 +141,11 @@ static_assert(STAGES == 1 || STAGES == 2, "STAGES must be 1 or 2");
 static_assert(SPLIT_K >= 1, "SPLIT_K must be positive");
 static_assert(SPLIT_K == 1 || convgen::is_identity_epilogue<cfg::Epilogue>(),
               "split-K adds partial sums into the output with atomics: an epilogue needs the whole sum (SPLIT_K 1)");
+static_assert(SPLIT_K == 1 || !IS_16BIT, "split-K adds fp32 partial sums with atomics: fp16 and bf16 outputs need SPLIT_K 1");
 static_assert(VECTOR == 1 || VECTOR == 4, "VECTOR must be 1 or 4");
 static_assert(BLOCK_K % VECTOR == 0, "BLOCK_K must be a multiple of VECTOR");
-// A vector of 4 consecutive kr must be 16-byte aligned and never straddle the end of a row or a split:
+// A vector of 4 consecutive kr must be aligned (16 bytes of fp32, 8 of fp16 / bf16) and never straddle the end of a
+// row or a split:
 // kr starts are multiples of 4 (BLOCK_K and the split chunk are), the filter row k * KR is when KR % 4 == 0, and
 // for channels-last activations the 4 kr are channels c..c+3 of one (t, r, s) with an aligned offset when CG % 4 == 0.
 // Channels-first activations are never vector-loaded (consecutive kr are not consecutive in memory).
@@ -161,8 +216,9 @@ struct PixelOrigin {
 
 // Global -> registers: the slice of kr [kr0, kr0 + BLOCK_K); elements past kr_end, outside the input (padding) or
 // outside the tile read as zero, so partial tiles and the reduction tail contribute nothing.
-__device__ __forceinline__ void load_slice(Staging& r_stage, const float* __restrict__ g_activation,
-                                           const float* __restrict__ g_filter, const idx_t (&r_filter_row)[FilterLoader::ROWS],
+__device__ __forceinline__ void load_slice(Staging& r_stage, const element_t* __restrict__ g_activation,
+                                           const element_t* __restrict__ g_filter,
+                                           const idx_t (&r_filter_row)[FilterLoader::ROWS],
                                            const bool (&r_filter_ok)[FilterLoader::ROWS],
                                            const PixelOrigin (&r_pixel)[ActivationLoader::ROWS], int tid, int kr0,
                                            int kr_end) {
@@ -173,7 +229,7 @@ __device__ __forceinline__ void load_slice(Staging& r_stage, const float* __rest
     for (int i = 0; i < FilterLoader::ROWS; ++i) {
       if (r_filter_ok[i] && kr < kr_end) {
         // filter[k][kr] = filter + k * KR + kr (both layouts); r_filter_row[i] = k * KR.
-        convgen::load_floats<VECTOR>(r_stage.filter[i][u], g_filter + r_filter_row[i] + kr);
+        load_elements<VECTOR>(r_stage.filter[i][u], g_filter + r_filter_row[i] + kr);
       } else {
 #pragma unroll
         for (int v = 0; v < VECTOR; ++v) r_stage.filter[i][u][v] = 0.0f;
@@ -200,7 +256,7 @@ __device__ __forceinline__ void load_slice(Staging& r_stage, const float* __rest
         // channels-first: (((n * C + g * CG + c) * D + d) * H + h) * W + w = base + c * DHW + (d * H + h) * W + w
         const idx_t spatial = ((idx_t)d * H + h) * W + w;
         const idx_t offset = CHANNELS_LAST ? r_pixel[i].base + spatial * C + c : r_pixel[i].base + (idx_t)c * DHW + spatial;
-        convgen::load_floats<AVEC>(r_stage.activation[i][u], g_activation + offset);
+        load_elements<AVEC>(r_stage.activation[i][u], g_activation + offset);
       } else {
 #pragma unroll
         for (int v = 0; v < AVEC; ++v) r_stage.activation[i][u][v] = 0.0f;
@@ -253,9 +309,9 @@ __device__ __forceinline__ void multiply_slice(float (&r_acc)[THREAD_M][THREAD_N
 }  // namespace igemm
 
 extern "C" __global__ void __launch_bounds__(igemm::THREADS)
-    CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_filter,
-                  float* __restrict__ g_output, float* __restrict__ g_workspace, const float* __restrict__ g_bias,
-                  const float* __restrict__ g_residual) {
+    CONVGEN_ENTRY(const igemm::element_t* __restrict__ g_activation, const igemm::element_t* __restrict__ g_filter,
+                  igemm::element_t* __restrict__ g_output, float* __restrict__ g_workspace,
+                  const igemm::element_t* __restrict__ g_bias, const igemm::element_t* __restrict__ g_residual) {
   using namespace igemm;
   (void)g_workspace;  // igemm needs no workspace
   __shared__ __align__(16) float s_filter[STAGES][BLOCK_K][LDM];
@@ -354,10 +410,12 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS)
       // channels-last:  (((n * O + o) * P + p) * Q + q) * K + k = npix * K + k
       // channels-first: (((n * K + k) * O + o) * P + p) * Q + q = (n * K + k) * OPQ + opq
       const idx_t offset = CHANNELS_LAST ? (idx_t)npix * K + k : ((idx_t)n * K + k) * OPQ + opq;
+      using E = cfg::Epilogue;
       if constexpr (SPLIT_K == 1)
-        g_output[offset] = convgen::apply_epilogue_fp32<cfg::Epilogue>(r_acc[i][j], g_bias, g_residual, k, offset);
+        g_output[offset] = to_element(convgen::apply_epilogue<E>(
+            r_acc[i][j], E::BIAS ? to_float(g_bias[k]) : 0.0f, E::RESIDUAL ? to_float(g_residual[offset]) : 0.0f));
       else
-        atomicAdd(g_output + offset, r_acc[i][j]);
+        add_partial(g_output + offset, r_acc[i][j]);
     }
   }
 }

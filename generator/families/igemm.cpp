@@ -7,6 +7,7 @@
 
 #include "generator/family.hpp"
 #include "generator/occupancy.hpp"
+#include "generator/render.hpp"
 #include "igemm_params.hpp"
 
 namespace convgen {
@@ -109,6 +110,12 @@ class Igemm final : public Family {
     return check(p, gpu, params_of<IgemmParams>(spec));
   }
 
+  // The prelude also says the data type: PRECISION (templates/igemm.cu widens fp16 and bf16 to fp32 as it loads).
+  KernelSource render(const Problem& p, const KernelSpec& spec) const override {
+    const PreludeConstant precision = precision_constant(p);
+    return render_kernel(p, spec, interface(), {&precision, 1});
+  }
+
   std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
     std::vector<KernelSpec> specs;
     for (const IgemmParams& s : candidates(p, gpu)) specs.push_back(to_spec(s));
@@ -146,8 +153,6 @@ class Igemm final : public Family {
  private:
   std::optional<std::string> check(const Problem& p, const Gpu& gpu, const IgemmParams& s) const {
     if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
-    if (p.precision != Precision::fp32)
-      return fmt::format("precision {} is not supported by igemm (fp32 only)", p.precision);
     // Field values; powers of two let the template's load arrangements divide every tile evenly.
     if (!is_pow2(s.block_m) || s.block_m < 16 || s.block_m > 256)
       return fmt::format("block_m must be a power of two from 16 to 256, got {}", s.block_m);
@@ -169,6 +174,9 @@ class Igemm final : public Family {
     // read and write the whole output again (and the residual), the traffic the fusion exists to save, and split-K
     // only pays where the output is too small to fill the GPU, where igemm without splits, direct, or igemm_tc (whose
     // split-K reduces through a workspace and applies the epilogue in that reduce) serve.
+    if (s.split_k > 1 && element_bytes(p.precision) == 2)
+      return fmt::format("split_k {} adds fp32 partial sums into the output with atomics; {} outputs need split_k 1",
+                         s.split_k, p.precision);
     if (s.split_k > 1 && !is_identity(p.epilogue))
       return fmt::format(
           "split_k {} adds partial sums into the output with atomics; the epilogue {} needs the whole "
@@ -204,7 +212,7 @@ class Igemm final : public Family {
   }
 
   std::vector<IgemmParams> candidates(const Problem& p, const Gpu& gpu) const {
-    if (p.precision != Precision::fp32 || !validate(p).empty()) return {};  // no configuration changes these
+    if (!validate(p).empty()) return {};  // no configuration changes this
     const Gemm g = gemm_of(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     std::vector<std::pair<double, IgemmParams>> ranked;

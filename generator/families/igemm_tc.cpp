@@ -137,9 +137,7 @@ class IgemmTc final : public Family {
 
   // The prelude also says the data type: PRECISION, convgen::Precision's value (1 tf32, 2 fp16, 3 bf16).
   KernelSource render(const Problem& p, const KernelSpec& spec) const override {
-    const PreludeConstant precision{.name = "PRECISION",
-                                    .value = static_cast<int>(p.precision),
-                                    .comment = fmt::format("{}: 0 fp32, 1 tf32, 2 fp16, 3 bf16", p.precision)};
+    const PreludeConstant precision = precision_constant(p);
     return render_kernel(p, spec, interface(), {&precision, 1});
   }
 

@@ -176,9 +176,7 @@ class IgemmWgmma final : public Family {
 
   // The prelude also says the data type: PRECISION, convgen::Precision's value (2 fp16, 3 bf16).
   KernelSource render(const Problem& p, const KernelSpec& spec) const override {
-    const PreludeConstant precision{.name = "PRECISION",
-                                    .value = static_cast<int>(p.precision),
-                                    .comment = fmt::format("{}: 2 fp16, 3 bf16", p.precision)};
+    const PreludeConstant precision = precision_constant(p);
     return render_kernel(p, spec, interface(), {&precision, 1});
   }
 

@@ -87,6 +87,48 @@ TEST_P(IgemmTemplateForArch, CompilesRenderedForEveryProblemKindAndConfiguration
 
 INSTANTIATE_TEST_SUITE_P(RealArchitectures, IgemmTemplateForArch, testing::Values("sm_80", "sm_90"));
 
+// tf32, fp16 and bf16 data (templates/igemm.cu widens 16-bit values to fp32 as it loads them): every problem kind with
+// a vector and a scalar configuration, for Turing (sm_75: no tensor-core family serves these types there) and sm_90.
+class IgemmDataTypesForArch : public testing::TestWithParam<std::string> {};
+
+TEST_P(IgemmDataTypesForArch, CompileRenderedForEveryProblemKind) {
+  const Gpu gpu = h100();
+  const Family& igemm = family("igemm");
+  int compiled = 0;
+  for (Precision precision : {Precision::tf32, Precision::fp16, Precision::bf16}) {
+    for (Problem p : problems()) {
+      p.precision = precision;
+      for (const KernelSpec& s : {spec(64, 64, 8, 4, 4, 2, 1, 4), spec(32, 32, 16, 4, 4, 1, 1, 1)}) {
+        if (igemm.check_support(p, gpu, s)) continue;  // vector 4 with 3 channels
+        SCOPED_TRACE(kernel_name(s) + " for " + problem_key(p));
+        const Cubin cubin = compile(program_of(igemm.render(p, s)), {.arch = GetParam()});
+        EXPECT_GT(cubin.report.registers, 0) << cubin.log;
+        ++compiled;
+      }
+    }
+  }
+  EXPECT_GE(compiled, 36);
+}
+
+TEST(IgemmTemplate, DefaultSpecsOfTheSixteenBitTypesCompileWithoutSpillsForTuring) {
+  const Gpu turing = load_gpu(kSourceDir / "gpus/rtx2080ti.json");
+  const Family& igemm = family("igemm");
+  for (const Layer& layer : load_suite(kSourceDir / "shapes/edge_cases.csv").layers) {
+    for (Precision precision : {Precision::fp16, Precision::bf16}) {
+      Problem p = layer.problem;
+      p.precision = precision;
+      const std::optional<KernelSpec> s = igemm.default_spec(p, turing);
+      ASSERT_TRUE(s.has_value()) << problem_key(p);
+      SCOPED_TRACE(kernel_name(*s) + " for " + problem_key(p));
+      const Cubin cubin = compile(program_of(igemm.render(p, *s)), {.arch = turing.arch});
+      EXPECT_EQ(cubin.report.spill_store_bytes, 0) << cubin.log;
+      EXPECT_EQ(cubin.report.stack_bytes, 0) << cubin.log;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TuringAndHopper, IgemmDataTypesForArch, testing::Values("sm_75", "sm_90"));
+
 TEST(IgemmTemplate, DefaultSpecsCompileWithoutSpillsOrStackForEveryEdgeCase) {
   const Gpu gpu = h100();
   const Family& igemm = family("igemm");

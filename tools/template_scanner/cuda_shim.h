@@ -27,6 +27,9 @@ struct __attribute__((aligned(8))) int2 {
 struct __attribute__((aligned(16))) int4 {
   int x, y, z, w;
 };
+struct __attribute__((aligned(8))) uint2 {
+  unsigned x, y;
+};
 struct __attribute__((aligned(16))) uint4 {
   unsigned x, y, z, w;
 };

@@ -3,11 +3,13 @@
 #include <filesystem>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "igemm_params.hpp"
 #include "generator/family.hpp"
 #include "generator/gpu_json.hpp"
+#include "generator/render.hpp"
 #include "generator/shapes.hpp"
 
 namespace convgen {
@@ -198,14 +200,43 @@ TEST(IgemmFamily, DeclinesSplitKWithAnEpilogueAndKeepsToOneSplit) {
   EXPECT_FALSE(igemm().plan(small, *igemm().default_spec(small, gpu)).zeroes_output_first());
 }
 
-TEST(IgemmFamily, DeclinesOtherPrecisionsWithAReason) {
+TEST(IgemmFamily, ServesEveryPrecisionAndSplitsOnlyFp32Outputs) {
   const Gpu gpu = h100();
-  Problem half = kResnet3x3;
-  half.precision = Precision::fp16;
-  EXPECT_EQ(igemm().check_support(half, gpu, spec(64, 64, 8, 4, 4)),
-            "precision fp16 is not supported by igemm (fp32 only)");
-  EXPECT_TRUE(igemm().enumerate(half, gpu).empty());
-  EXPECT_EQ(igemm().default_spec(half, gpu), std::nullopt);
+  for (Precision precision : {Precision::tf32, Precision::fp16, Precision::bf16}) {
+    Problem p = kResnet3x3;
+    p.precision = precision;
+    SCOPED_TRACE(to_string(precision));
+    EXPECT_EQ(igemm().check_support(p, gpu, spec(64, 64, 8, 4, 4)), std::nullopt);
+    ASSERT_TRUE(igemm().default_spec(p, gpu).has_value());
+    const std::vector<KernelSpec> specs = igemm().enumerate(p, gpu);
+    ASSERT_FALSE(specs.empty());
+    // Split-K adds fp32 partial sums with atomics: tf32 (fp32 data) may split, fp16 and bf16 outputs may not.
+    const bool any_split =
+        std::any_of(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).split_k > 1; });
+    if (precision == Precision::tf32) continue;
+    EXPECT_FALSE(any_split);
+    EXPECT_EQ(igemm().check_support(p, gpu, spec(64, 64, 8, 4, 4, 2, 4)),
+              fmt::format("split_k 4 adds fp32 partial sums into the output with atomics; {} outputs need split_k 1",
+                          to_string(precision)));
+  }
+}
+
+TEST(IgemmFamily, ServesTheSixteenBitTypesOnATuringGpuWhereNoTensorCoreFamilyDoes) {
+  const Gpu turing = load_gpu(kSourceDir / "gpus/rtx2080ti.json");
+  Problem p = kResnet3x3;
+  p.precision = Precision::fp16;
+  p.layout = Layout::nhwc;
+  EXPECT_EQ(default_choice(p, turing).family, "igemm");
+  EXPECT_NE(default_choice(p, h100()).family, "igemm");  // the tensor cores first where they serve
+}
+
+TEST(IgemmFamily, RendersThePrecisionIntoThePrelude) {
+  Problem p = kResnet3x3;
+  p.precision = Precision::bf16;
+  const KernelSource source = igemm().render(p, spec(64, 64, 8, 4, 4));
+  EXPECT_NE(source.text.find("constexpr int PRECISION = 3;  // bf16: 0 fp32, 1 tf32, 2 fp16, 3 bf16\n"),
+            std::string::npos)
+      << source.text.substr(0, 2000);
 }
 
 TEST(IgemmFamily, ChecksEveryFieldValue) {

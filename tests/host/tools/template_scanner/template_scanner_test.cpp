@@ -73,7 +73,9 @@ TEST(TemplateScanner, ReadsIgemmsParametersEntryAndConstraints) {
   for (const auto& a : json["entries"][0]["args"]) args.push_back(a["name"]);
   EXPECT_EQ(args,
             (std::vector<std::string>{"g_activation", "g_filter", "g_output", "g_workspace", "g_bias", "g_residual"}));
-  EXPECT_EQ(json["entries"][0]["args"][0]["type"], "const float *__restrict");
+  // The data type is the template's own (float, or fp16 / bf16 bits: PRECISION), as the scanner reads it.
+  EXPECT_EQ(json["entries"][0]["args"][0]["type"], "const igemm::element_t *__restrict");
+  EXPECT_EQ(json["entries"][0]["args"][3]["type"], "float *__restrict");  // split-K needs no workspace: float
 
   bool found = false;
   for (const auto& c : json["constraints"])
