@@ -2,11 +2,12 @@
 // and the conversions to tf32, fp16 and bf16), each one inline-PTX function; included by NVRTC as a header.
 //
 // Every instruction a template issues on tensor cores is here and nowhere else, so that a host test
-// (tests/host/generator/families/igemm_tc_emulation_test.cpp) can put its own definitions of these functions in
-// place of this header, with the semantics of the PTX ISA, and run the template's index arithmetic, pipeline and
-// fragment bookkeeping on the CPU.
+// (tests/support/host_tensor_core.hpp) can put its own definitions of these functions in place of this header, with
+// the semantics of the PTX ISA, and run the template's index arithmetic, pipeline and fragment bookkeeping on the CPU.
 #ifndef CONVGEN_TENSOR_CORE_CUH
 #define CONVGEN_TENSOR_CORE_CUH
+
+#include "element.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #error "the tensor-core templates need sm_80 or later (cp.async, ldmatrix, mma.sync with tf32 and bf16)"
@@ -123,11 +124,10 @@ __device__ __forceinline__ unsigned round_to_tf32(unsigned bits) {
   return rounded;
 }
 
-// Rounds an fp32 value to fp16 / bf16 (to nearest even), as the element's 16 bits.
+// Rounds an fp32 value to fp16 / bf16 (to nearest even), as the element's 16 bits (fp16 as element.cuh does; bf16
+// in one sm_80 cvt, where element.cuh must round by hand).
 __device__ __forceinline__ unsigned short float_to_fp16_bits(float value) {
-  unsigned short bits;
-  asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(bits) : "f"(value));
-  return bits;
+  return convgen::element::float_to_fp16(value);
 }
 
 __device__ __forceinline__ unsigned short float_to_bf16_bits(float value) {
@@ -137,17 +137,9 @@ __device__ __forceinline__ unsigned short float_to_bf16_bits(float value) {
 }
 
 // Widens fp16 / bf16 bits to fp32 (exact): the epilogue reads the bias and the residual in the data type.
-__device__ __forceinline__ float fp16_bits_to_float(unsigned short bits) {
-  float value;
-  asm("cvt.f32.f16 %0, %1;\n" : "=f"(value) : "h"(bits));
-  return value;
-}
+__device__ __forceinline__ float fp16_bits_to_float(unsigned short bits) { return convgen::element::fp16_to_float(bits); }
 
-__device__ __forceinline__ float bf16_bits_to_float(unsigned short bits) {
-  float value;
-  asm("mov.b32 %0, %1;\n" : "=f"(value) : "r"((unsigned)bits << 16));
-  return value;
-}
+__device__ __forceinline__ float bf16_bits_to_float(unsigned short bits) { return convgen::element::bf16_to_float(bits); }
 
 }  // namespace convgen::tc
 

@@ -21,6 +21,7 @@
 #include "reference/host_tensor.hpp"
 #include "reference/reference.hpp"
 #include "support/corpus.hpp"
+#include "support/emulation_checks.hpp"
 #include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 
@@ -202,15 +203,7 @@ TEST_P(IgemmEmulation, MatchesTheReferenceInItsDataType) {
   HostTensor filter = HostTensor::for_problem(c.problem, TensorRole::filter);
   fill_random(activation, 1);
   fill_random(filter, 2);
-  HostTensor bias, residual;
-  if (c.problem.epilogue.bias) {
-    bias = HostTensor::for_problem(c.problem, TensorRole::bias);
-    fill_random(bias, 3);
-  }
-  if (reads_residual(c.problem.epilogue)) {
-    residual = HostTensor::for_problem(c.problem, TensorRole::residual);
-    fill_random(residual, 4);
-  }
+  const auto [bias, residual] = testing_support::random_epilogue_operands(c.problem);
   const HostTensor output = run_plan(c, activation, filter, bias, residual);
   std::vector<double> expected = reference_conv(c.problem, activation, filter);
   const double scale = apply_epilogue(c.problem, expected, {}, bias, residual);
@@ -227,11 +220,7 @@ TEST_P(IgemmEmulation, MatchesTheReferenceInItsDataType) {
   EXPECT_TRUE(passes(stats, c.problem.precision)) << "rel_l2 " << stats.rel_l2;
   // Against the reference rounded to the output's type only fp32 accumulation's differences are left: one unit in
   // the last place on a few outputs.
-  const std::vector<float> expected_floats(expected.begin(), expected.end());
-  const HostTensor rounded = HostTensor::from_floats(output.type(), expected_floats);
-  std::vector<double> expected_rounded(static_cast<std::size_t>(rounded.size()));
-  for (std::int64_t i = 0; i < rounded.size(); ++i) expected_rounded[static_cast<std::size_t>(i)] = rounded.get(i);
-  const ErrorStats exact = compare(output, expected_rounded, scale);
+  const ErrorStats exact = compare(output, testing_support::rounded_to(output.type(), expected), scale);
   std::cout << fmt::format("  against the reference in {}: relative L2 error {:.2e}\n", c.problem.precision,
                            exact.rel_l2);
   EXPECT_LT(exact.rel_l2, 1e-5) << "max_abs " << exact.max_abs << " at output " << exact.max_abs_index;

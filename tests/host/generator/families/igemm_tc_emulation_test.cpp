@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "support/corpus.hpp"
+#include "support/emulation_checks.hpp"
 #include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 
@@ -311,15 +312,7 @@ TEST_P(IgemmTcEmulation, MatchesTheReferenceOnEveryOutput) {
   fill_random(activation, 1);
   fill_random(filter, 2);
   // The epilogue's operands, in the data type, where it reads them.
-  HostTensor bias, residual;
-  if (c.problem.epilogue.bias) {
-    bias = HostTensor::for_problem(c.problem, TensorRole::bias);
-    fill_random(bias, 3);
-  }
-  if (reads_residual(c.problem.epilogue)) {
-    residual = HostTensor::for_problem(c.problem, TensorRole::residual);
-    fill_random(residual, 4);
-  }
+  const auto [bias, residual] = testing_support::random_epilogue_operands(c.problem);
   const auto reference = [&](const HostTensor& a, const HostTensor& f) {
     std::vector<double> values = reference_conv(c.problem, a, f);
     apply_epilogue(c.problem, values, {}, bias, residual);

@@ -23,6 +23,7 @@
 #include "reference/reference.hpp"
 #include "sparse24_tc_params.hpp"
 #include "support/corpus.hpp"
+#include "support/emulation_checks.hpp"
 #include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 
@@ -255,15 +256,7 @@ TEST_P(Sparse24TcEmulation, MatchesTheReferenceWithEveryFilterKind) {
     fill_random(activation, 1);
     const HostTensor filter =
         HostTensor::from_floats(HostTensor::for_problem(p, TensorRole::filter).type(), *p.weights.values);
-    HostTensor bias, residual;
-    if (p.epilogue.bias) {
-      bias = HostTensor::for_problem(p, TensorRole::bias);
-      fill_random(bias, 3);
-    }
-    if (reads_residual(p.epilogue)) {
-      residual = HostTensor::for_problem(p, TensorRole::residual);
-      fill_random(residual, 4);
-    }
+    const auto [bias, residual] = testing_support::random_epilogue_operands(p);
     tc_emulation::bad_shared_access = false;
     tc_emulation::bad_sparse_metadata = false;
     const HostTensor output = run_on_host(c, p, activation, filter, bias, residual);
@@ -280,11 +273,7 @@ TEST_P(Sparse24TcEmulation, MatchesTheReferenceWithEveryFilterKind) {
     // The emulated tensor core computes exactly on what it is given, so against the reference rounded to the output's
     // type the only differences left are fp32 accumulation's, which move an output by at most one unit in the last
     // place: a misplaced value or metadata nibble cannot hide in fp16's or bf16's tolerance.
-    std::vector<float> expected_floats(expected.begin(), expected.end());
-    const HostTensor rounded = HostTensor::from_floats(output.type(), expected_floats);
-    std::vector<double> expected_rounded(static_cast<std::size_t>(rounded.size()));
-    for (std::int64_t i = 0; i < rounded.size(); ++i) expected_rounded[static_cast<std::size_t>(i)] = rounded.get(i);
-    const ErrorStats exact = compare(output, expected_rounded, scale);
+    const ErrorStats exact = compare(output, testing_support::rounded_to(output.type(), expected), scale);
     std::cout << fmt::format("  against the reference in {}: relative L2 error {:.2e}\n", p.precision, exact.rel_l2);
     EXPECT_LT(exact.rel_l2, kExactLimit) << "max_abs " << exact.max_abs << " at output " << exact.max_abs_index;
   }
