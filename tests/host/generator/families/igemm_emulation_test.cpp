@@ -203,7 +203,9 @@ TEST_P(IgemmEmulation, MatchesTheReferenceInItsDataType) {
   HostTensor filter = HostTensor::for_problem(c.problem, TensorRole::filter);
   fill_random(activation, 1);
   fill_random(filter, 2);
-  const auto [bias, residual] = testing_support::random_epilogue_operands(c.problem);
+  const testing_support::EpilogueOperands operands = testing_support::random_epilogue_operands(c.problem);
+  const HostTensor& bias = operands.bias;
+  const HostTensor& residual = operands.residual;
   const HostTensor output = run_plan(c, activation, filter, bias, residual);
   std::vector<double> expected = reference_conv(c.problem, activation, filter);
   const double scale = apply_epilogue(c.problem, expected, {}, bias, residual);

@@ -312,7 +312,9 @@ TEST_P(IgemmTcEmulation, MatchesTheReferenceOnEveryOutput) {
   fill_random(activation, 1);
   fill_random(filter, 2);
   // The epilogue's operands, in the data type, where it reads them.
-  const auto [bias, residual] = testing_support::random_epilogue_operands(c.problem);
+  const testing_support::EpilogueOperands operands = testing_support::random_epilogue_operands(c.problem);
+  const HostTensor& bias = operands.bias;
+  const HostTensor& residual = operands.residual;
   const auto reference = [&](const HostTensor& a, const HostTensor& f) {
     std::vector<double> values = reference_conv(c.problem, a, f);
     apply_epilogue(c.problem, values, {}, bias, residual);

@@ -256,7 +256,9 @@ TEST_P(Sparse24TcEmulation, MatchesTheReferenceWithEveryFilterKind) {
     fill_random(activation, 1);
     const HostTensor filter =
         HostTensor::from_floats(HostTensor::for_problem(p, TensorRole::filter).type(), *p.weights.values);
-    const auto [bias, residual] = testing_support::random_epilogue_operands(p);
+    const testing_support::EpilogueOperands operands = testing_support::random_epilogue_operands(p);
+    const HostTensor& bias = operands.bias;
+    const HostTensor& residual = operands.residual;
     tc_emulation::bad_shared_access = false;
     tc_emulation::bad_sparse_metadata = false;
     const HostTensor output = run_on_host(c, p, activation, filter, bias, residual);
