@@ -205,6 +205,7 @@ RandomProblem random_problem(std::uint64_t seed, int index, const RandomProblemO
   if (draw.chance(options.act_sparse_share)) p.act_sparsity = std::array{0.5, 0.7, 0.9}[sparse_zeros];
   const int weight_zeros = draw.between(0, 2);
   if (draw.chance(options.weight_sparse_share)) out.weight_sparsity = std::array{0.5, 0.8, 0.95}[weight_zeros];
+  out.two_four = out.weight_sparsity == 0.5 && (precision == Precision::fp16 || precision == Precision::bf16);
   if (draw.chance(options.epilogue_share)) p.epilogue = draw_epilogue(draw);
 
   // The construction keeps every problem valid; a reason here is a bug of the generator's.
@@ -277,7 +278,8 @@ std::vector<std::pair<std::string_view, std::string>> coverage_buckets(const Ran
                            : m < (1 << 22) ? "2^20-2^22"
                                            : ">= 2^22");
   out.emplace_back("activation zeros", fmt::format("{}%", act_sparsity_bucket(p)));
-  out.emplace_back("filter zeros", fmt::format("{}%", static_cast<int>(rp.weight_sparsity * 100 + 0.5)));
+  out.emplace_back("filter zeros",
+                   rp.two_four ? "2:4" : fmt::format("{}%", static_cast<int>(rp.weight_sparsity * 100 + 0.5)));
   const Epilogue& e = p.epilogue;
   if (is_identity(e)) out.emplace_back("epilogue", "none");
   if (e.alpha != 1) out.emplace_back("epilogue", "alpha");
@@ -304,7 +306,7 @@ const std::vector<CoverageAxis>& coverage_axes() {
         {"K/g", {"1", "2-4", "5-16", "17-64", "65+"}},
         {"MACs", {"< 2^16", "2^16-2^20", "2^20-2^22", ">= 2^22"}},
         {"activation zeros", {"0%", "50%", "70%", "90%"}},
-        {"filter zeros", {"0%", "50%", "80%", "95%"}},
+        {"filter zeros", {"0%", "50%", "2:4", "80%", "95%"}},
         {"epilogue", {"none", "alpha", "bias", "add", "relu", "relu6", "clip"}},
     };
     for (const auto& [layout, name] : EnumNames<Layout>::table) out[1].buckets.emplace_back(name);

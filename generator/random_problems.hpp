@@ -25,13 +25,16 @@ struct RandomProblemOptions {
 };
 
 // One generated problem. It carries no filter of its own: where weight_sparsity is not 0 the caller attaches
-//   with_weights(problem, pruned_random_filter(problem, weight_sparsity, seed))
-// (reference/pruning.hpp; the generator knows no tensors).
+//   with_weights(problem, two_four ? two_four_pruned_random_filter(problem, seed)
+//                                  : pruned_random_filter(problem, weight_sparsity, seed))
+// (reference/pruning.hpp; the generator knows no tensors). In fp16 and bf16 the 50% draw is 2:4 (two_four): the
+// structure sparse24_tc serves, so that a stress run in those precisions reaches it.
 struct RandomProblem {
   int index = 0;           // its place in the sequence
   std::uint64_t seed = 0;  // its own seed (from the sequence's seed and the index): for its inputs and filter
   Problem problem;
   double weight_sparsity = 0;
+  bool two_four = false;  // the filter pruned 2:4 (weight_sparsity 0.5)
   bool operator==(const RandomProblem&) const = default;
 };
 
@@ -54,7 +57,7 @@ std::int64_t macs(const Problem& p);
 // extent of the problem's dims: "1" .. "7"), stride and dilation ("1", "2", "3" or "mixed"), padding ("none", "at
 // most stride", "beyond stride"), groups ("dense", "grouped", "depthwise"), precision, batch ("1", "2-4", "5-16",
 // "17+"), C/g and K/g ("1", "2-4", "5-16", "17-64", "65+"), MACs ("< 2^16", "2^16-2^20", "2^20-2^22", ">= 2^22"),
-// activation zeros and filter zeros ("0%", "50%" ...) and epilogue (one pair for each of its terms: "alpha",
+// activation zeros and filter zeros ("0%", "50%" ..., "2:4") and epilogue (one pair for each of its terms: "alpha",
 // "bias", "add", then the activation; or "none").
 //   coverage_buckets(p) -> {{"dims", "3-D"}, {"layout", "ndhwc"}, {"filter", "non-square"}, {"filter extent", "1"},
 //   ...}

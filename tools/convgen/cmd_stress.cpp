@@ -145,7 +145,10 @@ std::string what_of(const std::exception_ptr& error) {
 std::string run_line(const Options& opts, const StressProblem& sp, const KernelSpec& spec) {
   std::string line =
       fmt::format("convgen run --problem {} --kernel {} --seed {}", sp.key, kernel_name(spec), sp.generated.seed);
-  if (sp.generated.weight_sparsity > 0) line += fmt::format(" --weight-sparsity {}", sp.generated.weight_sparsity);
+  if (sp.generated.two_four)
+    line += " --weight-sparsity 2:4";
+  else if (sp.generated.weight_sparsity > 0)
+    line += fmt::format(" --weight-sparsity {}", sp.generated.weight_sparsity);
   if (opts.gpu != "live") line += " --gpu " + opts.gpu;
   return line;
 }
@@ -268,7 +271,9 @@ void run_stress(const Options& opts) {
   std::vector<Case> cases;
   for (const RandomProblem& rp : random_problems(opts.seed, opts.count, po)) {
     StressProblem sp{.generated = rp, .problem = rp.problem, .key = problem_key(rp.problem)};
-    if (rp.weight_sparsity > 0)
+    if (rp.two_four)
+      sp.problem = with_weights(rp.problem, two_four_pruned_random_filter(rp.problem, rp.seed));
+    else if (rp.weight_sparsity > 0)
       sp.problem = with_weights(rp.problem, pruned_random_filter(rp.problem, rp.weight_sparsity, rp.seed));
     for (const auto& [axis, bucket] : coverage_buckets(rp)) {
       ++summary.coverage[std::string(axis)][bucket];

@@ -28,6 +28,14 @@ std::map<std::string, std::set<std::string>> buckets_of(const std::vector<Random
   return seen;
 }
 
+// The problem with the filter `convgen stress` attaches to it: pruned 2:4 or to its zero fraction, or none.
+Problem with_its_filter(const RandomProblem& rp) {
+  if (rp.two_four) return with_weights(rp.problem, two_four_pruned_random_filter(rp.problem, rp.seed));
+  if (rp.weight_sparsity > 0)
+    return with_weights(rp.problem, pruned_random_filter(rp.problem, rp.weight_sparsity, rp.seed));
+  return rp.problem;
+}
+
 // The mappings are our own and std::mt19937_64's sequence is the standard's: these keys are the same with every
 // compiler and standard library. A change of the generator that changes them changes what `--seed 1` means.
 TEST(RandomProblems, SeedOneGivesTheSameProblemsOnEveryMachine) {
@@ -83,11 +91,30 @@ TEST(RandomProblems, PrunedFiltersAttachToTheWeightSparseOnes) {
   for (const RandomProblem& rp : random_problems(1, 300)) {
     if (rp.weight_sparsity == 0) continue;
     ++pruned;
-    const Problem p = with_weights(rp.problem, pruned_random_filter(rp.problem, rp.weight_sparsity, rp.seed));
+    EXPECT_FALSE(rp.two_four) << "2:4 in fp32: " << problem_key(rp.problem);
+    const Problem p = with_its_filter(rp);
     ASSERT_EQ(validate(p), "") << problem_key(p);
     EXPECT_NEAR(weight_zero_fraction(p), rp.weight_sparsity, 0.5) << problem_key(p);
   }
   EXPECT_GT(pruned, 20);
+}
+
+// In fp16 and bf16 the 50% draw is 2:4, with a filter that is 2:4 sparse; in fp32 and tf32 never.
+TEST(RandomProblems, SixteenBitProblemsDrawTwoFourFilters) {
+  int two_four = 0;
+  for (const RandomProblem& rp : random_problems(1, 400, {.precisions = {Precision::tf32, Precision::fp16,
+                                                                         Precision::bf16}})) {
+    const bool sixteen_bit = rp.problem.precision == Precision::fp16 || rp.problem.precision == Precision::bf16;
+    EXPECT_EQ(rp.two_four, sixteen_bit && rp.weight_sparsity == 0.5) << problem_key(rp.problem);
+    if (!rp.two_four) continue;
+    ++two_four;
+    const Problem p = with_its_filter(rp);
+    EXPECT_TRUE(is_two_four_sparse(p)) << problem_key(p);
+    const std::vector<std::pair<std::string_view, std::string>> buckets = coverage_buckets(rp);
+    EXPECT_NE(std::find(buckets.begin(), buckets.end(), std::pair<std::string_view, std::string>{"filter zeros", "2:4"}),
+              buckets.end());
+  }
+  EXPECT_GT(two_four, 5);
 }
 
 TEST(RandomProblems, FiveHundredCoverEveryKindOfShape) {
@@ -108,7 +135,7 @@ TEST(RandomProblems, FiveHundredCoverEveryKindOfShape) {
       {"K/g", {"1", "2-4", "5-16", "17-64", "65+"}},
       {"MACs", {"< 2^16", "2^16-2^20", "2^20-2^22", ">= 2^22"}},
       {"activation zeros", {"0%", "50%", "70%", "90%"}},
-      {"filter zeros", {"0%", "50%", "80%", "95%"}},
+      {"filter zeros", {"0%", "50%", "2:4", "80%", "95%"}},
       {"epilogue", {"none", "alpha", "bias", "add", "relu", "relu6", "clip"}},
   };
   EXPECT_EQ(seen, expected);
@@ -134,8 +161,7 @@ TEST(RandomProblems, EveryFamilyServesSomeOfFiveHundred) {
   const Gpu gpu = testing_support::h100();
   std::map<std::string, int> served;
   for (const RandomProblem& rp : random_problems(1, 500, {.precisions = {Precision::fp32, Precision::fp16}})) {
-    Problem p = rp.problem;
-    if (rp.weight_sparsity > 0) p = with_weights(p, pruned_random_filter(p, rp.weight_sparsity, rp.seed));
+    const Problem p = with_its_filter(rp);
     for (const Family* f : all_families())
       if (const auto spec = f->default_spec(p, gpu)) {
         ++served[std::string(f->name())];
