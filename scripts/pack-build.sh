@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# pack-build: copies build/ without object files, precompiled headers and static libraries (but with the installed
-# libconvgen.a) into build-carry/, small enough to carry to the GPU machine, where scripts/gpu-check.sh moves it back
-# to build/. The ONNX importer and its tests stay behind: the GPU machine has no libonnx, and `convgen import onnx`
-# there says the importer is not built. The host-only test
-# binaries, the install-consumer test and this machine's Python extension stay behind too (the GPU machine runs the
-# `gpu` label and builds its own extension): the carry and the tracked tree must fit the lent machine's 64 MiB.
-# Usage: scripts/pack-build.sh [--without-library]: --without-library leaves the installed library out (13 MiB) when
-# the call does not build the Python extension and the tracked tree leaves too little room under the limit, and with
-# it what the GPU machine's `gpu` tests, benches and tuning never run: the nvrtc tier (its binary and test list), the
-# examples, the template scanner, the compile-latency tools and ninja's files (about 13.4 MiB carried in all).
+# pack-build: packs build/ without object files, precompiled headers and static libraries (but with the installed
+# libconvgen.a), stripped, as one xz archive build-carry/build.tar.xz (about 5 MiB) to carry to the GPU machine, where
+# scripts/use-carried-build.sh (sourced by gpu-check.sh and the study scripts) unpacks it as build/. The ONNX importer
+# and its tests stay behind: the GPU machine has no libonnx, and `convgen import onnx` there says the importer is not
+# built. The host-only test binaries, the install-consumer test and this machine's Python extension stay behind too
+# (the GPU machine runs the `gpu` label and builds its own extension).
+# Usage: scripts/pack-build.sh [--without-library]: --without-library also leaves out the installed library and what
+# the GPU machine's `gpu` tests, benches and tuning never run (the nvrtc tier, the examples, the template scanner, the
+# compile-latency tools, ninja's files); the Python tests and the README example's test then cannot run there.
 set -euo pipefail
 with_library=1
 [[ ${1:-} == --without-library ]] && with_library=0
@@ -25,8 +24,14 @@ if ((!with_library)); then
     build-carry/tools/convgen/convgen-template-scan build-carry/tools/convgen/convgen-cache-latency \
     build-carry/tools/convgen/convgen-compile-throughput
 fi
+# Symbol tables only: the binaries carry no debug information, and a stripped one runs the same (about 1.2 MiB less).
+find build-carry -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q "^ELF" && strip "$1"' _ {} \;
 if ((with_library)); then
   cmake --install build --prefix build-carry/prefix --component library >/dev/null
   mkdir -p build-carry/prefix/include/sqlite3-carried && cp /usr/include/sqlite3.h build-carry/prefix/include/sqlite3-carried/
 fi
+# One xz archive in build-carry/: the binaries compress to about a third, leaving room under the 64 MiB a lent call
+# carries; scripts/use-carried-build.sh unpacks it.
+tar -C build-carry -cf - --remove-files . | xz -T0 -6 > build-carry.tar.xz
+rm -rf build-carry && mkdir build-carry && mv build-carry.tar.xz build-carry/build.tar.xz
 du -sh build-carry
