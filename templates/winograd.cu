@@ -1,8 +1,10 @@
-// winograd: FP32 Winograd convolution F(m x m, 3 x 3), m = TILE (2 or 4), for 3x3 filters at stride 1, dilation 1.
+// winograd: FP32 Winograd convolution F(m x m, 3 x 3), m = TILE (2 or 4), for 3x3 filters at stride 1, dilation 1,
+// ungrouped or grouped (each block works inside one group: its CG input and KG output channels).
 //
 // Y = A^T [ (G g G^T) . (B^T d B) ] A per output tile (Lavin & Gray 2016), cross-correlation as the reference.
 // The filter transform U = G g G^T is a setup step (entry transform_filter), run once per filter into the persistent
-// buffer transformed_filter laid out [position][c][k] (ALPHA x ALPHA positions, ALPHA = TILE + 2), computed in double.
+// buffer transformed_filter laid out [position][group][c][k] (ALPHA x ALPHA positions, ALPHA = TILE + 2; c < CG and
+// k < KG within the group), computed in double.
 // The main kernel does the rest in one launch. A block owns BLOCK_K output channels x BLOCK_T output tiles (tiles
 // numbered over n, tile row, tile column); per chunk of BLOCK_C input channels it
 //   1. stages U[pos][c][k] of the chunk in shared memory, s_u[pos][c][k];
@@ -15,7 +17,7 @@
 // shared-memory buffer, more registers); without it a chunk's loads wait for the previous chunk's GEMMs.
 // Then M goes through shared memory, KSLICE output channels at a time (reusing s_u and s_v), and each (k, tile) is
 // transformed back, Y = A^T M A, and stored where the output exists (P, Q, K, tiles need not be multiples of
-// anything). Grid: x = ceil(TILES / BLOCK_T), y = ceil(K / BLOCK_K).
+// anything). Grid: x = ceil(TILES / BLOCK_T), y = GROUPS * ceil(KG / BLOCK_K) (the group, then the channel block).
 #include "interface.cuh"
 #include "epilogue.cuh"
 
@@ -60,9 +62,12 @@ constexpr int TILES_W = (int)ceil_div(Q, TILE);
 constexpr int TILES_PER_IMAGE = TILES_H * TILES_W;
 constexpr long long TILES_LL = (long long)N * TILES_PER_IMAGE;
 constexpr int TILES = (int)TILES_LL;
+constexpr int CG = C / GROUPS;  // input channels of a group
+constexpr int KG = K / GROUPS;  // output channels of a group
+constexpr int K_BLOCKS = (int)ceil_div(KG, BLOCK_K);  // channel blocks of a group
 constexpr long long ACTIVATION_ELEMENTS = (long long)N * C * H * W;
 constexpr long long OUTPUT_ELEMENTS = (long long)N * K * P * Q;
-constexpr long long TRANSFORMED_ELEMENTS = (long long)POSITIONS * C * K;
+constexpr long long TRANSFORMED_ELEMENTS = (long long)POSITIONS * CG * K;
 constexpr long long MAX_ELEMENTS = ACTIVATION_ELEMENTS > OUTPUT_ELEMENTS
                                        ? (ACTIVATION_ELEMENTS > TRANSFORMED_ELEMENTS ? ACTIVATION_ELEMENTS
                                                                                      : TRANSFORMED_ELEMENTS)
@@ -70,7 +75,7 @@ constexpr long long MAX_ELEMENTS = ACTIVATION_ELEMENTS > OUTPUT_ELEMENTS
                                                                                  : TRANSFORMED_ELEMENTS);
 using idx_t = convgen::index_for<MAX_ELEMENTS>;
 
-static_assert(GROUPS == 1, "winograd handles ungrouped convolutions only");
+static_assert(GROUPS >= 1 && C % GROUPS == 0 && K % GROUPS == 0, "the groups must divide C and K");
 static_assert(D == 1 && T == 1 && O == 1 && PAD_D == 0, "winograd handles 2-D convolutions only");
 static_assert(R == 3 && S == 3, "winograd handles 3x3 filters only");
 static_assert(STRIDE_H == 1 && STRIDE_W == 1, "winograd needs stride 1");
@@ -79,7 +84,7 @@ static_assert(P == convgen::conv_out_extent(H, R, STRIDE_H, PAD_H, DIL_H), "P do
 static_assert(Q == convgen::conv_out_extent(W, S, STRIDE_W, PAD_W, DIL_W), "Q does not match W, S, stride, padding");
 static_assert(P > 0 && Q > 0, "the output must not be empty");
 static_assert(TILES_LL <= convgen::kIntMax, "output tiles must fit in int");
-static_assert((long long)C * K <= convgen::kIntMax, "C * K must fit in int");
+static_assert((long long)CG * K <= convgen::kIntMax, "C / GROUPS * K must fit in int");
 
 // ---- The configuration --------------------------------------------------------------------------------------
 static_assert(TILE == 2 || TILE == 4, "TILE must be 2 or 4");
@@ -245,9 +250,10 @@ struct ChunkRegisters {
   float d[PATCHES][ALPHA][ALPHA];
 };
 
-// 1. The chunk's transformed filter, channels past C or K as zero; 2. its input patches, zero outside the input.
+// 1. The chunk's transformed filter, channels past the group's CG or KG as zero; 2. its input patches, zero outside
+// the input. c0 and k_block count within group g.
 __device__ __forceinline__ void load_chunk(ChunkRegisters& r, const float* __restrict__ g_activation,
-                                           const float* __restrict__ g_transformed_filter, int tid, int c0,
+                                           const float* __restrict__ g_transformed_filter, int tid, int g, int c0,
                                            int t_block, int k_block) {
 #pragma unroll
   for (int i = 0; i < U_LOADS; ++i) {
@@ -257,16 +263,16 @@ __device__ __forceinline__ void load_chunk(ChunkRegisters& r, const float* __res
     const int pos = e / (BLOCK_K * BLOCK_C);
     const int c = c0 + cc;
     const int k = k_block + kk;
-    const bool ok = is_u_element(e) && c < C && k < K;
-    r.u[i] = ok ? g_transformed_filter[((idx_t)pos * C + c) * K + k] : 0.0f;
+    const bool ok = is_u_element(e) && c < CG && k < KG;
+    r.u[i] = ok ? g_transformed_filter[(((idx_t)pos * GROUPS + g) * CG + c) * KG + k] : 0.0f;
   }
 #pragma unroll
   for (int i = 0; i < PATCHES; ++i) {
     const int e = tid + i * THREADS;
     const int tile = t_block + e % BLOCK_T;
     const int c = c0 + e / BLOCK_T;
-    const bool ok = is_patch(e) && c < C && tile < TILES;
-    load_patch(r.d[i], g_activation, ok ? c : 0, ok ? tile : 0, ok);
+    const bool ok = is_patch(e) && c < CG && tile < TILES;
+    load_patch(r.d[i], g_activation, ok ? g * CG + c : 0, ok ? tile : 0, ok);
   }
 }
 
@@ -294,30 +300,33 @@ __device__ __forceinline__ void store_chunk(const ChunkRegisters& r, float* s_u,
 
 }  // namespace winograd
 
-// Setup, once per filter: U[pos][c][k] = (G g G^T) of filter (k, c), in double, rounded to float once. One thread
-// per (c, k), k fastest (coalesced stores); 256 threads per block.
+// Setup, once per filter: U[pos][group][c][k] = (G g G^T) of filter (k, c) of the group, in double, rounded to float
+// once. One thread per (group, c, k), k fastest (coalesced stores); 256 threads per block.
 extern "C" __global__ void __launch_bounds__(256)
     CONVGEN_ENTRY_NAMED(transform_filter)(const float* __restrict__ g_filter,
                                           float* __restrict__ g_transformed_filter) {
   using namespace winograd;
   const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= C * K) return;
-  const int k = i % K;
-  const int c = i / K;
+  if (i >= CG * K) return;
+  const int kk = i % KG;  // within the group
+  const int c = GROUPS == 1 ? i / KG : (i / KG) % CG;
+  const int g = GROUPS == 1 ? 0 : i / (KG * CG);
+  const int k = g * KG + kk;
   double r_g[3][3];
 #pragma unroll
   for (int r = 0; r < 3; ++r)
 #pragma unroll
     for (int s = 0; s < 3; ++s)
-      // channels-last filter: ((k * R + r) * S + s) * C + c; channels-first: ((k * C + c) * R + r) * S + s
-      r_g[r][s] =
-          CHANNELS_LAST ? g_filter[((idx_t)k * 9 + r * 3 + s) * C + c] : g_filter[((idx_t)k * C + c) * 9 + r * 3 + s];
+      // channels-last filter: ((k * R + r) * S + s) * CG + c; channels-first: ((k * CG + c) * R + r) * S + s
+      r_g[r][s] = CHANNELS_LAST ? g_filter[((idx_t)k * 9 + r * 3 + s) * CG + c]
+                                : g_filter[((idx_t)k * CG + c) * 9 + r * 3 + s];
   double r_u[ALPHA][ALPHA];
   transform_2d<FilterMatrix, double>(r_u, r_g);
 #pragma unroll
   for (int a = 0; a < ALPHA; ++a)
 #pragma unroll
-    for (int b = 0; b < ALPHA; ++b) g_transformed_filter[((idx_t)(a * ALPHA + b) * C + c) * K + k] = (float)r_u[a][b];
+    for (int b = 0; b < ALPHA; ++b)
+      g_transformed_filter[(((idx_t)(a * ALPHA + b) * GROUPS + g) * CG + c) * KG + kk] = (float)r_u[a][b];
 }
 
 extern "C" __global__ void __launch_bounds__(winograd::THREADS)
@@ -331,7 +340,9 @@ extern "C" __global__ void __launch_bounds__(winograd::THREADS)
 
   const int tid = (int)threadIdx.x;
   const int t_block = (int)blockIdx.x * BLOCK_T;  // first tile of the block
-  const int k_block = (int)blockIdx.y * BLOCK_K;  // first output channel of the block
+  // The block's group, and its first output channel within the group (ungrouped: the grid's y is the channel block).
+  const int g = GROUPS == 1 ? 0 : (int)blockIdx.y / K_BLOCKS;
+  const int k_block = (GROUPS == 1 ? (int)blockIdx.y : (int)blockIdx.y % K_BLOCKS) * BLOCK_K;
   const int tid_t = tid % T_THREADS;
   const int tid_k = (tid / T_THREADS) % K_THREADS;
   const int tid_p = tid / (T_THREADS * K_THREADS);
@@ -345,14 +356,14 @@ extern "C" __global__ void __launch_bounds__(winograd::THREADS)
       for (int j = 0; j < THREAD_T; ++j) r_acc[q][i][j] = 0.0f;
 
   ChunkRegisters r_chunk;
-  if constexpr (PREFETCH) load_chunk(r_chunk, g_activation, g_transformed_filter, tid, 0, t_block, k_block);
-  for (int c0 = 0; c0 < C; c0 += BLOCK_C) {
-    if constexpr (!PREFETCH) load_chunk(r_chunk, g_activation, g_transformed_filter, tid, c0, t_block, k_block);
+  if constexpr (PREFETCH) load_chunk(r_chunk, g_activation, g_transformed_filter, tid, g, 0, t_block, k_block);
+  for (int c0 = 0; c0 < CG; c0 += BLOCK_C) {
+    if constexpr (!PREFETCH) load_chunk(r_chunk, g_activation, g_transformed_filter, tid, g, c0, t_block, k_block);
     store_chunk(r_chunk, s_u, s_v, tid);
     __syncthreads();
     if constexpr (PREFETCH) {
       const int next = c0 + BLOCK_C;
-      if (next < C) load_chunk(r_chunk, g_activation, g_transformed_filter, tid, next, t_block, k_block);
+      if (next < CG) load_chunk(r_chunk, g_activation, g_transformed_filter, tid, g, next, t_block, k_block);
     }
     // 3. The GEMMs of the chunk.
 #pragma unroll
@@ -392,8 +403,9 @@ extern "C" __global__ void __launch_bounds__(winograd::THREADS)
       const int tt = e % BLOCK_T;
       const int kk = e / BLOCK_T;
       const int tile = t_block + tt;
-      const int k = k_block + k0 + kk;
-      if (tile >= TILES || k >= K) continue;
+      const int k_in_group = k_block + k0 + kk;
+      if (tile >= TILES || k_in_group >= KG) continue;
+      const int k = g * KG + k_in_group;
       float r_m[ALPHA][ALPHA];
 #pragma unroll
       for (int a = 0; a < ALPHA; ++a)

@@ -20,6 +20,9 @@ namespace {
 constexpr std::int64_t kIntMax = 2147483647;
 constexpr std::int64_t kGridYMax = 65535;
 constexpr unsigned kSetupThreads = 256;  // the transform_filter entry's block
+// Grouped layers with fewer input channels per group are refused: every channel step (4 to 16 channels) would be
+// mostly padding, and depthwise layers are direct's.
+constexpr int kMinGroupChannels = 4;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -30,6 +33,8 @@ int next_pow2(std::int64_t v) {
 }
 
 // The quantities of templates/winograd.cu (same names, lower case).
+int cg(const Problem& p) { return p.c / std::max(p.groups, 1); }
+int kg(const Problem& p) { return p.k / std::max(p.groups, 1); }
 int alpha(const WinogradParams& s) { return s.tile + 2; }
 int positions(const WinogradParams& s) { return alpha(s) * alpha(s); }
 std::int64_t tiles(const Problem& p, const WinogradParams& s) {
@@ -59,11 +64,13 @@ int register_estimate(const WinogradParams& s) {
          24;
 }
 std::int64_t transformed_filter_bytes(const Problem& p, const WinogradParams& s) {
-  return std::int64_t{positions(s)} * p.c * p.k * 4;
+  return std::int64_t{positions(s)} * cg(p) * p.k * 4;
 }
 
+// y: the groups, each ceil(KG / block_k) channel blocks.
+std::int64_t grid_y(const Problem& p, const WinogradParams& s) { return p.groups * ceil_div(kg(p), s.block_k); }
 std::array<unsigned, 3> grid_of(const Problem& p, const WinogradParams& s) {
-  return {static_cast<unsigned>(ceil_div(tiles(p, s), s.block_t)), static_cast<unsigned>(ceil_div(p.k, s.block_k)), 1};
+  return {static_cast<unsigned>(ceil_div(tiles(p, s), s.block_t)), static_cast<unsigned>(grid_y(p, s)), 1};
 }
 std::int64_t blocks_of(const Problem& p, const WinogradParams& s) {
   const auto grid = grid_of(p, s);
@@ -92,7 +99,7 @@ struct BlockWork {
   int steps = 0;
 };
 BlockWork block_work(const Problem& p, const WinogradParams& s) {
-  const int steps = static_cast<int>(ceil_div(p.c, s.block_c));
+  const int steps = static_cast<int>(ceil_div(cg(p), s.block_c));
   const double warps = std::ceil(threads_per_block(s) / 32.0);
   const double channels = static_cast<double>(steps) * s.block_c;
   const double patches = channels * s.block_t;                        // input transforms
@@ -134,13 +141,13 @@ class Winograd final : public Family {
     return specs;
   }
 
-  // setup: U = G g G^T of every (c, k) into the persistent buffer "transformed_filter" ([position][c][k]);
+  // setup: U = G g G^T of every (c, k) into the persistent buffer "transformed_filter" ([position][group][c][k]);
   // run: one launch (g_activation, g_transformed_filter, g_output).
   LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
     const WinogradParams s = params_of<WinogradParams>(spec);
     LaunchPlan plan;
     plan.buffers.push_back({.name = "transformed_filter", .bytes = transformed_filter_bytes(p, s), .persistent = true});
-    const auto setup_blocks = static_cast<unsigned>(ceil_div(std::int64_t{p.c} * p.k, kSetupThreads));
+    const auto setup_blocks = static_cast<unsigned>(ceil_div(std::int64_t{cg(p)} * p.k, kSetupThreads));
     plan.setup.push_back({.kind = LaunchStep::Kind::kernel,
                           .entry_suffix = "transform_filter",
                           .geometry = {.grid = {setup_blocks, 1, 1}, .block = {kSetupThreads, 1, 1}}});
@@ -190,7 +197,10 @@ class Winograd final : public Family {
     if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
     if (p.precision != Precision::fp32)
       return fmt::format("precision {} is not supported by winograd (fp32 only)", p.precision);
-    if (p.groups != 1) return fmt::format("winograd handles ungrouped convolutions only, got groups {}", p.groups);
+    if (p.groups > 1 && cg(p) < kMinGroupChannels)
+      return fmt::format(
+          "winograd needs at least {} input channels per group (its channel step is 4 to 16), got C/groups {}",
+          kMinGroupChannels, cg(p));
     if (rank(p.layout) != 2) return fmt::format("winograd handles 2-D convolutions only, got layout {}", p.layout);
     if (p.filter.h != 3 || p.filter.w != 3)
       return fmt::format("winograd handles 3x3 filters only, got {}x{}", p.filter.h, p.filter.w);
@@ -216,10 +226,10 @@ class Winograd final : public Family {
     // Index and grid limits.
     if (activation_elements(p) > kIntMax || output_elements(p) > kIntMax)
       return "winograd indexes tensors with int: the activation and output must have fewer than 2^31 elements";
-    if (std::int64_t{positions(s)} * p.c * p.k > kIntMax)
-      return fmt::format("the transformed filter's {} x C x K elements exceed 2^31 - 1", positions(s));
-    if (ceil_div(p.k, s.block_k) > kGridYMax)
-      return fmt::format("{} blocks of output channels exceed the grid's y limit of 65535", ceil_div(p.k, s.block_k));
+    if (std::int64_t{positions(s)} * cg(p) * p.k > kIntMax)
+      return fmt::format("the transformed filter's {} x C/groups x K elements exceed 2^31 - 1", positions(s));
+    if (grid_y(p, s) > kGridYMax)
+      return fmt::format("{} blocks of output channels exceed the grid's y limit of 65535", grid_y(p, s));
     // Resources of the GPU.
     const int threads = threads_per_block(s);
     if (threads < 32) return fmt::format("{} threads per block are fewer than a warp", threads);
@@ -261,7 +271,7 @@ class Winograd final : public Family {
     std::vector<std::pair<double, WinogradParams>> found;
     const int position_count = (tile + 2) * (tile + 2);
     for (int block_k : {16, 32, 64}) {
-      if (block_k > std::max(16, next_pow2(p.k))) continue;
+      if (block_k > std::max(16, next_pow2(kg(p)))) continue;
       for (int block_t : {16, 32, 64}) {
         for (int block_c : {4, 8, 16}) {
           for (int thread_k : {2, 4}) {
@@ -314,7 +324,7 @@ class Winograd final : public Family {
     const double block_cycles = std::max(instructions / 4, w.shared_bytes / 128);
     const double compute_us = waves * resident * block_cycles * latency / clock_mhz;
     const auto grid = grid_of(p, s);
-    const double patch_bytes = static_cast<double>(tiles(p, s)) * p.c * positions(s) * 4;
+    const double patch_bytes = static_cast<double>(tiles(p, s)) * cg(p) * positions(s) * 4;  // one group's
     const double l2_bytes = static_cast<double>(grid[1]) * patch_bytes +
                             static_cast<double>(grid[0]) * static_cast<double>(transformed_filter_bytes(p, s)) +
                             static_cast<double>(output_elements(p)) * 4;

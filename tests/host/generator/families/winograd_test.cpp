@@ -60,13 +60,16 @@ TEST(WinogradFamily, EnumeratesSupportedDistinctCandidatesOfBothTileSizesForEver
   }
 }
 
-TEST(WinogradFamily, ServesExactlyTheUngroupedThreeByThreeStrideOneRowsOfTheEdgeCaseCorpus) {
+// Grouped rows too, where a group has 4 or more input channels (groups2, groups4_batch2, nhwc_groups2_batch2); not
+// the depthwise ones.
+TEST(WinogradFamily, ServesExactlyTheThreeByThreeStrideOneRowsOfTheEdgeCaseCorpusNotDepthwise) {
   std::set<std::string> served;
   for (const Layer& layer : edge_cases().layers)
     if (!winograd().enumerate(layer.problem, h100()).empty()) served.insert(layer.name);
   EXPECT_EQ(served,
             (std::set<std::string>{"batch2_3x3", "c16_k5_odd_7x9_nopad", "c1_k5_odd_13x17", "c32_k100_3x3",
-                                   "c3_k37_3x3", "nhwc_c3_k37_3x3", "pad3_stride1", "tiny_1x1_input_3x3_pad1"}));
+                                   "c3_k37_3x3", "groups2", "groups4_batch2", "nhwc_c3_k37_3x3",
+                                   "nhwc_groups2_batch2", "pad3_stride1", "tiny_1x1_input_3x3_pad1"}));
 }
 
 TEST(WinogradFamily, TransformsTheFilterOnceIntoAPersistentBufferAndLaunchesOncePerCall) {
@@ -97,13 +100,37 @@ TEST(WinogradFamily, TransformsTheFilterOnceIntoAPersistentBufferAndLaunchesOnce
   }
 }
 
+// Grouped: the filter transformed per group ([position][group][C/groups][K/groups]), one row of channel blocks per
+// group.
+TEST(WinogradFamily, AGroupedLayerHasItsGroupsChannelBlocksAndAPerGroupTransformedFilter) {
+  Problem p = cusnn_layers().front();
+  p.groups = 4;
+  const int cg = p.c / 4, kg = p.k / 4;
+  const std::vector<KernelSpec> specs = winograd().enumerate(p, h100());
+  ASSERT_FALSE(specs.empty());
+  for (const KernelSpec& s : specs) {
+    const WinogradParams w = params_of<WinogradParams>(s);
+    EXPECT_LE(w.block_k, std::max(16, kg)) << kernel_name(s);
+    const LaunchPlan plan = winograd().plan(p, s);
+    const int positions = (w.tile + 2) * (w.tile + 2);
+    EXPECT_EQ(plan.find("transformed_filter")->bytes, std::int64_t{positions} * cg * p.k * 4) << kernel_name(s);
+    EXPECT_GE(std::int64_t{plan.setup[0].geometry.grid[0]} * plan.setup[0].geometry.block[0], std::int64_t{cg} * p.k);
+    EXPECT_EQ(plan.main_geometry().grid[1], static_cast<unsigned>(4 * ((kg + w.block_k - 1) / w.block_k)))
+        << kernel_name(s);
+    EXPECT_EQ(std::int64_t{plan.main_geometry().grid[0]} * plan.main_geometry().grid[1],
+              winograd().cost_features(p, s).blocks);
+  }
+}
+
 TEST(WinogradFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
   const Gpu gpu = h100();
   const Problem p = cusnn_layers().front();
   const KernelSpec s = *winograd().default_spec(p, gpu);
   Problem grouped = p;
-  grouped.groups = 2;
-  EXPECT_EQ(winograd().check_support(grouped, gpu, s), "winograd handles ungrouped convolutions only, got groups 2");
+  grouped.groups = p.c / 2;
+  grouped.k = grouped.groups * 2;
+  EXPECT_EQ(winograd().check_support(grouped, gpu, s),
+            "winograd needs at least 4 input channels per group (its channel step is 4 to 16), got C/groups 2");
   Problem half = p;
   half.precision = Precision::fp16;
   EXPECT_EQ(winograd().check_support(half, gpu, s), "precision fp16 is not supported by winograd (fp32 only)");
