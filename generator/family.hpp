@@ -41,6 +41,11 @@ struct CostFeatures {
   double address_instructions = 0;      // index arithmetic of the global loads (padding and im2col checks)
   int main_loop_steps = 0;              // iterations of the main loop, each with a barrier and its loads' latency
   bool pipelined = false;               // the next step's global loads overlap this step's math (double buffering)
+  // Instructions one warp issues per cycle at most (its dependent chains): with fewer warps on an SM than the
+  // schedulers could keep busy at that rate, the issue terms count warps × rate per cycle instead of the 4
+  // schedulers. 0: the schedulers alone bound the issue (the tensor-core families, whose instructions are mostly
+  // mma that the tensor pipes pace).
+  double warp_issue_rate = 0;
   // Per launch:
   double atomic_outputs = 0;  // output elements accumulated with atomic adds (split-K: every split's partial sums)
   int extra_launches = 0;     // operations launched besides the kernel (split-K: zeroing the output first)
@@ -78,6 +83,11 @@ class Family {
   virtual LaunchPlan plan(const Problem& problem, const KernelSpec& spec) const = 0;
 
   virtual CostFeatures cost_features(const Problem& problem, const KernelSpec& spec) const = 0;
+
+  // Whether cost_features reads the filter's values (a family that bakes them into the code counts its nonzeros). A
+  // tuning database keeps a filter's pattern hash, not its values, so `db calibrate` cannot recompute such a
+  // family's features from its measurements and leaves them out.
+  virtual bool cost_features_need_filter_values() const { return false; }
 
   // Returns the cost model's weights for this family until a calibration of the GPU includes it; never all zero
   // (a family must not be predicted at 0 µs and ranked first for want of a calibration).

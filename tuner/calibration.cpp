@@ -36,7 +36,8 @@ std::string layer_key(Problem p) {
 
 }  // namespace
 
-CalibrationData calibration_data(const TuningDb& db, const Gpu& gpu, std::span<const Problem> exclude) {
+CalibrationData calibration_data(const TuningDb& db, const Gpu& gpu, std::span<const Problem> exclude,
+                                 const FilterRefill& refill) {
   std::set<std::string> excluded_keys;
   for (const Problem& p : exclude) excluded_keys.insert(layer_key(p));
   CalibrationData data;
@@ -51,12 +52,21 @@ CalibrationData calibration_data(const TuningDb& db, const Gpu& gpu, std::span<c
       data.unusable += !excluded;
       continue;
     }
-    if (!excluded) problems.insert(problem_key(m.problem));
+    Problem problem = m.problem;
+    if (family(spec.family).cost_features_need_filter_values() && !problem.weights.values) {
+      std::optional<Problem> refilled = refill ? refill(problem) : std::nullopt;
+      if (!refilled || refilled->weights.pattern != problem.weights.pattern || !refilled->weights.values) {
+        data.without_filter += !excluded;
+        continue;
+      }
+      problem = std::move(*refilled);
+    }
+    if (!excluded) problems.insert(problem_key(problem));
     (excluded ? data.held_out : data.rows).push_back(
-        {.problem = m.problem,
+        {.problem = problem,
          .spec = spec,
          .sample = {.family = spec.family,
-                    .features = family(spec.family).cost_features(m.problem, spec),
+                    .features = family(spec.family).cost_features(problem, spec),
                     .report = {.registers = m.registers, .spill_store_bytes = m.spill_bytes, .smem_bytes = m.smem_bytes},
                     .measured_us = m.median_us}});
   }

@@ -1,8 +1,10 @@
 // calibration: the cost model's calibration data taken from the tuning database's measurements.
 #pragma once
 
+#include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,14 +28,22 @@ struct CalibrationData {
   int problems = 0;                  // distinct problems among the rows
   int excluded = 0;                  // ok measurements of an excluded problem
   int unusable = 0;                  // ok measurements whose kernel name no family of this build knows
+  int without_filter = 0;            // ok measurements of a family whose features need the filter's values
+                                     // (Family::cost_features_need_filter_values), which the database does not keep
   std::vector<CalibrationRow> held_out;  // the excluded problems' rows: what a calibration is judged on
 };
 
 // Collects the GPU's verified measurements (status ok) as calibration samples: the features from the kernel's
 // family for the problem, the registers and shared memory the measurement recorded, its median time. Measurements
 // of a problem in `exclude` (at any activation sparsity, precision and layout) are left out, into `held_out` (a
-// study calibrates on other problems than those it judges).
-CalibrationData calibration_data(const TuningDb& db, const Gpu& gpu, std::span<const Problem> exclude = {});
+// study calibrates on other problems than those it judges). A family whose features need the filter's values
+// (weight_sparse) cannot use the database's problems as they are: it keeps the filter's pattern hash only, and
+// features recomputed without the values would count no FMA. `refill` gives such a problem its filter again (as the
+// tune that measured it made it: `--weight-sparsity 0.9 --seed 1`), used where the refilled pattern matches the
+// recorded one; the others are left out, counted in without_filter.
+using FilterRefill = std::function<std::optional<Problem>(const Problem&)>;
+CalibrationData calibration_data(const TuningDb& db, const Gpu& gpu, std::span<const Problem> exclude = {},
+                                 const FilterRefill& refill = {});
 
 // Returns the samples of the rows, in order.
 std::vector<CalibrationSample> samples_of(std::span<const CalibrationRow> rows);

@@ -55,8 +55,13 @@ Analysis analyze(const CostFeatures& f, const PtxasReport& report, const Gpu& gp
   a.last_wave_fill = (blocks - (a.waves - 1) * blocks_per_wave) / blocks_per_wave;
   // The busiest SM runs ceil(blocks / SMs) blocks over the launch; its schedulers issue their instructions.
   const double blocks_on_busiest_sm = std::ceil(blocks / gpu.sm_count);
+  // The schedulers' issue rate, or with few warps resident at once on the busiest SM, what those warps issue.
+  const double warps_at_once =
+      std::min<double>(resident, blocks_on_busiest_sm) * std::ceil(static_cast<double>(f.threads_per_block) / kWarpSize);
+  const double per_cycle =
+      f.warp_issue_rate > 0 ? std::min(kSchedulersPerSm, warps_at_once * f.warp_issue_rate) : kSchedulersPerSm;
   const auto issue_us = [&](double instructions_per_block) {
-    return blocks_on_busiest_sm * instructions_per_block / (kSchedulersPerSm * gpu.clock_mhz);  // MHz: cycles per µs
+    return blocks_on_busiest_sm * instructions_per_block / (per_cycle * gpu.clock_mhz);  // MHz: cycles per µs
   };
   const double bytes_per_us = gpu.dram_bandwidth_gbs * 1e3;  // 1 GB/s = 1e3 B/µs
   const double steps = a.waves * f.main_loop_steps;

@@ -23,7 +23,7 @@ namespace convgen {
 class TuningDb;
 
 // The version of the model's formula; a calibration fitted for another version is not used.
-inline constexpr int cost_model_version = 2;
+inline constexpr int cost_model_version = 3;
 
 // What limits the blocks resident on one SM.
 enum class OccupancyLimit { blocks, threads, registers, smem, cannot_launch };

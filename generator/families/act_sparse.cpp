@@ -311,6 +311,11 @@ namespace {
 
 namespace as = convgen::act_sparse;
 
+// Instructions one warp issues per cycle at most (CostFeatures::warp_issue_rate): ballots, shuffles and branches
+// between its FMAs. The SIMT families' rates were chosen on the H200's measurements (bench/results/h200/seed-
+// studies-2026-11-28/README.md says how); they matter where few warps share an SM (small layers, batch 1).
+constexpr double kWarpIssueRate = 0.25;
+
 as::Params to_logic(const ActSparseParams& s) {
   return {.tile_h = s.tile_h, .tile_w = s.tile_w, .k_per_lane = s.k_per_lane, .warps = s.warps, .split_c = s.split_c,
           .dense_at = s.dense_at, .sparse_mode = s.sparse_mode, .unroll2 = s.unroll2, .relu_on_load = s.relu_on_load};
@@ -392,6 +397,7 @@ class ActSparse final : public Family {
             .address_instructions = per_warp * (sparse ? 2 * groups + 8 * live : 4),
             .main_loop_steps = static_cast<int>(channels_per_warp),
             .pipelined = true,
+            .warp_issue_rate = kWarpIssueRate,
             .atomic_outputs = a.split_c > 1 ? static_cast<double>(output_elements(p)) * a.split_c : 0,
             .extra_launches = a.split_c > 1 ? 1 : 0};
   }

@@ -12,6 +12,11 @@
 namespace convgen {
 namespace {
 
+// Instructions one warp issues per cycle at most (CostFeatures::warp_issue_rate): thin register tiles: each output's
+// FMAs one dependent chain. The SIMT families' rates were chosen on the H200's measurements (bench/results/h200/seed-
+// studies-2026-11-28/README.md says how); they matter where few warps share an SM (small layers, batch 1).
+constexpr double kWarpIssueRate = 0.25;
+
 // Static shared memory needs no opt-in up to 48 KiB.
 constexpr int kStaticSmemLimit = 48 * 1024;
 constexpr std::int64_t kMaxGridY = 65535;
@@ -136,7 +141,9 @@ class Direct final : public Family {
   }
 
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
-    return features(p, params_of<DirectParams>(spec));
+    CostFeatures f = features(p, params_of<DirectParams>(spec));
+    f.warp_issue_rate = kWarpIssueRate;
+    return f;
   }
 
   // The H200 fit of bench/results/h200/tuning-study.md (cost model v2).

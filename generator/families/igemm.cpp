@@ -13,6 +13,12 @@
 namespace convgen {
 namespace {
 
+// Instructions one warp issues per cycle at most (CostFeatures::warp_issue_rate): its register tile's independent FMAs
+// and loads keep about one issue every two cycles. The SIMT families' rates were chosen on the H200's measurements
+// (bench/results/h200/seed-studies-2026-11-28/README.md says how); they matter where few warps share an SM (small
+// layers, batch 1).
+constexpr double kWarpIssueRate = 0.5;
+
 constexpr std::int64_t kIntMax = 2147483647;
 constexpr std::int64_t kGridYZMax = 65535;
 constexpr int kSmemPad = 4;  // floats added to each shared row (templates/igemm.cu, SMEM_PAD)
@@ -270,6 +276,7 @@ class Igemm final : public Family {
             .address_instructions = activation_loads / 32 * kAddressInstructionsPerActivationLoad,
             .main_loop_steps = chunk / s.block_k,
             .pipelined = s.stages == 2,
+            .warp_issue_rate = kWarpIssueRate,
             .atomic_outputs = s.split_k > 1 ? out_elements * s.split_k : 0,
             .extra_launches = s.split_k > 1 ? 1 : 0};
   }

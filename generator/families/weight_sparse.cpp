@@ -23,6 +23,11 @@
 namespace convgen {
 namespace {
 
+// Instructions one warp issues per cycle at most (CostFeatures::warp_issue_rate): each pixel's baked FMAs one dependent
+// chain per accumulator. The SIMT families' rates were chosen on the H200's measurements (bench/results/h200/seed-
+// studies-2026-11-28/README.md says how); they matter where few warps share an SM (small layers, batch 1).
+constexpr double kWarpIssueRate = 0.25;
+
 constexpr std::int64_t kIntMax = 2147483647;
 // Straight-line code grows with the nonzeros, and NVRTC time faster than that (one kernel, one switch: measured on
 // the 2-core developer machine at 90% zeros, bench/results/nvrtc-debian12/weight_sparse_cusnn_z90.md: 3.7K nonzeros
@@ -443,7 +448,8 @@ class WeightSparse final : public Family {
           .global_load_instructions = all_warps * staged + warps * (2 * entries + 2 * chunks * s.k_group),
           .address_instructions = warps * (entries * 3 + s.k_group * 8 * pt) + all_warps * (staged * 4 + 30),
           .main_loop_steps = static_cast<int>(chunks),
-          .pipelined = false};
+          .pipelined = false,
+          .warp_issue_rate = kWarpIssueRate};
     }
     if (s.table) {
       // Per slice (warps * split of them) a split-th of each row; the slices' sums meet in shared memory, two
@@ -468,7 +474,8 @@ class WeightSparse final : public Family {
           .global_load_instructions = all_warps * (slice_entries * pt + staged),
           .address_instructions = all_warps * (slice_entries * (4 + pt) + pt * (20 + 2 * taps) + s.k_group * 8 * pt),
           .main_loop_steps = static_cast<int>(s.k_group * std::ceil(std::max(1.0, entries / s.k_group) / kRowChunk)),
-          .pipelined = false};
+          .pipelined = false,
+          .warp_issue_rate = kWarpIssueRate};
     }
     const GroupWork work = busiest_group(p, s.k_group);
     return {.blocks = ceil_div(pixels, s.block_pixels) * ceil_div(p.k, s.k_group),
@@ -482,8 +489,12 @@ class WeightSparse final : public Family {
             .global_load_instructions = warps * (work.loads + (s.immediates ? 0 : work.fmas)),
             .address_instructions = warps * (2 * work.loads + 20),
             .main_loop_steps = 1,
-            .pipelined = true};
+            .pipelined = true,
+            .warp_issue_rate = kWarpIssueRate};
   }
+
+  // The FMAs, loads and table entries above are counted from the filter's nonzeros.
+  bool cost_features_need_filter_values() const override { return true; }
 
   CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
 

@@ -17,6 +17,11 @@
 namespace convgen {
 namespace {
 
+// Instructions one warp issues per cycle at most (CostFeatures::warp_issue_rate): per-position GEMMs of register tiles,
+// as igemm's. The SIMT families' rates were chosen on the H200's measurements (bench/results/h200/seed-
+// studies-2026-11-28/README.md says how); they matter where few warps share an SM (small layers, batch 1).
+constexpr double kWarpIssueRate = 0.5;
+
 constexpr std::int64_t kIntMax = 2147483647;
 constexpr std::int64_t kGridYMax = 65535;
 constexpr unsigned kSetupThreads = 256;  // the transform_filter entry's block
@@ -176,7 +181,8 @@ class Winograd final : public Family {
             .global_load_instructions = w.global_loads,
             .address_instructions = w.address,
             .main_loop_steps = w.steps,
-            .pipelined = s.prefetch};
+            .pipelined = s.prefetch,
+            .warp_issue_rate = kWarpIssueRate};
   }
 
   // Until a calibration includes the family: igemm's weights (the same instruction kinds, a SIMT main loop).

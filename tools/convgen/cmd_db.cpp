@@ -130,6 +130,7 @@ struct CalibrateArgs {
   std::vector<int> exclude_batches;
   std::string samples_csv;
   bool dry_run = false;
+  WeightOptions weights;  // how the tune made its filters, to give weight_sparse's measurements theirs again
 };
 
 std::string accuracy_text(const RankingAccuracy& a) {
@@ -178,11 +179,28 @@ void calibrate_command(const std::string& db_path, const std::string& gpu_filter
         exclude.push_back(layer.problem);
       }
   }
-  const CalibrationData data = calibration_data(db, gpu, exclude);
+  if (!a.weights.dir.empty())
+    throw InputError(
+        "db calibrate: --weights cannot tell which layer a measurement is of; give the --weight-sparsity and --seed "
+        "the tune made its filters with");
+  FilterRefill refill;
+  if (!a.weights.sparsity.empty())
+    refill = [&a](const Problem& p) -> std::optional<Problem> {
+      const Suite one = with_layer_weights(Suite{.name = "measured", .layers = {Layer{.name = "measured", .problem = p}}},
+                                           a.weights);
+      return one.layers.front().problem;
+    };
+  const CalibrationData data = calibration_data(db, gpu, exclude, refill);
   fmt::print("{}: {} verified measurements of {} problems on {}", db.path().string(), data.rows.size(), data.problems,
              describe_gpu(gpu));
   if (data.excluded > 0) fmt::print(", {} of excluded problems left out", data.excluded);
   if (data.unusable > 0) fmt::print(", {} of kernels this build does not know left out", data.unusable);
+  if (data.without_filter > 0)
+    fmt::print(", {} of families whose cost features count the filter's nonzeros left out (the database keeps a "
+               "filter's pattern hash, not its values{})",
+               data.without_filter,
+               a.weights.sparsity.empty() ? ": --weight-sparsity and --seed as the tune had them give it back"
+                                          : ", and --weight-sparsity did not make the same pattern");
   fmt::print("\n");
   const std::optional<Calibration> previous = load_calibration(db, gpu);
   const Coefficients before = previous ? previous->coefficients : Coefficients{};
@@ -342,6 +360,7 @@ void add_db_command(CLI::App& app) {
       ->add_option("--exclude-batch", calibrate_args->exclude_batches,
                    "Batch sizes of the excluded shapes, comma-separated (default: the files')")
       ->delimiter(',');
+  add_weight_options(calibrate_cmd, calibrate_args->weights);
   calibrate_cmd->add_option("--samples-csv", calibrate_args->samples_csv,
                             "Also write every sample with its measured and predicted time and its terms as CSV");
   calibrate_cmd->add_flag("--dry-run", calibrate_args->dry_run, "Fit and report, but store nothing");

@@ -7,8 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include "convgen/weights.hpp"
 #include "generator/family.hpp"
+#include "reference/pruning.hpp"
 #include "tests/host/tuner/fixtures.hpp"
+#include "weight_sparse_params.hpp"  // generated from templates/weight_sparse.cu
 
 namespace convgen {
 namespace {
@@ -100,6 +103,53 @@ TEST(CalibrationData, ExcludesALayerMeasuredInAnotherPrecisionAndLayout) {
   EXPECT_EQ(data.excluded, 1);
   ASSERT_EQ(data.held_out.size(), 1u);
   EXPECT_EQ(data.held_out[0].problem, fp16_nhwc);
+}
+
+// A pruned layer as the database gives it back: its filter's pattern hash, no values. weight_sparse's features count the
+// filter's nonzeros, so its measurements are left out (counted apart); igemm's of the same layer are kept.
+TEST(CalibrationData, LeavesOutWeightSparseMeasurementsWhoseFilterValuesTheDatabaseDoesNotKeep) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  Problem pruned = conv3x3();
+  pruned.weights.pattern = "0123456789abcdef";
+  ASSERT_FALSE(pruned.weights.values);
+  const std::string baked = kernel_name(to_spec(WeightSparseParams{}));
+  db.record(measured(h100(), pruned, igemm(64), 41.5));
+  db.record(measured(h100(), pruned, baked, 12.0));
+  const CalibrationData data = calibration_data(db, h100());
+  ASSERT_EQ(data.rows.size(), 1u);
+  EXPECT_EQ(data.rows[0].sample.family, "igemm");
+  EXPECT_EQ(data.without_filter, 1);
+  EXPECT_EQ(data.unusable, 0);
+  EXPECT_TRUE(family("weight_sparse").cost_features_need_filter_values());
+  for (const Family* f : all_families())
+    if (f->name() != "weight_sparse") EXPECT_FALSE(f->cost_features_need_filter_values()) << f->name();
+}
+
+// `db calibrate --weight-sparsity 0.9 --seed 1`: the filter made again as the tune made it gives weight_sparse's
+// measurement its features back; a refill that makes another pattern leaves it out.
+TEST(CalibrationData, AFilterRefilledWithTheRecordedPatternGivesWeightSparseItsFeatures) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "t.sqlite");
+  const Problem pruned = with_weights(conv3x3(), pruned_random_filter(conv3x3(), 0.9, 1));
+  Problem recorded = conv3x3();
+  recorded.weights.pattern = pruned.weights.pattern;  // what the database keeps
+  const KernelSpec baked = to_spec(WeightSparseParams{});
+  db.record(measured(h100(), recorded, kernel_name(baked), 12.0));
+  const FilterRefill same = [](const Problem& p) -> std::optional<Problem> {
+    return with_weights(p, pruned_random_filter(p, 0.9, 1));
+  };
+  const CalibrationData data = calibration_data(db, h100(), {}, same);
+  ASSERT_EQ(data.rows.size(), 1u);
+  EXPECT_EQ(data.without_filter, 0);
+  EXPECT_EQ(data.rows[0].sample.features, family("weight_sparse").cost_features(pruned, baked));
+  EXPECT_GT(data.rows[0].sample.features.fma_instructions, 0);
+  const FilterRefill other = [](const Problem& p) -> std::optional<Problem> {
+    return with_weights(p, pruned_random_filter(p, 0.9, 2));
+  };
+  const CalibrationData mismatched = calibration_data(db, h100(), {}, other);
+  EXPECT_TRUE(mismatched.rows.empty());
+  EXPECT_EQ(mismatched.without_filter, 1);
 }
 
 TEST(CalibrationData, OfAGpuWithoutMeasurementsIsEmpty) {

@@ -118,6 +118,23 @@ TEST(CostTerms, IssueTermsCountTheBlocksOfTheBusiestSmAndStepsCountWaves) {
   EXPECT_DOUBLE_EQ(two[at(CostTerm::waves)], 1.0);
 }
 
+// hand_computed's blocks have 256 threads (8 warps). 132 blocks: one per SM, 8 warps at once; at 0.25 instructions per
+// warp and cycle they issue 2 per cycle, half the 4 schedulers: the issue terms double. 1000 blocks: 4 resident per SM
+// (32 warps), so the schedulers bound the issue again, as at rate 0 (the schedulers alone).
+TEST(CostTerms, FewWarpsOnAnSmIssueAtTheirOwnRateWhenTheFamilyGivesOne) {
+  CostFeatures few = hand_computed(132);
+  few.warp_issue_rate = 0.25;
+  const CostTerms slow = *cost_terms(few, k64Registers, h100());
+  EXPECT_DOUBLE_EQ(slow[at(CostTerm::fma)], 2.5);  // 1 x 9900 / (2 x 1980)
+  EXPECT_DOUBLE_EQ(slow[at(CostTerm::shared_loads)], 1.0);  // 1 x 3960 / 3960
+  EXPECT_DOUBLE_EQ(slow[at(CostTerm::serial_steps)], 36.0);  // the other terms as before
+  few.warp_issue_rate = 1;  // 8 warps x 1: the schedulers' 4 bound it
+  EXPECT_DOUBLE_EQ((*cost_terms(few, k64Registers, h100()))[at(CostTerm::fma)], 1.25);
+  CostFeatures many = hand_computed();
+  many.warp_issue_rate = 0.25;
+  EXPECT_EQ(*cost_terms(many, k64Registers, h100()), *cost_terms(hand_computed(), k64Registers, h100()));
+}
+
 TEST(CostTerms, AKernelThatCannotLaunchHasNone) {
   EXPECT_EQ(cost_terms(hand_computed(), {.registers = 32, .smem_bytes = 300 * 1024}, h100()), std::nullopt);
 }

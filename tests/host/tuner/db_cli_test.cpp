@@ -326,6 +326,11 @@ TEST(DbCli, CalibrateNeedsOneGpuAndEnoughMeasurements) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.output,
             "convgen: error: db calibrate: --exclude-batch needs --exclude-shapes (the batch sizes of which layers?)\n");
+  r = run_convgen("db calibrate --weights " + dir.path().string() + " --gpu h200 --db " + path.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output,
+            "convgen: error: db calibrate: --weights cannot tell which layer a measurement is of; give the "
+            "--weight-sparsity and --seed the tune made its filters with\n");
   r = run_convgen("db calibrate --db " + path.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.output, fmt::format("convgen: error: {} holds several GPUs ({}, {}); choose one with --gpu\n",
