@@ -3,8 +3,11 @@
 # still need a GPU, each PART sized for one lent call (600 s), writing under OUT:
 #   resnet20      ResNet-20 layer by layer at batch 1, 8, 32 and 128 against every cuDNN route (resnet20/), with
 #                 bench/profile_table.py's time per layer and share of the total (resnet20/profile.md)
-#   fold-fp16     FoldedCNNs in fp16 (NHWC) for NoScope taipei and roundabout, unfolded and folded both ways (fold-fp16/)
-#   fold-taipei   NoScope taipei folded exactly in fp32 (fold-taipei/)
+#   fold-fp16-taipei, fold-fp16-roundabout
+#                 FoldedCNNs in fp16 (NHWC) for one NoScope model, unfolded and folded both ways (fold-fp16-<model>/):
+#                 one call each (taipei's unfolded bench alone passed 210 s on the H200); fold-fp16 runs both
+#   fold-taipei   NoScope taipei unfolded and folded exactly in fp32, so that the fold's gain is of one GPU
+#                 (fold-taipei/)
 #   stress        `convgen stress --count 2000` over every precision (fp32, tf32, fp16, bf16), so the tensor-core
 #                 families' defaults are in it too (stress/)
 #   families      SEER's right-pick rate of every family (scripts/tuning-study.sh OUT families)
@@ -13,7 +16,11 @@
 set -uo pipefail
 out=${1:?usage: scripts/seed-studies.sh OUT PART...}
 shift
-[[ $# -gt 0 ]] || { echo "seed-studies: name a part: resnet20 fold-fp16 fold-taipei stress families" >&2; exit 2; }
+[[ $# -gt 0 ]] || {
+  echo "seed-studies: name a part: resnet20 fold-fp16 fold-fp16-taipei fold-fp16-roundabout fold-taipei stress" \
+    "families" >&2
+  exit 2
+}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
@@ -31,12 +38,16 @@ for part in "$@"; do
         > "$out/resnet20/bench.log" 2>&1 || status=1
       python3 bench/profile_table.py "$out"/resnet20/*.json > "$out/resnet20/profile.md" || status=1
       ;;
-    fold-fp16)
-      SUITES="noscope_taipei noscope_roundabout" PRECISIONS=fp16 scripts/fold-study.sh "$out/fold-fp16" \
-        > /dev/null || status=1
+    fold-fp16 | fold-fp16-taipei | fold-fp16-roundabout)
+      models="noscope_taipei noscope_roundabout"
+      [[ $part == fold-fp16-* ]] && models="noscope_${part#fold-fp16-}"
+      for model in $models; do
+        SUITES=$model PRECISIONS=fp16 scripts/fold-study.sh "$out/fold-fp16-${model#noscope_}" > /dev/null || status=1
+      done
       ;;
     fold-taipei)
-      SUITES=noscope_taipei PRECISIONS=fp32 FOLDS=exact scripts/fold-study.sh "$out/fold-taipei" > /dev/null || status=1
+      SUITES=noscope_taipei PRECISIONS=fp32 FOLDS="none exact" scripts/fold-study.sh "$out/fold-taipei" > /dev/null ||
+        status=1
       ;;
     stress)
       mkdir -p "$out/stress"
@@ -47,7 +58,8 @@ for part in "$@"; do
       scripts/tuning-study.sh "$out" families || status=1
       ;;
     *)
-      echo "seed-studies: unknown part '$part' (resnet20, fold-fp16, fold-taipei, stress, families)" >&2
+      echo "seed-studies: unknown part '$part' (resnet20, fold-fp16, fold-fp16-taipei, fold-fp16-roundabout," \
+        "fold-taipei, stress, families)" >&2
       exit 2
       ;;
   esac
