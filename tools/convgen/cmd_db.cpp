@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <fmt/chrono.h>
@@ -184,11 +185,14 @@ void calibrate_command(const std::string& db_path, const std::string& gpu_filter
         "db calibrate: --weights cannot tell which layer a measurement is of; give the --weight-sparsity and --seed "
         "the tune made its filters with");
   FilterRefill refill;
+  std::map<std::string, Problem> refilled;  // per problem key: a problem's many measurements share one filter
   if (!a.weights.sparsity.empty())
-    refill = [&a](const Problem& p) -> std::optional<Problem> {
+    refill = [&a, &refilled](const Problem& p) -> std::optional<Problem> {
+      const std::string key = problem_key(p);
+      if (auto it = refilled.find(key); it != refilled.end()) return it->second;
       const Suite one = with_layer_weights(Suite{.name = "measured", .layers = {Layer{.name = "measured", .problem = p}}},
                                            a.weights);
-      return one.layers.front().problem;
+      return refilled.emplace(key, one.layers.front().problem).first->second;
     };
   const CalibrationData data = calibration_data(db, gpu, exclude, refill);
   fmt::print("{}: {} verified measurements of {} problems on {}", db.path().string(), data.rows.size(), data.problems,
