@@ -25,7 +25,7 @@ if ((!with_library)); then
     build-carry/tools/convgen/convgen-compile-throughput
 fi
 # Symbol tables only: the binaries carry no debug information, and a stripped one runs the same (about 1.2 MiB less).
-find build-carry -type f -perm -u+x -exec sh -c 'file -b "$1" | grep -q "^ELF" && strip "$1"' _ {} \;
+find build-carry -type f -perm -u+x -exec sh -c '[ "$(head -c 4 "$1" | tail -c 3)" = ELF ] && strip "$1"' _ {} \;
 if ((with_library)); then
   cmake --install build --prefix build-carry/prefix --component library >/dev/null
   mkdir -p build-carry/prefix/include/sqlite3-carried && cp /usr/include/sqlite3.h build-carry/prefix/include/sqlite3-carried/
