@@ -1,0 +1,298 @@
+// winograd_gemm: the FP32 Winograd family F(m x m, 3 x 3), m = 2 or 4, in three launches around one batched SGEMM
+// (templates/winograd_gemm.cu): search space, support checks, launch plan (the filter transformed once into a
+// persistent buffer; per call the input transform, the GEMM and the output transform through two per-call buffers)
+// and costs.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "generator/family.hpp"
+#include "winograd_gemm_params.hpp"  // generated from templates/winograd_gemm.cu
+
+namespace convgen {
+namespace {
+
+// The GEMM's register tiles issue like igemm's (CostFeatures::warp_issue_rate).
+constexpr double kWarpIssueRate = 0.5;
+
+constexpr std::int64_t kIntMax = 2147483647;
+constexpr std::int64_t kGridYZMax = 65535;
+constexpr unsigned kTransformThreads = 256;  // the template's TRANSFORM_THREADS
+// As winograd's: grouped layers need at least 4 input channels per group (a GEMM step is 8 or 16 channels).
+constexpr int kMinGroupChannels = 4;
+// Candidates offered per tile size, ranked by estimate_us.
+constexpr std::size_t kPerTile = 8;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+int next_pow2(std::int64_t v) {
+  int p = 1;
+  while (p < v && p < (1 << 30)) p *= 2;
+  return p;
+}
+
+// The quantities of templates/winograd_gemm.cu (same names, lower case).
+using Params = WinogradGemmParams;
+int cg(const Problem& p) { return p.c / std::max(p.groups, 1); }
+int kg(const Problem& p) { return p.k / std::max(p.groups, 1); }
+int positions(const Params& s) { return (s.tile + 2) * (s.tile + 2); }
+std::int64_t tiles(const Problem& p, const Params& s) {
+  const Dims3 out = output_dims(p);
+  return std::int64_t{p.n} * ceil_div(out.h, s.tile) * ceil_div(out.w, s.tile);
+}
+std::int64_t cg_pad(const Problem& p, const Params& s) { return round_up(cg(p), s.block_k); }
+std::int64_t kg_pad(const Problem& p, const Params& s) { return round_up(kg(p), s.block_m); }
+std::int64_t t_pad(const Problem& p, const Params& s) { return round_up(tiles(p, s), s.block_n); }
+std::int64_t batches(const Problem& p, const Params& s) { return std::int64_t{positions(s)} * p.groups; }
+std::int64_t filter_floats(const Problem& p, const Params& s) { return batches(p, s) * cg_pad(p, s) * kg_pad(p, s); }
+std::int64_t input_floats(const Problem& p, const Params& s) { return batches(p, s) * cg_pad(p, s) * t_pad(p, s); }
+std::int64_t product_floats(const Problem& p, const Params& s) { return batches(p, s) * kg_pad(p, s) * t_pad(p, s); }
+
+int threads_per_block(const Params& s) {
+  if (s.thread_m <= 0 || s.thread_n <= 0) return 0;
+  return (s.block_m / s.thread_m) * (s.block_n / s.thread_n);
+}
+int smem_bytes(const Params& s) { return 2 * s.block_k * (s.block_m + s.block_n) * 4; }
+int loads_per_thread(const Params& s) {  // float4s of both slabs per step
+  const int threads = std::max(threads_per_block(s), 1);
+  return s.block_k * (s.block_m + s.block_n) / 4 / threads;
+}
+// Registers per thread, roughly: accumulators, one step's operands, the next step's staged float4s, addresses.
+int register_estimate(const Params& s) {
+  return s.thread_m * s.thread_n + s.thread_m + s.thread_n + 4 * loads_per_thread(s) + 24;
+}
+
+std::array<unsigned, 3> gemm_grid(const Problem& p, const Params& s) {
+  return {static_cast<unsigned>(t_pad(p, s) / s.block_n), static_cast<unsigned>(kg_pad(p, s) / s.block_m),
+          static_cast<unsigned>(batches(p, s))};
+}
+std::int64_t gemm_blocks(const Problem& p, const Params& s) {
+  const auto grid = gemm_grid(p, s);
+  return std::int64_t{grid[0]} * grid[1] * grid[2];
+}
+unsigned transform_blocks(std::int64_t threads) {
+  return static_cast<unsigned>(ceil_div(threads, kTransformThreads));
+}
+
+// Bytes the two transforms and the GEMM move besides the tensors themselves: V written and read, M written and read,
+// U read (each of the GEMM's columns of blocks reads its slab of U, mostly from L2: counted once).
+double buffer_traffic_bytes(const Problem& p, const Params& s) {
+  return 4.0 * (2.0 * static_cast<double>(input_floats(p, s)) + 2.0 * static_cast<double>(product_floats(p, s)) +
+                static_cast<double>(filter_floats(p, s)));
+}
+
+// Blocks of one SM that run at once, by the GPU's thread, register, shared-memory and block limits.
+int resident_blocks_per_sm(const Gpu& gpu, const Params& s) {
+  const int threads = std::max(threads_per_block(s), 1);
+  int blocks = gpu.max_blocks_per_sm > 0 ? gpu.max_blocks_per_sm : 32;
+  if (gpu.max_threads_per_sm > 0) blocks = std::min(blocks, gpu.max_threads_per_sm / threads);
+  if (gpu.regs_per_sm > 0) blocks = std::min(blocks, gpu.regs_per_sm / ((register_estimate(s) + 7) / 8 * 8 * threads));
+  if (gpu.smem_per_sm_bytes > 0) blocks = std::min(blocks, gpu.smem_per_sm_bytes / smem_bytes(s));
+  return std::max(blocks, 1);
+}
+
+class WinogradGemm final : public Family {
+ public:
+  const TemplateInterface& interface() const override { return winograd_gemm_interface(); }
+
+  std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& spec) const override {
+    if (spec.family != Params::family) return fmt::format("kernel {} is not a winograd_gemm kernel", spec.family);
+    return check(p, gpu, params_of<Params>(spec));
+  }
+
+  std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
+    std::vector<KernelSpec> specs;
+    for (const Params& s : candidates(p, gpu)) specs.push_back(to_spec(s));
+    return specs;
+  }
+
+  // setup: U = G g G^T into the persistent "transformed_filter" ([position][group][c][k], padded);
+  // run: transform_input into "transformed_input", the GEMM into "products", transform_output into the output.
+  LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
+    const Params s = params_of<Params>(spec);
+    LaunchPlan plan;
+    plan.buffers.push_back({.name = "transformed_filter", .bytes = 4 * filter_floats(p, s), .persistent = true});
+    plan.buffers.push_back({.name = "transformed_input", .bytes = 4 * input_floats(p, s), .persistent = false});
+    plan.buffers.push_back({.name = "products", .bytes = 4 * product_floats(p, s), .persistent = false});
+    const LaunchGeometry transform_block{.block = {kTransformThreads, 1, 1}};
+    LaunchGeometry setup = transform_block;
+    setup.grid = {transform_blocks(std::int64_t{p.groups} * cg_pad(p, s) * kg_pad(p, s)), 1, 1};
+    plan.setup.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "transform_filter", .geometry = setup});
+    LaunchGeometry input = transform_block;
+    input.grid = {transform_blocks(std::int64_t{p.groups} * cg_pad(p, s) * t_pad(p, s)), 1, 1};
+    plan.run.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "transform_input", .geometry = input});
+    plan.run.push_back({.kind = LaunchStep::Kind::kernel,
+                        .geometry = {.grid = gemm_grid(p, s),
+                                     .block = {static_cast<unsigned>(threads_per_block(s)), 1, 1}}});
+    LaunchGeometry output = transform_block;
+    output.grid = {transform_blocks(std::int64_t{p.k} * tiles(p, s)), 1, 1};
+    plan.run.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "transform_output", .geometry = output});
+    return plan;
+  }
+
+  // The GEMM launch's work (the model's terms are per block of its main launch); the transforms count as the bytes
+  // they move and as two launches more.
+  CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
+    const Params s = params_of<Params>(spec);
+    const double warps = std::ceil(threads_per_block(s) / 32.0);
+    const double channels = static_cast<double>(cg_pad(p, s));
+    return {.blocks = gemm_blocks(p, s),
+            .threads_per_block = threads_per_block(s),
+            .smem_bytes_per_block = smem_bytes(s),
+            .flops = static_cast<double>(flops(p)),
+            .dram_bytes = static_cast<double>(min_bytes(p)) + buffer_traffic_bytes(p, s),
+            .flops_per_block = 2.0 * s.block_m * s.block_n * channels,
+            .fma_instructions = warps * channels * s.thread_m * s.thread_n,
+            .shared_load_instructions = warps * channels * (s.thread_m + s.thread_n) / 4.0,
+            .global_load_instructions = warps * static_cast<double>(cg_pad(p, s) / s.block_k) * loads_per_thread(s),
+            .address_instructions = 0,
+            .main_loop_steps = static_cast<int>(cg_pad(p, s) / s.block_k),
+            .pipelined = true,
+            .warp_issue_rate = kWarpIssueRate,
+            .extra_launches = 2};
+  }
+
+  // Until a calibration includes the family: igemm's weights (the same instruction kinds, a SIMT main loop).
+  CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
+
+  std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
+    const std::vector<Params> all = candidates(p, gpu);
+    if (all.empty()) return std::nullopt;
+    return to_spec(all.front());
+  }
+
+  // Last: new, and three launches a call; it competes in tuning and in the bench's candidates only.
+  int default_rank(const Problem&) const override { return 5; }
+
+ private:
+  std::optional<std::string> check(const Problem& p, const Gpu& gpu, const Params& s) const {
+    if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
+    if (p.precision != Precision::fp32)
+      return fmt::format("precision {} is not supported by winograd_gemm (fp32 only)", p.precision);
+    if (rank(p.layout) != 2) return fmt::format("winograd_gemm handles 2-D convolutions only, got layout {}", p.layout);
+    if (p.groups > 1 && cg(p) < kMinGroupChannels)
+      return fmt::format("winograd_gemm needs at least {} input channels per group, got C/groups {}",
+                         kMinGroupChannels, cg(p));
+    if (p.filter.h != 3 || p.filter.w != 3)
+      return fmt::format("winograd_gemm handles 3x3 filters only, got {}x{}", p.filter.h, p.filter.w);
+    if (p.stride.h != 1 || p.stride.w != 1)
+      return fmt::format("winograd_gemm needs stride 1, got {}x{}", p.stride.h, p.stride.w);
+    if (p.dilation.h != 1 || p.dilation.w != 1)
+      return fmt::format("winograd_gemm needs dilation 1, got {}x{}", p.dilation.h, p.dilation.w);
+    // Field values.
+    if (s.tile != 2 && s.tile != 4) return fmt::format("tile must be 2 or 4, got {}", s.tile);
+    if (s.block_m != 32 && s.block_m != 64 && s.block_m != 128)
+      return fmt::format("block_m must be 32, 64 or 128, got {}", s.block_m);
+    if (s.block_n != 32 && s.block_n != 64 && s.block_n != 128)
+      return fmt::format("block_n must be 32, 64 or 128, got {}", s.block_n);
+    if (s.block_k != 8 && s.block_k != 16) return fmt::format("block_k must be 8 or 16, got {}", s.block_k);
+    if (s.thread_m != 4 && s.thread_m != 8) return fmt::format("thread_m must be 4 or 8, got {}", s.thread_m);
+    if (s.thread_n != 4 && s.thread_n != 8) return fmt::format("thread_n must be 4 or 8, got {}", s.thread_n);
+    const int threads = threads_per_block(s);
+    if (threads < 32 || threads > 512)
+      return fmt::format("{} threads per block ({}/{} x {}/{}): the GEMM takes 32 to 512", threads, s.block_m,
+                         s.thread_m, s.block_n, s.thread_n);
+    if ((s.block_k * s.block_m / 4) % threads != 0 || (s.block_k * s.block_n / 4) % threads != 0)
+      return fmt::format("the {} threads cannot copy a step's {} x {} and {} x {} slabs in equal float4 shares",
+                         threads, s.block_k, s.block_m, s.block_k, s.block_n);
+    // Index and grid limits.
+    if (activation_elements(p) > kIntMax || output_elements(p) > kIntMax)
+      return "winograd_gemm indexes tensors with int: the activation and output must have fewer than 2^31 elements";
+    for (const auto& [name, floats] : {std::pair{"transformed filter", filter_floats(p, s)},
+                                       std::pair{"transformed input", input_floats(p, s)},
+                                       std::pair{"products", product_floats(p, s)}})
+      if (floats > kIntMax) return fmt::format("its {} buffer of {} floats exceeds 2^31 - 1", name, floats);
+    if (std::int64_t{p.k} * tiles(p, s) > kIntMax) return "the output transform's K x tiles threads exceed 2^31 - 1";
+    const auto grid = gemm_grid(p, s);
+    if (grid[1] > kGridYZMax || grid[2] > kGridYZMax)
+      return fmt::format("its GEMM grid ({} x {} x {}) exceeds the y and z limit of 65535", grid[0], grid[1], grid[2]);
+    // Resources of the GPU.
+    if (threads > gpu.max_threads_per_block)
+      return fmt::format("{} threads per block exceed the gpu's {}", threads, gpu.max_threads_per_block);
+    if (smem_bytes(s) > 48 * 1024) return fmt::format("{} bytes of static shared memory exceed 48 KiB", smem_bytes(s));
+    const int regs = register_estimate(s);
+    if (regs > gpu.max_regs_per_thread)
+      return fmt::format("about {} registers per thread exceed the gpu's {}", regs, gpu.max_regs_per_thread);
+    if (gpu.regs_per_block > 0 && regs * threads > gpu.regs_per_block)
+      return fmt::format("about {} registers per block ({} threads of {}) exceed the gpu's {}", regs * threads, threads,
+                         regs, gpu.regs_per_block);
+    return std::nullopt;
+  }
+
+  // Of each tile size, every configuration that passes check and fits the problem (blocks within the next power of
+  // two of KG and of the output tiles): the best kPerTile by estimate_us; both sizes' merged in the estimate's order.
+  std::vector<Params> candidates(const Problem& p, const Gpu& gpu) const {
+    if (p.precision != Precision::fp32 || !validate(p).empty()) return {};  // no configuration changes these
+    std::vector<std::pair<double, Params>> ranked;
+    for (int tile : {2, 4}) {
+      std::vector<std::pair<double, Params>> found;
+      for (int block_m : {32, 64, 128}) {
+        if (block_m > std::max(32, next_pow2(kg(p)))) continue;
+        for (int block_n : {32, 64, 128}) {
+          for (int block_k : {8, 16}) {
+            for (int thread_m : {4, 8}) {
+              for (int thread_n : {4, 8}) {
+                const Params s{.tile = tile,
+                               .block_m = block_m,
+                               .block_n = block_n,
+                               .block_k = block_k,
+                               .thread_m = thread_m,
+                               .thread_n = thread_n};
+                if (block_n > std::max<std::int64_t>(32, next_pow2(tiles(p, s)))) continue;
+                if (check(p, gpu, s)) continue;
+                found.emplace_back(estimate_us(p, gpu, s), s);
+              }
+            }
+          }
+        }
+      }
+      std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (found.size() > kPerTile) found.resize(kPerTile);
+      ranked.insert(ranked.end(), found.begin(), found.end());
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Params> specs;
+    for (const auto& [us, s] : ranked) specs.push_back(s);
+    return specs;
+  }
+
+  // A rough time in microseconds that orders the search space (the tuner's cost model ranks for real): the GEMM's
+  // waves of resident blocks, each issuing its FMAs and float4 shared loads at 4 warp instructions per clock per SM,
+  // slowed when fewer than 8 warps per SM hide the latencies; plus the buffers' and tensors' bytes at the DRAM
+  // bandwidth (the transforms are bound by them), plus 2 µs for each of the two launches more.
+  static double estimate_us(const Problem& p, const Gpu& gpu, const Params& s) {
+    const int sm_count = std::max(gpu.sm_count, 1);
+    const std::int64_t blocks = gemm_blocks(p, s);
+    const int per_sm = resident_blocks_per_sm(gpu, s);
+    const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sm_count) * per_sm));
+    const double resident = std::min<double>(per_sm, std::ceil(static_cast<double>(blocks) / sm_count));
+    const double warps = std::ceil(threads_per_block(s) / 32.0);
+    const double channels = static_cast<double>(cg_pad(p, s));
+    const double per_kk = s.thread_m * s.thread_n + (s.thread_m + s.thread_n) / 4.0;
+    const double block_instructions =
+        warps * channels * per_kk + warps * (channels / s.block_k) * (loads_per_thread(s) * 2 + 4);
+    const double warps_per_sm = resident * warps;
+    const double latency = std::max(1.0, 8.0 / warps_per_sm);
+    const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
+    const double gemm_us = waves * resident * (block_instructions / 4) * latency / clock_mhz;
+    const double bytes = static_cast<double>(min_bytes(p)) + buffer_traffic_bytes(p, s);
+    const double memory_us = bytes / (std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3);
+    return gemm_us + memory_us + 4.0;
+  }
+};
+
+}  // namespace
+
+const Family& winograd_gemm_family() {
+  static const WinogradGemm instance;
+  return instance;
+}
+
+}  // namespace convgen

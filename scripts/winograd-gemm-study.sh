@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# winograd-gemm-study: on a GPU machine, with build/ built (or carried as build-carry/), issue 13's check of the
+# winograd_gemm family (three launches around a batched SGEMM), each PART sized for one lent call, writing under OUT:
+#   verify   every winograd_gemm candidate of every edge-case corpus layer it serves, verified against the float64
+#            reference by the tuner before it is timed, without and with a fused epilogue (verify/)
+#   cusnn    winograd_gemm tuned on the cuSNN layers at batch 8 and 32 (every candidate measured), then
+#            `convgen bench` of those layers against every cuDNN route with the tuned choice among our candidates
+#            (cusnn/; BATCHES overrides 8,32)
+#   resnet50 the same on resnet50's layers (resnet50/; BATCHES overrides 8,32)
+# Each step runs under `timeout` (STEP_TIMEOUT, default 270 s) so that a slow one leaves the others' files.
+# Usage: scripts/winograd-gemm-study.sh OUT PART...
+set -uo pipefail
+out=${1:?usage: scripts/winograd-gemm-study.sh OUT PART...}
+shift
+[[ $# -gt 0 ]] || {
+  echo "winograd-gemm-study: name a part: verify cusnn resnet50" >&2
+  exit 2
+}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+
+source scripts/use-carried-build.sh
+export CONVGEN_CACHE_DIR=${CONVGEN_CACHE_DIR:-/tmp/convgen-cache}
+convgen=build/tools/convgen/convgen
+limit=${STEP_TIMEOUT:-270}
+status=0
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv > "$out/environment.txt" 2>&1
+git rev-parse --short HEAD >> "$out/environment.txt" 2>/dev/null
+
+# tune_and_bench SUITE: tune winograd_gemm exhaustively into a fresh database, list it, bench with it.
+tune_and_bench() {
+  local suite=$1 dir="$out/$(basename "$1" .csv)" batches=${BATCHES:-8,32}
+  mkdir -p "$dir"
+  rm -f "$dir/tuned.sqlite"
+  timeout "$limit" "$convgen" tune --shapes "$suite" --batch "$batches" --family winograd_gemm --budget 0 \
+    --db "$dir/tuned.sqlite" > "$dir/tune.log" 2>&1 || status=1
+  "$convgen" db show --db "$dir/tuned.sqlite" > "$dir/measurements.txt" 2>&1 || status=1
+  timeout "$limit" "$convgen" bench --shapes "$suite" --batch "$batches" --db "$dir/tuned.sqlite" --out "$dir" \
+    > "$dir/bench.log" 2>&1 || status=1
+}
+
+for part in "$@"; do
+  case $part in
+    verify)
+      mkdir -p "$out/verify"
+      for epilogue in none alpha:1.5+bias+add:0.5+relu6; do
+        rm -f "$out/verify/$epilogue.sqlite"
+        timeout "$limit" "$convgen" tune --shapes shapes/edge_cases.csv --family winograd_gemm --budget 0 \
+          --epilogue "$epilogue" --db "$out/verify/$epilogue.sqlite" > "$out/verify/tune-$epilogue.log" 2>&1 ||
+          status=1
+        grep -oE "[0-9]+ measured of [0-9]+, [0-9]+ failed" "$out/verify/tune-$epilogue.log" |
+          awk -v e="$epilogue" '{m += $1; c += $4; f += $5} END {print e ": " m " measured of " c " candidates, " f " failed"}' 
+      done
+      ;;
+    cusnn) tune_and_bench shapes/cusnn.csv ;;
+    resnet50) tune_and_bench shapes/resnet50.csv ;;
+    *)
+      echo "winograd-gemm-study: unknown part '$part' (verify, cusnn, resnet50)" >&2
+      status=2
+      ;;
+  esac
+done
+exit $status

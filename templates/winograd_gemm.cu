@@ -1,0 +1,329 @@
+// winograd_gemm: FP32 Winograd convolution F(m x m, 3 x 3), m = TILE (2 or 4), in three launches around one batched
+// GEMM (the "non-fused" Winograd of cuDNN's WINOGRAD_NONFUSED), for 3x3 filters at stride 1, dilation 1, ungrouped
+// or grouped.
+//
+// Y = A^T [ (G g G^T) . (B^T d B) ] A per output tile (Lavin & Gray 2016), as templates/winograd.cu; what differs is
+// where the element-wise products are summed over the channels. winograd.cu keeps every transform position of a
+// block's tiles in one block's registers, which caps its register tiles at 4 x 4; here the sums are POSITIONS x GROUPS
+// independent GEMMs
+//     M[pos][g] (KG x TILES) = U[pos][g] (KG x CG) * V[pos][g] (CG x TILES)
+// run by one SGEMM kernel with register tiles of up to 8 x 8 (the main entry), between two transforms through global
+// memory (the launch plan's per-call buffers):
+//   setup  transform_filter  U[pos][g][c][k] = G g G^T, in double, rounded once (persistent buffer);
+//   run 1  transform_input   V[pos][g][c][t] = B^T d B of every (channel, tile) input patch (zero outside the input);
+//   run 2  main entry        M[pos][g][k][t] = sum_c U[pos][g][c][k] V[pos][g][c][t];
+//   run 3  transform_output  Y = A^T M A of every (k, tile), through the epilogue, where the output exists.
+// The three buffers are padded with zeros (c to a multiple of BLOCK_K, k of BLOCK_M, t of BLOCK_N), so the GEMM has
+// no bounds test and every one of its global accesses is a float4.
+//
+// The GEMM: a block owns BLOCK_M output channels x BLOCK_N tiles of one (pos, g); per step of BLOCK_K channels its
+// threads stage the two operand slabs, s_a[c][m] and s_b[c][n] (both rows of the buffers, copied as float4), in a
+// double-buffered shared memory: the next step's global loads are issued into registers before this step's FMAs and
+// stored to the other buffer after them, one barrier per step. Thread (ty, tx) owns THREAD_M x THREAD_N accumulators:
+// channels f * (BLOCK_M / FM) + ty * 4 + i and tiles f * (BLOCK_N / FN) + tx * 4 + j (FM = THREAD_M / 4 runs of 4,
+// likewise FN), so each run is one float4 shared load and a warp's loads touch distinct banks or broadcast.
+// Grid: x = T_PAD / BLOCK_N, y = KG_PAD / BLOCK_M, z = POSITIONS * GROUPS.
+#include "interface.cuh"
+#include "epilogue.cuh"
+
+#ifndef CONVGEN_PRELUDE
+#define CONVGEN_ENTRY convgen_winograd_gemm_default
+namespace cfg {
+constexpr int N = 8, C = 64, K = 64, GROUPS = 1;
+constexpr int D = 1, H = 56, W = 56;
+constexpr int T = 1, R = 3, S = 3;
+constexpr int O = 1, P = 56, Q = 56;
+constexpr int STRIDE_D = 1, STRIDE_H = 1, STRIDE_W = 1;
+constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
+constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
+constexpr bool CHANNELS_LAST = false;
+// The tunable parameters, in kernel-name order (winograd_gemm_m4_bm64_bn64_bk8_tm8_tn8).
+CONVGEN_PARAM("m", "2,4", "output tile of F(m x m, 3 x 3)") constexpr int TILE = 4;
+CONVGEN_PARAM("bm", "32,64,128", "output channels per GEMM block") constexpr int BLOCK_M = 64;
+CONVGEN_PARAM("bn", "32,64,128", "output tiles per GEMM block") constexpr int BLOCK_N = 64;
+CONVGEN_PARAM("bk", "8,16", "input channels per GEMM step") constexpr int BLOCK_K = 8;
+CONVGEN_PARAM("tm", "4,8", "output channels per thread (register tile)") constexpr int THREAD_M = 8;
+CONVGEN_PARAM("tn", "4,8", "output tiles per thread (register tile)") constexpr int THREAD_N = 8;
+using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
+}  // namespace cfg
+#endif
+
+#include "common.cuh"
+
+namespace winograd_gemm {
+
+using namespace cfg;
+using convgen::ceil_div;
+
+// ---- The shape ----------------------------------------------------------------------------------------------
+constexpr int ALPHA = TILE + 2;           // input patch and transform extent
+constexpr int POSITIONS = ALPHA * ALPHA;  // 16 or 36 GEMMs per group
+constexpr int TILES_H = (int)ceil_div(P, TILE);
+constexpr int TILES_W = (int)ceil_div(Q, TILE);
+constexpr int TILES_PER_IMAGE = TILES_H * TILES_W;
+constexpr long long TILES_LL = (long long)N * TILES_PER_IMAGE;
+constexpr int TILES = (int)TILES_LL;
+constexpr int CG = C / GROUPS;  // input channels of a group
+constexpr int KG = K / GROUPS;  // output channels of a group
+// The buffers' padded extents: whole GEMM blocks and steps.
+constexpr int CG_PAD = (int)ceil_div(CG, BLOCK_K) * BLOCK_K;
+constexpr int KG_PAD = (int)ceil_div(KG, BLOCK_M) * BLOCK_M;
+constexpr long long T_PAD_LL = ceil_div(TILES_LL, BLOCK_N) * BLOCK_N;
+constexpr int T_PAD = (int)T_PAD_LL;
+constexpr int BATCHES = POSITIONS * GROUPS;  // GEMMs
+constexpr long long FILTER_FLOATS = (long long)BATCHES * CG_PAD * KG_PAD;  // transformed_filter
+constexpr long long INPUT_FLOATS = (long long)BATCHES * CG_PAD * T_PAD;    // transformed_input
+constexpr long long PRODUCT_FLOATS = (long long)BATCHES * KG_PAD * T_PAD;  // products
+
+static_assert(GROUPS >= 1 && C % GROUPS == 0 && K % GROUPS == 0, "the groups must divide C and K");
+static_assert(D == 1 && T == 1 && O == 1 && PAD_D == 0, "winograd_gemm handles 2-D convolutions only");
+static_assert(R == 3 && S == 3, "winograd_gemm handles 3x3 filters only");
+static_assert(STRIDE_H == 1 && STRIDE_W == 1, "winograd_gemm needs stride 1");
+static_assert(DIL_H == 1 && DIL_W == 1, "winograd_gemm needs dilation 1");
+static_assert(P == convgen::conv_out_extent(H, R, STRIDE_H, PAD_H, DIL_H), "P does not match H, R, stride, padding");
+static_assert(Q == convgen::conv_out_extent(W, S, STRIDE_W, PAD_W, DIL_W), "Q does not match W, S, stride, padding");
+static_assert(P > 0 && Q > 0, "the output must not be empty");
+static_assert(T_PAD_LL <= convgen::kIntMax, "the padded output tiles must fit in int");
+static_assert((long long)N * C * H * W <= convgen::kIntMax && (long long)N * K * P * Q <= convgen::kIntMax,
+              "winograd_gemm indexes the activation and the output with int: each must have fewer than 2^31 elements");
+static_assert(FILTER_FLOATS <= convgen::kIntMax && INPUT_FLOATS <= convgen::kIntMax &&
+                  PRODUCT_FLOATS <= convgen::kIntMax,
+              "winograd_gemm indexes its buffers with int: each must have fewer than 2^31 floats");
+
+// ---- The GEMM's configuration -------------------------------------------------------------------------------
+static_assert(TILE == 2 || TILE == 4, "TILE must be 2 or 4");
+static_assert(BLOCK_M == 32 || BLOCK_M == 64 || BLOCK_M == 128, "BLOCK_M must be 32, 64 or 128");
+static_assert(BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N must be 32, 64 or 128");
+static_assert(BLOCK_K == 8 || BLOCK_K == 16, "BLOCK_K must be 8 or 16");
+static_assert(THREAD_M == 4 || THREAD_M == 8, "THREAD_M must be 4 or 8");
+static_assert(THREAD_N == 4 || THREAD_N == 8, "THREAD_N must be 4 or 8");
+constexpr int THREADS_M = BLOCK_M / THREAD_M;
+constexpr int THREADS_N = BLOCK_N / THREAD_N;  // fastest
+constexpr int THREADS = THREADS_M * THREADS_N;
+static_assert(THREADS >= 32 && THREADS <= 512, "a GEMM block must have 32 to 512 threads");
+constexpr int FM = THREAD_M / 4;  // float4 runs of a thread's channels, BLOCK_M / FM apart
+constexpr int FN = THREAD_N / 4;  // float4 runs of its tiles, BLOCK_N / FN apart
+constexpr int A_VECS = BLOCK_K * BLOCK_M / 4;  // float4s of one step's filter slab
+constexpr int B_VECS = BLOCK_K * BLOCK_N / 4;  // and of its input slab
+static_assert(A_VECS % THREADS == 0 && B_VECS % THREADS == 0,
+              "every thread must copy the same number of float4s of each slab");
+constexpr int A_PER_THREAD = A_VECS / THREADS;
+constexpr int B_PER_THREAD = B_VECS / THREADS;
+constexpr int STEPS = CG_PAD / BLOCK_K;
+
+// Threads of the transform entries.
+constexpr int TRANSFORM_THREADS = 256;
+
+#include "winograd_transforms.cuh"
+
+// y[i][j] = the ALPHA x ALPHA input patch of channel c (of the whole tensor) and tile `tile`, zero outside the input.
+__device__ __forceinline__ void load_patch(float (&r_d)[ALPHA][ALPHA], const float* __restrict__ g_activation, int c,
+                                           int tile) {
+  const int n = tile / TILES_PER_IMAGE;
+  const int rest = tile % TILES_PER_IMAGE;
+  const int h0 = (rest / TILES_W) * TILE - PAD_H;
+  const int w0 = (rest % TILES_W) * TILE - PAD_W;
+  // channels-last: ((n * H + h) * W + w) * C + c; channels-first: ((n * C + c) * H + h) * W + w
+  const int base = CHANNELS_LAST ? n * H * W * C + c : (n * C + c) * H * W;
+#pragma unroll
+  for (int a = 0; a < ALPHA; ++a) {
+#pragma unroll
+    for (int b = 0; b < ALPHA; ++b) {
+      const int h = h0 + a;
+      const int w = w0 + b;
+      const bool inside = (unsigned)h < (unsigned)H && (unsigned)w < (unsigned)W;
+      const int spatial = h * W + w;
+      r_d[a][b] = inside ? g_activation[CHANNELS_LAST ? base + spatial * C : base + spatial] : 0.0f;
+    }
+  }
+}
+
+}  // namespace winograd_gemm
+
+// Setup, once per filter: U[pos][g][c][k] = (G g G^T) of filter (k, c) of group g, in double, rounded to float once;
+// zero for the padding channels (c >= CG or k >= KG). One thread per (g, c, k) of the padded buffer, k fastest.
+extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
+    CONVGEN_ENTRY_NAMED(transform_filter)(const float* __restrict__ g_filter,
+                                          float* __restrict__ g_transformed_filter) {
+  using namespace winograd_gemm;
+  const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= GROUPS * CG_PAD * KG_PAD) return;
+  const int kk = i % KG_PAD;  // within the group
+  const int c = (i / KG_PAD) % CG_PAD;
+  const int g = i / (KG_PAD * CG_PAD);
+  const bool real = c < CG && kk < KG;
+  const int k = g * KG + kk;
+  double r_g[3][3];
+#pragma unroll
+  for (int r = 0; r < 3; ++r)
+#pragma unroll
+    for (int s = 0; s < 3; ++s)
+      // channels-last filter: ((k * R + r) * S + s) * CG + c; channels-first: ((k * CG + c) * R + r) * S + s
+      r_g[r][s] = !real ? 0.0 : CHANNELS_LAST ? g_filter[(k * 9 + r * 3 + s) * CG + c] : g_filter[(k * CG + c) * 9 + r * 3 + s];
+  double r_u[ALPHA][ALPHA];
+  transform_2d<FilterMatrix, double>(r_u, r_g);
+#pragma unroll
+  for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+    for (int b = 0; b < ALPHA; ++b)
+      g_transformed_filter[(((a * ALPHA + b) * GROUPS + g) * CG_PAD + c) * KG_PAD + kk] = (float)r_u[a][b];
+}
+
+// Run 1: V[pos][g][c][t] = B^T d B of the input patch of (channel g * CG + c, tile t); zero for the padding (c >= CG
+// or t >= TILES). One thread per (g, c, t) of the padded buffer, t fastest (coalesced stores).
+extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
+    CONVGEN_ENTRY_NAMED(transform_input)(const float* __restrict__ g_activation,
+                                         float* __restrict__ g_transformed_input) {
+  using namespace winograd_gemm;
+  const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= GROUPS * CG_PAD * T_PAD) return;
+  const int t = i % T_PAD;
+  const int c = (i / T_PAD) % CG_PAD;
+  const int g = i / (T_PAD * CG_PAD);
+  float r_d[ALPHA][ALPHA];
+  if (c < CG && t < TILES) {
+    load_patch(r_d, g_activation, g * CG + c, t);
+  } else {
+#pragma unroll
+    for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+      for (int b = 0; b < ALPHA; ++b) r_d[a][b] = 0.0f;
+  }
+  float r_v[ALPHA][ALPHA];
+  transform_2d<InputMatrix, float>(r_v, r_d);
+#pragma unroll
+  for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+    for (int b = 0; b < ALPHA; ++b)
+      g_transformed_input[(((a * ALPHA + b) * GROUPS + g) * CG_PAD + c) * T_PAD + t] = r_v[a][b];
+}
+
+// Run 2: the batched GEMM M[pos][g] = U[pos][g]^T V[pos][g] (both operands stored channel-major), into products.
+extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
+    CONVGEN_ENTRY(const float* __restrict__ g_transformed_filter, const float* __restrict__ g_transformed_input,
+                  float* __restrict__ g_products) {
+  using namespace winograd_gemm;
+  __shared__ __align__(16) float s_a[2][BLOCK_K][BLOCK_M];
+  __shared__ __align__(16) float s_b[2][BLOCK_K][BLOCK_N];
+  const int tid = (int)threadIdx.x;
+  const int tx = tid % THREADS_N;
+  const int ty = tid / THREADS_N;
+  const int batch = (int)blockIdx.z;  // pos * GROUPS + g
+  const int m0 = (int)blockIdx.y * BLOCK_M;
+  const int n0 = (int)blockIdx.x * BLOCK_N;
+  const float* __restrict__ g_a = g_transformed_filter + batch * CG_PAD * KG_PAD + m0;
+  const float* __restrict__ g_b = g_transformed_input + batch * CG_PAD * T_PAD + n0;
+
+  // A thread's float4s of a slab: vector e = tid + i * THREADS is row e / (BLOCK / 4), column 4 * (e % (BLOCK / 4)).
+  float r_a[A_PER_THREAD][4];
+  float r_b[B_PER_THREAD][4];
+  auto load_step = [&](int c0) {
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i) {
+      const int e = tid + i * THREADS;
+      convgen::load_floats<4>(r_a[i], g_a + (c0 + e / (BLOCK_M / 4)) * KG_PAD + 4 * (e % (BLOCK_M / 4)));
+    }
+#pragma unroll
+    for (int i = 0; i < B_PER_THREAD; ++i) {
+      const int e = tid + i * THREADS;
+      convgen::load_floats<4>(r_b[i], g_b + (c0 + e / (BLOCK_N / 4)) * T_PAD + 4 * (e % (BLOCK_N / 4)));
+    }
+  };
+  auto store_step = [&](int buffer) {
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i) {
+      const int e = tid + i * THREADS;
+      float* dst = &s_a[buffer][e / (BLOCK_M / 4)][4 * (e % (BLOCK_M / 4))];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) dst[j] = r_a[i][j];
+    }
+#pragma unroll
+    for (int i = 0; i < B_PER_THREAD; ++i) {
+      const int e = tid + i * THREADS;
+      float* dst = &s_b[buffer][e / (BLOCK_N / 4)][4 * (e % (BLOCK_N / 4))];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) dst[j] = r_b[i][j];
+    }
+  };
+
+  float acc[THREAD_M][THREAD_N];
+#pragma unroll
+  for (int i = 0; i < THREAD_M; ++i)
+#pragma unroll
+    for (int j = 0; j < THREAD_N; ++j) acc[i][j] = 0.0f;
+
+  load_step(0);
+  store_step(0);
+  __syncthreads();
+#pragma unroll 1
+  for (int step = 0; step < STEPS; ++step) {
+    const int buffer = step & 1;
+    if (step + 1 < STEPS) load_step((step + 1) * BLOCK_K);  // in flight during this step's FMAs
+#pragma unroll
+    for (int kk = 0; kk < BLOCK_K; ++kk) {
+      float a[THREAD_M], b[THREAD_N];
+#pragma unroll
+      for (int f = 0; f < FM; ++f) convgen::load_floats<4>(a + 4 * f, &s_a[buffer][kk][f * (BLOCK_M / FM) + ty * 4]);
+#pragma unroll
+      for (int f = 0; f < FN; ++f) convgen::load_floats<4>(b + 4 * f, &s_b[buffer][kk][f * (BLOCK_N / FN) + tx * 4]);
+#pragma unroll
+      for (int i = 0; i < THREAD_M; ++i)
+#pragma unroll
+        for (int j = 0; j < THREAD_N; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    // The other buffer was last read in the previous step, before its closing barrier.
+    if (step + 1 < STEPS) store_step(buffer ^ 1);
+    __syncthreads();
+  }
+
+  float* __restrict__ g_m = g_products + batch * KG_PAD * T_PAD;
+#pragma unroll
+  for (int i = 0; i < THREAD_M; ++i) {
+    const int m = m0 + (i / 4) * (BLOCK_M / FM) + ty * 4 + i % 4;
+#pragma unroll
+    for (int f = 0; f < FN; ++f) {
+      float4 v;
+      v.x = acc[i][4 * f];
+      v.y = acc[i][4 * f + 1];
+      v.z = acc[i][4 * f + 2];
+      v.w = acc[i][4 * f + 3];
+      *reinterpret_cast<float4*>(g_m + m * T_PAD + n0 + f * (BLOCK_N / FN) + tx * 4) = v;
+    }
+  }
+}
+
+// Run 3: Y = A^T M A of every (output channel g * KG + k, tile t), through the epilogue, stored where the output
+// exists (the last tiles of a row or column may be partial). One thread per (g, k, t), t fastest (coalesced loads).
+extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
+    CONVGEN_ENTRY_NAMED(transform_output)(const float* __restrict__ g_products, float* __restrict__ g_output,
+                                          const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
+  using namespace winograd_gemm;
+  const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= GROUPS * KG * TILES) return;
+  const int t = i % TILES;
+  const int kk = (i / TILES) % KG;
+  const int g = i / (TILES * KG);
+  const int k = g * KG + kk;
+  float r_m[ALPHA][ALPHA];
+#pragma unroll
+  for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+    for (int b = 0; b < ALPHA; ++b)
+      r_m[a][b] = g_products[(((a * ALPHA + b) * GROUPS + g) * KG_PAD + kk) * T_PAD + t];
+  float r_y[TILE][TILE];
+  transform_2d<OutputMatrix, float>(r_y, r_m);
+  const int n = t / TILES_PER_IMAGE;
+  const int rest = t % TILES_PER_IMAGE;
+  const int p0 = (rest / TILES_W) * TILE;
+  const int q0 = (rest % TILES_W) * TILE;
+#pragma unroll
+  for (int a = 0; a < TILE; ++a) {
+#pragma unroll
+    for (int b = 0; b < TILE; ++b) {
+      const int p = p0 + a, q = q0 + b;
+      if (p >= P || q >= Q) continue;
+      const int o = CHANNELS_LAST ? ((n * P + p) * Q + q) * K + k : ((n * K + k) * P + p) * Q + q;
+      g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(r_y[a][b], g_bias, g_residual, k, o);
+    }
+  }
+}
