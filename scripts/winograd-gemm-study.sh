@@ -5,8 +5,8 @@
 #            reference by the tuner before it is timed, without and with a fused epilogue (verify/)
 #   cusnn    winograd_gemm tuned on the cuSNN layers at batch 8 and 32 (every candidate measured), then
 #            `convgen bench` of those layers against every cuDNN route with the tuned choice among our candidates
-#            (cusnn/; BATCHES overrides 8,32)
-#   resnet50 the same on resnet50's layers (resnet50/; BATCHES overrides 8,32)
+#            (cusnn-n8-32/; BATCHES overrides 8,32 and names the folder)
+#   resnet50 the same on resnet50's layers (resnet50-n8-32/)
 # Each step runs under `timeout` (STEP_TIMEOUT, default 270 s) so that a slow one leaves the others' files.
 # Usage: scripts/winograd-gemm-study.sh OUT PART...
 set -uo pipefail
@@ -30,7 +30,8 @@ git rev-parse --short HEAD >> "$out/environment.txt" 2>/dev/null
 
 # tune_and_bench SUITE: tune winograd_gemm exhaustively into a fresh database, list it, bench with it.
 tune_and_bench() {
-  local suite=$1 dir="$out/$(basename "$1" .csv)" batches=${BATCHES:-8,32}
+  local suite=$1 batches=${BATCHES:-8,32}
+  local dir="$out/$(basename "$1" .csv)-n${batches//,/-}"
   mkdir -p "$dir"
   rm -f "$dir/tuned.sqlite"
   timeout "$limit" "$convgen" tune --shapes "$suite" --batch "$batches" --family winograd_gemm --budget 0 \
