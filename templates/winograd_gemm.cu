@@ -19,9 +19,8 @@
 // The GEMM: a block owns BLOCK_M output channels x BLOCK_N tiles of one (pos, g); per step of BLOCK_K channels its
 // threads stage the two operand slabs, s_a[c][m] and s_b[c][n] (both rows of the buffers, copied as float4), in a
 // double-buffered shared memory: the next step's global loads are issued into registers before this step's FMAs and
-// stored to the other buffer after them, one barrier per step. Thread (ty, tx) owns THREAD_M x THREAD_N accumulators:
-// channels f * (BLOCK_M / FM) + ty * 4 + i and tiles f * (BLOCK_N / FN) + tx * 4 + j (FM = THREAD_M / 4 runs of 4,
-// likewise FN), so each run is one float4 shared load and a warp's loads touch distinct banks or broadcast.
+// stored to the other buffer after them, one barrier per step; the FMAs are simt_gemm.cuh's register tiles (THREAD_M
+// x THREAD_N accumulators a thread, runs of 4 read as float4).
 // Grid: x = T_PAD / BLOCK_N, y = KG_PAD / BLOCK_M, z = POSITIONS * GROUPS.
 #include "interface.cuh"
 #include "epilogue.cuh"
@@ -97,12 +96,8 @@ static_assert(BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N must be
 static_assert(BLOCK_K == 8 || BLOCK_K == 16, "BLOCK_K must be 8 or 16");
 static_assert(THREAD_M == 4 || THREAD_M == 8, "THREAD_M must be 4 or 8");
 static_assert(THREAD_N == 4 || THREAD_N == 8, "THREAD_N must be 4 or 8");
-constexpr int THREADS_M = BLOCK_M / THREAD_M;
-constexpr int THREADS_N = BLOCK_N / THREAD_N;  // fastest
-constexpr int THREADS = THREADS_M * THREADS_N;
+#include "simt_gemm.cuh"  // THREADS_M, THREADS_N, THREADS, FM, FN, gemm_m, gemm_step
 static_assert(THREADS >= 32 && THREADS <= 512, "a GEMM block must have 32 to 512 threads");
-constexpr int FM = THREAD_M / 4;  // float4 runs of a thread's channels, BLOCK_M / FM apart
-constexpr int FN = THREAD_N / 4;  // float4 runs of its tiles, BLOCK_N / FN apart
 constexpr int A_VECS = BLOCK_K * BLOCK_M / 4;  // float4s of one step's filter slab
 constexpr int B_VECS = BLOCK_K * BLOCK_N / 4;  // and of its input slab
 static_assert(A_VECS % THREADS == 0 && B_VECS % THREADS == 0,
@@ -259,18 +254,7 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
   for (int step = 0; step < STEPS; ++step) {
     const int buffer = step & 1;
     if (step + 1 < STEPS) load_step((step + 1) * BLOCK_K);  // in flight during this step's FMAs
-#pragma unroll
-    for (int kk = 0; kk < BLOCK_K; ++kk) {
-      float a[THREAD_M], b[THREAD_N];
-#pragma unroll
-      for (int f = 0; f < FM; ++f) convgen::load_floats<4>(a + 4 * f, &s_a[buffer][kk][f * (BLOCK_M / FM) + ty * 4]);
-#pragma unroll
-      for (int f = 0; f < FN; ++f) convgen::load_floats<4>(b + 4 * f, &s_b[buffer][kk][f * (BLOCK_N / FN) + tx * 4]);
-#pragma unroll
-      for (int i = 0; i < THREAD_M; ++i)
-#pragma unroll
-        for (int j = 0; j < THREAD_N; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-    }
+    gemm_step(acc, s_a[buffer], s_b[buffer], tx, ty);
     // The other buffer was last read in the previous step, before its closing barrier.
     if (step + 1 < STEPS) store_step(buffer ^ 1);
     __syncthreads();
@@ -279,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
   float* __restrict__ g_m = g_products + batch * KG_PAD * T_PAD;
 #pragma unroll
   for (int i = 0; i < THREAD_M; ++i) {
-    const int m = m0 + (i / 4) * (BLOCK_M / FM) + ty * 4 + i % 4;
+    const int m = m0 + gemm_m(ty, i);
 #pragma unroll
     for (int f = 0; f < FN; ++f) {
       float4 v;

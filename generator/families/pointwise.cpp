@@ -1,0 +1,262 @@
+// pointwise: FP32 1x1 convolutions (any stride, no padding, ungrouped, channels-first) as one batched SGEMM
+// (templates/pointwise.cu): search space, support checks, launch plan (the filter packed once, transposed and padded,
+// into a persistent buffer; one launch per call) and costs.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "generator/family.hpp"
+#include "pointwise_params.hpp"  // generated from templates/pointwise.cu
+
+namespace convgen {
+namespace {
+
+// The register tiles issue like igemm's (CostFeatures::warp_issue_rate).
+constexpr double kWarpIssueRate = 0.5;
+
+constexpr std::int64_t kIntMax = 2147483647;
+constexpr std::int64_t kGridYZMax = 65535;
+constexpr unsigned kPackThreads = 256;  // the template's PACK_THREADS
+// Candidates offered, ranked by estimate_us.
+constexpr std::size_t kCandidates = 16;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
+int next_pow2(std::int64_t v) {
+  int p = 1;
+  while (p < v && p < (1 << 30)) p *= 2;
+  return p;
+}
+
+// The quantities of templates/pointwise.cu (same names, lower case).
+using Params = PointwiseParams;
+std::int64_t pixels(const Problem& p) {
+  const Dims3 out = output_dims(p);
+  return std::int64_t{out.d} * out.h * out.w;
+}
+bool unit_stride(const Problem& p) { return p.stride.d == 1 && p.stride.h == 1 && p.stride.w == 1; }
+std::int64_t c_pad(const Problem& p, const Params& s) { return round_up(p.c, s.block_k); }
+std::int64_t k_pad(const Problem& p, const Params& s) { return round_up(p.k, s.block_m); }
+int threads_per_block(const Params& s) {
+  if (s.thread_m <= 0 || s.thread_n <= 0) return 0;
+  return (s.block_m / s.thread_m) * (s.block_n / s.thread_n);
+}
+int smem_bytes(const Params& s) { return 2 * s.block_k * (s.block_m + s.block_n) * 4; }
+int loads_per_thread(const Params& s) {  // global loads of both slabs per step
+  const int threads = std::max(threads_per_block(s), 1);
+  const int vector = std::max(s.vector, 1);
+  return (s.block_k * s.block_m / 4 + s.block_k * s.block_n / vector) / threads;
+}
+// Registers per thread, roughly: accumulators, one step's operands, the next step's staged loads, addresses.
+int register_estimate(const Params& s) {
+  return s.thread_m * s.thread_n + s.thread_m + s.thread_n + 4 * loads_per_thread(s) + 24;
+}
+std::array<unsigned, 3> grid_of(const Problem& p, const Params& s) {
+  return {static_cast<unsigned>(ceil_div(pixels(p), s.block_n)), static_cast<unsigned>(k_pad(p, s) / s.block_m),
+          static_cast<unsigned>(p.n)};
+}
+std::int64_t blocks_of(const Problem& p, const Params& s) {
+  const auto grid = grid_of(p, s);
+  return std::int64_t{grid[0]} * grid[1] * grid[2];
+}
+
+// Blocks of one SM that run at once, by the GPU's thread, register, shared-memory and block limits.
+int resident_blocks_per_sm(const Gpu& gpu, const Params& s) {
+  const int threads = std::max(threads_per_block(s), 1);
+  int blocks = gpu.max_blocks_per_sm > 0 ? gpu.max_blocks_per_sm : 32;
+  if (gpu.max_threads_per_sm > 0) blocks = std::min(blocks, gpu.max_threads_per_sm / threads);
+  if (gpu.regs_per_sm > 0) blocks = std::min(blocks, gpu.regs_per_sm / ((register_estimate(s) + 7) / 8 * 8 * threads));
+  if (gpu.smem_per_sm_bytes > 0) blocks = std::min(blocks, gpu.smem_per_sm_bytes / smem_bytes(s));
+  return std::max(blocks, 1);
+}
+
+class Pointwise final : public Family {
+ public:
+  const TemplateInterface& interface() const override { return pointwise_interface(); }
+
+  std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& spec) const override {
+    if (spec.family != Params::family) return fmt::format("kernel {} is not a pointwise kernel", spec.family);
+    return check(p, gpu, params_of<Params>(spec));
+  }
+
+  std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
+    std::vector<KernelSpec> specs;
+    for (const Params& s : candidates(p, gpu)) specs.push_back(to_spec(s));
+    return specs;
+  }
+
+  // setup: W^T into the persistent "packed_filter" ([c][k], padded); run: one launch.
+  LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
+    const Params s = params_of<Params>(spec);
+    LaunchPlan plan;
+    plan.buffers.push_back({.name = "packed_filter", .bytes = 4 * c_pad(p, s) * k_pad(p, s), .persistent = true});
+    plan.setup.push_back(
+        {.kind = LaunchStep::Kind::kernel,
+         .entry_suffix = "pack_filter",
+         .geometry = {.grid = {static_cast<unsigned>(ceil_div(c_pad(p, s) * k_pad(p, s), kPackThreads)), 1, 1},
+                      .block = {kPackThreads, 1, 1}}});
+    plan.run.push_back({.kind = LaunchStep::Kind::kernel,
+                        .geometry = {.grid = grid_of(p, s),
+                                     .block = {static_cast<unsigned>(threads_per_block(s)), 1, 1}}});
+    return plan;
+  }
+
+  CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
+    const Params s = params_of<Params>(spec);
+    const double warps = std::ceil(threads_per_block(s) / 32.0);
+    const double channels = static_cast<double>(c_pad(p, s));
+    const double steps = channels / s.block_k;
+    return {.blocks = blocks_of(p, s),
+            .threads_per_block = threads_per_block(s),
+            .smem_bytes_per_block = smem_bytes(s),
+            .flops = static_cast<double>(flops(p)),
+            // Each tensor once, the packed filter read by every column of blocks (mostly from L2: once).
+            .dram_bytes = static_cast<double>(min_bytes(p)),
+            .flops_per_block = 2.0 * s.block_m * s.block_n * channels,
+            .fma_instructions = warps * channels * s.thread_m * s.thread_n,
+            .shared_load_instructions = warps * channels * (s.thread_m + s.thread_n) / 4.0,
+            .global_load_instructions = warps * steps * loads_per_thread(s),
+            // The activation's bounds tests (and strided offsets) per load.
+            .address_instructions = warps * steps * (s.block_k * s.block_n / std::max(s.vector, 1)) /
+                                    std::max(threads_per_block(s), 1) * (unit_stride(p) ? 3.0 : 8.0),
+            .main_loop_steps = static_cast<int>(steps),
+            .pipelined = true,
+            .warp_issue_rate = kWarpIssueRate};
+  }
+
+  // Until a calibration includes the family: igemm's weights (the same instruction kinds, a SIMT main loop).
+  CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
+
+  std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
+    const std::vector<Params> all = candidates(p, gpu);
+    if (all.empty()) return std::nullopt;
+    return to_spec(all.front());
+  }
+
+  // Last: not yet measured on a GPU against igemm; it competes in tuning and in the bench's candidates only.
+  int default_rank(const Problem&) const override { return 6; }
+
+ private:
+  std::optional<std::string> check(const Problem& p, const Gpu& gpu, const Params& s) const {
+    if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
+    if (p.precision != Precision::fp32)
+      return fmt::format("precision {} is not supported by pointwise (fp32 only)", p.precision);
+    if (channels_last(p.layout))
+      return fmt::format("pointwise handles channels-first layouts only, got {}", p.layout);
+    if (p.groups != 1) return fmt::format("pointwise handles ungrouped convolutions only, got {} groups", p.groups);
+    if (p.filter.d != 1 || p.filter.h != 1 || p.filter.w != 1)
+      return fmt::format("pointwise handles 1x1 filters only, got {}x{}x{}", p.filter.d, p.filter.h, p.filter.w);
+    if (p.padding.d != 0 || p.padding.h != 0 || p.padding.w != 0)
+      return fmt::format("pointwise handles unpadded convolutions only, got padding {}x{}x{}", p.padding.d,
+                         p.padding.h, p.padding.w);
+    // Field values.
+    if (s.block_m != 32 && s.block_m != 64 && s.block_m != 128)
+      return fmt::format("block_m must be 32, 64 or 128, got {}", s.block_m);
+    if (s.block_n != 32 && s.block_n != 64 && s.block_n != 128)
+      return fmt::format("block_n must be 32, 64 or 128, got {}", s.block_n);
+    if (s.block_k != 8 && s.block_k != 16) return fmt::format("block_k must be 8 or 16, got {}", s.block_k);
+    if (s.thread_m != 4 && s.thread_m != 8) return fmt::format("thread_m must be 4 or 8, got {}", s.thread_m);
+    if (s.thread_n != 4 && s.thread_n != 8) return fmt::format("thread_n must be 4 or 8, got {}", s.thread_n);
+    if (s.vector != 1 && s.vector != 4) return fmt::format("vector must be 1 or 4, got {}", s.vector);
+    if (s.vector == 4 && (!unit_stride(p) || pixels(p) % 4 != 0))
+      return fmt::format("vector 4 reads 4 pixels at once: it needs stride 1 and a multiple of 4 output pixels per "
+                         "image, got {} pixels",
+                         pixels(p));
+    const int threads = threads_per_block(s);
+    if (threads < 32 || threads > 512)
+      return fmt::format("{} threads per block ({}/{} x {}/{}): the GEMM takes 32 to 512", threads, s.block_m,
+                         s.thread_m, s.block_n, s.thread_n);
+    if ((s.block_k * s.block_m / 4) % threads != 0 || (s.block_k * s.block_n / s.vector) % threads != 0)
+      return fmt::format("the {} threads cannot copy a step's {} x {} and {} x {} slabs in equal shares", threads,
+                         s.block_k, s.block_m, s.block_k, s.block_n);
+    // Index and grid limits.
+    if (activation_elements(p) > kIntMax || output_elements(p) > kIntMax)
+      return "pointwise indexes tensors with int: the activation and output must have fewer than 2^31 elements";
+    if (c_pad(p, s) * k_pad(p, s) > kIntMax) return "the packed filter would have 2^31 floats or more";
+    const auto grid = grid_of(p, s);
+    if (grid[1] > kGridYZMax || grid[2] > kGridYZMax)
+      return fmt::format("its grid ({} x {} x {}) exceeds the y and z limit of 65535", grid[0], grid[1], grid[2]);
+    // Resources of the GPU.
+    if (threads > gpu.max_threads_per_block)
+      return fmt::format("{} threads per block exceed the gpu's {}", threads, gpu.max_threads_per_block);
+    if (smem_bytes(s) > 48 * 1024) return fmt::format("{} bytes of static shared memory exceed 48 KiB", smem_bytes(s));
+    const int regs = register_estimate(s);
+    if (regs > gpu.max_regs_per_thread)
+      return fmt::format("about {} registers per thread exceed the gpu's {}", regs, gpu.max_regs_per_thread);
+    if (gpu.regs_per_block > 0 && regs * threads > gpu.regs_per_block)
+      return fmt::format("about {} registers per block ({} threads of {}) exceed the gpu's {}", regs * threads, threads,
+                         regs, gpu.regs_per_block);
+    return std::nullopt;
+  }
+
+  // Every configuration that passes check and fits the problem (blocks within the next power of two of K and of the
+  // pixels), the float4 loads wherever the problem allows them: the best kCandidates by estimate_us.
+  std::vector<Params> candidates(const Problem& p, const Gpu& gpu) const {
+    if (p.precision != Precision::fp32 || !validate(p).empty()) return {};  // no configuration changes these
+    const int vector = unit_stride(p) && pixels(p) % 4 == 0 ? 4 : 1;
+    std::vector<std::pair<double, Params>> found;
+    for (int block_m : {32, 64, 128}) {
+      if (block_m > std::max(32, next_pow2(p.k))) continue;
+      for (int block_n : {32, 64, 128}) {
+        if (block_n > std::max(32, next_pow2(pixels(p)))) continue;
+        for (int block_k : {8, 16}) {
+          for (int thread_m : {4, 8}) {
+            for (int thread_n : {4, 8}) {
+              const Params s{.block_m = block_m,
+                             .block_n = block_n,
+                             .block_k = block_k,
+                             .thread_m = thread_m,
+                             .thread_n = thread_n,
+                             .vector = vector};
+              if (check(p, gpu, s)) continue;
+              found.emplace_back(estimate_us(p, gpu, s), s);
+            }
+          }
+        }
+      }
+    }
+    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (found.size() > kCandidates) found.resize(kCandidates);
+    std::vector<Params> specs;
+    for (const auto& [us, s] : found) specs.push_back(s);
+    return specs;
+  }
+
+  // A rough time in microseconds that orders the search space (the tuner's cost model ranks for real): waves of
+  // resident blocks, each issuing its FMAs, float4 shared loads and staged global loads at 4 warp instructions per
+  // clock per SM, slowed when fewer than 8 warps per SM hide the latencies; or, if longer, the tensors' bytes at the
+  // DRAM bandwidth.
+  static double estimate_us(const Problem& p, const Gpu& gpu, const Params& s) {
+    const int sm_count = std::max(gpu.sm_count, 1);
+    const std::int64_t blocks = blocks_of(p, s);
+    const int per_sm = resident_blocks_per_sm(gpu, s);
+    const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sm_count) * per_sm));
+    const double resident = std::min<double>(per_sm, std::ceil(static_cast<double>(blocks) / sm_count));
+    const double warps = std::ceil(threads_per_block(s) / 32.0);
+    const double channels = static_cast<double>(c_pad(p, s));
+    const double per_kk = s.thread_m * s.thread_n + (s.thread_m + s.thread_n) / 4.0;
+    const double block_instructions =
+        warps * channels * per_kk + warps * (channels / s.block_k) * (loads_per_thread(s) * 4 + 4);
+    const double latency = std::max(1.0, 8.0 / (resident * warps));
+    const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
+    const double compute_us = waves * resident * (block_instructions / 4) * latency / clock_mhz;
+    const double memory_us = static_cast<double>(min_bytes(p)) / (std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3);
+    return std::max(compute_us, memory_us);
+  }
+};
+
+}  // namespace
+
+const Family& pointwise_family() {
+  static const Pointwise instance;
+  return instance;
+}
+
+}  // namespace convgen

@@ -1,0 +1,205 @@
+// pointwise: FP32 1x1 convolution (any stride, no padding, ungrouped), channels-first, as one batched SGEMM: per
+// image n,
+//     Y[n] (K x OPQ) = W (K x C) * X[n] (C x OPQ),  X[n][c][o, p, q] = x[n][c][o * STRIDE_D, p * STRIDE_H, q * STRIDE_W]
+// the GEMM shape of a projection, a bottleneck's reduce and expand, or a DenseNet transition (issue 13's "GEMM-shaped
+// layers"). Channels-first rows of X are pixels, contiguous at stride 1: the activation is read as float4 along the
+// pixels (VECTOR 4) where a row's length allows it.
+//   setup  pack_filter  W^T into the persistent buffer packed_filter, [c][k], zero-padded to C_PAD (a multiple of
+//                       BLOCK_K) x K_PAD (of BLOCK_M): the filter slabs need no bounds test and move as float4;
+//   run    main entry   per block BLOCK_M output channels x BLOCK_N pixels of one image; per step of BLOCK_K input
+//                       channels its threads stage s_a[c][k] (the packed filter) and s_b[c][pixel] (the activation,
+//                       zero past C and past the pixels) in a double-buffered shared memory, the next step's loads
+//                       in registers during this step's FMAs (simt_gemm.cuh's register tiles), one barrier per step;
+//                       then each thread stores its outputs through the epilogue where they exist.
+// Grid: x = ceil(OPQ / BLOCK_N), y = K_PAD / BLOCK_M, z = N.
+#include "interface.cuh"
+#include "epilogue.cuh"
+
+#ifndef CONVGEN_PRELUDE
+#define CONVGEN_ENTRY convgen_pointwise_default
+namespace cfg {
+constexpr int N = 8, C = 256, K = 64, GROUPS = 1;
+constexpr int D = 1, H = 56, W = 56;
+constexpr int T = 1, R = 1, S = 1;
+constexpr int O = 1, P = 56, Q = 56;
+constexpr int STRIDE_D = 1, STRIDE_H = 1, STRIDE_W = 1;
+constexpr int PAD_D = 0, PAD_H = 0, PAD_W = 0;
+constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
+constexpr bool CHANNELS_LAST = false;
+// The tunable parameters, in kernel-name order (pointwise_bm64_bn64_bk8_tm8_tn8_v4).
+CONVGEN_PARAM("bm", "32,64,128", "output channels per block") constexpr int BLOCK_M = 64;
+CONVGEN_PARAM("bn", "32,64,128", "output pixels per block") constexpr int BLOCK_N = 64;
+CONVGEN_PARAM("bk", "8,16", "input channels per step") constexpr int BLOCK_K = 8;
+CONVGEN_PARAM("tm", "4,8", "output channels per thread (register tile)") constexpr int THREAD_M = 8;
+CONVGEN_PARAM("tn", "4,8", "output pixels per thread (register tile)") constexpr int THREAD_N = 8;
+CONVGEN_PARAM("v", "1,4", "activation loads: 4 a float4 of 4 pixels (stride 1, pixels per image a multiple of 4)")
+constexpr int VECTOR = 4;
+using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
+}  // namespace cfg
+#endif
+
+#include "common.cuh"
+
+namespace pointwise {
+
+using namespace cfg;
+using convgen::ceil_div;
+
+// ---- The shape ----------------------------------------------------------------------------------------------
+constexpr int PIXELS = O * P * Q;  // output pixels of an image: the GEMM's columns
+constexpr int IMAGE = D * H * W;   // input pixels of an image
+constexpr int C_PAD = (int)ceil_div(C, BLOCK_K) * BLOCK_K;
+constexpr int K_PAD = (int)ceil_div(K, BLOCK_M) * BLOCK_M;
+constexpr bool UNIT_STRIDE = STRIDE_D == 1 && STRIDE_H == 1 && STRIDE_W == 1;
+
+static_assert(!CHANNELS_LAST, "pointwise handles channels-first layouts only");
+static_assert(GROUPS == 1, "pointwise handles ungrouped convolutions only");
+static_assert(T == 1 && R == 1 && S == 1, "pointwise handles 1x1 filters only");
+static_assert(PAD_D == 0 && PAD_H == 0 && PAD_W == 0, "pointwise handles unpadded convolutions only");
+static_assert(O == convgen::conv_out_extent(D, T, STRIDE_D, PAD_D, DIL_D), "O does not match D, stride");
+static_assert(P == convgen::conv_out_extent(H, R, STRIDE_H, PAD_H, DIL_H), "P does not match H, stride");
+static_assert(Q == convgen::conv_out_extent(W, S, STRIDE_W, PAD_W, DIL_W), "Q does not match W, stride");
+static_assert((long long)N * C * IMAGE <= convgen::kIntMax && (long long)N * K * PIXELS <= convgen::kIntMax,
+              "pointwise indexes tensors with int: each must have fewer than 2^31 elements");
+static_assert((long long)C_PAD * K_PAD <= convgen::kIntMax, "the packed filter must have fewer than 2^31 floats");
+
+// ---- The configuration --------------------------------------------------------------------------------------
+static_assert(BLOCK_M == 32 || BLOCK_M == 64 || BLOCK_M == 128, "BLOCK_M must be 32, 64 or 128");
+static_assert(BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N must be 32, 64 or 128");
+static_assert(BLOCK_K == 8 || BLOCK_K == 16, "BLOCK_K must be 8 or 16");
+static_assert(THREAD_M == 4 || THREAD_M == 8, "THREAD_M must be 4 or 8");
+static_assert(THREAD_N == 4 || THREAD_N == 8, "THREAD_N must be 4 or 8");
+static_assert(VECTOR == 1 || VECTOR == 4, "VECTOR must be 1 or 4");
+static_assert(VECTOR == 1 || (UNIT_STRIDE && PIXELS % 4 == 0),
+              "VECTOR 4 reads 4 pixels at once: stride 1 and a multiple of 4 pixels per image");
+
+#include "simt_gemm.cuh"  // THREADS_M, THREADS_N, THREADS, FM, FN, gemm_m, gemm_step
+static_assert(THREADS >= 32 && THREADS <= 512, "a block must have 32 to 512 threads");
+constexpr int A_VECS = BLOCK_K * BLOCK_M / 4;      // float4s of one step's filter slab
+constexpr int B_ELEMS = BLOCK_K * BLOCK_N / VECTOR;  // loads of its activation slab
+static_assert(A_VECS % THREADS == 0 && B_ELEMS % THREADS == 0,
+              "every thread must copy the same number of float4s (and activation loads) of each slab");
+constexpr int A_PER_THREAD = A_VECS / THREADS;
+constexpr int B_PER_THREAD = B_ELEMS / THREADS;
+constexpr int STEPS = C_PAD / BLOCK_K;
+constexpr int PACK_THREADS = 256;
+
+// The input element of output pixel `pixel` (< PIXELS) within a channel of an image.
+__device__ __forceinline__ int input_offset(int pixel) {
+  if constexpr (UNIT_STRIDE) {
+    return pixel;
+  } else {
+    const int q = pixel % Q;
+    const int p = (pixel / Q) % P;
+    const int o = pixel / (P * Q);
+    return ((o * STRIDE_D) * H + p * STRIDE_H) * W + q * STRIDE_W;
+  }
+}
+
+}  // namespace pointwise
+
+// Setup, once per filter: packed_filter[c][k] = filter[k][c] (K C 1 1 channels-first), zero for c >= C or k >= K. One
+// thread per element of the padded buffer, k fastest.
+extern "C" __global__ void __launch_bounds__(pointwise::PACK_THREADS)
+    CONVGEN_ENTRY_NAMED(pack_filter)(const float* __restrict__ g_filter, float* __restrict__ g_packed_filter) {
+  using namespace pointwise;
+  const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= C_PAD * K_PAD) return;
+  const int k = i % K_PAD;
+  const int c = i / K_PAD;
+  g_packed_filter[i] = c < C && k < K ? g_filter[k * C + c] : 0.0f;
+}
+
+extern "C" __global__ void __launch_bounds__(pointwise::THREADS)
+    CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_packed_filter,
+                  float* __restrict__ g_output, const float* __restrict__ g_bias,
+                  const float* __restrict__ g_residual) {
+  using namespace pointwise;
+  __shared__ __align__(16) float s_a[2][BLOCK_K][BLOCK_M];
+  __shared__ __align__(16) float s_b[2][BLOCK_K][BLOCK_N];
+  const int tid = (int)threadIdx.x;
+  const int tx = tid % THREADS_N;
+  const int ty = tid / THREADS_N;
+  const int n = (int)blockIdx.z;
+  const int m0 = (int)blockIdx.y * BLOCK_M;
+  const int n0 = (int)blockIdx.x * BLOCK_N;  // the block's first pixel
+  const float* __restrict__ g_a = g_packed_filter + m0;
+  const float* __restrict__ g_x = g_activation + n * C * IMAGE;
+
+  // A thread's loads of a step: filter float4 e = tid + i * THREADS is row e / (BLOCK_M / 4), column
+  // 4 * (e % (BLOCK_M / 4)); activation load e is row e / (BLOCK_N / VECTOR), pixels VECTOR * (e % (BLOCK_N / VECTOR)).
+  float r_a[A_PER_THREAD][4];
+  float r_b[B_PER_THREAD][VECTOR];
+  auto load_step = [&](int c0) {
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i) {
+      const int e = tid + i * THREADS;
+      convgen::load_floats<4>(r_a[i], g_a + (c0 + e / (BLOCK_M / 4)) * K_PAD + 4 * (e % (BLOCK_M / 4)));
+    }
+#pragma unroll
+    for (int i = 0; i < B_PER_THREAD; ++i) {
+      const int e = tid + i * THREADS;
+      const int c = c0 + e / (BLOCK_N / VECTOR);
+      const int pixel = n0 + VECTOR * (e % (BLOCK_N / VECTOR));
+      // VECTOR 4: PIXELS is a multiple of 4, so a run of 4 is wholly inside or wholly past the image.
+      if (c < C && pixel < PIXELS) {
+        convgen::load_floats<VECTOR>(r_b[i], g_x + c * IMAGE + input_offset(pixel));
+      } else {
+#pragma unroll
+        for (int j = 0; j < VECTOR; ++j) r_b[i][j] = 0.0f;
+      }
+    }
+  };
+  auto store_step = [&](int buffer) {
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i) {
+      const int e = tid + i * THREADS;
+      float* dst = &s_a[buffer][e / (BLOCK_M / 4)][4 * (e % (BLOCK_M / 4))];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) dst[j] = r_a[i][j];
+    }
+#pragma unroll
+    for (int i = 0; i < B_PER_THREAD; ++i) {
+      const int e = tid + i * THREADS;
+      float* dst = &s_b[buffer][e / (BLOCK_N / VECTOR)][VECTOR * (e % (BLOCK_N / VECTOR))];
+#pragma unroll
+      for (int j = 0; j < VECTOR; ++j) dst[j] = r_b[i][j];
+    }
+  };
+
+  float acc[THREAD_M][THREAD_N];
+#pragma unroll
+  for (int i = 0; i < THREAD_M; ++i)
+#pragma unroll
+    for (int j = 0; j < THREAD_N; ++j) acc[i][j] = 0.0f;
+
+  load_step(0);
+  store_step(0);
+  __syncthreads();
+#pragma unroll 1
+  for (int step = 0; step < STEPS; ++step) {
+    const int buffer = step & 1;
+    if (step + 1 < STEPS) load_step((step + 1) * BLOCK_K);  // in flight during this step's FMAs
+    gemm_step(acc, s_a[buffer], s_b[buffer], tx, ty);
+    // The other buffer was last read in the previous step, before its closing barrier.
+    if (step + 1 < STEPS) store_step(buffer ^ 1);
+    __syncthreads();
+  }
+
+  // Channels-first output: ((n * K + k) * PIXELS + pixel).
+#pragma unroll
+  for (int i = 0; i < THREAD_M; ++i) {
+    const int k = m0 + gemm_m(ty, i);
+    if (k >= K) continue;
+#pragma unroll
+    for (int f = 0; f < FN; ++f) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int pixel = n0 + f * (BLOCK_N / FN) + tx * 4 + j;
+        if (pixel >= PIXELS) continue;
+        const int o = (n * K + k) * PIXELS + pixel;
+        g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(acc[i][4 * f + j], g_bias, g_residual, k, o);
+      }
+    }
+  }
+}

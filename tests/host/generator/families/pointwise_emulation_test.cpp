@@ -1,0 +1,214 @@
+// pointwise_emulation_test: runs templates/pointwise.cu on the host, a std::thread per CUDA thread, against the float64
+// reference: the family's plan (pack_filter into the persistent buffer, then the main launch) with its geometry, on
+// output channels, input channels and pixels that fill no block, batch 3, stride 2 in 1-D, 2-D and 3-D, both activation
+// load widths, and a fused epilogue (alpha, bias, a scaled residual, ReLU6). Held to DESIGN.md's fp32 limit (1e-5).
+#include <math.h>
+
+#include <cstdint>
+#include <iostream>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "generator/family.hpp"
+#include "pointwise_params.hpp"
+#include "reference/inputs.hpp"
+#include "reference/reference.hpp"
+#include "support/corpus.hpp"
+#include "support/host_cuda.hpp"
+#include "support/literal_shape.hpp"
+
+// ---- The CUDA vocabulary of the template, for a host compiler (support/host_cuda.hpp) ----------------------------
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+struct float2 {
+  float x, y;
+};
+struct float4 {
+  float x, y, z, w;
+};
+#include "templates/common.cuh"
+#include "templates/interface.cuh"
+
+namespace pointwise_emulation {
+using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): the template's CUDA words
+}  // namespace pointwise_emulation
+
+// Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them
+// (the epilogue among them), and includes the template there.
+#define POINTWISE_CASE(NAME, PROBLEM, SPEC)                                                                      \
+  namespace pointwise_emulation::NAME {                                                                          \
+  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                           \
+  constexpr convgen::PointwiseParams kSpec = SPEC;                                                               \
+  namespace cfg {                                                                                                \
+  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                       \
+  constexpr int BLOCK_M = kSpec.block_m, BLOCK_N = kSpec.block_n, BLOCK_K = kSpec.block_k;                       \
+  constexpr int THREAD_M = kSpec.thread_m, THREAD_N = kSpec.thread_n, VECTOR = kSpec.vector;                     \
+  }                                                                                                              \
+  }                                                                                                              \
+  namespace pointwise_emulation::NAME {
+#define POINTWISE_END(NAME) }
+
+#define POINTWISE_SPEC(BM, BN, BK, TM, TN, V) \
+  (convgen::PointwiseParams{                  \
+      .block_m = BM, .block_n = BN, .block_k = BK, .thread_m = TM, .thread_n = TN, .vector = V})
+
+using convgen::Layout;
+using Shape = convgen::testing_support::LiteralShape;
+
+// Batch 2, 13 -> 70 channels at 6x10 (60 pixels, float4 loads): no block of channels or pixels fills.
+#define UNIT_V4 \
+  (Shape{.n = 2, .c = 13, .k = 70, .input = {1, 6, 10}, .filter = {1, 1, 1}, .layout = Layout::nchw})
+// 7x9 = 63 pixels: scalar loads, a last block of pixels one short of 64.
+#define UNIT_ODD \
+  (Shape{.n = 1, .c = 20, .k = 9, .input = {1, 7, 9}, .filter = {1, 1, 1}, .layout = Layout::nchw})
+// Stride 2 in 2-D, batch 3: 9x11 -> 5x6.
+#define STRIDE2_BATCH3 \
+  (Shape{.n = 3, .c = 17, .k = 33, .input = {1, 9, 11}, .filter = {1, 1, 1}, .stride = {1, 2, 2}, .layout = Layout::nchw})
+// Stride 2 in 1-D (33 -> 17) and in 3-D (5x6x7 -> 3x3x4).
+#define STRIDE2_1D \
+  (Shape{.n = 2, .c = 6, .k = 5, .input = {1, 1, 33}, .filter = {1, 1, 1}, .stride = {1, 1, 2}, .layout = Layout::ncw})
+#define STRIDE2_3D                                                                                          \
+  (Shape{.n = 1, .c = 8, .k = 12, .input = {5, 6, 7}, .filter = {1, 1, 1}, .stride = {2, 2, 2},             \
+         .layout = Layout::ncdhw})
+// 40 -> 130 channels at 8x8, batch 2, with the 128 x 64 block of 8 x 8 register tiles.
+#define LARGE_K \
+  (Shape{.n = 2, .c = 40, .k = 130, .input = {1, 8, 8}, .filter = {1, 1, 1}, .layout = Layout::nchw})
+// UNIT_V4 with alpha 1.5, a bias, half the residual and ReLU6 fused into the store.
+#define UNIT_V4_EPILOGUE                                                                                    \
+  (Shape{.n = 2, .c = 13, .k = 70, .input = {1, 6, 10}, .filter = {1, 1, 1}, .layout = Layout::nchw,       \
+         .epilogue = {.alpha = 1.5, .beta = 0.5, .bias = true, .act = convgen::Activation::relu6}})
+
+POINTWISE_CASE(unit_v4, UNIT_V4, POINTWISE_SPEC(64, 32, 8, 8, 4, 4))
+#define CONVGEN_ENTRY pointwise_unit_v4
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(unit_v4)
+
+POINTWISE_CASE(unit_odd, UNIT_ODD, POINTWISE_SPEC(32, 64, 16, 4, 8, 1))
+#define CONVGEN_ENTRY pointwise_unit_odd
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(unit_odd)
+
+POINTWISE_CASE(stride2_batch3, STRIDE2_BATCH3, POINTWISE_SPEC(32, 32, 8, 4, 4, 1))
+#define CONVGEN_ENTRY pointwise_stride2_batch3
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(stride2_batch3)
+
+POINTWISE_CASE(stride2_1d, STRIDE2_1D, POINTWISE_SPEC(32, 32, 8, 4, 4, 1))
+#define CONVGEN_ENTRY pointwise_stride2_1d
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(stride2_1d)
+
+POINTWISE_CASE(stride2_3d, STRIDE2_3D, POINTWISE_SPEC(32, 32, 16, 8, 4, 1))
+#define CONVGEN_ENTRY pointwise_stride2_3d
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(stride2_3d)
+
+POINTWISE_CASE(large_k, LARGE_K, POINTWISE_SPEC(128, 64, 16, 8, 8, 4))
+#define CONVGEN_ENTRY pointwise_large_k
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(large_k)
+
+POINTWISE_CASE(unit_v4_epilogue, UNIT_V4_EPILOGUE, POINTWISE_SPEC(64, 32, 8, 8, 4, 4))
+#define CONVGEN_ENTRY pointwise_unit_v4_epilogue
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(unit_v4_epilogue)
+
+namespace convgen {
+namespace {
+
+using Setup = void (*)(const float*, float*);
+using Main = void (*)(const float*, const float*, float*, const float*, const float*);  // ..., bias, residual
+
+struct EmulationCase {
+  const char* name;
+  Problem problem;
+  PointwiseParams spec;
+  Setup setup;
+  Main main;
+};
+
+void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
+
+#define POINTWISE_EMULATION_CASE(NAME)                                                                      \
+  EmulationCase {                                                                                           \
+#NAME, pointwise_emulation::NAME::kProblem, pointwise_emulation::NAME::kSpec,                           \
+        &pointwise_emulation::NAME::pointwise_##NAME##_pack_filter, &pointwise_emulation::NAME::pointwise_##NAME \
+  }
+
+std::vector<float> floats_of(const HostTensor& t) {
+  std::vector<float> values(static_cast<std::size_t>(t.size()));
+  for (std::int64_t i = 0; i < t.size(); ++i) values[static_cast<std::size_t>(i)] = t.get(i);
+  return values;
+}
+
+// Runs the family's plan on the host: the setup step into the persistent buffer (poisoned with NaN first, so an
+// element it leaves unwritten shows), then the run step into an output that starts as NaN.
+std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activation, std::span<const float> filter,
+                            std::span<const float> bias, std::span<const float> residual) {
+  const LaunchPlan plan = family("pointwise").plan(c.problem, to_spec(c.spec));
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  const PlanBuffer* packed = plan.find("packed_filter");
+  EXPECT_NE(packed, nullptr);
+  EXPECT_TRUE(packed->persistent);
+  EXPECT_EQ(plan.workspace_bytes(), 0);
+  std::vector<float> buffer(static_cast<std::size_t>(packed->bytes / 4), kNaN);
+  std::vector<float> output(static_cast<std::size_t>(output_elements(c.problem)), kNaN);
+  EXPECT_EQ(plan.setup.size(), 1u);
+  EXPECT_EQ(plan.run.size(), 1u);
+  for (const LaunchStep& step : plan.setup) {
+    EXPECT_EQ(step.entry_suffix, "pack_filter");
+    convgen::host_cuda::launch(step.geometry, [&] { c.setup(filter.data(), buffer.data()); });
+  }
+  for (const LaunchStep& step : plan.run) {
+    EXPECT_EQ(step.entry_suffix, "");
+    convgen::host_cuda::launch(step.geometry, [&] {
+      c.main(activation.data(), buffer.data(), output.data(), bias.empty() ? nullptr : bias.data(),
+             residual.empty() ? nullptr : residual.data());
+    });
+  }
+  return output;
+}
+
+class PointwiseEmulation : public testing::TestWithParam<EmulationCase> {};
+
+TEST_P(PointwiseEmulation, MatchesTheReference) {
+  const EmulationCase& c = GetParam();
+  ASSERT_EQ(validate(c.problem), "");
+  ASSERT_EQ(family("pointwise").check_support(c.problem, convgen::testing_support::h100(), to_spec(c.spec)),
+            std::nullopt);
+  const std::vector<float> activation = floats_of(make_tensor(c.problem, TensorRole::activation, DenseRandom{}, 1));
+  const std::vector<float> filter = floats_of(make_tensor(c.problem, TensorRole::filter, DenseRandom{}, 2));
+  HostTensor bias, residual;
+  if (c.problem.epilogue.bias) bias = make_tensor(c.problem, TensorRole::bias, DenseRandom{}, 3);
+  if (reads_residual(c.problem.epilogue)) residual = make_tensor(c.problem, TensorRole::residual, DenseRandom{}, 4);
+  const std::vector<float> output = run_plan(c, activation, filter, floats_of(bias), floats_of(residual));
+  std::vector<double> expected = reference_conv(c.problem, activation, filter);
+  const double scale = apply_epilogue(c.problem, expected, {}, bias, residual);
+  const ErrorStats stats = compare(output, expected, scale);
+  std::cout << fmt::format("pointwise {} ({}): relative L2 error {:.2e}, max error {:.2e}\n", c.name,
+                           kernel_name(to_spec(c.spec)), stats.rel_l2, stats.max_abs);
+  EXPECT_EQ(stats.nan_count, 0) << "outputs left unwritten";
+  EXPECT_EQ(stats.compared, output_elements(c.problem));
+  EXPECT_LE(stats.rel_l2, 1e-5) << "max_abs " << stats.max_abs;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EdgeCases, PointwiseEmulation,
+    testing::Values(POINTWISE_EMULATION_CASE(unit_v4), POINTWISE_EMULATION_CASE(unit_odd),
+                    POINTWISE_EMULATION_CASE(stride2_batch3), POINTWISE_EMULATION_CASE(stride2_1d),
+                    POINTWISE_EMULATION_CASE(stride2_3d), POINTWISE_EMULATION_CASE(large_k),
+                    POINTWISE_EMULATION_CASE(unit_v4_epilogue)),
+    [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
+
+}  // namespace
+}  // namespace convgen
