@@ -11,7 +11,10 @@
 //                       zero past C and past the pixels) in a double-buffered shared memory, the next step's loads
 //                       in registers during this step's FMAs (simt_gemm.cuh's register tiles), one barrier per step;
 //                       then each thread stores its outputs through the epilogue where they exist.
-// Grid: x = ceil(OPQ / BLOCK_N), y = K_PAD / BLOCK_M, z = N.
+//   SPLIT_K > 1         (small grids: a projection at batch 1) the channel steps are split among SPLIT_K blocks of
+//                       each tile; each writes fp32 partial sums to the per-call buffer partials (g_workspace), and
+//                       the `reduce` entry adds them in split order and applies the epilogue to the whole sum.
+// Grid: x = ceil(OPQ / BLOCK_N), y = K_PAD / BLOCK_M, z = N * SPLIT_K (the image, then the split).
 #include "interface.cuh"
 #include "epilogue.cuh"
 
@@ -26,7 +29,7 @@ constexpr int STRIDE_D = 1, STRIDE_H = 1, STRIDE_W = 1;
 constexpr int PAD_D = 0, PAD_H = 0, PAD_W = 0;
 constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = false;
-// The tunable parameters, in kernel-name order (pointwise_bm64_bn64_bk8_tm8_tn8_v4).
+// The tunable parameters, in kernel-name order (pointwise_bm64_bn64_bk8_tm8_tn8_v4_sk1).
 CONVGEN_PARAM("bm", "32,64,128", "output channels per block") constexpr int BLOCK_M = 64;
 CONVGEN_PARAM("bn", "32,64,128", "output pixels per block") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("bk", "8,16", "input channels per step") constexpr int BLOCK_K = 8;
@@ -34,6 +37,8 @@ CONVGEN_PARAM("tm", "4,8", "output channels per thread (register tile)") constex
 CONVGEN_PARAM("tn", "4,8", "output pixels per thread (register tile)") constexpr int THREAD_N = 8;
 CONVGEN_PARAM("v", "1,4", "activation loads: 4 a float4 of 4 pixels (stride 1, pixels per image a multiple of 4)")
 constexpr int VECTOR = 4;
+CONVGEN_PARAM("sk", "1,2,4,8,16", "splits of the input channels, fp32 partial sums added by the reduce entry")
+constexpr int SPLIT_K = 1;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -70,6 +75,11 @@ static_assert(BLOCK_K == 8 || BLOCK_K == 16, "BLOCK_K must be 8 or 16");
 static_assert(THREAD_M == 4 || THREAD_M == 8, "THREAD_M must be 4 or 8");
 static_assert(THREAD_N == 4 || THREAD_N == 8, "THREAD_N must be 4 or 8");
 static_assert(VECTOR == 1 || VECTOR == 4, "VECTOR must be 1 or 4");
+static_assert(SPLIT_K == 1 || SPLIT_K == 2 || SPLIT_K == 4 || SPLIT_K == 8 || SPLIT_K == 16,
+              "SPLIT_K must be 1, 2, 4, 8 or 16");
+static_assert(SPLIT_K <= C_PAD / BLOCK_K, "SPLIT_K must not exceed the channel steps");
+static_assert(SPLIT_K == 1 || (long long)SPLIT_K * N * K * PIXELS <= convgen::kIntMax,
+              "the partial sums of every split must have fewer than 2^31 elements");
 static_assert(VECTOR == 1 || (UNIT_STRIDE && PIXELS % 4 == 0),
               "VECTOR 4 reads 4 pixels at once: stride 1 and a multiple of 4 pixels per image");
 
@@ -81,8 +91,11 @@ static_assert(A_VECS % THREADS == 0 && B_ELEMS % THREADS == 0,
               "every thread must copy the same number of float4s (and activation loads) of each slab");
 constexpr int A_PER_THREAD = A_VECS / THREADS;
 constexpr int B_PER_THREAD = B_ELEMS / THREADS;
-constexpr int STEPS = C_PAD / BLOCK_K;
+constexpr int STEPS = C_PAD / BLOCK_K;                        // channel steps of the whole reduction
+constexpr int SPLIT_STEPS = (int)ceil_div(STEPS, SPLIT_K);    // of one split (the last may have fewer, or none)
+constexpr int OUTPUTS = N * K * PIXELS;
 constexpr int PACK_THREADS = 256;
+constexpr int REDUCE_THREADS = 256;
 
 // The input element of output pixel `pixel` (< PIXELS) within a channel of an image.
 __device__ __forceinline__ int input_offset(int pixel) {
@@ -112,15 +125,18 @@ extern "C" __global__ void __launch_bounds__(pointwise::PACK_THREADS)
 
 extern "C" __global__ void __launch_bounds__(pointwise::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_packed_filter,
-                  float* __restrict__ g_output, const float* __restrict__ g_bias,
-                  const float* __restrict__ g_residual) {
+                  float* __restrict__ g_output, const float* __restrict__ g_bias, const float* __restrict__ g_residual,
+                  float* __restrict__ g_workspace) {
   using namespace pointwise;
   __shared__ __align__(16) float s_a[2][BLOCK_K][BLOCK_M];
   __shared__ __align__(16) float s_b[2][BLOCK_K][BLOCK_N];
   const int tid = (int)threadIdx.x;
   const int tx = tid % THREADS_N;
   const int ty = tid / THREADS_N;
-  const int n = (int)blockIdx.z;
+  const int n = (int)blockIdx.z / SPLIT_K;
+  const int split = (int)blockIdx.z % SPLIT_K;
+  const int step_begin = split * SPLIT_STEPS;
+  const int step_end = STEPS < step_begin + SPLIT_STEPS ? STEPS : step_begin + SPLIT_STEPS;
   const int m0 = (int)blockIdx.y * BLOCK_M;
   const int n0 = (int)blockIdx.x * BLOCK_N;  // the block's first pixel
   const float* __restrict__ g_a = g_packed_filter + m0;
@@ -173,20 +189,23 @@ extern "C" __global__ void __launch_bounds__(pointwise::THREADS)
 #pragma unroll
     for (int j = 0; j < THREAD_N; ++j) acc[i][j] = 0.0f;
 
-  load_step(0);
-  store_step(0);
-  __syncthreads();
-#pragma unroll 1
-  for (int step = 0; step < STEPS; ++step) {
-    const int buffer = step & 1;
-    if (step + 1 < STEPS) load_step((step + 1) * BLOCK_K);  // in flight during this step's FMAs
-    gemm_step(acc, s_a[buffer], s_b[buffer], tx, ty);
-    // The other buffer was last read in the previous step, before its closing barrier.
-    if (step + 1 < STEPS) store_step(buffer ^ 1);
+  if (step_begin < step_end) {  // the same for the whole block: a split past the last step has no work
+    load_step(step_begin * BLOCK_K);
+    store_step(0);
     __syncthreads();
+#pragma unroll 1
+    for (int step = step_begin; step < step_end; ++step) {
+      const int buffer = (step - step_begin) & 1;
+      if (step + 1 < step_end) load_step((step + 1) * BLOCK_K);  // in flight during this step's FMAs
+      gemm_step(acc, s_a[buffer], s_b[buffer], tx, ty);
+      // The other buffer was last read in the previous step, before its closing barrier.
+      if (step + 1 < step_end) store_step(buffer ^ 1);
+      __syncthreads();
+    }
   }
 
-  // Channels-first output: ((n * K + k) * PIXELS + pixel).
+  // Channels-first output: ((n * K + k) * PIXELS + pixel); with SPLIT_K > 1 this split's partial sums, at the same
+  // index in its slice of the workspace.
 #pragma unroll
   for (int i = 0; i < THREAD_M; ++i) {
     const int k = m0 + gemm_m(ty, i);
@@ -198,8 +217,26 @@ extern "C" __global__ void __launch_bounds__(pointwise::THREADS)
         const int pixel = n0 + f * (BLOCK_N / FN) + tx * 4 + j;
         if (pixel >= PIXELS) continue;
         const int o = (n * K + k) * PIXELS + pixel;
-        g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(acc[i][4 * f + j], g_bias, g_residual, k, o);
+        if constexpr (SPLIT_K == 1)
+          g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(acc[i][4 * f + j], g_bias, g_residual, k, o);
+        else
+          g_workspace[split * OUTPUTS + o] = acc[i][4 * f + j];
       }
     }
   }
+}
+
+// Split-K's second pass (SPLIT_K > 1): output = the sum of the splits' partial sums, in split order, through the
+// epilogue. One thread per output element.
+extern "C" __global__ void __launch_bounds__(pointwise::REDUCE_THREADS)
+    CONVGEN_ENTRY_NAMED(reduce)(const float* __restrict__ g_workspace, float* __restrict__ g_output,
+                                const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
+  using namespace pointwise;
+  const int o = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (o >= OUTPUTS) return;
+  float sum = 0.0f;
+#pragma unroll 4
+  for (int split = 0; split < SPLIT_K; ++split) sum += g_workspace[split * OUTPUTS + o];
+  const int k = (o / PIXELS) % K;
+  g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(sum, g_bias, g_residual, k, o);
 }

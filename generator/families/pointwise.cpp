@@ -1,6 +1,6 @@
 // pointwise: FP32 1x1 convolutions (any stride, no padding, ungrouped, channels-first) as one batched SGEMM
 // (templates/pointwise.cu): search space, support checks, launch plan (the filter packed once, transposed and padded,
-// into a persistent buffer; one launch per call) and costs.
+// into a persistent buffer; one launch per call, and split-K's reduce pass after it) and costs.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -24,8 +24,10 @@ constexpr double kWarpIssueRate = 0.5;
 constexpr std::int64_t kIntMax = 2147483647;
 constexpr std::int64_t kGridYZMax = 65535;
 constexpr unsigned kPackThreads = 256;  // the template's PACK_THREADS
-// Candidates offered, ranked by estimate_us.
-constexpr std::size_t kCandidates = 16;
+constexpr int kReduceThreads = 256;     // and REDUCE_THREADS
+// Candidates offered, ranked by estimate_us: the best of those without split-K and the best of those with it, this
+// many of each (the estimate's view of a split is the least tested part of it).
+constexpr std::size_t kCandidatesPerKind = 8;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
@@ -58,9 +60,15 @@ int loads_per_thread(const Params& s) {  // global loads of both slabs per step
 int register_estimate(const Params& s) {
   return s.thread_m * s.thread_n + s.thread_m + s.thread_n + 4 * loads_per_thread(s) + 24;
 }
+std::int64_t steps(const Problem& p, const Params& s) { return c_pad(p, s) / s.block_k; }
+std::int64_t split_steps(const Problem& p, const Params& s) { return ceil_div(steps(p, s), std::max(s.split_k, 1)); }
+// Bytes of split-K's partial sums, written once and read once.
+double partial_bytes(const Problem& p, const Params& s) {
+  return s.split_k > 1 ? 2.0 * 4 * s.split_k * static_cast<double>(output_elements(p)) : 0.0;
+}
 std::array<unsigned, 3> grid_of(const Problem& p, const Params& s) {
   return {static_cast<unsigned>(ceil_div(pixels(p), s.block_n)), static_cast<unsigned>(k_pad(p, s) / s.block_m),
-          static_cast<unsigned>(p.n)};
+          static_cast<unsigned>(std::int64_t{p.n} * std::max(s.split_k, 1))};
 }
 std::int64_t blocks_of(const Problem& p, const Params& s) {
   const auto grid = grid_of(p, s);
@@ -92,7 +100,8 @@ class Pointwise final : public Family {
     return specs;
   }
 
-  // setup: W^T into the persistent "packed_filter" ([c][k], padded); run: one launch.
+  // setup: W^T into the persistent "packed_filter" ([c][k], padded); run: one launch (with split-K, into the per-call
+  // "partials", bound as g_workspace, and then the reduce entry).
   LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
     const Params s = params_of<Params>(spec);
     LaunchPlan plan;
@@ -105,30 +114,32 @@ class Pointwise final : public Family {
     plan.run.push_back({.kind = LaunchStep::Kind::kernel,
                         .geometry = {.grid = grid_of(p, s),
                                      .block = {static_cast<unsigned>(threads_per_block(s)), 1, 1}}});
+    add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
     return plan;
   }
 
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
     const Params s = params_of<Params>(spec);
     const double warps = std::ceil(threads_per_block(s) / 32.0);
-    const double channels = static_cast<double>(c_pad(p, s));
-    const double steps = channels / s.block_k;
+    const double block_steps = static_cast<double>(split_steps(p, s));  // a split's (the busiest block's)
+    const double channels = block_steps * s.block_k;
     return {.blocks = blocks_of(p, s),
             .threads_per_block = threads_per_block(s),
             .smem_bytes_per_block = smem_bytes(s),
             .flops = static_cast<double>(flops(p)),
             // Each tensor once, the packed filter read by every column of blocks (mostly from L2: once).
-            .dram_bytes = static_cast<double>(min_bytes(p)),
+            .dram_bytes = static_cast<double>(min_bytes(p)) + partial_bytes(p, s),
             .flops_per_block = 2.0 * s.block_m * s.block_n * channels,
             .fma_instructions = warps * channels * s.thread_m * s.thread_n,
             .shared_load_instructions = warps * channels * (s.thread_m + s.thread_n) / 4.0,
-            .global_load_instructions = warps * steps * loads_per_thread(s),
+            .global_load_instructions = warps * block_steps * loads_per_thread(s),
             // The activation's bounds tests (and strided offsets) per load.
-            .address_instructions = warps * steps * (s.block_k * s.block_n / std::max(s.vector, 1)) /
+            .address_instructions = warps * block_steps * (s.block_k * s.block_n / std::max(s.vector, 1)) /
                                     std::max(threads_per_block(s), 1) * (unit_stride(p) ? 3.0 : 8.0),
-            .main_loop_steps = static_cast<int>(steps),
+            .main_loop_steps = static_cast<int>(block_steps),
             .pipelined = true,
-            .warp_issue_rate = kWarpIssueRate};
+            .warp_issue_rate = kWarpIssueRate,
+            .extra_launches = s.split_k > 1 ? 1 : 0};
   }
 
   // Until a calibration includes the family: igemm's weights (the same instruction kinds, a SIMT main loop).
@@ -165,6 +176,10 @@ class Pointwise final : public Family {
     if (s.thread_m != 4 && s.thread_m != 8) return fmt::format("thread_m must be 4 or 8, got {}", s.thread_m);
     if (s.thread_n != 4 && s.thread_n != 8) return fmt::format("thread_n must be 4 or 8, got {}", s.thread_n);
     if (s.vector != 1 && s.vector != 4) return fmt::format("vector must be 1 or 4, got {}", s.vector);
+    if (s.split_k != 1 && s.split_k != 2 && s.split_k != 4 && s.split_k != 8 && s.split_k != 16)
+      return fmt::format("split_k must be 1, 2, 4, 8 or 16, got {}", s.split_k);
+    if (s.split_k > steps(p, s))
+      return fmt::format("split_k {} exceeds the {} steps of {} input channels", s.split_k, steps(p, s), s.block_k);
     if (s.vector == 4 && (!unit_stride(p) || pixels(p) % 4 != 0))
       return fmt::format("vector 4 reads 4 pixels at once: it needs stride 1 and a multiple of 4 output pixels per "
                          "image, got {} pixels",
@@ -180,6 +195,8 @@ class Pointwise final : public Family {
     if (activation_elements(p) > kIntMax || output_elements(p) > kIntMax)
       return "pointwise indexes tensors with int: the activation and output must have fewer than 2^31 elements";
     if (c_pad(p, s) * k_pad(p, s) > kIntMax) return "the packed filter would have 2^31 floats or more";
+    if (std::int64_t{s.split_k} * output_elements(p) > kIntMax)
+      return fmt::format("the partial sums of {} splits would have 2^31 floats or more", s.split_k);
     const auto grid = grid_of(p, s);
     if (grid[1] > kGridYZMax || grid[2] > kGridYZMax)
       return fmt::format("its grid ({} x {} x {}) exceeds the y and z limit of 65535", grid[0], grid[1], grid[2]);
@@ -197,11 +214,12 @@ class Pointwise final : public Family {
   }
 
   // Every configuration that passes check and fits the problem (blocks within the next power of two of K and of the
-  // pixels), the float4 loads wherever the problem allows them: the best kCandidates by estimate_us.
+  // pixels), the float4 loads wherever the problem allows them, split-K where the tiles alone fill fewer blocks than
+  // the GPU has SMs: the best kCandidatesPerKind of each kind by estimate_us, merged in the estimate's order.
   std::vector<Params> candidates(const Problem& p, const Gpu& gpu) const {
     if (p.precision != Precision::fp32 || !validate(p).empty()) return {};  // no configuration changes these
     const int vector = unit_stride(p) && pixels(p) % 4 == 0 ? 4 : 1;
-    std::vector<std::pair<double, Params>> found;
+    std::vector<std::pair<double, Params>> found[2];  // without split-K, with it
     for (int block_m : {32, 64, 128}) {
       if (block_m > std::max(32, next_pow2(p.k))) continue;
       for (int block_n : {32, 64, 128}) {
@@ -209,30 +227,44 @@ class Pointwise final : public Family {
         for (int block_k : {8, 16}) {
           for (int thread_m : {4, 8}) {
             for (int thread_n : {4, 8}) {
-              const Params s{.block_m = block_m,
-                             .block_n = block_n,
-                             .block_k = block_k,
-                             .thread_m = thread_m,
-                             .thread_n = thread_n,
-                             .vector = vector};
-              if (check(p, gpu, s)) continue;
-              found.emplace_back(estimate_us(p, gpu, s), s);
+              for (int split_k : {1, 2, 4, 8, 16}) {
+                const Params s{.block_m = block_m,
+                               .block_n = block_n,
+                               .block_k = block_k,
+                               .thread_m = thread_m,
+                               .thread_n = thread_n,
+                               .vector = vector,
+                               .split_k = split_k};
+                // Splits only where the tiles alone leave SMs idle, and with 4 steps or more each.
+                Params unsplit = s;
+                unsplit.split_k = 1;
+                if (split_k > 1 && (blocks_of(p, unsplit) >= std::max(gpu.sm_count, 1) || split_steps(p, s) < 4))
+                  continue;
+                if (check(p, gpu, s)) continue;
+                found[split_k > 1 ? 1 : 0].emplace_back(estimate_us(p, gpu, s), s);
+              }
             }
           }
         }
       }
     }
-    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    if (found.size() > kCandidates) found.resize(kCandidates);
+    const auto faster = [](const auto& a, const auto& b) { return a.first < b.first; };
+    std::vector<std::pair<double, Params>> ranked;
+    for (auto& kind : found) {
+      std::stable_sort(kind.begin(), kind.end(), faster);
+      if (kind.size() > kCandidatesPerKind) kind.resize(kCandidatesPerKind);
+      ranked.insert(ranked.end(), kind.begin(), kind.end());
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), faster);
     std::vector<Params> specs;
-    for (const auto& [us, s] : found) specs.push_back(s);
+    for (const auto& [us, s] : ranked) specs.push_back(s);
     return specs;
   }
 
   // A rough time in microseconds that orders the search space (the tuner's cost model ranks for real): waves of
   // resident blocks, each issuing its FMAs, float4 shared loads and staged global loads at 4 warp instructions per
   // clock per SM, slowed when fewer than 8 warps per SM hide the latencies; or, if longer, the tensors' bytes at the
-  // DRAM bandwidth.
+  // DRAM bandwidth; plus split-K's second pass.
   static double estimate_us(const Problem& p, const Gpu& gpu, const Params& s) {
     const int sm_count = std::max(gpu.sm_count, 1);
     const std::int64_t blocks = blocks_of(p, s);
@@ -240,7 +272,7 @@ class Pointwise final : public Family {
     const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sm_count) * per_sm));
     const double resident = std::min<double>(per_sm, std::ceil(static_cast<double>(blocks) / sm_count));
     const double warps = std::ceil(threads_per_block(s) / 32.0);
-    const double channels = static_cast<double>(c_pad(p, s));
+    const double channels = static_cast<double>(split_steps(p, s) * s.block_k);
     const double per_kk = s.thread_m * s.thread_n + (s.thread_m + s.thread_n) / 4.0;
     const double block_instructions =
         warps * channels * per_kk + warps * (channels / s.block_k) * (loads_per_thread(s) * 4 + 4);
@@ -248,7 +280,10 @@ class Pointwise final : public Family {
     const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
     const double compute_us = waves * resident * (block_instructions / 4) * latency / clock_mhz;
     const double memory_us = static_cast<double>(min_bytes(p)) / (std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3);
-    return std::max(compute_us, memory_us);
+    // Split-K: its partial sums through L2 and the reduce pass's launch (about 2 µs).
+    const double split_us =
+        s.split_k > 1 ? partial_bytes(p, s) / (2 * std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3) + 2.0 : 0.0;
+    return std::max(compute_us, memory_us) + split_us;
   }
 };
 

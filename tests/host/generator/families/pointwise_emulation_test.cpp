@@ -1,7 +1,8 @@
 // pointwise_emulation_test: runs templates/pointwise.cu on the host, a std::thread per CUDA thread, against the float64
-// reference: the family's plan (pack_filter into the persistent buffer, then the main launch) with its geometry, on
-// output channels, input channels and pixels that fill no block, batch 3, stride 2 in 1-D, 2-D and 3-D, both activation
-// load widths, and a fused epilogue (alpha, bias, a scaled residual, ReLU6). Held to DESIGN.md's fp32 limit (1e-5).
+// reference: the family's plan (pack_filter into the persistent buffer, then the main launch, and split-K's reduce
+// entry) with its geometry, on output channels, input channels and pixels that fill no block, batch 3, stride 2 in
+// 1-D, 2-D and 3-D, both activation load widths, split-K (with a split left without steps), and fused epilogues
+// (alpha, bias, a scaled residual, ReLU6; bias and ReLU after split-K's sum). Held to DESIGN.md's fp32 limit (1e-5).
 #include <math.h>
 
 #include <cstdint>
@@ -46,14 +47,15 @@ using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): th
   CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                       \
   constexpr int BLOCK_M = kSpec.block_m, BLOCK_N = kSpec.block_n, BLOCK_K = kSpec.block_k;                       \
   constexpr int THREAD_M = kSpec.thread_m, THREAD_N = kSpec.thread_n, VECTOR = kSpec.vector;                     \
+  constexpr int SPLIT_K = kSpec.split_k;                                                                         \
   }                                                                                                              \
   }                                                                                                              \
   namespace pointwise_emulation::NAME {
 #define POINTWISE_END(NAME) }
 
-#define POINTWISE_SPEC(BM, BN, BK, TM, TN, V) \
-  (convgen::PointwiseParams{                  \
-      .block_m = BM, .block_n = BN, .block_k = BK, .thread_m = TM, .thread_n = TN, .vector = V})
+#define POINTWISE_SPEC(BM, BN, BK, TM, TN, V, SK)                                                             \
+  (convgen::PointwiseParams{                                                                                  \
+      .block_m = BM, .block_n = BN, .block_k = BK, .thread_m = TM, .thread_n = TN, .vector = V, .split_k = SK})
 
 using convgen::Layout;
 using Shape = convgen::testing_support::LiteralShape;
@@ -81,53 +83,75 @@ using Shape = convgen::testing_support::LiteralShape;
   (Shape{.n = 2, .c = 13, .k = 70, .input = {1, 6, 10}, .filter = {1, 1, 1}, .layout = Layout::nchw,       \
          .epilogue = {.alpha = 1.5, .beta = 0.5, .bias = true, .act = convgen::Activation::relu6}})
 
-POINTWISE_CASE(unit_v4, UNIT_V4, POINTWISE_SPEC(64, 32, 8, 8, 4, 4))
+POINTWISE_CASE(unit_v4, UNIT_V4, POINTWISE_SPEC(64, 32, 8, 8, 4, 4, 1))
 #define CONVGEN_ENTRY pointwise_unit_v4
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(unit_v4)
 
-POINTWISE_CASE(unit_odd, UNIT_ODD, POINTWISE_SPEC(32, 64, 16, 4, 8, 1))
+POINTWISE_CASE(unit_odd, UNIT_ODD, POINTWISE_SPEC(32, 64, 16, 4, 8, 1, 1))
 #define CONVGEN_ENTRY pointwise_unit_odd
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(unit_odd)
 
-POINTWISE_CASE(stride2_batch3, STRIDE2_BATCH3, POINTWISE_SPEC(32, 32, 8, 4, 4, 1))
+POINTWISE_CASE(stride2_batch3, STRIDE2_BATCH3, POINTWISE_SPEC(32, 32, 8, 4, 4, 1, 1))
 #define CONVGEN_ENTRY pointwise_stride2_batch3
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(stride2_batch3)
 
-POINTWISE_CASE(stride2_1d, STRIDE2_1D, POINTWISE_SPEC(32, 32, 8, 4, 4, 1))
+POINTWISE_CASE(stride2_1d, STRIDE2_1D, POINTWISE_SPEC(32, 32, 8, 4, 4, 1, 1))
 #define CONVGEN_ENTRY pointwise_stride2_1d
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(stride2_1d)
 
-POINTWISE_CASE(stride2_3d, STRIDE2_3D, POINTWISE_SPEC(32, 32, 16, 8, 4, 1))
+POINTWISE_CASE(stride2_3d, STRIDE2_3D, POINTWISE_SPEC(32, 32, 16, 8, 4, 1, 1))
 #define CONVGEN_ENTRY pointwise_stride2_3d
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(stride2_3d)
 
-POINTWISE_CASE(large_k, LARGE_K, POINTWISE_SPEC(128, 64, 16, 8, 8, 4))
+POINTWISE_CASE(large_k, LARGE_K, POINTWISE_SPEC(128, 64, 16, 8, 8, 4, 1))
 #define CONVGEN_ENTRY pointwise_large_k
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(large_k)
 
-POINTWISE_CASE(unit_v4_epilogue, UNIT_V4_EPILOGUE, POINTWISE_SPEC(64, 32, 8, 8, 4, 4))
+POINTWISE_CASE(unit_v4_epilogue, UNIT_V4_EPILOGUE, POINTWISE_SPEC(64, 32, 8, 8, 4, 4, 1))
 #define CONVGEN_ENTRY pointwise_unit_v4_epilogue
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(unit_v4_epilogue)
 
+// Split-K: 200 -> 40 channels at 3x3 (9 pixels), 25 steps of 8 in 4 splits of 7, 7, 7 and 4; and 40 -> 36 channels
+// at 5x4, batch 2, 5 steps in 4 splits of 2, 2, 1 and none, with bias and ReLU applied to the reduced sum.
+#define SPLIT4_SMALL \
+  (Shape{.n = 1, .c = 200, .k = 40, .input = {1, 3, 3}, .filter = {1, 1, 1}, .layout = Layout::nchw})
+#define SPLIT4_EMPTY_EPILOGUE                                                                               \
+  (Shape{.n = 2, .c = 40, .k = 36, .input = {1, 5, 4}, .filter = {1, 1, 1}, .layout = Layout::nchw,        \
+         .epilogue = {.bias = true, .act = convgen::Activation::relu}})
+
+POINTWISE_CASE(split4_small, SPLIT4_SMALL, POINTWISE_SPEC(32, 32, 8, 4, 4, 1, 4))
+#define CONVGEN_ENTRY pointwise_split4_small
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(split4_small)
+
+POINTWISE_CASE(split4_empty_epilogue, SPLIT4_EMPTY_EPILOGUE, POINTWISE_SPEC(64, 32, 8, 8, 4, 4, 4))
+#define CONVGEN_ENTRY pointwise_split4_empty_epilogue
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(split4_empty_epilogue)
+
 namespace convgen {
 namespace {
 
 using Setup = void (*)(const float*, float*);
-using Main = void (*)(const float*, const float*, float*, const float*, const float*);  // ..., bias, residual
+// activation, packed filter, output, bias, residual, workspace
+using Main = void (*)(const float*, const float*, float*, const float*, const float*, float*);
+using Reduce = void (*)(const float*, float*, const float*, const float*);  // workspace, output, bias, residual
 
 struct EmulationCase {
   const char* name;
@@ -135,6 +159,7 @@ struct EmulationCase {
   PointwiseParams spec;
   Setup setup;
   Main main;
+  Reduce reduce;
 };
 
 void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
@@ -142,7 +167,8 @@ void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
 #define POINTWISE_EMULATION_CASE(NAME)                                                                      \
   EmulationCase {                                                                                           \
 #NAME, pointwise_emulation::NAME::kProblem, pointwise_emulation::NAME::kSpec,                           \
-        &pointwise_emulation::NAME::pointwise_##NAME##_pack_filter, &pointwise_emulation::NAME::pointwise_##NAME \
+        &pointwise_emulation::NAME::pointwise_##NAME##_pack_filter, &pointwise_emulation::NAME::pointwise_##NAME, \
+        &pointwise_emulation::NAME::pointwise_##NAME##_reduce                                                    \
   }
 
 std::vector<float> floats_of(const HostTensor& t) {
@@ -151,8 +177,8 @@ std::vector<float> floats_of(const HostTensor& t) {
   return values;
 }
 
-// Runs the family's plan on the host: the setup step into the persistent buffer (poisoned with NaN first, so an
-// element it leaves unwritten shows), then the run step into an output that starts as NaN.
+// Runs the family's plan on the host: the setup step into the persistent buffer, then the run steps through the
+// workspace into an output, every one of them NaN first (an element a step leaves unwritten shows).
 std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activation, std::span<const float> filter,
                             std::span<const float> bias, std::span<const float> residual) {
   const LaunchPlan plan = family("pointwise").plan(c.problem, to_spec(c.spec));
@@ -160,21 +186,28 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
   const PlanBuffer* packed = plan.find("packed_filter");
   EXPECT_NE(packed, nullptr);
   EXPECT_TRUE(packed->persistent);
-  EXPECT_EQ(plan.workspace_bytes(), 0);
+  EXPECT_EQ(plan.workspace_bytes() > 0, c.spec.split_k > 1);
   std::vector<float> buffer(static_cast<std::size_t>(packed->bytes / 4), kNaN);
+  std::vector<float> workspace(static_cast<std::size_t>(plan.workspace_bytes() / 4), kNaN);
   std::vector<float> output(static_cast<std::size_t>(output_elements(c.problem)), kNaN);
   EXPECT_EQ(plan.setup.size(), 1u);
-  EXPECT_EQ(plan.run.size(), 1u);
+  EXPECT_EQ(plan.run.size(), c.spec.split_k > 1 ? 2u : 1u);
   for (const LaunchStep& step : plan.setup) {
     EXPECT_EQ(step.entry_suffix, "pack_filter");
     convgen::host_cuda::launch(step.geometry, [&] { c.setup(filter.data(), buffer.data()); });
   }
+  const float* bias_ptr = bias.empty() ? nullptr : bias.data();
+  const float* residual_ptr = residual.empty() ? nullptr : residual.data();
   for (const LaunchStep& step : plan.run) {
-    EXPECT_EQ(step.entry_suffix, "");
-    convgen::host_cuda::launch(step.geometry, [&] {
-      c.main(activation.data(), buffer.data(), output.data(), bias.empty() ? nullptr : bias.data(),
-             residual.empty() ? nullptr : residual.data());
-    });
+    if (step.entry_suffix.empty())
+      convgen::host_cuda::launch(step.geometry, [&] {
+        c.main(activation.data(), buffer.data(), output.data(), bias_ptr, residual_ptr, workspace.data());
+      });
+    else if (step.entry_suffix == "reduce")
+      convgen::host_cuda::launch(step.geometry,
+                                 [&] { c.reduce(workspace.data(), output.data(), bias_ptr, residual_ptr); });
+    else
+      ADD_FAILURE() << "unexpected step " << step.entry_suffix;
   }
   return output;
 }
@@ -207,7 +240,8 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(POINTWISE_EMULATION_CASE(unit_v4), POINTWISE_EMULATION_CASE(unit_odd),
                     POINTWISE_EMULATION_CASE(stride2_batch3), POINTWISE_EMULATION_CASE(stride2_1d),
                     POINTWISE_EMULATION_CASE(stride2_3d), POINTWISE_EMULATION_CASE(large_k),
-                    POINTWISE_EMULATION_CASE(unit_v4_epilogue)),
+                    POINTWISE_EMULATION_CASE(unit_v4_epilogue), POINTWISE_EMULATION_CASE(split4_small),
+                    POINTWISE_EMULATION_CASE(split4_empty_epilogue)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace
