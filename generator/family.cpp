@@ -86,6 +86,8 @@ KernelSpec default_choice(const Problem& problem, const Gpu& gpu) {
 
 const LaunchGeometry& LaunchPlan::main_geometry() const {
   for (const LaunchStep& step : run)
+    if (step.kind == LaunchStep::Kind::kernel && step.entry_suffix.empty()) return step.geometry;
+  for (const LaunchStep& step : run)
     if (step.kind == LaunchStep::Kind::kernel) return step.geometry;
   throw Error("launch plan has no kernel step");
 }

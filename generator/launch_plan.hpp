@@ -67,7 +67,8 @@ struct LaunchPlan {
   bool zeroes_output_first() const {
     return !run.empty() && run.front().kind == LaunchStep::Kind::zero && run.front().buffer == "output";
   }
-  // The geometry of the first kernel step of `run` (most plans have one kernel).
+  // The geometry of the main entry's step of `run` (CONVGEN_ENTRY: the kernel a manifest's registers are of), else
+  // of its first kernel step. Most plans have one kernel; winograd_gemm's main entry is its second.
   const LaunchGeometry& main_geometry() const;
   bool operator==(const LaunchPlan&) const = default;
 

@@ -1,0 +1,136 @@
+// winograd_gemm_test: the non-fused Winograd family's search space (both tile sizes, within the descriptor), its
+// support reasons, and its plan (the filter transformed once; per call the input transform, the GEMM and the output
+// transform through two per-call buffers, padded to whole blocks).
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "generator/family.hpp"
+#include "generator/shapes.hpp"
+#include "support/corpus.hpp"
+#include "winograd_gemm_params.hpp"
+
+namespace convgen {
+namespace {
+
+using testing_support::edge_cases;
+using testing_support::h100;
+using testing_support::source_dir;
+
+const Family& winograd_gemm() { return family("winograd_gemm"); }
+
+std::vector<Problem> cusnn_layers(int batch) {
+  std::vector<Problem> problems;
+  for (const Layer& layer : load_suite(source_dir() / "shapes" / "cusnn.csv").layers) {
+    problems.push_back(layer.problem);
+    problems.back().n = batch;
+  }
+  return problems;
+}
+
+TEST(WinogradGemmFamily, EnumeratesSupportedDistinctCandidatesOfBothTileSizesForEveryCusnnLayer) {
+  const Gpu gpu = h100();
+  for (int batch : {1, 32}) {
+    for (const Problem& p : cusnn_layers(batch)) {
+      const std::vector<KernelSpec> specs = winograd_gemm().enumerate(p, gpu);
+      ASSERT_FALSE(specs.empty()) << problem_key(p);
+      EXPECT_LE(specs.size(), 16u);
+      std::set<std::string> names;
+      std::set<int> tiles;
+      for (const KernelSpec& s : specs) {
+        EXPECT_EQ(winograd_gemm().check_support(p, gpu, s), std::nullopt) << kernel_name(s);
+        EXPECT_TRUE(names.insert(kernel_name(s)).second) << kernel_name(s);
+        EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
+        tiles.insert(params_of<WinogradGemmParams>(s).tile);
+        const CostFeatures f = winograd_gemm().cost_features(p, s);
+        EXPECT_GE(f.threads_per_block, 32) << kernel_name(s);
+        EXPECT_LE(f.threads_per_block, 512) << kernel_name(s);
+        EXPECT_LE(f.smem_bytes_per_block, 48 * 1024) << kernel_name(s);
+        EXPECT_EQ(f.extra_launches, 2) << kernel_name(s);
+      }
+      EXPECT_EQ(tiles, (std::set<int>{2, 4})) << problem_key(p);
+      EXPECT_EQ(winograd_gemm().default_spec(p, gpu), specs.front());
+    }
+  }
+}
+
+// The same rows as winograd: 3x3 stride 1 dilation 1 in 2-D, grouped where a group has 4 or more input channels.
+TEST(WinogradGemmFamily, ServesExactlyTheThreeByThreeStrideOneRowsOfTheEdgeCaseCorpusNotDepthwise) {
+  std::set<std::string> served;
+  for (const Layer& layer : edge_cases().layers)
+    if (!winograd_gemm().enumerate(layer.problem, h100()).empty()) served.insert(layer.name);
+  EXPECT_EQ(served,
+            (std::set<std::string>{"batch2_3x3", "c16_k5_odd_7x9_nopad", "c1_k5_odd_13x17", "c32_k100_3x3",
+                                   "c3_k37_3x3", "groups2", "groups4_batch2", "nhwc_c3_k37_3x3",
+                                   "nhwc_groups2_batch2", "pad3_stride1", "tiny_1x1_input_3x3_pad1"}));
+}
+
+// n 2, 20 -> 70 channels at 17x19, padding 1, F(4x4) with 64 x 32 blocks and steps of 16: 2 x 5 x 5 = 50 tiles padded
+// to 64, C to 32, K to 128.
+TEST(WinogradGemmFamily, PlansTheTransformsAroundOneBatchedGemmWithBuffersPaddedToWholeBlocks) {
+  Problem p = cusnn_layers(2).front();
+  p.c = 20;
+  p.k = 70;
+  p.input = {1, 17, 19};
+  const KernelSpec s = to_spec(
+      WinogradGemmParams{.tile = 4, .block_m = 64, .block_n = 32, .block_k = 16, .thread_m = 4, .thread_n = 8});
+  ASSERT_EQ(winograd_gemm().check_support(p, h100(), s), std::nullopt);
+  const LaunchPlan plan = winograd_gemm().plan(p, s);
+  ASSERT_EQ(plan.setup.size(), 1u);
+  EXPECT_EQ(plan.setup[0].entry_suffix, "transform_filter");
+  EXPECT_GE(std::int64_t{plan.setup[0].geometry.grid[0]} * plan.setup[0].geometry.block[0], 32 * 128);
+  ASSERT_EQ(plan.run.size(), 3u);
+  EXPECT_EQ(plan.run[0].entry_suffix, "transform_input");
+  EXPECT_GE(std::int64_t{plan.run[0].geometry.grid[0]} * plan.run[0].geometry.block[0], 32 * 64);
+  EXPECT_EQ(plan.run[1].entry_suffix, "");
+  EXPECT_EQ(plan.run[1].geometry.grid, (std::array<unsigned, 3>{2, 2, 36}));
+  EXPECT_EQ(plan.run[1].geometry.block[0], 64u);  // 64/4 x 32/8
+  EXPECT_EQ(plan.main_geometry(), plan.run[1].geometry);
+  EXPECT_EQ(plan.run[2].entry_suffix, "transform_output");
+  EXPECT_GE(std::int64_t{plan.run[2].geometry.grid[0]} * plan.run[2].geometry.block[0], 70 * 50);
+  ASSERT_NE(plan.find("transformed_filter"), nullptr);
+  EXPECT_TRUE(plan.find("transformed_filter")->persistent);
+  EXPECT_EQ(plan.find("transformed_filter")->bytes, 36 * 32 * 128 * 4);
+  EXPECT_EQ(plan.find("transformed_input")->bytes, 36 * 32 * 64 * 4);
+  EXPECT_EQ(plan.find("products")->bytes, 36 * 128 * 64 * 4);
+  EXPECT_EQ(plan.workspace_bytes(), 36 * 32 * 64 * 4 + 36 * 128 * 64 * 4);
+  EXPECT_EQ(winograd_gemm().cost_features(p, s).blocks, 2 * 2 * 36);
+}
+
+TEST(WinogradGemmFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
+  const Gpu gpu = h100();
+  const Problem p = cusnn_layers(1).front();
+  const KernelSpec s = *winograd_gemm().default_spec(p, gpu);
+  Problem depthwise = p;
+  depthwise.groups = p.c;
+  depthwise.k = p.c;
+  EXPECT_EQ(winograd_gemm().check_support(depthwise, gpu, s),
+            "winograd_gemm needs at least 4 input channels per group, got C/groups 1");
+  Problem half = p;
+  half.precision = Precision::fp16;
+  EXPECT_EQ(winograd_gemm().check_support(half, gpu, s),
+            "precision fp16 is not supported by winograd_gemm (fp32 only)");
+  Problem strided = p;
+  strided.stride = {1, 2, 2};
+  EXPECT_EQ(winograd_gemm().check_support(strided, gpu, s), "winograd_gemm needs stride 1, got 2x2");
+  Problem five = p;
+  five.filter = {1, 5, 5};
+  five.padding = {0, 2, 2};
+  EXPECT_EQ(winograd_gemm().check_support(five, gpu, s), "winograd_gemm handles 3x3 filters only, got 5x5");
+  WinogradGemmParams odd = params_of<WinogradGemmParams>(s);
+  odd.thread_m = 2;
+  EXPECT_EQ(winograd_gemm().check_support(p, gpu, to_spec(odd)), "thread_m must be 4 or 8, got 2");
+  // 128 x 32 blocks of 4 x 4: 256 threads cannot copy an 8 x 32 slab of 64 float4s in equal shares.
+  const WinogradGemmParams uneven{.tile = 4, .block_m = 128, .block_n = 32, .block_k = 8, .thread_m = 4, .thread_n = 4};
+  EXPECT_EQ(winograd_gemm().check_support(p, gpu, to_spec(uneven)),
+            "the 256 threads cannot copy a step's 8 x 128 and 8 x 32 slabs in equal float4 shares");
+}
+
+TEST(WinogradGemmFamily, ComesAfterWinogradInTheDefaultChoice) {
+  const Problem p = cusnn_layers(8).front();
+  EXPECT_GT(winograd_gemm().default_rank(p), family("winograd").default_rank(p));
+  EXPECT_NE(default_choice(p, h100()).family, "winograd_gemm");
+}
+
+}  // namespace
+}  // namespace convgen
