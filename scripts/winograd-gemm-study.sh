@@ -57,7 +57,8 @@ for part in "$@"; do
           --epilogue "$epilogue" --db "$out/verify/$epilogue.sqlite" > "$out/verify/tune-$epilogue.log" 2>&1 ||
           status=1
         grep -oE "[0-9]+ measured of [0-9]+, [0-9]+ failed" "$out/verify/tune-$epilogue.log" |
-          awk -v e="$epilogue" '{m += $1; c += $4; f += $5} END {print e ": " m " measured of " c " candidates, " f " failed"}' 
+          awk -v e="$epilogue" '{m += $1; c += $4; f += $5}
+            END {print e ": " m " measured of " c " candidates, " f " failed"}'
       done
       ;;
     cusnn) tune_and_bench shapes/cusnn.csv ;;

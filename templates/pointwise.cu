@@ -1,6 +1,7 @@
 // pointwise: FP32 1x1 convolution (any stride, no padding, ungrouped), channels-first, as one batched SGEMM: per
 // image n,
-//     Y[n] (K x OPQ) = W (K x C) * X[n] (C x OPQ),  X[n][c][o, p, q] = x[n][c][o * STRIDE_D, p * STRIDE_H, q * STRIDE_W]
+//     Y[n] (K x OPQ) = W (K x C) * X[n] (C x OPQ),  X[n][c][o, p, q] = x[n][c][o * STRIDE_D, p * STRIDE_H, q *
+//     STRIDE_W]
 // the GEMM shape of a projection, a bottleneck's reduce and expand, or a DenseNet transition (issue 13's "GEMM-shaped
 // layers"). Channels-first rows of X are pixels, contiguous at stride 1: the activation is read as float4 along the
 // pixels (VECTOR 4) where a row's length allows it.

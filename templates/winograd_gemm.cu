@@ -154,7 +154,9 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
 #pragma unroll
     for (int s = 0; s < 3; ++s)
       // channels-last filter: ((k * R + r) * S + s) * CG + c; channels-first: ((k * CG + c) * R + r) * S + s
-      r_g[r][s] = !real ? 0.0 : CHANNELS_LAST ? g_filter[(k * 9 + r * 3 + s) * CG + c] : g_filter[(k * CG + c) * 9 + r * 3 + s];
+      r_g[r][s] = !real           ? 0.0
+                  : CHANNELS_LAST ? g_filter[(k * 9 + r * 3 + s) * CG + c]
+                                  : g_filter[(k * CG + c) * 9 + r * 3 + s];
   double r_u[ALPHA][ALPHA];
   transform_2d<FilterMatrix, double>(r_u, r_g);
 #pragma unroll

@@ -1,6 +1,6 @@
-// winograd_transforms: the matrices of Winograd's F(m x m, 3 x 3), m = TILE (2 or 4), and the 2-D transform that applies
-// them, shared by templates/winograd.cu and templates/winograd_gemm.cu. Included inside a template's namespace after its
-// constants TILE and ALPHA = TILE + 2 (no include guard: each inclusion sees its own cfg).
+// winograd_transforms: the matrices of Winograd's F(m x m, 3 x 3), m = TILE (2 or 4), and the 2-D transform that
+// applies them, shared by templates/winograd.cu and templates/winograd_gemm.cu. Included inside a template's namespace
+// after its constants TILE and ALPHA = TILE + 2 (no include guard: each inclusion sees its own cfg).
 // ---- The transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016) ---------------
 // Each matrix is a function of constant indices: every caller runs in fully unrolled loops, so after inlining the
 // coefficient is a constant, zero terms vanish and products by 1 or -1 fold to additions.

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "generator/family.hpp"
+#include "generator/simt_gemm.hpp"
 #include "pointwise_params.hpp"  // generated from templates/pointwise.cu
 
 namespace convgen {
@@ -46,19 +47,13 @@ std::int64_t pixels(const Problem& p) {
 bool unit_stride(const Problem& p) { return p.stride.d == 1 && p.stride.h == 1 && p.stride.w == 1; }
 std::int64_t c_pad(const Problem& p, const Params& s) { return round_up(p.c, s.block_k); }
 std::int64_t k_pad(const Problem& p, const Params& s) { return round_up(p.k, s.block_m); }
-int threads_per_block(const Params& s) {
-  if (s.thread_m <= 0 || s.thread_n <= 0) return 0;
-  return (s.block_m / s.thread_m) * (s.block_n / s.thread_n);
-}
-int smem_bytes(const Params& s) { return 2 * s.block_k * (s.block_m + s.block_n) * 4; }
-int loads_per_thread(const Params& s) {  // global loads of both slabs per step
-  const int threads = std::max(threads_per_block(s), 1);
-  const int vector = std::max(s.vector, 1);
-  return (s.block_k * s.block_m / 4 + s.block_k * s.block_n / vector) / threads;
-}
-// Registers per thread, roughly: accumulators, one step's operands, the next step's staged loads, addresses.
-int register_estimate(const Params& s) {
-  return s.thread_m * s.thread_n + s.thread_m + s.thread_n + 4 * loads_per_thread(s) + 24;
+// The GEMM's block (generator/simt_gemm.hpp): the filter slab moves as float4s, the activation's as `vector` floats.
+SimtGemmTile tile_of(const Params& s) {
+  SimtGemmTile t{.block_m = s.block_m, .block_n = s.block_n, .block_k = s.block_k, .thread_m = s.thread_m,
+                 .thread_n = s.thread_n};
+  t.staged_loads =
+      (t.block_k * t.block_m / 4 + t.block_k * t.block_n / std::max(s.vector, 1)) / std::max(t.threads(), 1);
+  return t;
 }
 std::int64_t steps(const Problem& p, const Params& s) { return c_pad(p, s) / s.block_k; }
 std::int64_t split_steps(const Problem& p, const Params& s) { return ceil_div(steps(p, s), std::max(s.split_k, 1)); }
@@ -73,16 +68,6 @@ std::array<unsigned, 3> grid_of(const Problem& p, const Params& s) {
 std::int64_t blocks_of(const Problem& p, const Params& s) {
   const auto grid = grid_of(p, s);
   return std::int64_t{grid[0]} * grid[1] * grid[2];
-}
-
-// Blocks of one SM that run at once, by the GPU's thread, register, shared-memory and block limits.
-int resident_blocks_per_sm(const Gpu& gpu, const Params& s) {
-  const int threads = std::max(threads_per_block(s), 1);
-  int blocks = gpu.max_blocks_per_sm > 0 ? gpu.max_blocks_per_sm : 32;
-  if (gpu.max_threads_per_sm > 0) blocks = std::min(blocks, gpu.max_threads_per_sm / threads);
-  if (gpu.regs_per_sm > 0) blocks = std::min(blocks, gpu.regs_per_sm / ((register_estimate(s) + 7) / 8 * 8 * threads));
-  if (gpu.smem_per_sm_bytes > 0) blocks = std::min(blocks, gpu.smem_per_sm_bytes / smem_bytes(s));
-  return std::max(blocks, 1);
 }
 
 class Pointwise final : public Family {
@@ -113,29 +98,29 @@ class Pointwise final : public Family {
                       .block = {kPackThreads, 1, 1}}});
     plan.run.push_back({.kind = LaunchStep::Kind::kernel,
                         .geometry = {.grid = grid_of(p, s),
-                                     .block = {static_cast<unsigned>(threads_per_block(s)), 1, 1}}});
+                                     .block = {static_cast<unsigned>(tile_of(s).threads()), 1, 1}}});
     add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
     return plan;
   }
 
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
     const Params s = params_of<Params>(spec);
-    const double warps = std::ceil(threads_per_block(s) / 32.0);
+    const SimtGemmTile t = tile_of(s);
     const double block_steps = static_cast<double>(split_steps(p, s));  // a split's (the busiest block's)
     const double channels = block_steps * s.block_k;
     return {.blocks = blocks_of(p, s),
-            .threads_per_block = threads_per_block(s),
-            .smem_bytes_per_block = smem_bytes(s),
+            .threads_per_block = t.threads(),
+            .smem_bytes_per_block = t.smem_bytes(),
             .flops = static_cast<double>(flops(p)),
             // Each tensor once, the packed filter read by every column of blocks (mostly from L2: once).
             .dram_bytes = static_cast<double>(min_bytes(p)) + partial_bytes(p, s),
             .flops_per_block = 2.0 * s.block_m * s.block_n * channels,
-            .fma_instructions = warps * channels * s.thread_m * s.thread_n,
-            .shared_load_instructions = warps * channels * (s.thread_m + s.thread_n) / 4.0,
-            .global_load_instructions = warps * block_steps * loads_per_thread(s),
+            .fma_instructions = t.fma_instructions(block_steps),
+            .shared_load_instructions = t.shared_load_instructions(block_steps),
+            .global_load_instructions = t.global_load_instructions(block_steps),
             // The activation's bounds tests (and strided offsets) per load.
-            .address_instructions = warps * block_steps * (s.block_k * s.block_n / std::max(s.vector, 1)) /
-                                    std::max(threads_per_block(s), 1) * (unit_stride(p) ? 3.0 : 8.0),
+            .address_instructions = t.warps() * block_steps * (s.block_k * s.block_n / std::max(s.vector, 1)) /
+                                    std::max(t.threads(), 1) * (unit_stride(p) ? 3.0 : 8.0),
             .main_loop_steps = static_cast<int>(block_steps),
             .pipelined = true,
             .warp_issue_rate = kWarpIssueRate,
@@ -168,13 +153,8 @@ class Pointwise final : public Family {
       return fmt::format("pointwise handles unpadded convolutions only, got padding {}x{}x{}", p.padding.d,
                          p.padding.h, p.padding.w);
     // Field values.
-    if (s.block_m != 32 && s.block_m != 64 && s.block_m != 128)
-      return fmt::format("block_m must be 32, 64 or 128, got {}", s.block_m);
-    if (s.block_n != 32 && s.block_n != 64 && s.block_n != 128)
-      return fmt::format("block_n must be 32, 64 or 128, got {}", s.block_n);
-    if (s.block_k != 8 && s.block_k != 16) return fmt::format("block_k must be 8 or 16, got {}", s.block_k);
-    if (s.thread_m != 4 && s.thread_m != 8) return fmt::format("thread_m must be 4 or 8, got {}", s.thread_m);
-    if (s.thread_n != 4 && s.thread_n != 8) return fmt::format("thread_n must be 4 or 8, got {}", s.thread_n);
+    const SimtGemmTile t = tile_of(s);
+    if (auto reason = t.check_fields()) return reason;
     if (s.vector != 1 && s.vector != 4) return fmt::format("vector must be 1 or 4, got {}", s.vector);
     if (s.split_k != 1 && s.split_k != 2 && s.split_k != 4 && s.split_k != 8 && s.split_k != 16)
       return fmt::format("split_k must be 1, 2, 4, 8 or 16, got {}", s.split_k);
@@ -184,10 +164,7 @@ class Pointwise final : public Family {
       return fmt::format("vector 4 reads 4 pixels at once: it needs stride 1 and a multiple of 4 output pixels per "
                          "image, got {} pixels",
                          pixels(p));
-    const int threads = threads_per_block(s);
-    if (threads < 32 || threads > 512)
-      return fmt::format("{} threads per block ({}/{} x {}/{}): the GEMM takes 32 to 512", threads, s.block_m,
-                         s.thread_m, s.block_n, s.thread_n);
+    const int threads = t.threads();
     if ((s.block_k * s.block_m / 4) % threads != 0 || (s.block_k * s.block_n / s.vector) % threads != 0)
       return fmt::format("the {} threads cannot copy a step's {} x {} and {} x {} slabs in equal shares", threads,
                          s.block_k, s.block_m, s.block_k, s.block_n);
@@ -200,17 +177,7 @@ class Pointwise final : public Family {
     const auto grid = grid_of(p, s);
     if (grid[1] > kGridYZMax || grid[2] > kGridYZMax)
       return fmt::format("its grid ({} x {} x {}) exceeds the y and z limit of 65535", grid[0], grid[1], grid[2]);
-    // Resources of the GPU.
-    if (threads > gpu.max_threads_per_block)
-      return fmt::format("{} threads per block exceed the gpu's {}", threads, gpu.max_threads_per_block);
-    if (smem_bytes(s) > 48 * 1024) return fmt::format("{} bytes of static shared memory exceed 48 KiB", smem_bytes(s));
-    const int regs = register_estimate(s);
-    if (regs > gpu.max_regs_per_thread)
-      return fmt::format("about {} registers per thread exceed the gpu's {}", regs, gpu.max_regs_per_thread);
-    if (gpu.regs_per_block > 0 && regs * threads > gpu.regs_per_block)
-      return fmt::format("about {} registers per block ({} threads of {}) exceed the gpu's {}", regs * threads, threads,
-                         regs, gpu.regs_per_block);
-    return std::nullopt;
+    return t.check_resources(gpu);
   }
 
   // Every configuration that passes check and fits the problem (blocks within the next power of two of K and of the
@@ -266,19 +233,9 @@ class Pointwise final : public Family {
   // clock per SM, slowed when fewer than 8 warps per SM hide the latencies; or, if longer, the tensors' bytes at the
   // DRAM bandwidth; plus split-K's second pass.
   static double estimate_us(const Problem& p, const Gpu& gpu, const Params& s) {
-    const int sm_count = std::max(gpu.sm_count, 1);
-    const std::int64_t blocks = blocks_of(p, s);
-    const int per_sm = resident_blocks_per_sm(gpu, s);
-    const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sm_count) * per_sm));
-    const double resident = std::min<double>(per_sm, std::ceil(static_cast<double>(blocks) / sm_count));
-    const double warps = std::ceil(threads_per_block(s) / 32.0);
-    const double channels = static_cast<double>(split_steps(p, s) * s.block_k);
-    const double per_kk = s.thread_m * s.thread_n + (s.thread_m + s.thread_n) / 4.0;
-    const double block_instructions =
-        warps * channels * per_kk + warps * (channels / s.block_k) * (loads_per_thread(s) * 4 + 4);
-    const double latency = std::max(1.0, 8.0 / (resident * warps));
-    const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
-    const double compute_us = waves * resident * (block_instructions / 4) * latency / clock_mhz;
+    // A staged load costs about 4 instructions with its bounds test and address.
+    const double compute_us = tile_of(s).estimate_us(gpu, static_cast<double>(blocks_of(p, s)),
+                                                     static_cast<double>(split_steps(p, s)), 4);
     const double memory_us = static_cast<double>(min_bytes(p)) / (std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3);
     // Split-K: its partial sums through L2 and the reduce pass's launch (about 2 µs).
     const double split_us =

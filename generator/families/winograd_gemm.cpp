@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "generator/family.hpp"
+#include "generator/simt_gemm.hpp"
 #include "winograd_gemm_params.hpp"  // generated from templates/winograd_gemm.cu
 
 namespace convgen {
@@ -55,19 +56,14 @@ std::int64_t filter_floats(const Problem& p, const Params& s) { return batches(p
 std::int64_t input_floats(const Problem& p, const Params& s) { return batches(p, s) * cg_pad(p, s) * t_pad(p, s); }
 std::int64_t product_floats(const Problem& p, const Params& s) { return batches(p, s) * kg_pad(p, s) * t_pad(p, s); }
 
-int threads_per_block(const Params& s) {
-  if (s.thread_m <= 0 || s.thread_n <= 0) return 0;
-  return (s.block_m / s.thread_m) * (s.block_n / s.thread_n);
+// The GEMM's block (generator/simt_gemm.hpp): both slabs move as float4s.
+SimtGemmTile tile_of(const Params& s) {
+  SimtGemmTile t{.block_m = s.block_m, .block_n = s.block_n, .block_k = s.block_k, .thread_m = s.thread_m,
+                 .thread_n = s.thread_n};
+  t.staged_loads = t.block_k * (t.block_m + t.block_n) / 4 / std::max(t.threads(), 1);
+  return t;
 }
-int smem_bytes(const Params& s) { return 2 * s.block_k * (s.block_m + s.block_n) * 4; }
-int loads_per_thread(const Params& s) {  // float4s of both slabs per step
-  const int threads = std::max(threads_per_block(s), 1);
-  return s.block_k * (s.block_m + s.block_n) / 4 / threads;
-}
-// Registers per thread, roughly: accumulators, one step's operands, the next step's staged float4s, addresses.
-int register_estimate(const Params& s) {
-  return s.thread_m * s.thread_n + s.thread_m + s.thread_n + 4 * loads_per_thread(s) + 24;
-}
+std::int64_t steps(const Problem& p, const Params& s) { return cg_pad(p, s) / s.block_k; }
 
 std::array<unsigned, 3> gemm_grid(const Problem& p, const Params& s) {
   return {static_cast<unsigned>(t_pad(p, s) / s.block_n), static_cast<unsigned>(kg_pad(p, s) / s.block_m),
@@ -86,16 +82,6 @@ unsigned transform_blocks(std::int64_t threads) {
 double buffer_traffic_bytes(const Problem& p, const Params& s) {
   return 4.0 * (2.0 * static_cast<double>(input_floats(p, s)) + 2.0 * static_cast<double>(product_floats(p, s)) +
                 static_cast<double>(filter_floats(p, s)));
-}
-
-// Blocks of one SM that run at once, by the GPU's thread, register, shared-memory and block limits.
-int resident_blocks_per_sm(const Gpu& gpu, const Params& s) {
-  const int threads = std::max(threads_per_block(s), 1);
-  int blocks = gpu.max_blocks_per_sm > 0 ? gpu.max_blocks_per_sm : 32;
-  if (gpu.max_threads_per_sm > 0) blocks = std::min(blocks, gpu.max_threads_per_sm / threads);
-  if (gpu.regs_per_sm > 0) blocks = std::min(blocks, gpu.regs_per_sm / ((register_estimate(s) + 7) / 8 * 8 * threads));
-  if (gpu.smem_per_sm_bytes > 0) blocks = std::min(blocks, gpu.smem_per_sm_bytes / smem_bytes(s));
-  return std::max(blocks, 1);
 }
 
 class WinogradGemm final : public Family {
@@ -130,7 +116,7 @@ class WinogradGemm final : public Family {
     plan.run.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "transform_input", .geometry = input});
     plan.run.push_back({.kind = LaunchStep::Kind::kernel,
                         .geometry = {.grid = gemm_grid(p, s),
-                                     .block = {static_cast<unsigned>(threads_per_block(s)), 1, 1}}});
+                                     .block = {static_cast<unsigned>(tile_of(s).threads()), 1, 1}}});
     LaunchGeometry output = transform_block;
     output.grid = {transform_blocks(std::int64_t{p.k} * tiles(p, s)), 1, 1};
     plan.run.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "transform_output", .geometry = output});
@@ -141,19 +127,19 @@ class WinogradGemm final : public Family {
   // they move and as two launches more.
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
     const Params s = params_of<Params>(spec);
-    const double warps = std::ceil(threads_per_block(s) / 32.0);
-    const double channels = static_cast<double>(cg_pad(p, s));
+    const SimtGemmTile t = tile_of(s);
+    const double block_steps = static_cast<double>(steps(p, s));
     return {.blocks = gemm_blocks(p, s),
-            .threads_per_block = threads_per_block(s),
-            .smem_bytes_per_block = smem_bytes(s),
+            .threads_per_block = t.threads(),
+            .smem_bytes_per_block = t.smem_bytes(),
             .flops = static_cast<double>(flops(p)),
             .dram_bytes = static_cast<double>(min_bytes(p)) + buffer_traffic_bytes(p, s),
-            .flops_per_block = 2.0 * s.block_m * s.block_n * channels,
-            .fma_instructions = warps * channels * s.thread_m * s.thread_n,
-            .shared_load_instructions = warps * channels * (s.thread_m + s.thread_n) / 4.0,
-            .global_load_instructions = warps * static_cast<double>(cg_pad(p, s) / s.block_k) * loads_per_thread(s),
+            .flops_per_block = 2.0 * s.block_m * s.block_n * static_cast<double>(cg_pad(p, s)),
+            .fma_instructions = t.fma_instructions(block_steps),
+            .shared_load_instructions = t.shared_load_instructions(block_steps),
+            .global_load_instructions = t.global_load_instructions(block_steps),
             .address_instructions = 0,
-            .main_loop_steps = static_cast<int>(cg_pad(p, s) / s.block_k),
+            .main_loop_steps = static_cast<int>(block_steps),
             .pipelined = true,
             .warp_issue_rate = kWarpIssueRate,
             .extra_launches = 2};
@@ -188,17 +174,9 @@ class WinogradGemm final : public Family {
       return fmt::format("winograd_gemm needs dilation 1, got {}x{}", p.dilation.h, p.dilation.w);
     // Field values.
     if (s.tile != 2 && s.tile != 4) return fmt::format("tile must be 2 or 4, got {}", s.tile);
-    if (s.block_m != 32 && s.block_m != 64 && s.block_m != 128)
-      return fmt::format("block_m must be 32, 64 or 128, got {}", s.block_m);
-    if (s.block_n != 32 && s.block_n != 64 && s.block_n != 128)
-      return fmt::format("block_n must be 32, 64 or 128, got {}", s.block_n);
-    if (s.block_k != 8 && s.block_k != 16) return fmt::format("block_k must be 8 or 16, got {}", s.block_k);
-    if (s.thread_m != 4 && s.thread_m != 8) return fmt::format("thread_m must be 4 or 8, got {}", s.thread_m);
-    if (s.thread_n != 4 && s.thread_n != 8) return fmt::format("thread_n must be 4 or 8, got {}", s.thread_n);
-    const int threads = threads_per_block(s);
-    if (threads < 32 || threads > 512)
-      return fmt::format("{} threads per block ({}/{} x {}/{}): the GEMM takes 32 to 512", threads, s.block_m,
-                         s.thread_m, s.block_n, s.thread_n);
+    const SimtGemmTile t = tile_of(s);
+    if (auto reason = t.check_fields()) return reason;
+    const int threads = t.threads();
     if ((s.block_k * s.block_m / 4) % threads != 0 || (s.block_k * s.block_n / 4) % threads != 0)
       return fmt::format("the {} threads cannot copy a step's {} x {} and {} x {} slabs in equal float4 shares",
                          threads, s.block_k, s.block_m, s.block_k, s.block_n);
@@ -213,17 +191,7 @@ class WinogradGemm final : public Family {
     const auto grid = gemm_grid(p, s);
     if (grid[1] > kGridYZMax || grid[2] > kGridYZMax)
       return fmt::format("its GEMM grid ({} x {} x {}) exceeds the y and z limit of 65535", grid[0], grid[1], grid[2]);
-    // Resources of the GPU.
-    if (threads > gpu.max_threads_per_block)
-      return fmt::format("{} threads per block exceed the gpu's {}", threads, gpu.max_threads_per_block);
-    if (smem_bytes(s) > 48 * 1024) return fmt::format("{} bytes of static shared memory exceed 48 KiB", smem_bytes(s));
-    const int regs = register_estimate(s);
-    if (regs > gpu.max_regs_per_thread)
-      return fmt::format("about {} registers per thread exceed the gpu's {}", regs, gpu.max_regs_per_thread);
-    if (gpu.regs_per_block > 0 && regs * threads > gpu.regs_per_block)
-      return fmt::format("about {} registers per block ({} threads of {}) exceed the gpu's {}", regs * threads, threads,
-                         regs, gpu.regs_per_block);
-    return std::nullopt;
+    return t.check_resources(gpu);
   }
 
   // Of each tile size, every configuration that passes check and fits the problem (blocks within the next power of
@@ -268,20 +236,9 @@ class WinogradGemm final : public Family {
   // slowed when fewer than 8 warps per SM hide the latencies; plus the buffers' and tensors' bytes at the DRAM
   // bandwidth (the transforms are bound by them), plus 2 µs for each of the two launches more.
   static double estimate_us(const Problem& p, const Gpu& gpu, const Params& s) {
-    const int sm_count = std::max(gpu.sm_count, 1);
-    const std::int64_t blocks = gemm_blocks(p, s);
-    const int per_sm = resident_blocks_per_sm(gpu, s);
-    const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sm_count) * per_sm));
-    const double resident = std::min<double>(per_sm, std::ceil(static_cast<double>(blocks) / sm_count));
-    const double warps = std::ceil(threads_per_block(s) / 32.0);
-    const double channels = static_cast<double>(cg_pad(p, s));
-    const double per_kk = s.thread_m * s.thread_n + (s.thread_m + s.thread_n) / 4.0;
-    const double block_instructions =
-        warps * channels * per_kk + warps * (channels / s.block_k) * (loads_per_thread(s) * 2 + 4);
-    const double warps_per_sm = resident * warps;
-    const double latency = std::max(1.0, 8.0 / warps_per_sm);
-    const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
-    const double gemm_us = waves * resident * (block_instructions / 4) * latency / clock_mhz;
+    // A staged float4 load costs about 2 instructions with its address.
+    const double gemm_us = tile_of(s).estimate_us(gpu, static_cast<double>(gemm_blocks(p, s)),
+                                                  static_cast<double>(steps(p, s)), 2);
     const double bytes = static_cast<double>(min_bytes(p)) + buffer_traffic_bytes(p, s);
     const double memory_us = bytes / (std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3);
     return gemm_us + memory_us + 4.0;

@@ -67,8 +67,14 @@ using Shape = convgen::testing_support::LiteralShape;
 #define UNIT_ODD \
   (Shape{.n = 1, .c = 20, .k = 9, .input = {1, 7, 9}, .filter = {1, 1, 1}, .layout = Layout::nchw})
 // Stride 2 in 2-D, batch 3: 9x11 -> 5x6.
-#define STRIDE2_BATCH3 \
-  (Shape{.n = 3, .c = 17, .k = 33, .input = {1, 9, 11}, .filter = {1, 1, 1}, .stride = {1, 2, 2}, .layout = Layout::nchw})
+#define STRIDE2_BATCH3        \
+  (Shape{.n = 3,              \
+         .c = 17,             \
+         .k = 33,             \
+         .input = {1, 9, 11}, \
+         .filter = {1, 1, 1}, \
+         .stride = {1, 2, 2}, \
+         .layout = Layout::nchw})
 // Stride 2 in 1-D (33 -> 17) and in 3-D (5x6x7 -> 3x3x4).
 #define STRIDE2_1D \
   (Shape{.n = 2, .c = 6, .k = 5, .input = {1, 1, 33}, .filter = {1, 1, 1}, .stride = {1, 1, 2}, .layout = Layout::ncw})

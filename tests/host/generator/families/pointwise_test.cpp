@@ -123,7 +123,8 @@ TEST(PointwiseFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
   EXPECT_EQ(pointwise().check_support(three, gpu, s), "pointwise handles 1x1 filters only, got 1x3x3");
   Problem padded = p;
   padded.padding = {0, 1, 1};
-  EXPECT_EQ(pointwise().check_support(padded, gpu, s), "pointwise handles unpadded convolutions only, got padding 0x1x1");
+  EXPECT_EQ(pointwise().check_support(padded, gpu, s),
+            "pointwise handles unpadded convolutions only, got padding 0x1x1");
   Problem grouped = p;
   grouped.groups = 2;
   EXPECT_EQ(pointwise().check_support(grouped, gpu, s), "pointwise handles ungrouped convolutions only, got 2 groups");

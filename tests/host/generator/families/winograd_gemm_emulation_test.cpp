@@ -60,14 +60,32 @@ using convgen::Layout;
 using Shape = convgen::testing_support::LiteralShape;
 
 // Odd 13x11, padding 1: partial tiles at the right and bottom edges; C = 5 and K = 7 fill no step or block.
-#define ODD_PAD1 \
-  (Shape{.n = 1, .c = 5, .k = 7, .input = {1, 13, 11}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .layout = Layout::nchw})
+#define ODD_PAD1               \
+  (Shape{.n = 1,               \
+         .c = 5,               \
+         .k = 7,               \
+         .input = {1, 13, 11}, \
+         .filter = {1, 3, 3},  \
+         .padding = {0, 1, 1}, \
+         .layout = Layout::nchw})
 // No padding, batch 3, 9x7 -> 7x5: tiles span images; C = 17 leaves a step of 1 channel (BLOCK_K 8 or 16).
-#define PAD0_BATCH3 \
-  (Shape{.n = 3, .c = 17, .k = 10, .input = {1, 9, 7}, .filter = {1, 3, 3}, .padding = {0, 0, 0}, .layout = Layout::nchw})
+#define PAD0_BATCH3            \
+  (Shape{.n = 3,               \
+         .c = 17,              \
+         .k = 10,              \
+         .input = {1, 9, 7},   \
+         .filter = {1, 3, 3},  \
+         .padding = {0, 0, 0}, \
+         .layout = Layout::nchw})
 // Padding 2 in NHWC: patches reaching two rows and columns into the padding.
-#define PAD2_NHWC \
-  (Shape{.n = 1, .c = 6, .k = 11, .input = {1, 10, 9}, .filter = {1, 3, 3}, .padding = {0, 2, 2}, .layout = Layout::nhwc})
+#define PAD2_NHWC              \
+  (Shape{.n = 1,               \
+         .c = 6,               \
+         .k = 11,              \
+         .input = {1, 10, 9},  \
+         .filter = {1, 3, 3},  \
+         .padding = {0, 2, 2}, \
+         .layout = Layout::nhwc})
 // A 1x1 input with padding 1: one output per channel, every tap but the centre in the padding.
 #define TINY_1X1 \
   (Shape{.n = 1, .c = 3, .k = 5, .input = {1, 1, 1}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .layout = Layout::nchw})
