@@ -10,8 +10,8 @@
 #   resnet50 the same on resnet50's layers (resnet50-n8-32/)
 #   pointwise
 #            the 1x1 layers' families side by side: pointwise (1x1 layers only) and igemm (every layer) both tuned
-#            exhaustively on resnet50 and densenet121 at batch 1 and 8, then benched with those choices
-#            (pointwise-<suite>-n1-8/; BATCHES overrides)
+#            exhaustively at batch 1 and 8, then benched with those choices (pointwise-<suite>-n1-8/); SUITES
+#            (default shapes/resnet50.csv; densenet121's many layers want a call of their own) and BATCHES override
 # Each step runs under `timeout` (STEP_TIMEOUT, default 270 s) so that a slow one leaves the others' files.
 # Usage: scripts/winograd-gemm-study.sh OUT PART...
 set -uo pipefail
@@ -64,7 +64,7 @@ for part in "$@"; do
     cusnn) tune_and_bench shapes/cusnn.csv ;;
     resnet50) tune_and_bench shapes/resnet50.csv ;;
     pointwise)
-      for suite in shapes/resnet50.csv shapes/densenet121.csv; do
+      for suite in ${SUITES:-shapes/resnet50.csv}; do
         BATCHES=${BATCHES:-1,8} tune_and_bench "$suite" pointwise,igemm pointwise-
       done
       ;;
