@@ -291,10 +291,12 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
                                                                p.precision)
                                                  : build_failures};
   }
+
   int failed = 0;
   for (const OursEntry& e : ours) failed += e.status != RouteStatus::ok;
   if (failed > 0 && row.ours.status == RouteStatus::ok)
     row.ours.reason = fmt::format("{} of {} candidates failed verification or launch", failed, ours.size());
+  row.our_candidates = std::move(ours);
 
   if (options_.cudnn_also && *options_.cudnn_also != p.precision) {
     stage(fmt::format("verifying and timing cuDNN's routes in {}", *options_.cudnn_also));

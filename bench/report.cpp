@@ -149,6 +149,15 @@ Json row_json(const BenchRow& row) {
   json["cudnn_energy_mj"] = or_null(row.cudnn_energy_mj);
   json["cudnn_energy_note"] = row.cudnn_energy_note;
   json["ours"] = ours_json(row.ours);
+  // Every candidate's summary, without samples (they would multiply the file): what the tuned and untuned picks of
+  // each family measured beside the winner.
+  json["our_candidates"] = Json::array();
+  for (const OursEntry& e : row.our_candidates) {
+    Json candidate = {{"kernel", e.kernel}, {"status", to_string(e.status)}, {"reason", e.reason}};
+    put_times(candidate, e.timing);
+    candidate["rel_l2_error"] = e.error ? Json(e.error->rel_l2) : Json(nullptr);
+    json["our_candidates"].push_back(std::move(candidate));
+  }
   const auto over_floor = [&](const std::optional<double>& us) {
     return us && row.floor_us > 0 ? Json(*us / row.floor_us) : Json(nullptr);
   };

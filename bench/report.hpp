@@ -89,7 +89,10 @@ struct BenchRow {
   double floor_us = 0;            // the roofline floor on the GPU (generator/analysis.hpp); 0 when unknown
   double winograd_floor_us = 0;   // the same with Winograd's reduced multiplies; 0 where it does not apply
   std::vector<CudnnEntry> cudnn;  // every route, in the order cuDNN's routes were listed
-  OursEntry ours;
+  OursEntry ours;                         // the fastest ok one of our_candidates (else the first)
+  std::vector<OursEntry> our_candidates;  // every kernel of ours built for the row, in the order tried (the default
+                                          // choice, then per family its default and the model's next, then the
+                                          // database's), with its status, error and times
   std::optional<double> cudnn_energy_mj;  // per call, of the best cuDNN route
   std::string cudnn_energy_note;
   std::optional<CudnnAlso> cudnn_also;  // with --cudnn-also

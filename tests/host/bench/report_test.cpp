@@ -119,6 +119,14 @@ BenchReport sample_report() {
                 .error = error(3e-7),
                 .timing = timing({14, 15, 16}, {12, 12.5, 13}),
                 .energy_mj = 0.5};
+  conv1.our_candidates = {conv1.ours,
+                          {.kernel = "direct_m8_n32_k2_tm1_tn1",
+                           .status = RouteStatus::failed_verification,
+                           .reason = "rel L2 3.1e-02 above 1e-05",
+                           .error = error(3.1e-2)},
+                          {.kernel = "winograd_gemm_m4_bm32_bn32_bk16_tm4_tn4",
+                           .error = error(2e-6),
+                           .timing = timing({15, 16, 17}, {13, 13.5, 14})}};
   conv1.cudnn_energy_mj = 0.625;
   conv1.start = {.sm_clock_mhz = 1980, .power_w = 250, .time = "2025-03-01T12:00:10Z"};
   conv1.end = {.sm_clock_mhz = 1965, .power_w = 300, .time = "2025-03-01T12:00:20Z"};
@@ -301,7 +309,7 @@ TEST(Report, JsonHasTheSchemaAndEveryRowField) {
   const nlohmann::json& row = json["rows"][0];
   for (const char* key :
        {"suite", "layer", "batch", "count", "problem", "shape", "precision", "math", "buffer_sets", "device", "cudnn",
-        "cudnn_best", "cudnn_energy_mj", "cudnn_energy_note", "ours", "headline_mode", "speedup"})
+        "cudnn_best", "cudnn_energy_mj", "cudnn_energy_note", "ours", "our_candidates", "headline_mode", "speedup"})
     EXPECT_TRUE(row.contains(key)) << key;
   for (const char* key : {"route", "algo", "median_us", "graph_median_us"})
     EXPECT_TRUE(row["cudnn_best"].contains(key)) << key;
@@ -310,6 +318,14 @@ TEST(Report, JsonHasTheSchemaAndEveryRowField) {
   for (const char* key : {"route", "algo", "status", "median_us", "p10_us", "p90_us", "rel_l2_error", "knobs"})
     EXPECT_TRUE(row["cudnn"][0].contains(key)) << key;
   EXPECT_EQ(row["ours"]["samples"]["graph"], nlohmann::json::array({12, 12.5, 13}));
+  // Every candidate of ours, the failed one with its reason, each without samples.
+  ASSERT_EQ(row["our_candidates"].size(), 3u);
+  EXPECT_EQ(row["our_candidates"][1]["status"], "failed_verification");
+  EXPECT_EQ(row["our_candidates"][1]["graph_median_us"], nullptr);
+  EXPECT_EQ(row["our_candidates"][2]["kernel"], "winograd_gemm_m4_bm32_bn32_bk16_tm4_tn4");
+  EXPECT_EQ(row["our_candidates"][2]["graph_median_us"], 13.5);
+  for (const nlohmann::json& candidate : row["our_candidates"]) EXPECT_FALSE(candidate.contains("samples"));
+  EXPECT_TRUE(json["rows"][1]["our_candidates"].empty());
 }
 
 TEST(Report, JsonMatchesTheGolden) { expect_golden(report_json(sample_report()), "report.json"); }
