@@ -1,6 +1,7 @@
-// emulation_checks: what the host emulation tests of the typed templates (igemm, igemm_tc, sparse24_tc) share around
-// a run: the epilogue's operands, random where the problem's epilogue reads them, and the reference rounded to the
-// output's data type, against which a 16-bit output differs by fp32 accumulation alone.
+// emulation_checks: what the host emulation tests share around a run: a tensor's values as floats (the fp32
+// templates' inputs), and for the typed templates (igemm, igemm_tc, sparse24_tc) the epilogue's operands, random where
+// the problem's epilogue reads them, and the reference rounded to the output's data type, against which a 16-bit
+// output differs by fp32 accumulation alone.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,13 @@
 #include "reference/reference.hpp"
 
 namespace convgen::testing_support {
+
+// The tensor's values, widened to float (empty for an empty tensor: a kernel gets null).
+inline std::vector<float> floats_of(const HostTensor& t) {
+  std::vector<float> values(static_cast<std::size_t>(t.size()));
+  for (std::int64_t i = 0; i < t.size(); ++i) values[static_cast<std::size_t>(i)] = t.get(i);
+  return values;
+}
 
 // The bias (K values) and the residual (the output's shape) in the problem's type, seeded random where its epilogue
 // reads them, empty (passed to a kernel as null) where it does not.

@@ -27,6 +27,7 @@
 #include "reference/inputs.hpp"
 #include "reference/reference.hpp"
 #include "support/corpus.hpp"
+#include "support/emulation_checks.hpp"
 #include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 
@@ -264,11 +265,7 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
   return output;
 }
 
-std::vector<float> floats_of(const HostTensor& t) {
-  std::vector<float> values(static_cast<std::size_t>(t.size()));
-  for (std::int64_t i = 0; i < t.size(); ++i) values[static_cast<std::size_t>(i)] = t.get(i);
-  return values;
-}
+using testing_support::floats_of;
 
 // The inputs each case runs on: every pattern at 50 and 90% zeros, and the edge cases dense, 99% and all zero.
 struct Zeros {

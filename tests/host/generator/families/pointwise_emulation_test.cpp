@@ -18,6 +18,7 @@
 #include "reference/inputs.hpp"
 #include "reference/reference.hpp"
 #include "support/corpus.hpp"
+#include "support/emulation_checks.hpp"
 #include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 
@@ -177,11 +178,7 @@ void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
         &pointwise_emulation::NAME::pointwise_##NAME##_reduce                                                    \
   }
 
-std::vector<float> floats_of(const HostTensor& t) {
-  std::vector<float> values(static_cast<std::size_t>(t.size()));
-  for (std::int64_t i = 0; i < t.size(); ++i) values[static_cast<std::size_t>(i)] = t.get(i);
-  return values;
-}
+using testing_support::floats_of;
 
 // Runs the family's plan on the host: the setup step into the persistent buffer, then the run steps through the
 // workspace into an output, every one of them NaN first (an element a step leaves unwritten shows).

@@ -17,6 +17,7 @@
 #include "reference/inputs.hpp"
 #include "reference/reference.hpp"
 #include "support/corpus.hpp"
+#include "support/emulation_checks.hpp"
 #include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 #include "winograd_gemm_params.hpp"
@@ -205,11 +206,7 @@ void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
         &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_output                                        \
   }
 
-std::vector<float> floats_of(const HostTensor& t) {
-  std::vector<float> values(static_cast<std::size_t>(t.size()));
-  for (std::int64_t i = 0; i < t.size(); ++i) values[static_cast<std::size_t>(i)] = t.get(i);
-  return values;
-}
+using testing_support::floats_of;
 
 // Runs the family's plan on the host: the setup step into the persistent buffer and the run steps through the
 // workspace, every buffer poisoned with NaN first (an element a step leaves unwritten shows), the output too.
