@@ -16,17 +16,22 @@
 namespace convgen {
 
 // A block of BLOCK_M x BLOCK_N outputs over steps of BLOCK_K reduction elements, THREAD_M x THREAD_N a thread.
-// `staged_loads` is a thread's global loads of one step (the two slabs, held in registers across the step's FMAs).
+// `staged_loads` is a thread's global loads of one step (the two slabs), held in registers across the step's FMAs
+// unless `async_copies` (cp.async into a ring of `buffers` stages) takes them straight to shared memory.
 struct SimtGemmTile {
   int block_m = 0, block_n = 0, block_k = 0, thread_m = 0, thread_n = 0;
   int staged_loads = 0;
+  int buffers = 2;
+  bool async_copies = false;
 
   int threads() const { return thread_m > 0 && thread_n > 0 ? (block_m / thread_m) * (block_n / thread_n) : 0; }
-  // Two buffers of the two slabs, floats.
-  int smem_bytes() const { return 2 * block_k * (block_m + block_n) * 4; }
+  // `buffers` stages of the two slabs, floats.
+  int smem_bytes() const { return buffers * block_k * (block_m + block_n) * 4; }
   // Registers per thread, roughly: accumulators, one step's operands, the staged loads, addresses. ptxas decides
   // (56 to 221 for the configurations measured); this only prunes what cannot fit.
-  int register_estimate() const { return thread_m * thread_n + thread_m + thread_n + 4 * staged_loads + 24; }
+  int register_estimate() const {
+    return thread_m * thread_n + thread_m + thread_n + (async_copies ? 1 : 4) * staged_loads + 24;
+  }
   int resident_blocks_per_sm(const Gpu& gpu) const {
     return convgen::resident_blocks_per_sm(gpu, std::max(threads(), 1), register_estimate(), smem_bytes());
   }
@@ -78,8 +83,8 @@ struct SimtGemmTile {
     const int per_sm = resident_blocks_per_sm(gpu);
     const double waves = std::ceil(blocks / (static_cast<double>(sm_count) * per_sm));
     const double resident = std::min<double>(per_sm, std::ceil(blocks / sm_count));
-    const double instructions = fma_instructions(steps) + shared_load_instructions(steps) +
-                                warps() * steps * (staged_loads * load_cost + 4);
+    const double instructions =
+        fma_instructions(steps) + shared_load_instructions(steps) + warps() * steps * (staged_loads * load_cost + 4);
     const double latency = std::max(1.0, 8.0 / (resident * warps()));
     const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
     return waves * resident * (instructions / 4) * latency / clock_mhz;

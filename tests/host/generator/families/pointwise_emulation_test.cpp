@@ -1,7 +1,8 @@
 // pointwise_emulation_test: runs templates/pointwise.cu on the host, a std::thread per CUDA thread, against the float64
 // reference: the family's plan (pack_filter into the persistent buffer, then the main launch, and split-K's reduce
 // entry) with its geometry, on output channels, input channels and pixels that fill no block, batch 3, stride 2 in
-// 1-D, 2-D and 3-D, both activation load widths, split-K (with a split left without steps), and fused epilogues
+// 1-D, 2-D and 3-D, both activation load widths, split-K (with a split left without steps), each shared-memory
+// pipeline (registers, and cp.async rings of 2 to 4 stages with both copy widths), and fused epilogues
 // (alpha, bias, a scaled residual, ReLU6; bias and ReLU after split-K's sum). Held to DESIGN.md's fp32 limit (1e-5).
 #include <math.h>
 
@@ -19,6 +20,7 @@
 #include "reference/reference.hpp"
 #include "support/corpus.hpp"
 #include "support/emulation_checks.hpp"
+#include "support/host_async_copy.hpp"
 #include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 
@@ -40,33 +42,37 @@ using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): th
 
 // Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them
 // (the epilogue among them), and includes the template there.
-#define POINTWISE_CASE(NAME, PROBLEM, SPEC)                                                                      \
-  namespace pointwise_emulation::NAME {                                                                          \
-  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                           \
-  constexpr convgen::PointwiseParams kSpec = SPEC;                                                               \
-  namespace cfg {                                                                                                \
-  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                       \
-  constexpr int BLOCK_M = kSpec.block_m, BLOCK_N = kSpec.block_n, BLOCK_K = kSpec.block_k;                       \
-  constexpr int THREAD_M = kSpec.thread_m, THREAD_N = kSpec.thread_n, VECTOR = kSpec.vector;                     \
-  constexpr int SPLIT_K = kSpec.split_k;                                                                         \
-  }                                                                                                              \
-  }                                                                                                              \
+#define POINTWISE_CASE(NAME, PROBLEM, SPEC)                                                  \
+  namespace pointwise_emulation::NAME {                                                      \
+  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                       \
+  constexpr convgen::PointwiseParams kSpec = SPEC;                                           \
+  namespace cfg {                                                                            \
+  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                   \
+  constexpr int BLOCK_M = kSpec.block_m, BLOCK_N = kSpec.block_n, BLOCK_K = kSpec.block_k;   \
+  constexpr int THREAD_M = kSpec.thread_m, THREAD_N = kSpec.thread_n, VECTOR = kSpec.vector; \
+  constexpr int SPLIT_K = kSpec.split_k, CP_STAGES = kSpec.cp_stages;                        \
+  }                                                                                          \
+  }                                                                                          \
   namespace pointwise_emulation::NAME {
 #define POINTWISE_END(NAME) }
 
-#define POINTWISE_SPEC(BM, BN, BK, TM, TN, V, SK)                                                             \
-  (convgen::PointwiseParams{                                                                                  \
-      .block_m = BM, .block_n = BN, .block_k = BK, .thread_m = TM, .thread_n = TN, .vector = V, .split_k = SK})
+#define POINTWISE_SPEC(BM, BN, BK, TM, TN, V, SK, CP) \
+  (convgen::PointwiseParams{.block_m = BM,            \
+                            .block_n = BN,            \
+                            .block_k = BK,            \
+                            .thread_m = TM,           \
+                            .thread_n = TN,           \
+                            .vector = V,              \
+                            .split_k = SK,            \
+                            .cp_stages = CP})
 
 using convgen::Layout;
 using Shape = convgen::testing_support::LiteralShape;
 
 // Batch 2, 13 -> 70 channels at 6x10 (60 pixels, float4 loads): no block of channels or pixels fills.
-#define UNIT_V4 \
-  (Shape{.n = 2, .c = 13, .k = 70, .input = {1, 6, 10}, .filter = {1, 1, 1}, .layout = Layout::nchw})
+#define UNIT_V4 (Shape{.n = 2, .c = 13, .k = 70, .input = {1, 6, 10}, .filter = {1, 1, 1}, .layout = Layout::nchw})
 // 7x9 = 63 pixels: scalar loads, a last block of pixels one short of 64.
-#define UNIT_ODD \
-  (Shape{.n = 1, .c = 20, .k = 9, .input = {1, 7, 9}, .filter = {1, 1, 1}, .layout = Layout::nchw})
+#define UNIT_ODD (Shape{.n = 1, .c = 20, .k = 9, .input = {1, 7, 9}, .filter = {1, 1, 1}, .layout = Layout::nchw})
 // Stride 2 in 2-D, batch 3: 9x11 -> 5x6.
 #define STRIDE2_BATCH3        \
   (Shape{.n = 3,              \
@@ -79,54 +85,58 @@ using Shape = convgen::testing_support::LiteralShape;
 // Stride 2 in 1-D (33 -> 17) and in 3-D (5x6x7 -> 3x3x4).
 #define STRIDE2_1D \
   (Shape{.n = 2, .c = 6, .k = 5, .input = {1, 1, 33}, .filter = {1, 1, 1}, .stride = {1, 1, 2}, .layout = Layout::ncw})
-#define STRIDE2_3D                                                                                          \
-  (Shape{.n = 1, .c = 8, .k = 12, .input = {5, 6, 7}, .filter = {1, 1, 1}, .stride = {2, 2, 2},             \
-         .layout = Layout::ncdhw})
+#define STRIDE2_3D \
+  (Shape{          \
+      .n = 1, .c = 8, .k = 12, .input = {5, 6, 7}, .filter = {1, 1, 1}, .stride = {2, 2, 2}, .layout = Layout::ncdhw})
 // 40 -> 130 channels at 8x8, batch 2, with the 128 x 64 block of 8 x 8 register tiles.
-#define LARGE_K \
-  (Shape{.n = 2, .c = 40, .k = 130, .input = {1, 8, 8}, .filter = {1, 1, 1}, .layout = Layout::nchw})
+#define LARGE_K (Shape{.n = 2, .c = 40, .k = 130, .input = {1, 8, 8}, .filter = {1, 1, 1}, .layout = Layout::nchw})
 // UNIT_V4 with alpha 1.5, a bias, half the residual and ReLU6 fused into the store.
-#define UNIT_V4_EPILOGUE                                                                                    \
-  (Shape{.n = 2, .c = 13, .k = 70, .input = {1, 6, 10}, .filter = {1, 1, 1}, .layout = Layout::nchw,       \
+#define UNIT_V4_EPILOGUE         \
+  (Shape{.n = 2,                 \
+         .c = 13,                \
+         .k = 70,                \
+         .input = {1, 6, 10},    \
+         .filter = {1, 1, 1},    \
+         .layout = Layout::nchw, \
          .epilogue = {.alpha = 1.5, .beta = 0.5, .bias = true, .act = convgen::Activation::relu6}})
 
-POINTWISE_CASE(unit_v4, UNIT_V4, POINTWISE_SPEC(64, 32, 8, 8, 4, 4, 1))
+POINTWISE_CASE(unit_v4, UNIT_V4, POINTWISE_SPEC(64, 32, 8, 8, 4, 4, 1, 0))
 #define CONVGEN_ENTRY pointwise_unit_v4
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(unit_v4)
 
-POINTWISE_CASE(unit_odd, UNIT_ODD, POINTWISE_SPEC(32, 64, 16, 4, 8, 1, 1))
+POINTWISE_CASE(unit_odd, UNIT_ODD, POINTWISE_SPEC(32, 64, 16, 4, 8, 1, 1, 0))
 #define CONVGEN_ENTRY pointwise_unit_odd
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(unit_odd)
 
-POINTWISE_CASE(stride2_batch3, STRIDE2_BATCH3, POINTWISE_SPEC(32, 32, 8, 4, 4, 1, 1))
+POINTWISE_CASE(stride2_batch3, STRIDE2_BATCH3, POINTWISE_SPEC(32, 32, 8, 4, 4, 1, 1, 0))
 #define CONVGEN_ENTRY pointwise_stride2_batch3
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(stride2_batch3)
 
-POINTWISE_CASE(stride2_1d, STRIDE2_1D, POINTWISE_SPEC(32, 32, 8, 4, 4, 1, 1))
+POINTWISE_CASE(stride2_1d, STRIDE2_1D, POINTWISE_SPEC(32, 32, 8, 4, 4, 1, 1, 0))
 #define CONVGEN_ENTRY pointwise_stride2_1d
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(stride2_1d)
 
-POINTWISE_CASE(stride2_3d, STRIDE2_3D, POINTWISE_SPEC(32, 32, 16, 8, 4, 1, 1))
+POINTWISE_CASE(stride2_3d, STRIDE2_3D, POINTWISE_SPEC(32, 32, 16, 8, 4, 1, 1, 0))
 #define CONVGEN_ENTRY pointwise_stride2_3d
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(stride2_3d)
 
-POINTWISE_CASE(large_k, LARGE_K, POINTWISE_SPEC(128, 64, 16, 8, 8, 4, 1))
+POINTWISE_CASE(large_k, LARGE_K, POINTWISE_SPEC(128, 64, 16, 8, 8, 4, 1, 0))
 #define CONVGEN_ENTRY pointwise_large_k
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(large_k)
 
-POINTWISE_CASE(unit_v4_epilogue, UNIT_V4_EPILOGUE, POINTWISE_SPEC(64, 32, 8, 8, 4, 4, 1))
+POINTWISE_CASE(unit_v4_epilogue, UNIT_V4_EPILOGUE, POINTWISE_SPEC(64, 32, 8, 8, 4, 4, 1, 0))
 #define CONVGEN_ENTRY pointwise_unit_v4_epilogue
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
@@ -134,23 +144,60 @@ POINTWISE_END(unit_v4_epilogue)
 
 // Split-K: 200 -> 40 channels at 3x3 (9 pixels), 25 steps of 8 in 4 splits of 7, 7, 7 and 4; and 40 -> 36 channels
 // at 5x4, batch 2, 5 steps in 4 splits of 2, 2, 1 and none, with bias and ReLU applied to the reduced sum.
-#define SPLIT4_SMALL \
-  (Shape{.n = 1, .c = 200, .k = 40, .input = {1, 3, 3}, .filter = {1, 1, 1}, .layout = Layout::nchw})
-#define SPLIT4_EMPTY_EPILOGUE                                                                               \
-  (Shape{.n = 2, .c = 40, .k = 36, .input = {1, 5, 4}, .filter = {1, 1, 1}, .layout = Layout::nchw,        \
+#define SPLIT4_SMALL (Shape{.n = 1, .c = 200, .k = 40, .input = {1, 3, 3}, .filter = {1, 1, 1}, .layout = Layout::nchw})
+#define SPLIT4_EMPTY_EPILOGUE    \
+  (Shape{.n = 2,                 \
+         .c = 40,                \
+         .k = 36,                \
+         .input = {1, 5, 4},     \
+         .filter = {1, 1, 1},    \
+         .layout = Layout::nchw, \
          .epilogue = {.bias = true, .act = convgen::Activation::relu}})
 
-POINTWISE_CASE(split4_small, SPLIT4_SMALL, POINTWISE_SPEC(32, 32, 8, 4, 4, 1, 4))
+POINTWISE_CASE(split4_small, SPLIT4_SMALL, POINTWISE_SPEC(32, 32, 8, 4, 4, 1, 4, 0))
 #define CONVGEN_ENTRY pointwise_split4_small
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(split4_small)
 
-POINTWISE_CASE(split4_empty_epilogue, SPLIT4_EMPTY_EPILOGUE, POINTWISE_SPEC(64, 32, 8, 8, 4, 4, 4))
+POINTWISE_CASE(split4_empty_epilogue, SPLIT4_EMPTY_EPILOGUE, POINTWISE_SPEC(64, 32, 8, 8, 4, 4, 4, 0))
 #define CONVGEN_ENTRY pointwise_split4_empty_epilogue
 #include "templates/pointwise.cu"
 #undef CONVGEN_ENTRY
 POINTWISE_END(split4_empty_epilogue)
+
+// The cp.async ring (tests/support/host_async_copy.hpp): 3 stages of float4 copies on blocks that span both images;
+// 4 stages of 4-byte copies over 2 steps (the groups past the last step are empty); 2 stages at stride 2; 4 stages of
+// the 128 x 64 block (48 KiB of shared memory); 3 stages of split-K with a split left without steps.
+POINTWISE_CASE(unit_v4_cp3, UNIT_V4, POINTWISE_SPEC(64, 32, 8, 8, 4, 4, 1, 3))
+#define CONVGEN_ENTRY pointwise_unit_v4_cp3
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(unit_v4_cp3)
+
+POINTWISE_CASE(unit_odd_cp4, UNIT_ODD, POINTWISE_SPEC(32, 64, 16, 4, 8, 1, 1, 4))
+#define CONVGEN_ENTRY pointwise_unit_odd_cp4
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(unit_odd_cp4)
+
+POINTWISE_CASE(stride2_batch3_cp2, STRIDE2_BATCH3, POINTWISE_SPEC(32, 32, 8, 4, 4, 1, 1, 2))
+#define CONVGEN_ENTRY pointwise_stride2_batch3_cp2
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(stride2_batch3_cp2)
+
+POINTWISE_CASE(large_k_cp4, LARGE_K, POINTWISE_SPEC(128, 64, 16, 8, 8, 4, 1, 4))
+#define CONVGEN_ENTRY pointwise_large_k_cp4
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(large_k_cp4)
+
+POINTWISE_CASE(split4_empty_epilogue_cp3, SPLIT4_EMPTY_EPILOGUE, POINTWISE_SPEC(64, 32, 8, 8, 4, 4, 4, 3))
+#define CONVGEN_ENTRY pointwise_split4_empty_epilogue_cp3
+#include "templates/pointwise.cu"
+#undef CONVGEN_ENTRY
+POINTWISE_END(split4_empty_epilogue_cp3)
 
 namespace convgen {
 namespace {
@@ -171,11 +218,11 @@ struct EmulationCase {
 
 void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
 
-#define POINTWISE_EMULATION_CASE(NAME)                                                                      \
-  EmulationCase {                                                                                           \
-#NAME, pointwise_emulation::NAME::kProblem, pointwise_emulation::NAME::kSpec,                           \
+#define POINTWISE_EMULATION_CASE(NAME)                                                                            \
+  EmulationCase {                                                                                                 \
+#NAME, pointwise_emulation::NAME::kProblem, pointwise_emulation::NAME::kSpec,                                 \
         &pointwise_emulation::NAME::pointwise_##NAME##_pack_filter, &pointwise_emulation::NAME::pointwise_##NAME, \
-        &pointwise_emulation::NAME::pointwise_##NAME##_reduce                                                    \
+        &pointwise_emulation::NAME::pointwise_##NAME##_reduce                                                     \
   }
 
 using testing_support::floats_of;
@@ -244,7 +291,9 @@ INSTANTIATE_TEST_SUITE_P(
                     POINTWISE_EMULATION_CASE(stride2_batch3), POINTWISE_EMULATION_CASE(stride2_1d),
                     POINTWISE_EMULATION_CASE(stride2_3d), POINTWISE_EMULATION_CASE(large_k),
                     POINTWISE_EMULATION_CASE(unit_v4_epilogue), POINTWISE_EMULATION_CASE(split4_small),
-                    POINTWISE_EMULATION_CASE(split4_empty_epilogue)),
+                    POINTWISE_EMULATION_CASE(split4_empty_epilogue), POINTWISE_EMULATION_CASE(unit_v4_cp3),
+                    POINTWISE_EMULATION_CASE(unit_odd_cp4), POINTWISE_EMULATION_CASE(stride2_batch3_cp2),
+                    POINTWISE_EMULATION_CASE(large_k_cp4), POINTWISE_EMULATION_CASE(split4_empty_epilogue_cp3)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

@@ -1,5 +1,6 @@
 // pointwise_test: the 1x1 SGEMM family's search space (float4 loads exactly where allowed, split-K only for small
-// grids), its support reasons, and its plan (the filter packed once; one launch, and split-K's reduce).
+// grids, cp.async pipelines only where the GPU has them), its support reasons, and its plan (the filter packed once;
+// one launch over the batch's columns, and split-K's reduce).
 #include <set>
 
 #include <gtest/gtest.h>
@@ -27,6 +28,20 @@ std::int64_t pixels(const Problem& p) {
   return std::int64_t{out.d} * out.h * out.w;
 }
 
+// A stride-1 1x1 layer, channels-first (resnet50's first layer with these fields changed).
+Problem one_by_one(int n, int c, int k, int h, int w) {
+  Problem p = load_suite(source_dir() / "shapes" / "resnet50.csv").layers.front().problem;
+  p.n = n;
+  p.c = c;
+  p.k = k;
+  p.input = {1, h, w};
+  p.filter = {1, 1, 1};
+  p.padding = {0, 0, 0};
+  p.stride = {1, 1, 1};
+  p.layout = Layout::nchw;
+  return p;
+}
+
 TEST(PointwiseFamily, EnumeratesSupportedCandidatesForEveryOneByOneLayerOfResnet50AndDensenet121) {
   const Gpu gpu = h100();
   int layers = 0;
@@ -42,7 +57,7 @@ TEST(PointwiseFamily, EnumeratesSupportedCandidatesForEveryOneByOneLayerOfResnet
         }
         ++layers;
         ASSERT_FALSE(specs.empty()) << problem_key(p);
-        EXPECT_LE(specs.size(), 16u);
+        EXPECT_LE(specs.size(), 32u);
         const bool unit = p.stride.d == 1 && p.stride.h == 1 && p.stride.w == 1;
         std::set<std::string> names;
         bool unsplit = false;
@@ -69,16 +84,65 @@ TEST(PointwiseFamily, EnumeratesSupportedCandidatesForEveryOneByOneLayerOfResnet
   EXPECT_GT(layers, 100);
 }
 
+TEST(PointwiseFamily, OffersTheCpAsyncPipelinesOnlyWhereTheGpuHasThem) {
+  const Problem p = one_by_one(1, 256, 64, 56, 56);
+  ASSERT_EQ(validate(p), "");
+  std::set<int> stages;
+  for (const KernelSpec& s : pointwise().enumerate(p, h100())) stages.insert(params_of<PointwiseParams>(s).cp_stages);
+  EXPECT_GT(stages.size(), 1u) << "the H100's candidates should include cp.async rings";
+  const Gpu volta = load_gpu(source_dir() / "gpus" / "v100_sxm2.json");
+  const std::vector<KernelSpec> specs = pointwise().enumerate(p, volta);
+  ASSERT_FALSE(specs.empty());
+  for (const KernelSpec& s : specs) EXPECT_EQ(params_of<PointwiseParams>(s).cp_stages, 0) << kernel_name(s);
+  PointwiseParams ring = params_of<PointwiseParams>(specs.front());
+  ring.cp_stages = 3;
+  EXPECT_EQ(pointwise().check_support(p, volta, to_spec(ring)),
+            "cp_stages 3 needs cp.async (sm_80 or later), the gpu is sm_70");
+  ring.cp_stages = 5;
+  EXPECT_EQ(pointwise().check_support(p, h100(), to_spec(ring)), "cp_stages must be 0, 2, 3 or 4, got 5");
+  // Four stages of the 128 x 128 block of 16 channels would take 64 KiB of static shared memory.
+  ring = PointwiseParams{.block_m = 128,
+                         .block_n = 128,
+                         .block_k = 16,
+                         .thread_m = 8,
+                         .thread_n = 8,
+                         .vector = 4,
+                         .split_k = 1,
+                         .cp_stages = 4};
+  EXPECT_EQ(pointwise().check_support(p, h100(), to_spec(ring)), "65536 bytes of static shared memory exceed 48 KiB");
+}
+
+TEST(PointwiseFamily, IsTheDefaultForOneByOneLayersWithFloat4LoadsAndAtSmallBatchOnly) {
+  const Gpu gpu = h100();
+  const Suite resnet = load_suite(source_dir() / "shapes" / "resnet50.csv");
+  auto layer = [&](std::string_view name, int batch) {
+    for (const Layer& l : resnet.layers)
+      if (l.name == name) {
+        Problem p = l.problem;
+        p.n = batch;
+        p.act_sparsity = 0;
+        return p;
+      }
+    ADD_FAILURE() << "no layer " << name;
+    return resnet.layers.front().problem;
+  };
+  // 56x56, stride 1: float4 loads, first at any batch, even where zeros are expected.
+  EXPECT_EQ(default_choice(layer("conv2_expand", 8), gpu).family, "pointwise");
+  Problem sparse = layer("conv2_reduce", 1);
+  sparse.act_sparsity = 0.6;
+  EXPECT_EQ(default_choice(sparse, gpu).family, "pointwise");
+  // Stride 2 and 7x7 (scalar loads): first at batch 1, igemm's from batch 4 on.
+  EXPECT_EQ(default_choice(layer("conv3_proj", 1), gpu).family, "pointwise");
+  EXPECT_EQ(default_choice(layer("conv3_proj", 8), gpu).family, "igemm");
+  EXPECT_EQ(default_choice(layer("conv5_reduce", 8), gpu).family, "igemm");
+  // Never ahead of the families of other precisions.
+  Problem half = layer("conv2_expand", 8);
+  half.precision = Precision::fp16;
+  EXPECT_GT(pointwise().default_rank(half), family("igemm_tc").default_rank(half));
+}
+
 TEST(PointwiseFamily, PacksTheFilterOnceAndAddsTheReducePassOnlyForSplitK) {
-  Problem p = load_suite(source_dir() / "shapes" / "resnet50.csv").layers.front().problem;
-  p.n = 2;
-  p.c = 40;
-  p.k = 70;
-  p.input = {1, 6, 10};
-  p.filter = {1, 1, 1};
-  p.padding = {0, 0, 0};
-  p.stride = {1, 1, 1};
-  p.layout = Layout::nchw;
+  const Problem p = one_by_one(2, 40, 70, 6, 10);
   ASSERT_EQ(validate(p), "");
   for (int split_k : {1, 4}) {
     const KernelSpec s = to_spec(PointwiseParams{
@@ -90,7 +154,8 @@ TEST(PointwiseFamily, PacksTheFilterOnceAndAddsTheReducePassOnlyForSplitK) {
     ASSERT_NE(plan.find("packed_filter"), nullptr);
     EXPECT_TRUE(plan.find("packed_filter")->persistent);
     EXPECT_EQ(plan.find("packed_filter")->bytes, 40 * 128 * 4);  // C to 40 (5 steps of 8), K to 128
-    EXPECT_EQ(plan.main_geometry().grid, (std::array<unsigned, 3>{2, 2, static_cast<unsigned>(2 * split_k)}));
+    // 2 images of 60 pixels: 120 columns in 4 blocks of 32 (the second spans both images).
+    EXPECT_EQ(plan.main_geometry().grid, (std::array<unsigned, 3>{4, 2, static_cast<unsigned>(split_k)}));
     if (split_k == 1) {
       ASSERT_EQ(plan.run.size(), 1u);
       EXPECT_EQ(plan.workspace_bytes(), 0);
@@ -105,14 +170,7 @@ TEST(PointwiseFamily, PacksTheFilterOnceAndAddsTheReducePassOnlyForSplitK) {
 
 TEST(PointwiseFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
   const Gpu gpu = h100();
-  Problem p = load_suite(source_dir() / "shapes" / "resnet50.csv").layers.front().problem;
-  p.c = 64;
-  p.k = 64;
-  p.input = {1, 8, 8};
-  p.filter = {1, 1, 1};
-  p.padding = {0, 0, 0};
-  p.stride = {1, 1, 1};
-  p.layout = Layout::nchw;
+  const Problem p = one_by_one(1, 64, 64, 8, 8);
   ASSERT_EQ(validate(p), "");
   const KernelSpec s = *pointwise().default_spec(p, gpu);
   Problem nhwc = p;
