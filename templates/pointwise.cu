@@ -227,35 +227,20 @@ extern "C" __global__ void __launch_bounds__(pointwise::THREADS)
       }
     }
   } else {
-    // Step `step`'s copies into ring buffer `buffer`, one committed group (empty past the split's last step, so that
-    // every wait below counts the same groups).
+    // Step `step`'s copies into ring buffer `buffer` (simt_gemm.cuh's gemm_ring commits and waits).
     auto copy_step = [&](int step, int buffer) {
-      if (step < step_end) {
-        const int c0 = step * BLOCK_K;
+      const int c0 = step * BLOCK_K;
 #pragma unroll
-        for (int i = 0; i < A_PER_THREAD; ++i) convgen::async::copy<16>(a_target(buffer, i), a_source(c0, i), true);
+      for (int i = 0; i < A_PER_THREAD; ++i) convgen::async::copy<16>(a_target(buffer, i), a_source(c0, i), true);
 #pragma unroll
-        for (int i = 0; i < B_PER_THREAD; ++i) {
-          const int c = c0 + b_row(i);
-          const bool full = c < C && b_offset[i] >= 0;
-          convgen::async::copy<4 * VECTOR>(b_target(buffer, i),
-                                           full ? g_activation + c * IMAGE + b_offset[i] : g_activation, full);
-        }
+      for (int i = 0; i < B_PER_THREAD; ++i) {
+        const int c = c0 + b_row(i);
+        const bool full = c < C && b_offset[i] >= 0;
+        convgen::async::copy<4 * VECTOR>(b_target(buffer, i),
+                                         full ? g_activation + c * IMAGE + b_offset[i] : g_activation, full);
       }
-      convgen::async::commit();
     };
-#pragma unroll
-    for (int i = 0; i < CP_STAGES - 1; ++i) copy_step(step_begin + i, i);
-#pragma unroll 1
-    for (int step = step_begin; step < step_end; ++step) {
-      const int t = step - step_begin;
-      convgen::async::wait<CP_STAGES - 2>();  // this step's group has landed (the newer ones may still fly)
-      __syncthreads();
-      // The buffer it refills was read by step t - 1, which every thread finished before the barrier above.
-      copy_step(step + CP_STAGES - 1, (t + CP_STAGES - 1) % CP_STAGES);
-      gemm_step(acc, s_a[t % CP_STAGES], s_b[t % CP_STAGES], tx, ty);
-    }
-    convgen::async::wait<0>();  // no copy outlives the block (the last groups are empty)
+    gemm_ring<(CP_STAGES > 0 ? CP_STAGES : 2)>(acc, s_a, s_b, step_begin, step_end, copy_step, tx, ty);
   }
 
   // Channels-first output: ((n * K + k) * PIXELS + pixel); with SPLIT_K > 1 this split's partial sums, at the same

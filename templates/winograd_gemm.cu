@@ -17,13 +17,16 @@
 // no bounds test and every one of its global accesses is a float4.
 //
 // The GEMM: a block owns BLOCK_M output channels x BLOCK_N tiles of one (pos, g); per step of BLOCK_K channels its
-// threads stage the two operand slabs, s_a[c][m] and s_b[c][n] (both rows of the buffers, copied as float4), in a
-// double-buffered shared memory: the next step's global loads are issued into registers before this step's FMAs and
-// stored to the other buffer after them, one barrier per step; the FMAs are simt_gemm.cuh's register tiles (THREAD_M
-// x THREAD_N accumulators a thread, runs of 4 read as float4).
+// threads stage the two operand slabs, s_a[c][m] and s_b[c][n] (both rows of the buffers, copied as float4), in
+// shared memory, one barrier per step, through one of two pipelines: CP_STAGES 0, a double buffer, the next step's
+// global loads issued into registers before this step's FMAs and stored to the other buffer after them (any GPU);
+// CP_STAGES 2-4, a ring of that many buffers filled by cp.async, the copies of CP_STAGES - 1 steps in flight (sm_80
+// and later; simt_gemm.cuh's gemm_ring). The FMAs are simt_gemm.cuh's register tiles (THREAD_M x THREAD_N
+// accumulators a thread, runs of 4 read as float4).
 // Grid: x = T_PAD / BLOCK_N, y = KG_PAD / BLOCK_M, z = POSITIONS * GROUPS.
-#include "interface.cuh"
+#include "async_copy.cuh"
 #include "epilogue.cuh"
+#include "interface.cuh"
 
 #ifndef CONVGEN_PRELUDE
 #define CONVGEN_ENTRY convgen_winograd_gemm_default
@@ -36,13 +39,15 @@ constexpr int STRIDE_D = 1, STRIDE_H = 1, STRIDE_W = 1;
 constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
 constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = false;
-// The tunable parameters, in kernel-name order (winograd_gemm_m4_bm64_bn64_bk8_tm8_tn8).
+// The tunable parameters, in kernel-name order (winograd_gemm_m4_bm64_bn64_bk8_tm8_tn8_cp0).
 CONVGEN_PARAM("m", "2,4", "output tile of F(m x m, 3 x 3)") constexpr int TILE = 4;
 CONVGEN_PARAM("bm", "32,64,128", "output channels per GEMM block") constexpr int BLOCK_M = 64;
 CONVGEN_PARAM("bn", "32,64,128", "output tiles per GEMM block") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("bk", "8,16", "input channels per GEMM step") constexpr int BLOCK_K = 8;
 CONVGEN_PARAM("tm", "4,8", "output channels per thread (register tile)") constexpr int THREAD_M = 8;
 CONVGEN_PARAM("tn", "4,8", "output tiles per thread (register tile)") constexpr int THREAD_N = 8;
+CONVGEN_PARAM("cp", "0,2,3,4", "GEMM shared-memory pipeline: 0 loads through registers, 2-4 cp.async stages (sm_80+)")
+constexpr int CP_STAGES = 0;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -69,7 +74,7 @@ constexpr int CG_PAD = (int)ceil_div(CG, BLOCK_K) * BLOCK_K;
 constexpr int KG_PAD = (int)ceil_div(KG, BLOCK_M) * BLOCK_M;
 constexpr long long T_PAD_LL = ceil_div(TILES_LL, BLOCK_N) * BLOCK_N;
 constexpr int T_PAD = (int)T_PAD_LL;
-constexpr int BATCHES = POSITIONS * GROUPS;  // GEMMs
+constexpr int BATCHES = POSITIONS * GROUPS;                                // GEMMs
 constexpr long long FILTER_FLOATS = (long long)BATCHES * CG_PAD * KG_PAD;  // transformed_filter
 constexpr long long INPUT_FLOATS = (long long)BATCHES * CG_PAD * T_PAD;    // transformed_input
 constexpr long long PRODUCT_FLOATS = (long long)BATCHES * KG_PAD * T_PAD;  // products
@@ -96,7 +101,11 @@ static_assert(BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 128, "BLOCK_N must be
 static_assert(BLOCK_K == 8 || BLOCK_K == 16, "BLOCK_K must be 8 or 16");
 static_assert(THREAD_M == 4 || THREAD_M == 8, "THREAD_M must be 4 or 8");
 static_assert(THREAD_N == 4 || THREAD_N == 8, "THREAD_N must be 4 or 8");
-#include "simt_gemm.cuh"  // THREADS_M, THREADS_N, THREADS, FM, FN, gemm_m, gemm_step
+static_assert(CP_STAGES == 0 || CP_STAGES == 2 || CP_STAGES == 3 || CP_STAGES == 4, "CP_STAGES must be 0, 2, 3 or 4");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+static_assert(CP_STAGES == 0, "the cp.async pipeline (CP_STAGES 2-4) needs sm_80 or later");
+#endif
+#include "simt_gemm.cuh"  // THREADS_M, THREADS_N, THREADS, FM, FN, gemm_m, gemm_step, gemm_ring
 static_assert(THREADS >= 32 && THREADS <= 512, "a GEMM block must have 32 to 512 threads");
 constexpr int A_VECS = BLOCK_K * BLOCK_M / 4;  // float4s of one step's filter slab
 constexpr int B_VECS = BLOCK_K * BLOCK_N / 4;  // and of its input slab
@@ -105,6 +114,7 @@ static_assert(A_VECS % THREADS == 0 && B_VECS % THREADS == 0,
 constexpr int A_PER_THREAD = A_VECS / THREADS;
 constexpr int B_PER_THREAD = B_VECS / THREADS;
 constexpr int STEPS = CG_PAD / BLOCK_K;
+constexpr int BUFFERS = CP_STAGES == 0 ? 2 : CP_STAGES;  // shared stages of the two slabs
 
 // Threads of the transform entries.
 constexpr int TRANSFORM_THREADS = 256;
@@ -200,8 +210,8 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_transformed_filter, const float* __restrict__ g_transformed_input,
                   float* __restrict__ g_products) {
   using namespace winograd_gemm;
-  __shared__ __align__(16) float s_a[2][BLOCK_K][BLOCK_M];
-  __shared__ __align__(16) float s_b[2][BLOCK_K][BLOCK_N];
+  __shared__ __align__(16) float s_a[BUFFERS][BLOCK_K][BLOCK_M];
+  __shared__ __align__(16) float s_b[BUFFERS][BLOCK_K][BLOCK_N];
   const int tid = (int)threadIdx.x;
   const int tx = tid % THREADS_N;
   const int ty = tid / THREADS_N;
@@ -211,55 +221,75 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
   const float* __restrict__ g_a = g_transformed_filter + batch * CG_PAD * KG_PAD + m0;
   const float* __restrict__ g_b = g_transformed_input + batch * CG_PAD * T_PAD + n0;
 
-  // A thread's float4s of a slab: vector e = tid + i * THREADS is row e / (BLOCK / 4), column 4 * (e % (BLOCK / 4)).
-  float r_a[A_PER_THREAD][4];
-  float r_b[B_PER_THREAD][4];
-  auto load_step = [&](int c0) {
-#pragma unroll
-    for (int i = 0; i < A_PER_THREAD; ++i) {
-      const int e = tid + i * THREADS;
-      convgen::load_floats<4>(r_a[i], g_a + (c0 + e / (BLOCK_M / 4)) * KG_PAD + 4 * (e % (BLOCK_M / 4)));
-    }
-#pragma unroll
-    for (int i = 0; i < B_PER_THREAD; ++i) {
-      const int e = tid + i * THREADS;
-      convgen::load_floats<4>(r_b[i], g_b + (c0 + e / (BLOCK_N / 4)) * T_PAD + 4 * (e % (BLOCK_N / 4)));
-    }
-  };
-  auto store_step = [&](int buffer) {
-#pragma unroll
-    for (int i = 0; i < A_PER_THREAD; ++i) {
-      const int e = tid + i * THREADS;
-      float* dst = &s_a[buffer][e / (BLOCK_M / 4)][4 * (e % (BLOCK_M / 4))];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) dst[j] = r_a[i][j];
-    }
-#pragma unroll
-    for (int i = 0; i < B_PER_THREAD; ++i) {
-      const int e = tid + i * THREADS;
-      float* dst = &s_b[buffer][e / (BLOCK_N / 4)][4 * (e % (BLOCK_N / 4))];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) dst[j] = r_b[i][j];
-    }
-  };
-
   float acc[THREAD_M][THREAD_N];
 #pragma unroll
   for (int i = 0; i < THREAD_M; ++i)
 #pragma unroll
     for (int j = 0; j < THREAD_N; ++j) acc[i][j] = 0.0f;
 
-  load_step(0);
-  store_step(0);
-  __syncthreads();
-#pragma unroll 1
-  for (int step = 0; step < STEPS; ++step) {
-    const int buffer = step & 1;
-    if (step + 1 < STEPS) load_step((step + 1) * BLOCK_K);  // in flight during this step's FMAs
-    gemm_step(acc, s_a[buffer], s_b[buffer], tx, ty);
-    // The other buffer was last read in the previous step, before its closing barrier.
-    if (step + 1 < STEPS) store_step(buffer ^ 1);
+  // A thread's float4s of a slab: vector e = tid + i * THREADS is row e / (BLOCK / 4), column 4 * (e % (BLOCK / 4)).
+  if constexpr (CP_STAGES == 0) {
+    float r_a[A_PER_THREAD][4];
+    float r_b[B_PER_THREAD][4];
+    auto load_step = [&](int c0) {
+#pragma unroll
+      for (int i = 0; i < A_PER_THREAD; ++i) {
+        const int e = tid + i * THREADS;
+        convgen::load_floats<4>(r_a[i], g_a + (c0 + e / (BLOCK_M / 4)) * KG_PAD + 4 * (e % (BLOCK_M / 4)));
+      }
+#pragma unroll
+      for (int i = 0; i < B_PER_THREAD; ++i) {
+        const int e = tid + i * THREADS;
+        convgen::load_floats<4>(r_b[i], g_b + (c0 + e / (BLOCK_N / 4)) * T_PAD + 4 * (e % (BLOCK_N / 4)));
+      }
+    };
+    auto store_step = [&](int buffer) {
+#pragma unroll
+      for (int i = 0; i < A_PER_THREAD; ++i) {
+        const int e = tid + i * THREADS;
+        float* dst = &s_a[buffer][e / (BLOCK_M / 4)][4 * (e % (BLOCK_M / 4))];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) dst[j] = r_a[i][j];
+      }
+#pragma unroll
+      for (int i = 0; i < B_PER_THREAD; ++i) {
+        const int e = tid + i * THREADS;
+        float* dst = &s_b[buffer][e / (BLOCK_N / 4)][4 * (e % (BLOCK_N / 4))];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) dst[j] = r_b[i][j];
+      }
+    };
+
+    load_step(0);
+    store_step(0);
     __syncthreads();
+#pragma unroll 1
+    for (int step = 0; step < STEPS; ++step) {
+      const int buffer = step & 1;
+      if (step + 1 < STEPS) load_step((step + 1) * BLOCK_K);  // in flight during this step's FMAs
+      gemm_step(acc, s_a[buffer], s_b[buffer], tx, ty);
+      // The other buffer was last read in the previous step, before its closing barrier.
+      if (step + 1 < STEPS) store_step(buffer ^ 1);
+      __syncthreads();
+    }
+  } else {
+    // Step `step`'s float4 copies into ring buffer `buffer` (the buffers are padded: no bounds test).
+    auto copy_step = [&](int step, int buffer) {
+      const int c0 = step * BLOCK_K;
+#pragma unroll
+      for (int i = 0; i < A_PER_THREAD; ++i) {
+        const int e = tid + i * THREADS;
+        convgen::async::copy<16>(&s_a[buffer][e / (BLOCK_M / 4)][4 * (e % (BLOCK_M / 4))],
+                                 g_a + (c0 + e / (BLOCK_M / 4)) * KG_PAD + 4 * (e % (BLOCK_M / 4)), true);
+      }
+#pragma unroll
+      for (int i = 0; i < B_PER_THREAD; ++i) {
+        const int e = tid + i * THREADS;
+        convgen::async::copy<16>(&s_b[buffer][e / (BLOCK_N / 4)][4 * (e % (BLOCK_N / 4))],
+                                 g_b + (c0 + e / (BLOCK_N / 4)) * T_PAD + 4 * (e % (BLOCK_N / 4)), true);
+      }
+    };
+    gemm_ring<(CP_STAGES > 0 ? CP_STAGES : 2)>(acc, s_a, s_b, 0, STEPS, copy_step, tx, ty);
   }
 
   float* __restrict__ g_m = g_products + batch * KG_PAD * T_PAD;
@@ -294,8 +324,7 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
 #pragma unroll
   for (int a = 0; a < ALPHA; ++a)
 #pragma unroll
-    for (int b = 0; b < ALPHA; ++b)
-      r_m[a][b] = g_products[(((a * ALPHA + b) * GROUPS + g) * KG_PAD + kk) * T_PAD + t];
+    for (int b = 0; b < ALPHA; ++b) r_m[a][b] = g_products[(((a * ALPHA + b) * GROUPS + g) * KG_PAD + kk) * T_PAD + t];
   float r_y[TILE][TILE];
   transform_2d<OutputMatrix, float>(r_y, r_m);
   const int n = t / TILES_PER_IMAGE;

@@ -58,8 +58,13 @@ std::int64_t product_floats(const Problem& p, const Params& s) { return batches(
 
 // The GEMM's block (generator/simt_gemm.hpp): both slabs move as float4s.
 SimtGemmTile tile_of(const Params& s) {
-  SimtGemmTile t{.block_m = s.block_m, .block_n = s.block_n, .block_k = s.block_k, .thread_m = s.thread_m,
-                 .thread_n = s.thread_n};
+  SimtGemmTile t{.block_m = s.block_m,
+                 .block_n = s.block_n,
+                 .block_k = s.block_k,
+                 .thread_m = s.thread_m,
+                 .thread_n = s.thread_n,
+                 .buffers = s.cp_stages > 0 ? s.cp_stages : 2,
+                 .async_copies = s.cp_stages > 0};
   t.staged_loads = t.block_k * (t.block_m + t.block_n) / 4 / std::max(t.threads(), 1);
   return t;
 }
@@ -73,9 +78,7 @@ std::int64_t gemm_blocks(const Problem& p, const Params& s) {
   const auto grid = gemm_grid(p, s);
   return std::int64_t{grid[0]} * grid[1] * grid[2];
 }
-unsigned transform_blocks(std::int64_t threads) {
-  return static_cast<unsigned>(ceil_div(threads, kTransformThreads));
-}
+unsigned transform_blocks(std::int64_t threads) { return static_cast<unsigned>(ceil_div(threads, kTransformThreads)); }
 
 // Bytes the two transforms and the GEMM move besides the tensors themselves: V written and read, M written and read,
 // U read (each of the GEMM's columns of blocks reads its slab of U, mostly from L2: counted once).
@@ -114,9 +117,9 @@ class WinogradGemm final : public Family {
     LaunchGeometry input = transform_block;
     input.grid = {transform_blocks(std::int64_t{p.groups} * cg_pad(p, s) * t_pad(p, s)), 1, 1};
     plan.run.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "transform_input", .geometry = input});
-    plan.run.push_back({.kind = LaunchStep::Kind::kernel,
-                        .geometry = {.grid = gemm_grid(p, s),
-                                     .block = {static_cast<unsigned>(tile_of(s).threads()), 1, 1}}});
+    plan.run.push_back(
+        {.kind = LaunchStep::Kind::kernel,
+         .geometry = {.grid = gemm_grid(p, s), .block = {static_cast<unsigned>(tile_of(s).threads()), 1, 1}}});
     LaunchGeometry output = transform_block;
     output.grid = {transform_blocks(std::int64_t{p.k} * tiles(p, s)), 1, 1};
     plan.run.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "transform_output", .geometry = output});
@@ -164,8 +167,8 @@ class WinogradGemm final : public Family {
       return fmt::format("precision {} is not supported by winograd_gemm (fp32 only)", p.precision);
     if (rank(p.layout) != 2) return fmt::format("winograd_gemm handles 2-D convolutions only, got layout {}", p.layout);
     if (p.groups > 1 && cg(p) < kMinGroupChannels)
-      return fmt::format("winograd_gemm needs at least {} input channels per group, got C/groups {}",
-                         kMinGroupChannels, cg(p));
+      return fmt::format("winograd_gemm needs at least {} input channels per group, got C/groups {}", kMinGroupChannels,
+                         cg(p));
     if (p.filter.h != 3 || p.filter.w != 3)
       return fmt::format("winograd_gemm handles 3x3 filters only, got {}x{}", p.filter.h, p.filter.w);
     if (p.stride.h != 1 || p.stride.w != 1)
@@ -174,6 +177,10 @@ class WinogradGemm final : public Family {
       return fmt::format("winograd_gemm needs dilation 1, got {}x{}", p.dilation.h, p.dilation.w);
     // Field values.
     if (s.tile != 2 && s.tile != 4) return fmt::format("tile must be 2 or 4, got {}", s.tile);
+    if (s.cp_stages != 0 && s.cp_stages != 2 && s.cp_stages != 3 && s.cp_stages != 4)
+      return fmt::format("cp_stages must be 0, 2, 3 or 4, got {}", s.cp_stages);
+    if (s.cp_stages > 0 && !has_cp_async(gpu))
+      return fmt::format("cp_stages {} needs cp.async (sm_80 or later), the gpu is {}", s.cp_stages, gpu.arch);
     const SimtGemmTile t = tile_of(s);
     if (auto reason = t.check_fields()) return reason;
     const int threads = t.threads();
@@ -183,9 +190,9 @@ class WinogradGemm final : public Family {
     // Index and grid limits.
     if (activation_elements(p) > kIntMax || output_elements(p) > kIntMax)
       return "winograd_gemm indexes tensors with int: the activation and output must have fewer than 2^31 elements";
-    for (const auto& [name, floats] : {std::pair{"transformed filter", filter_floats(p, s)},
-                                       std::pair{"transformed input", input_floats(p, s)},
-                                       std::pair{"products", product_floats(p, s)}})
+    for (const auto& [name, floats] :
+         {std::pair{"transformed filter", filter_floats(p, s)}, std::pair{"transformed input", input_floats(p, s)},
+          std::pair{"products", product_floats(p, s)}})
       if (floats > kIntMax) return fmt::format("its {} buffer of {} floats exceeds 2^31 - 1", name, floats);
     if (std::int64_t{p.k} * tiles(p, s) > kIntMax) return "the output transform's K x tiles threads exceed 2^31 - 1";
     const auto grid = gemm_grid(p, s);
@@ -195,7 +202,10 @@ class WinogradGemm final : public Family {
   }
 
   // Of each tile size, every configuration that passes check and fits the problem (blocks within the next power of
-  // two of KG and of the output tiles): the best kPerTile by estimate_us; both sizes' merged in the estimate's order.
+  // two of KG and of the output tiles) with the register pipeline: the best kPerTile by estimate_us; both sizes'
+  // merged in the estimate's order, each followed, where the GPU has cp.async, by the same block with the deepest
+  // cp.async ring that fits (after it: the register pipeline is what was measured first, on the H200, 2026-11-28;
+  // pointwise's ring, the same GEMM block, was faster than its register pipeline on 417 of 427 tiles there).
   std::vector<Params> candidates(const Problem& p, const Gpu& gpu) const {
     if (p.precision != Precision::fp32 || !validate(p).empty()) return {};  // no configuration changes these
     std::vector<std::pair<double, Params>> ranked;
@@ -227,7 +237,16 @@ class WinogradGemm final : public Family {
     }
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<Params> specs;
-    for (const auto& [us, s] : ranked) specs.push_back(s);
+    for (const auto& [us, s] : ranked) {
+      specs.push_back(s);
+      for (int cp_stages : {4, 3, 2}) {
+        Params ring = s;
+        ring.cp_stages = cp_stages;
+        if (check(p, gpu, ring)) continue;
+        specs.push_back(ring);
+        break;
+      }
+    }
     return specs;
   }
 
@@ -237,8 +256,8 @@ class WinogradGemm final : public Family {
   // bandwidth (the transforms are bound by them), plus 2 µs for each of the two launches more.
   static double estimate_us(const Problem& p, const Gpu& gpu, const Params& s) {
     // A staged float4 load costs about 2 instructions with its address.
-    const double gemm_us = tile_of(s).estimate_us(gpu, static_cast<double>(gemm_blocks(p, s)),
-                                                  static_cast<double>(steps(p, s)), 2);
+    const double gemm_us =
+        tile_of(s).estimate_us(gpu, static_cast<double>(gemm_blocks(p, s)), static_cast<double>(steps(p, s)), 2);
     const double bytes = static_cast<double>(min_bytes(p)) + buffer_traffic_bytes(p, s);
     const double memory_us = bytes / (std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3);
     return gemm_us + memory_us + 4.0;

@@ -1,8 +1,9 @@
 // winograd_gemm_emulation_test: runs templates/winograd_gemm.cu on the host, a std::thread per CUDA thread, against the
 // float64 reference: the family's whole plan (transform_filter into the persistent buffer; then transform_input, the
 // GEMM and transform_output through the per-call buffers) with its geometry, on odd sizes, paddings 0 to 2, channels,
-// output channels and tiles that fill no block, batch 3, a 1x1 input, both layouts, both tile sizes, grouped, and a
-// fused epilogue (bias, residual, ReLU). F(2x2, 3x3) is held to DESIGN.md's fp32 limit (1e-5), F(4x4, 3x3) to 1e-4.
+// output channels and tiles that fill no block, batch 3, a 1x1 input, both layouts, both tile sizes, grouped, both GEMM
+// pipelines (registers, cp.async rings of 2 to 4 stages), and a fused epilogue (bias, residual, ReLU). F(2x2, 3x3) is
+// held to DESIGN.md's fp32 limit (1e-5), F(4x4, 3x3) to 1e-4.
 #include <math.h>
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "reference/reference.hpp"
 #include "support/corpus.hpp"
 #include "support/emulation_checks.hpp"
+#include "support/host_async_copy.hpp"
 #include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 #include "winograd_gemm_params.hpp"
@@ -40,22 +42,23 @@ using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): th
 
 // Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them
 // (the epilogue among them), and includes the template there.
-#define WINOGRAD_GEMM_CASE(NAME, PROBLEM, SPEC)                                                       \
-  namespace winograd_gemm_emulation::NAME {                                                                     \
-  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                          \
-  constexpr convgen::WinogradGemmParams kSpec = SPEC;                                                           \
-  namespace cfg {                                                                                               \
-  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                      \
+#define WINOGRAD_GEMM_CASE(NAME, PROBLEM, SPEC)                                                               \
+  namespace winograd_gemm_emulation::NAME {                                                                   \
+  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                        \
+  constexpr convgen::WinogradGemmParams kSpec = SPEC;                                                         \
+  namespace cfg {                                                                                             \
+  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                    \
   constexpr int TILE = kSpec.tile, BLOCK_M = kSpec.block_m, BLOCK_N = kSpec.block_n, BLOCK_K = kSpec.block_k; \
-  constexpr int THREAD_M = kSpec.thread_m, THREAD_N = kSpec.thread_n;                                           \
-  }                                                                                                             \
-  }                                                                                                             \
+  constexpr int THREAD_M = kSpec.thread_m, THREAD_N = kSpec.thread_n, CP_STAGES = kSpec.cp_stages;            \
+  }                                                                                                           \
+  }                                                                                                           \
   namespace winograd_gemm_emulation::NAME {
 #define WINOGRAD_GEMM_END(NAME) }
 
-#define WINOGRAD_GEMM_SPEC(M, BM, BN, BK, TM, TN) \
-  (convgen::WinogradGemmParams{                   \
-      .tile = M, .block_m = BM, .block_n = BN, .block_k = BK, .thread_m = TM, .thread_n = TN})
+#define WINOGRAD_GEMM_SPEC(M, BM, BN, BK, TM, TN) WINOGRAD_GEMM_SPEC_CP(M, BM, BN, BK, TM, TN, 0)
+#define WINOGRAD_GEMM_SPEC_CP(M, BM, BN, BK, TM, TN, CP) \
+  (convgen::WinogradGemmParams{                          \
+      .tile = M, .block_m = BM, .block_n = BN, .block_k = BK, .thread_m = TM, .thread_n = TN, .cp_stages = CP})
 
 using convgen::Layout;
 using Shape = convgen::testing_support::LiteralShape;
@@ -91,25 +94,53 @@ using Shape = convgen::testing_support::LiteralShape;
 #define TINY_1X1 \
   (Shape{.n = 1, .c = 3, .k = 5, .input = {1, 1, 1}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .layout = Layout::nchw})
 // 17x19 with 20 -> 70 channels: several GEMM blocks of channels and of tiles, the last of each partial.
-#define LARGE_17X19                                                                                              \
-  (Shape{.n = 1, .c = 20, .k = 70, .input = {1, 17, 19}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, \
+#define LARGE_17X19            \
+  (Shape{.n = 1,               \
+         .c = 20,              \
+         .k = 70,              \
+         .input = {1, 17, 19}, \
+         .filter = {1, 3, 3},  \
+         .padding = {0, 1, 1}, \
          .layout = Layout::nchw})
 // Batch 3 in NHWC, 12x15, C = 13, K = 19.
-#define NHWC_BATCH3                                                                                              \
-  (Shape{.n = 3, .c = 13, .k = 19, .input = {1, 12, 15}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, \
+#define NHWC_BATCH3            \
+  (Shape{.n = 3,               \
+         .c = 13,              \
+         .k = 19,              \
+         .input = {1, 12, 15}, \
+         .filter = {1, 3, 3},  \
+         .padding = {0, 1, 1}, \
          .layout = Layout::nhwc})
 // Grouped: 2 groups of 5 -> 7 channels, 11x10; 3 groups of 4 -> 3 in NHWC, batch 2.
-#define GROUPS2_ODD                                                                                              \
-  (Shape{.n = 1, .c = 10, .k = 14, .input = {1, 11, 10}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .groups = 2, \
+#define GROUPS2_ODD            \
+  (Shape{.n = 1,               \
+         .c = 10,              \
+         .k = 14,              \
+         .input = {1, 11, 10}, \
+         .filter = {1, 3, 3},  \
+         .padding = {0, 1, 1}, \
+         .groups = 2,          \
          .layout = Layout::nchw})
-#define GROUPS3_NHWC_BATCH2                                                                                     \
-  (Shape{.n = 2, .c = 12, .k = 9, .input = {1, 9, 8}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .groups = 3, \
+#define GROUPS3_NHWC_BATCH2    \
+  (Shape{.n = 2,               \
+         .c = 12,              \
+         .k = 9,               \
+         .input = {1, 9, 8},   \
+         .filter = {1, 3, 3},  \
+         .padding = {0, 1, 1}, \
+         .groups = 3,          \
          .layout = Layout::nhwc})
 
 // NHWC_BATCH3 with bias, a residual and ReLU fused into the output transform's stores.
-#define NHWC_BATCH3_EPILOGUE                                                                                     \
-  (Shape{.n = 3, .c = 13, .k = 19, .input = {1, 12, 15}, .filter = {1, 3, 3}, .padding = {0, 1, 1},               \
-         .layout = Layout::nhwc, .epilogue = {.beta = 1.0, .bias = true, .act = convgen::Activation::relu}})
+#define NHWC_BATCH3_EPILOGUE     \
+  (Shape{.n = 3,                 \
+         .c = 13,                \
+         .k = 19,                \
+         .input = {1, 12, 15},   \
+         .filter = {1, 3, 3},    \
+         .padding = {0, 1, 1},   \
+         .layout = Layout::nhwc, \
+         .epilogue = {.beta = 1.0, .bias = true, .act = convgen::Activation::relu}})
 
 // Specs vary every tunable: 32 threads (32/8 x 64/8) to 256 (128/8 x 128/4 ... 64/4 x 64/4).
 WINOGRAD_GEMM_CASE(f2_odd_pad1, ODD_PAD1, WINOGRAD_GEMM_SPEC(2, 32, 32, 8, 4, 4))
@@ -178,6 +209,39 @@ WINOGRAD_GEMM_CASE(f4_epilogue_nhwc, NHWC_BATCH3_EPILOGUE, WINOGRAD_GEMM_SPEC(4,
 #undef CONVGEN_ENTRY
 WINOGRAD_GEMM_END(f4_epilogue_nhwc)
 
+// The cp.async ring (tests/support/host_async_copy.hpp): 2 stages over one step (5 channels in a step of 8); 3 stages
+// over the 17x19 layer's 3 steps of 8 channels; 4 stages of the 128 x 64 block over one step of 16 (the groups past
+// it empty); 3 stages on 3 groups; 3 stages with the fused epilogue.
+WINOGRAD_GEMM_CASE(f2_odd_pad1_cp2, ODD_PAD1, WINOGRAD_GEMM_SPEC_CP(2, 32, 32, 8, 4, 4, 2))
+#define CONVGEN_ENTRY wgemm_f2_odd_pad1_cp2
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f2_odd_pad1_cp2)
+
+WINOGRAD_GEMM_CASE(f2_large_17x19_cp3, LARGE_17X19, WINOGRAD_GEMM_SPEC_CP(2, 64, 128, 8, 8, 8, 3))
+#define CONVGEN_ENTRY wgemm_f2_large_17x19_cp3
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f2_large_17x19_cp3)
+
+WINOGRAD_GEMM_CASE(f4_nhwc_batch3_cp4, NHWC_BATCH3, WINOGRAD_GEMM_SPEC_CP(4, 128, 64, 16, 8, 4, 4))
+#define CONVGEN_ENTRY wgemm_f4_nhwc_batch3_cp4
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_nhwc_batch3_cp4)
+
+WINOGRAD_GEMM_CASE(f4_groups3_nhwc_batch2_cp3, GROUPS3_NHWC_BATCH2, WINOGRAD_GEMM_SPEC_CP(4, 32, 32, 8, 4, 4, 3))
+#define CONVGEN_ENTRY wgemm_f4_groups3_nhwc_batch2_cp3
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_groups3_nhwc_batch2_cp3)
+
+WINOGRAD_GEMM_CASE(f4_epilogue_nhwc_cp3, NHWC_BATCH3_EPILOGUE, WINOGRAD_GEMM_SPEC_CP(4, 32, 32, 8, 4, 4, 3))
+#define CONVGEN_ENTRY wgemm_f4_epilogue_nhwc_cp3
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_epilogue_nhwc_cp3)
+
 namespace convgen {
 namespace {
 
@@ -198,12 +262,12 @@ struct EmulationCase {
 
 void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
 
-#define WINOGRAD_GEMM_EMULATION_CASE(NAME)                                                                      \
-  EmulationCase {                                                                                               \
-#NAME, winograd_gemm_emulation::NAME::kProblem,                                                          \
-        winograd_gemm_emulation::NAME::kSpec, &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_filter, \
+#define WINOGRAD_GEMM_EMULATION_CASE(NAME)                                                                            \
+  EmulationCase {                                                                                                     \
+#NAME, winograd_gemm_emulation::NAME::kProblem, winograd_gemm_emulation::NAME::kSpec,                             \
+        &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_filter,                                              \
         &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_input, &winograd_gemm_emulation::NAME::wgemm_##NAME, \
-        &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_output                                        \
+        &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_output                                               \
   }
 
 using testing_support::floats_of;
@@ -278,7 +342,10 @@ INSTANTIATE_TEST_SUITE_P(
                     WINOGRAD_GEMM_EMULATION_CASE(f2_groups2_odd), WINOGRAD_GEMM_EMULATION_CASE(f4_odd_pad1),
                     WINOGRAD_GEMM_EMULATION_CASE(f4_pad0_batch3), WINOGRAD_GEMM_EMULATION_CASE(f4_tiny_1x1),
                     WINOGRAD_GEMM_EMULATION_CASE(f4_nhwc_batch3), WINOGRAD_GEMM_EMULATION_CASE(f4_groups3_nhwc_batch2),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc)),
+                    WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc), WINOGRAD_GEMM_EMULATION_CASE(f2_odd_pad1_cp2),
+                    WINOGRAD_GEMM_EMULATION_CASE(f2_large_17x19_cp3), WINOGRAD_GEMM_EMULATION_CASE(f4_nhwc_batch3_cp4),
+                    WINOGRAD_GEMM_EMULATION_CASE(f4_groups3_nhwc_batch2_cp3),
+                    WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc_cp3)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

@@ -34,7 +34,7 @@ TEST(WinogradGemmFamily, EnumeratesSupportedDistinctCandidatesOfBothTileSizesFor
     for (const Problem& p : cusnn_layers(batch)) {
       const std::vector<KernelSpec> specs = winograd_gemm().enumerate(p, gpu);
       ASSERT_FALSE(specs.empty()) << problem_key(p);
-      EXPECT_LE(specs.size(), 16u);
+      EXPECT_LE(specs.size(), 32u);  // 8 blocks per tile size, each with its register pipeline and a cp.async ring
       std::set<std::string> names;
       std::set<int> tiles;
       for (const KernelSpec& s : specs) {
@@ -50,8 +50,35 @@ TEST(WinogradGemmFamily, EnumeratesSupportedDistinctCandidatesOfBothTileSizesFor
       }
       EXPECT_EQ(tiles, (std::set<int>{2, 4})) << problem_key(p);
       EXPECT_EQ(winograd_gemm().default_spec(p, gpu), specs.front());
+      // The register pipeline first (the one measured), its ring right after it.
+      EXPECT_EQ(params_of<WinogradGemmParams>(specs.front()).cp_stages, 0) << problem_key(p);
+      for (std::size_t i = 1; i < specs.size(); ++i) {
+        const WinogradGemmParams ring = params_of<WinogradGemmParams>(specs[i]);
+        if (ring.cp_stages == 0) continue;
+        WinogradGemmParams registers = ring;
+        registers.cp_stages = 0;
+        EXPECT_EQ(specs[i - 1], to_spec(registers)) << kernel_name(specs[i]);
+      }
     }
   }
+}
+
+TEST(WinogradGemmFamily, OffersCpAsyncRingsOnlyWhereTheGpuHasThem) {
+  const Problem p = cusnn_layers(8).front();
+  std::set<int> stages;
+  for (const KernelSpec& s : winograd_gemm().enumerate(p, h100()))
+    stages.insert(params_of<WinogradGemmParams>(s).cp_stages);
+  EXPECT_GT(stages.size(), 1u);
+  const Gpu volta = load_gpu(source_dir() / "gpus" / "v100_sxm2.json");
+  const std::vector<KernelSpec> specs = winograd_gemm().enumerate(p, volta);
+  ASSERT_FALSE(specs.empty());
+  for (const KernelSpec& s : specs) EXPECT_EQ(params_of<WinogradGemmParams>(s).cp_stages, 0) << kernel_name(s);
+  WinogradGemmParams ring = params_of<WinogradGemmParams>(specs.front());
+  ring.cp_stages = 2;
+  EXPECT_EQ(winograd_gemm().check_support(p, volta, to_spec(ring)),
+            "cp_stages 2 needs cp.async (sm_80 or later), the gpu is sm_70");
+  ring.cp_stages = 1;
+  EXPECT_EQ(winograd_gemm().check_support(p, h100(), to_spec(ring)), "cp_stages must be 0, 2, 3 or 4, got 1");
 }
 
 // The same rows as winograd: 3x3 stride 1 dilation 1 in 2-D, grouped where a group has 4 or more input channels.
