@@ -43,6 +43,13 @@ struct SimtGemmTile {
   }
   double global_load_instructions(double steps) const { return warps() * steps * staged_loads; }
   double warps() const { return std::ceil(threads() / 32.0); }
+  // Of `steps` main-loop steps, those whose loads' latency shows (CostFeatures::main_loop_steps): every one with the
+  // register pipeline, whose loads run one step ahead; one in buffers - 1 with a cp.async ring, whose copies run
+  // buffers - 1 steps ahead. (On the H200 this feature raised pointwise's right pick with igemm's coefficients from
+  // 63% to 73% of resnet50's 1x1 layer-batches, bench/results/h200/pointwise-2026-11-28.)
+  int exposed_steps(double steps) const {
+    return static_cast<int>(std::ceil(steps / (async_copies && buffers > 1 ? buffers - 1.0 : 1.0)));
+  }
 
   // The reason the fields are not ones the template takes (block_m and block_n 32, 64 or 128, block_k 8 or 16,
   // thread_m and thread_n 4 or 8, 32 to 512 threads), or nothing.

@@ -131,7 +131,7 @@ class Pointwise final : public Family {
             // The activation's bounds tests (and strided offsets) per load.
             .address_instructions = t.warps() * block_steps * (s.block_k * s.block_n / std::max(s.vector, 1)) /
                                     std::max(t.threads(), 1) * (unit_stride(p) ? 3.0 : 8.0),
-            .main_loop_steps = static_cast<int>(block_steps),
+            .main_loop_steps = t.exposed_steps(block_steps),
             .pipelined = true,
             .warp_issue_rate = kWarpIssueRate,
             .extra_launches = s.split_k > 1 ? 1 : 0};

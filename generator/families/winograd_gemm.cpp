@@ -142,7 +142,7 @@ class WinogradGemm final : public Family {
             .shared_load_instructions = t.shared_load_instructions(block_steps),
             .global_load_instructions = t.global_load_instructions(block_steps),
             .address_instructions = 0,
-            .main_loop_steps = static_cast<int>(block_steps),
+            .main_loop_steps = t.exposed_steps(block_steps),
             .pipelined = true,
             .warp_issue_rate = kWarpIssueRate,
             .extra_launches = 2};

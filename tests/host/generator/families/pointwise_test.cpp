@@ -100,6 +100,20 @@ TEST(PointwiseFamily, OffersTheCpAsyncPipelinesOnlyWhereTheGpuHasThem) {
             "cp_stages 3 needs cp.async (sm_80 or later), the gpu is sm_70");
   ring.cp_stages = 5;
   EXPECT_EQ(pointwise().check_support(p, h100(), to_spec(ring)), "cp_stages must be 0, 2, 3 or 4, got 5");
+  // The cost model sees a ring's latency once per cp - 1 steps: 256 channels, 16 steps of 16.
+  PointwiseParams registers{.block_m = 64,
+                            .block_n = 64,
+                            .block_k = 16,
+                            .thread_m = 8,
+                            .thread_n = 4,
+                            .vector = 4,
+                            .split_k = 1,
+                            .cp_stages = 0};
+  EXPECT_EQ(pointwise().cost_features(p, to_spec(registers)).main_loop_steps, 16);
+  registers.cp_stages = 4;
+  EXPECT_EQ(pointwise().cost_features(p, to_spec(registers)).main_loop_steps, 6);  // ceil(16 / 3)
+  registers.cp_stages = 2;
+  EXPECT_EQ(pointwise().cost_features(p, to_spec(registers)).main_loop_steps, 16);
   // Four stages of the 128 x 128 block of 16 channels would take 64 KiB of static shared memory.
   ring = PointwiseParams{.block_m = 128,
                          .block_n = 128,
