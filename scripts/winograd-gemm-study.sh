@@ -12,13 +12,18 @@
 #            the 1x1 layers' families side by side: pointwise (1x1 layers only) and igemm (every layer) both tuned
 #            exhaustively at batch 1 and 8, then benched with those choices (pointwise-<suite>-n1-8/); SUITES
 #            (default shapes/resnet50.csv; densenet121's many layers want a call of their own) and BATCHES override
+#   suites   issue 13's per-suite check: FAMILIES (default winograd_gemm,pointwise,igemm, the dense FP32 families
+#            whose measurements the defaults cannot stand for) tuned exhaustively on each of SUITES (default
+#            shapes/resnet20_cifar.csv) at BATCHES (default 1,8), then benched with those choices against every cuDNN
+#            route (tuned-<suite>-n<batches>/); each suite in a call of its own where tune and bench together pass
+#            600 s (densenet121 at two batches does)
 # Each step runs under `timeout` (STEP_TIMEOUT, default 270 s) so that a slow one leaves the others' files.
 # Usage: scripts/winograd-gemm-study.sh OUT PART...
 set -uo pipefail
 out=${1:?usage: scripts/winograd-gemm-study.sh OUT PART...}
 shift
 [[ $# -gt 0 ]] || {
-  echo "winograd-gemm-study: name a part: verify cusnn resnet50 pointwise" >&2
+  echo "winograd-gemm-study: name a part: verify cusnn resnet50 pointwise suites" >&2
   exit 2
 }
 mkdir -p "$out"
@@ -68,8 +73,13 @@ for part in "$@"; do
         BATCHES=${BATCHES:-1,8} tune_and_bench "$suite" pointwise,igemm pointwise-
       done
       ;;
+    suites)
+      for suite in ${SUITES:-shapes/resnet20_cifar.csv}; do
+        BATCHES=${BATCHES:-1,8} tune_and_bench "$suite" "${FAMILIES:-winograd_gemm,pointwise,igemm}" tuned-
+      done
+      ;;
     *)
-      echo "winograd-gemm-study: unknown part '$part' (verify, cusnn, resnet50, pointwise)" >&2
+      echo "winograd-gemm-study: unknown part '$part' (verify, cusnn, resnet50, pointwise, suites)" >&2
       status=2
       ;;
   esac
