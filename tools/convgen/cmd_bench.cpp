@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -83,10 +84,14 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
   } else if (!opts.db.empty()) {
     throw InputError(fmt::format("--db {}: no such tuning database", opts.db));
   }
+  // The problems of a run the database has a choice for, and those it has none for (said after the run: a choice is
+  // kept per GPU, precision, layout and activation-sparsity bucket, so a database tuned at other zeros serves none).
+  std::set<std::string> tuned, untuned;
   if (db)
     options.extra_candidates = [&](const Problem& p) {
       std::vector<KernelSpec> specs;
       if (auto best = db->best(gpu, p)) specs.push_back(parse_kernel_name(best->kernel));
+      (specs.empty() ? untuned : tuned).insert(problem_key(p));
       return specs;
     };
   const SparsityPattern pattern = parse_sparsity_pattern(opts.pattern);
@@ -117,6 +122,14 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
           last = index;
         });
     progress.done();
+    if (!untuned.empty())
+      fmt::print(stderr,
+                 "convgen: note: the tuning database {} has no choice for {} of the {} problems of this run; they "
+                 "ran our untuned candidates only (choices are kept per GPU, precision, layout and activation "
+                 "sparsity: tune with this run's --batch, --precision, --layout and --act-sparsity)\n",
+                 db_path.string(), untuned.size(), untuned.size() + tuned.size());
+    tuned.clear();
+    untuned.clear();
     std::string suffix;
     if (zeros)
       suffix = fmt::format("_z{}_{}", static_cast<int>(std::lround(*zeros * 100)), pattern);
