@@ -149,7 +149,8 @@ class Pointwise final : public Family {
   // First for the 1x1 layers it serves where its float4 loads apply (stride 1, pixels a multiple of 4) and at batch
   // 1 and 2; after igemm (the same rank, igemm first by name) otherwise. Measured on the H200's resnet50 1x1 layers
   // (bench/results/h200/pointwise-2026-11-28): its default beat igemm's on all 16 at batch 1 and on 12 of 16 at
-  // batch 8, the 4 losses strided or 7x7 (scalar loads); and it beat act_sparse's on every sparse 1x1 layer there.
+  // batch 8, the 4 losses strided or 7x7 (scalar loads); at batch 1 it also beat act_sparse's default on all 16, each
+  // with zeros in its activation.
   int default_rank(const Problem& p) const override {
     if (p.precision != Precision::fp32) return 100;  // not served
     const bool float4_loads = unit_stride(p) && pixels(p) % 4 == 0;
