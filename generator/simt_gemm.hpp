@@ -17,20 +17,21 @@ namespace convgen {
 
 // A block of BLOCK_M x BLOCK_N outputs over steps of BLOCK_K reduction elements, THREAD_M x THREAD_N a thread.
 // `staged_loads` is a thread's global loads of one step (the two slabs), held in registers across the step's FMAs
-// unless `async_copies` (cp.async into a ring of `buffers` stages) takes them straight to shared memory.
+// unless a cp.async ring of `cp_stages` (2 to 4) shared buffers takes them straight to shared memory; 0: the register
+// pipeline, two buffers (the templates' CP_STAGES).
 struct SimtGemmTile {
   int block_m = 0, block_n = 0, block_k = 0, thread_m = 0, thread_n = 0;
   int staged_loads = 0;
-  int buffers = 2;
-  bool async_copies = false;
+  int cp_stages = 0;
 
   int threads() const { return thread_m > 0 && thread_n > 0 ? (block_m / thread_m) * (block_n / thread_n) : 0; }
-  // `buffers` stages of the two slabs, floats.
-  int smem_bytes() const { return buffers * block_k * (block_m + block_n) * 4; }
+  // Shared buffers of the two slabs, and their bytes.
+  int buffers() const { return cp_stages > 0 ? cp_stages : 2; }
+  int smem_bytes() const { return buffers() * block_k * (block_m + block_n) * 4; }
   // Registers per thread, roughly: accumulators, one step's operands, the staged loads, addresses. ptxas decides
   // (56 to 221 for the configurations measured); this only prunes what cannot fit.
   int register_estimate() const {
-    return thread_m * thread_n + thread_m + thread_n + (async_copies ? 1 : 4) * staged_loads + 24;
+    return thread_m * thread_n + thread_m + thread_n + (cp_stages > 0 ? 1 : 4) * staged_loads + 24;
   }
   int resident_blocks_per_sm(const Gpu& gpu) const {
     return convgen::resident_blocks_per_sm(gpu, std::max(threads(), 1), register_estimate(), smem_bytes());
@@ -44,11 +45,11 @@ struct SimtGemmTile {
   double global_load_instructions(double steps) const { return warps() * steps * staged_loads; }
   double warps() const { return std::ceil(threads() / 32.0); }
   // Of `steps` main-loop steps, those whose loads' latency shows (CostFeatures::main_loop_steps): every one with the
-  // register pipeline, whose loads run one step ahead; one in buffers - 1 with a cp.async ring, whose copies run
-  // buffers - 1 steps ahead. (On the H200 this feature raised pointwise's right pick with igemm's coefficients from
+  // register pipeline, whose loads run one step ahead; one in cp_stages - 1 with a cp.async ring, whose copies run
+  // cp_stages - 1 steps ahead. (On the H200 this feature raised pointwise's right pick with igemm's coefficients from
   // 63% to 73% of resnet50's 1x1 layer-batches, bench/results/h200/pointwise-2026-11-28.)
   int exposed_steps(double steps) const {
-    return static_cast<int>(std::ceil(steps / (async_copies && buffers > 1 ? buffers - 1.0 : 1.0)));
+    return static_cast<int>(std::ceil(steps / (cp_stages > 1 ? cp_stages - 1.0 : 1.0)));
   }
 
   // The reason the fields are not ones the template takes (block_m and block_n 32, 64 or 128, block_k 8 or 16,

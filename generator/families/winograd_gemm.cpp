@@ -63,8 +63,7 @@ SimtGemmTile tile_of(const Params& s) {
                  .block_k = s.block_k,
                  .thread_m = s.thread_m,
                  .thread_n = s.thread_n,
-                 .buffers = s.cp_stages > 0 ? s.cp_stages : 2,
-                 .async_copies = s.cp_stages > 0};
+                 .cp_stages = s.cp_stages};
   t.staged_loads = t.block_k * (t.block_m + t.block_n) / 4 / std::max(t.threads(), 1);
   return t;
 }
