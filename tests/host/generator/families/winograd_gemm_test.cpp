@@ -50,14 +50,15 @@ TEST(WinogradGemmFamily, EnumeratesSupportedDistinctCandidatesOfBothTileSizesFor
       }
       EXPECT_EQ(tiles, (std::set<int>{2, 4})) << problem_key(p);
       EXPECT_EQ(winograd_gemm().default_spec(p, gpu), specs.front());
-      // The register pipeline first (the one measured), its ring right after it.
-      EXPECT_EQ(params_of<WinogradGemmParams>(specs.front()).cp_stages, 0) << problem_key(p);
-      for (std::size_t i = 1; i < specs.size(); ++i) {
+      // On a GPU with cp.async each block's deepest ring first (the faster on the H200), its register pipeline
+      // right after it.
+      EXPECT_GT(params_of<WinogradGemmParams>(specs.front()).cp_stages, 0) << problem_key(p);
+      for (std::size_t i = 0; i + 1 < specs.size(); ++i) {
         const WinogradGemmParams ring = params_of<WinogradGemmParams>(specs[i]);
         if (ring.cp_stages == 0) continue;
         WinogradGemmParams registers = ring;
         registers.cp_stages = 0;
-        EXPECT_EQ(specs[i - 1], to_spec(registers)) << kernel_name(specs[i]);
+        EXPECT_EQ(specs[i + 1], to_spec(registers)) << kernel_name(specs[i]);
       }
     }
   }
