@@ -1,13 +1,16 @@
 // winograd_gemm: FP32 Winograd convolution F(m x m, 3 x 3), m = TILE (2 or 4), in three launches around one batched
 // GEMM (the "non-fused" Winograd of cuDNN's WINOGRAD_NONFUSED), for 3x3 filters at stride 1, dilation 1, ungrouped
-// or grouped.
+// or grouped; and its 3-D form F(2 x m x m, 3 x 3 x 3) for 3x3x3 filters (VOLUME: the depth axis is always F(2, 3),
+// whose error stays that of the 2-D F(m x m)), which cuDNN has no Winograd route for.
 //
 // Y = A^T [ (G g G^T) . (B^T d B) ] A per output tile (Lavin & Gray 2016), as templates/winograd.cu; what differs is
-// where the element-wise products are summed over the channels. winograd.cu keeps every transform position of a
+// where the element-wise products are summed over the channels. In 3-D each transform is also applied along the
+// depth (F(2, 3)'s matrices): the ALPHA_D = 4 depth slices of a patch are combined first, then each combination is
+// transformed as a 2-D patch (a thread holds one ALPHA x ALPHA slice at a time, not the whole 4 x ALPHA x ALPHA). winograd.cu keeps every transform position of a
 // block's tiles in one block's registers, which caps its register tiles at 4 x 4; here the sums are POSITIONS x GROUPS
 // independent GEMMs
 //     M[pos][g] (KG x TILES) = U[pos][g] (KG x CG) * V[pos][g] (CG x TILES)
-// run by one SGEMM kernel with register tiles of up to 8 x 8 (the main entry), between two transforms through global
+// (POSITIONS = ALPHA_D x ALPHA x ALPHA) run by one SGEMM kernel with register tiles of up to 8 x 8 (the main entry), between two transforms through global
 // memory (the launch plan's per-call buffers):
 //   setup  transform_filter  U[pos][g][c][k] = G g G^T, in double, rounded once (persistent buffer);
 //   run 1  transform_input   V[pos][g][c][t] = B^T d B of every (channel, tile) input patch (zero outside the input);
@@ -60,11 +63,16 @@ using namespace cfg;
 using convgen::ceil_div;
 
 // ---- The shape ----------------------------------------------------------------------------------------------
-constexpr int ALPHA = TILE + 2;           // input patch and transform extent
-constexpr int POSITIONS = ALPHA * ALPHA;  // 16 or 36 GEMMs per group
+constexpr bool VOLUME = T != 1;                     // a 3-D convolution (3x3x3 filter)
+constexpr int ALPHA = TILE + 2;                     // input patch and transform extent along H and W
+constexpr int TILE_D = VOLUME ? 2 : 1;              // output depth of a tile (F(2, 3) along the depth)
+constexpr int ALPHA_D = VOLUME ? 4 : 1;             // and its input patch depth
+constexpr int POSITIONS = ALPHA_D * ALPHA * ALPHA;  // GEMMs per group: 16 or 36 (2-D), 64 or 144 (3-D)
+constexpr int TILES_D = (int)ceil_div(O, TILE_D);
 constexpr int TILES_H = (int)ceil_div(P, TILE);
 constexpr int TILES_W = (int)ceil_div(Q, TILE);
-constexpr int TILES_PER_IMAGE = TILES_H * TILES_W;
+constexpr int TILES_PER_PLANE = TILES_H * TILES_W;
+constexpr int TILES_PER_IMAGE = TILES_D * TILES_PER_PLANE;
 constexpr long long TILES_LL = (long long)N * TILES_PER_IMAGE;
 constexpr int TILES = (int)TILES_LL;
 constexpr int CG = C / GROUPS;  // input channels of a group
@@ -80,15 +88,17 @@ constexpr long long INPUT_FLOATS = (long long)BATCHES * CG_PAD * T_PAD;    // tr
 constexpr long long PRODUCT_FLOATS = (long long)BATCHES * KG_PAD * T_PAD;  // products
 
 static_assert(GROUPS >= 1 && C % GROUPS == 0 && K % GROUPS == 0, "the groups must divide C and K");
-static_assert(D == 1 && T == 1 && O == 1 && PAD_D == 0, "winograd_gemm handles 2-D convolutions only");
-static_assert(R == 3 && S == 3, "winograd_gemm handles 3x3 filters only");
+static_assert(VOLUME || (D == 1 && O == 1 && PAD_D == 0), "a 2-D convolution has depth 1 and no depth padding");
+static_assert(!VOLUME || (T == 3 && STRIDE_D == 1 && DIL_D == 1), "winograd_gemm's 3-D filters are 3x3x3, stride 1");
+static_assert(O == convgen::conv_out_extent(D, T, STRIDE_D, PAD_D, DIL_D), "O does not match D, T, stride, padding");
+static_assert(R == 3 && S == 3, "winograd_gemm handles 3x3 (and 3x3x3) filters only");
 static_assert(STRIDE_H == 1 && STRIDE_W == 1, "winograd_gemm needs stride 1");
 static_assert(DIL_H == 1 && DIL_W == 1, "winograd_gemm needs dilation 1");
 static_assert(P == convgen::conv_out_extent(H, R, STRIDE_H, PAD_H, DIL_H), "P does not match H, R, stride, padding");
 static_assert(Q == convgen::conv_out_extent(W, S, STRIDE_W, PAD_W, DIL_W), "Q does not match W, S, stride, padding");
 static_assert(P > 0 && Q > 0, "the output must not be empty");
 static_assert(T_PAD_LL <= convgen::kIntMax, "the padded output tiles must fit in int");
-static_assert((long long)N * C * H * W <= convgen::kIntMax && (long long)N * K * P * Q <= convgen::kIntMax,
+static_assert((long long)N * C * D * H * W <= convgen::kIntMax && (long long)N * K * O * P * Q <= convgen::kIntMax,
               "winograd_gemm indexes the activation and the output with int: each must have fewer than 2^31 elements");
 static_assert(FILTER_FLOATS <= convgen::kIntMax && INPUT_FLOATS <= convgen::kIntMax &&
                   PRODUCT_FLOATS <= convgen::kIntMax,
@@ -121,32 +131,64 @@ constexpr int TRANSFORM_THREADS = 256;
 
 #include "winograd_transforms.cuh"
 
-// y[i][j] = the ALPHA x ALPHA input patch of channel c (of the whole tensor) and tile `tile`, zero outside the input.
+// The depth axis's F(2, 3) coefficients (3-D); a 2-D convolution's depth "transform" is the identity of extent 1.
+__device__ __forceinline__ double depth_input(int i, int j) { return VOLUME ? InputMatrixOf<2>::at(i, j) : 1.0; }
+__device__ __forceinline__ double depth_filter(int i, int j) { return VOLUME ? FilterMatrixOf<2>::at(i, j) : 1.0; }
+__device__ __forceinline__ double depth_output(int i, int j) { return VOLUME ? OutputMatrixOf<2>::at(i, j) : 1.0; }
+
+// The first output depth of tile `rest` of an image (0 in 2-D) and its tile within the depth plane.
+__device__ __forceinline__ int tile_depth(int rest) { return VOLUME ? (rest / TILES_PER_PLANE) * TILE_D : 0; }
+__device__ __forceinline__ int tile_in_plane(int rest) { return VOLUME ? rest % TILES_PER_PLANE : rest; }
+
+// r_d[i][j] = depth slice `slice` (0 in 2-D) of the input patch of channel c (of the whole tensor) and tile `tile`,
+// zero outside the input.
 __device__ __forceinline__ void load_patch(float (&r_d)[ALPHA][ALPHA], const float* __restrict__ g_activation, int c,
-                                           int tile) {
+                                           int tile, int slice) {
   const int n = tile / TILES_PER_IMAGE;
   const int rest = tile % TILES_PER_IMAGE;
-  const int h0 = (rest / TILES_W) * TILE - PAD_H;
-  const int w0 = (rest % TILES_W) * TILE - PAD_W;
-  // channels-last: ((n * H + h) * W + w) * C + c; channels-first: ((n * C + c) * H + h) * W + w
-  const int base = CHANNELS_LAST ? n * H * W * C + c : (n * C + c) * H * W;
+  const int d = tile_depth(rest) - PAD_D + slice;
+  const int plane = tile_in_plane(rest);
+  const int h0 = (plane / TILES_W) * TILE - PAD_H;
+  const int w0 = (plane % TILES_W) * TILE - PAD_W;
+  const bool depth_inside = (unsigned)d < (unsigned)D;
+  // channels-last: (((n * D + d) * H + h) * W + w) * C + c; channels-first: (((n * C + c) * D + d) * H + h) * W + w
+  const int base = CHANNELS_LAST ? (n * D + d) * H * W * C + c : ((n * C + c) * D + d) * H * W;
 #pragma unroll
   for (int a = 0; a < ALPHA; ++a) {
 #pragma unroll
     for (int b = 0; b < ALPHA; ++b) {
       const int h = h0 + a;
       const int w = w0 + b;
-      const bool inside = (unsigned)h < (unsigned)H && (unsigned)w < (unsigned)W;
+      const bool inside = depth_inside && (unsigned)h < (unsigned)H && (unsigned)w < (unsigned)W;
       const int spatial = h * W + w;
       r_d[a][b] = inside ? g_activation[CHANNELS_LAST ? base + spatial * C : base + spatial] : 0.0f;
     }
   }
 }
 
+// r_d = sum_i depth_input(ad, i) * slice i of the patch (the depth transform's row ad; the patch itself in 2-D).
+__device__ __forceinline__ void combine_depth_slices(float (&r_d)[ALPHA][ALPHA], const float* __restrict__ g_activation,
+                                                     int c, int tile, int ad) {
+  bool first = true;
+#pragma unroll
+  for (int i = 0; i < ALPHA_D; ++i) {
+    const float m = (float)depth_input(ad, i);
+    if (m == 0.0f) continue;
+    float r_s[ALPHA][ALPHA];
+    load_patch(r_s, g_activation, c, tile, i);
+#pragma unroll
+    for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+      for (int b = 0; b < ALPHA; ++b) r_d[a][b] = first ? m * r_s[a][b] : r_d[a][b] + m * r_s[a][b];
+    first = false;
+  }
+}
+
 }  // namespace winograd_gemm
 
-// Setup, once per filter: U[pos][g][c][k] = (G g G^T) of filter (k, c) of group g, in double, rounded to float once;
-// zero for the padding channels (c >= CG or k >= KG). One thread per (g, c, k) of the padded buffer, k fastest.
+// Setup, once per filter: U[pos][g][c][k] = (G g G^T) of filter (k, c) of group g (in 3-D also along the depth), in
+// double, rounded to float once; zero for the padding channels (c >= CG or k >= KG). One thread per (g, c, k) of the
+// padded buffer, k fastest.
 extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
     CONVGEN_ENTRY_NAMED(transform_filter)(const float* __restrict__ g_filter,
                                           float* __restrict__ g_transformed_filter) {
@@ -158,26 +200,46 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
   const int g = i / (KG_PAD * CG_PAD);
   const bool real = c < CG && kk < KG;
   const int k = g * KG + kk;
-  double r_g[3][3];
+  double r_g[T][3][3];
 #pragma unroll
-  for (int r = 0; r < 3; ++r)
+  for (int tt = 0; tt < T; ++tt)
 #pragma unroll
-    for (int s = 0; s < 3; ++s)
-      // channels-last filter: ((k * R + r) * S + s) * CG + c; channels-first: ((k * CG + c) * R + r) * S + s
-      r_g[r][s] = !real           ? 0.0
-                  : CHANNELS_LAST ? g_filter[(k * 9 + r * 3 + s) * CG + c]
-                                  : g_filter[(k * CG + c) * 9 + r * 3 + s];
-  double r_u[ALPHA][ALPHA];
-  transform_2d<FilterMatrix, double>(r_u, r_g);
+    for (int r = 0; r < 3; ++r)
 #pragma unroll
-  for (int a = 0; a < ALPHA; ++a)
+      for (int s = 0; s < 3; ++s)
+        // channels-last filter: (((k * T + t) * R + r) * S + s) * CG + c; channels-first: ((k * CG + c) * T + t) * ...
+        r_g[tt][r][s] = !real           ? 0.0
+                        : CHANNELS_LAST ? g_filter[(k * (T * 9) + tt * 9 + r * 3 + s) * CG + c]
+                                        : g_filter[(k * CG + c) * (T * 9) + tt * 9 + r * 3 + s];
 #pragma unroll
-    for (int b = 0; b < ALPHA; ++b)
-      g_transformed_filter[(((a * ALPHA + b) * GROUPS + g) * CG_PAD + c) * KG_PAD + kk] = (float)r_u[a][b];
+  for (int ad = 0; ad < ALPHA_D; ++ad) {
+    // The depth transform's row ad (the filter itself in 2-D), then the 2-D transform of it.
+    double r_s[3][3];
+    bool first = true;
+#pragma unroll
+    for (int tt = 0; tt < T; ++tt) {
+      const double m = depth_filter(ad, tt);
+      if (m == 0.0) continue;
+#pragma unroll
+      for (int r = 0; r < 3; ++r)
+#pragma unroll
+        for (int s = 0; s < 3; ++s) r_s[r][s] = first ? m * r_g[tt][r][s] : r_s[r][s] + m * r_g[tt][r][s];
+      first = false;
+    }
+    double r_u[ALPHA][ALPHA];
+    transform_2d<FilterMatrix, double>(r_u, r_s);
+#pragma unroll
+    for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+      for (int b = 0; b < ALPHA; ++b)
+        g_transformed_filter[((((ad * ALPHA + a) * ALPHA + b) * GROUPS + g) * CG_PAD + c) * KG_PAD + kk] =
+            (float)r_u[a][b];
+  }
 }
 
-// Run 1: V[pos][g][c][t] = B^T d B of the input patch of (channel g * CG + c, tile t); zero for the padding (c >= CG
-// or t >= TILES). One thread per (g, c, t) of the padded buffer, t fastest (coalesced stores).
+// Run 1: V[pos][g][c][t] = B^T d B of the input patch of (channel g * CG + c, tile t) (in 3-D also along the depth,
+// one depth row at a time); zero for the padding (c >= CG or t >= TILES). One thread per (g, c, t) of the padded
+// buffer, t fastest (coalesced stores).
 extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
     CONVGEN_ENTRY_NAMED(transform_input)(const float* __restrict__ g_activation,
                                          float* __restrict__ g_transformed_input) {
@@ -187,22 +249,26 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
   const int t = i % T_PAD;
   const int c = (i / T_PAD) % CG_PAD;
   const int g = i / (T_PAD * CG_PAD);
-  float r_d[ALPHA][ALPHA];
-  if (c < CG && t < TILES) {
-    load_patch(r_d, g_activation, g * CG + c, t);
-  } else {
+  const bool real = c < CG && t < TILES;
+#pragma unroll
+  for (int ad = 0; ad < ALPHA_D; ++ad) {
+    float r_d[ALPHA][ALPHA];
+    if (real) {
+      combine_depth_slices(r_d, g_activation, g * CG + c, t, ad);
+    } else {
+#pragma unroll
+      for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+        for (int b = 0; b < ALPHA; ++b) r_d[a][b] = 0.0f;
+    }
+    float r_v[ALPHA][ALPHA];
+    transform_2d<InputMatrix, float>(r_v, r_d);
 #pragma unroll
     for (int a = 0; a < ALPHA; ++a)
 #pragma unroll
-      for (int b = 0; b < ALPHA; ++b) r_d[a][b] = 0.0f;
+      for (int b = 0; b < ALPHA; ++b)
+        g_transformed_input[((((ad * ALPHA + a) * ALPHA + b) * GROUPS + g) * CG_PAD + c) * T_PAD + t] = r_v[a][b];
   }
-  float r_v[ALPHA][ALPHA];
-  transform_2d<InputMatrix, float>(r_v, r_d);
-#pragma unroll
-  for (int a = 0; a < ALPHA; ++a)
-#pragma unroll
-    for (int b = 0; b < ALPHA; ++b)
-      g_transformed_input[(((a * ALPHA + b) * GROUPS + g) * CG_PAD + c) * T_PAD + t] = r_v[a][b];
 }
 
 // Run 2: the batched GEMM M[pos][g] = U[pos][g]^T V[pos][g] (both operands stored channel-major), into products.
@@ -308,7 +374,7 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
   }
 }
 
-// Run 3: Y = A^T M A of every (output channel g * KG + k, tile t), through the epilogue, stored where the output
+// Run 3: Y = A^T M A of every (output channel g * KG + k, tile t) (in 3-D also along the depth), through the epilogue, stored where the output
 // exists (the last tiles of a row or column may be partial). One thread per (g, k, t), t fastest (coalesced loads).
 extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
     CONVGEN_ENTRY_NAMED(transform_output)(const float* __restrict__ g_products, float* __restrict__ g_output,
@@ -320,25 +386,50 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
   const int kk = (i / TILES) % KG;
   const int g = i / (TILES * KG);
   const int k = g * KG + kk;
-  float r_m[ALPHA][ALPHA];
+  // r_y[od] = sum_ad depth_output(od, ad) * (A^T M[ad] A): each depth row of the products transformed as a 2-D
+  // tile, then combined along the depth (in 2-D the one row's transform itself).
+  float r_y[TILE_D][TILE][TILE];
+  bool first[TILE_D];
 #pragma unroll
-  for (int a = 0; a < ALPHA; ++a)
+  for (int od = 0; od < TILE_D; ++od) first[od] = true;
 #pragma unroll
-    for (int b = 0; b < ALPHA; ++b) r_m[a][b] = g_products[(((a * ALPHA + b) * GROUPS + g) * KG_PAD + kk) * T_PAD + t];
-  float r_y[TILE][TILE];
-  transform_2d<OutputMatrix, float>(r_y, r_m);
+  for (int ad = 0; ad < ALPHA_D; ++ad) {
+    float r_m[ALPHA][ALPHA];
+#pragma unroll
+    for (int a = 0; a < ALPHA; ++a)
+#pragma unroll
+      for (int b = 0; b < ALPHA; ++b)
+        r_m[a][b] = g_products[((((ad * ALPHA + a) * ALPHA + b) * GROUPS + g) * KG_PAD + kk) * T_PAD + t];
+    float r_o[TILE][TILE];
+    transform_2d<OutputMatrix, float>(r_o, r_m);
+#pragma unroll
+    for (int od = 0; od < TILE_D; ++od) {
+      const float m = (float)depth_output(od, ad);
+      if (m == 0.0f) continue;
+#pragma unroll
+      for (int a = 0; a < TILE; ++a)
+#pragma unroll
+        for (int b = 0; b < TILE; ++b) r_y[od][a][b] = first[od] ? m * r_o[a][b] : r_y[od][a][b] + m * r_o[a][b];
+      first[od] = false;
+    }
+  }
   const int n = t / TILES_PER_IMAGE;
   const int rest = t % TILES_PER_IMAGE;
-  const int p0 = (rest / TILES_W) * TILE;
-  const int q0 = (rest % TILES_W) * TILE;
+  const int d0 = tile_depth(rest);
+  const int plane = tile_in_plane(rest);
+  const int p0 = (plane / TILES_W) * TILE;
+  const int q0 = (plane % TILES_W) * TILE;
 #pragma unroll
-  for (int a = 0; a < TILE; ++a) {
+  for (int od = 0; od < TILE_D; ++od) {
 #pragma unroll
-    for (int b = 0; b < TILE; ++b) {
-      const int p = p0 + a, q = q0 + b;
-      if (p >= P || q >= Q) continue;
-      const int o = CHANNELS_LAST ? ((n * P + p) * Q + q) * K + k : ((n * K + k) * P + p) * Q + q;
-      g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(r_y[a][b], g_bias, g_residual, k, o);
+    for (int a = 0; a < TILE; ++a) {
+#pragma unroll
+      for (int b = 0; b < TILE; ++b) {
+        const int d = d0 + od, p = p0 + a, q = q0 + b;
+        if (d >= O || p >= P || q >= Q) continue;
+        const int o = CHANNELS_LAST ? (((n * O + d) * P + p) * Q + q) * K + k : (((n * K + k) * O + d) * P + p) * Q + q;
+        g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(r_y[od][a][b], g_bias, g_residual, k, o);
+      }
     }
   }
 }

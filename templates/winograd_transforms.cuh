@@ -1,13 +1,16 @@
-// winograd_transforms: the matrices of Winograd's F(m x m, 3 x 3), m = TILE (2 or 4), and the 2-D transform that
-// applies them, shared by templates/winograd.cu and templates/winograd_gemm.cu. Included inside a template's namespace
-// after its constants TILE and ALPHA = TILE + 2 (no include guard: each inclusion sees its own cfg).
+// winograd_transforms: the matrices of Winograd's F(m, 3), m = 2 or 4, and the 2-D transform that applies them,
+// shared by templates/winograd.cu and templates/winograd_gemm.cu. Included inside a template's namespace after its
+// constant TILE (no include guard: each inclusion sees its own cfg); InputMatrix, FilterMatrix and OutputMatrix are
+// TILE's, the ...Of<M> templates any tile's (winograd_gemm's depth axis is F(2, 3) whatever TILE is).
 // ---- The transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016) ---------------
 // Each matrix is a function of constant indices: every caller runs in fully unrolled loops, so after inlining the
 // coefficient is a constant, zero terms vanish and products by 1 or -1 fold to additions.
-struct InputMatrix {  // B^T, ALPHA x ALPHA
-  static constexpr int ROWS = ALPHA, COLS = ALPHA;
+template <int M>
+struct InputMatrixOf {  // B^T, (M + 2) x (M + 2)
+  static_assert(M == 2 || M == 4, "Winograd tiles are 2 or 4");
+  static constexpr int ROWS = M + 2, COLS = M + 2;
   __device__ static __forceinline__ double at(int i, int j) {
-    if constexpr (TILE == 2) {
+    if constexpr (M == 2) {
       constexpr double kBT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
       return kBT[i][j];  // convgen-lint: allow per-thread-dynamic-index (constant indices after unrolling)
     } else {
@@ -17,10 +20,12 @@ struct InputMatrix {  // B^T, ALPHA x ALPHA
     }
   }
 };
-struct FilterMatrix {  // G, ALPHA x 3
-  static constexpr int ROWS = ALPHA, COLS = 3;
+template <int M>
+struct FilterMatrixOf {  // G, (M + 2) x 3
+  static_assert(M == 2 || M == 4, "Winograd tiles are 2 or 4");
+  static constexpr int ROWS = M + 2, COLS = 3;
   __device__ static __forceinline__ double at(int i, int j) {
-    if constexpr (TILE == 2) {
+    if constexpr (M == 2) {
       constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
       return kG[i][j];  // convgen-lint: allow per-thread-dynamic-index (constant indices after unrolling)
     } else {
@@ -34,10 +39,12 @@ struct FilterMatrix {  // G, ALPHA x 3
     }
   }
 };
-struct OutputMatrix {  // A^T, TILE x ALPHA
-  static constexpr int ROWS = TILE, COLS = ALPHA;
+template <int M>
+struct OutputMatrixOf {  // A^T, M x (M + 2)
+  static_assert(M == 2 || M == 4, "Winograd tiles are 2 or 4");
+  static constexpr int ROWS = M, COLS = M + 2;
   __device__ static __forceinline__ double at(int i, int j) {
-    if constexpr (TILE == 2) {
+    if constexpr (M == 2) {
       constexpr double kAT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
       return kAT[i][j];  // convgen-lint: allow per-thread-dynamic-index (constant indices after unrolling)
     } else {
@@ -46,6 +53,9 @@ struct OutputMatrix {  // A^T, TILE x ALPHA
     }
   }
 };
+using InputMatrix = InputMatrixOf<TILE>;
+using FilterMatrix = FilterMatrixOf<TILE>;
+using OutputMatrix = OutputMatrixOf<TILE>;
 
 // y = sum_j M(i, j) * x[j] over the nonzero coefficients, the first term a product (not 0 + a product, which the
 // compiler may not fold under strict fp32 rules).

@@ -1,5 +1,5 @@
-// winograd_gemm: the FP32 Winograd family F(m x m, 3 x 3), m = 2 or 4, in three launches around one batched SGEMM
-// (templates/winograd_gemm.cu): search space, support checks, launch plan (the filter transformed once into a
+// winograd_gemm: the FP32 Winograd family F(m x m, 3 x 3), m = 2 or 4, and F(2 x m x m, 3 x 3 x 3) for 3-D layers, in
+// three launches around one batched SGEMM (templates/winograd_gemm.cu): search space, support checks, launch plan (the filter transformed once into a
 // persistent buffer; per call the input transform, the GEMM and the output transform through two per-call buffers)
 // and costs.
 #include <algorithm>
@@ -43,15 +43,18 @@ int next_pow2(std::int64_t v) {
 using Params = WinogradGemmParams;
 int cg(const Problem& p) { return p.c / std::max(p.groups, 1); }
 int kg(const Problem& p) { return p.k / std::max(p.groups, 1); }
-int positions(const Params& s) { return (s.tile + 2) * (s.tile + 2); }
+// 3-D layers tile the depth by 2 (F(2, 3) along it: the template's TILE_D and ALPHA_D).
+bool volume(const Problem& p) { return rank(p.layout) == 3; }
+int tile_d(const Problem& p) { return volume(p) ? 2 : 1; }
+int positions(const Problem& p, const Params& s) { return (volume(p) ? 4 : 1) * (s.tile + 2) * (s.tile + 2); }
 std::int64_t tiles(const Problem& p, const Params& s) {
   const Dims3 out = output_dims(p);
-  return std::int64_t{p.n} * ceil_div(out.h, s.tile) * ceil_div(out.w, s.tile);
+  return std::int64_t{p.n} * ceil_div(out.d, tile_d(p)) * ceil_div(out.h, s.tile) * ceil_div(out.w, s.tile);
 }
 std::int64_t cg_pad(const Problem& p, const Params& s) { return round_up(cg(p), s.block_k); }
 std::int64_t kg_pad(const Problem& p, const Params& s) { return round_up(kg(p), s.block_m); }
 std::int64_t t_pad(const Problem& p, const Params& s) { return round_up(tiles(p, s), s.block_n); }
-std::int64_t batches(const Problem& p, const Params& s) { return std::int64_t{positions(s)} * p.groups; }
+std::int64_t batches(const Problem& p, const Params& s) { return std::int64_t{positions(p, s)} * p.groups; }
 std::int64_t filter_floats(const Problem& p, const Params& s) { return batches(p, s) * cg_pad(p, s) * kg_pad(p, s); }
 std::int64_t input_floats(const Problem& p, const Params& s) { return batches(p, s) * cg_pad(p, s) * t_pad(p, s); }
 std::int64_t product_floats(const Problem& p, const Params& s) { return batches(p, s) * kg_pad(p, s) * t_pad(p, s); }
@@ -164,7 +167,12 @@ class WinogradGemm final : public Family {
     if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
     if (p.precision != Precision::fp32)
       return fmt::format("precision {} is not supported by winograd_gemm (fp32 only)", p.precision);
-    if (rank(p.layout) != 2) return fmt::format("winograd_gemm handles 2-D convolutions only, got layout {}", p.layout);
+    if (volume(p)) {
+      if (p.filter.d != 3)
+        return fmt::format("winograd_gemm handles 3x3x3 filters in 3-D only, got depth {}", p.filter.d);
+      if (p.stride.d != 1) return fmt::format("winograd_gemm needs stride 1, got depth stride {}", p.stride.d);
+      if (p.dilation.d != 1) return fmt::format("winograd_gemm needs dilation 1, got depth dilation {}", p.dilation.d);
+    }
     if (p.groups > 1 && cg(p) < kMinGroupChannels)
       return fmt::format("winograd_gemm needs at least {} input channels per group, got C/groups {}", kMinGroupChannels,
                          cg(p));

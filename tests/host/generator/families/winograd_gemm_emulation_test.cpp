@@ -2,8 +2,9 @@
 // float64 reference: the family's whole plan (transform_filter into the persistent buffer; then transform_input, the
 // GEMM and transform_output through the per-call buffers) with its geometry, on odd sizes, paddings 0 to 2, channels,
 // output channels and tiles that fill no block, batch 3, a 1x1 input, both layouts, both tile sizes, grouped, both GEMM
-// pipelines (registers, cp.async rings of 2 to 4 stages), and a fused epilogue (bias, residual, ReLU). F(2x2, 3x3) is
-// held to DESIGN.md's fp32 limit (1e-5), F(4x4, 3x3) to 1e-4.
+// pipelines (registers, cp.async rings of 2 to 4 stages), a fused epilogue (bias, residual, ReLU), and 3-D layers
+// (F(2 x m x m, 3 x 3 x 3): odd sizes, depth padding 0 to 2, NDHWC, batch 2, a ring). F(2x2, 3x3) and its 3-D form
+// are held to DESIGN.md's fp32 limit (1e-5), F(4x4, 3x3) and its 3-D form to 1e-4.
 #include <math.h>
 
 #include <cstdint>
@@ -245,6 +246,49 @@ WINOGRAD_GEMM_CASE(f4_epilogue_nhwc_cp3, NHWC_BATCH3_EPILOGUE, WINOGRAD_GEMM_SPE
 #undef CONVGEN_ENTRY
 WINOGRAD_GEMM_END(f4_epilogue_nhwc_cp3)
 
+// 3-D: 5x7x6 with padding 1 (partial tiles along every axis, the depth's too), C = 5 and K = 7 fill no step or block.
+#define VOLUME_ODD_PAD1          \
+  (Shape{.n = 1,                 \
+         .c = 5,                 \
+         .k = 7,                 \
+         .input = {5, 7, 6},     \
+         .filter = {3, 3, 3},    \
+         .padding = {1, 1, 1},   \
+         .layout = Layout::ncdhw})
+// 3-D NDHWC, batch 2, paddings 2 / 0 / 1 along D / H / W: 4x9x5 -> 6x7x5, patches two slices into the depth padding.
+#define VOLUME_NDHWC_BATCH2      \
+  (Shape{.n = 2,                 \
+         .c = 9,                 \
+         .k = 6,                 \
+         .input = {4, 9, 5},     \
+         .filter = {3, 3, 3},    \
+         .padding = {2, 0, 1},   \
+         .layout = Layout::ndhwc})
+
+WINOGRAD_GEMM_CASE(f2_volume_odd_pad1, VOLUME_ODD_PAD1, WINOGRAD_GEMM_SPEC(2, 32, 32, 8, 4, 4))
+#define CONVGEN_ENTRY wgemm_f2_volume_odd_pad1
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f2_volume_odd_pad1)
+
+WINOGRAD_GEMM_CASE(f4_volume_odd_pad1, VOLUME_ODD_PAD1, WINOGRAD_GEMM_SPEC(4, 32, 32, 16, 4, 8))
+#define CONVGEN_ENTRY wgemm_f4_volume_odd_pad1
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_volume_odd_pad1)
+
+WINOGRAD_GEMM_CASE(f2_volume_ndhwc_batch2, VOLUME_NDHWC_BATCH2, WINOGRAD_GEMM_SPEC(2, 32, 64, 8, 8, 8))
+#define CONVGEN_ENTRY wgemm_f2_volume_ndhwc_batch2
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f2_volume_ndhwc_batch2)
+
+WINOGRAD_GEMM_CASE(f4_volume_ndhwc_batch2_cp3, VOLUME_NDHWC_BATCH2, WINOGRAD_GEMM_SPEC_CP(4, 32, 32, 8, 4, 4, 3))
+#define CONVGEN_ENTRY wgemm_f4_volume_ndhwc_batch2_cp3
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_volume_ndhwc_batch2_cp3)
+
 namespace convgen {
 namespace {
 
@@ -331,8 +375,10 @@ TEST_P(WinogradGemmEmulation, MatchesTheReferenceWithinTheTileSizesLimit) {
   const double scale = apply_epilogue(c.problem, expected, {}, bias, residual);
   const ErrorStats stats = compare(output, expected, scale);
   const double limit = c.spec.tile == 2 ? 1e-5 : 1e-4;
-  std::cout << fmt::format("winograd_gemm F({0}x{0}, 3x3) {1} ({2}): relative L2 error {3:.2e}, max error {4:.2e}\n",
-                           c.spec.tile, c.name, kernel_name(to_spec(c.spec)), stats.rel_l2, stats.max_abs);
+  const bool volume = rank(c.problem.layout) == 3;
+  std::cout << fmt::format("winograd_gemm F({0}{1}x{1}, 3x3{2}) {3} ({4}): relative L2 error {5:.2e}, max error {6:.2e}\n",
+                           volume ? "2x" : "", c.spec.tile, volume ? "x3" : "", c.name, kernel_name(to_spec(c.spec)),
+                           stats.rel_l2, stats.max_abs);
   EXPECT_EQ(stats.nan_count, 0) << "outputs left unwritten";
   EXPECT_EQ(stats.compared, output_elements(c.problem));
   EXPECT_LE(stats.rel_l2, limit) << "max_abs " << stats.max_abs;
@@ -348,7 +394,10 @@ INSTANTIATE_TEST_SUITE_P(
                     WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc), WINOGRAD_GEMM_EMULATION_CASE(f2_odd_pad1_cp2),
                     WINOGRAD_GEMM_EMULATION_CASE(f2_c20_small_cp3), WINOGRAD_GEMM_EMULATION_CASE(f4_c20_small_cp4),
                     WINOGRAD_GEMM_EMULATION_CASE(f4_groups3_nhwc_batch2_cp3),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc_cp3)),
+                    WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc_cp3),
+                    WINOGRAD_GEMM_EMULATION_CASE(f2_volume_odd_pad1), WINOGRAD_GEMM_EMULATION_CASE(f4_volume_odd_pad1),
+                    WINOGRAD_GEMM_EMULATION_CASE(f2_volume_ndhwc_batch2),
+                    WINOGRAD_GEMM_EMULATION_CASE(f4_volume_ndhwc_batch2_cp3)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

@@ -82,15 +82,17 @@ TEST(WinogradGemmFamily, OffersCpAsyncRingsOnlyWhereTheGpuHasThem) {
   EXPECT_EQ(winograd_gemm().check_support(p, h100(), to_spec(ring)), "cp_stages must be 0, 2, 3 or 4, got 1");
 }
 
-// The same rows as winograd: 3x3 stride 1 dilation 1 in 2-D, grouped where a group has 4 or more input channels.
+// winograd's rows (3x3 stride 1 dilation 1 in 2-D, grouped where a group has 4 or more input channels) and the 3-D
+// 3x3x3 stride 1 ones.
 TEST(WinogradGemmFamily, ServesExactlyTheThreeByThreeStrideOneRowsOfTheEdgeCaseCorpusNotDepthwise) {
   std::set<std::string> served;
   for (const Layer& layer : edge_cases().layers)
     if (!winograd_gemm().enumerate(layer.problem, h100()).empty()) served.insert(layer.name);
   EXPECT_EQ(served,
             (std::set<std::string>{"batch2_3x3", "c16_k5_odd_7x9_nopad", "c1_k5_odd_13x17", "c32_k100_3x3",
-                                   "c3_k37_3x3", "groups2", "groups4_batch2", "nhwc_c3_k37_3x3",
-                                   "nhwc_groups2_batch2", "pad3_stride1", "tiny_1x1_input_3x3_pad1"}));
+                                   "c3_k37_3x3", "conv3d_c1_k4", "groups2", "groups4_batch2", "ndhwc_3x3x3_p1",
+                                   "nhwc_c3_k37_3x3", "nhwc_groups2_batch2", "pad3_stride1",
+                                   "tiny_1x1_input_3x3_pad1"}));
 }
 
 // n 2, 20 -> 70 channels at 17x19, padding 1, F(4x4) with 64 x 32 blocks and steps of 16: 2 x 5 x 5 = 50 tiles padded
