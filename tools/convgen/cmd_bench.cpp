@@ -84,14 +84,26 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
   } else if (!opts.db.empty()) {
     throw InputError(fmt::format("--db {}: no such tuning database", opts.db));
   }
-  // The problems of a run the database has a choice for, and those it has none for (said after the run: a choice is
-  // kept per GPU, precision, layout and activation-sparsity bucket, so a database tuned at other zeros serves none).
-  std::set<std::string> tuned, untuned;
+  // The problems of a run the database has a choice for, those it has only a dense input's choice for, and those it
+  // has none for (said after the run: a choice is kept per GPU, precision, layout and activation-sparsity bucket).
+  // A sparse problem also runs the same problem's choice for dense input: any kernel is right on any input, and a
+  // dense family's time does not depend on the zeros, so a network tuned once dense is benched tuned at every zero
+  // fraction, beside what was tuned for that fraction.
+  std::set<std::string> tuned, dense_tuned, untuned;
   if (db)
     options.extra_candidates = [&](const Problem& p) {
       std::vector<KernelSpec> specs;
-      if (auto best = db->best(gpu, p)) specs.push_back(parse_kernel_name(best->kernel));
-      (specs.empty() ? untuned : tuned).insert(problem_key(p));
+      const std::optional<BestChoice> best = db->best(gpu, p);
+      if (best) specs.push_back(parse_kernel_name(best->kernel));
+      std::optional<BestChoice> dense_best;
+      if (p.act_sparsity != 0) {
+        Problem dense = p;
+        dense.act_sparsity = 0;
+        dense_best = db->best(gpu, dense);
+        if (dense_best && (!best || best->kernel != dense_best->kernel))
+          specs.push_back(parse_kernel_name(dense_best->kernel));
+      }
+      (best ? tuned : dense_best ? dense_tuned : untuned).insert(problem_key(p));
       return specs;
     };
   const SparsityPattern pattern = parse_sparsity_pattern(opts.pattern);
@@ -122,13 +134,21 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
           last = index;
         });
     progress.done();
+    const std::size_t problems = untuned.size() + dense_tuned.size() + tuned.size();
+    if (!dense_tuned.empty())
+      fmt::print(stderr,
+                 "convgen: note: the tuning database {} has no choice at this run's zeros for {} of the {} problems "
+                 "of this run, but one for dense input, which ran among our candidates (tune with --act-sparsity for "
+                 "the sparse families' choice)\n",
+                 db_path.string(), dense_tuned.size(), problems);
     if (!untuned.empty())
       fmt::print(stderr,
                  "convgen: note: the tuning database {} has no choice for {} of the {} problems of this run; they "
                  "ran our untuned candidates only (choices are kept per GPU, precision, layout and activation "
                  "sparsity: tune with this run's --batch, --precision, --layout and --act-sparsity)\n",
-                 db_path.string(), untuned.size(), untuned.size() + tuned.size());
+                 db_path.string(), untuned.size(), problems);
     tuned.clear();
+    dense_tuned.clear();
     untuned.clear();
     std::string suffix;
     if (zeros)
