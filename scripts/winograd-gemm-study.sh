@@ -16,7 +16,9 @@
 #            whose measurements the defaults cannot stand for) tuned exhaustively on each of SUITES (default
 #            shapes/resnet20_cifar.csv) at BATCHES (default 1,8), then benched with those choices against every cuDNN
 #            route (tuned-<suite>-n<batches>/); each suite in a call of its own where tune and bench together pass
-#            600 s (densenet121 at two batches does)
+#            600 s (densenet121 at two batches does). GUIDED (e.g. igemm,direct) names families tuned after those
+#            the model's way, GUIDED_BUDGET (default 10) candidates a layer, into the same database (the faster
+#            choice stays), for families too large to measure whole
 # Each step runs under `timeout` (STEP_TIMEOUT, default 270 s) so that a slow one leaves the others' files.
 # Usage: scripts/winograd-gemm-study.sh OUT PART...
 set -uo pipefail
@@ -47,6 +49,10 @@ tune_and_bench() {
   rm -f "$dir/tuned.sqlite"
   timeout "$limit" "$convgen" tune --shapes "$suite" --batch "$batches" --family "$families" --budget 0 \
     --db "$dir/tuned.sqlite" > "$dir/tune.log" 2>&1 || status=1
+  if [[ -n ${GUIDED:-} ]]; then
+    timeout "$limit" "$convgen" tune --shapes "$suite" --batch "$batches" --family "$GUIDED" \
+      --budget "${GUIDED_BUDGET:-10}" --force --db "$dir/tuned.sqlite" > "$dir/tune-guided.log" 2>&1 || status=1
+  fi
   "$convgen" db show --db "$dir/tuned.sqlite" > "$dir/measurements.txt" 2>&1 || status=1
   timeout "$limit" "$convgen" bench --shapes "$suite" --batch "$batches" --db "$dir/tuned.sqlite" --out "$dir" \
     > "$dir/bench.log" 2>&1 || status=1
