@@ -47,6 +47,9 @@ struct CostFeatures {
   // mma that the tensor pipes pace).
   double warp_issue_rate = 0;
   // Per launch:
+  // Latency outside the main launch's loop, in main-loop steps, counted once (not per wave): the dependent chain of
+  // one thread of another launch of the call (winograd_gemm's transforms), which a small layer's few threads expose.
+  double extra_serial_steps = 0;
   double atomic_outputs = 0;  // output elements accumulated with atomic adds (split-K: every split's partial sums)
   int extra_launches = 0;     // operations launched besides the kernel (split-K: zeroing the output first)
   bool operator==(const CostFeatures&) const = default;

@@ -70,7 +70,7 @@ Analysis analyze(const CostFeatures& f, const PtxasReport& report, const Gpu& gp
   t[index(CostTerm::shared_loads)] = issue_us(f.shared_load_instructions);
   t[index(CostTerm::global_loads)] = issue_us(f.global_load_instructions);
   t[index(CostTerm::address)] = issue_us(f.address_instructions);
-  t[index(CostTerm::serial_steps)] = f.pipelined ? 0 : steps;
+  t[index(CostTerm::serial_steps)] = (f.pipelined ? 0 : steps) + f.extra_serial_steps;
   t[index(CostTerm::pipelined_steps)] = f.pipelined ? steps : 0;
   t[index(CostTerm::waves)] = a.waves;
   t[index(CostTerm::atomics)] = f.atomic_outputs * 4 / bytes_per_us;

@@ -59,6 +59,22 @@ std::int64_t filter_floats(const Problem& p, const Params& s) { return batches(p
 std::int64_t input_floats(const Problem& p, const Params& s) { return batches(p, s) * cg_pad(p, s) * t_pad(p, s); }
 std::int64_t product_floats(const Problem& p, const Params& s) { return batches(p, s) * kg_pad(p, s) * t_pad(p, s); }
 
+// The transforms' dependent chains (CostFeatures::extra_serial_steps): a thread of the input transform loads its patch
+// and transforms it, one of the output transform loads its products and transforms them; the call exposes one chain
+// of each however few threads there are, and F(4x4)'s are about 3 times F(2x2)'s (a small layer, whose transforms
+// are a wave or less, is faster with F(2x2) although its GEMM is larger: the H200's cuSNN, ResNet-20 and CosmoFlow
+// measurements, 2026-11-29). In main-loop steps: a load round each, plus the instructions at kTransformOpsPerStep a
+// step (about a global load's latency of dependent arithmetic).
+constexpr double kTransformOpsPerStep = 250;
+double transform_steps(const Problem& p, const Params& s) {
+  const double alpha = s.tile + 2;
+  const double rows = volume(p) ? 4 : 1;         // ALPHA_D: depth rows, each a 2-D transform
+  const double slices = volume(p) ? 2 : 1;       // input slices combined per depth row (F(2, 3)'s B^T rows)
+  const double input = rows * (slices * alpha * alpha + 2 * alpha * alpha * alpha);  // loads, two passes
+  const double output = rows * alpha * alpha * (1 + 2.0 * s.tile);                    // loads, two passes
+  return 2 + (input + output) / kTransformOpsPerStep;
+}
+
 // The GEMM's block (generator/simt_gemm.hpp): both slabs move as float4s.
 SimtGemmTile tile_of(const Params& s) {
   SimtGemmTile t{.block_m = s.block_m,
@@ -147,6 +163,7 @@ class WinogradGemm final : public Family {
             .main_loop_steps = t.exposed_steps(block_steps),
             .pipelined = true,
             .warp_issue_rate = kWarpIssueRate,
+            .extra_serial_steps = transform_steps(p, s),
             .extra_launches = 2};
   }
 

@@ -107,6 +107,18 @@ TEST(CostTerms, APipelinedKernelCountsItsStepsAsPipelinedOnly) {
   EXPECT_DOUBLE_EQ(t[at(CostTerm::pipelined_steps)], 72.0);  // 2 waves x 36 steps
 }
 
+// Another launch's exposed chain (winograd_gemm's transforms) is counted once, whatever the main launch's waves, and
+// whether or not its loop is pipelined.
+TEST(CostTerms, ExtraSerialStepsAddToTheSerialTermOnceNotPerWave) {
+  CostFeatures f = hand_computed();
+  f.extra_serial_steps = 2.5;
+  EXPECT_DOUBLE_EQ((*cost_terms(f, k64Registers, h100()))[at(CostTerm::serial_steps)], 74.5);  // 2 waves x 36 + 2.5
+  f.pipelined = true;
+  const CostTerms t = *cost_terms(f, k64Registers, h100());
+  EXPECT_DOUBLE_EQ(t[at(CostTerm::serial_steps)], 2.5);
+  EXPECT_DOUBLE_EQ(t[at(CostTerm::pipelined_steps)], 72.0);
+}
+
 TEST(CostTerms, IssueTermsCountTheBlocksOfTheBusiestSmAndStepsCountWaves) {
   // 132 blocks: one per SM, one wave. 133 blocks: one SM runs 2, still one wave (528 fit at once).
   const CostTerms one = *cost_terms(hand_computed(132), k64Registers, h100());

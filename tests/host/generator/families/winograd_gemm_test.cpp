@@ -127,6 +127,57 @@ TEST(WinogradGemmFamily, PlansTheTransformsAroundOneBatchedGemmWithBuffersPadded
   EXPECT_EQ(winograd_gemm().cost_features(p, s).blocks, 2 * 2 * 36);
 }
 
+// 3-D: 9 -> 10 channels at 6x7x8, padding 1, F(2x4x4): depth tiles of 2 (3), 2 x 2 in the plane, batch 2: 24 tiles
+// padded to 32; 4 x 36 = 144 positions.
+TEST(WinogradGemmFamily, PlansA3dLayerWithFourDepthRowsOfPositions) {
+  Problem p = cusnn_layers(2).front();
+  p.c = 9;
+  p.k = 10;
+  p.input = {6, 7, 8};
+  p.filter = {3, 3, 3};
+  p.padding = {1, 1, 1};
+  p.layout = Layout::ncdhw;
+  ASSERT_EQ(validate(p), "");
+  const KernelSpec s = to_spec(
+      WinogradGemmParams{.tile = 4, .block_m = 32, .block_n = 32, .block_k = 8, .thread_m = 4, .thread_n = 4});
+  ASSERT_EQ(winograd_gemm().check_support(p, h100(), s), std::nullopt);
+  const LaunchPlan plan = winograd_gemm().plan(p, s);
+  ASSERT_EQ(plan.run.size(), 3u);
+  EXPECT_EQ(plan.run[1].geometry.grid, (std::array<unsigned, 3>{1, 1, 144}));
+  EXPECT_EQ(plan.find("transformed_filter")->bytes, 144 * 16 * 32 * 4);
+  EXPECT_EQ(plan.find("transformed_input")->bytes, 144 * 16 * 32 * 4);
+  EXPECT_EQ(plan.find("products")->bytes, 144 * 32 * 32 * 4);
+  EXPECT_GE(std::int64_t{plan.run[2].geometry.grid[0]} * plan.run[2].geometry.block[0], 10 * 24);
+  p.filter = {1, 3, 3};
+  EXPECT_EQ(winograd_gemm().check_support(p, h100(), s), "winograd_gemm handles 3x3x3 filters in 3-D only, got depth 1");
+  p.filter = {3, 3, 3};
+  p.stride = {2, 1, 1};
+  EXPECT_EQ(winograd_gemm().check_support(p, h100(), s), "winograd_gemm needs stride 1, got depth stride 2");
+}
+
+// The transforms' chains (CostFeatures::extra_serial_steps): longer for F(4x4) than F(2x2) and for 3-D than 2-D,
+// whatever the batch (one chain of each transform is exposed, not one per tile).
+TEST(WinogradGemmFamily, CountsTheTransformsChainsOnceLongerForTheLargerTile) {
+  const Problem n1 = cusnn_layers(1).front();
+  const Problem n32 = cusnn_layers(32).front();
+  const auto chain = [](const Problem& p, int tile) {
+    return winograd_gemm()
+        .cost_features(p, to_spec(WinogradGemmParams{
+                              .tile = tile, .block_m = 32, .block_n = 32, .block_k = 8, .thread_m = 4, .thread_n = 4}))
+        .extra_serial_steps;
+  };
+  EXPECT_GT(chain(n1, 2), 2.0);  // a load round each, plus arithmetic
+  EXPECT_GT(chain(n1, 4), 1.5 * chain(n1, 2));
+  EXPECT_EQ(chain(n1, 4), chain(n32, 4));
+  Problem volume = n1;
+  volume.input = {8, 56, 56};
+  volume.filter = {3, 3, 3};
+  volume.padding = {1, 1, 1};
+  volume.layout = Layout::ncdhw;
+  ASSERT_EQ(validate(volume), "");
+  EXPECT_GT(chain(volume, 2), chain(n1, 2));
+}
+
 TEST(WinogradGemmFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
   const Gpu gpu = h100();
   const Problem p = cusnn_layers(1).front();
