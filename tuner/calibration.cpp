@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 
@@ -83,6 +85,8 @@ std::vector<CalibrationSample> samples_of(std::span<const CalibrationRow> rows) 
 
 // SEER's rule: a pick is right within 10% of the measured best.
 constexpr double kRightPickTolerance = 0.1;
+// The tuner's default budget, which the guided ratio replays (convgen tune --budget).
+constexpr std::size_t kGuidedBudget = 10;
 
 namespace {
 
@@ -91,6 +95,16 @@ double pick_ratio(std::span<const double> predicted, std::span<const double> mea
   const std::size_t pick =
       static_cast<std::size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
   return measured[pick] / *std::min_element(measured.begin(), measured.end());
+}
+
+// The best measured time over the best among the k predicted fastest (1: the best is among them).
+double top_k_best_ratio(std::span<const double> predicted, std::span<const double> measured, std::size_t k) {
+  std::vector<std::size_t> order(predicted.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return predicted[a] < predicted[b]; });
+  double best_of_top = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < std::min(k, order.size()); ++i) best_of_top = std::min(best_of_top, measured[order[i]]);
+  return *std::min_element(measured.begin(), measured.end()) / best_of_top;
 }
 
 }  // namespace
@@ -134,16 +148,21 @@ RankingAccuracy ranking_accuracy(std::span<const CalibrationRow> rows, const Gpu
   for (const auto& [name, problems] : by_family) {
     RankingAccuracy::Family f;
     int family_right = 0;
-    double family_log_ratio_sum = 0;
+    double family_log_ratio_sum = 0, guided_log_ratio_sum = 0;
     for (const auto& [key, series] : problems) {
       if (series.first.size() < 2) continue;
       ++f.problems;
       family_right += best_in_top_k(series.first, series.second, 1, kRightPickTolerance);
       family_log_ratio_sum += std::log(pick_ratio(series.first, series.second));
+      if (series.first.size() > kGuidedBudget) {
+        ++f.guided_problems;
+        guided_log_ratio_sum += std::log(top_k_best_ratio(series.first, series.second, kGuidedBudget));
+      }
     }
     if (f.problems == 0) continue;
     f.share_right_pick = static_cast<double>(family_right) / f.problems;
     f.pick_ratio = std::exp(family_log_ratio_sum / f.problems);
+    if (f.guided_problems > 0) f.guided_ratio = std::exp(guided_log_ratio_sum / f.guided_problems);
     accuracy.families[name] = f;
   }
   return accuracy;

@@ -64,6 +64,11 @@ struct RankingAccuracy {
     int problems = 0;  // problems with at least 2 rows of the family
     double share_right_pick = 0;
     double pick_ratio = 1;
+    // A model-guided tune of the family with a budget of 10 replayed on these measurements: the best time over the
+    // best of the model's 10 first, geometric mean over the problems with more than 10 rows (the tuning study's
+    // ratio, without measuring again; 1 where no problem has more).
+    int guided_problems = 0;
+    double guided_ratio = 1;
   };
   std::map<std::string, Family> families;
 };

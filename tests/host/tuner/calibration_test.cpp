@@ -235,6 +235,19 @@ TEST(RankingAccuracy, CountsSeersRightPicksOverallAndWithinEachFamily) {
   EXPECT_NEAR(a.families.at("igemm").pick_ratio, std::sqrt(1.2), 1e-12);
 }
 
+// The guided tune replayed: of 12 candidates predicted in the reverse of their measured order, the model's 10 first
+// are the 10 slowest (measured 99 down to 90); the best is 88: 88 / 90. A problem of 3 candidates
+// (a guided tune would measure them all) does not count.
+TEST(RankingAccuracy, ReplaysAGuidedTuneOfTenWithinAFamily) {
+  std::vector<CalibrationRow> rows;
+  for (int i = 1; i <= 12; ++i) rows.push_back(row(conv3x3(), 1000.0 * i, 100.0 - i));
+  for (int i = 1; i <= 3; ++i) rows.push_back(row(conv1x1(), 1000.0 * i, 15.0 - 5.0 * i));
+  const RankingAccuracy a = ranking_accuracy(rows, h100(), fma_only());
+  ASSERT_EQ(a.families.count("igemm"), 1u);
+  EXPECT_EQ(a.families.at("igemm").guided_problems, 1);
+  EXPECT_DOUBLE_EQ(a.families.at("igemm").guided_ratio, 88.0 / 90.0);
+}
+
 TEST(RankingAccuracy, APredictionThatTiesEverywhereCountsForTheTopTenButHasNoSpearman) {
   const std::vector<CalibrationRow> rows{row(conv3x3(), 1000, 10), row(conv3x3(), 1000, 20)};
   const RankingAccuracy a = ranking_accuracy(rows, h100(), fma_only());

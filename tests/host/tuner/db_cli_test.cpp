@@ -208,7 +208,9 @@ TEST(DbCli, CalibratePrintsTheFitPerFamilyAndStoresIt) {
   EXPECT_TRUE(contains(r.output,
                        "\nafter:  mean Spearman 1.00, fastest in the top 10 for 100% of 2 problems, predicted fastest "
                        "within 10% of the measured best (SEER's right pick) for 100%, its time 1.000x the best's "
-                       "(geometric mean); within a family: direct 100% of 2 (1.000x), igemm 100% of 2 (1.000x)\n"))
+                       "(geometric mean); within a family: direct 100% of 2 (1.000x), igemm 100% of 2 (1.000x); a "
+                       "guided tune of 10 replayed, the best over the best of the model's 10 first (geometric mean "
+                       "over problems with more candidates): direct 1.000 over 2, igemm 1.000 over 2\n"))
       << r.output;
   EXPECT_FALSE(contains(r.output, "held out")) << "nothing excluded, nothing held out\n" << r.output;
   EXPECT_TRUE(contains(r.output, fmt::format("\n  {} samples, fitted, rms relative error 0.0%: direct: ", db.direct)))
