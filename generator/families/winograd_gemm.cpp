@@ -28,6 +28,9 @@ constexpr std::int64_t kGridYZMax = 65535;
 constexpr unsigned kTransformThreads = 256;  // the template's TRANSFORM_THREADS
 // As winograd's: grouped layers need at least 4 input channels per group (a GEMM step is 8 or 16 channels).
 constexpr int kMinGroupChannels = 4;
+// default_rank's bounds: the layers where winograd_gemm comes first in the default choice.
+constexpr int kMinGroupChannelsFirst = 16;
+constexpr double kMinFlopsFirst = 50e6;
 // Candidates offered per tile size, ranked by estimate_us.
 constexpr std::size_t kPerTile = 8;
 
@@ -176,8 +179,18 @@ class WinogradGemm final : public Family {
     return to_spec(all.front());
   }
 
-  // Last: new, and three launches a call; it competes in tuning and in the bench's candidates only.
-  int default_rank(const Problem&) const override { return 5; }
+  // First (with act_sparse, which the name order puts before it, for a problem that expects zeros) for the layers
+  // whose GEMM is worth its three launches: at least kMinGroupChannelsFirst input channels a group and kMinFlopsFirst
+  // direct FLOPs. Measured on the H200 (bench/results/h200/winograd-gemm-2026-11-29, each family's default in the
+  // bench, 73 layer-batches of cusnn, cosmoflow and resnet20_cifar): there its default was 1.2 to 5.3 times faster
+  // than the default choice of the time (igemm or direct) on every layer above both bounds; below them (3 -> 16
+  // channels at 32x32, 16 to 64 channels at 8x8 to 32x32 at batch 1-8, 7x7 maps, a 1-channel 3-D input) slower on
+  // most, up to 6.7 times. Last otherwise: it competes in tuning and in the bench's candidates.
+  int default_rank(const Problem& p) const override {
+    if (p.precision != Precision::fp32 || !validate(p).empty()) return 100;  // not served
+    const bool worth = cg(p) >= kMinGroupChannelsFirst && static_cast<double>(flops(p)) >= kMinFlopsFirst;
+    return worth ? -1 : 5;
+  }
 
  private:
   std::optional<std::string> check(const Problem& p, const Gpu& gpu, const Params& s) const {

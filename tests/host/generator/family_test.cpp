@@ -47,9 +47,11 @@ TEST(FamilyRegistry, CheckSupportRefusesUnknownFamiliesAndWrongArity) {
 
 TEST(DefaultChoice, FollowsEachFamilysRankForTheProblem) {
   const Problem wide{.n = 1, .c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const Problem small{.n = 1, .c = 16, .k = 16, .input = {1, 32, 32}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   const Problem stem{.n = 1, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
                      .padding = {0, 3, 3}};
-  EXPECT_EQ(default_choice(wide, h100()).family, "igemm");
+  EXPECT_EQ(default_choice(wide, h100()).family, "winograd_gemm");
+  EXPECT_EQ(default_choice(small, h100()).family, "igemm");
   EXPECT_EQ(default_choice(stem, h100()).family, "direct");
 }
 

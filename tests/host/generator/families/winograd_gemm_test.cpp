@@ -207,10 +207,31 @@ TEST(WinogradGemmFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
             "the 256 threads cannot copy a step's 8 x 128 and 8 x 32 slabs in equal float4 shares");
 }
 
-TEST(WinogradGemmFamily, ComesAfterWinogradInTheDefaultChoice) {
-  const Problem p = cusnn_layers(8).front();
-  EXPECT_GT(winograd_gemm().default_rank(p), family("winograd").default_rank(p));
-  EXPECT_NE(default_choice(p, h100()).family, "winograd_gemm");
+// First where its GEMM is worth three launches (16 or more input channels a group and 50 MFLOP or more), last
+// otherwise; after act_sparse for a problem that expects zeros; never for what it does not serve.
+TEST(WinogradGemmFamily, IsTheDefaultChoiceForLargeEnoughThreeByThreeLayersOnly) {
+  int first = 0;
+  for (int batch : {1, 8, 32}) {
+    for (const Problem& p : cusnn_layers(batch)) {
+      const bool large = flops(p) >= 50'000'000;  // 128 -> 32 at 7x7 and 14x14 at batch 1, 7x7 at 8 are not
+      EXPECT_EQ(default_choice(p, h100()).family == "winograd_gemm", large) << problem_key(p);
+      first += large;
+    }
+  }
+  EXPECT_EQ(first, 21);
+  Problem small = cusnn_layers(1).back();  // 512 -> 512 at 7x7: 231 MFLOP
+  small.c = small.k = 64;                  // 3.6 MFLOP
+  EXPECT_NE(default_choice(small, h100()).family, "winograd_gemm");
+  EXPECT_GT(winograd_gemm().default_rank(small), family("igemm").default_rank(small));
+  Problem few_channels = cusnn_layers(32).front();
+  few_channels.c = 8;
+  EXPECT_NE(default_choice(few_channels, h100()).family, "winograd_gemm");
+  Problem sparse = cusnn_layers(8).front();
+  sparse.act_sparsity = 0.7;
+  EXPECT_EQ(default_choice(sparse, h100()).family, "act_sparse");
+  Problem fp16 = cusnn_layers(8).front();
+  fp16.precision = Precision::fp16;
+  EXPECT_EQ(winograd_gemm().default_rank(fp16), 100);
 }
 
 }  // namespace
