@@ -131,10 +131,30 @@ constexpr int TRANSFORM_THREADS = 256;
 
 #include "winograd_transforms.cuh"
 
-// The depth axis's F(2, 3) coefficients (3-D); a 2-D convolution's depth "transform" is the identity of extent 1.
-__device__ __forceinline__ double depth_input(int i, int j) { return VOLUME ? InputMatrixOf<2>::at(i, j) : 1.0; }
+// The depth axis's F(2, 3) filter coefficients (3-D); a 2-D convolution's depth "transform" is the identity of
+// extent 1. The filter transform unrolls its depth rows (constant indices); the input and output transforms loop over
+// theirs (`#pragma unroll 1`: unrolling the four rows of the 3-D transforms made NVRTC's optimizer take 1.9 s on the
+// input transform alone), so their depth coefficients are computed from a run-time row below.
 __device__ __forceinline__ double depth_filter(int i, int j) { return VOLUME ? FilterMatrixOf<2>::at(i, j) : 1.0; }
-__device__ __forceinline__ double depth_output(int i, int j) { return VOLUME ? OutputMatrixOf<2>::at(i, j) : 1.0; }
+
+// Row ad of the depth axis's B^T, (1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0), (0, 1, 0, -1), as its two taps: slice
+// `first` (negated in row 2) plus slice `second` (negated in rows 0 and 3). InputMatrixOf<2> holds the same matrix;
+// the host emulation's 3-D cases check the two agree.
+struct DepthTaps {
+  int first, second;
+  bool negate_first, negate_second;
+};
+__device__ __forceinline__ DepthTaps depth_input_taps(int ad) {
+  return {ad == 0 ? 0 : 1, ad == 3 ? 3 : 2, ad == 2, ad == 0 || ad == 3};
+}
+
+// A^T of the depth axis, (1, 1, 1, 0) and (0, 1, -1, -1) (OutputMatrixOf<2>), at output depth od and run-time row ad;
+// 1 in 2-D.
+__device__ __forceinline__ float depth_output(int od, int ad) {
+  if (!VOLUME) return 1.0f;
+  if (od == 0) return ad < 3 ? 1.0f : 0.0f;
+  return ad == 0 ? 0.0f : ad == 1 ? 1.0f : -1.0f;
+}
 
 // The first output depth of tile `rest` of an image (0 in 2-D) and its tile within the depth plane.
 __device__ __forceinline__ int tile_depth(int rest) { return VOLUME ? (rest / TILES_PER_PLANE) * TILE_D : 0; }
@@ -166,21 +186,23 @@ __device__ __forceinline__ void load_patch(float (&r_d)[ALPHA][ALPHA], const flo
   }
 }
 
-// r_d = sum_i depth_input(ad, i) * slice i of the patch (the depth transform's row ad; the patch itself in 2-D).
+// r_d = row ad (a run-time value in 3-D) of the depth transform applied to the patch's slices; the patch itself in 2-D.
 __device__ __forceinline__ void combine_depth_slices(float (&r_d)[ALPHA][ALPHA], const float* __restrict__ g_activation,
                                                      int c, int tile, int ad) {
-  bool first = true;
-#pragma unroll
-  for (int i = 0; i < ALPHA_D; ++i) {
-    const float m = (float)depth_input(ad, i);
-    if (m == 0.0f) continue;
+  if constexpr (!VOLUME) {
+    load_patch(r_d, g_activation, c, tile, 0);
+  } else {
+    const DepthTaps taps = depth_input_taps(ad);
     float r_s[ALPHA][ALPHA];
-    load_patch(r_s, g_activation, c, tile, i);
+    load_patch(r_d, g_activation, c, tile, taps.first);
+    load_patch(r_s, g_activation, c, tile, taps.second);
 #pragma unroll
     for (int a = 0; a < ALPHA; ++a)
 #pragma unroll
-      for (int b = 0; b < ALPHA; ++b) r_d[a][b] = first ? m * r_s[a][b] : r_d[a][b] + m * r_s[a][b];
-    first = false;
+      for (int b = 0; b < ALPHA; ++b) {
+        const float x = taps.negate_first ? -r_d[a][b] : r_d[a][b];
+        r_d[a][b] = taps.negate_second ? x - r_s[a][b] : x + r_s[a][b];
+      }
   }
 }
 
@@ -250,7 +272,7 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
   const int c = (i / T_PAD) % CG_PAD;
   const int g = i / (T_PAD * CG_PAD);
   const bool real = c < CG && t < TILES;
-#pragma unroll
+#pragma unroll 1
   for (int ad = 0; ad < ALPHA_D; ++ad) {
     float r_d[ALPHA][ALPHA];
     if (real) {
@@ -392,7 +414,7 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
   bool first[TILE_D];
 #pragma unroll
   for (int od = 0; od < TILE_D; ++od) first[od] = true;
-#pragma unroll
+#pragma unroll 1
   for (int ad = 0; ad < ALPHA_D; ++ad) {
     float r_m[ALPHA][ALPHA];
 #pragma unroll
@@ -404,7 +426,7 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
     transform_2d<OutputMatrix, float>(r_o, r_m);
 #pragma unroll
     for (int od = 0; od < TILE_D; ++od) {
-      const float m = (float)depth_output(od, ad);
+      const float m = depth_output(od, ad);
       if (m == 0.0f) continue;
 #pragma unroll
       for (int a = 0; a < TILE; ++a)
