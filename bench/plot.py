@@ -143,7 +143,7 @@ def plot_roofline(report, suite, rows, descriptor):
     bandwidth = descriptor["dram_bandwidth_gbs"] * 1e9
     colours = batch_colours(rows)
     intensities = [flops(row["problem"]) / min_bytes(row["problem"]) for row in rows]
-    lowest = peak / 100
+    lowest, highest = peak / 100, peak
     for batch, colour in colours.items():
         for side, marker in (("ours", "o"), ("cudnn_best", "x")):
             points = [(intensity, flops(row["problem"]) / (us * 1e-6)) for intensity, row in zip(intensities, rows)
@@ -151,6 +151,7 @@ def plot_roofline(report, suite, rows, descriptor):
                       and (side != "ours" or row["ours"]["status"] == "ok")]
             if points:
                 lowest = min([lowest] + [y for _, y in points])
+                highest = max([highest] + [y for _, y in points])  # Winograd's fewer multiplies: above the peak
                 ax.scatter(*zip(*points), marker=marker, s=28, linewidths=1.2, color=colour,
                            facecolors="none" if marker == "o" else None)
     ridge = peak / bandwidth
@@ -166,7 +167,7 @@ def plot_roofline(report, suite, rows, descriptor):
         axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
         axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _, scale=scale: f"{v / scale:g}"))
         axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_ylim(lowest / 1.5, peak * 2)
+    ax.set_ylim(lowest / 1.5, max(peak, highest) * 2)
     ax.grid(True, which="major", alpha=0.3)
     handles = [Line2D([], [], marker="o", linestyle="", markerfacecolor="none", color="gray", label="ours"),
                Line2D([], [], marker="x", linestyle="", color="gray", label="cuDNN best")]
