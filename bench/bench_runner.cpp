@@ -353,6 +353,11 @@ BenchReport run_bench(const Suite& suite, const Gpu& gpu, const BenchOptions& op
       };
       report.rows.push_back(bench.run(suite.name, layer, p, options.seed + index, stage));
       ++index;
+      if (options.on_row && index < total) {
+        BenchReport so_far = report;
+        so_far.provenance.end = device_state(nvml);
+        options.on_row(so_far);
+      }
     }
   }
   report.provenance.end = device_state(nvml);

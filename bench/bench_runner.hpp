@@ -39,6 +39,9 @@ struct BenchOptions {
   // Also time cuDNN's routes on each layer in this precision (its own math mode), verified and timed after ours in
   // the same run (BenchRow::cudnn_also); none, or the run's own precision: no such comparison.
   std::optional<Precision> cudnn_also;
+  // Called after each layer with the report so far (its provenance's end state read then): `convgen bench` saves it,
+  // so that a run cut short keeps the layers it finished.
+  std::function<void(const BenchReport&)> on_row;
 };
 
 // Samples per route in the screening round.

@@ -33,8 +33,10 @@ struct Options {
   std::uint64_t seed = 1;
 };
 
-void write_reports(const Options& opts, const BenchOptions& options, const Suite& suite, const BenchReport& report,
-                   const std::string& suffix);
+// The reports' path without extension: OUT/<suite>_<precision>[_n<batches>][_<layout>][_warm]<suffix>.
+std::filesystem::path report_stem(const Options& opts, const BenchOptions& options, const Suite& suite,
+                                  const std::string& suffix);
+void write_reports(const std::filesystem::path& stem, const BenchReport& report);
 
 void run_bench_command(const Options& opts, const std::string& command_line) {
   WeightOptions weights = opts.weights;
@@ -126,6 +128,27 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
                  describe(zeros == 0.0 ? TensorSource{DenseRandom{}} : TensorSource{SparseRandom{pattern, *zeros}}));
     else if (file_has_sparsity)
       fmt::print("activation: each layer's act_sparsity from {}, zeros in the {} pattern\n", opts.shapes, pattern);
+    std::string suffix;
+    if (zeros)
+      suffix = fmt::format("_z{}_{}", static_cast<int>(std::lround(*zeros * 100)), pattern);
+    else if (file_has_sparsity)
+      suffix = fmt::format("_zfile_{}", pattern);
+    const std::filesystem::path stem = report_stem(opts, options, suite, suffix);
+    // The layers done so far, rewritten after each one (JSON and Markdown; removed when the run completes): a run cut
+    // short (a time limit, a crash, Ctrl-C) keeps what it measured.
+    std::filesystem::path partial_json = stem, partial_md = stem;
+    partial_json += ".partial.json";
+    partial_md += ".partial.md";
+    options.on_row = [&](const BenchReport& so_far) {
+      // Written beside, then renamed over the last one: a run killed while writing keeps the previous layers'.
+      for (const auto& [path, text] : {std::pair{partial_json, report_json(so_far)},
+                                       std::pair{partial_md, report_markdown(so_far)}}) {
+        std::filesystem::path next = path;
+        next += ".next";
+        write_output_file(next, text);
+        std::filesystem::rename(next, path);
+      }
+    };
     Progress progress("bench", suite.layers.size() * std::max<std::size_t>(1, opts.batches.size()));
     std::size_t last = static_cast<std::size_t>(-1);
     const BenchReport report =
@@ -150,17 +173,14 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
     tuned.clear();
     dense_tuned.clear();
     untuned.clear();
-    std::string suffix;
-    if (zeros)
-      suffix = fmt::format("_z{}_{}", static_cast<int>(std::lround(*zeros * 100)), pattern);
-    else if (file_has_sparsity)
-      suffix = fmt::format("_zfile_{}", pattern);
-    write_reports(opts, options, suite, report, suffix);
+    write_reports(stem, report);
+    std::filesystem::remove(partial_json);
+    std::filesystem::remove(partial_md);
   }
 }
 
-void write_reports(const Options& opts, const BenchOptions& options, const Suite& suite, const BenchReport& report,
-                   const std::string& suffix) {
+std::filesystem::path report_stem(const Options& opts, const BenchOptions& options, const Suite& suite,
+                                  const std::string& suffix) {
   std::string stem = fmt::format("{}_{}", suite.name, options.precision);
   if (!opts.batches.empty()) stem += fmt::format("_n{}", fmt::join(opts.batches, "-"));
   if (options.layout) stem += fmt::format("_{}", *options.layout);
@@ -168,11 +188,16 @@ void write_reports(const Options& opts, const BenchOptions& options, const Suite
   stem += suffix;
   const std::filesystem::path dir = opts.out;
   std::filesystem::create_directories(dir);
-  write_output_file(dir / (stem + ".json"), report_json(report));
-  write_output_file(dir / (stem + ".csv"), report_csv(report));
+  return dir / stem;
+}
+
+void write_reports(const std::filesystem::path& stem_path, const BenchReport& report) {
+  const std::string stem = stem_path.string();
+  write_output_file(stem + ".json", report_json(report));
+  write_output_file(stem + ".csv", report_csv(report));
   const std::string markdown = report_markdown(report);
-  write_output_file(dir / (stem + ".md"), markdown);
-  fmt::print("{}\nwrote {}.{{json,csv,md}}\n", markdown, (dir / stem).string());
+  write_output_file(stem + ".md", markdown);
+  fmt::print("{}\nwrote {}.{{json,csv,md}}\n", markdown, stem);
 }
 
 }  // namespace
