@@ -6,12 +6,12 @@
 // Y = A^T [ (G g G^T) . (B^T d B) ] A per output tile (Lavin & Gray 2016), as templates/winograd.cu; what differs is
 // where the element-wise products are summed over the channels. In 3-D each transform is also applied along the
 // depth (F(2, 3)'s matrices): the ALPHA_D = 4 depth slices of a patch are combined first, then each combination is
-// transformed as a 2-D patch (a thread holds one ALPHA x ALPHA slice at a time, not the whole 4 x ALPHA x ALPHA). winograd.cu keeps every transform position of a
-// block's tiles in one block's registers, which caps its register tiles at 4 x 4; here the sums are POSITIONS x GROUPS
-// independent GEMMs
+// transformed as a 2-D patch (a thread holds one ALPHA x ALPHA slice at a time, not the whole 4 x ALPHA x ALPHA).
+// winograd.cu keeps every transform position of a block's tiles in one block's registers, which caps its register
+// tiles at 4 x 4; here the sums are POSITIONS x GROUPS independent GEMMs
 //     M[pos][g] (KG x TILES) = U[pos][g] (KG x CG) * V[pos][g] (CG x TILES)
-// (POSITIONS = ALPHA_D x ALPHA x ALPHA) run by one SGEMM kernel with register tiles of up to 8 x 8 (the main entry), between two transforms through global
-// memory (the launch plan's per-call buffers):
+// (POSITIONS = ALPHA_D x ALPHA x ALPHA) run by one SGEMM kernel with register tiles of up to 8 x 8 (the main entry),
+// between two transforms through global memory (the launch plan's per-call buffers):
 //   setup  transform_filter  U[pos][g][c][k] = G g G^T, in double, rounded once (persistent buffer);
 //   run 1  transform_input   V[pos][g][c][t] = B^T d B of every (channel, tile) input patch (zero outside the input);
 //   run 2  main entry        M[pos][g][k][t] = sum_c U[pos][g][c][k] V[pos][g][c][t];
@@ -396,8 +396,9 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
   }
 }
 
-// Run 3: Y = A^T M A of every (output channel g * KG + k, tile t) (in 3-D also along the depth), through the epilogue, stored where the output
-// exists (the last tiles of a row or column may be partial). One thread per (g, k, t), t fastest (coalesced loads).
+// Run 3: Y = A^T M A of every (output channel g * KG + k, tile t) (in 3-D also along the depth), through the
+// epilogue, stored where the output exists (the last tiles of a row or column may be partial). One thread per
+// (g, k, t), t fastest (coalesced loads).
 extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
     CONVGEN_ENTRY_NAMED(transform_output)(const float* __restrict__ g_products, float* __restrict__ g_output,
                                           const float* __restrict__ g_bias, const float* __restrict__ g_residual) {

@@ -101,7 +101,8 @@ double pick_ratio(std::span<const double> predicted, std::span<const double> mea
 double top_k_best_ratio(std::span<const double> predicted, std::span<const double> measured, std::size_t k) {
   std::vector<std::size_t> order(predicted.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return predicted[a] < predicted[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return predicted[a] < predicted[b]; });
   double best_of_top = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < std::min(k, order.size()); ++i) best_of_top = std::min(best_of_top, measured[order[i]]);
   return *std::min_element(measured.begin(), measured.end()) / best_of_top;

@@ -1,7 +1,7 @@
 // winograd_gemm: the FP32 Winograd family F(m x m, 3 x 3), m = 2 or 4, and F(2 x m x m, 3 x 3 x 3) for 3-D layers, in
-// three launches around one batched SGEMM (templates/winograd_gemm.cu): search space, support checks, launch plan (the filter transformed once into a
-// persistent buffer; per call the input transform, the GEMM and the output transform through two per-call buffers)
-// and costs.
+// three launches around one batched SGEMM (templates/winograd_gemm.cu): search space, support checks, launch plan (the
+// filter transformed once into a persistent buffer; per call the input transform, the GEMM and the output transform
+// through two per-call buffers) and costs.
 #include <algorithm>
 #include <array>
 #include <cmath>

@@ -147,7 +147,8 @@ std::string accuracy_text(const RankingAccuracy& a) {
   if (!families.empty()) text += fmt::format("; within a family: {}", fmt::join(families, ", "));
   std::vector<std::string> guided;
   for (const auto& [name, f] : a.families)
-    if (f.guided_problems > 0) guided.push_back(fmt::format("{} {:.3f} over {}", name, f.guided_ratio, f.guided_problems));
+    if (f.guided_problems > 0)
+      guided.push_back(fmt::format("{} {:.3f} over {}", name, f.guided_ratio, f.guided_problems));
   if (!guided.empty())
     text += fmt::format("; a guided tune of 10 replayed, the best over the best of the model's 10 first (geometric "
                         "mean over problems with more candidates): {}",

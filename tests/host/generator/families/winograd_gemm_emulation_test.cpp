@@ -376,9 +376,10 @@ TEST_P(WinogradGemmEmulation, MatchesTheReferenceWithinTheTileSizesLimit) {
   const ErrorStats stats = compare(output, expected, scale);
   const double limit = c.spec.tile == 2 ? 1e-5 : 1e-4;
   const bool volume = rank(c.problem.layout) == 3;
-  std::cout << fmt::format("winograd_gemm F({0}{1}x{1}, 3x3{2}) {3} ({4}): relative L2 error {5:.2e}, max error {6:.2e}\n",
-                           volume ? "2x" : "", c.spec.tile, volume ? "x3" : "", c.name, kernel_name(to_spec(c.spec)),
-                           stats.rel_l2, stats.max_abs);
+  std::cout << fmt::format(
+      "winograd_gemm F({0}{1}x{1}, 3x3{2}) {3} ({4}): relative L2 error {5:.2e}, max error {6:.2e}\n",
+      volume ? "2x" : "", c.spec.tile, volume ? "x3" : "", c.name, kernel_name(to_spec(c.spec)), stats.rel_l2,
+      stats.max_abs);
   EXPECT_EQ(stats.nan_count, 0) << "outputs left unwritten";
   EXPECT_EQ(stats.compared, output_elements(c.problem));
   EXPECT_LE(stats.rel_l2, limit) << "max_abs " << stats.max_abs;

@@ -149,7 +149,8 @@ TEST(WinogradGemmFamily, PlansA3dLayerWithFourDepthRowsOfPositions) {
   EXPECT_EQ(plan.find("products")->bytes, 144 * 32 * 32 * 4);
   EXPECT_GE(std::int64_t{plan.run[2].geometry.grid[0]} * plan.run[2].geometry.block[0], 10 * 24);
   p.filter = {1, 3, 3};
-  EXPECT_EQ(winograd_gemm().check_support(p, h100(), s), "winograd_gemm handles 3x3x3 filters in 3-D only, got depth 1");
+  EXPECT_EQ(winograd_gemm().check_support(p, h100(), s),
+            "winograd_gemm handles 3x3x3 filters in 3-D only, got depth 1");
   p.filter = {3, 3, 3};
   p.stride = {2, 1, 1};
   EXPECT_EQ(winograd_gemm().check_support(p, h100(), s), "winograd_gemm needs stride 1, got depth stride 2");
