@@ -31,6 +31,7 @@ constexpr int kMinGroupChannels = 4;
 // default_rank's bounds: the layers where winograd_gemm comes first in the default choice.
 constexpr int kMinGroupChannelsFirst = 16;
 constexpr double kMinFlopsFirst = 50e6;
+constexpr int kActSparseFirstBucket = 90;  // expected zeros (%) from which act_sparse goes first
 // Candidates offered per tile size, ranked by estimate_us.
 constexpr std::size_t kPerTile = 8;
 
@@ -179,17 +180,21 @@ class WinogradGemm final : public Family {
     return to_spec(all.front());
   }
 
-  // First (with act_sparse, which the name order puts before it, for a problem that expects zeros) for the layers
-  // whose GEMM is worth its three launches: at least kMinGroupChannelsFirst input channels a group and kMinFlopsFirst
-  // direct FLOPs. Measured on the H200 (bench/results/h200/winograd-gemm-2026-11-29, each family's default in the
-  // bench, 73 layer-batches of cusnn, cosmoflow and resnet20_cifar): there its default was 1.2 to 5.3 times faster
-  // than the default choice of the time (igemm or direct) on every layer above both bounds; below them (3 -> 16
-  // channels at 32x32, 16 to 64 channels at 8x8 to 32x32 at batch 1-8, 7x7 maps, a 1-channel 3-D input) slower on
-  // most, up to 6.7 times. Last otherwise: it competes in tuning and in the bench's candidates.
+  // First for the layers whose GEMM is worth its three launches: at least kMinGroupChannelsFirst input channels a
+  // group and kMinFlopsFirst direct FLOPs. Measured on the H200 (bench/results/h200/winograd-gemm-2026-11-29, each
+  // family's default in the bench, 73 layer-batches of cusnn, cosmoflow and resnet20_cifar): there its default was 1.2
+  // to 5.3 times faster than the default choice of the time (igemm or direct) on every layer above both bounds; below
+  // them (3 -> 16 channels at 32x32, 16 to 64 channels at 8x8 to 32x32 at batch 1-8, 7x7 maps, a 1-channel 3-D input)
+  // slower on most, up to 6.7 times. Before act_sparse (-1) also where the layer expects zeros, unless it expects
+  // kActSparseFirstBucket% or more: on the H200's resnet50 3x3 layers with the shapes file's 60% and 10% blob zeros
+  // (bench/results/h200/pointwise-2026-11-28, the same inputs) its kernels beat act_sparse's on 7 of the 8
+  // layer-batches it serves; act_sparse tuned at 90% zeros (bench/results/h100/act_sparse/2026-11-25-tuned, an H100)
+  // was ahead of its dense speed. Last otherwise: it competes in tuning and in the bench's candidates.
   int default_rank(const Problem& p) const override {
     if (p.precision != Precision::fp32 || !validate(p).empty()) return 100;  // not served
     const bool worth = cg(p) >= kMinGroupChannelsFirst && static_cast<double>(flops(p)) >= kMinFlopsFirst;
-    return worth ? -1 : 5;
+    if (!worth) return 5;
+    return act_sparsity_bucket(p) >= kActSparseFirstBucket ? -1 : -2;  // -1: after act_sparse (the name order)
   }
 
  private:

@@ -97,8 +97,12 @@ TEST(ActSparseFamily, IsNotTheDefaultForDenseProblemsButCompetesInTuning) {
 
 TEST(ActSparseFamily, IsTheDefaultWhereTheProblemExpectsZerosAndSkippingPays) {
   Problem p = cusnn_layers().front();
-  p.act_sparsity = 0.7;
+  p.act_sparsity = 0.9;
   EXPECT_EQ(default_choice(p, h100()).family, "act_sparse");
+  Problem strided = p;  // winograd_gemm (first below 90% zeros where it serves) does not serve stride 2
+  strided.act_sparsity = 0.7;
+  strided.stride = {1, 2, 2};
+  EXPECT_EQ(default_choice(strided, h100()).family, "act_sparse");
   Problem pointwise = p;  // 1x1 from batch 4 on: igemm's GEMM was faster (bench/results/h200/act_sparse)
   pointwise.filter = {1, 1, 1};
   pointwise.padding = {0, 0, 0};

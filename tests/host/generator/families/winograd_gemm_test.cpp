@@ -209,7 +209,7 @@ TEST(WinogradGemmFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
 }
 
 // First where its GEMM is worth three launches (16 or more input channels a group and 50 MFLOP or more), last
-// otherwise; after act_sparse for a problem that expects zeros; never for what it does not serve.
+// otherwise; after act_sparse for a problem that expects 90% zeros or more; never for what it does not serve.
 TEST(WinogradGemmFamily, IsTheDefaultChoiceForLargeEnoughThreeByThreeLayersOnly) {
   int first = 0;
   for (int batch : {1, 8, 32}) {
@@ -229,6 +229,8 @@ TEST(WinogradGemmFamily, IsTheDefaultChoiceForLargeEnoughThreeByThreeLayersOnly)
   EXPECT_NE(default_choice(few_channels, h100()).family, "winograd_gemm");
   Problem sparse = cusnn_layers(8).front();
   sparse.act_sparsity = 0.7;
+  EXPECT_EQ(default_choice(sparse, h100()).family, "winograd_gemm");
+  sparse.act_sparsity = 0.9;
   EXPECT_EQ(default_choice(sparse, h100()).family, "act_sparse");
   Problem fp16 = cusnn_layers(8).front();
   fp16.precision = Precision::fp16;
