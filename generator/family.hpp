@@ -109,6 +109,10 @@ class Family {
   // Returns the tokens an earlier convgen wrote after this family's parameters and that parse_kernel_name still
   // accepts and drops (e.g. "_st1_sk1_v1" of the old direct names); empty when none.
   virtual std::string_view legacy_name_suffix() const { return {}; }
+
+  // Returns how many of the family's last parameters the names of an earlier convgen lack (declared later, each with
+  // the default that is what those kernels did): parse_kernel_name gives a name without them their defaults.
+  virtual std::size_t params_added_later() const { return 0; }
 };
 
 // Returns every registered family, ordered by name.

@@ -52,7 +52,13 @@ KernelSpec parse_kernel_name(std::string_view name) {
   const Family& f = family(family_name);
   KernelSpec spec{.family = std::string(family_name), .values = {}};
   std::string_view rest = name.substr(family_name.size());
-  for (const ParamDecl& p : f.interface().params) {
+  const std::span<const ParamDecl> params = f.interface().params;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const ParamDecl& p = params[i];
+    if (rest.empty() && params.size() - i <= f.params_added_later()) {  // an earlier convgen's name
+      spec.values.push_back(p.default_value);
+      continue;
+    }
     if (rest.empty() || rest[0] != '_' || rest.substr(1, p.token.size()) != p.token)
       throw InputError(fmt::format("kernel name '{}': expected field '_{}<number>' at '{}'", name, p.token, rest));
     rest.remove_prefix(1 + p.token.size());

@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ git libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libxxhash-dev libgtest-dev
-          libclang-cpp14-dev libclang-14-dev llvm-14-dev python3-matplotlib libonnx-dev libprotobuf-dev
+packages=(cmake ninja-build g++ git libfmt-dev libcli11-dev nlohmann-json3-dev libsqlite3-dev libxxhash-dev zlib1g-dev
+          libgtest-dev libclang-cpp14-dev libclang-14-dev llvm-14-dev python3-matplotlib libonnx-dev libprotobuf-dev
           python3-dev python3-venv python3-pip python3-numpy
           clang-14 libclang-rt-14-dev libomp-14-dev)  # the last three: presets asan and fuzz (libFuzzer, sanitizers)
 missing=()

@@ -15,6 +15,9 @@
 // the pack_filter entry: [c][k][R*S padded to 4] read as float4 (R*S >= 4), else [c][r][s][k], with k padded by
 // zeros to a whole number of warps' channels (no bounds test on a tap load). Loads of channel c + 1 are issued
 // before channel c is computed.
+// With LOAD_BATCH > 1 the loads of a batch of channels are all issued before the first of them is computed: a warp
+// then waits for memory once per batch instead of once per channel, which is what a small layer at batch 1 (few
+// warps, nothing to hide a DRAM round trip behind) is bound by.
 // Nothing is built or counted outside the kernel: no second launch, no host round trip, no atomics for lists.
 //
 // Grid: x = N * TILES_H * TILES_W output tiles, y = ceil(K / KW) channel groups, z = SPLIT_C input-channel splits.
@@ -49,6 +52,8 @@ constexpr int SPARSE_MODE = 3;
 CONVGEN_PARAM("ur", "bool", "unroll the channel loop by 2 (two register sets, no copies between channels)")
 constexpr bool UNROLL2 = false;
 CONVGEN_PARAM("relu", "bool", "apply max(0, x) to the activation as it is loaded") constexpr bool RELU_ON_LOAD = false;
+CONVGEN_PARAM("lb", "1,2,4,8", "input channels a warp loads in one batch before computing them (1: one channel ahead)")
+constexpr int LOAD_BATCH = 1;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -98,6 +103,9 @@ constexpr int DENSE_MIN_MODEL =
                      : (int)ceil_div((long long)(HALO + TAP_FMAS) * HALO, 12LL * HALO + TAP_FMAS);
 constexpr int DENSE_MIN = DENSE_AT > 0 ? DENSE_AT : (DENSE_MIN_MODEL < 1 ? 1 : DENSE_MIN_MODEL);
 static_assert(SPARSE_MODE >= 0 && SPARSE_MODE <= 3, "SPARSE_MODE must be 0 to 3");
+static_assert(LOAD_BATCH == 1 || LOAD_BATCH == 2 || LOAD_BATCH == 4 || LOAD_BATCH == 8,
+              "LOAD_BATCH must be 1, 2, 4 or 8");
+static_assert(LOAD_BATCH == 1 || !UNROLL2, "the channel loop is unrolled by 2 or loaded in batches, not both");
 
 // Packed filter: with R * S >= 4 taps, [c][k][RS_PAD] (a lane's taps of one channel are contiguous, read as
 // float4: RS_PAD / 4 loads per output channel instead of R * S), else [c][r][s][k] (lanes read consecutive k).
@@ -372,7 +380,22 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
   if (c_lo < c_hi) {
     const float* g_channel = g_activation + image_base + c_lo * CHANNEL_STEP;
     const float* g_taps = g_packed_filter + c_lo * TAPS_STEP + (VEC_TAPS ? k_lane * RS_PAD : k_lane);
-    if constexpr (UNROLL2) {
+    if constexpr (LOAD_BATCH > 1) {
+      // Every load of a batch first (a register set per channel), then its channels' math.
+      float v[LOAD_BATCH][HALO_REGS];
+      float f[LOAD_BATCH][K_PER_LANE][R][S];
+#pragma unroll 1
+      for (int c = c_lo; c < c_hi; c += LOAD_BATCH) {
+#pragma unroll
+        for (int i = 0; i < LOAD_BATCH; ++i)
+          if (c + i < c_hi) load_channel(v[i], f[i], g_channel + i * CHANNEL_STEP, g_taps + i * TAPS_STEP, spatial);
+#pragma unroll
+        for (int i = 0; i < LOAD_BATCH; ++i)
+          if (c + i < c_hi) compute_channel(acc, f[i], v[i], s_my_halo, lane);
+        g_channel += LOAD_BATCH * CHANNEL_STEP;
+        g_taps += LOAD_BATCH * TAPS_STEP;
+      }
+    } else if constexpr (UNROLL2) {
       // Two register sets in turn: channel c + 1 loads into one while channel c computes from the other.
       float va[HALO_REGS], vb[HALO_REGS];
       float fa[K_PER_LANE][R][S], fb[K_PER_LANE][R][S];

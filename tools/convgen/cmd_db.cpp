@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include "convgen/error.hpp"
 #include "generator/gpu_json.hpp"
@@ -57,14 +59,34 @@ std::string date(std::int64_t unix_seconds) {
   return fmt::format("{:%Y-%m-%d %H:%M}", fmt::gmtime(static_cast<std::time_t>(unix_seconds)));
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+// zlib's message for a stream, without the path it puts in front.
+std::string gzip_error(gzFile in, const std::string& path) {
+  int code = Z_OK;
+  std::string_view message = gzerror(in, &code);
+  if (message.starts_with(path + ": ")) message.remove_prefix(path.size() + 2);
+  return fmt::format("{}: not a readable gzip file: {}", path, message);
+}
+
+// The text of an export file, plain or gzip-compressed (as bench/results/ publishes them: zlib reads both).
+std::string read_export_file(const std::string& path) {
+  if (!std::ifstream(path, std::ios::binary))
     throw InputError(
-        fmt::format("{}: cannot open the file (expected a JSON file written by `convgen db export`)", path));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+        fmt::format("{}: cannot open the file (expected a JSON file written by `convgen db export`, or it gzipped)",
+                    path));
+  const std::unique_ptr<gzFile_s, int (*)(gzFile)> in(gzopen(path.c_str(), "rb"), gzclose);
+  if (!in) throw InputError(fmt::format("{}: cannot open the file: out of memory", path));
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    const int got = gzread(in.get(), chunk, sizeof chunk);
+    if (got < 0) throw InputError(gzip_error(in.get(), path));
+    if (got == 0) break;
+    text.append(chunk, static_cast<std::size_t>(got));
+  }
+  int code = Z_OK;
+  gzerror(in.get(), &code);
+  if (code != Z_OK) throw InputError(gzip_error(in.get(), path));  // a stream cut short
+  return text;
 }
 
 void add_db_option(CLI::App* cmd, std::string& db) {
@@ -307,13 +329,13 @@ void add_db_command(CLI::App& app) {
                                             "Add the measurements of a `db export` file; best choices are "
                                             "replaced only by faster ones");
   add_db_option(import_cmd, opts->db);
-  import_cmd->add_option("file", opts->file, "JSON file written by `convgen db export`")->required();
+  import_cmd->add_option("file", opts->file, "JSON file written by `convgen db export`, plain or gzipped")->required();
   import_cmd->add_option("--gpu", opts->gpu,
                          "The GPU this database serves: a descriptor name under gpus/ or a path "
                          "(default: the present device)");
   import_cmd->add_flag("--allow-other-gpu", opts->allow_other_gpu, "Import records made on another GPU too");
   import_cmd->callback([opts] {
-    const std::string text = read_file(opts->file);
+    const std::string text = read_export_file(opts->file);
     // With --allow-other-gpu the local GPU is never compared, so a machine without a device can import.
     Gpu local;
     if (!opts->gpu.empty() && opts->gpu != "live") {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "act_sparse_params.hpp"
 #include "convgen/error.hpp"
 #include "direct_params.hpp"
 #include "generator/family.hpp"
@@ -57,6 +58,17 @@ TEST(KernelSpec, UnknownFamilyIsRejected) {
 
 TEST(KernelSpec, MissingFieldIsRejected) {
   EXPECT_EQ(input_error("igemm_m64_n64"), "kernel name 'igemm_m64_n64': expected field '_k<number>' at ''");
+}
+
+TEST(KernelSpec, ANameWrittenBeforeAParameterWasAddedTakesItsDefault) {
+  // act_sparse's lb (load_batch) came later; its default, one channel loaded ahead, is what those kernels did.
+  const KernelSpec old = parse_kernel_name("act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0_relu0");
+  EXPECT_EQ(params_of<ActSparseParams>(old).load_batch, 1);
+  EXPECT_EQ(params_of<ActSparseParams>(old).warps, 16);
+  EXPECT_EQ(kernel_name(old), "act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0_relu0_lb1");
+  // Only the parameters added last may be missing.
+  EXPECT_EQ(input_error("act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0"),
+            "kernel name 'act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0': expected field '_relu<number>' at ''");
 }
 
 TEST(KernelSpec, ValueOutsideTheDeclaredOnesIsRejected) {

@@ -104,14 +104,17 @@ struct MakeWarps {
   constexpr int WARPS = kSpec.warps, SPLIT_C = kSpec.split_c, DENSE_AT = kSpec.dense_at;                       \
   constexpr int SPARSE_MODE = kSpec.sparse_mode;                                                               \
   constexpr bool UNROLL2 = kSpec.unroll2, RELU_ON_LOAD = kSpec.relu_on_load;                                   \
+  constexpr int LOAD_BATCH = kSpec.load_batch;                                                                 \
   }                                                                                                            \
   }                                                                                                            \
   namespace act_sparse_emulation::NAME {                                                                       \
   using namespace convgen::host_cuda; /* NOLINT(google-build-using-namespace): the template's CUDA words */
 #define ACT_SPARSE_END(NAME) }
 
-// th, tw, tk, wp, sc, dm, sm, ur, relu: the template's parameters in declaration order.
-#define ACT_SPARSE_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU)                                                \
+// th, tw, tk, wp, sc, dm, sm, ur, relu (lb 1, or ACT_SPARSE_BATCHED_SPEC): the template's parameters in order.
+#define ACT_SPARSE_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU) \
+  ACT_SPARSE_BATCHED_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, 1)
+#define ACT_SPARSE_BATCHED_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB)                                    \
   (convgen::ActSparseParams{.tile_h = TH,                                                                   \
                             .tile_w = TW,                                                                   \
                             .k_per_lane = TK,                                                               \
@@ -120,7 +123,8 @@ struct MakeWarps {
                             .dense_at = DM,                                                                 \
                             .sparse_mode = SM,                                                              \
                             .unroll2 = UR,                                                                  \
-                            .relu_on_load = RELU})
+                            .relu_on_load = RELU,                                                           \
+                            .load_batch = LB})
 
 using convgen::Layout;
 using Shape = convgen::testing_support::LiteralShape;
@@ -131,6 +135,15 @@ using Shape = convgen::testing_support::LiteralShape;
 // Batch 2, stride 2, 3x3 padding 1: 10x9 -> 5x5.
 #define STRIDE2 \
   (Shape{.n = 2, .c = 6, .k = 20, .input = {1, 10, 9}, .filter = {1, 3, 3}, .stride = {1, 2, 2}, .padding = {0, 1, 1}})
+#define STRIDE2_NHWC                                                                                         \
+  (Shape{.n = 2,                                                                                          \
+         .c = 6,                                                                                          \
+         .k = 40,                                                                                         \
+         .input = {1, 10, 9},                                                                             \
+         .filter = {1, 3, 3},                                                                             \
+         .stride = {1, 2, 2},                                                                             \
+         .padding = {0, 1, 1},                                                                            \
+         .layout = Layout::nhwc})
 // Dilation 2, padding 2: 8x8 -> 8x8, taps two apart.
 #define DILATED                                                                                           \
   (Shape{.n = 1,                                                                                          \
@@ -202,6 +215,19 @@ ACT_SPARSE_EMULATED(pointwise_s2_split3, POINTWISE_S2, ACT_SPARSE_SPEC(5, 5, 1, 
 #include "templates/act_sparse.cu"
 #undef CONVGEN_ENTRY
 ACT_SPARSE_END(pointwise_s2_split3)
+
+// Channels loaded in batches: 4 at once over the 7 channels of one warp (a full batch, then 3 of 4), and 8 at once
+// over one warp's 6 (one partial batch), channels-last, stride 2, batch 2, 2 channels per lane and ReLU on load.
+ACT_SPARSE_EMULATED(odd_batch4, ODD_3X3(Layout::nchw), ACT_SPARSE_BATCHED_SPEC(2, 4, 1, 1, 1, 0, 3, false, false, 4))
+#define CONVGEN_ENTRY kernel_odd_batch4
+#include "templates/act_sparse.cu"
+#undef CONVGEN_ENTRY
+ACT_SPARSE_END(odd_batch4)
+ACT_SPARSE_EMULATED(stride2_nhwc_batch8, STRIDE2_NHWC, ACT_SPARSE_BATCHED_SPEC(2, 2, 2, 1, 1, 0, 2, false, true, 8))
+#define CONVGEN_ENTRY kernel_stride2_nhwc_batch8
+#include "templates/act_sparse.cu"
+#undef CONVGEN_ENTRY
+ACT_SPARSE_END(stride2_nhwc_batch8)
 
 // Bias + ReLU at the store, after the shared reduction of 2 warps.
 ACT_SPARSE_EMULATED(epilogue_sm3, WITH_EPILOGUE, ACT_SPARSE_SPEC(7, 7, 1, 2, 1, 0, 3, false, false))
@@ -317,7 +343,8 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(ACT_SPARSE_EMULATION_CASE(odd_sm3), ACT_SPARSE_EMULATION_CASE(odd_nhwc_sm2_ur),
                     ACT_SPARSE_EMULATION_CASE(odd_sm1_tk2_split), ACT_SPARSE_EMULATION_CASE(stride2_sm0_relu),
                     ACT_SPARSE_EMULATION_CASE(dilated_dense), ACT_SPARSE_EMULATION_CASE(pointwise_tk4),
-                    ACT_SPARSE_EMULATION_CASE(pointwise_s2_split3), ACT_SPARSE_EMULATION_CASE(epilogue_sm3)),
+                    ACT_SPARSE_EMULATION_CASE(pointwise_s2_split3), ACT_SPARSE_EMULATION_CASE(epilogue_sm3),
+                    ACT_SPARSE_EMULATION_CASE(odd_batch4), ACT_SPARSE_EMULATION_CASE(stride2_nhwc_batch8)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

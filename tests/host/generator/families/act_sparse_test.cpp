@@ -110,25 +110,51 @@ TEST(ActSparseFamily, IsTheDefaultWhereTheProblemExpectsZerosAndSkippingPays) {
   EXPECT_NE(default_choice(pointwise, h100()).family, "act_sparse");
 }
 
-TEST(ActSparseFamily, OffersTheChannelLoopUnrolledAsTwinsOfTheBestGeometriesAfterTheFirstEight) {
-  Problem p = cusnn_layers().front();
-  p.n = 8;
-  p.act_sparsity = 0.7;
-  const std::vector<KernelSpec> specs = act_sparse().enumerate(p, h100());
-  ASSERT_GT(specs.size(), 12u);
-  const auto geometry_of = [](const KernelSpec& s) {
-    ActSparseParams a = params_of<ActSparseParams>(s);
-    a.unroll2 = false;
-    return kernel_name(to_spec(a));
-  };
-  for (std::size_t i = 0; i < 8; ++i) EXPECT_FALSE(params_of<ActSparseParams>(specs[i]).unroll2) << i;
-  const std::size_t twins = specs.size() / 6;
-  for (std::size_t i = 0; i < twins; ++i) {
-    const KernelSpec& twin = specs[8 + i];
-    EXPECT_TRUE(params_of<ActSparseParams>(twin).unroll2) << kernel_name(twin);
-    EXPECT_EQ(geometry_of(twin), geometry_of(specs[i])) << kernel_name(twin);
+TEST(ActSparseFamily, OffersTheChannelLoopUnrolledAndLoadedInBatchesAsTwinsOfTheBestGeometriesAfterTheFirstEight) {
+  for (const int n : {1, 8}) {
+    Problem p = cusnn_layers().front();
+    p.n = n;
+    p.act_sparsity = 0.7;
+    SCOPED_TRACE(problem_key(p));
+    const std::vector<KernelSpec> specs = act_sparse().enumerate(p, h100());
+    ASSERT_EQ(specs.size(), 48u);
+    const auto geometry_of = [](const KernelSpec& s) {
+      ActSparseParams a = params_of<ActSparseParams>(s);
+      a.unroll2 = false;
+      a.load_batch = 1;
+      return kernel_name(to_spec(a));
+    };
+    const auto plain = [](const KernelSpec& s) {
+      const ActSparseParams a = params_of<ActSparseParams>(s);
+      return !a.unroll2 && a.load_batch == 1;
+    };
+    for (std::size_t i = 0; i < 8; ++i) EXPECT_TRUE(plain(specs[i])) << kernel_name(specs[i]);
+    const std::size_t twins = 48 / 6;
+    for (std::size_t i = 0; i < twins; ++i) {
+      const KernelSpec& twin = specs[8 + i];
+      EXPECT_TRUE(params_of<ActSparseParams>(twin).unroll2) << kernel_name(twin);
+      EXPECT_EQ(geometry_of(twin), geometry_of(specs[i])) << kernel_name(twin);
+    }
+    // Then the batched twins of the same geometries, in the same order (a geometry whose warps have one channel has
+    // none), each batch the warp's channels rounded up to a power of 2, at most 8, or the largest that fits.
+    std::size_t next = 0, batched = 0;
+    for (std::size_t i = 8 + twins; i < specs.size() && !plain(specs[i]); ++i, ++batched) {
+      const ActSparseParams a = params_of<ActSparseParams>(specs[i]);
+      EXPECT_FALSE(a.unroll2) << kernel_name(specs[i]);
+      while (next < twins && geometry_of(specs[next]) != geometry_of(specs[i])) ++next;
+      ASSERT_LT(next, twins) << kernel_name(specs[i]) << " is no batched twin of the first geometries in order";
+      const int channels = (p.c + a.warps * a.split_c - 1) / (a.warps * a.split_c);
+      EXPECT_LE(a.load_batch, channels > 4 ? 8 : channels > 2 ? 4 : 2) << kernel_name(specs[i]);
+      if (a.load_batch < 8) {  // the next larger batch was declined
+        ActSparseParams larger = a;
+        larger.load_batch *= 2;
+        EXPECT_NE(act_sparse().check_support(p, h100(), to_spec(larger)), std::nullopt) << kernel_name(specs[i]);
+      }
+      ++next;
+    }
+    EXPECT_GT(batched, 0u);
+    for (std::size_t i = 8 + twins + batched; i < specs.size(); ++i) EXPECT_TRUE(plain(specs[i])) << i;
   }
-  for (std::size_t i = 8 + twins; i < specs.size(); ++i) EXPECT_FALSE(params_of<ActSparseParams>(specs[i]).unroll2);
 }
 
 TEST(ActSparseFamily, RanksCandidatesForTheProblemsSparsity) {
