@@ -69,6 +69,12 @@ std::string why_unserved(const Family& f, const Problem& problem, const Gpu& gpu
 
 }  // namespace
 
+bool direct_before_igemm(const Problem& p) {
+  if (p.groups > 1) return true;
+  const bool large_2d_filter = p.filter.d == 1 && p.filter.h * p.filter.w >= 25;
+  return c_per_group(p) <= 8 && !large_2d_filter;
+}
+
 KernelSpec default_choice(const Problem& problem, const Gpu& gpu) {
   if (std::string reason = validate(problem); !reason.empty())
     throw InputError(fmt::format("invalid problem {}: {}", problem_key(problem), reason));

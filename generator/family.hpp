@@ -137,4 +137,11 @@ std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu,
 // whose default_spec exists. Throws InputError naming every family's reason when none serves the problem.
 KernelSpec default_choice(const Problem& problem, const Gpu& gpu);
 
+// Whether direct goes before igemm in default_choice: few channels per group (stems, depthwise and grouped layers)
+// leave a GEMM's tiles mostly empty, except in ungrouped 2-D layers with a filter of 5x5 or more, whose reduction
+// over C x R x S fills igemm's (on the H200 the 7x7 stride-2 stem on 3 channels ran 1.6-1.85x faster on igemm's
+// default than on direct's at batch 1 to 8, where 3x3 layers of 1 to 3 channels, 2-D and 3-D, mostly ran faster on
+// direct's: bench/results/h200/default-choice-2026-11-29/).
+bool direct_before_igemm(const Problem& problem);
+
 }  // namespace convgen

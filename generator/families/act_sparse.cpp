@@ -448,10 +448,15 @@ class ActSparse final : public Family {
   }
 
   // First for a problem that expects zeros, where skipping them pays (measured, bench/results/h200/act_sparse:
-  // 1x1 layers from batch 4 on run faster as igemm's GEMM); after igemm and direct for dense problems.
+  // 1x1 layers from batch 4 on run faster as igemm's GEMM). For dense problems, first too on 3x3 layers of 16 to 128
+  // input channels (after winograd_gemm where it goes first): on the H200 its default beat igemm's on 19 of the 20
+  // such layer-batches igemm was chosen for (1.26-1.91x, once 0.88x), as the dense loop of a warp's tile needs no
+  // im2col gather (bench/results/h200/default-choice-2026-11-29/); after igemm and direct otherwise.
   int default_rank(const Problem& p) const override {
     const bool pays = act_sparsity_bucket(p) > 0 && (p.filter.h * p.filter.w > 1 || p.n <= 2);
-    return pays ? -1 : 2;
+    const bool dense_3x3 = p.precision == Precision::fp32 && p.groups == 1 && p.filter.d == 1 && p.filter.h == 3 &&
+                           p.filter.w == 3 && p.c >= 16 && p.c <= 128;
+    return pays || dense_3x3 ? -1 : 2;
   }
 };
 

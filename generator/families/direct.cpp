@@ -154,8 +154,8 @@ class Direct final : public Family {
     return std::nullopt;
   }
 
-  // Few channels per group (stems, depthwise and grouped layers) leave a GEMM's tiles mostly empty: direct first.
-  int default_rank(const Problem& p) const override { return c_per_group(p) <= 8 || p.groups > 1 ? 0 : 1; }
+  // Before igemm where few channels per group leave a GEMM's tiles mostly empty (direct_before_igemm says which).
+  int default_rank(const Problem& p) const override { return direct_before_igemm(p) ? 0 : 1; }
 
   // The names of earlier convgen versions carried three fields direct never used.
   std::string_view legacy_name_suffix() const override { return "_st1_sk1_v1"; }

@@ -153,8 +153,9 @@ class Igemm final : public Family {
     return std::nullopt;
   }
 
-  // Many channels per group: a GEMM's tiles fill; few (stems, depthwise, grouped): direct goes first.
-  int default_rank(const Problem& p) const override { return c_per_group(p) <= 8 || p.groups > 1 ? 1 : 0; }
+  // Many channels per group, or a large filter's long reduction: a GEMM's tiles fill; otherwise direct goes first
+  // (direct_before_igemm).
+  int default_rank(const Problem& p) const override { return direct_before_igemm(p) ? 1 : 0; }
 
  private:
   std::optional<std::string> check(const Problem& p, const Gpu& gpu, const IgemmParams& s) const {

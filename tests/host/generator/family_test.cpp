@@ -50,9 +50,17 @@ TEST(DefaultChoice, FollowsEachFamilysRankForTheProblem) {
   const Problem small{.n = 1, .c = 16, .k = 16, .input = {1, 32, 32}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   const Problem stem{.n = 1, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
                      .padding = {0, 3, 3}};
+  const Problem tiny_stem{.n = 1, .c = 3, .k = 16, .input = {1, 32, 32}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const Problem strided_1x1{.n = 8, .c = 256, .k = 512, .input = {1, 56, 56}, .filter = {1, 1, 1},
+                            .stride = {1, 2, 2}};
+  const Problem depthwise{.n = 1, .c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 5, 5}, .padding = {0, 2, 2},
+                          .groups = 64};
   EXPECT_EQ(default_choice(wide, h100()).family, "winograd_gemm");
-  EXPECT_EQ(default_choice(small, h100()).family, "igemm");
-  EXPECT_EQ(default_choice(stem, h100()).family, "direct");
+  EXPECT_EQ(default_choice(small, h100()).family, "act_sparse");  // dense: its dense loop, no im2col gather
+  EXPECT_EQ(default_choice(stem, h100()).family, "igemm");        // 3 channels, but a 7x7 filter's long reduction
+  EXPECT_EQ(default_choice(tiny_stem, h100()).family, "direct");
+  EXPECT_EQ(default_choice(strided_1x1, h100()).family, "igemm");
+  EXPECT_EQ(default_choice(depthwise, h100()).family, "direct");
 }
 
 TEST(LaunchPlan, CarvesBuffersFromTheWorkspaceAndThePersistentBlockAligned) {

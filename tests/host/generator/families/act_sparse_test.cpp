@@ -89,10 +89,24 @@ TEST(ActSparseFamily, DeclinesChannelSplitsWithAnEpilogue) {
   }
 }
 
-TEST(ActSparseFamily, IsNotTheDefaultForDenseProblemsButCompetesInTuning) {
-  const Problem p = cusnn_layers().front();
-  EXPECT_NE(default_choice(p, h100()).family, "act_sparse");
-  EXPECT_GT(act_sparse().default_rank(p), family("igemm").default_rank(p));
+TEST(ActSparseFamily, GoesFirstOnDenseProblemsOnlyFor3x3LayersOfFewChannelsThatWinogradGemmLeaves) {
+  const Problem p = cusnn_layers().front();  // 231 MFLOP at 3x3 stride 1: winograd_gemm's
+  EXPECT_EQ(default_choice(p, h100()).family, "winograd_gemm");
+  EXPECT_LT(act_sparse().default_rank(p), family("igemm").default_rank(p));
+  Problem strided = p;  // winograd_gemm serves stride 1 only
+  strided.stride = {1, 2, 2};
+  EXPECT_EQ(default_choice(strided, h100()).family, "act_sparse");
+  Problem wide = strided;  // more than 128 input channels: igemm's
+  wide.c = 256;
+  EXPECT_EQ(default_choice(wide, h100()).family, "igemm");
+  Problem pointwise = strided;
+  pointwise.filter = {1, 1, 1};
+  pointwise.padding = {0, 0, 0};
+  EXPECT_NE(default_choice(pointwise, h100()).family, "act_sparse");
+  Problem five = strided;
+  five.filter = {1, 5, 5};
+  five.padding = {0, 2, 2};
+  EXPECT_GT(act_sparse().default_rank(five), family("igemm").default_rank(five));
 }
 
 TEST(ActSparseFamily, IsTheDefaultWhereTheProblemExpectsZerosAndSkippingPays) {
