@@ -67,7 +67,33 @@ std::string why_unserved(const Family& f, const Problem& problem, const Gpu& gpu
   return "no supported configuration";
 }
 
+void require_valid(const Problem& problem) {
+  if (std::string reason = validate(problem); !reason.empty())
+    throw InputError(fmt::format("invalid problem {}: {}", problem_key(problem), reason));
+}
+
+// Every family in default_choice's order for the problem: by default_rank, then by name (all_families' order).
+std::vector<const Family*> in_default_order(const Problem& problem) {
+  std::vector<const Family*> order = all_families();
+  std::stable_sort(order.begin(), order.end(), [&](const Family* a, const Family* b) {
+    return a->default_rank(problem) < b->default_rank(problem);
+  });
+  return order;
+}
+
 }  // namespace
+
+std::vector<FamilyDefault> family_defaults(const Problem& problem, const Gpu& gpu) {
+  require_valid(problem);
+  std::vector<FamilyDefault> out;
+  for (const Family* f : in_default_order(problem)) {
+    FamilyDefault d{.family = std::string(f->name()), .rank = f->default_rank(problem)};
+    d.spec = f->default_spec(problem, gpu);
+    if (!d.spec) d.reason = why_unserved(*f, problem, gpu);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
 
 bool direct_before_igemm(const Problem& p) {
   if (p.groups > 1) return true;
@@ -76,14 +102,9 @@ bool direct_before_igemm(const Problem& p) {
 }
 
 KernelSpec default_choice(const Problem& problem, const Gpu& gpu) {
-  if (std::string reason = validate(problem); !reason.empty())
-    throw InputError(fmt::format("invalid problem {}: {}", problem_key(problem), reason));
-  std::vector<const Family*> order = all_families();
-  std::stable_sort(order.begin(), order.end(), [&](const Family* a, const Family* b) {
-    return a->default_rank(problem) < b->default_rank(problem);
-  });
+  require_valid(problem);
   std::string reasons;
-  for (const Family* f : order) {
+  for (const Family* f : in_default_order(problem)) {
     if (auto spec = f->default_spec(problem, gpu)) return *spec;
     reasons += fmt::format("; {}: {}", f->name(), why_unserved(*f, problem, gpu));
   }

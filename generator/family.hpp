@@ -137,6 +137,17 @@ std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu,
 // whose default_spec exists. Throws InputError naming every family's reason when none serves the problem.
 KernelSpec default_choice(const Problem& problem, const Gpu& gpu);
 
+// Each family's place in default_choice for a problem: its default_rank, its default configuration where it serves
+// the problem, else why it does not. family_defaults lists every family in default_choice's order (rank, then
+// name), so the first with a spec is the default choice: what `convgen analyze --defaults` shows.
+struct FamilyDefault {
+  std::string family;
+  int rank = 0;
+  std::optional<KernelSpec> spec;
+  std::string reason;  // why the family serves none of the problem, when spec is empty
+};
+std::vector<FamilyDefault> family_defaults(const Problem& problem, const Gpu& gpu);
+
 // Whether direct goes before igemm in default_choice: few channels per group (stems, depthwise and grouped layers)
 // leave a GEMM's tiles mostly empty, except in ungrouped 2-D layers with a filter of 5x5 or more, whose reduction
 // over C x R x S fills igemm's (on the H200 the 7x7 stride-2 stem on 3 channels ran 1.6-1.85x faster on igemm's

@@ -1,11 +1,13 @@
-// cmd_analyze: `convgen analyze`: per-layer FLOPs, bytes, intensity and roofline floor, with network totals, and
-// (--candidates) every candidate ranked by the cost model.
+// cmd_analyze: `convgen analyze`: per-layer FLOPs, bytes, intensity and roofline floor, with network totals,
+// (--candidates) every candidate ranked by the cost model, and (--defaults) why the default choice is what it is.
+#include <algorithm>
 #include <fstream>
 
 #include <fmt/format.h>
 
 #include "convgen/error.hpp"
 #include "generator/analysis.hpp"
+#include "generator/family.hpp"
 #include "runtime/jit_cache.hpp"
 #include "runtime/thread_pool.hpp"
 #include "tools/convgen/cli_common.hpp"
@@ -65,22 +67,48 @@ void print_candidates(const Suite& suite, const Gpu& gpu, const std::string& db_
   fmt::print("{}", text);
 }
 
+// Prints, per layer, the default choice (no tuning) and every family in default_choice's order: its default_rank and
+// its default configuration, or why it serves none of the layer.
+void print_defaults(const Suite& suite, const Gpu& gpu) {
+  std::string text =
+      "\ndefault choice per layer (families in default_choice's order: rank, family, its default or why it serves "
+      "none)\n";
+  for (const Layer& layer : suite.layers) {
+    const std::vector<FamilyDefault> families = family_defaults(layer.problem, gpu);
+    const auto chosen = std::find_if(families.begin(), families.end(), [](const FamilyDefault& d) { return d.spec; });
+    text += fmt::format("{} {} -> {}\n", layer.name, problem_key(layer.problem),
+                        chosen == families.end() ? "none" : kernel_name(*chosen->spec));
+    for (const FamilyDefault& d : families)
+      text += fmt::format("  {:>4}  {:<14} {}\n", d.rank, d.family,
+                          d.spec ? kernel_name(*d.spec) : "-  (" + d.reason + ")");
+  }
+  fmt::print("{}", text);
+}
+
 }  // namespace
 
 void add_analyze_command(CLI::App& app) {
   struct Options {
     std::string shapes, gpu = "h100_sxm", json, db, precision, layout, layer;
+    std::vector<std::string> problems;
     int batch = 0;
     std::optional<double> act_sparsity;
     std::string epilogue;
     WeightOptions weights;
     bool candidates = false;
+    bool defaults = false;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("analyze",
                                      "Print FLOPs, bytes, arithmetic intensity and the roofline floor "
                                      "time per layer on a GPU, with network totals (count-weighted)");
-  cmd->add_option("--shapes", opts->shapes, "Shapes file (suite CSV, SEER list or B,C,H,W,N list)")->required();
+  CLI::Option* shapes =
+      cmd->add_option("--shapes", opts->shapes, "Shapes file (suite CSV, SEER list or B,C,H,W,N list)");
+  cmd->add_option("--problem", opts->problems,
+                  "Problem keys instead of a shapes file, e.g. "
+                  "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32 (as the reports and the tuning "
+                  "database name them; repeatable)")
+      ->excludes(shapes);
   cmd->add_option("--gpu", opts->gpu, "GPU descriptor: a name under gpus/ or a path, or 'live'")->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
   cmd->add_option("--layer", opts->layer, "Only the layer of this name (with --candidates: compile only its candidates)");
@@ -95,10 +123,23 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--db", opts->db,
                   "With --candidates: predict with this tuning database's calibration for the GPU (default: the "
                   "model's default coefficients)");
+  cmd->add_flag("--defaults", opts->defaults,
+                "Also list, per layer, the default choice (no tuning) and every family in its order: rank, family, "
+                "its default configuration or why it serves none");
   cmd->callback([opts] {
+    Suite layers;
+    if (!opts->problems.empty()) {
+      layers.name = "problems";
+      for (const std::string& key : opts->problems)
+        layers.layers.push_back({.name = key, .problem = parse_problem_key(key), .count = 1});
+    } else if (!opts->shapes.empty()) {
+      layers = load_shapes(opts->shapes);
+    } else {
+      throw InputError("analyze: give --shapes FILE or --problem KEY");
+    }
     const Suite suite = with_layer_weights(
         with_epilogue(
-            with_precision_and_layout(select_layers(load_shapes(opts->shapes), opts->batch, opts->layer, opts->act_sparsity),
+            with_precision_and_layout(select_layers(layers, opts->batch, opts->layer, opts->act_sparsity),
                                       opts->precision, opts->layout),
             opts->epilogue),
         opts->weights);
@@ -107,6 +148,7 @@ void add_analyze_command(CLI::App& app) {
     fmt::print("{} on {} ({})\n", suite.name, gpu.name, gpu.arch);
     fmt::print("{}", format_analysis_table(analysis, gpu));
     if (opts->candidates) print_candidates(suite, gpu, opts->db);
+    if (opts->defaults) print_defaults(suite, gpu);
     if (!opts->json.empty()) write_output_file(opts->json, analysis_to_json(analysis, gpu) + "\n");
   });
 }

@@ -63,6 +63,25 @@ TEST(DefaultChoice, FollowsEachFamilysRankForTheProblem) {
   EXPECT_EQ(default_choice(depthwise, h100()).family, "direct");
 }
 
+TEST(DefaultChoice, FamilyDefaultsListEveryFamilyByRankAndTheFirstServingOneIsTheChoice) {
+  const Problem conv3x3{.n = 1, .c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  Problem fp16 = conv3x3;
+  fp16.precision = Precision::fp16;
+  fp16.layout = Layout::nhwc;
+  for (const Problem& p : {conv3x3, fp16}) {
+    const std::vector<FamilyDefault> families = family_defaults(p, h100());
+    ASSERT_EQ(families.size(), all_families().size());
+    for (std::size_t i = 1; i < families.size(); ++i) EXPECT_LE(families[i - 1].rank, families[i].rank);
+    const auto first = std::find_if(families.begin(), families.end(), [](const FamilyDefault& d) { return d.spec; });
+    ASSERT_NE(first, families.end());
+    EXPECT_EQ(*first->spec, default_choice(p, h100()));
+    for (const FamilyDefault& d : families) EXPECT_EQ(d.spec.has_value(), d.reason.empty()) << d.family;
+  }
+  Problem invalid = conv3x3;
+  invalid.groups = 3;
+  EXPECT_THROW(family_defaults(invalid, h100()), InputError);
+}
+
 TEST(LaunchPlan, CarvesBuffersFromTheWorkspaceAndThePersistentBlockAligned) {
   LaunchPlan plan;
   plan.buffers = {{.name = "a", .bytes = 10, .persistent = false},

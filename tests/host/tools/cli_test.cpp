@@ -37,6 +37,29 @@ TEST(Cli, AnalyzePrintsEveryLayerAndTheNetworkTotals) {
   EXPECT_NE(r.output.find("total"), std::string::npos) << r.output;
 }
 
+// --defaults shows why the default choice is what it is: every family in default_choice's order, the first that
+// serves the problem being the choice; --problem takes keys instead of a shapes file.
+TEST(Cli, AnalyzeDefaultsListsEveryFamilyInTheOrderOfTheDefaultChoice) {
+  const std::string stem = "n1_c3_k64_i1x224x224_f1x7x7_s1x2x2_p0x3x3_d1x1x1_g1_nchw_fp32";
+  const std::string strided = "n1_c64_k64_i1x56x56_f1x3x3_s1x2x2_p0x1x1_d1x1x1_g1_nchw_fp32";
+  const Result r = run_convgen("analyze --gpu h100_sxm --defaults --problem " + stem + " --problem " + strided);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::size_t stem_at = r.output.find(stem + " " + stem + " -> igemm_");
+  const std::size_t strided_at = r.output.find(strided + " " + strided + " -> act_sparse_");
+  ASSERT_NE(stem_at, std::string::npos) << r.output;
+  ASSERT_NE(strided_at, std::string::npos) << r.output;
+  // The stem's block: igemm (rank 0) before direct (1), fp32 problems refused by the tensor-core families, with why.
+  const std::string block = r.output.substr(stem_at, strided_at - stem_at);
+  EXPECT_LT(block.find(" igemm "), block.find(" direct ")) << block;
+  EXPECT_NE(block.find("igemm_tc       -  (precision fp32 is not supported by igemm_tc"), std::string::npos) << block;
+  const Result both = run_convgen("analyze --gpu h100_sxm --shapes " + shapes("cusnn.csv") + " --problem " + stem);
+  EXPECT_EQ(both.exit_code, 108) << both.output;  // CLI11's ExcludesError
+  EXPECT_NE(both.output.find("excludes"), std::string::npos) << both.output;
+  const Result neither = run_convgen("analyze --gpu h100_sxm");
+  EXPECT_EQ(neither.exit_code, 1);
+  EXPECT_EQ(neither.output, "convgen: error: analyze: give --shapes FILE or --problem KEY\n");
+}
+
 TEST(Cli, AnalyzeLayerTakesOneLayerAndNamesAMissingOne) {
   const Result r =
       run_convgen("analyze --shapes " + shapes("cusnn.csv") + " --gpu h100_sxm --layer dense_128to32_28");

@@ -1,24 +1,20 @@
 #!/usr/bin/env python3
 """The default choice (no tuning) against the fastest family default, on published bench reports.
 
-Usage (from the repository root, after building family_defaults.cpp beside this file, see README.md):
-  analyze_defaults.py DEFAULTS.txt REPORT.json.gz...
-DEFAULTS.txt: family_defaults' output for the reports' problem keys (one line per key: the key, the default
-choice, then each registered family's default or '-', families in name order); `--keys` prints those keys.
-Every bench row keeps each family's default configuration among `our_candidates`, so the fastest family default is
-known for each row; the default choice is looked up in DEFAULTS.txt.
+Usage (from the repository root):
+  analyze_defaults.py --keys REPORT.json.gz...        the reports' FP32 problem keys, one per line
+  analyze_defaults.py DEFAULTS.txt REPORT.json.gz...  the comparison
+DEFAULTS.txt: what `convgen analyze --defaults --problem KEY...` prints for those keys (per problem a line
+"NAME KEY -> CHOICE", then one line per family: rank, family, its default or "-"). Every bench row keeps each
+family's default configuration among `our_candidates`, so the fastest family default is known for each row.
 """
 import gzip, json, math, re, sys
-
-FAMILIES = ['act_sparse', 'direct', 'igemm', 'igemm_tc', 'igemm_wgmma', 'pointwise', 'sparse24_tc', 'weight_sparse',
-            'winograd', 'winograd_gemm']
-
 
 def rows(reports):
     for path in reports:
         with gzip.open(path) as f:
             report = json.load(f)
-        for r in report['rows']:
+        for r in report.get('rows', []) if report.get('schema') else []:  # tuning exports are no bench report
             if r.get('precision') != 'fp32' or not r.get('our_candidates'):
                 continue
             times = {}
@@ -41,10 +37,14 @@ def main():
     if sys.argv[1] == '--keys':
         print('\n'.join(sorted({key for _, _, key, _ in rows(sys.argv[2:])})))
         return
-    defaults = {}
-    for line in open(sys.argv[1]):
-        fields = line.split()
-        defaults[fields[0]] = (fields[1], dict(zip(FAMILIES, fields[2:])))
+    defaults, key = {}, None
+    opener = gzip.open if sys.argv[1].endswith('.gz') else open
+    for line in opener(sys.argv[1], 'rt'):
+        if m := re.match(r'^\S+ (\S+) -> (\S+)$', line):
+            key = m.group(1)
+            defaults[key] = (m.group(2), {})
+        elif key and (m := re.match(r'^\s+-?\d+\s+(\S+)\s+(\S+)', line)):
+            defaults[key][1][m.group(1)] = m.group(2)
     ratios, off, unmeasured = [], [], 0
     for path, layer, key, times in rows(sys.argv[2:]):
         choice, family_defaults = defaults[key]
