@@ -297,9 +297,10 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
   // 0.99x and 1.04x, single layers 0.62x to 1.44x), which the estimate cannot tell: the twins of the best
   // geometries are offered after the first kUnrollAfter geometries, for the tuner to measure.
   // So are the same geometries with a warp's channels loaded in batches (load_batch: its channel count rounded up to
-  // a power of 2, at most 8, or the largest that fits), which the estimate cannot rank either: measured on the H200 (resnet20_cifar at batch 1
-  // and 2, every candidate) against the same geometry loading one channel ahead, 1.05-1.26x faster on 1x1 layers,
-  // 0.76-0.98x (once 1.24x) on 3x3 layers.
+  // a power of 2, at most 8, or the largest that fits), which the estimate cannot rank either: measured on the H200
+  // (resnet20_cifar at batch 1 and 2, every candidate) against the same geometry loading one channel ahead, 1.04-1.26x
+  // faster on 1x1 layers; on 3x3 layers the geometric mean per layer-batch was 0.81-1.14x, below 1 on 10 of 12
+  // (bench/results/h200/act-sparse-load-batch-2026-11-29/).
   constexpr std::size_t kUnrollAfter = 8;
   const std::size_t twins = limit >= 2 * kUnrollAfter ? limit / 6 : 0;
   std::vector<Params> out;
