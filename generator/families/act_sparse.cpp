@@ -242,14 +242,9 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
   // Issue-bound: the SM's 4 schedulers; latency-bound: each warp's serial chain, resident warps at a time; the
   // channel loads (prefetched one channel ahead) need ~700 cycles shared by the resident warps of a scheduler.
   const double issue_cycles = warps_per_sm * d.c_per_warp * per_channel / 4;
-  // One channel ahead (load_batch 1), a channel's loads overlap the previous channel's math; in batches, a batch's
-  // loads are waited for together and its channels' math then runs with no load in flight.
-  const double latency = 700.0 / std::max(1.0, resident / 4);
-  const double work = per_channel + chain;
-  const double batches = std::ceil(static_cast<double>(d.c_per_warp) / p.load_batch);
-  const double warp_chain =
-      p.load_batch == 1 ? d.c_per_warp * std::max(work, latency) : batches * latency + d.c_per_warp * work;
-  const double serial_cycles = std::ceil(warps_per_sm / resident) * warp_chain;
+  // (Loads one channel ahead: enumerate ranks load_batch 1 geometries only; their batched twins are not estimated.)
+  const double serial_cycles = std::ceil(warps_per_sm / resident) * d.c_per_warp *
+                               std::max(per_channel + chain, 700.0 / std::max(1.0, resident / 4));
   const double reduce_cycles = (p.warps > 1 ? d.kw * d.tp * 2.0 / 32 : 0) * warps_per_sm / p.warps;
   double us = (std::max(issue_cycles, serial_cycles) + reduce_cycles) / clock_mhz;
   // Bytes through L2 where L1 misses: every warp's halo and taps per channel, of which about half hit L1 (ncu: 47%
