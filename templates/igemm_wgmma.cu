@@ -1,16 +1,19 @@
-// igemm_wgmma: Hopper tensor-core implicit-GEMM forward convolution: wgmma.mma_async (m64nNk16, fp16 / bf16 in,
-// fp32 accumulation) reading both operands from 128-byte-swizzled shared memory, filled by a cp.async multistage
-// pipeline; split-K through a workspace. Compiled for sm_90a only (templates/wgmma.cuh).
+// igemm_wgmma: Hopper tensor-core implicit-GEMM forward convolution: wgmma.mma_async (m64nNk16 with fp16 / bf16 in,
+// m64nNk8 with tf32 in; fp32 accumulation) reading both operands from 128-byte-swizzled shared memory, filled by a
+// cp.async multistage pipeline; split-K through a workspace. Compiled for sm_90a only (templates/wgmma.cuh). tf32
+// problems hold fp32 tensors, given to the tensor cores as they are (no rounding step: the operands go from global to
+// shared memory to the tensor cores untouched), and write an fp32 output.
 //
 // GEMM mapping, per group g (grid.z = GROUPS * SPLIT_K), as igemm_tc's (templates/igemm_tc.cu), channels-last only:
 //   M  = NPIX = N * O * P * Q output pixels, N = KG output channels, KR = T * R * S * CG reduction elements
 //   (kr = ((t * R + r) * S + s) * CG + c), A[npix][kr] = activation, B[col][kr] = filter row of output channel col.
 // A block of BLOCK_M / 64 warpgroups computes BLOCK_M pixels x BLOCK_N channels; warpgroup w owns pixel rows
-// 64w .. 64w + 63 and every channel of the block, one wgmma m64nBLOCK_Nk16 per 16 reduction elements.
+// 64w .. 64w + 63 and every channel of the block, one wgmma per MMA_K reduction elements (32 bytes of a row: 16
+// fp16 / bf16, 8 tf32).
 //
-// Two pipelines, the tunable `ws` choosing; a step is 64 or 128 reduction elements (K_ATOMS swizzled rows of 128
-// bytes), and its 4 * K_ATOMS wgmma are issued as one group that runs while the next step begins (wait_group 1: only
-// the previous step's group must have finished).
+// Two pipelines, the tunable `ws` choosing; a step is K_ATOMS swizzled rows of 128 bytes (ATOM_K = 64 fp16 / bf16 or
+// 32 tf32 reduction elements each), and its 4 * K_ATOMS wgmma are issued as one group that runs while the next step
+// begins (wait_group 1: only the previous step's group must have finished).
 // - Shared (ws0): all threads load, every warpgroup multiplies. Each step waits for its own slice, publishes it with a
 //   proxy fence and a block barrier, issues the loads of the slice PREFETCH = STAGES - 2 steps ahead, then multiplies.
 //   The barrier of step s also says every warpgroup is done with step s - 2's buffer, which step s's loads overwrite.
@@ -33,14 +36,14 @@ constexpr int STRIDE_D = 1, STRIDE_H = 1, STRIDE_W = 1;
 constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
 constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = true;
-constexpr int PRECISION = 2;  // convgen::Precision: 2 fp16, 3 bf16
+constexpr int PRECISION = 2;  // convgen::Precision: 1 tf32, 2 fp16, 3 bf16
 // The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
-CONVGEN_PARAM("kb", "1,2", "64-element swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
+CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
 CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 (ws0) or stages (ws1) steps ahead of the multiply") constexpr int STAGES = 4;
 CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
-CONVGEN_PARAM("co", "bool", "chunk-major reduction: each 64-channel chunk through all taps, activations kept in L1") constexpr bool CHUNK_MAJOR = false;
+CONVGEN_PARAM("co", "bool", "chunk-major reduction: each chunk of a row's channels through all taps, activations kept in L1") constexpr bool CHUNK_MAJOR = false;
 CONVGEN_PARAM("ws", "bool", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply") constexpr bool WARP_SPECIALIZED = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
@@ -57,16 +60,16 @@ using convgen::ceil_div;
 using convgen::cmin;
 
 // ---- The data type --------------------------------------------------------------------------------------------
-constexpr bool IS_TF32 = false;
+constexpr bool IS_TF32 = PRECISION == 1;
 constexpr bool IS_FP16 = PRECISION == 2;
 constexpr bool IS_BF16 = PRECISION == 3;
-static_assert(IS_FP16 || IS_BF16, "igemm_wgmma serves fp16 and bf16 problems");
-using element_t = unsigned short;  // fp16 / bf16 as their bits
-constexpr int ELEMENT_BYTES = 2;
-constexpr int CHUNK = 8;      // elements per 16 bytes: one cp.async, one unit of the swizzle
-constexpr int ATOM_K = 64;    // reduction elements of one swizzled row (128 bytes)
-constexpr int MMA_K = 16;     // reduction elements per wgmma
-constexpr int ROW_UNITS = 8;  // 16-byte units per row
+static_assert(IS_TF32 || IS_FP16 || IS_BF16, "igemm_wgmma serves tf32, fp16 and bf16 problems");
+using element_t = convgen::select_t<IS_TF32, float, unsigned short>;  // fp16 / bf16 as their bits
+constexpr int ELEMENT_BYTES = IS_TF32 ? 4 : 2;
+constexpr int CHUNK = 16 / ELEMENT_BYTES;   // elements per 16 bytes: one cp.async, one unit of the swizzle
+constexpr int ATOM_K = 128 / ELEMENT_BYTES;  // reduction elements of one swizzled row (128 bytes)
+constexpr int MMA_K = 32 / ELEMENT_BYTES;    // reduction elements per wgmma (32 bytes of each row)
+constexpr int ROW_UNITS = 8;                 // 16-byte units per row
 
 // ---- The shape, in GEMM terms -----------------------------------------------------------------------------------
 constexpr int CG = C / GROUPS;
@@ -92,7 +95,8 @@ constexpr idx_t DHW = (idx_t)D * HW;
 static_assert(CHANNELS_LAST, "igemm_wgmma serves channels-last layouts (igemm_tc serves channels-first)");
 static_assert(C % GROUPS == 0, "C must be a multiple of GROUPS");
 static_assert(K % GROUPS == 0, "K must be a multiple of GROUPS");
-static_assert(CG % CHUNK == 0, "channels per group must be a multiple of 8 (16-byte loads of one filter tap)");
+static_assert(CG % CHUNK == 0,
+              "channels per group must be a multiple of 16 bytes of elements (16-byte loads of one filter tap)");
 static_assert(O == convgen::conv_out_extent(D, T, STRIDE_D, PAD_D, DIL_D), "O does not match D, T, stride, padding");
 static_assert(P == convgen::conv_out_extent(H, R, STRIDE_H, PAD_H, DIL_H), "P does not match H, R, stride, padding");
 static_assert(Q == convgen::conv_out_extent(W, S, STRIDE_W, PAD_W, DIL_W), "Q does not match W, S, stride, padding");
@@ -115,12 +119,13 @@ constexpr int LOAD_THREADS = WARP_SPECIALIZED ? 128 : THREADS;            // the
 constexpr int PREFETCH = STAGES - 2;  // the shared pipeline's steps loaded ahead of the one being multiplied
 constexpr int ACCUMULATORS = BLOCK_N / 2;  // fp32 accumulators per thread: 64 x BLOCK_N over 128 threads
 
-// The reduction in K atoms of 64 elements, in one of two orders:
-// - tap-major (co0): the filter's own order, kr = tap * CG + c, cut into atoms of 64: atom a is kr 64a .. 64a + 63
-//   (a step of small CG spans several taps);
-// - chunk-major (co1): for each chunk of 64 channels, every tap in turn: atom a is channels 64 (a / TRS) .. + 63 of tap
-//   a % TRS, those at or past CG zero. Consecutive atoms read the same channels of pixels shifted by one tap, mostly
-//   the same activation lines, so these loads keep their lines in L1 (.ca); CG not a multiple of 64 pads each chunk.
+// The reduction in K atoms of ATOM_K elements (64, or 32 in tf32), in one of two orders:
+// - tap-major (co0): the filter's own order, kr = tap * CG + c, cut into atoms: atom a is kr ATOM_K a .. ATOM_K (a + 1)
+//   - 1 (a step of small CG spans several taps);
+// - chunk-major (co1): for each chunk of ATOM_K channels, every tap in turn: atom a is channels ATOM_K (a / TRS) ..
+//   + ATOM_K - 1 of tap a % TRS, those at or past CG zero. Consecutive atoms read the same channels of pixels shifted
+//   by one tap, mostly the same activation lines, so these loads keep their lines in L1 (.ca); CG not a multiple of
+//   ATOM_K pads each chunk.
 constexpr int C_CHUNKS = (int)ceil_div(CG, ATOM_K);
 constexpr int ATOMS = CHUNK_MAJOR ? C_CHUNKS * TRS : (int)ceil_div(KR, ATOM_K);
 // Each split covers SPLIT_ATOMS atoms (a whole number of steps); the last one may be shorter.
@@ -210,7 +215,7 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
   for (int atom = 0; atom < K_ATOMS; ++atom) {
     const int a = a0 + atom;
     // The unit's filter reduction index kr (tap * CG + c) and tap; a unit never straddles the end of the reduction or
-    // of a chunk: CG and KR are multiples of 8.
+    // of a chunk: CG and KR are multiples of CHUNK.
     int kr;
     bool in_reduction;
     Tap tap;
@@ -264,8 +269,8 @@ __device__ __forceinline__ void multiply_stage(float (&r_acc)[ACCUMULATORS], uns
         wg::matrix_descriptor(s_stage + (unsigned)(atom * A_ATOM_BYTES + warpgroup * 64 * wg::kRowBytes));
     const unsigned long long desc_b = wg::matrix_descriptor(s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES));
 #pragma unroll
-    for (int ks = 0; ks < ATOM_K / MMA_K; ++ks)  // the next 16 reduction elements: 32 bytes on, + 2 in a descriptor
-      wg::mma_async<BLOCK_N, IS_BF16>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);
+    for (int ks = 0; ks < ATOM_K / MMA_K; ++ks)  // the next MMA_K reduction elements: 32 bytes on, + 2 in a descriptor
+      wg::mma_async<BLOCK_N, PRECISION>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);
   }
   wg::commit();
 }
@@ -363,15 +368,17 @@ __device__ __forceinline__ void consume(float (&r_acc)[ACCUMULATORS], unsigned s
 // ---- Output: to_element, to_float, epilogue_at, store_output and store_partials, in this namespace -------------
 #include "tc_output.cuh"
 
-// The staged output: where whole runs of 8 channels are 16-byte aligned (K and KG multiples of 8) and the output is
-// final (no split-K), the block's tile goes through shared memory (the stages' buffers, free after the main loop):
-// each thread writes its channel pairs there, through the epilogue and rounded, then the block stores whole rows of
-// the tile 16 bytes at a time, each warp instruction 512 contiguous-by-row bytes instead of 8 rows of 16 bytes. Rows
-// are padded by 16 bytes, so the 8 rows a warp's pair writes touch fall in 8 different groups of 4 banks.
-constexpr bool STAGED_OUTPUT = SPLIT_K == 1 && K % 8 == 0 && KG % 8 == 0;
+// The staged output: where whole runs of CHUNK channels (16 bytes) are 16-byte aligned (K and KG multiples of CHUNK)
+// and the output is final (no split-K), the block's tile goes through shared memory (the stages' buffers, free after
+// the main loop): each thread writes its channel pairs there, through the epilogue and rounded, then the block stores
+// whole rows of the tile 16 bytes at a time, each warp instruction 512 contiguous-by-row bytes instead of 8 rows of 16
+// bytes. Rows are padded by 16 bytes, so the 8 rows a warp's 4-byte pairs touch fall in 8 different groups of 4
+// banks (tf32's 8-byte pairs meet 2-way conflicts). A tf32 tile that does not fit the stages' buffers (256 x 256 in 3
+// stages) is stored directly.
 constexpr int OUT_PITCH = BLOCK_N * ELEMENT_BYTES + 16;  // bytes per staged row
-constexpr int OUT_UNITS = BLOCK_N / 8;                    // 16-byte units per staged row
-static_assert(BLOCK_M * OUT_PITCH <= STAGES * STAGE_BYTES, "the staged output tile must fit the stages' buffers");
+constexpr int OUT_UNITS = BLOCK_N / CHUNK;                // 16-byte units per staged row
+constexpr bool STAGED_OUTPUT =
+    SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0 && BLOCK_M * OUT_PITCH <= STAGES * STAGE_BYTES;
 
 }  // namespace igemm_wgmma
 
@@ -438,8 +445,15 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
         const int k = group * KG + col;
         const float v0 = epilogue_at(r_acc[4 * j + 2 * half], npix, k, g_bias, g_residual);
         const float v1 = epilogue_at(r_acc[4 * j + 2 * half + 1], npix, k + 1, g_bias, g_residual);
-        *reinterpret_cast<unsigned*>(s_out + row * OUT_PITCH + (j * 8 + 2 * (lane % 4)) * ELEMENT_BYTES) =
-            (unsigned)to_element(v0) | ((unsigned)to_element(v1) << 16);
+        unsigned char* s_pair = s_out + row * OUT_PITCH + (j * 8 + 2 * (lane % 4)) * ELEMENT_BYTES;
+        if constexpr (IS_TF32) {
+          float2 pair;
+          pair.x = v0;
+          pair.y = v1;
+          *reinterpret_cast<float2*>(s_pair) = pair;
+        } else {
+          *reinterpret_cast<unsigned*>(s_pair) = (unsigned)to_element(v0) | ((unsigned)to_element(v1) << 16);
+        }
       }
     }
     __syncthreads();
@@ -447,7 +461,7 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
       const int row = u / OUT_UNITS;
       const int unit = u % OUT_UNITS;
       const int npix = m_tile + row;
-      const int col = n_tile + unit * 8;
+      const int col = n_tile + unit * CHUNK;
       if (npix >= NPIX || col >= KG) continue;
       *reinterpret_cast<uint4*>(g_output + (idx_t)npix * K + group * KG + col) =
           *reinterpret_cast<const uint4*>(s_out + row * OUT_PITCH + unit * 16);

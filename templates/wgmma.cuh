@@ -1,13 +1,13 @@
 // wgmma: the sm_90a warpgroup instructions the Hopper tensor-core template uses (templates/igemm_wgmma.cu): the
-// shared-memory matrix descriptor, wgmma.mma_async (m64nNk16, fp16 / bf16 in, fp32 accumulators, both operands from
-// shared memory), its fence / commit / wait, the proxy fence that makes cp.async's shared-memory writes visible to it,
-// and the mbarriers of the warp-specialized pipeline; included by NVRTC as a header. Kernels that include it are
-// compiled for sm_90a (Family::compile_arch).
+// shared-memory matrix descriptor, wgmma.mma_async (m64nNk16 with fp16 / bf16 in, m64nNk8 with tf32 in; fp32
+// accumulators, both operands from shared memory), its fence / commit / wait, the proxy fence that makes cp.async's
+// shared-memory writes visible to it, and the mbarriers of the warp-specialized pipeline; included by NVRTC as a
+// header. Kernels that include it are compiled for sm_90a (Family::compile_arch).
 //
-// The operand layout every descriptor here describes: K-major rows of 64 16-bit elements (128 bytes), in atoms of 8
-// rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at unit
-// u ^ (r % 8) of the row. swizzled_offset gives that position; a descriptor then names the matrix by its first row's
-// address.
+// The operand layout every descriptor here describes: K-major rows of 128 bytes (64 fp16 / bf16 or 32 tf32 elements),
+// in atoms of 8 rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at
+// unit u ^ (r % 8) of the row. swizzled_offset gives that position; a descriptor then names the matrix by its first
+// row's address. One wgmma reads 32 bytes of each row (16 fp16 / bf16 or 8 tf32 elements) in every data type.
 #ifndef CONVGEN_WGMMA_CUH
 #define CONVGEN_WGMMA_CUH
 
@@ -17,7 +17,7 @@
 
 namespace convgen::wg {
 
-constexpr int kRowBytes = 128;    // one K-major row of the swizzled layout: 64 fp16 / bf16 elements
+constexpr int kRowBytes = 128;    // one K-major row of the swizzled layout: 64 fp16 / bf16 or 32 tf32 elements
 constexpr int kAtomBytes = 1024;  // 8 rows: the period of the swizzle and the descriptor's stride
 
 // The byte offset of 16-byte unit `unit` (0-7) of row `row` in a swizzled matrix (from its 1,024-aligned start).
@@ -25,10 +25,10 @@ __device__ __forceinline__ unsigned swizzled_offset(int row, int unit) {
   return (unsigned)(row * kRowBytes + ((unit ^ (row & 7)) << 4));
 }
 
-// The wgmma descriptor of a K-major, 128-byte-swizzled matrix whose first row (of its first 16 K) is at shared
+// The wgmma descriptor of a K-major, 128-byte-swizzled matrix whose first row (of its first 32 bytes) is at shared
 // address `s_address`: start address >> 4 (bits 0-13), leading byte offset 1 (bits 16-29, unused by swizzled K-major
 // layouts), stride byte offset between 8-row atoms 1,024 >> 4 (bits 32-45), base offset 0 (the atoms are 1,024-aligned)
-// and layout 1, the 128-byte swizzle (bits 62-63). The next 16 K of the same rows are at +32 bytes: + 2 here.
+// and layout 1, the 128-byte swizzle (bits 62-63). The next 32 bytes of the same rows (the next wgmma's k): + 2 here.
 __device__ __forceinline__ unsigned long long matrix_descriptor(unsigned s_address) {
   return (unsigned long long)((s_address & 0x3FFFFu) >> 4) | (1ull << 16) |
          ((unsigned long long)(kAtomBytes >> 4) << 32) | (1ull << 62);
@@ -85,40 +85,42 @@ __device__ __forceinline__ void wait() {
 // the wait that follows it, never from a copy the compiler made before.
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 
-// D (64 x N, fp32) += A (64 x 16) * B (16 x N) for the warpgroup, A and B read from shared memory through their
-// descriptors (both K-major: A as 64 rows of K, B as N rows of K; no transposes, scales +1). The accumulator layout:
-// thread t of the warpgroup (warp w = t / 32, lane l) holds, for j = 0 .. N/8 - 1, d[4j], d[4j+1] at row 16w + l/4,
-// columns 8j + 2(l%4) and + 1, and d[4j+2], d[4j+3] at row 16w + l/4 + 8, the same columns.
-#define CONVGEN_WGMMA_M64N16K16(TYPE)                                                                                  \
+// D (64 x N, fp32) += A (64 x k) * B (k x N) for the warpgroup (k = 32 bytes of elements: 16, or 8 in tf32), A and B
+// read from shared memory through their descriptors (both K-major: A as 64 rows of K, B as N rows of K; no
+// transposes, scales +1). The macros take the shape's k ("k16", "k8"), the type and the transpose immediates' text
+// (", 0, 0", or "" for tf32). The accumulator layout: thread t of the warpgroup (warp w = t / 32, lane l) holds, for
+// j = 0 .. N/8 - 1, d[4j], d[4j+1] at row 16w + l/4, columns 8j + 2(l%4) and + 1, and d[4j+2], d[4j+3] at row
+// 16w + l/4 + 8, the same columns.
+#define CONVGEN_WGMMA_M64N16(SHAPE_K, TYPE, TAIL)                                                                      \
   asm volatile(                                                                                                        \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"                                                                     \
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32." TYPE "." TYPE " {"                                                 \
+      "wgmma.mma_async.sync.aligned.m64n16" SHAPE_K ".f32." TYPE "." TYPE " {"                                         \
       "%0, %1, %2, %3, %4, %5, %6, %7"                                                                                 \
-      "}, %8, %9, p, 1, 1, 0, 0;\n}\n"                                                                                 \
+      "}, %8, %9, p, 1, 1" TAIL ";\n}\n"                                                                               \
       :                                                                                                                \
       "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])                   \
       : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
       : "memory")
 
-#define CONVGEN_WGMMA_M64N32K16(TYPE)                                                                                  \
+#define CONVGEN_WGMMA_M64N32(SHAPE_K, TYPE, TAIL)                                                                      \
   asm volatile(                                                                                                        \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                                     \
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE " {"                                                 \
+      "wgmma.mma_async.sync.aligned.m64n32" SHAPE_K ".f32." TYPE "." TYPE " {"                                         \
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"                                           \
-      "}, %16, %17, p, 1, 1, 0, 0;\n}\n"                                                                               \
+      "}, %16, %17, p, 1, 1" TAIL ";\n}\n"                                                                             \
       :                                                                                                                \
       "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])             \
       : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
       : "memory")
 
-#define CONVGEN_WGMMA_M64N64K16(TYPE)                                                                                  \
+#define CONVGEN_WGMMA_M64N64(SHAPE_K, TYPE, TAIL)                                                                      \
   asm volatile(                                                                                                        \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                     \
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {"                                                 \
+      "wgmma.mma_async.sync.aligned.m64n64" SHAPE_K ".f32." TYPE "." TYPE " {"                                         \
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                                 \
-      "}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                                                               \
+      "}, %32, %33, p, 1, 1" TAIL ";\n}\n"                                                                             \
       :                                                                                                                \
       "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),            \
@@ -127,14 +129,14 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
       : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
       : "memory")
 
-#define CONVGEN_WGMMA_M64N96K16(TYPE)                                                                                  \
+#define CONVGEN_WGMMA_M64N96(SHAPE_K, TYPE, TAIL)                                                                      \
   asm volatile(                                                                                                        \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"                                                                     \
-      "wgmma.mma_async.sync.aligned.m64n96k16.f32." TYPE "." TYPE " {"                                                 \
+      "wgmma.mma_async.sync.aligned.m64n96" SHAPE_K ".f32." TYPE "." TYPE " {"                                         \
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                               \
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"                                 \
-      "}, %48, %49, p, 1, 1, 0, 0;\n}\n"                                                                               \
+      "}, %48, %49, p, 1, 1" TAIL ";\n}\n"                                                                             \
       :                                                                                                                \
       "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),            \
@@ -145,15 +147,15 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
       : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
       : "memory")
 
-#define CONVGEN_WGMMA_M64N128K16(TYPE)                                                                                 \
+#define CONVGEN_WGMMA_M64N128(SHAPE_K, TYPE, TAIL)                                                                     \
   asm volatile(                                                                                                        \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                                     \
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {"                                                \
+      "wgmma.mma_async.sync.aligned.m64n128" SHAPE_K ".f32." TYPE "." TYPE " {"                                        \
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                               \
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                               \
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                                 \
-      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"                                                                               \
+      "}, %64, %65, p, 1, 1" TAIL ";\n}\n"                                                                             \
       :                                                                                                                \
       "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),            \
@@ -166,17 +168,17 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
       : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
       : "memory")
 
-#define CONVGEN_WGMMA_M64N192K16(TYPE)                                                                                 \
+#define CONVGEN_WGMMA_M64N192(SHAPE_K, TYPE, TAIL)                                                                     \
   asm volatile(                                                                                                        \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"                                                                     \
-      "wgmma.mma_async.sync.aligned.m64n192k16.f32." TYPE "." TYPE " {"                                                \
+      "wgmma.mma_async.sync.aligned.m64n192" SHAPE_K ".f32." TYPE "." TYPE " {"                                        \
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                               \
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                               \
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                               \
       "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                               \
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"                                 \
-      "}, %96, %97, p, 1, 1, 0, 0;\n}\n"                                                                               \
+      "}, %96, %97, p, 1, 1" TAIL ";\n}\n"                                                                             \
       :                                                                                                                \
       "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),            \
@@ -193,10 +195,10 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
       : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
       : "memory")
 
-#define CONVGEN_WGMMA_M64N256K16(TYPE)                                                                                 \
+#define CONVGEN_WGMMA_M64N256(SHAPE_K, TYPE, TAIL)                                                                     \
   asm volatile(                                                                                                        \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                                    \
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {"                                                \
+      "wgmma.mma_async.sync.aligned.m64n256" SHAPE_K ".f32." TYPE "." TYPE " {"                                        \
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                               \
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                               \
@@ -205,7 +207,7 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                               \
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                   \
       "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"                 \
-      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"                                                                             \
+      "}, %128, %129, p, 1, 1" TAIL ";\n}\n"                                                                           \
       :                                                                                                                \
       "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                  \
       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),            \
@@ -226,30 +228,36 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
       : "l"(desc_a), "l"(desc_b), "r"(1)                                                                               \
       : "memory")
 
-
-template <int N, bool BF16>
+// The instruction's reduction step and operand type by the data type (convgen::Precision's value: 1 tf32, 2 fp16,
+// 3 bf16): k16 for the 16-bit types, which take the two transpose immediates (0: both K-major), and k8 for tf32, which
+// has none (tf32 operands are K-major only) and is given the fp32 elements as they are: no rounding step, the tensor
+// core uses their tf32 part.
+template <int N, int PRECISION>
 __device__ __forceinline__ void mma_async(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b) {
   static_assert(N == 16 || N == 32 || N == 64 || N == 96 || N == 128 || N == 192 || N == 256,
                 "wgmma N here: 16, 32, 64, 96, 128, 192 or 256");
-#define CONVGEN_WGMMA_TYPED(MACRO) \
-  if constexpr (BF16)              \
-    MACRO("bf16");                 \
-  else                             \
-    MACRO("f16")
+  static_assert(PRECISION >= 1 && PRECISION <= 3, "wgmma here: tf32 (1), fp16 (2) or bf16 (3)");
+#define CONVGEN_WGMMA_TYPED(MACRO)   \
+  if constexpr (PRECISION == 1)      \
+    MACRO("k8", "tf32", "");         \
+  else if constexpr (PRECISION == 3) \
+    MACRO("k16", "bf16", ", 0, 0");  \
+  else                               \
+    MACRO("k16", "f16", ", 0, 0")
   if constexpr (N == 16) {
-    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N16K16);
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N16);
   } else if constexpr (N == 32) {
-    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N32K16);
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N32);
   } else if constexpr (N == 64) {
-    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N64K16);
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N64);
   } else if constexpr (N == 96) {
-    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N96K16);
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N96);
   } else if constexpr (N == 128) {
-    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N128K16);
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N128);
   } else if constexpr (N == 192) {
-    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N192K16);
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N192);
   } else {
-    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N256K16);
+    CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N256);
   }
 #undef CONVGEN_WGMMA_TYPED
 }

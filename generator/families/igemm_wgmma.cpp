@@ -1,6 +1,6 @@
 // igemm_wgmma: the Hopper tensor-core implicit-GEMM family (templates/igemm_wgmma.cu): search space, support checks,
-// launch plan (split-K's reduce pass) and costs, for channels-last fp16 and bf16 problems on compute capability 9.0,
-// compiled for sm_90a.
+// launch plan (split-K's reduce pass) and costs, for channels-last tf32, fp16 and bf16 problems on compute capability
+// 9.0, compiled for sm_90a.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,10 +19,8 @@ namespace {
 
 constexpr std::int64_t kIntMax = 2147483647;
 constexpr std::int64_t kGridYZMax = 65535;
-constexpr int kAtomK = 64;           // reduction elements of one 128-byte swizzled row (ATOM_K)
 constexpr int kRowBytes = 128;       // bytes of a shared row
 constexpr int kAlignSlack = 1024;    // the dynamic allocation's extra bytes to align the stages to 1,024
-constexpr int kChunk = 8;            // elements per 16-byte load
 constexpr int kReduceThreads = 256;  // threads per block of the reduce entry (REDUCE_THREADS)
 // The wgmma N the template instantiates (templates/wgmma.cuh), in the order the search space tries them.
 constexpr std::array kBlockNs = {128, 64, 256, 32, 16, 96, 192};
@@ -30,7 +28,15 @@ constexpr std::array kBlockNs = {128, 64, 256, 32, 16, 96, 192};
 // The convolution as per-group GEMMs: M = pixels, N = output channels (generator/pixel_gemm.hpp).
 using Gemm = PixelGemm;
 
-bool serves_precision(Precision precision) { return precision == Precision::fp16 || precision == Precision::bf16; }
+bool serves_precision(Precision precision) {
+  return precision == Precision::tf32 || precision == Precision::fp16 || precision == Precision::bf16;
+}
+
+// The data type's element sizes (ELEMENT_BYTES, and from it the template's CHUNK, ATOM_K and MMA_K).
+int element_bytes(const Problem& p) { return p.precision == Precision::tf32 ? 4 : 2; }
+int chunk_of(const Problem& p) { return 16 / element_bytes(p); }          // elements per 16-byte load (CHUNK)
+int atom_k_of(const Problem& p) { return kRowBytes / element_bytes(p); }  // elements of a swizzled row (ATOM_K)
+int mma_k_of(const Problem& p) { return 32 / element_bytes(p); }          // reduction elements per wgmma (MMA_K)
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -42,23 +48,25 @@ int load_threads_of(const IgemmWgmmaParams& s) { return s.warp_specialized ? 128
 int activation_rows_of(const IgemmWgmmaParams& s) { return s.block_m / (load_threads_of(s) / 8); }
 int filter_rows_of(const IgemmWgmmaParams& s) { return static_cast<int>(ceil_div(s.block_n, load_threads_of(s) / 8)); }
 
-// Reduction elements per step (BLOCK_K): K_ATOMS swizzled rows.
-int block_k_of(const IgemmWgmmaParams& s) { return kAtomK * s.k_atoms; }
+// Reduction elements per step (BLOCK_K): K_ATOMS swizzled rows of atom_k elements.
+int block_k_of(int atom_k, const IgemmWgmmaParams& s) { return atom_k * s.k_atoms; }
 
-// The reduction's 64-element K atoms (ATOMS): the flat reduction cut in 64s (tap-major), or every tap of every
-// 64-channel chunk (chunk-major, each chunk padded to 64).
-int atoms_of(const Gemm& g, const IgemmWgmmaParams& s) {
+// The reduction's K atoms of atom_k elements (ATOMS): the flat reduction cut in atom_k's (tap-major), or every tap of
+// every atom_k-channel chunk (chunk-major, each chunk padded to atom_k).
+int atoms_of(const Gemm& g, int atom_k, const IgemmWgmmaParams& s) {
   const int channels = g.kr / std::max(g.taps, 1);
-  return static_cast<int>(s.chunk_major ? ceil_div(channels, kAtomK) * g.taps : ceil_div(g.kr, kAtomK));
+  return static_cast<int>(s.chunk_major ? ceil_div(channels, atom_k) * g.taps : ceil_div(g.kr, atom_k));
 }
 
 // Atoms per split (SPLIT_ATOMS): whole steps.
-int split_atoms(const Gemm& g, const IgemmWgmmaParams& s) {
-  return static_cast<int>(ceil_div(ceil_div(atoms_of(g, s), s.split_k), s.k_atoms) * s.k_atoms);
+int split_atoms(const Gemm& g, int atom_k, const IgemmWgmmaParams& s) {
+  return static_cast<int>(ceil_div(ceil_div(atoms_of(g, atom_k, s), s.split_k), s.k_atoms) * s.k_atoms);
 }
 
 // Reduction elements per split, the padding of chunk-major chunks included.
-int split_chunk(const Gemm& g, const IgemmWgmmaParams& s) { return split_atoms(g, s) * kAtomK; }
+int split_chunk(const Gemm& g, int atom_k, const IgemmWgmmaParams& s) {
+  return split_atoms(g, atom_k, s) * atom_k;
+}
 
 // The stages, the alignment slack and the warp-specialized pipeline's two mbarriers per stage (SMEM_BYTES).
 int smem_bytes(const IgemmWgmmaParams& s) {
@@ -95,15 +103,15 @@ std::int64_t blocks_of(const Gemm& g, const IgemmWgmmaParams& s) {
 std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
   if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
   if (!serves_precision(p.precision))
-    return fmt::format("precision {} is not supported by igemm_wgmma (fp16 and bf16 only)", p.precision);
+    return fmt::format("precision {} is not supported by igemm_wgmma (tf32, fp16 and bf16 only)", p.precision);
   if (!has_wgmma(gpu))
     return fmt::format("igemm_wgmma needs wgmma (compute capability 9.0, compiled for sm_90a), the gpu is {}",
                        gpu.arch);
   if (!channels_last(p.layout))
     return fmt::format("igemm_wgmma serves channels-last layouts only, got {} (igemm_tc serves it)", p.layout);
-  if (c_per_group(p) % kChunk != 0)
-    return fmt::format("igemm_wgmma needs channels per group to be a multiple of {} (16-byte loads), got {}", kChunk,
-                       c_per_group(p));
+  if (c_per_group(p) % chunk_of(p) != 0)
+    return fmt::format("igemm_wgmma needs channels per group to be a multiple of {} in {} (16-byte loads), got {}",
+                       chunk_of(p), p.precision, c_per_group(p));
   const Gemm g = pixel_gemm(p);
   if (g.m > kIntMax) return fmt::format("output pixels N*O*P*Q = {} exceed 2^31 - 1", g.m);
   if (filter_elements(p) > kIntMax) return fmt::format("filter elements {} exceed 2^31 - 1", filter_elements(p));
@@ -120,10 +128,11 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   if (s.stages < 3 || s.stages > 6) return fmt::format("stages must be 3 to 6, got {}", s.stages);
   if (s.split_k < 1 || s.split_k > 32) return fmt::format("split_k must be 1 to 32, got {}", s.split_k);
   const Gemm g = pixel_gemm(p);
+  const int atom_k = atom_k_of(p);
   // Every split must own part of the reduction (an empty split would only add work).
-  if (std::int64_t{s.split_k - 1} * split_atoms(g, s) >= atoms_of(g, s))
+  if (std::int64_t{s.split_k - 1} * split_atoms(g, atom_k, s) >= atoms_of(g, atom_k, s))
     return fmt::format("split_k {} leaves splits without work: the reduction length {} gives {} steps of {}", s.split_k,
-                       g.kr, ceil_div(atoms_of(g, s), s.k_atoms), block_k_of(s));
+                       g.kr, ceil_div(atoms_of(g, atom_k, s), s.k_atoms), block_k_of(atom_k, s));
   if (ceil_div(g.n, s.block_n) > kGridYZMax)
     return fmt::format("{} tiles of output channels exceed the grid's y limit of 65535", ceil_div(g.n, s.block_n));
   if (std::int64_t{g.groups} * s.split_k > kGridYZMax)
@@ -156,11 +165,11 @@ IgemmWgmmaParams params_of(int block_m, int block_n, int k_atoms, int stages, in
           .warp_specialized = warp_specialized};
 }
 
-// Chunk-major order is offered where it can pay: more than one tap (else it is the tap-major order) and chunks of 64
-// channels that pad the channels per group by at most an eighth.
-bool offers_chunk_major(const Gemm& g) {
+// Chunk-major order is offered where it can pay: more than one tap (else it is the tap-major order) and chunks of
+// atom_k channels that pad the channels per group by at most an eighth.
+bool offers_chunk_major(const Gemm& g, int atom_k) {
   const int channels = g.kr / std::max(g.taps, 1);
-  return g.taps > 1 && ceil_div(channels, kAtomK) * kAtomK * 8 <= channels * 9;
+  return g.taps > 1 && ceil_div(channels, atom_k) * atom_k * 8 <= channels * 9;
 }
 
 class IgemmWgmma final : public Family {
@@ -174,7 +183,7 @@ class IgemmWgmma final : public Family {
     return spec_reason(p, gpu, convgen::params_of<IgemmWgmmaParams>(spec));
   }
 
-  // The prelude also says the data type: PRECISION, convgen::Precision's value (2 fp16, 3 bf16).
+  // The prelude also says the data type: PRECISION, convgen::Precision's value (1 tf32, 2 fp16, 3 bf16).
   KernelSource render(const Problem& p, const KernelSpec& spec) const override {
     const PreludeConstant precision = precision_constant(p);
     return render_kernel(p, spec, interface(), {&precision, 1});
@@ -238,8 +247,10 @@ class IgemmWgmma final : public Family {
   std::vector<IgemmWgmmaParams> candidates(const Problem& p, const Gpu& gpu) const {
     if (problem_reason(p, gpu)) return {};
     const Gemm g = pixel_gemm(p);
-    const std::vector<int> step_atoms = g.kr > 2 * kAtomK ? std::vector<int>{1, 2} : std::vector<int>{1};
-    const std::vector<bool> orders = offers_chunk_major(g) ? std::vector<bool>{false, true} : std::vector<bool>{false};
+    const int atom_k = atom_k_of(p);
+    const std::vector<int> step_atoms = g.kr > 2 * atom_k ? std::vector<int>{1, 2} : std::vector<int>{1};
+    const std::vector<bool> orders =
+        offers_chunk_major(g, atom_k) ? std::vector<bool>{false, true} : std::vector<bool>{false};
     const std::size_t share = kMaxCandidates / (2 * step_atoms.size() * orders.size());
     std::vector<Estimated<IgemmWgmmaParams>> chosen;
     for (bool warp_specialized : {false, true})
@@ -262,7 +273,7 @@ class IgemmWgmma final : public Family {
     const auto with = [&](int block_m, int block_n, int stages, int split_k) {
       return params_of(block_m, block_n, k_atoms, stages, split_k, chunk_major, warp_specialized);
     };
-    const std::int64_t steps = ceil_div(atoms_of(g, with(64, 16, 3, 1)), k_atoms);
+    const std::int64_t steps = ceil_div(atoms_of(g, atom_k_of(p), with(64, 16, 3, 1)), k_atoms);
     std::vector<std::vector<Estimated<IgemmWgmmaParams>>> by_tile;
     for (int block_m : {128, 64, 192, 256}) {
       if (block_m > 64 && block_m / 2 >= g.m) continue;  // half the tile would be padding
@@ -298,14 +309,16 @@ class IgemmWgmma final : public Family {
   CostFeatures features(const Problem& p, const IgemmWgmmaParams& s) const {
     const Gemm g = pixel_gemm(p);
     const double out_elements = static_cast<double>(output_elements(p));
-    const int chunk = split_chunk(g, s);
+    const int atom_k = atom_k_of(p);
+    const int chunk = split_chunk(g, atom_k, s);
     const int warps = s.block_m / 16;  // the warps that multiply
-    const double slices = static_cast<double>(chunk) / 16;
-    // templates/igemm_wgmma.cu: per 16 reduction elements each warpgroup issues one wgmma m64nBLOCK_Nk16 (counted
-    // per warp as BLOCK_N / 32 fma-like instructions); the block loads BLOCK_M + BLOCK_N rows of 16-byte units, each
-    // activation unit with its tap decoded and bounds checked (about 8 instructions).
-    const double activation_loads = static_cast<double>(s.block_m) * chunk / kChunk;
-    const double filter_loads = static_cast<double>(s.block_n) * chunk / kChunk;
+    const double slices = static_cast<double>(chunk) / mma_k_of(p);
+    // templates/igemm_wgmma.cu: per MMA_K reduction elements (16, tf32 8) each warpgroup issues one wgmma
+    // m64nBLOCK_N (counted per warp as BLOCK_N / 32 fma-like instructions: a tf32 k8 takes the tensor cores as long as
+    // a 16-bit k16); the block loads BLOCK_M + BLOCK_N rows of 16-byte units, each activation unit with its tap decoded
+    // and bounds checked (about 8 instructions).
+    const double activation_loads = static_cast<double>(s.block_m) * chunk / chunk_of(p);
+    const double filter_loads = static_cast<double>(s.block_n) * chunk / chunk_of(p);
     return {.blocks = blocks_of(g, s),
             .threads_per_block = threads_of(s),
             .smem_bytes_per_block = smem_bytes(s),
@@ -316,7 +329,7 @@ class IgemmWgmma final : public Family {
             .shared_load_instructions = 0,
             .global_load_instructions = (activation_loads + filter_loads) / 32,
             .address_instructions = activation_loads / 32 * 8,
-            .main_loop_steps = chunk / block_k_of(s),
+            .main_loop_steps = chunk / block_k_of(atom_k, s),
             .pipelined = true,
             .atomic_outputs = 0,
             .extra_launches = s.split_k > 1 ? 1 : 0};
@@ -343,15 +356,17 @@ class IgemmWgmma final : public Family {
     const double efficiency = 0.8 * std::min(1.0, s.warp_specialized ? 0.7 + warpgroups * 0.15 : 0.5 + warpgroups / 4);
     const double peak = peak_tflops(gpu, p.precision) > 0 ? peak_tflops(gpu, p.precision) : 8 * gpu.peak_fp32_tflops;
     const double sm_flops_per_us = std::max(peak, 1.0) * 1e6 / sm_count;
-    const int chunk = split_chunk(g, s);
+    const int atom_k = atom_k_of(p);
+    const int chunk = split_chunk(g, atom_k, s);
     const double flops_per_block = 2.0 * s.block_m * s.block_n * chunk;
     const double compute_us = waves * resident * flops_per_block / (sm_flops_per_us * efficiency);
-    const double latency_us = waves * std::ceil(static_cast<double>(chunk) / block_k_of(s)) * step_latency_us;
+    const double latency_us = waves * std::ceil(static_cast<double>(chunk) / block_k_of(atom_k, s)) * step_latency_us;
     const double bytes_per_us = std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3;
     // Chunk-major: the taps of a chunk read mostly the same activation lines, half of them or more from L1 (a guess:
     // the tuner measures).
     const double activation_share = s.chunk_major ? std::min(1.0, 2.0 / g.taps) : 1.0;
-    const double operand_bytes = static_cast<double>(blocks) * (s.block_m * activation_share + s.block_n) * chunk * 2;
+    const double operand_bytes =
+        static_cast<double>(blocks) * (s.block_m * activation_share + s.block_n) * chunk * element_bytes(p);
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
     const double split_us =

@@ -1,7 +1,7 @@
 // igemm_wgmma_compile_test: the Hopper tensor-core template compiles alone for sm_90a (and refuses sm_90), and through
 // build_kernel (which compiles it for the family's compile_arch, sm_90a on an H100) every configuration its search
-// space offers on a handful of corpus problems (fp16 and bf16, groups, 1-D and 3-D, split-K, one and two K atoms a
-// step), every block tile with one and with two K atoms in both precisions, and split-K's reduce entry; the default
+// space offers on a handful of corpus problems (tf32, fp16 and bf16, groups, 1-D and 3-D, split-K, one and two K atoms
+// a step), every block tile with one and with two K atoms in each precision, and split-K's reduce entry; the default
 // configurations without register spills.
 #include <tuple>
 #include <utility>
@@ -88,6 +88,9 @@ std::vector<Case> cases() {
       {"conv1d_nwc_k5_bf16", edge_case("conv1d_ncw_k5", Precision::bf16, Layout::nwc)},
       {"resnet50_conv4_1_3x3_fp16", suite_layer("resnet50.csv", "conv4_1_3x3", Precision::fp16)},
       {"cusnn_res_512to512_7_bf16", suite_layer("cusnn.csv", "res_512to512_7", Precision::bf16)},
+      {"c32_k100_3x3_tf32", edge_case("c32_k100_3x3", Precision::tf32, Layout::nhwc)},
+      {"nhwc_groups2_batch2_tf32", edge_case("nhwc_groups2_batch2", Precision::tf32, Layout::nhwc)},
+      {"resnet50_conv4_1_3x3_tf32", suite_layer("resnet50.csv", "conv4_1_3x3", Precision::tf32)},
   };
 }
 
@@ -142,15 +145,18 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
         EXPECT_EQ(report.spill_store_bytes, 0) << entry << "\n" << built.cubin.log;
     }
   }
-  // Chunk-major order where there is more than one tap and 64-channel chunks pad the channels by at most an eighth.
+  // Chunk-major order where there is more than one tap and chunks of a row's channels (64, tf32 32) pad the channels
+  // by at most an eighth.
   const int channels = c_per_group(c.problem);
+  const int row = c.problem.precision == Precision::tf32 ? 32 : 64;
   const bool taps = c.problem.filter.d * c.problem.filter.h * c.problem.filter.w > 1;
-  EXPECT_EQ(chunk_major > 0, taps && (channels + 63) / 64 * 64 * 8 <= channels * 9) << problem_key(c.problem);
+  EXPECT_EQ(chunk_major > 0, taps && (channels + row - 1) / row * row * 8 <= channels * 9) << problem_key(c.problem);
   // Both pipelines are offered, half the candidates each where the search space has that many.
   EXPECT_GT(warp_specialized, 0) << problem_key(c.problem);
   EXPECT_LT(warp_specialized, static_cast<int>(specs.size())) << problem_key(c.problem);
-  // Two K atoms a step are offered (and so compiled) exactly where the reduction is longer than 128.
-  if (reduction_length(c.problem) > 128) {
+  // Two K atoms a step are offered (and so compiled) exactly where the reduction is longer than two rows (128, tf32
+  // 64).
+  if (reduction_length(c.problem) > 2 * row) {
     EXPECT_GT(with_two, 0) << problem_key(c.problem);
   } else {
     EXPECT_EQ(with_two, 0) << problem_key(c.problem);
@@ -169,7 +175,8 @@ class IgemmWgmmaEveryTile : public testing::TestWithParam<Precision> {};
 // stages, the 17 whose stages fit the shared memory (at most 301 rows: 3 x 301 x 256 + 1,024 bytes are within the
 // H100's 232448). Warp-specialized, one K atom in 4 stages: all but those whose producer or consumers exceed the
 // registers of one more warpgroup (all of 256 pixels but 256 x 16, and 192 x 256): 21. Chunk-major (its 24 channels
-// padded to a chunk of 64), one K atom in 4 stages: the shared pipeline's 26.
+// padded to a chunk of 64, tf32 32), one K atom in 4 stages: the shared pipeline's 26. The same counts in every
+// precision: a tile's bytes and registers do not depend on it.
 TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
@@ -198,16 +205,17 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, IgemmWgmmaEveryTile, testing::Values(Precision::fp16, Precision::bf16),
+INSTANTIATE_TEST_SUITE_P(Precisions, IgemmWgmmaEveryTile,
+                         testing::Values(Precision::fp16, Precision::bf16, Precision::tf32),
                          [](const testing::TestParamInfo<Precision>& case_info) {
                            return std::string(to_string(case_info.param));
                          });
 
-TEST(IgemmWgmmaSplitK, TheReduceEntryIsCompiledBesideTheMainOneWithoutSpillsInBothPrecisions) {
+TEST(IgemmWgmmaSplitK, TheReduceEntryIsCompiledBesideTheMainOneWithoutSpillsInEveryPrecision) {
   JitCache cache(std::nullopt);
-  for (Precision precision : {Precision::fp16, Precision::bf16}) {
+  for (Precision precision : {Precision::fp16, Precision::bf16, Precision::tf32}) {
     const Problem deep = suite_layer("cusnn.csv", "res_512to512_7", precision);
-    // 4608 reduction elements: 72 steps of 64 or 36 of 128.
+    // 4608 reduction elements: 72 steps of 64 or 36 of 128 (tf32: 144 of 32, 72 of 64).
     for (const auto& [k_atoms, split_k] :
          {std::pair{1, 2}, std::pair{1, 4}, std::pair{1, 9}, std::pair{2, 2}, std::pair{2, 4}, std::pair{2, 9}}) {
       const KernelSpec s = spec(64, 128, k_atoms, 4, split_k);

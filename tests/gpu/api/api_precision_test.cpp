@@ -13,6 +13,7 @@
 #include "convgen/convgen.hpp"
 #include "convgen/error.hpp"
 #include "measure/verification.hpp"
+#include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
 
@@ -59,9 +60,9 @@ TEST_F(ApiPrecisionGpu, TensorCorePrecisionsRunOnTypedPointersAndMatchTheReferen
     const Problem problem{.n = 2, .c = 32, .k = 48, .input = {1, 14, 14}, .filter = {1, 3, 3},
                           .padding = {0, 1, 1}, .layout = Layout::nhwc, .precision = precision};
     const ConvOp& op = context.conv(problem);
-    // A tensor-core family's kernel: igemm_tc, or on Hopper in fp16 / bf16 igemm_wgmma, which ranks first there.
+    // A tensor-core family's kernel: igemm_tc, or on Hopper igemm_wgmma, which ranks first there.
     const std::string& name = op.kernel_name();
-    EXPECT_TRUE(name.starts_with("igemm_tc_") || (precision != Precision::tf32 && name.starts_with("igemm_wgmma_")))
+    EXPECT_TRUE(name.starts_with(has_wgmma(query_device(0)) ? "igemm_wgmma_" : "igemm_tc_"))
         << to_string(precision) << ": " << name;
     const Verification v =
         precision == Precision::tf32 ? run_typed<float>(op) : run_typed<std::uint16_t>(op);

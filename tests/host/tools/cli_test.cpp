@@ -104,7 +104,8 @@ TEST(Cli, GenerateWritesSourceCubinAndManifestForEachLayer) {
   std::filesystem::remove_all(out);
 }
 
-// On sm_90 fp16 and bf16 go to igemm_wgmma (compiled for sm_90a); tf32, and every precision on sm_80, to igemm_tc.
+// On sm_90 channels-last tf32, fp16 and bf16 go to igemm_wgmma (compiled for sm_90a); every precision on sm_80 to
+// igemm_tc.
 TEST(Cli, GenerateInTf32Fp16AndBf16ChoosesTheTensorCoreFamilyForSm80AndSm90) {
   const auto out = std::filesystem::temp_directory_path() / "convgen_cli_test_generate_precision";
   for (const char* gpu : {"a100_sxm4", "h100_sxm"})
@@ -118,7 +119,7 @@ TEST(Cli, GenerateInTf32Fp16AndBf16ChoosesTheTensorCoreFamilyForSm80AndSm90) {
       const auto manifest = nlohmann::json::parse(in);
       ASSERT_EQ(manifest["kernels"].size(), 1u) << r.output;
       const auto& k = manifest["kernels"][0];
-      const bool wgmma = std::string(gpu) == "h100_sxm" && std::string(precision) != "tf32";
+      const bool wgmma = std::string(gpu) == "h100_sxm";
       EXPECT_EQ(k["family"], wgmma ? "igemm_wgmma" : "igemm_tc") << k;
       EXPECT_NE(k["problem"].get<std::string>().find(std::string("_nhwc_") + precision), std::string::npos) << k;
       EXPECT_GT(k["registers"].get<int>(), 0) << k;

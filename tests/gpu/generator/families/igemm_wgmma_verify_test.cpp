@@ -1,8 +1,9 @@
 // igemm_wgmma_verify_test: the Hopper tensor-core family verified on the GPU against the float64 reference (outputs
 // poisoned, inputs random, the precision's limit), on a GPU with wgmma (compute capability 9.0; skipped elsewhere):
-// the edge-case corpus channels-last in fp16 and bf16; every block tile and pipeline depth on a problem with partial
+// the edge-case corpus channels-last in fp16, bf16 and tf32; every block tile and pipeline depth on a problem with partial
 // tiles in every dimension, in both pipelines (shared and warp-specialized) and both reduction orders (tap-major and
-// chunk-major, which pads the 24 channels to 64); every configuration the search space offers on the cusnn layers;
+// chunk-major, which pads the 24 channels to a row: 64, tf32 32); every configuration the search space offers on the
+// cusnn layers;
 // split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce. Prints, and appends to
 // $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
 #include <gtest/gtest.h>
@@ -20,8 +21,7 @@ namespace {
 using namespace testing_support;
 
 const std::string kTallyTable = "igemm_wgmma verified cases per precision and layout (configuration, shape)";
-constexpr std::array kPrecisions = {Precision::fp16, Precision::bf16};
-
+constexpr std::array kPrecisions = {Precision::fp16, Precision::bf16, Precision::tf32};
 
 Problem with(Problem p, Precision precision, Layout layout) {
   p.precision = precision;
@@ -48,14 +48,14 @@ class IgemmWgmmaGpu : public testing::Test {
   JitCache cache_{std::nullopt};
 };
 
-TEST_F(IgemmWgmmaGpu, RepresentativeConfigurationsAreCorrectOnTheEdgeCaseCorpusInBothPrecisions) {
+TEST_F(IgemmWgmmaGpu, RepresentativeConfigurationsAreCorrectOnTheEdgeCaseCorpusInEveryPrecision) {
   std::vector<Case> cases;
   int served = 0;
   for (const Layer& layer : edge_cases().layers)
     for (Precision precision : kPrecisions) {
       const Problem p = with(layer.problem, precision, channels_last_of(layer.problem.layout));
       const std::vector<KernelSpec> specs = representative_specs(wgmma_, p, gpu_, 3);
-      if (specs.empty()) continue;  // channels per group not a multiple of 8
+      if (specs.empty()) continue;  // channels per group not a multiple of 16 bytes
       ++served;
       for (const KernelSpec& s : specs) cases.push_back({fmt::format("{} {}", layer.name, precision), p, s});
     }
@@ -100,7 +100,7 @@ TEST_F(IgemmWgmmaGpu, EveryBlockTileAndPipelineDepthIsCorrectOnPartialTilesInEve
 }
 
 // Every configuration enumerate() offers, that is every one the tuner can pick: the cusnn layers in fp16 NHWC at
-// batch 1 and 8, a strided ResNet-50 layer, and the deepest cusnn layer in bf16.
+// batch 1 and 8, a strided ResNet-50 layer, the deepest cusnn layer in bf16, and the first and the deepest in tf32.
 TEST_F(IgemmWgmmaGpu, EveryEnumeratedConfigurationIsCorrectOnNetworkLayers) {
   std::vector<Problem> problems;
   const Suite cusnn = load_suite(source_dir() / "shapes" / "cusnn.csv");
@@ -111,6 +111,8 @@ TEST_F(IgemmWgmmaGpu, EveryEnumeratedConfigurationIsCorrectOnNetworkLayers) {
       problems.push_back(p);
     }
   problems.push_back(with(cusnn.layers.back().problem, Precision::bf16, Layout::nhwc));
+  problems.push_back(with(cusnn.layers.front().problem, Precision::tf32, Layout::nhwc));
+  problems.push_back(with(cusnn.layers.back().problem, Precision::tf32, Layout::nhwc));
   for (const Layer& layer : load_suite(source_dir() / "shapes" / "resnet50.csv").layers)
     if (layer.problem.stride.h == 2 && layer.problem.c % 8 == 0) {
       problems.push_back(with(layer.problem, Precision::fp16, Layout::nhwc));
@@ -129,7 +131,7 @@ TEST_F(IgemmWgmmaGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
   std::vector<Case> cases;
   for (Precision precision : kPrecisions) {
     const Problem p = long_reduction(precision);
-    for (int split_k : {2, 3, 5, 8, 12, 24})  // 72 steps of 64: 24 splits of 3 steps, the most that leave none empty
+    for (int split_k : {2, 3, 5, 8, 12, 24})  // 72 steps of 64 (tf32 144 of 32): 24 splits leave none empty
       for (int pipeline = 0; pipeline < 3; ++pipeline) {  // shared, warp-specialized, warp-specialized chunk-major
         const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = 64,
                                                       .block_n = 64,

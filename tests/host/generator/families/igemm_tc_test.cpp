@@ -87,8 +87,8 @@ TEST(IgemmTcFamily, ServesEveryEdgeCaseInEveryTensorCorePrecisionAndLayoutWithSu
   }
 }
 
-// igemm_wgmma comes first where it serves (channels-last fp16 / bf16 on sm_90); igemm_tc is the default everywhere
-// else a tensor-core precision is asked for: tf32, channels-first, and GPUs without wgmma.
+// igemm_wgmma comes first where it serves (channels-last tf32 / fp16 / bf16 on sm_90); igemm_tc is the default
+// everywhere else a tensor-core precision is asked for: channels-first, and GPUs without wgmma.
 TEST(IgemmTcFamily, IsTheDefaultChoiceForTf32Fp16AndBf16WhereIgemmWgmmaDoesNotServeAndNeverServesFp32) {
   const Gpu gpu = h100();
   const Gpu a100 = load_gpu(kSourceDir / "gpus/a100_sxm4.json");
@@ -103,6 +103,7 @@ TEST(IgemmTcFamily, IsTheDefaultChoiceForTf32Fp16AndBf16WhereIgemmWgmmaDoesNotSe
       }
   }
   EXPECT_EQ(default_choice(with(kResnet3x3, Precision::fp16, Layout::nhwc), gpu).family, "igemm_wgmma");
+  EXPECT_EQ(default_choice(with(kResnet3x3, Precision::tf32, Layout::nhwc), gpu).family, "igemm_wgmma");
   const Problem fp32 = with(kResnet3x3, Precision::fp32, Layout::nhwc);
   EXPECT_EQ(igemm_tc().check_support(fp32, gpu, spec(64, 64, 32, 32, 32)),
             "precision fp32 is not supported by igemm_tc (tf32, fp16 and bf16 only: fp32 problems need strict fp32 "

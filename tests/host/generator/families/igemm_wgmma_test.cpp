@@ -211,8 +211,9 @@ TEST(IgemmWgmmaFamily, ServesTheEdgeCasesWhoseChannelsPerGroupAreAMultipleOfEigh
       } else {
         ++declined;
         EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(64, 16)),
-                  fmt::format("igemm_wgmma needs channels per group to be a multiple of 8 (16-byte loads), got {}",
-                              c_per_group(p)));
+                  fmt::format("igemm_wgmma needs channels per group to be a multiple of 8 in {} (16-byte loads), "
+                              "got {}",
+                              to_string(precision), c_per_group(p)));
       }
     }
   // 39 rows: 16 with 1, 3 or 4 channels per group (the depthwise ones among them), in two precisions.
@@ -222,16 +223,36 @@ TEST(IgemmWgmmaFamily, ServesTheEdgeCasesWhoseChannelsPerGroupAreAMultipleOfEigh
   EXPECT_EQ(with_two, 2 * 10);
 }
 
-TEST(IgemmWgmmaFamily, DeclinesFp32AndTf32WithTheReason) {
+TEST(IgemmWgmmaFamily, DeclinesFp32WithTheReason) {
   const Gpu gpu = h100();
-  for (Precision precision : {Precision::fp32, Precision::tf32}) {
-    const Problem p = with(kResnet3x3, precision, Layout::nhwc);
-    EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 64)),
-              fmt::format("precision {} is not supported by igemm_wgmma (fp16 and bf16 only)", to_string(precision)));
-    EXPECT_TRUE(igemm_wgmma().enumerate(p, gpu).empty()) << to_string(precision);
-    EXPECT_EQ(igemm_wgmma().default_spec(p, gpu), std::nullopt) << to_string(precision);
-    EXPECT_NE(default_choice(p, gpu).family, "igemm_wgmma") << to_string(precision);
-  }
+  const Problem p = with(kResnet3x3, Precision::fp32, Layout::nhwc);
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 64)),
+            "precision fp32 is not supported by igemm_wgmma (tf32, fp16 and bf16 only)");
+  EXPECT_TRUE(igemm_wgmma().enumerate(p, gpu).empty());
+  EXPECT_EQ(igemm_wgmma().default_spec(p, gpu), std::nullopt);
+  EXPECT_NE(default_choice(p, gpu).family, "igemm_wgmma");
+}
+
+// tf32 holds fp32 elements: 16-byte loads of 4 channels, so 4 channels per group suffice where the 16-bit types need
+// 8; rows of 32 elements, so two K atoms a step from a reduction longer than 64.
+TEST(IgemmWgmmaFamily, ServesTf32WithFourChannelsPerGroupAndRowsOf32Elements) {
+  const Gpu gpu = h100();
+  Problem p = with(kResnet3x3, Precision::tf32, Layout::nhwc);
+  p.c = 4;
+  p.k = 16;
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(64, 16)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(with(p, Precision::fp16, Layout::nhwc), gpu, spec(64, 16)),
+            "igemm_wgmma needs channels per group to be a multiple of 8 in fp16 (16-byte loads), got 4");
+  p.c = 6;
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(64, 16)),
+            "igemm_wgmma needs channels per group to be a multiple of 4 in tf32 (16-byte loads), got 6");
+  p.c = 8;  // a reduction of 72: two rows of 32 and a part, so two K atoms a step are offered
+  bool two = false;
+  for (const KernelSpec& s : igemm_wgmma().enumerate(p, gpu)) two = two || P(s).k_atoms == 2;
+  EXPECT_TRUE(two);
+  EXPECT_FALSE(igemm_wgmma().enumerate(with(p, Precision::fp16, Layout::nhwc), gpu).empty());
+  for (const KernelSpec& s : igemm_wgmma().enumerate(with(p, Precision::fp16, Layout::nhwc), gpu))
+    EXPECT_EQ(P(s).k_atoms, 1) << kernel_name(s);
 }
 
 TEST(IgemmWgmmaFamily, DeclinesChannelsFirstLayoutsAndNamesTheFamilyThatServesThem) {
@@ -258,25 +279,25 @@ TEST(IgemmWgmmaFamily, DeclinesChannelsFirstLayoutsAndNamesTheFamilyThatServesTh
   }
 }
 
-TEST(IgemmWgmmaFamily, NeedsChannelsPerGroupInMultiplesOfEight) {
+TEST(IgemmWgmmaFamily, NeedsChannelsPerGroupInMultiplesOfEightInTheHalfPrecisions) {
   const Gpu gpu = h100();
   Problem rgb = kResnet3x3;
   rgb.c = 3;
   EXPECT_EQ(igemm_wgmma().check_support(rgb, gpu, spec(128, 64)),
-            "igemm_wgmma needs channels per group to be a multiple of 8 (16-byte loads), got 3");
+            "igemm_wgmma needs channels per group to be a multiple of 8 in fp16 (16-byte loads), got 3");
   EXPECT_TRUE(igemm_wgmma().enumerate(rgb, gpu).empty());
   Problem twelve = kResnet3x3;
   twelve.c = 12;
   twelve.precision = Precision::bf16;
   EXPECT_EQ(igemm_wgmma().check_support(twelve, gpu, spec(128, 64)),
-            "igemm_wgmma needs channels per group to be a multiple of 8 (16-byte loads), got 12");
+            "igemm_wgmma needs channels per group to be a multiple of 8 in bf16 (16-byte loads), got 12");
   // 32 channels are a multiple of 8, but not in 8 groups of 4.
   Problem grouped = kResnet3x3;
   grouped.c = 32;
   grouped.k = 32;
   grouped.groups = 8;
   EXPECT_EQ(igemm_wgmma().check_support(grouped, gpu, spec(128, 16)),
-            "igemm_wgmma needs channels per group to be a multiple of 8 (16-byte loads), got 4");
+            "igemm_wgmma needs channels per group to be a multiple of 8 in fp16 (16-byte loads), got 4");
   grouped.groups = 4;
   EXPECT_EQ(igemm_wgmma().check_support(grouped, gpu, spec(128, 16)), std::nullopt);
 }
@@ -780,7 +801,7 @@ TEST(IgemmWgmmaFamily, HasADefaultSpecWhereverItEnumeratesAndNoneElsewhere) {
 // cores' full rate, mma.sync not."
 TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
   const Gpu gpu = h100();
-  for (Precision precision : {Precision::fp16, Precision::bf16}) {
+  for (Precision precision : {Precision::tf32, Precision::fp16, Precision::bf16}) {
     const Problem p = with(kResnet3x3, precision, Layout::nhwc);
     EXPECT_LT(igemm_wgmma().default_rank(p), family("igemm_tc").default_rank(p)) << to_string(precision);
     EXPECT_EQ(default_choice(p, gpu).family, "igemm_wgmma") << to_string(precision);
@@ -788,7 +809,6 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
     EXPECT_EQ(default_choice(with(p, precision, Layout::nchw), gpu).family, "igemm_tc") << to_string(precision);
     EXPECT_EQ(default_choice(p, a100()).family, "igemm_tc") << to_string(precision);
   }
-  EXPECT_EQ(default_choice(with(kResnet3x3, Precision::tf32, Layout::nhwc), gpu).family, "igemm_tc");
 }
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
@@ -828,7 +848,7 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
       "kernel name 'igemm_wgmma_m96_n64_kb1_st4_sk1_co0_ws0': field 'm' (output pixels per block: one warpgroup of 128 "
       "threads per 64) must be one of 64, 128, 192, 256, got 96");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb3_st4_sk1_co0_ws0"),
-            "kernel name 'igemm_wgmma_m128_n64_kb3_st4_sk1_co0_ws0': field 'kb' (64-element swizzled K atoms per step: "
+            "kernel name 'igemm_wgmma_m128_n64_kb3_st4_sk1_co0_ws0': field 'kb' (128-byte swizzled K atoms per step: "
             "128 or "
             "256 bytes of each row a barrier) must be one of 1, 2, got 3");
   EXPECT_EQ(
