@@ -6,8 +6,8 @@ Each kernel is compiled in this process through libnvrtc (ctypes, no build neede
 them, and timed (wall and CPU, median of --repeats, after one warm-up compile) with NVRTC's own phase times
 (--time: front end, NVVM optimizer, ptxas): without --minimal, PTX only (compute_XX: no ptxas), and the options
 given with --variant added to convgen's; each variant's cubin is compared with convgen's bytes (the same bytes:
-the same code). The fixed cost of a program is measured on an empty kernel that includes every template header,
-and on an empty source; with --together N, the first N kernels of each family (of the whole folder, whatever
+the same code). The fixed cost of a program is measured on an empty kernel that includes every template header
+a program can include at file scope, and on an empty source; with --together N, the first N kernels of each family (of the whole folder, whatever
 --limit) are also compiled as one program
 (each in a namespace of its own, the headers included once) against N programs: what compiling a problem's
 candidates together would save. Markdown on stdout.
@@ -173,11 +173,17 @@ def main():
 
     # Warm-up: NVRTC's first compile in a process loads its builtins.
     compile_once("warm.cu", 'extern "C" __global__ void k() {}\n', [], base_options(arch))
-    empty_all = "".join(f'#include "{n}"\n' for n, _ in headers) + 'extern "C" __global__ void k() {}\n'
+    # The headers a program can include at file scope: those with an include guard or `#pragma once`; the others
+    # (conv_gather.cuh, simt_gemm.cuh, ...) are fragments a template includes inside its namespace after its own
+    # constants. wgmma.cuh only where the architecture is sm_90a's.
+    standalone = [n for n, text in headers
+                  if re.search(r"^#ifndef CONVGEN_\w+_CUH|^#pragma once", text, re.MULTILINE)
+                  and (n != "wgmma.cuh" or arch.endswith("a"))]
+    empty_all = "".join(f'#include "{n}"\n' for n in standalone) + 'extern "C" __global__ void k() {}\n'
     fixed = {
         "empty source": median_compile("empty.cu", 'extern "C" __global__ void k() {}\n', headers,
                                        base_options(arch), args.repeats, time_file),
-        "empty kernel, every header included": median_compile("headers.cu", empty_all, headers, base_options(arch),
+        "empty kernel, every file-scope header included": median_compile("headers.cu", empty_all, headers, base_options(arch),
                                                               args.repeats, time_file),
     }
 
