@@ -337,14 +337,30 @@ class IgemmWgmma final : public Family {
 
   static constexpr std::size_t kMaxCandidates = 64;  // 32 of each pipeline
 
-  // A rough time in microseconds that orders the search space, the largest of: the tensor-core work of waves of
-  // resident blocks at ~80% of the datasheet's dense rate (less with few multiplying warpgroups per SM, which cannot
-  // hide the wait between steps); the chain of dependent steps (~0.1 us each, 0.07 warp-specialized); the operand
-  // traffic of every block's tiles through L2; the tensors once from DRAM. Then split-K's partial sums and second pass.
+  // How fast an SM fills its blocks' stages, from the measurements of every candidate on the cuSNN layers (H200 tf32
+  // and fp16, H100 fp16 and bf16; bench/results/h200/wgmma-tf32-2026-11-29/):
+  // - at most kFillBytesPerCycle bytes of operand rows a clock (16-byte cp.async through L1): a block's steps of
+  //   (BLOCK_M + BLOCK_N) x 128 x K_ATOMS bytes took that long, e.g. 37.4 us predicted for the 36 steps of 256 x 256
+  //   rows of res_256to256_14 at batch 32 in tf32 (measured 38.0), where Nsight Compute has L1/TEX 77% busy and the
+  //   tensor cores not;
+  // - and no faster than the loads in flight cover the latency of one, kLoadLatencyUs: a step costs at least
+  //   kLoadLatencyUs over the steps loaded ahead (STAGES - 2 in the shared pipeline, STAGES - 1 warp-specialized).
+  // With these two the estimate's pick among the measured candidates came within 1.07x (tf32, H200), 1.09x (fp16,
+  // H200) and 1.15x (fp16 / bf16, H100) of the best, geometric means, against 1.54x, 1.38x and 1.46x with the fixed
+  // step latency (0.1 us, 0.07 warp-specialized) and operand traffic through L2 alone that it had before.
+  static constexpr double kFillBytesPerCycle = 32;
+  static constexpr double kLoadLatencyUs = 1.0;
+
+  // A rough time in microseconds that orders the search space (and so picks the default), the largest of: the
+  // tensor-core work of waves of resident blocks at ~80% of the datasheet's dense rate (less with few multiplying
+  // warpgroups per SM, which cannot hide the wait between steps); the chain of steps, each at least the load latency
+  // over the steps in flight; the busiest SM filling its resident blocks' stages (kFillBytesPerCycle: with fewer
+  // blocks than SMs, each works alone at that rate); the operand traffic of every block's tiles through L2; the
+  // tensors once from DRAM. Then split-K's partial sums and second pass.
   static double estimate_us(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
-    // The warp-specialized pipeline has no block barrier a step and its loads run a whole STAGES ahead: a shorter
-    // chain of dependent steps, and one warpgroup hides more of it (not yet calibrated: the tuner measures both).
-    const double step_latency_us = s.warp_specialized ? 0.07 : 0.1;
+    // The warp-specialized pipeline's producer refills a stage as soon as it is empty: STAGES - 1 steps in flight
+    // against the shared pipeline's PREFETCH = STAGES - 2.
+    const double step_latency_us = kLoadLatencyUs / (s.warp_specialized ? s.stages - 1 : s.stages - 2);
     constexpr double kL2OverDram = 1.3;
     const Gemm g = pixel_gemm(p);
     const int sm_count = std::max(gpu.sm_count, 1);
@@ -360,7 +376,8 @@ class IgemmWgmma final : public Family {
     const int chunk = split_chunk(g, atom_k, s);
     const double flops_per_block = 2.0 * s.block_m * s.block_n * chunk;
     const double compute_us = waves * resident * flops_per_block / (sm_flops_per_us * efficiency);
-    const double latency_us = waves * std::ceil(static_cast<double>(chunk) / block_k_of(atom_k, s)) * step_latency_us;
+    const double steps = std::ceil(static_cast<double>(chunk) / block_k_of(atom_k, s));
+    const double latency_us = waves * steps * step_latency_us;
     const double bytes_per_us = std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3;
     // Chunk-major: the taps of a chunk read mostly the same activation lines, half of them or more from L1 (a guess:
     // the tuner measures).
@@ -368,10 +385,12 @@ class IgemmWgmma final : public Family {
     const double operand_bytes =
         static_cast<double>(blocks) * (s.block_m * activation_share + s.block_n) * chunk * element_bytes(p);
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
+    const double fill_us = waves * resident * steps * (s.block_m + s.block_n) * kRowBytes * s.k_atoms /
+                           (kFillBytesPerCycle * std::max(gpu.clock_mhz, 100.0));
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
     const double split_us =
         s.split_k > 1 ? 2.0 * static_cast<double>(output_elements(p)) * s.split_k * 4 / bytes_per_us + 2 : 0;
-    return std::max({compute_us, latency_us, operand_us, memory_us}) + split_us;
+    return std::max({compute_us, latency_us, fill_us, operand_us, memory_us}) + split_us;
   }
 };
 

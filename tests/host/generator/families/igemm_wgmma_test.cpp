@@ -684,11 +684,12 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
     EXPECT_EQ(std::int64_t{p.run[1].geometry.grid[0]}, (output_elements(kDeep) + 255) / 256);
   }
   EXPECT_GT(split, 0);
-  // Two K atoms a step halve the chain of dependent steps (36 of 128 instead of 72 of 64): the estimate then
-  // prefers the unsplit configuration to paying for the partial sums and the second pass.
+  // 49 pixels by 512 channels fill few SMs, and unsplit each block would run 36 to 72 steps, each at least the load
+  // latency over the steps in flight: the estimate splits the reduction, as every one of the four fastest measured
+  // configurations of this layer does (8 or 16 splits; bench/results/h200/wgmma-tf32-2026-11-29/, fp16 and tf32 on the
+  // H200, fp16 on the H100), and pays for the partial sums and the second pass.
   const KernelSpec chosen = *igemm_wgmma().default_spec(kDeep, gpu);
-  EXPECT_EQ(P(chosen).k_atoms, 2) << kernel_name(chosen);
-  EXPECT_EQ(P(chosen).split_k, 1) << kernel_name(chosen);
+  EXPECT_GE(P(chosen).split_k, 4) << kernel_name(chosen);
   // Split configurations with two K atoms are offered too, and plan their reduce pass.
   int split_two = 0;
   for (const KernelSpec& s : igemm_wgmma().enumerate(kDeep, gpu))
