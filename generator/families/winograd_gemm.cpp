@@ -292,17 +292,22 @@ class WinogradGemm final : public Family {
     return specs;
   }
 
-  // A rough time in microseconds that orders the search space (the tuner's cost model ranks for real): the GEMM's
-  // waves of resident blocks, each issuing its FMAs and float4 shared loads at 4 warp instructions per clock per SM,
-  // slowed when fewer than 8 warps per SM hide the latencies; plus the buffers' and tensors' bytes at the DRAM
-  // bandwidth (the transforms are bound by them), plus 2 µs for each of the two launches more.
+  // A rough time in microseconds that orders the search space and picks the default (the tuner's cost model ranks
+  // for real): the GEMM's waves of resident blocks, each issuing its FMAs and float4 shared loads at 4 warp
+  // instructions per clock per SM, slowed when fewer than 8 warps per SM hide the latencies; plus the buffers' and
+  // tensors' bytes at the DRAM bandwidth; plus 2 µs for each of the two launches more; plus the transforms' dependent
+  // chains (transform_steps) at kTransformStepUs each, which is what makes F(2x2) the faster on small layers. Over
+  // the 80 layer-batches whose every winograd_gemm candidate was measured on the H200 (cuSNN, ResNet-20, ResNet-50,
+  // CosmoFlow, DenseNet-121), the estimate's fastest came within 1.043x of the measured best (geometric mean; 2 more
+  // than 1.2x off), against 1.147x (23) without the chains' term.
+  static constexpr double kTransformStepUs = 1.0;
   static double estimate_us(const Problem& p, const Gpu& gpu, const Params& s) {
     // A staged float4 load costs about 2 instructions with its address.
     const double gemm_us =
         tile_of(s).estimate_us(gpu, static_cast<double>(gemm_blocks(p, s)), static_cast<double>(steps(p, s)), 2);
     const double bytes = static_cast<double>(min_bytes(p)) + buffer_traffic_bytes(p, s);
     const double memory_us = bytes / (std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3);
-    return gemm_us + memory_us + 4.0;
+    return gemm_us + memory_us + 4.0 + kTransformStepUs * transform_steps(p, s);
   }
 };
 

@@ -6,56 +6,56 @@ namespace {
 
 // dense_128to32_56: n1_c128_k32_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->32 3x3 s1 p1 at 56x56 -> 56x56, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m4_bm32_bn32_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 5160960 B; persistent 589824 B
+// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 8192000 B; persistent 262144 B
 alignas(64) const unsigned char cubin_0_sm_90[] = {
 #include "cubins/00_dense_128to32_56_sm_90.inc"
 };
 const PlanBuffer buffers_0_sm_90[] = {
-    {"transformed_filter", 589824ULL, 0ULL, true},
-    {"transformed_input", 4128768ULL, 0ULL, false},
-    {"products", 1032192ULL, 4128768ULL, false},
+    {"transformed_filter", 262144ULL, 0ULL, true},
+    {"transformed_input", 6553600ULL, 0ULL, false},
+    {"products", 1638400ULL, 6553600ULL, false},
 };
 const ArgBinding setup_0_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_0_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m4_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {16, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {16, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1},
 };
 const ArgBinding run_0_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_0_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_0_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_0_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m4_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {112, 1, 1}, {256, 1, 1}, 0, run_0_sm_90_args0, 2, -1},
-    {Step::kernel, "winograd_gemm_m4_bm32_bn32_bk16_tm4_tn4_cp4", {7, 1, 36}, {64, 1, 1}, 0, run_0_sm_90_args1, 3, -1},
-    {Step::kernel, "winograd_gemm_m4_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {25, 1, 1}, {256, 1, 1}, 0, run_0_sm_90_args2, 4, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {400, 1, 1}, {256, 1, 1}, 0, run_0_sm_90_args0, 2, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", {25, 1, 16}, {64, 1, 1}, 0, run_0_sm_90_args1, 3, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {98, 1, 1}, {256, 1, 1}, 0, run_0_sm_90_args2, 4, -1},
 };
 const KernelImage kernels_0[] = {
-    {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "winograd_gemm_m4_bm32_bn32_bk16_tm4_tn4_cp4", buffers_0_sm_90, 3, 5160960ULL, 589824ULL, setup_0_sm_90, 1, run_0_sm_90, 3},
+    {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_0_sm_90, 3, 8192000ULL, 262144ULL, setup_0_sm_90, 1, run_0_sm_90, 3},
 };
 
 // dense_128to32_28: n1_c128_k32_i1x28x28_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->32 3x3 s1 p1 at 28x28 -> 28x28, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m4_bm32_bn64_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 64 registers, 0 bytes spilled, 24576 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 1474560 B; persistent 589824 B
+// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2293760 B; persistent 262144 B
 alignas(64) const unsigned char cubin_1_sm_90[] = {
 #include "cubins/01_dense_128to32_28_sm_90.inc"
 };
 const PlanBuffer buffers_1_sm_90[] = {
-    {"transformed_filter", 589824ULL, 0ULL, true},
-    {"transformed_input", 1179648ULL, 0ULL, false},
-    {"products", 294912ULL, 1179648ULL, false},
+    {"transformed_filter", 262144ULL, 0ULL, true},
+    {"transformed_input", 1835008ULL, 0ULL, false},
+    {"products", 458752ULL, 1835008ULL, false},
 };
 const ArgBinding setup_1_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_1_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m4_bm32_bn64_bk16_tm4_tn4_cp4_transform_filter", {16, 1, 1}, {256, 1, 1}, 0, setup_1_sm_90_args0, 2, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {16, 1, 1}, {256, 1, 1}, 0, setup_1_sm_90_args0, 2, -1},
 };
 const ArgBinding run_1_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_1_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_1_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_1_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m4_bm32_bn64_bk16_tm4_tn4_cp4_transform_input", {32, 1, 1}, {256, 1, 1}, 0, run_1_sm_90_args0, 2, -1},
-    {Step::kernel, "winograd_gemm_m4_bm32_bn64_bk16_tm4_tn4_cp4", {1, 1, 36}, {128, 1, 1}, 0, run_1_sm_90_args1, 3, -1},
-    {Step::kernel, "winograd_gemm_m4_bm32_bn64_bk16_tm4_tn4_cp4_transform_output", {7, 1, 1}, {256, 1, 1}, 0, run_1_sm_90_args2, 4, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {112, 1, 1}, {256, 1, 1}, 0, run_1_sm_90_args0, 2, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", {7, 1, 16}, {64, 1, 1}, 0, run_1_sm_90_args1, 3, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {25, 1, 1}, {256, 1, 1}, 0, run_1_sm_90_args2, 4, -1},
 };
 const KernelImage kernels_1[] = {
-    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "winograd_gemm_m4_bm32_bn64_bk16_tm4_tn4_cp4", buffers_1_sm_90, 3, 1474560ULL, 589824ULL, setup_1_sm_90, 1, run_1_sm_90, 3},
+    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_1_sm_90, 3, 2293760ULL, 262144ULL, setup_1_sm_90, 1, run_1_sm_90, 3},
 };
 
 // dense_128to32_14: n1_c128_k32_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
@@ -103,56 +103,56 @@ const KernelImage kernels_3[] = {
 
 // res_64to64_56: n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   64->64 3x3 s1 p1 at 56x56 -> 56x56, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m4_bm64_bn32_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 64 registers, 0 bytes spilled, 24576 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 4128768 B; persistent 589824 B
+// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 6553600 B; persistent 262144 B
 alignas(64) const unsigned char cubin_4_sm_90[] = {
 #include "cubins/04_res_64to64_56_sm_90.inc"
 };
 const PlanBuffer buffers_4_sm_90[] = {
-    {"transformed_filter", 589824ULL, 0ULL, true},
-    {"transformed_input", 2064384ULL, 0ULL, false},
-    {"products", 2064384ULL, 2064384ULL, false},
+    {"transformed_filter", 262144ULL, 0ULL, true},
+    {"transformed_input", 3276800ULL, 0ULL, false},
+    {"products", 3276800ULL, 3276800ULL, false},
 };
 const ArgBinding setup_4_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_4_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m4_bm64_bn32_bk16_tm4_tn4_cp4_transform_filter", {16, 1, 1}, {256, 1, 1}, 0, setup_4_sm_90_args0, 2, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {16, 1, 1}, {256, 1, 1}, 0, setup_4_sm_90_args0, 2, -1},
 };
 const ArgBinding run_4_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_4_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_4_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_4_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m4_bm64_bn32_bk16_tm4_tn4_cp4_transform_input", {56, 1, 1}, {256, 1, 1}, 0, run_4_sm_90_args0, 2, -1},
-    {Step::kernel, "winograd_gemm_m4_bm64_bn32_bk16_tm4_tn4_cp4", {7, 1, 36}, {128, 1, 1}, 0, run_4_sm_90_args1, 3, -1},
-    {Step::kernel, "winograd_gemm_m4_bm64_bn32_bk16_tm4_tn4_cp4_transform_output", {49, 1, 1}, {256, 1, 1}, 0, run_4_sm_90_args2, 4, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {200, 1, 1}, {256, 1, 1}, 0, run_4_sm_90_args0, 2, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", {25, 2, 16}, {64, 1, 1}, 0, run_4_sm_90_args1, 3, -1},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {196, 1, 1}, {256, 1, 1}, 0, run_4_sm_90_args2, 4, -1},
 };
 const KernelImage kernels_4[] = {
-    {90, cubin_4_sm_90, sizeof cubin_4_sm_90, "winograd_gemm_m4_bm64_bn32_bk16_tm4_tn4_cp4", buffers_4_sm_90, 3, 4128768ULL, 589824ULL, setup_4_sm_90, 1, run_4_sm_90, 3},
+    {90, cubin_4_sm_90, sizeof cubin_4_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_4_sm_90, 3, 6553600ULL, 262144ULL, setup_4_sm_90, 1, run_4_sm_90, 3},
 };
 
 // res_128to128_28: n1_c128_k128_i1x28x28_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->128 3x3 s1 p1 at 28x28 -> 28x28, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m4_bm64_bn64_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 50 registers, 0 bytes spilled, 32768 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2359296 B; persistent 2359296 B
+// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 64 registers, 0 bytes spilled, 24576 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 3670016 B; persistent 1048576 B
 alignas(64) const unsigned char cubin_5_sm_90[] = {
 #include "cubins/05_res_128to128_28_sm_90.inc"
 };
 const PlanBuffer buffers_5_sm_90[] = {
-    {"transformed_filter", 2359296ULL, 0ULL, true},
-    {"transformed_input", 1179648ULL, 0ULL, false},
-    {"products", 1179648ULL, 1179648ULL, false},
+    {"transformed_filter", 1048576ULL, 0ULL, true},
+    {"transformed_input", 1835008ULL, 0ULL, false},
+    {"products", 1835008ULL, 1835008ULL, false},
 };
 const ArgBinding setup_5_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_5_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m4_bm64_bn64_bk16_tm4_tn4_cp4_transform_filter", {64, 1, 1}, {256, 1, 1}, 0, setup_5_sm_90_args0, 2, -1},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_filter", {64, 1, 1}, {256, 1, 1}, 0, setup_5_sm_90_args0, 2, -1},
 };
 const ArgBinding run_5_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_5_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_5_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_5_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m4_bm64_bn64_bk16_tm4_tn4_cp4_transform_input", {32, 1, 1}, {256, 1, 1}, 0, run_5_sm_90_args0, 2, -1},
-    {Step::kernel, "winograd_gemm_m4_bm64_bn64_bk16_tm4_tn4_cp4", {1, 2, 36}, {256, 1, 1}, 0, run_5_sm_90_args1, 3, -1},
-    {Step::kernel, "winograd_gemm_m4_bm64_bn64_bk16_tm4_tn4_cp4_transform_output", {25, 1, 1}, {256, 1, 1}, 0, run_5_sm_90_args2, 4, -1},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_input", {112, 1, 1}, {256, 1, 1}, 0, run_5_sm_90_args0, 2, -1},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", {7, 2, 16}, {128, 1, 1}, 0, run_5_sm_90_args1, 3, -1},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_output", {98, 1, 1}, {256, 1, 1}, 0, run_5_sm_90_args2, 4, -1},
 };
 const KernelImage kernels_5[] = {
-    {90, cubin_5_sm_90, sizeof cubin_5_sm_90, "winograd_gemm_m4_bm64_bn64_bk16_tm4_tn4_cp4", buffers_5_sm_90, 3, 2359296ULL, 2359296ULL, setup_5_sm_90, 1, run_5_sm_90, 3},
+    {90, cubin_5_sm_90, sizeof cubin_5_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", buffers_5_sm_90, 3, 3670016ULL, 1048576ULL, setup_5_sm_90, 1, run_5_sm_90, 3},
 };
 
 // res_256to256_14: n1_c256_k256_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
