@@ -298,8 +298,8 @@ class WinogradGemm final : public Family {
   // tensors' bytes at the DRAM bandwidth; plus 2 µs for each of the two launches more; plus the transforms' dependent
   // chains (transform_steps) at kTransformStepUs each, which is what makes F(2x2) the faster on small layers. Over
   // the 80 layer-batches whose every winograd_gemm candidate was measured on the H200 (cuSNN, ResNet-20, ResNet-50,
-  // CosmoFlow, DenseNet-121), the estimate's fastest came within 1.043x of the measured best (geometric mean; 2 more
-  // than 1.2x off), against 1.147x (23) without the chains' term.
+  // CosmoFlow, DenseNet-121), the estimate's fastest came within 1.043x of the measured best (geometric mean; 2 of
+  // them more than 1.2x off), against 1.147x (23) without the chains' term.
   static constexpr double kTransformStepUs = 1.0;
   static double estimate_us(const Problem& p, const Gpu& gpu, const Params& s) {
     // A staged float4 load costs about 2 instructions with its address.
