@@ -169,4 +169,41 @@ RankingAccuracy ranking_accuracy(std::span<const CalibrationRow> rows, const Gpu
   return accuracy;
 }
 
+DefaultAccuracy default_accuracy(std::span<const CalibrationRow> rows, const Gpu& gpu) {
+  struct Measured {
+    const Problem* problem = nullptr;
+    std::map<std::string, double> fastest;  // kernel name (as this build names it) -> its fastest measurement
+  };
+  std::map<std::string, std::map<std::string, Measured>> by_family;  // family -> problem key -> measured
+  for (const CalibrationRow& r : rows) {
+    if (!(r.sample.measured_us > 0)) continue;
+    Measured& m = by_family[r.sample.family][problem_key(r.problem)];
+    m.problem = &r.problem;
+    const std::string name = kernel_name(r.spec);
+    const auto it = m.fastest.find(name);
+    if (it == m.fastest.end() || r.sample.measured_us < it->second) m.fastest[name] = r.sample.measured_us;
+  }
+  DefaultAccuracy accuracy;
+  for (const auto& [name, problems] : by_family) {
+    DefaultAccuracy::Family f;
+    double log_ratio_sum = 0;
+    for (const auto& [key, m] : problems) {
+      if (m.fastest.size() < 2) continue;
+      ++f.problems;
+      const std::optional<KernelSpec> chosen = family(name).default_spec(*m.problem, gpu);
+      const auto it = chosen ? m.fastest.find(kernel_name(*chosen)) : m.fastest.end();
+      if (it == m.fastest.end()) continue;
+      double best = it->second;
+      for (const auto& [kernel, us] : m.fastest) best = std::min(best, us);
+      ++f.measured;
+      log_ratio_sum += std::log(it->second / best);
+      f.over_1_2 += it->second > 1.2 * best;
+    }
+    if (f.problems == 0) continue;
+    if (f.measured > 0) f.ratio = std::exp(log_ratio_sum / f.measured);
+    accuracy.families[name] = f;
+  }
+  return accuracy;
+}
+
 }  // namespace convgen

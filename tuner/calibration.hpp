@@ -75,4 +75,19 @@ struct RankingAccuracy {
 RankingAccuracy ranking_accuracy(std::span<const CalibrationRow> rows, const Gpu& gpu,
                                  const Coefficients& coefficients);
 
+// Each family's untuned default (Family::default_spec: its own estimate's first candidate, what the default choice
+// runs) on the problems with at least 2 rows of the family: the default's measured time over the family's fastest
+// measured, geometric mean over the problems where the default itself was measured. The others are counted apart: a
+// default the database's tunes never measured (a search space changed since, or a budgeted tune).
+struct DefaultAccuracy {
+  struct Family {
+    int problems = 0;  // problems with at least 2 rows of the family
+    int measured = 0;  // of them, those whose default was measured
+    double ratio = 1;  // the default's time over the best's, geometric mean over `measured`
+    int over_1_2 = 0;  // defaults more than 1.2x the best's time
+  };
+  std::map<std::string, Family> families;
+};
+DefaultAccuracy default_accuracy(std::span<const CalibrationRow> rows, const Gpu& gpu);
+
 }  // namespace convgen

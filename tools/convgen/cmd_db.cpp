@@ -178,6 +178,23 @@ std::string accuracy_text(const RankingAccuracy& a) {
   return text;
 }
 
+// Each family's untuned default against its measured best: what the default choice runs without tuning (the family's
+// estimate picks it; the calibration does not change it).
+std::string defaults_text(const DefaultAccuracy& a) {
+  std::vector<std::string> families;
+  for (const auto& [name, f] : a.families) {
+    std::string text = f.measured > 0 ? fmt::format("{} {:.3f}x over {} of {} problems", name, f.ratio, f.measured,
+                                                    f.problems)
+                                      : fmt::format("{} – (none of {} problems measured its default)", name, f.problems);
+    if (f.measured > 0 && f.over_1_2 > 0) text += fmt::format(" ({} more than 1.2x off)", f.over_1_2);
+    families.push_back(text);
+  }
+  if (families.empty()) return "each family's default: no family has a problem with 2 measured kernels";
+  return fmt::format("each family's default (its estimate's first candidate) over its measured best, geometric mean "
+                     "where the default was measured: {}",
+                     fmt::join(families, ", "));
+}
+
 // Writes one row per calibration sample: what it is, its measured and predicted times and its unweighted terms.
 std::string samples_csv(std::span<const CalibrationRow> rows, const Gpu& gpu, const Coefficients& coefficients) {
   std::string csv = "problem,kernel,family,measured_us,predicted_us";
@@ -242,6 +259,7 @@ void calibrate_command(const std::string& db_path, const std::string& gpu_filter
   fmt::print("before ({}): {}\n", previous ? "the stored calibration" : "the default coefficients",
              accuracy_text(ranking_accuracy(data.rows, gpu, before)));
   fmt::print("after:  {}\n", accuracy_text(ranking_accuracy(data.rows, gpu, fit.coefficients)));
+  fmt::print("{}\n", defaults_text(default_accuracy(data.rows, gpu)));
   if (!data.held_out.empty()) {
     // The excluded problems, judged by weights fitted without them (what a study reports).
     fmt::print("held out ({} measurements of the excluded problems), before: {}\n", data.held_out.size(),

@@ -122,8 +122,11 @@ TEST(CalibrationData, LeavesOutWeightSparseMeasurementsWhoseFilterValuesTheDatab
   EXPECT_EQ(data.without_filter, 1);
   EXPECT_EQ(data.unusable, 0);
   EXPECT_TRUE(family("weight_sparse").cost_features_need_filter_values());
-  for (const Family* f : all_families())
-    if (f->name() != "weight_sparse") EXPECT_FALSE(f->cost_features_need_filter_values()) << f->name();
+  for (const Family* f : all_families()) {
+    if (f->name() != "weight_sparse") {
+      EXPECT_FALSE(f->cost_features_need_filter_values()) << f->name();
+    }
+  }
 }
 
 // `db calibrate --weight-sparsity 0.9 --seed 1`: the filter made again as the tune made it gives weight_sparse's
@@ -254,6 +257,37 @@ TEST(RankingAccuracy, APredictionThatTiesEverywhereCountsForTheTopTenButHasNoSpe
   EXPECT_EQ(a.problems, 1);
   EXPECT_TRUE(std::isnan(a.mean_spearman));
   EXPECT_EQ(a.share_best_in_top10, 1.0);
+}
+
+// Each family's default replayed: conv3x3's igemm default measured 12 us against another igemm kernel's 10 (1.2x,
+// not more); conv1x1's default never measured (two other kernels were): counted, not judged; a problem with one row
+// of the family has nothing to compare.
+TEST(DefaultAccuracy, JudgesEachFamilysDefaultWhereItWasMeasuredAndCountsTheRest) {
+  const KernelSpec chosen = *family("igemm").default_spec(conv3x3(), h100());
+  ASSERT_NE(kernel_name(chosen), igemm(64));
+  std::vector<CalibrationRow> rows{row(conv3x3(), 1000, 12.0), row(conv3x3(), 1000, 10.0)};
+  rows[0].spec = chosen;
+  rows[1].spec = parse_kernel_name(igemm(64));
+  const std::string conv1x1_default = kernel_name(*family("igemm").default_spec(conv1x1(), h100()));
+  ASSERT_NE(conv1x1_default, igemm(64));
+  ASSERT_NE(conv1x1_default, igemm(32));
+  CalibrationRow other = row(conv1x1(), 1000, 5.0);
+  other.spec = parse_kernel_name(igemm(32));
+  rows.push_back(other);
+  rows.push_back(row(conv1x1(), 1000, 6.0));
+  Problem single = conv3x3();
+  single.n = 2;
+  rows.push_back(row(single, 1000, 1.0));
+  const DefaultAccuracy a = default_accuracy(rows, h100());
+  ASSERT_EQ(a.families.count("igemm"), 1u);
+  const DefaultAccuracy::Family& f = a.families.at("igemm");
+  EXPECT_EQ(f.problems, 2);
+  EXPECT_EQ(f.measured, 1);
+  EXPECT_DOUBLE_EQ(f.ratio, 1.2);
+  EXPECT_EQ(f.over_1_2, 0);
+  rows[0].sample.measured_us = 12.5;  // now more than 1.2x the best
+  EXPECT_EQ(default_accuracy(rows, h100()).families.at("igemm").over_1_2, 1);
+  EXPECT_TRUE(default_accuracy(std::vector<CalibrationRow>{}, h100()).families.empty());
 }
 
 TEST(RankingAccuracy, OfNoRowsIsEmpty) {
