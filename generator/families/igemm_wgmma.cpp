@@ -348,15 +348,26 @@ class IgemmWgmma final : public Family {
   // With these two the estimate's pick among the measured candidates came within 1.07x (tf32, H200), 1.09x (fp16,
   // H200) and 1.15x (fp16 / bf16, H100) of the best, geometric means, against 1.54x, 1.38x and 1.46x with the fixed
   // step latency (0.1 us, 0.07 warp-specialized) and operand traffic through L2 alone that it had before.
+  // Out of sample (every candidate of ResNet-50 at batch 1, 8 and 32 in tf32, at 8 in fp16, and of DenseNet-121 at 8 in
+  // tf32, H200; bench/results/h200/wgmma-defaults-2026-11-29/) its pick was 1.13x the best: many steps of one K atom
+  // chosen over half as many of two, and large tiles in two waves over small ones in one. Two more terms:
+  // - a step takes at least kStepFloorUs however many are in flight (the barrier, and the wait for the step before's
+  //   wgmma group): per step, twice the K atoms cost less than twice the time;
+  // - each wave of blocks pays kWaveUs once, on top of its main loop: its first stage's load, which nothing hides, and
+  //   its output's store.
+  // With them the pick came within 1.06x of the best over those 172 problems (1.13x before), the cuSNN sets included.
   static constexpr double kFillBytesPerCycle = 32;
   static constexpr double kLoadLatencyUs = 1.0;
+  static constexpr double kStepFloorUs = 0.3;
+  static constexpr double kWaveUs = 2 * kLoadLatencyUs;
 
   // A rough time in microseconds that orders the search space (and so picks the default), the largest of: the
   // tensor-core work of waves of resident blocks at ~80% of the datasheet's dense rate (less with few multiplying
   // warpgroups per SM, which cannot hide the wait between steps); the chain of steps, each at least the load latency
-  // over the steps in flight; the busiest SM filling its resident blocks' stages (kFillBytesPerCycle: with fewer
-  // blocks than SMs, each works alone at that rate); the operand traffic of every block's tiles through L2; the
-  // tensors once from DRAM. Then split-K's partial sums and second pass.
+  // over the steps in flight and at least kStepFloorUs; the busiest SM filling its resident blocks' stages
+  // (kFillBytesPerCycle: with fewer blocks than SMs, each works alone at that rate) — the largest of these three plus
+  // kWaveUs a wave; the operand traffic of every block's tiles through L2; the tensors once from DRAM. Then split-K's
+  // partial sums and second pass.
   static double estimate_us(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
     // The warp-specialized pipeline's producer refills a stage as soon as it is empty: STAGES - 1 steps in flight
     // against the shared pipeline's PREFETCH = STAGES - 2.
@@ -377,7 +388,7 @@ class IgemmWgmma final : public Family {
     const double flops_per_block = 2.0 * s.block_m * s.block_n * chunk;
     const double compute_us = waves * resident * flops_per_block / (sm_flops_per_us * efficiency);
     const double steps = std::ceil(static_cast<double>(chunk) / block_k_of(atom_k, s));
-    const double latency_us = waves * steps * step_latency_us;
+    const double latency_us = waves * steps * std::max(step_latency_us, kStepFloorUs);
     const double bytes_per_us = std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3;
     // Chunk-major: the taps of a chunk read mostly the same activation lines, half of them or more from L1 (a guess:
     // the tuner measures).
@@ -390,7 +401,8 @@ class IgemmWgmma final : public Family {
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
     const double split_us =
         s.split_k > 1 ? 2.0 * static_cast<double>(output_elements(p)) * s.split_k * 4 / bytes_per_us + 2 : 0;
-    return std::max({compute_us, latency_us, fill_us, operand_us, memory_us}) + split_us;
+    const double wave_us = waves * kWaveUs;
+    return std::max({std::max({compute_us, latency_us, fill_us}) + wave_us, operand_us, memory_us}) + split_us;
   }
 };
 

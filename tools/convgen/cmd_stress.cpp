@@ -441,8 +441,8 @@ void add_stress_command(CLI::App& app) {
   cmd->add_option("--families", opts->families, "Families to verify, comma-separated (default: all)");
   cmd->add_option("--gpu", opts->gpu, "GPU descriptor; the present device's properties win")->capture_default_str();
   cmd->add_option("--precision", opts->precisions,
-                  "Precisions the problems are drawn from, comma-separated, or all (tf32, fp16 and bf16: igemm_tc "
-                  "only)")
+                  "Precisions the problems are drawn from, comma-separated, or all (tf32, fp16 and bf16 go to the "
+                  "families that serve them: igemm, igemm_tc, igemm_wgmma, sparse24_tc)")
       ->capture_default_str();
   cmd->add_option("--dims", opts->dims, "Spatial dims the problems are drawn from: a list of 1, 2, 3")
       ->capture_default_str();
