@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -182,9 +183,50 @@ const EntryDecl& entry_decl(const BuiltKernel& kernel, const std::string& suffix
   throw Error(fmt::format("{}: the template declares no entry '{}'", kernel.source.entry, suffix));
 }
 
+// The CUtensorMap of `spec` over the tensor at `base` (cuTensorMapEncodeTiled). TMA needs a 16-byte-aligned base and
+// strides that are multiples of 16 bytes: an unaligned base (a filter inside a larger allocation) is refused here.
+CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, const std::string& where) {
+  if (base % 16 != 0)
+    throw InputError(fmt::format("{}: its filter is read by TMA, which needs a 16-byte-aligned address; got 0x{:x}",
+                                 where, base));
+  const CUtensorMapDataType type = spec.type == TensorMapSpec::Type::float32    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : spec.type == TensorMapSpec::Type::bfloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                                : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  cuuint64_t dims[5];
+  cuuint64_t strides[4];
+  cuuint32_t box[5];
+  cuuint32_t element_strides[5];
+  for (int d = 0; d < spec.rank; ++d) {
+    dims[d] = static_cast<cuuint64_t>(spec.dims[static_cast<std::size_t>(d)]);
+    box[d] = spec.box[static_cast<std::size_t>(d)];
+    element_strides[d] = 1;
+    if (d > 0) strides[d - 1] = static_cast<cuuint64_t>(spec.strides[static_cast<std::size_t>(d - 1)]);
+  }
+  CUtensorMap map;
+  const CUresult result = driver().cuTensorMapEncodeTiled(
+      &map, type, static_cast<cuuint32_t>(spec.rank), reinterpret_cast<void*>(base), dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      spec.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS)
+    throw ApiError(fmt::format("{}: cuTensorMapEncodeTiled of its filter ({}-D, dims {}, box {}) failed: {}", where,
+                               spec.rank, fmt::join(std::span(spec.dims).first(static_cast<std::size_t>(spec.rank)), " x "),
+                               fmt::join(std::span(spec.box).first(static_cast<std::size_t>(spec.rank)), " x "),
+                               cu_error_text(result)));
+  return map;
+}
+
 void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string, Kernel>& kernels,
                const Bindings& bind, CUstream stream) {
   for (const LaunchStep& step : steps) {
+    if (step.kind == LaunchStep::Kind::tensor_map) {
+      // Encoded on the host, copied in stream order (the steps after it, and every call, see it) and waited for, so
+      // that the host's map may go.
+      const CUtensorMap map = encode_tensor_map(step.tensor_map, bind.filter, bind.kernel.source.entry);
+      CONVGEN_CU_CHECK(driver().cuMemcpyHtoDAsync(bind.resolve(step.buffer), &map, sizeof map, stream));
+      CONVGEN_CU_CHECK(driver().cuStreamSynchronize(stream));
+      continue;
+    }
     if (step.kind == LaunchStep::Kind::zero) {
       const std::int64_t bytes = bind.bytes_of(step.buffer);
       CONVGEN_CU_CHECK(driver().cuMemsetD8Async(bind.resolve(step.buffer), 0, static_cast<std::size_t>(bytes), stream));

@@ -26,13 +26,29 @@ struct PlanBuffer {
   bool operator==(const PlanBuffer&) const = default;
 };
 
-// One operation of a plan: launch an entry point of the kernel's module, or zero a buffer.
+// A TMA tensor map (CUDA's CUtensorMap, 128 bytes) of the filter, tiled: what cuTensorMapEncodeTiled takes besides
+// the filter's address. Dimensions, strides and box run innermost first; the element stride is 1 and the out-of-bounds
+// fill zero.
+struct TensorMapSpec {
+  enum class Type { float32, float16, bfloat16 };
+  Type type = Type::float16;
+  int rank = 2;                             // 1 to 5
+  std::array<std::int64_t, 5> dims{};       // elements per dimension
+  std::array<std::int64_t, 4> strides{};    // bytes between consecutive entries of dimensions 1 .. rank - 1
+  std::array<unsigned, 5> box{};            // elements per dimension of one copy
+  bool swizzle_128b = true;                 // the 128-byte swizzle (the inner box is 128 bytes), else none
+  bool operator==(const TensorMapSpec&) const = default;
+};
+
+// One operation of a plan: launch an entry point of the kernel's module, zero a buffer, or (a setup step) encode a
+// tensor map of the filter on the host and copy it into a persistent buffer.
 struct LaunchStep {
-  enum class Kind { kernel, zero };
+  enum class Kind { kernel, zero, tensor_map };
   Kind kind = Kind::kernel;
   std::string entry_suffix;  // kernel: "" for CONVGEN_ENTRY, else the CONVGEN_ENTRY_NAMED suffix
   LaunchGeometry geometry;   // kernel
-  std::string buffer;        // zero: "output" or a plan buffer's name
+  std::string buffer;        // zero: "output" or a plan buffer's name; tensor_map: the persistent buffer it fills
+  TensorMapSpec tensor_map;  // tensor_map: the map of the filter
   bool operator==(const LaunchStep&) const = default;
 };
 

@@ -22,6 +22,10 @@
 //   `empty` when every consumer warp's wgmma that read it have finished. The producer fills stage after stage, waiting
 //   only for a stage to be empty again; a consumer waits only for the stage it multiplies. No block barrier in the
 //   loop: the loads of STAGES steps are in flight while the tensor cores work, and no warp waits on another's issue.
+//   With `tma` the filter tile of a stage comes by TMA instead (one thread issues a bulk tensor copy per K atom from
+//   the tensor map at g_filter_map, which the launch plan's setup encodes: the filter as a K x KR matrix, or, chunk-
+//   major, K x TRS x CG, boxes of BLOCK_N rows of 128 bytes in the same swizzle, zeros outside it) and `full` also waits
+//   for its bytes: the producer's threads then issue only the pixel rows' cp.async.
 #include "interface.cuh"
 #include "epilogue.cuh"
 
@@ -45,6 +49,7 @@ CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 (ws0) or
 CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
 CONVGEN_PARAM("co", "bool", "chunk-major reduction: each chunk of a row's channels through all taps, activations kept in L1") constexpr bool CHUNK_MAJOR = false;
 CONVGEN_PARAM("ws", "bool", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply") constexpr bool WARP_SPECIALIZED = false;
+CONVGEN_PARAM("tma", "bool", "warp-specialized only: the filter tile by TMA from a tensor map, the pixels by cp.async") constexpr bool TMA_FILTER = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -113,6 +118,7 @@ static_assert(K_ATOMS == 1 || K_ATOMS == 2, "K_ATOMS must be 1 or 2");
 constexpr int BLOCK_K = ATOM_K * K_ATOMS;  // reduction elements per step
 static_assert(STAGES >= 3, "the pipeline needs three stages: one loading, one multiplying, one still being read");
 static_assert(SPLIT_K >= 1, "SPLIT_K must be positive");
+static_assert(!TMA_FILTER || WARP_SPECIALIZED, "TMA_FILTER needs the warp-specialized pipeline (WARP_SPECIALIZED)");
 constexpr int WARPGROUPS = BLOCK_M / 64;  // the warpgroups that multiply
 constexpr int THREADS = 128 * (WARPGROUPS + (WARP_SPECIALIZED ? 1 : 0));  // the producer is the last warpgroup
 constexpr int LOAD_THREADS = WARP_SPECIALIZED ? 128 : THREADS;            // the threads that issue the loads
@@ -245,6 +251,7 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
       else
         convgen::tc::cp_async_16(s_unit, full ? g_activation + offset : g_activation, full);
     }
+    if constexpr (TMA_FILTER) continue;  // the producer's TMA loads the filter tile (load_filter_tma)
 #pragma unroll
     for (int i = 0; i < B_ROWS; ++i) {
       const int row = tid / ROW_UNITS + i * ROW_STEP;
@@ -317,16 +324,40 @@ __device__ __forceinline__ void shared_main_loop(float (&r_acc)[ACCUMULATORS], u
 // stage (u = step / STAGES) waits for phase u of `full` and, from the second use on, for phase u - 1 of `empty`.
 constexpr unsigned CONSUMER_WARPS = 4 * WARPGROUPS;  // the arrivals that complete a phase of `empty`
 
+// With TMA_FILTER: the filter tile of atoms [a0, a0 + K_ATOMS) into the stage at s_stage, one bulk tensor copy per atom
+// (BLOCK_N rows from filter row `row0`, the first of the block's output channels), their bytes completing on the
+// barrier at s_full_stage. Atoms past the split's end load the next split's filter, which meets zero pixel rows; rows
+// past the group's KG load the next group's, whose outputs are not stored; past K and KR the copy gives zeros.
+__device__ __forceinline__ void load_filter_tma(unsigned s_stage, unsigned s_full_stage, const void* g_filter_map,
+                                                int row0, int a0) {
+  namespace wg = convgen::wg;
+  wg::barrier_expect_bytes(s_full_stage, (unsigned)B_STAGE_BYTES);
+#pragma unroll
+  for (int atom = 0; atom < K_ATOMS; ++atom) {
+    const int a = a0 + atom;
+    const unsigned s_b = s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES);
+    if constexpr (CHUNK_MAJOR)
+      wg::tma_load_3d(s_b, g_filter_map, (a / TRS) * ATOM_K, a % TRS, row0, s_full_stage);
+    else
+      wg::tma_load_2d(s_b, g_filter_map, a * ATOM_K, row0, s_full_stage);
+  }
+}
+
 // The producer warpgroup (ptid = its thread, 0-127): fills every step's stage once the consumers have emptied it.
 __device__ __forceinline__ void produce(unsigned s_base, unsigned s_full, unsigned s_empty,
                                         const element_t* __restrict__ g_activation,
-                                        const element_t* __restrict__ g_filter, const LoadRows& rows, int ptid,
-                                        int a_begin, int a_end, int steps) {
+                                        const element_t* __restrict__ g_filter, const void* g_filter_map,
+                                        const LoadRows& rows, int ptid, int filter_row0, int a_begin, int a_end,
+                                        int steps) {
   namespace wg = convgen::wg;
+  if (TMA_FILTER && ptid == 0) wg::tensor_map_acquire(g_filter_map);
   int stage = 0;
   unsigned phase = 0;
   for (int step = 0; step < steps; ++step) {
     if (step >= STAGES) wg::barrier_wait(s_empty + 8u * stage, phase ^ 1u);
+    if (TMA_FILTER && ptid == 0)
+      load_filter_tma(s_base + (unsigned)(stage * STAGE_BYTES), s_full + 8u * stage, g_filter_map, filter_row0,
+                      a_begin + step * K_ATOMS);
     load_stage(s_base + (unsigned)(stage * STAGE_BYTES), g_activation, g_filter, rows, ptid, a_begin + step * K_ATOMS,
                a_end);
     wg::barrier_arrive_on_copies(s_full + 8u * stage);
@@ -386,7 +417,7 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
     CONVGEN_ENTRY(const igemm_wgmma::element_t* __restrict__ g_activation,
                   const igemm_wgmma::element_t* __restrict__ g_filter, igemm_wgmma::element_t* __restrict__ g_output,
                   float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
-                  const igemm_wgmma::element_t* __restrict__ g_residual) {
+                  const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map) {
   using namespace igemm_wgmma;
   namespace wg = convgen::wg;
   const unsigned s_raw = convgen::tc::shared_address(convgen::tc::dynamic_shared());
@@ -416,11 +447,12 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
         wg::barrier_init(s_full + 8u * stage, (unsigned)LOAD_THREADS);
         wg::barrier_init(s_empty + 8u * stage, CONSUMER_WARPS);
       }
+      if constexpr (TMA_FILTER) wg::barrier_init_fence();
     }
     __syncthreads();
     if (warpgroup == WARPGROUPS)
-      produce(s_base, s_full, s_empty, g_activation, g_filter, load_rows(tid % 128, m_tile, n_tile, group), tid % 128,
-              a_begin, a_end, steps);
+      produce(s_base, s_full, s_empty, g_activation, g_filter, g_filter_map,
+              load_rows(tid % 128, m_tile, n_tile, group), tid % 128, group * KG + n_tile, a_begin, a_end, steps);
     else
       consume(r_acc, s_base, s_full, s_empty, warpgroup, lane, steps);
   } else {

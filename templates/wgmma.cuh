@@ -1,8 +1,8 @@
 // wgmma: the sm_90a warpgroup instructions the Hopper tensor-core template uses (templates/igemm_wgmma.cu): the
 // shared-memory matrix descriptor, wgmma.mma_async (m64nNk16 with fp16 / bf16 in, m64nNk8 with tf32 in; fp32
 // accumulators, both operands from shared memory), its fence / commit / wait, the proxy fence that makes cp.async's
-// shared-memory writes visible to it, and the mbarriers of the warp-specialized pipeline; included by NVRTC as a
-// header. Kernels that include it are compiled for sm_90a (Family::compile_arch).
+// shared-memory writes visible to it, the mbarriers of the warp-specialized pipeline and the TMA bulk tensor copies
+// of its `tma` variant; included by NVRTC as a header. Kernels that include it are compiled for sm_90a (Family::compile_arch).
 //
 // The operand layout every descriptor here describes: K-major rows of 128 bytes (64 fp16 / bf16 or 32 tf32 elements),
 // in atoms of 8 rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at
@@ -66,6 +66,45 @@ __device__ __forceinline__ void barrier_arrive(unsigned s_barrier) {
 // count already expects (.noinc), so a phase of `count` producer threads completes when all their copies have.
 __device__ __forceinline__ void barrier_arrive_on_copies(unsigned s_barrier) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(s_barrier) : "memory");
+}
+
+// ---- TMA (cp.async.bulk.tensor) of the filter tile, igemm_wgmma's `tma` pipeline. The tensor map is a 128-byte
+// CUtensorMap the launch plan's setup step encoded on the host and copied into a persistent global buffer.
+
+// After the barriers' initialization: makes it visible to the async proxy, whose bulk copies complete their
+// transactions on them.
+__device__ __forceinline__ void barrier_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+
+// Adds `bytes` to the transactions the barrier's current phase waits for (no arrival).
+__device__ __forceinline__ void barrier_expect_bytes(unsigned s_barrier, unsigned bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(s_barrier), "r"(bytes) : "memory");
+}
+
+// Before the first use of a tensor map the host wrote to global memory: acquires it for the tensor-map proxy
+// (system scope: a host copy wrote it), and starts fetching it.
+__device__ __forceinline__ void tensor_map_acquire(const void* map) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" ::"l"(map) : "memory");
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+
+// One box of a 2-D / 3-D tensor map, at element coordinates (c0 innermost), into shared memory at s_dst (1,024-aligned
+// for the 128-byte swizzle); the copy completes its bytes on the barrier at s_barrier. Elements outside the tensor
+// arrive as zeros.
+__device__ __forceinline__ void tma_load_2d(unsigned s_dst, const void* map, int c0, int c1, unsigned s_barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
+          "r"(s_dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(s_barrier)
+      : "memory");
+}
+
+__device__ __forceinline__ void tma_load_3d(unsigned s_dst, const void* map, int c0, int c1, int c2,
+                                            unsigned s_barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\n" ::"r"(s_dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(s_barrier)
+      : "memory");
 }
 
 // Before the first wgmma of a batch: orders the warpgroup's register and shared-memory accesses before it.

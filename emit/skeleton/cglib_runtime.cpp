@@ -33,7 +33,8 @@ using cglib_internal::Step;
   X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuCtxGetCurrent) X(cuCtxSetCurrent) \
   X(cuCtxGetDevice) X(cuDevicePrimaryCtxRetain) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuFuncSetAttribute) \
   X(cuLaunchKernel) X(cuMemsetD32Async) X(cuMemsetD8Async) X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) \
-  X(cuMemFree) X(cuStreamSynchronize) X(cuCtxPushCurrent) X(cuCtxPopCurrent)
+  X(cuMemFree) X(cuStreamSynchronize) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuMemcpyHtoDAsync) \
+  X(cuTensorMapEncodeTiled)
 // clang-format on
 
 struct Driver {
@@ -321,6 +322,38 @@ cglib_status run_steps(const Driver& d, const ProblemEntry& entry, const KernelI
   for (std::size_t i = 0; i < count; ++i) {
     const Step& step = steps[i];
     CUresult result = CUDA_SUCCESS;
+    if (step.kind == Step::tensor_map) {
+      const cglib_internal::TensorMap& m = *step.map;
+      if (p.filter % 16 != 0)
+        return fail(CGLIB_ERROR_INVALID_ARGUMENT, std::string("problem ") + key_of(entry.problem) +
+                                                      ": its kernel reads the filter by TMA, which needs a 16-byte-"
+                                                      "aligned filter address");
+      cuuint64_t dims[5], strides[4];
+      cuuint32_t box[5], element_strides[5];
+      for (unsigned d = 0; d < m.rank; ++d) {
+        dims[d] = m.dims[d];
+        box[d] = m.box[d];
+        element_strides[d] = 1;
+        if (d > 0) strides[d - 1] = m.strides[d - 1];
+      }
+      const CUtensorMapDataType type = m.type == 0   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                       : m.type == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+      CUtensorMap map;
+      result = d.cuTensorMapEncodeTiled(&map, type, m.rank, reinterpret_cast<void*>(p.filter), dims, strides, box,
+                                        element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                        m.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (result != CUDA_SUCCESS)
+        return fail(CGLIB_ERROR_CUDA, std::string("cuTensorMapEncodeTiled (the filter of problem ") +
+                                          key_of(entry.problem) + ") failed: " + error_text(d, result));
+      // Copied in stream order and waited for, so that the host's map may go.
+      result = d.cuMemcpyHtoDAsync(buffer_pointer(image, step.zero_buffer, p), &map, sizeof map, stream);
+      if (result == CUDA_SUCCESS) result = d.cuStreamSynchronize(stream);
+      if (result != CUDA_SUCCESS)
+        return fail(CGLIB_ERROR_CUDA, std::string("copying the filter's tensor map failed: ") + error_text(d, result));
+      continue;
+    }
     if (step.kind == Step::zero) {
       const CUdeviceptr target = step.zero_buffer < 0 ? p.output : buffer_pointer(image, step.zero_buffer, p);
       const unsigned long long bytes =

@@ -22,6 +22,7 @@ constexpr std::int64_t kGridYZMax = 65535;
 constexpr int kRowBytes = 128;       // bytes of a shared row
 constexpr int kAlignSlack = 1024;    // the dynamic allocation's extra bytes to align the stages to 1,024
 constexpr int kReduceThreads = 256;  // threads per block of the reduce entry (REDUCE_THREADS)
+constexpr std::int64_t kTensorMapBytes = 128;  // sizeof(CUtensorMap)
 // The wgmma N the template instantiates (templates/wgmma.cuh), in the order the search space tries them.
 constexpr std::array kBlockNs = {128, 64, 256, 32, 16, 96, 192};
 
@@ -127,6 +128,8 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   if (s.k_atoms != 1 && s.k_atoms != 2) return fmt::format("k_atoms must be 1 or 2, got {}", s.k_atoms);
   if (s.stages < 3 || s.stages > 6) return fmt::format("stages must be 3 to 6, got {}", s.stages);
   if (s.split_k < 1 || s.split_k > 32) return fmt::format("split_k must be 1 to 32, got {}", s.split_k);
+  if (s.tma_filter && !s.warp_specialized)
+    return "tma (the filter tile by TMA) needs the warp-specialized pipeline (ws1)";
   const Gemm g = pixel_gemm(p);
   const int atom_k = atom_k_of(p);
   // Every split must own part of the reduction (an empty split would only add work).
@@ -162,7 +165,34 @@ IgemmWgmmaParams params_of(int block_m, int block_n, int k_atoms, int stages, in
           .stages = stages,
           .split_k = split_k,
           .chunk_major = chunk_major,
-          .warp_specialized = warp_specialized};
+          .warp_specialized = warp_specialized,
+          .tma_filter = false};
+}
+
+// The tensor map the `tma` pipeline's filter copies read (templates/igemm_wgmma.cu, load_filter_tma): the filter
+// (K rows of KR = taps x CG elements) as a K x KR matrix, boxes of atom_k elements (128 bytes) by BLOCK_N rows; chunk-
+// major as K x taps x CG, boxes of atom_k channels of one tap by BLOCK_N rows (channels past CG arrive as zeros).
+TensorMapSpec filter_map_of(const Problem& p, const IgemmWgmmaParams& s) {
+  const Gemm g = pixel_gemm(p);
+  const std::int64_t bytes = element_bytes(p);
+  const std::int64_t cg = g.kr / std::max(g.taps, 1);
+  TensorMapSpec map;
+  map.type = p.precision == Precision::tf32   ? TensorMapSpec::Type::float32
+             : p.precision == Precision::bf16 ? TensorMapSpec::Type::bfloat16
+                                              : TensorMapSpec::Type::float16;
+  if (s.chunk_major) {
+    map.rank = 3;
+    map.dims = {cg, g.taps, p.k, 1, 1};
+    map.strides = {cg * bytes, g.kr * bytes, 0, 0};
+    map.box = {static_cast<unsigned>(atom_k_of(p)), 1, static_cast<unsigned>(s.block_n), 1, 1};
+  } else {
+    map.rank = 2;
+    map.dims = {g.kr, p.k, 1, 1, 1};
+    map.strides = {g.kr * bytes, 0, 0, 0};
+    map.box = {static_cast<unsigned>(atom_k_of(p)), static_cast<unsigned>(s.block_n), 1, 1, 1};
+  }
+  map.swizzle_128b = true;
+  return map;
 }
 
 // Chunk-major order is offered where it can pay: more than one tap (else it is the tap-major order) and chunks of
@@ -201,7 +231,9 @@ class IgemmWgmma final : public Family {
   }
 
   // run: the main kernel; with split_k > 1 it writes fp32 partial sums to the per-call buffer "partials" (the whole
-  // workspace, bound as g_workspace) and the reduce entry adds them into the output.
+  // workspace, bound as g_workspace) and the reduce entry adds them into the output. The main entry's g_filter_map:
+  // with `tma` a persistent 128-byte buffer the setup fills with the filter's tensor map (once per filter), else an
+  // empty buffer (the kernel never reads it).
   LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
     const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
     const Gemm g = pixel_gemm(p);
@@ -211,6 +243,13 @@ class IgemmWgmma final : public Family {
                                      .block = {static_cast<unsigned>(threads_of(s)), 1, 1},
                                      .dynamic_smem_bytes = static_cast<unsigned>(smem_bytes(s))}});
     add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
+    if (s.tma_filter) {
+      plan.buffers.push_back({.name = "filter_map", .bytes = kTensorMapBytes, .persistent = true});
+      plan.setup.push_back(
+          {.kind = LaunchStep::Kind::tensor_map, .buffer = "filter_map", .tensor_map = filter_map_of(p, s)});
+    } else {
+      plan.buffers.push_back({.name = "filter_map", .bytes = 0, .persistent = false});
+    }
     return plan;
   }
 
@@ -236,6 +275,9 @@ class IgemmWgmma final : public Family {
   // igemm_tc's on 23 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/2026-11-25/).
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
+  // `tma` came after the names of earlier convgens: theirs load the filter by cp.async (tma0).
+  std::size_t params_added_later() const override { return 1; }
+
  private:
   // The search space, for each pipeline (shared and warp-specialized), each step length (one K atom, and two where
   // the reduction has more than two steps of one) and each reduction order (tap-major, and chunk-major where
@@ -257,8 +299,14 @@ class IgemmWgmma final : public Family {
       for (int k_atoms : step_atoms)
         for (bool chunk_major : orders)
           for (const IgemmWgmmaParams& s :
-               best_of_every_group_first(tiles(p, gpu, warp_specialized, k_atoms, chunk_major), share))
+               best_of_every_group_first(tiles(p, gpu, warp_specialized, k_atoms, chunk_major), share)) {
             chosen.emplace_back(estimate_us(p, gpu, s), s);
+            if (kOfferTma && warp_specialized) {  // its twin with the filter by TMA, beside it
+              IgemmWgmmaParams tma = s;
+              tma.tma_filter = true;
+              chosen.emplace_back(estimate_us(p, gpu, tma), tma);
+            }
+          }
     std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<IgemmWgmmaParams> specs;
     for (const auto& c : chosen) specs.push_back(c.second);
@@ -336,6 +384,9 @@ class IgemmWgmma final : public Family {
   }
 
   static constexpr std::size_t kMaxCandidates = 64;  // 32 of each pipeline
+  // Whether the search space offers the filter by TMA (each warp-specialized candidate's `tma` twin beside it): not
+  // until IgemmWgmmaGpu's TMA tests have passed on a GPU (they are written; no GPU has run them yet).
+  static constexpr bool kOfferTma = false;
 
   // How fast an SM fills its blocks' stages, from the measurements of every candidate on the cuSNN layers (H200 tf32
   // and fp16, H100 fp16 and bf16; bench/results/h200/wgmma-tf32-2026-11-29/):
@@ -396,7 +447,8 @@ class IgemmWgmma final : public Family {
     const double operand_bytes =
         static_cast<double>(blocks) * (s.block_m * activation_share + s.block_n) * chunk * element_bytes(p);
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
-    const double fill_us = waves * resident * steps * (s.block_m + s.block_n) * kRowBytes * s.k_atoms /
+    // With TMA the filter rows bypass the cp.async path (the SM's copy engine writes them).
+    const double fill_us = waves * resident * steps * (s.block_m + (s.tma_filter ? 0 : s.block_n)) * kRowBytes * s.k_atoms /
                            (kFillBytesPerCycle * std::max(gpu.clock_mhz, 100.0));
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
     const double split_us =

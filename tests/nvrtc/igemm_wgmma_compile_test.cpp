@@ -23,14 +23,15 @@ using namespace testing_support;
 const Family& igemm_wgmma() { return family("igemm_wgmma"); }
 
 KernelSpec spec(int block_m, int block_n, int k_atoms, int stages, int split_k = 1, bool warp_specialized = false,
-                bool chunk_major = false) {
+                bool chunk_major = false, bool tma_filter = false) {
   return to_spec(IgemmWgmmaParams{.block_m = block_m,
                                   .block_n = block_n,
                                   .k_atoms = k_atoms,
                                   .stages = stages,
                                   .split_k = split_k,
                                   .chunk_major = chunk_major,
-                                  .warp_specialized = warp_specialized});
+                                  .warp_specialized = warp_specialized,
+                                  .tma_filter = tma_filter});
 }
 
 // The GEMM's reduction length: C/groups * T*R*S.
@@ -175,23 +176,26 @@ class IgemmWgmmaEveryTile : public testing::TestWithParam<Precision> {};
 // stages, the 17 whose stages fit the shared memory (at most 301 rows: 3 x 301 x 256 + 1,024 bytes are within the
 // H100's 232448). Warp-specialized, one K atom in 4 stages: all but those whose producer or consumers exceed the
 // registers of one more warpgroup (all of 256 pixels but 256 x 16, and 192 x 256): 21. Chunk-major (its 24 channels
-// padded to a chunk of 64, tf32 32), one K atom in 4 stages: the shared pipeline's 26. The same counts in every
-// precision: a tile's bytes and registers do not depend on it.
+// padded to a chunk of 64, tf32 32), one K atom in 4 stages: the shared pipeline's 26. With the filter by TMA
+// (warp-specialized, tap-major and chunk-major, one K atom and two): the warp-specialized counts. The same counts in
+// every precision: a tile's bytes and registers do not depend on it.
 TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 7u);
+  ASSERT_EQ(iface.params.size(), 8u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
   ASSERT_EQ(iface.params[6].field, "warp_specialized");
+  ASSERT_EQ(iface.params[7].field, "tma_filter");
   JitCache cache(std::nullopt);
-  for (const auto& [k_atoms, stages, ws, co, expected_tiles] :
-       {std::tuple{1, 4, false, false, 26}, std::tuple{2, 3, false, false, 17}, std::tuple{1, 4, true, false, 21},
-        std::tuple{1, 4, false, true, 26}}) {
+  for (const auto& [k_atoms, stages, ws, co, tma, expected_tiles] :
+       {std::tuple{1, 4, false, false, false, 26}, std::tuple{2, 3, false, false, false, 17},
+        std::tuple{1, 4, true, false, false, 21}, std::tuple{1, 4, false, true, false, 26},
+        std::tuple{1, 4, true, false, true, 21}, std::tuple{1, 4, true, true, true, 21}}) {
     int tiles = 0;
     for (int block_m : iface.params[0].allowed)
       for (int block_n : iface.params[1].allowed) {
-        const KernelSpec s = spec(block_m, block_n, k_atoms, stages, 1, ws, co);
+        const KernelSpec s = spec(block_m, block_n, k_atoms, stages, 1, ws, co, tma);
         if (check_support(p, gpu, s)) continue;
         ++tiles;
         const BuiltKernel built = build_and_check(p, s, cache);
@@ -201,7 +205,7 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
             << kernel_name(s);
         EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s);
       }
-    EXPECT_EQ(tiles, expected_tiles) << "k_atoms " << k_atoms << " ws " << ws << " co " << co;
+    EXPECT_EQ(tiles, expected_tiles) << "k_atoms " << k_atoms << " ws " << ws << " co " << co << " tma " << tma;
   }
 }
 

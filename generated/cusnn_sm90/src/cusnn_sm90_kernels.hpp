@@ -26,9 +26,22 @@ struct PlanBuffer {
   bool persistent;
 };
 
-// One operation of a plan: launch an entry of the kernel's cubin, or zero the output or a plan buffer.
+// A TMA tensor map of the filter (cuTensorMapEncodeTiled's arguments besides its address): element type (0 fp32,
+// 1 fp16, 2 bf16), rank, sizes, byte strides of dimensions 1 .. rank - 1 and box, innermost first; element strides 1,
+// zeros out of bounds, the 128-byte swizzle or none.
+struct TensorMap {
+  int type;
+  unsigned rank;
+  unsigned long long dims[5];
+  unsigned long long strides[4];
+  unsigned box[5];
+  bool swizzle_128b;
+};
+
+// One operation of a plan: launch an entry of the kernel's cubin, zero the output or a plan buffer, or (setup) encode
+// the filter's tensor map into a persistent buffer.
 struct Step {
-  enum Kind : unsigned char { kernel, zero };
+  enum Kind : unsigned char { kernel, zero, tensor_map };
   Kind kind;
   const char* entry;  // kernel: the symbol
   unsigned grid[3];
@@ -36,7 +49,8 @@ struct Step {
   unsigned dynamic_smem_bytes;
   const ArgBinding* args;  // kernel: one per entry parameter, in order
   std::size_t arg_count;
-  int zero_buffer;  // zero: -1 for the output, else an index into KernelImage::buffers
+  int zero_buffer;               // zero: -1 for the output, else an index into KernelImage::buffers; tensor_map: its buffer
+  const TensorMap* map;         // tensor_map: the map
 };
 
 // One problem's kernel compiled for one architecture, with its plan: setup steps run once when an op is created,

@@ -151,9 +151,9 @@ TEST(EmitLibrary, RenderLibraryWritesEveryFileUnderTheLibrarysNameWithNoPlacehol
   EXPECT_NE(kernels.find("const ArgBinding run_0_sm_80_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, "
                          "{Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};\n"
                          "const Step run_0_sm_80[] = {\n"
-                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1},\n"
+                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, nullptr},\n"
                          "    {Step::kernel, \"igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\", {4, 2, 1}, {128, 1, 1}, 0, "
-                         "run_0_sm_80_args1, 6, -1},\n};\n"),
+                         "run_0_sm_80_args1, 6, -1, nullptr},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{80, cubin_0_sm_80, sizeof cubin_0_sm_80, \"igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\", "
@@ -222,7 +222,7 @@ TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArgum
       << kernels;
   EXPECT_NE(kernels.find("const ArgBinding setup_0_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};\n"
                          "const Step setup_0_sm_90[] = {\n    {Step::kernel, \"" +
-                         entry + "_pack\", {8, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1},\n};\n"),
+                         entry + "_pack\", {8, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, nullptr},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const ArgBinding run_0_sm_90_args1[] = {{Arg::activation, -1}, {Arg::buffer, 0}, "
@@ -230,9 +230,9 @@ TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArgum
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const Step run_0_sm_90[] = {\n"
-                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, 2},\n"
+                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, 2, nullptr},\n"
                          "    {Step::kernel, \"" +
-                         entry + "\", {4, 2, 1}, {128, 1, 1}, 65536, run_0_sm_90_args1, 5, -1},\n};\n"),
+                         entry + "\", {4, 2, 1}, {128, 1, 1}, 65536, run_0_sm_90_args1, 5, -1, nullptr},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{90, cubin_0_sm_90, sizeof cubin_0_sm_90, \"" + entry +
@@ -285,6 +285,57 @@ TEST(EmitLibrary, AnEmittedPlanWithSetupAndBuffersCompiles) {
   const Result r = cmake_build(dir / "net", dir / "build", "-DNET_BUILD_EXAMPLE=OFF -DNET_INSTALL=OFF");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   fs::remove_all(dir);
+}
+
+// A plan as igemm_wgmma's `tma` has it: a setup step that encodes the filter's tensor map into a persistent buffer,
+// which the main entry reads. The table names the map; the run time that encodes it compiles.
+TEST(EmitLibrary, ATensorMapSetupStepIsWrittenWithItsMapAndCompiles) {
+  const Problem p{.n = 1, .c = 64, .k = 64, .input = {1, 8, 8}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  LibraryKernel k = fake_kernel(p, "sm_90", {'\x7f'});
+  k.plan = single_launch_plan({.grid = {1, 2, 1}, .block = {256, 1, 1}});
+  k.plan.buffers = {{.name = "filter_map", .bytes = 128, .persistent = true}};
+  k.plan.setup = {{.kind = LaunchStep::Kind::tensor_map,
+                   .buffer = "filter_map",
+                   .tensor_map = {.type = TensorMapSpec::Type::bfloat16,
+                                  .rank = 2,
+                                  .dims = {576, 64, 1, 1, 1},
+                                  .strides = {1152, 0, 0, 0},
+                                  .box = {64, 32, 1, 1, 1}}}};
+  k.entries = {{"", {"activation", "filter", "output", "filter_map"}}};
+  const LibraryDescription lib{.name = "net",
+                               .suite = "s",
+                               .gpus = {gpu("h100_sxm")},
+                               .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
+  const auto files = render_library(lib);
+  const std::string& kernels = files.at("src/net_kernels.cpp");
+  EXPECT_NE(kernels.find("const TensorMap setup_0_sm_90_map0 = {2, 2, {576, 64, 1, 1, 1}, {1152, 0, 0, 0}, "
+                         "{64, 32, 1, 1, 1}, true};\n"
+                         "const Step setup_0_sm_90[] = {\n"
+                         "    {Step::tensor_map, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, 0, "
+                         "&setup_0_sm_90_map0},\n};\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("plan: setup: tensor map filter_map; run: kernel; persistent 256 B"), std::string::npos)
+      << kernels;
+  const fs::path dir = temp_dir("tensor_map");
+  write_library(dir / "net", files);
+  const Result r = cmake_build(dir / "net", dir / "build", "-DNET_BUILD_EXAMPLE=OFF -DNET_INSTALL=OFF");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  fs::remove_all(dir);
+  // Only a setup step encodes a map, and only into a persistent buffer.
+  k.plan.run.insert(k.plan.run.begin(), k.plan.setup.front());
+  const LibraryDescription in_run{.name = "net",
+                                  .suite = "s",
+                                  .gpus = {gpu("h100_sxm")},
+                                  .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
+  try {
+    render_library(in_run);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1 (run): step 0 encodes a tensor map into 'filter_map': only a setup "
+              "step may, into a persistent buffer of the plan");
+  }
 }
 
 TEST(EmitLibrary, ChooseKernelsTakesTheDatabasesBestAndTheDefaultOnlyWithFallback) {

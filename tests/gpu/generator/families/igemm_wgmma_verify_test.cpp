@@ -63,6 +63,31 @@ TEST_F(IgemmWgmmaGpu, RepresentativeConfigurationsAreCorrectOnTheEdgeCaseCorpusI
   EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
 }
 
+// The filter by TMA (`tma`, not offered by the search space until this passes) on every corpus layer the family
+// serves, channels-last, in every precision: each layer's default configuration made warp-specialized with TMA, in
+// both reduction orders where chunk-major serves (groups, output channels that are no multiple of the tile, strides,
+// dilation, 1-D and 3-D among them).
+TEST_F(IgemmWgmmaGpu, TheFilterByTmaIsCorrectOnTheEdgeCaseCorpus) {
+  std::vector<Case> cases;
+  for (Precision precision : kPrecisions)
+    for (const Layer& layer : edge_cases().layers) {
+      const Problem p = with(layer.problem, precision, channels_last_of(layer.problem.layout));
+      const std::optional<KernelSpec> chosen = wgmma_.default_spec(p, gpu_);
+      if (!chosen) continue;
+      for (bool chunk_major : {false, true}) {
+        IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(*chosen);
+        t.warp_specialized = true;
+        t.tma_filter = true;
+        t.chunk_major = chunk_major;
+        const KernelSpec s = to_spec(t);
+        if (wgmma_.check_support(p, gpu_, s)) continue;
+        cases.push_back({fmt::format("tma {} {}", layer.name, precision), p, s});
+      }
+    }
+  EXPECT_GT(cases.size(), 40u) << "TMA served too few corpus layers";
+  EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
+}
+
 // 2 x 9 x 11 output pixels (198: a partial last tile of every BLOCK_M), 40 output channels (a partial last tile of
 // every BLOCK_N), a reduction of 24 * 9 = 216 (a partial last step of 64): every block tile with the shallowest and the
 // deepest pipeline, with one and two K atoms a step (216 is a whole step of 128 and a partial one).
@@ -81,21 +106,24 @@ TEST_F(IgemmWgmmaGpu, EveryBlockTileAndPipelineDepthIsCorrectOnPartialTilesInEve
       for (int block_n : {16, 32, 64, 96, 128, 192, 256})
         for (int k_atoms : {1, 2})
           for (int stages : {3, 6})
-            for (int pipeline = 0; pipeline < 3; ++pipeline) {  // shared, warp-specialized, shared chunk-major
+            // shared, warp-specialized, shared chunk-major, and the filter by TMA (warp-specialized, tap-major and
+            // chunk-major)
+            for (int pipeline = 0; pipeline < 5; ++pipeline) {
               const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
                                                             .block_n = block_n,
                                                             .k_atoms = k_atoms,
                                                             .stages = stages,
                                                             .split_k = 1,
-                                                            .chunk_major = pipeline == 2,
-                                                            .warp_specialized = pipeline == 1});
+                                                            .chunk_major = pipeline == 2 || pipeline == 4,
+                                                            .warp_specialized = pipeline == 1 || pipeline >= 3,
+                                                            .tma_filter = pipeline >= 3});
               // Six stages of the larger tiles (three with two K atoms) exceed the shared memory, 256 x 192 and
               // 256 x 256 the registers (most of 256 pixels warp-specialized).
               if (wgmma_.check_support(p, gpu_, s)) continue;
               cases.push_back({fmt::format("partial tiles {}", precision), p, s});
             }
   }
-  EXPECT_GE(cases.size(), 300u) << "fewer block tiles than the template declares are supported";
+  EXPECT_GE(cases.size(), 500u) << "fewer block tiles than the template declares are supported";
   EXPECT_EQ(verify_all(cases, 50), static_cast<int>(cases.size()));
 }
 
@@ -132,13 +160,15 @@ TEST_F(IgemmWgmmaGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
   for (Precision precision : kPrecisions) {
     const Problem p = long_reduction(precision);
     for (int split_k : {2, 3, 5, 8, 12, 24})  // 72 steps of 64 (tf32 144 of 32): 24 splits leave none empty
-      for (int pipeline = 0; pipeline < 3; ++pipeline) {  // shared, warp-specialized, warp-specialized chunk-major
+      // shared, warp-specialized, warp-specialized chunk-major, and both of these with the filter by TMA
+      for (int pipeline = 0; pipeline < 5; ++pipeline) {
         const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = 64,
                                                       .block_n = 64,
                                                       .stages = 4,
                                                       .split_k = split_k,
-                                                      .chunk_major = pipeline == 2,
-                                                      .warp_specialized = pipeline >= 1});
+                                                      .chunk_major = pipeline == 2 || pipeline == 4,
+                                                      .warp_specialized = pipeline >= 1,
+                                                      .tma_filter = pipeline >= 3});
         ASSERT_EQ(wgmma_.check_support(p, gpu_, s), std::nullopt) << kernel_name(s);
         cases.push_back({fmt::format("split_k {} {}", split_k, precision), p, s});
       }
@@ -156,14 +186,15 @@ TEST_F(IgemmWgmmaGpu, TheFusedEpilogueIsAppliedInTheMainKernelAndInSplitKsReduce
       Problem p = long_reduction(precision);
       p.epilogue = e;
       for (int split_k : {1, 4})
-        for (int pipeline = 0; pipeline < 3; ++pipeline)  // shared, warp-specialized, shared chunk-major
+        for (int pipeline = 0; pipeline < 4; ++pipeline)  // shared, warp-specialized, shared chunk-major, TMA
           cases.push_back({fmt::format("{} {}", to_string(e), precision), p,
                            to_spec(IgemmWgmmaParams{.block_m = 64,
                                                     .block_n = 32,
                                                     .stages = 4,
                                                     .split_k = split_k,
                                                     .chunk_major = pipeline == 2,
-                                                    .warp_specialized = pipeline == 1})});
+                                                    .warp_specialized = pipeline == 1 || pipeline == 3,
+                                                    .tma_filter = pipeline == 3})});
       for (const char* name : {"c32_k100_3x3", "groups4_batch2"})
         for (const Layer& layer : edge_cases().layers)
           if (layer.name == name) {

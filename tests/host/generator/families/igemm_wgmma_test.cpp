@@ -359,7 +359,7 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
 // at most 301 rows (3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) {
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 7u);
+  ASSERT_EQ(iface.params.size(), 8u);
   EXPECT_EQ(iface.params[0].field, "block_m");
   EXPECT_EQ(iface.params[1].field, "block_n");
   EXPECT_EQ(iface.params[2].field, "k_atoms");
@@ -367,6 +367,7 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
   EXPECT_EQ(iface.params[4].field, "split_k");
   EXPECT_EQ(iface.params[5].field, "chunk_major");
   EXPECT_EQ(iface.params[6].field, "warp_specialized");
+  EXPECT_EQ(iface.params[7].field, "tma_filter");
   EXPECT_EQ(std::vector<int>(iface.params[0].allowed.begin(), iface.params[0].allowed.end()),
             (std::vector<int>{64, 128, 192, 256}));
   EXPECT_EQ(std::vector<int>(iface.params[1].allowed.begin(), iface.params[1].allowed.end()),
@@ -614,7 +615,10 @@ TEST(IgemmWgmmaFamily, CompilesForTheArchSpecificVariantOfItsGpuWhileIgemmTcKeep
 TEST(IgemmWgmmaFamily, PlansOneLaunchOf128ThreadsPerWarpgroupWithTheDynamicSharedMemoryOfItsStages) {
   // 56 x 56 = 3136 pixels in tiles of 128: 25 blocks; 64 channels in one tile of 64; 2 warpgroups.
   const LaunchPlan plan = igemm_wgmma().plan(kResnet3x3, spec(128, 64, 4));
-  EXPECT_TRUE(plan.buffers.empty());
+  // The main entry's g_filter_map binds an empty buffer: only the `tma` pipeline reads a tensor map.
+  ASSERT_EQ(plan.buffers.size(), 1u);
+  EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "filter_map", .bytes = 0, .persistent = false}));
+  EXPECT_EQ(plan.persistent_bytes(), 0);
   EXPECT_TRUE(plan.setup.empty());
   EXPECT_FALSE(plan.zeroes_output_first());
   EXPECT_EQ(plan.workspace_bytes(), 0);
@@ -650,9 +654,10 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
   const LaunchPlan plan = igemm_wgmma().plan(kDeep, spec(64, 128, 4, 4));
   EXPECT_FALSE(plan.zeroes_output_first());
   EXPECT_TRUE(plan.setup.empty());
-  ASSERT_EQ(plan.buffers.size(), 1u);
+  ASSERT_EQ(plan.buffers.size(), 2u);
   // 512 x 49 = 25088 outputs x 4 splits x 4 bytes of fp32.
   EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "partials", .bytes = 401408}));
+  EXPECT_EQ(plan.buffers[1].name, "filter_map");
   EXPECT_EQ(plan.offset_of("partials"), 0);  // the whole workspace, which both entries take as g_workspace
   EXPECT_EQ(plan.workspace_bytes(), 401408);
   ASSERT_EQ(plan.run.size(), 2u);
@@ -676,7 +681,7 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
       continue;
     }
     ++split;
-    ASSERT_EQ(p.buffers.size(), 1u) << kernel_name(s);
+    ASSERT_EQ(p.buffers.size(), 2u) << kernel_name(s);
     EXPECT_EQ(p.buffers[0], (PlanBuffer{.name = "partials", .bytes = output_elements(kDeep) * P(s).split_k * 4}));
     ASSERT_EQ(p.run.size(), 2u) << kernel_name(s);
     EXPECT_EQ(p.run[1].entry_suffix, "reduce") << kernel_name(s);
@@ -717,13 +722,14 @@ TEST(IgemmWgmmaFamily, TemplateDeclaresTheMainAndReduceEntries) {
   EXPECT_EQ(iface.template_file, "igemm_wgmma.cu");
   const EntryDecl* main = iface.find_entry("");
   ASSERT_NE(main, nullptr);
-  ASSERT_EQ(main->args.size(), 6u);
+  ASSERT_EQ(main->args.size(), 7u);
   EXPECT_EQ(main->args[0].name, "g_activation");
   EXPECT_EQ(main->args[1].name, "g_filter");
   EXPECT_EQ(main->args[2].name, "g_output");
   EXPECT_EQ(main->args[3].name, "g_workspace");
   EXPECT_EQ(main->args[4].name, "g_bias");
   EXPECT_EQ(main->args[5].name, "g_residual");
+  EXPECT_EQ(main->args[6].name, "g_filter_map");
   const EntryDecl* reduce = iface.find_entry("reduce");
   ASSERT_NE(reduce, nullptr);
   ASSERT_EQ(reduce->args.size(), 4u);
@@ -814,19 +820,19 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   const KernelSpec s = spec(128, 64, 4, 1);
-  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0}}));
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0");
+  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0}}));
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0"), s);
-  EXPECT_EQ(spec_kb(128, 64, 2, 4, 1), (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0}}));
-  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0");
+  EXPECT_EQ(spec_kb(128, 64, 2, 4, 1), (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0}}));
+  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0"), spec_kb(128, 64, 2, 4, 1));
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_co0_ws1")),
             (IgemmWgmmaParams{
                 .block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4, .warp_specialized = true}));
-  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)), "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1");
-  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0");
+  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)), "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0");
+  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_co0_ws0"), spec(64, 256, 3, 32));
-  EXPECT_EQ(kernel_name(IgemmWgmmaParams{}), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0");  // the template's defaults
+  EXPECT_EQ(kernel_name(IgemmWgmmaParams{}), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0");  // the template's defaults
   // Not igemm_tc's: its name has more fields.
   EXPECT_NE(parse_kernel_name(kernel_name(to_spec(IgemmTcParams{}))).family, "igemm_wgmma");
   // The names from before kb are refused: kb sits between n and st.
@@ -839,7 +845,7 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1': expected field '_co<number>' at ''");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
-  EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})), "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0");
+  EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})), "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0");
   EXPECT_EQ(
       name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2"),
       "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2': field 'ws' (warp-specialized: a producer warpgroup "
@@ -862,8 +868,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   const KernelSpec s = spec(128, 64, 4, 2);
   for (const auto& [precision, value] : {std::pair{Precision::fp16, 2}, std::pair{Precision::bf16, 3}}) {
     const KernelSource src = igemm_wgmma().render(with(kResnet3x3, precision, Layout::nhwc), s);
-    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0");
-    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0.cu");
+    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0");
+    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
     EXPECT_NE(
@@ -878,14 +884,75 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   }
   // Two K atoms a step: K_ATOMS = 2 in the prelude and kb2 in the entry's name.
   const KernelSource two = igemm_wgmma().render(kResnet3x3, spec_kb(192, 96, 2, 3, 1));
-  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0");
-  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0.cu");
+  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0");
+  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0.cu");
   EXPECT_NE(two.text.find("constexpr int BLOCK_M = 192;\nconstexpr int BLOCK_N = 96;\nconstexpr int K_ATOMS = 2;\n"
                           "constexpr int STAGES = 3;\nconstexpr int SPLIT_K = 1;\n"),
             std::string::npos);
   // The prelude's declaration comes first, before the template's own defaults (#line 1).
   EXPECT_EQ(two.text.find("constexpr int K_ATOMS = "), two.text.find("constexpr int K_ATOMS = 2;"));
   EXPECT_LT(two.text.find("constexpr int K_ATOMS = 2;"), two.text.find("#line 1 \"igemm_wgmma.cu\"\n"));
+}
+
+
+// templates/igemm_wgmma.cu's `tma`: the filter tile by TMA in the warp-specialized pipeline. Names from before it
+// load the filter by cp.async (tma0); the shared pipeline has no TMA.
+TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMeanCpAsync) {
+  IgemmWgmmaParams tma{.warp_specialized = true, .tma_filter = true};
+  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1");
+  EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1")), tma);
+  EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1")),
+            (IgemmWgmmaParams{.warp_specialized = true, .tma_filter = false}));
+  const Gpu gpu = h100();
+  EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, to_spec(tma)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, to_spec(IgemmWgmmaParams{.tma_filter = true})),
+            "tma (the filter tile by TMA) needs the warp-specialized pipeline (ws1)");
+  // Not offered by the search space until the GPU tier has verified it on a GPU with TMA.
+  for (const Problem& p : {kResnet3x3, kDeep, with(kResnet3x3, Precision::tf32, Layout::nhwc)})
+    for (const KernelSpec& s : igemm_wgmma().enumerate(p, gpu)) EXPECT_FALSE(P(s).tma_filter) << kernel_name(s);
+}
+
+// The plan of a `tma` kernel: a persistent 128-byte buffer for the tensor map, which a setup step encodes from the
+// filter: a K x KR matrix in boxes of 128 bytes by BLOCK_N rows, or chunk-major K x taps x CG in boxes of one tap.
+TEST(IgemmWgmmaFamily, ATmaKernelsPlanEncodesTheFiltersTensorMapIntoAPersistentBufferOnce) {
+  const KernelSpec tma = to_spec(IgemmWgmmaParams{.block_n = 32, .warp_specialized = true, .tma_filter = true});
+  const LaunchPlan plan = igemm_wgmma().plan(kResnet3x3, tma);
+  ASSERT_EQ(plan.buffers.size(), 1u);
+  EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "filter_map", .bytes = 128, .persistent = true}));
+  EXPECT_EQ(plan.persistent_bytes(), 256);  // one aligned block
+  EXPECT_EQ(plan.workspace_bytes(), 0);
+  ASSERT_EQ(plan.setup.size(), 1u);
+  EXPECT_EQ(plan.setup[0].kind, LaunchStep::Kind::tensor_map);
+  EXPECT_EQ(plan.setup[0].buffer, "filter_map");
+  // fp16: 64 rows of 9 x 64 = 576 elements (1,152 bytes); boxes of 64 elements by 32 rows.
+  EXPECT_EQ(plan.setup[0].tensor_map, (TensorMapSpec{.type = TensorMapSpec::Type::float16,
+                                                     .rank = 2,
+                                                     .dims = {576, 64, 1, 1, 1},
+                                                     .strides = {1152, 0, 0, 0},
+                                                     .box = {64, 32, 1, 1, 1},
+                                                     .swizzle_128b = true}));
+  ASSERT_EQ(plan.run.size(), 1u);
+  // tf32: boxes of 32 elements (128 bytes); chunk-major: taps between channels and rows.
+  const KernelSpec chunked = to_spec(
+      IgemmWgmmaParams{.block_n = 64, .chunk_major = true, .warp_specialized = true, .tma_filter = true});
+  const Problem tf32 = with(kResnet3x3, Precision::tf32, Layout::nhwc);
+  EXPECT_EQ(igemm_wgmma().plan(tf32, chunked).setup.at(0).tensor_map,
+            (TensorMapSpec{.type = TensorMapSpec::Type::float32,
+                           .rank = 3,
+                           .dims = {64, 9, 64, 1, 1},
+                           .strides = {256, 2304, 0, 0},
+                           .box = {32, 1, 64, 1, 1},
+                           .swizzle_128b = true}));
+  EXPECT_EQ(igemm_wgmma().plan(with(kResnet3x3, Precision::bf16, Layout::nhwc), tma).setup.at(0).tensor_map.type,
+            TensorMapSpec::Type::bfloat16);
+  // Groups: the map spans every group's rows (a block starts at its group's first row).
+  Problem grouped = kResnet3x3;
+  grouped.groups = 4;
+  EXPECT_EQ(igemm_wgmma().plan(grouped, tma).setup.at(0).tensor_map.dims, (std::array<std::int64_t, 5>{144, 64, 1, 1, 1}));
+  // The filter's rows bypass the cp.async path, so the estimate's fill term is the pixel rows' alone.
+  const KernelSpec cp_async = to_spec(IgemmWgmmaParams{.block_n = 32, .warp_specialized = true});
+  EXPECT_LE(igemm_wgmma().cost_features(kResnet3x3, tma).flops_per_block,
+            igemm_wgmma().cost_features(kResnet3x3, cp_async).flops_per_block);
 }
 
 }  // namespace
