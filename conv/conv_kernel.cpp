@@ -209,10 +209,10 @@ CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, const
       spec.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS)
-    throw ApiError(fmt::format("{}: cuTensorMapEncodeTiled of its filter ({}-D, dims {}, box {}) failed: {}", where,
-                               spec.rank, fmt::join(std::span(spec.dims).first(static_cast<std::size_t>(spec.rank)), " x "),
-                               fmt::join(std::span(spec.box).first(static_cast<std::size_t>(spec.rank)), " x "),
-                               cu_error_text(result)));
+    throw ApiError(fmt::format(
+        "{}: cuTensorMapEncodeTiled of its filter ({}-D, dims {}, box {}) failed: {}", where, spec.rank,
+        fmt::join(std::span(spec.dims).first(static_cast<std::size_t>(spec.rank)), " x "),
+        fmt::join(std::span(spec.box).first(static_cast<std::size_t>(spec.rank)), " x "), cu_error_text(result)));
   return map;
 }
 

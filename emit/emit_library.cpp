@@ -142,8 +142,9 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
       args_text += fmt::format("const TensorMap {} = {{{}, {}, {{{}}}, {{{}}}, {{{}}}, {}}};\n", map_name,
                                static_cast<int>(m.type), m.rank, fmt::join(m.dims, ", "), fmt::join(m.strides, ", "),
                                fmt::join(m.box, ", "), m.swizzle_128b);
-      steps_text += fmt::format("    {{Step::tensor_map, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, &{}}},\n",
-                                it - k.plan.buffers.begin(), map_name);
+      steps_text +=
+          fmt::format("    {{Step::tensor_map, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, &{}}},\n",
+                      it - k.plan.buffers.begin(), map_name);
       continue;
     }
     const std::string entry =
@@ -169,9 +170,9 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
     }
     args_text += "};\n";
     const LaunchGeometry& g = step.geometry;
-    steps_text += fmt::format("    {{Step::kernel, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}, {}, -1, nullptr}},\n", entry,
-                              g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2], g.dynamic_smem_bytes,
-                              args_array, args.size());
+    steps_text += fmt::format(
+        "    {{Step::kernel, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}, {}, -1, nullptr}},\n", entry, g.grid[0],
+        g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2], g.dynamic_smem_bytes, args_array, args.size());
   }
   return args_text + steps_text + "};\n";
 }
@@ -190,9 +191,12 @@ std::string describe_plan(const LaunchPlan& plan) {
     std::string out;
     for (const LaunchStep& s : list) {
       out += out.empty() ? "" : ", ";
-      out += s.kind == LaunchStep::Kind::zero         ? "zero " + s.buffer
-             : s.kind == LaunchStep::Kind::tensor_map ? "tensor map " + s.buffer
-                                                      : (s.entry_suffix.empty() ? "kernel" : "kernel " + s.entry_suffix);
+      if (s.kind == LaunchStep::Kind::zero)
+        out += "zero " + s.buffer;
+      else if (s.kind == LaunchStep::Kind::tensor_map)
+        out += "tensor map " + s.buffer;
+      else
+        out += s.entry_suffix.empty() ? "kernel" : "kernel " + s.entry_suffix;
     }
     return out;
   };

@@ -32,11 +32,11 @@ struct PlanBuffer {
 struct TensorMapSpec {
   enum class Type { float32, float16, bfloat16 };
   Type type = Type::float16;
-  int rank = 2;                             // 1 to 5
-  std::array<std::int64_t, 5> dims{};       // elements per dimension
-  std::array<std::int64_t, 4> strides{};    // bytes between consecutive entries of dimensions 1 .. rank - 1
-  std::array<unsigned, 5> box{};            // elements per dimension of one copy
-  bool swizzle_128b = true;                 // the 128-byte swizzle (the inner box is 128 bytes), else none
+  int rank = 2;                           // 1 to 5
+  std::array<std::int64_t, 5> dims{};     // elements per dimension
+  std::array<std::int64_t, 4> strides{};  // bytes between consecutive entries of dimensions 1 .. rank - 1
+  std::array<unsigned, 5> box{};          // elements per dimension of one copy
+  bool swizzle_128b = true;               // the 128-byte swizzle (the inner box is 128 bytes), else none
   bool operator==(const TensorMapSpec&) const = default;
 };
 

@@ -24,8 +24,8 @@
 //   loop: the loads of STAGES steps are in flight while the tensor cores work, and no warp waits on another's issue.
 //   With `tma` the filter tile of a stage comes by TMA instead (one thread issues a bulk tensor copy per K atom from
 //   the tensor map at g_filter_map, which the launch plan's setup encodes: the filter as a K x KR matrix, or, chunk-
-//   major, K x TRS x CG, boxes of BLOCK_N rows of 128 bytes in the same swizzle, zeros outside it) and `full` also waits
-//   for its bytes: the producer's threads then issue only the pixel rows' cp.async.
+//   major, K x TRS x CG, boxes of BLOCK_N rows of 128 bytes in the same swizzle, zeros outside it) and `full` also
+//   waits for its bytes: the producer's threads then issue only the pixel rows' cp.async.
 #include "interface.cuh"
 #include "epilogue.cuh"
 

@@ -2,7 +2,8 @@
 // shared-memory matrix descriptor, wgmma.mma_async (m64nNk16 with fp16 / bf16 in, m64nNk8 with tf32 in; fp32
 // accumulators, both operands from shared memory), its fence / commit / wait, the proxy fence that makes cp.async's
 // shared-memory writes visible to it, the mbarriers of the warp-specialized pipeline and the TMA bulk tensor copies
-// of its `tma` variant; included by NVRTC as a header. Kernels that include it are compiled for sm_90a (Family::compile_arch).
+// of its `tma` variant; included by NVRTC as a header. Kernels that include it are compiled for sm_90a
+// (Family::compile_arch).
 //
 // The operand layout every descriptor here describes: K-major rows of 128 bytes (64 fp16 / bf16 or 32 tf32 elements),
 // in atoms of 8 rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at
@@ -73,7 +74,9 @@ __device__ __forceinline__ void barrier_arrive_on_copies(unsigned s_barrier) {
 
 // After the barriers' initialization: makes it visible to the async proxy, whose bulk copies complete their
 // transactions on them.
-__device__ __forceinline__ void barrier_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void barrier_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 
 // Adds `bytes` to the transactions the barrier's current phase waits for (no arrival).
 __device__ __forceinline__ void barrier_expect_bytes(unsigned s_barrier, unsigned bytes) {
@@ -92,8 +95,8 @@ __device__ __forceinline__ void tensor_map_acquire(const void* map) {
 // arrive as zeros.
 __device__ __forceinline__ void tma_load_2d(unsigned s_dst, const void* map, int c0, int c1, unsigned s_barrier) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
-          "r"(s_dst),
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];\n" ::"r"(s_dst),
       "l"(map), "r"(c0), "r"(c1), "r"(s_barrier)
       : "memory");
 }

@@ -49,8 +49,8 @@ struct Step {
   unsigned dynamic_smem_bytes;
   const ArgBinding* args;  // kernel: one per entry parameter, in order
   std::size_t arg_count;
-  int zero_buffer;               // zero: -1 for the output, else an index into KernelImage::buffers; tensor_map: its buffer
-  const TensorMap* map;         // tensor_map: the map
+  int zero_buffer;       // zero: -1 for the output, else an index into KernelImage::buffers; tensor_map: its buffer
+  const TensorMap* map;  // tensor_map: the map
 };
 
 // One problem's kernel compiled for one architecture, with its plan: setup steps run once when an op is created,

@@ -19,9 +19,9 @@ namespace {
 
 constexpr std::int64_t kIntMax = 2147483647;
 constexpr std::int64_t kGridYZMax = 65535;
-constexpr int kRowBytes = 128;       // bytes of a shared row
-constexpr int kAlignSlack = 1024;    // the dynamic allocation's extra bytes to align the stages to 1,024
-constexpr int kReduceThreads = 256;  // threads per block of the reduce entry (REDUCE_THREADS)
+constexpr int kRowBytes = 128;                 // bytes of a shared row
+constexpr int kAlignSlack = 1024;              // the dynamic allocation's extra bytes to align the stages to 1,024
+constexpr int kReduceThreads = 256;            // threads per block of the reduce entry (REDUCE_THREADS)
 constexpr std::int64_t kTensorMapBytes = 128;  // sizeof(CUtensorMap)
 // The wgmma N the template instantiates (templates/wgmma.cuh), in the order the search space tries them.
 constexpr std::array kBlockNs = {128, 64, 256, 32, 16, 96, 192};
@@ -65,9 +65,7 @@ int split_atoms(const Gemm& g, int atom_k, const IgemmWgmmaParams& s) {
 }
 
 // Reduction elements per split, the padding of chunk-major chunks included.
-int split_chunk(const Gemm& g, int atom_k, const IgemmWgmmaParams& s) {
-  return split_atoms(g, atom_k, s) * atom_k;
-}
+int split_chunk(const Gemm& g, int atom_k, const IgemmWgmmaParams& s) { return split_atoms(g, atom_k, s) * atom_k; }
 
 // The stages, the alignment slack and the warp-specialized pipeline's two mbarriers per stage (SMEM_BYTES).
 int smem_bytes(const IgemmWgmmaParams& s) {
@@ -366,7 +364,8 @@ class IgemmWgmma final : public Family {
     // a 16-bit k16); the block loads BLOCK_M + BLOCK_N rows of 16-byte units, each activation unit with its tap decoded
     // and bounds checked (about 8 instructions).
     const double activation_loads = static_cast<double>(s.block_m) * chunk / chunk_of(p);
-    const double filter_loads = static_cast<double>(s.block_n) * chunk / chunk_of(p);
+    // With TMA one thread's copy a K atom brings the filter rows: no filter loads counted.
+    const double filter_loads = s.tma_filter ? 0.0 : static_cast<double>(s.block_n) * chunk / chunk_of(p);
     return {.blocks = blocks_of(g, s),
             .threads_per_block = threads_of(s),
             .smem_bytes_per_block = smem_bytes(s),
@@ -448,8 +447,8 @@ class IgemmWgmma final : public Family {
         static_cast<double>(blocks) * (s.block_m * activation_share + s.block_n) * chunk * element_bytes(p);
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
     // With TMA the filter rows bypass the cp.async path (the SM's copy engine writes them).
-    const double fill_us = waves * resident * steps * (s.block_m + (s.tma_filter ? 0 : s.block_n)) * kRowBytes * s.k_atoms /
-                           (kFillBytesPerCycle * std::max(gpu.clock_mhz, 100.0));
+    const double fill_us = waves * resident * steps * (s.block_m + (s.tma_filter ? 0 : s.block_n)) * kRowBytes *
+                           s.k_atoms / (kFillBytesPerCycle * std::max(gpu.clock_mhz, 100.0));
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
     const double split_us =
         s.split_k > 1 ? 2.0 * static_cast<double>(output_elements(p)) * s.split_k * 4 / bytes_per_us + 2 : 0;

@@ -1,11 +1,10 @@
 // igemm_wgmma_verify_test: the Hopper tensor-core family verified on the GPU against the float64 reference (outputs
 // poisoned, inputs random, the precision's limit), on a GPU with wgmma (compute capability 9.0; skipped elsewhere):
-// the edge-case corpus channels-last in fp16, bf16 and tf32; every block tile and pipeline depth on a problem with partial
-// tiles in every dimension, in both pipelines (shared and warp-specialized) and both reduction orders (tap-major and
-// chunk-major, which pads the 24 channels to a row: 64, tf32 32); every configuration the search space offers on the
-// cusnn layers;
-// split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce. Prints, and appends to
-// $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
+// the edge-case corpus channels-last in fp16, bf16 and tf32; every block tile and pipeline depth on a problem with
+// partial tiles in every dimension, in both pipelines (shared and warp-specialized) and both reduction orders
+// (tap-major and chunk-major, which pads the 24 channels to a row: 64, tf32 32); every configuration the search space
+// offers on the cusnn layers; split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce.
+// Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
 #include <gtest/gtest.h>
 
 #include "igemm_wgmma_params.hpp"
