@@ -70,6 +70,9 @@ def load_report(path):
         raise PlotError(f"{path}: expected a `convgen bench` JSON report (\"schema\": 1 with provenance and rows)")
     if not report["rows"]:
         raise PlotError(f"{path}: the report has no rows")
+    # `convgen bench` keeps what a run cut short measured as <stem>.partial.json: its pictures say so, since the
+    # network totals then cover only the layers measured.
+    report["partial"] = ".partial.json" in Path(path).name
     return report
 
 
@@ -126,7 +129,8 @@ def title(report, suite, rows, what):
     precisions = ", ".join(dict.fromkeys(f"{row['precision']} ({MATH.get(row['math'], row['math'])})" for row in rows))
     batch_list = ", ".join(str(b) for b in batches(rows))
     modes = " and ".join(sorted({"graph-replay" if row["headline_mode"] == "graph" else "stream" for row in rows}))
-    return (f"{suite}: {what} ({modes} medians)\n{provenance['gpu']} ({provenance['arch']}), {precisions}, "
+    partial = ", a partial run (its first layers only)" if report.get("partial") else ""
+    return (f"{suite}: {what} ({modes} medians{partial})\n{provenance['gpu']} ({provenance['arch']}), {precisions}, "
             f"batch {batch_list}, {activation_text(rows)}, {'warm' if report.get('warm') else 'cold'} L2, "
             f"cuDNN {provenance['cudnn']}")
 

@@ -43,11 +43,25 @@ def check_pictures(convgen, reports):
                         path = Path(out) / f"{prefix}_{picture}.{fmt}"
                         if not path.is_file() or path.stat().st_size == 0:
                             failures.append(f"{path.name}: not written")
-                        elif fmt == "svg" and picture != "roofline":
+                        elif fmt == "svg" and "a partial run" in path.read_text():
+                            failures.append(f"{path.name}: a whole run's title says it is partial")
+                        if fmt == "svg" and picture != "roofline" and path.is_file():
                             text = path.read_text()
                             failures += [f"{path.name}: layer {row['layer']} not named" for row in rows
                                          if row["suite"] == suite and
                                          not re.search(f">{re.escape(row['layer'])}( ×[0-9]+)?<", text)]
+        # A run cut short (<stem>.partial.json): its pictures' titles say it covers only its first layers.
+        partial = Path(out) / "cut.partial.json"
+        partial.write_text(json.dumps(load(reports[0])))
+        result = plot(convgen, "--out", out, str(partial))
+        if result.returncode != 0:
+            sys.exit(f"convgen plot {partial} failed:\n{result.stderr}")
+        suites = list(dict.fromkeys(row["suite"] for row in load(reports[0])["rows"]))
+        prefix = "cut.partial" if len(suites) == 1 else f"cut.partial_{suites[0]}"
+        for picture in ("roofline", "speedup", "network"):
+            text = (Path(out) / f"{prefix}_{picture}.svg").read_text()
+            if "a partial run (its first layers only)" not in text:
+                failures.append(f"{prefix}_{picture}.svg: its title does not say the run is partial")
     if failures:
         sys.exit("\n".join(failures))
 
