@@ -283,7 +283,9 @@ class IgemmWgmma final : public Family {
   // pipeline the shared memory holds (up to 6 stages) and a shallower one (4, or 3) where that fits more blocks on an
   // SM, and split-K while the output alone fills fewer than two waves. Of these, an equal share of kMaxCandidates for
   // each pipeline, step length and order, by estimate, the best of every tile first: the model cannot yet tell these
-  // apart well (each won layers on the H100), so the tuner measures them all.
+  // apart well (each won layers on the H100), so the tuner measures them all. Warp-specialized, half the share, each
+  // with its twin that loads the filter by TMA (kOfferTma), so that every TMA candidate is measured beside its own
+  // cp.async one.
   std::vector<IgemmWgmmaParams> candidates(const Problem& p, const Gpu& gpu) const {
     if (problem_reason(p, gpu)) return {};
     const Gemm g = pixel_gemm(p);
@@ -296,8 +298,9 @@ class IgemmWgmma final : public Family {
     for (bool warp_specialized : {false, true})
       for (int k_atoms : step_atoms)
         for (bool chunk_major : orders)
-          for (const IgemmWgmmaParams& s :
-               best_of_every_group_first(tiles(p, gpu, warp_specialized, k_atoms, chunk_major), share)) {
+          for (const IgemmWgmmaParams& s : best_of_every_group_first(
+                   tiles(p, gpu, warp_specialized, k_atoms, chunk_major),
+                   kOfferTma && warp_specialized ? share / 2 : share)) {  // half the share: each has a twin
             chosen.emplace_back(estimate_us(p, gpu, s), s);
             if (kOfferTma && warp_specialized) {  // its twin with the filter by TMA, beside it
               IgemmWgmmaParams tma = s;
@@ -383,9 +386,9 @@ class IgemmWgmma final : public Family {
   }
 
   static constexpr std::size_t kMaxCandidates = 64;  // 32 of each pipeline
-  // Whether the search space offers the filter by TMA (each warp-specialized candidate's `tma` twin beside it): not
-  // until IgemmWgmmaGpu's TMA tests have passed on a GPU (they are written; no GPU has run them yet).
-  static constexpr bool kOfferTma = false;
+  // Whether the search space offers the filter by TMA (each warp-specialized candidate's `tma` twin beside it):
+  // IgemmWgmmaGpu's TMA tests (the corpus, every tile and pipeline, split-K, the epilogue) passed on the H200.
+  static constexpr bool kOfferTma = true;
 
   // How fast an SM fills its blocks' stages, from the measurements of every candidate on the cuSNN layers (H200 tf32
   // and fp16, H100 fp16 and bf16; bench/results/h200/wgmma-tf32-2026-11-29/):
@@ -410,6 +413,18 @@ class IgemmWgmma final : public Family {
   static constexpr double kLoadLatencyUs = 1.0;
   static constexpr double kStepFloorUs = 0.3;
   static constexpr double kWaveUs = 2 * kLoadLatencyUs;
+  // The filter by TMA (tma1), from every warp-specialized candidate measured beside its TMA twin (1,440 pairs: ResNet-50
+  // in tf32 and the cuSNN layers in fp16, batches 1, 8 and 32, H200; bench/results/h200/tma-filter-2026-11-29/): the
+  // twin was 0.78-0.85x the time on the deep layers at batch 32 and 1.05-1.10x on the small ones at batch 1, about
+  // 0.5-0.8 us more. Two terms read off them:
+  // - its filter rows fill a stage at twice cp.async's rate (they count kTmaFillShare of a row against
+  //   kFillBytesPerCycle: the copy engine writes them, no thread issues them);
+  // - a kernel pays kTmaStartUs once: the tensor map read from global memory (acquired through the tensormap proxy)
+  //   before the first copy.
+  // With them the pick came within 1.04x of the best on ResNet-50 and 1.09x on the cuSNN layers (1.09x and 1.18x
+  // counting the filter rows as free and no start cost; 1.09x and 1.11x not offering TMA at all).
+  static constexpr double kTmaFillShare = 0.5;
+  static constexpr double kTmaStartUs = 0.75;
 
   // A rough time in microseconds that orders the search space (and so picks the default), the largest of: the
   // tensor-core work of waves of resident blocks at ~80% of the datasheet's dense rate (less with few multiplying
@@ -417,7 +432,7 @@ class IgemmWgmma final : public Family {
   // over the steps in flight and at least kStepFloorUs; the busiest SM filling its resident blocks' stages
   // (kFillBytesPerCycle: with fewer blocks than SMs, each works alone at that rate) — the largest of these three plus
   // kWaveUs a wave; the operand traffic of every block's tiles through L2; the tensors once from DRAM. Then split-K's
-  // partial sums and second pass.
+  // partial sums and second pass, and TMA's start.
   static double estimate_us(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
     // The warp-specialized pipeline's producer refills a stage as soon as it is empty: STAGES - 1 steps in flight
     // against the shared pipeline's PREFETCH = STAGES - 2.
@@ -446,14 +461,17 @@ class IgemmWgmma final : public Family {
     const double operand_bytes =
         static_cast<double>(blocks) * (s.block_m * activation_share + s.block_n) * chunk * element_bytes(p);
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
-    // With TMA the filter rows bypass the cp.async path (the SM's copy engine writes them).
-    const double fill_us = waves * resident * steps * (s.block_m + (s.tma_filter ? 0 : s.block_n)) * kRowBytes *
+    // With TMA the filter rows bypass the cp.async path (the SM's copy engine writes them, faster).
+    const double filter_rows = s.block_n * (s.tma_filter ? kTmaFillShare : 1.0);
+    const double fill_us = waves * resident * steps * (s.block_m + filter_rows) * kRowBytes *
                            s.k_atoms / (kFillBytesPerCycle * std::max(gpu.clock_mhz, 100.0));
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
     const double split_us =
         s.split_k > 1 ? 2.0 * static_cast<double>(output_elements(p)) * s.split_k * 4 / bytes_per_us + 2 : 0;
     const double wave_us = waves * kWaveUs;
-    return std::max({std::max({compute_us, latency_us, fill_us}) + wave_us, operand_us, memory_us}) + split_us;
+    const double tma_start_us = s.tma_filter ? kTmaStartUs : 0;
+    return std::max({std::max({compute_us, latency_us, fill_us}) + wave_us, operand_us, memory_us}) + split_us +
+           tma_start_us;
   }
 };
 

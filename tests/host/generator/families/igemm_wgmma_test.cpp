@@ -908,9 +908,24 @@ TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMe
   EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, to_spec(tma)), std::nullopt);
   EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, to_spec(IgemmWgmmaParams{.tma_filter = true})),
             "tma (the filter tile by TMA) needs the warp-specialized pipeline (ws1)");
-  // Not offered by the search space until the GPU tier has verified it on a GPU with TMA.
-  for (const Problem& p : {kResnet3x3, kDeep, with(kResnet3x3, Precision::tf32, Layout::nhwc)})
-    for (const KernelSpec& s : igemm_wgmma().enumerate(p, gpu)) EXPECT_FALSE(P(s).tma_filter) << kernel_name(s);
+  // The search space offers each warp-specialized candidate with its twin that loads the filter by TMA, and no
+  // other TMA candidate: half the warp-specialized ones.
+  for (const Problem& p : {kResnet3x3, kDeep, with(kResnet3x3, Precision::tf32, Layout::nhwc)}) {
+    std::set<std::string> names;
+    std::int64_t specialized = 0, by_tma = 0;
+    const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(p, gpu);
+    for (const KernelSpec& s : specs) names.insert(kernel_name(s));
+    for (const KernelSpec& s : specs) {
+      if (!P(s).warp_specialized) continue;
+      ++specialized;
+      by_tma += P(s).tma_filter;
+      IgemmWgmmaParams twin = P(s);
+      twin.tma_filter = !twin.tma_filter;
+      EXPECT_TRUE(names.contains(kernel_name(to_spec(twin)))) << kernel_name(s) << " has no twin";
+    }
+    EXPECT_GT(by_tma, 0) << problem_key(p);
+    EXPECT_EQ(2 * by_tma, specialized) << problem_key(p);
+  }
 }
 
 // The plan of a `tma` kernel: a persistent 128-byte buffer for the tensor map, which a setup step encodes from the
