@@ -26,6 +26,11 @@
 //   the tensor map at g_filter_map, which the launch plan's setup encodes: the filter as a K x KR matrix, or, chunk-
 //   major, K x TRS x CG, boxes of BLOCK_N rows of 128 bytes in the same swizzle, zeros outside it) and `full` also
 //   waits for its bytes: the producer's threads then issue only the pixel rows' cp.async.
+//
+// Channels not a whole number of 16-byte loads (an image's 3, ungrouped only): the prelude's C is padded up to one
+// (4 tf32, 8 fp16 / bf16) and C_SOURCE says the tensors' own. The setup's pad_filter entry writes the filter with the
+// padded channels zero into the persistent buffer g_padded_filter, and each call's pad_activation entry the activation
+// into the workspace buffer g_padded_activation; the main entry reads those two instead of g_activation and g_filter.
 #include "interface.cuh"
 #include "epilogue.cuh"
 
@@ -41,6 +46,7 @@ constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
 constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = true;
 constexpr int PRECISION = 2;  // convgen::Precision: 1 tf32, 2 fp16, 3 bf16
+constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-byte loads where they are not
 // The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
@@ -102,6 +108,11 @@ static_assert(C % GROUPS == 0, "C must be a multiple of GROUPS");
 static_assert(K % GROUPS == 0, "K must be a multiple of GROUPS");
 static_assert(CG % CHUNK == 0,
               "channels per group must be a multiple of 16 bytes of elements (16-byte loads of one filter tap)");
+// Padded channels: the prelude's C rounds C_SOURCE up to whole 16-byte loads (ungrouped problems only).
+constexpr bool PADDED_CHANNELS = C_SOURCE != C;
+static_assert(C_SOURCE > 0 && C_SOURCE <= C && C - C_SOURCE < CHUNK,
+              "C_SOURCE must be C, or C rounded down by less than one 16-byte load");
+static_assert(!PADDED_CHANNELS || GROUPS == 1, "padded channels serve ungrouped problems only");
 static_assert(O == convgen::conv_out_extent(D, T, STRIDE_D, PAD_D, DIL_D), "O does not match D, T, stride, padding");
 static_assert(P == convgen::conv_out_extent(H, R, STRIDE_H, PAD_H, DIL_H), "P does not match H, R, stride, padding");
 static_assert(Q == convgen::conv_out_extent(W, S, STRIDE_W, PAD_W, DIL_W), "Q does not match W, S, stride, padding");
@@ -417,9 +428,14 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
     CONVGEN_ENTRY(const igemm_wgmma::element_t* __restrict__ g_activation,
                   const igemm_wgmma::element_t* __restrict__ g_filter, igemm_wgmma::element_t* __restrict__ g_output,
                   float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
-                  const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map) {
+                  const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map,
+                  const igemm_wgmma::element_t* __restrict__ g_padded_activation,
+                  const igemm_wgmma::element_t* __restrict__ g_padded_filter) {
   using namespace igemm_wgmma;
   namespace wg = convgen::wg;
+  // With padded channels the operands are the plan's padded copies (pad_activation and pad_filter below).
+  const element_t* __restrict__ activation = PADDED_CHANNELS ? g_padded_activation : g_activation;
+  const element_t* __restrict__ filter = PADDED_CHANNELS ? g_padded_filter : g_filter;
   const unsigned s_raw = convgen::tc::shared_address(convgen::tc::dynamic_shared());
   const unsigned s_base = (s_raw + (wg::kAtomBytes - 1)) & ~(unsigned)(wg::kAtomBytes - 1);
 
@@ -451,12 +467,12 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
     }
     __syncthreads();
     if (warpgroup == WARPGROUPS)
-      produce(s_base, s_full, s_empty, g_activation, g_filter, g_filter_map,
+      produce(s_base, s_full, s_empty, activation, filter, g_filter_map,
               load_rows(tid % 128, m_tile, n_tile, group), tid % 128, group * KG + n_tile, a_begin, a_end, steps);
     else
       consume(r_acc, s_base, s_full, s_empty, warpgroup, lane, steps);
   } else {
-    shared_main_loop(r_acc, s_base, g_activation, g_filter, load_rows(tid, m_tile, n_tile, group), tid, warpgroup,
+    shared_main_loop(r_acc, s_base, activation, filter, load_rows(tid, m_tile, n_tile, group), tid, warpgroup,
                      a_begin, a_end, steps);
   }
 
@@ -539,4 +555,34 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::REDUCE_THREADS)
   const int npix = (int)(index / K);
   const int k = (int)(index % K);
   g_output[output_offset(npix, k)] = to_element(epilogue_at(sum, npix, k, g_bias, g_residual));
+}
+
+// ---- Padded channels: the operands with C_SOURCE channels copied into C, the rest zero ----------------------------
+namespace igemm_wgmma {
+constexpr int PAD_THREADS = 256;  // threads per block of pad_activation and pad_filter
+constexpr long long FILTER_ROWS = (long long)K * TRS;  // rows of CG (padded) channels, one per output channel and tap
+
+// One padded element: row `i / C`'s channel `i % C`, from the row of C_SOURCE at `source`.
+__device__ __forceinline__ element_t padded_element(const element_t* __restrict__ source, long long i) {
+  const int c = (int)(i % C);
+  return c < C_SOURCE ? source[(i / C) * C_SOURCE + c] : (element_t)0;
+}
+}  // namespace igemm_wgmma
+
+// Each call: the activation's N * D * H * W pixel rows, one thread per padded element.
+extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
+    CONVGEN_ENTRY_NAMED(pad_activation)(const igemm_wgmma::element_t* __restrict__ g_activation,
+                                        igemm_wgmma::element_t* __restrict__ g_padded_activation) {
+  using namespace igemm_wgmma;
+  const long long i = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
+  if (i < ACTIVATION_ELEMENTS) g_padded_activation[i] = padded_element(g_activation, i);
+}
+
+// Once per filter (the plan's setup): the K * T * R * S filter rows.
+extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
+    CONVGEN_ENTRY_NAMED(pad_filter)(const igemm_wgmma::element_t* __restrict__ g_filter,
+                                    igemm_wgmma::element_t* __restrict__ g_padded_filter) {
+  using namespace igemm_wgmma;
+  const long long i = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
+  if (i < FILTER_ROWS * C) g_padded_filter[i] = padded_element(g_filter, i);
 }

@@ -98,6 +98,19 @@ std::int64_t blocks_of(const Gemm& g, const IgemmWgmmaParams& s) {
   return std::int64_t{grid[0]} * grid[1] * grid[2];
 }
 
+// The problem the kernel computes: an ungrouped problem's channels padded up to a whole number of 16-byte loads
+// (templates/igemm_wgmma.cu: the prelude's C, C_SOURCE the tensors' own; its pad_filter and pad_activation entries
+// write the padded copies), else the problem itself.
+Problem padded_channels(const Problem& p) {
+  Problem q = p;
+  if (p.groups == 1 && serves_precision(p.precision)) q.c = static_cast<int>(ceil_div(p.c, chunk_of(p)) * chunk_of(p));
+  return q;
+}
+
+bool pads_channels(const Problem& p) { return padded_channels(p).c != p.c; }
+
+constexpr int kPadThreads = 256;  // threads per block of pad_activation and pad_filter (PAD_THREADS)
+
 // The problem-level reasons it cannot be served at all, whatever the configuration.
 std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
   if (std::string reason = validate(p); !reason.empty()) return "invalid problem: " + reason;
@@ -108,12 +121,16 @@ std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
                        gpu.arch);
   if (!channels_last(p.layout))
     return fmt::format("igemm_wgmma serves channels-last layouts only, got {} (igemm_tc serves it)", p.layout);
-  if (c_per_group(p) % chunk_of(p) != 0)
-    return fmt::format("igemm_wgmma needs channels per group to be a multiple of {} in {} (16-byte loads), got {}",
+  if (p.groups > 1 && c_per_group(p) % chunk_of(p) != 0)
+    return fmt::format("igemm_wgmma needs channels per group to be a multiple of {} in {} (16-byte loads) where there "
+                       "are groups (ungrouped channels are padded), got {}",
                        chunk_of(p), p.precision, c_per_group(p));
-  const Gemm g = pixel_gemm(p);
+  const Problem q = padded_channels(p);
+  const Gemm g = pixel_gemm(q);
   if (g.m > kIntMax) return fmt::format("output pixels N*O*P*Q = {} exceed 2^31 - 1", g.m);
-  if (filter_elements(p) > kIntMax) return fmt::format("filter elements {} exceed 2^31 - 1", filter_elements(p));
+  if (filter_elements(q) > kIntMax) return fmt::format("filter elements {} exceed 2^31 - 1", filter_elements(q));
+  if (pads_channels(p) && ceil_div(activation_elements(q), kPadThreads) > kIntMax)
+    return fmt::format("the padded activation's {} elements exceed pad_activation's grid", activation_elements(q));
   return std::nullopt;
 }
 
@@ -208,13 +225,20 @@ class IgemmWgmma final : public Family {
     if (spec.family != IgemmWgmmaParams::family)
       return fmt::format("kernel {} is not an igemm_wgmma kernel", spec.family);
     if (auto reason = problem_reason(p, gpu)) return reason;
-    return spec_reason(p, gpu, convgen::params_of<IgemmWgmmaParams>(spec));
+    const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
+    if (s.tma_filter && pads_channels(p))
+      return fmt::format("tma reads the filter as it lies: not where its {} channels are padded to {}", p.c,
+                         padded_channels(p).c);
+    return spec_reason(padded_channels(p), gpu, s);
   }
 
-  // The prelude also says the data type: PRECISION, convgen::Precision's value (1 tf32, 2 fp16, 3 bf16).
+  // The prelude also says the data type: PRECISION, convgen::Precision's value (1 tf32, 2 fp16, 3 bf16), and the
+  // tensors' channels, C_SOURCE: its C is the padded problem's.
   KernelSource render(const Problem& p, const KernelSpec& spec) const override {
-    const PreludeConstant precision = precision_constant(p);
-    return render_kernel(p, spec, interface(), {&precision, 1});
+    const PreludeConstant constants[] = {
+        precision_constant(p),
+        {.name = "C_SOURCE", .value = p.c, .comment = "the tensors' channels; C pads them to whole 16-byte loads"}};
+    return render_kernel(padded_channels(p), spec, interface(), constants);
   }
 
   // wgmma exists only in the arch-specific variant of compute capability 9.0.
@@ -231,9 +255,12 @@ class IgemmWgmma final : public Family {
   // run: the main kernel; with split_k > 1 it writes fp32 partial sums to the per-call buffer "partials" (the whole
   // workspace, bound as g_workspace) and the reduce entry adds them into the output. The main entry's g_filter_map:
   // with `tma` a persistent 128-byte buffer the setup fills with the filter's tensor map (once per filter), else an
-  // empty buffer (the kernel never reads it).
-  LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
+  // empty buffer (the kernel never reads it). With padded channels the setup's pad_filter writes the padded filter
+  // into the persistent buffer "padded_filter" and each call's pad_activation, first, the padded activation into the
+  // per-call buffer "padded_activation", which the main entry reads; else both are empty.
+  LaunchPlan plan(const Problem& source, const KernelSpec& spec) const override {
     const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
+    const Problem p = padded_channels(source);
     const Gemm g = pixel_gemm(p);
     LaunchPlan plan;
     plan.run.push_back({.kind = LaunchStep::Kind::kernel,
@@ -248,11 +275,36 @@ class IgemmWgmma final : public Family {
     } else {
       plan.buffers.push_back({.name = "filter_map", .bytes = 0, .persistent = false});
     }
+    if (pads_channels(source)) {
+      const auto blocks = [](std::int64_t elements) {
+        return LaunchGeometry{.grid = {static_cast<unsigned>(ceil_div(elements, kPadThreads)), 1, 1},
+                              .block = {static_cast<unsigned>(kPadThreads), 1, 1}};
+      };
+      plan.buffers.push_back(
+          {.name = "padded_activation", .bytes = activation_elements(p) * element_bytes(p), .persistent = false});
+      plan.buffers.push_back(
+          {.name = "padded_filter", .bytes = filter_elements(p) * element_bytes(p), .persistent = true});
+      plan.setup.push_back(
+          {.kind = LaunchStep::Kind::kernel, .entry_suffix = "pad_filter", .geometry = blocks(filter_elements(p))});
+      plan.run.insert(plan.run.begin(), {.kind = LaunchStep::Kind::kernel,
+                                         .entry_suffix = "pad_activation",
+                                         .geometry = blocks(activation_elements(p))});
+    } else {
+      plan.buffers.push_back({.name = "padded_activation", .bytes = 0, .persistent = false});
+      plan.buffers.push_back({.name = "padded_filter", .bytes = 0, .persistent = false});
+    }
     return plan;
   }
 
+  // With padded channels, also pad_activation's pass: the activation read, its padded copy written, one launch more.
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
-    return features(p, convgen::params_of<IgemmWgmmaParams>(spec));
+    const Problem q = padded_channels(p);
+    CostFeatures f = features(q, convgen::params_of<IgemmWgmmaParams>(spec));
+    if (q.c != p.c) {
+      f.dram_bytes += static_cast<double>((activation_elements(p) + activation_elements(q)) * element_bytes(p));
+      f.extra_launches += 1;
+    }
+    return f;
   }
 
   // Until a calibration has its own: a wgmma m64nNk16 keeps the SM's tensor cores busy N / 8 cycles where the model's
@@ -286,8 +338,10 @@ class IgemmWgmma final : public Family {
   // apart well (each won layers on the H100), so the tuner measures them all. Warp-specialized, half the share, each
   // with its twin that loads the filter by TMA (kOfferTma), so that every TMA candidate is measured beside its own
   // cp.async one.
-  std::vector<IgemmWgmmaParams> candidates(const Problem& p, const Gpu& gpu) const {
-    if (problem_reason(p, gpu)) return {};
+  std::vector<IgemmWgmmaParams> candidates(const Problem& source, const Gpu& gpu) const {
+    if (problem_reason(source, gpu)) return {};
+    const Problem p = padded_channels(source);
+    const bool offers_tma = kOfferTma && !pads_channels(source);  // TMA reads the filter as it lies
     const Gemm g = pixel_gemm(p);
     const int atom_k = atom_k_of(p);
     const std::vector<int> step_atoms = g.kr > 2 * atom_k ? std::vector<int>{1, 2} : std::vector<int>{1};
@@ -300,9 +354,9 @@ class IgemmWgmma final : public Family {
         for (bool chunk_major : orders)
           for (const IgemmWgmmaParams& s : best_of_every_group_first(
                    tiles(p, gpu, warp_specialized, k_atoms, chunk_major),
-                   kOfferTma && warp_specialized ? share / 2 : share)) {  // half the share: each has a twin
+                   offers_tma && warp_specialized ? share / 2 : share)) {  // half the share: each has a twin
             chosen.emplace_back(estimate_us(p, gpu, s), s);
-            if (kOfferTma && warp_specialized) {  // its twin with the filter by TMA, beside it
+            if (offers_tma && warp_specialized) {  // its twin with the filter by TMA, beside it
               IgemmWgmmaParams tma = s;
               tma.tma_filter = true;
               chosen.emplace_back(estimate_us(p, gpu, tma), tma);

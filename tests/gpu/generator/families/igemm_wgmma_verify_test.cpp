@@ -54,7 +54,7 @@ TEST_F(IgemmWgmmaGpu, RepresentativeConfigurationsAreCorrectOnTheEdgeCaseCorpusI
     for (Precision precision : kPrecisions) {
       const Problem p = with(layer.problem, precision, channels_last_of(layer.problem.layout));
       const std::vector<KernelSpec> specs = representative_specs(wgmma_, p, gpu_, 3);
-      if (specs.empty()) continue;  // channels per group not a multiple of 16 bytes
+      if (specs.empty()) continue;  // grouped, channels per group not a multiple of 16 bytes
       ++served;
       for (const KernelSpec& s : specs) cases.push_back({fmt::format("{} {}", layer.name, precision), p, s});
     }

@@ -95,7 +95,15 @@ std::int64_t output_pixels(const Problem& p) {
 }
 
 // The GEMM's reduction length: C/groups * T*R*S.
-int reduction_length(const Problem& p) { return c_per_group(p) * p.filter.d * p.filter.h * p.filter.w; }
+// Channels per group as the kernel reads them: an ungrouped problem's padded to whole 16-byte loads (8 elements, tf32
+// 4), a grouped one's as they are.
+int padded_c_per_group(const Problem& p) {
+  const int chunk = p.precision == Precision::tf32 ? 4 : 8;
+  return p.groups == 1 ? (p.c + chunk - 1) / chunk * chunk : c_per_group(p);
+}
+
+// The GEMM's reduction length: C/groups (padded) * T*R*S.
+int reduction_length(const Problem& p) { return padded_c_per_group(p) * p.filter.d * p.filter.h * p.filter.w; }
 
 // The dynamic shared memory of a configuration: stages of (block_m + block_n) rows of 128 bytes per K atom, 1,024
 // bytes to align them and, warp-specialized, two 8-byte mbarriers per stage.
@@ -169,10 +177,6 @@ TEST(IgemmWgmmaFamily, ServesEveryResnet50AndCusnnLayerWithChannelsInMultiplesOf
     for (const Layer& layer : channels_last_half_layers(suite)) {
       SCOPED_TRACE(suite + " " + layer.name + " " + problem_key(layer.problem));
       const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(layer.problem, gpu);
-      if (c_per_group(layer.problem) % 8 != 0) {
-        EXPECT_TRUE(specs.empty());
-        continue;
-      }
       EXPECT_FALSE(specs.empty());
       served += !specs.empty();
       expect_a_sound_search_space(layer.problem, gpu);
@@ -182,11 +186,11 @@ TEST(IgemmWgmmaFamily, ServesEveryResnet50AndCusnnLayerWithChannelsInMultiplesOf
       EXPECT_EQ(offers_two, reduction_length(layer.problem) > 128);
       with_two += offers_two;
     }
-  // resnet50's 24 layers but conv1 (3 channels), cusnn's 8, each in two precisions.
-  EXPECT_EQ(served, 2 * (23 + 8));
+  // resnet50's 24 layers (conv1's 3 channels padded to 8), cusnn's 8, each in two precisions.
+  EXPECT_EQ(served, 2 * (24 + 8));
   // All but resnet50's four 1x1 layers of 64 or 128 input channels (conv2_1_reduce, conv2_expand, conv2_proj and
-  // conv3_expand: reductions of 64 and 128).
-  EXPECT_EQ(with_two, 2 * (19 + 8));
+  // conv3_expand: reductions of 64 and 128); conv1's padded reduction is 8 x 49 = 392.
+  EXPECT_EQ(with_two, 2 * (20 + 8));
 }
 
 TEST(IgemmWgmmaFamily, ServesTheEdgeCasesWhoseChannelsPerGroupAreAMultipleOfEightInBothHalfPrecisions) {
@@ -198,7 +202,7 @@ TEST(IgemmWgmmaFamily, ServesTheEdgeCasesWhoseChannelsPerGroupAreAMultipleOfEigh
     for (Precision precision : {Precision::fp16, Precision::bf16}) {
       const Problem p = with(layer.problem, precision, channels_last_of(layer.problem.layout));
       SCOPED_TRACE(layer.name + " " + problem_key(p));
-      const bool servable = c_per_group(p) % 8 == 0;
+      const bool servable = c_per_group(p) % 8 == 0 || p.groups == 1;  // ungrouped channels are padded
       EXPECT_EQ(igemm_wgmma().enumerate(p, gpu).empty(), !servable);
       if (servable) {
         ++served;
@@ -211,16 +215,17 @@ TEST(IgemmWgmmaFamily, ServesTheEdgeCasesWhoseChannelsPerGroupAreAMultipleOfEigh
       } else {
         ++declined;
         EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(64, 16)),
-                  fmt::format("igemm_wgmma needs channels per group to be a multiple of 8 in {} (16-byte loads), "
-                              "got {}",
+                  fmt::format("igemm_wgmma needs channels per group to be a multiple of 8 in {} (16-byte loads) "
+                              "where there are groups (ungrouped channels are padded), got {}",
                               to_string(precision), c_per_group(p)));
       }
     }
-  // 39 rows: 16 with 1, 3 or 4 channels per group (the depthwise ones among them), in two precisions.
-  EXPECT_EQ(served, 2 * 23);
-  EXPECT_EQ(declined, 2 * 16);
-  // 10 of the 23 have a reduction longer than 128.
-  EXPECT_EQ(with_two, 2 * 10);
+  // 39 rows: 23 with channels per group a multiple of 8, 12 ungrouped with fewer or others (1, 3, 4 ... channels:
+  // padded), 4 depthwise (declined), in two precisions.
+  EXPECT_EQ(served, 2 * 35);
+  EXPECT_EQ(declined, 2 * 4);
+  // 14 of the 35 have a (padded) reduction longer than 128.
+  EXPECT_EQ(with_two, 2 * 14);
 }
 
 TEST(IgemmWgmmaFamily, DeclinesFp32WithTheReason) {
@@ -241,11 +246,17 @@ TEST(IgemmWgmmaFamily, ServesTf32WithFourChannelsPerGroupAndRowsOf32Elements) {
   p.c = 4;
   p.k = 16;
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(64, 16)), std::nullopt);
-  EXPECT_EQ(igemm_wgmma().check_support(with(p, Precision::fp16, Layout::nhwc), gpu, spec(64, 16)),
-            "igemm_wgmma needs channels per group to be a multiple of 8 in fp16 (16-byte loads), got 4");
-  p.c = 6;
-  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(64, 16)),
-            "igemm_wgmma needs channels per group to be a multiple of 4 in tf32 (16-byte loads), got 6");
+  Problem grouped = p;  // 8 channels in 2 groups of 4: a multiple of 4, not of 8
+  grouped.c = 8;
+  grouped.groups = 2;
+  EXPECT_EQ(igemm_wgmma().check_support(grouped, gpu, spec(64, 16)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(with(grouped, Precision::fp16, Layout::nhwc), gpu, spec(64, 16)),
+            "igemm_wgmma needs channels per group to be a multiple of 8 in fp16 (16-byte loads) where there are "
+            "groups (ungrouped channels are padded), got 4");
+  grouped.c = 12;
+  EXPECT_EQ(igemm_wgmma().check_support(grouped, gpu, spec(64, 16)),
+            "igemm_wgmma needs channels per group to be a multiple of 4 in tf32 (16-byte loads) where there are "
+            "groups (ungrouped channels are padded), got 6");
   p.c = 8;  // a reduction of 72: two rows of 32 and a part, so two K atoms a step are offered
   bool two = false;
   for (const KernelSpec& s : igemm_wgmma().enumerate(p, gpu)) two = two || P(s).k_atoms == 2;
@@ -279,27 +290,75 @@ TEST(IgemmWgmmaFamily, DeclinesChannelsFirstLayoutsAndNamesTheFamilyThatServesTh
   }
 }
 
-TEST(IgemmWgmmaFamily, NeedsChannelsPerGroupInMultiplesOfEightInTheHalfPrecisions) {
+// Channels not a whole number of 16-byte loads: an ungrouped problem's are padded (an image's 3 to 8, 12 to 16), a
+// grouped one is declined with the reason; TMA reads the filter as it lies, so it is neither offered nor accepted there.
+TEST(IgemmWgmmaFamily, PadsUngroupedChannelsToWholeLoadsAndDeclinesGroupedOnes) {
   const Gpu gpu = h100();
   Problem rgb = kResnet3x3;
   rgb.c = 3;
-  EXPECT_EQ(igemm_wgmma().check_support(rgb, gpu, spec(128, 64)),
-            "igemm_wgmma needs channels per group to be a multiple of 8 in fp16 (16-byte loads), got 3");
-  EXPECT_TRUE(igemm_wgmma().enumerate(rgb, gpu).empty());
+  EXPECT_EQ(igemm_wgmma().check_support(rgb, gpu, spec(128, 64)), std::nullopt);
+  const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(rgb, gpu);
+  ASSERT_FALSE(specs.empty());
+  for (const KernelSpec& s : specs) EXPECT_FALSE(P(s).tma_filter) << kernel_name(s);
+  EXPECT_EQ(igemm_wgmma().check_support(rgb, gpu, to_spec(IgemmWgmmaParams{.warp_specialized = true, .tma_filter = true})),
+            "tma reads the filter as it lies: not where its 3 channels are padded to 8");
   Problem twelve = kResnet3x3;
   twelve.c = 12;
   twelve.precision = Precision::bf16;
-  EXPECT_EQ(igemm_wgmma().check_support(twelve, gpu, spec(128, 64)),
-            "igemm_wgmma needs channels per group to be a multiple of 8 in bf16 (16-byte loads), got 12");
+  EXPECT_EQ(igemm_wgmma().check_support(twelve, gpu, spec(128, 64)), std::nullopt);
   // 32 channels are a multiple of 8, but not in 8 groups of 4.
   Problem grouped = kResnet3x3;
   grouped.c = 32;
   grouped.k = 32;
   grouped.groups = 8;
   EXPECT_EQ(igemm_wgmma().check_support(grouped, gpu, spec(128, 16)),
-            "igemm_wgmma needs channels per group to be a multiple of 8 in fp16 (16-byte loads), got 4");
+            "igemm_wgmma needs channels per group to be a multiple of 8 in fp16 (16-byte loads) where there are "
+            "groups (ungrouped channels are padded), got 4");
+  EXPECT_TRUE(igemm_wgmma().enumerate(grouped, gpu).empty());
   grouped.groups = 4;
   EXPECT_EQ(igemm_wgmma().check_support(grouped, gpu, spec(128, 16)), std::nullopt);
+}
+
+// A padded problem's kernel is rendered for the padded channels (C 8, C_SOURCE 3); its plan pads the filter once into
+// a persistent buffer and the activation first on every call into the workspace, one thread per padded element; the
+// main launch is the padded problem's.
+TEST(IgemmWgmmaFamily, APaddedProblemsPlanPadsTheFilterOnceAndTheActivationEveryCall) {
+  Problem rgb = kResnet3x3;  // fp16, n1, 56 x 56, 3 x 3, 64 output channels
+  rgb.c = 3;
+  const KernelSpec s = spec(128, 64, 4);
+  const std::string text = igemm_wgmma().render(rgb, s).text;
+  EXPECT_NE(text.find("constexpr int N = 1, C = 8, K = 64, GROUPS = 1;"), std::string::npos);
+  EXPECT_NE(text.find("constexpr int C_SOURCE = 3;"), std::string::npos);
+  const std::string plain = igemm_wgmma().render(kResnet3x3, s).text;
+  EXPECT_NE(plain.find("constexpr int C_SOURCE = 64;"), std::string::npos);
+
+  const LaunchPlan plan = igemm_wgmma().plan(rgb, s);
+  Problem eight = rgb;
+  eight.c = 8;
+  const LaunchPlan unpadded = igemm_wgmma().plan(eight, s);
+  ASSERT_EQ(plan.buffers.size(), 3u);
+  EXPECT_EQ(plan.buffers[1], (PlanBuffer{.name = "padded_activation", .bytes = 56 * 56 * 8 * 2, .persistent = false}));
+  EXPECT_EQ(plan.buffers[2], (PlanBuffer{.name = "padded_filter", .bytes = 64 * 9 * 8 * 2, .persistent = true}));
+  EXPECT_EQ(plan.workspace_bytes(), 56 * 56 * 8 * 2);
+  ASSERT_EQ(plan.setup.size(), 1u);
+  EXPECT_EQ(plan.setup[0].entry_suffix, "pad_filter");
+  EXPECT_EQ(plan.setup[0].geometry.grid[0], (64u * 9 * 8 + 255) / 256);
+  EXPECT_EQ(plan.setup[0].geometry.block[0], 256u);
+  ASSERT_EQ(plan.run.size(), 2u);
+  EXPECT_EQ(plan.run[0].entry_suffix, "pad_activation");
+  EXPECT_EQ(plan.run[0].geometry.grid[0], (56u * 56 * 8 + 255) / 256);
+  EXPECT_EQ(plan.run[1], unpadded.run[0]);
+  // Channels that need no padding bind both names to empty buffers.
+  ASSERT_EQ(unpadded.buffers.size(), 3u);
+  EXPECT_EQ(unpadded.buffers[1], (PlanBuffer{.name = "padded_activation", .bytes = 0, .persistent = false}));
+  EXPECT_EQ(unpadded.buffers[2], (PlanBuffer{.name = "padded_filter", .bytes = 0, .persistent = false}));
+  EXPECT_TRUE(unpadded.setup.empty());
+  // The cost: the padded problem's, and the pass over the activation (3 channels read, 8 written) as one more launch.
+  const CostFeatures padded_cost = igemm_wgmma().cost_features(rgb, s);
+  const CostFeatures eight_cost = igemm_wgmma().cost_features(eight, s);
+  EXPECT_EQ(padded_cost.extra_launches, eight_cost.extra_launches + 1);
+  EXPECT_DOUBLE_EQ(padded_cost.dram_bytes, eight_cost.dram_bytes + 56 * 56 * (3 + 8) * 2);
+  EXPECT_DOUBLE_EQ(padded_cost.flops, eight_cost.flops);
 }
 
 TEST(IgemmWgmmaFamily, DeclinesGpusWithoutWgmma) {
@@ -615,8 +674,9 @@ TEST(IgemmWgmmaFamily, CompilesForTheArchSpecificVariantOfItsGpuWhileIgemmTcKeep
 TEST(IgemmWgmmaFamily, PlansOneLaunchOf128ThreadsPerWarpgroupWithTheDynamicSharedMemoryOfItsStages) {
   // 56 x 56 = 3136 pixels in tiles of 128: 25 blocks; 64 channels in one tile of 64; 2 warpgroups.
   const LaunchPlan plan = igemm_wgmma().plan(kResnet3x3, spec(128, 64, 4));
-  // The main entry's g_filter_map binds an empty buffer: only the `tma` pipeline reads a tensor map.
-  ASSERT_EQ(plan.buffers.size(), 1u);
+  // The main entry's g_filter_map binds an empty buffer (only the `tma` pipeline reads a tensor map), and so do its
+  // g_padded_activation and g_padded_filter (only padded channels read them).
+  ASSERT_EQ(plan.buffers.size(), 3u);
   EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "filter_map", .bytes = 0, .persistent = false}));
   EXPECT_EQ(plan.persistent_bytes(), 0);
   EXPECT_TRUE(plan.setup.empty());
@@ -654,7 +714,7 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
   const LaunchPlan plan = igemm_wgmma().plan(kDeep, spec(64, 128, 4, 4));
   EXPECT_FALSE(plan.zeroes_output_first());
   EXPECT_TRUE(plan.setup.empty());
-  ASSERT_EQ(plan.buffers.size(), 2u);
+  ASSERT_EQ(plan.buffers.size(), 4u);
   // 512 x 49 = 25088 outputs x 4 splits x 4 bytes of fp32.
   EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "partials", .bytes = 401408}));
   EXPECT_EQ(plan.buffers[1].name, "filter_map");
@@ -681,7 +741,7 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
       continue;
     }
     ++split;
-    ASSERT_EQ(p.buffers.size(), 2u) << kernel_name(s);
+    ASSERT_EQ(p.buffers.size(), 4u) << kernel_name(s);
     EXPECT_EQ(p.buffers[0], (PlanBuffer{.name = "partials", .bytes = output_elements(kDeep) * P(s).split_k * 4}));
     ASSERT_EQ(p.run.size(), 2u) << kernel_name(s);
     EXPECT_EQ(p.run[1].entry_suffix, "reduce") << kernel_name(s);
@@ -722,7 +782,7 @@ TEST(IgemmWgmmaFamily, TemplateDeclaresTheMainAndReduceEntries) {
   EXPECT_EQ(iface.template_file, "igemm_wgmma.cu");
   const EntryDecl* main = iface.find_entry("");
   ASSERT_NE(main, nullptr);
-  ASSERT_EQ(main->args.size(), 7u);
+  ASSERT_EQ(main->args.size(), 9u);
   EXPECT_EQ(main->args[0].name, "g_activation");
   EXPECT_EQ(main->args[1].name, "g_filter");
   EXPECT_EQ(main->args[2].name, "g_output");
@@ -730,6 +790,14 @@ TEST(IgemmWgmmaFamily, TemplateDeclaresTheMainAndReduceEntries) {
   EXPECT_EQ(main->args[4].name, "g_bias");
   EXPECT_EQ(main->args[5].name, "g_residual");
   EXPECT_EQ(main->args[6].name, "g_filter_map");
+  EXPECT_EQ(main->args[7].name, "g_padded_activation");
+  EXPECT_EQ(main->args[8].name, "g_padded_filter");
+  for (const char* pad : {"pad_activation", "pad_filter"}) {
+    const EntryDecl* entry = iface.find_entry(pad);
+    ASSERT_NE(entry, nullptr) << pad;
+    ASSERT_EQ(entry->args.size(), 2u);
+    EXPECT_EQ(entry->args[1].name, std::string("g_padded_") + (std::string(pad) == "pad_filter" ? "filter" : "activation"));
+  }
   const EntryDecl* reduce = iface.find_entry("reduce");
   ASSERT_NE(reduce, nullptr);
   ASSERT_EQ(reduce->args.size(), 4u);
@@ -933,7 +1001,7 @@ TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMe
 TEST(IgemmWgmmaFamily, ATmaKernelsPlanEncodesTheFiltersTensorMapIntoAPersistentBufferOnce) {
   const KernelSpec tma = to_spec(IgemmWgmmaParams{.block_n = 32, .warp_specialized = true, .tma_filter = true});
   const LaunchPlan plan = igemm_wgmma().plan(kResnet3x3, tma);
-  ASSERT_EQ(plan.buffers.size(), 1u);
+  ASSERT_EQ(plan.buffers.size(), 3u);
   EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "filter_map", .bytes = 128, .persistent = true}));
   EXPECT_EQ(plan.persistent_bytes(), 256);  // one aligned block
   EXPECT_EQ(plan.workspace_bytes(), 0);
