@@ -31,6 +31,11 @@
 // (4 tf32, 8 fp16 / bf16) and C_SOURCE says the tensors' own. The setup's pad_filter entry writes the filter with the
 // padded channels zero into the persistent buffer g_padded_filter, and each call's pad_activation entry the activation
 // into the workspace buffer g_padded_activation; the main entry reads those two instead of g_activation and g_filter.
+// With `fw` the filter's width is folded into the channels too: the prelude's problem is the folded one (S = 1, W = Q,
+// stride, padding and dilation 1, 0, 1 along the width; C = the FOLD_S taps x C_SOURCE channels padded), and
+// pad_activation puts each output column's FOLD_S input columns side by side (W_SOURCE, FOLD_STRIDE, FOLD_PAD and
+// FOLD_DIL the source's width, stride, padding and dilation; zeros outside), so a filter row's taps, contiguous in the
+// filter, take whole 16-byte loads of real channels instead of one padded load each.
 #include "interface.cuh"
 #include "epilogue.cuh"
 
@@ -47,6 +52,9 @@ constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = true;
 constexpr int PRECISION = 2;  // convgen::Precision: 1 tf32, 2 fp16, 3 bf16
 constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-byte loads where they are not
+constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
+constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
+constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
 // The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
@@ -56,6 +64,7 @@ CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added b
 CONVGEN_PARAM("co", "bool", "chunk-major reduction: each chunk of a row's channels through all taps, activations kept in L1") constexpr bool CHUNK_MAJOR = false;
 CONVGEN_PARAM("ws", "bool", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply") constexpr bool WARP_SPECIALIZED = false;
 CONVGEN_PARAM("tma", "bool", "warp-specialized only: the filter tile by TMA from a tensor map, the pixels by cp.async") constexpr bool TMA_FILTER = false;
+CONVGEN_PARAM("fw", "bool", "channels not whole loads, ungrouped: the filter's width folded into the channels") constexpr bool FOLD_WIDTH = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -108,11 +117,16 @@ static_assert(C % GROUPS == 0, "C must be a multiple of GROUPS");
 static_assert(K % GROUPS == 0, "K must be a multiple of GROUPS");
 static_assert(CG % CHUNK == 0,
               "channels per group must be a multiple of 16 bytes of elements (16-byte loads of one filter tap)");
-// Padded channels: the prelude's C rounds C_SOURCE up to whole 16-byte loads (ungrouped problems only).
-constexpr bool PADDED_CHANNELS = C_SOURCE != C;
-static_assert(C_SOURCE > 0 && C_SOURCE <= C && C - C_SOURCE < CHUNK,
-              "C_SOURCE must be C, or C rounded down by less than one 16-byte load");
+// Padded channels: the prelude's C rounds C_SOURCE (times FOLD_S folded taps) up to whole 16-byte loads (ungrouped
+// problems only).
+constexpr bool PADDED_CHANNELS = C_SOURCE * FOLD_S != C || FOLD_S > 1;
+static_assert(C_SOURCE > 0 && FOLD_S > 0 && C_SOURCE * FOLD_S <= C && C - C_SOURCE * FOLD_S < CHUNK,
+              "C must be C_SOURCE x FOLD_S, or that rounded up by less than one 16-byte load");
 static_assert(!PADDED_CHANNELS || GROUPS == 1, "padded channels serve ungrouped problems only");
+static_assert(FOLD_WIDTH == (FOLD_S > 1), "FOLD_WIDTH says whether FOLD_S taps are folded");
+static_assert(FOLD_S == 1 ? W_SOURCE == W && FOLD_STRIDE == 1 && FOLD_PAD == 0 && FOLD_DIL == 1
+                          : S == 1 && W == Q && STRIDE_W == 1 && PAD_W == 0 && DIL_W == 1,
+              "a folded width is the prelude's: one tap, the output's width, stride 1, no padding");
 static_assert(O == convgen::conv_out_extent(D, T, STRIDE_D, PAD_D, DIL_D), "O does not match D, T, stride, padding");
 static_assert(P == convgen::conv_out_extent(H, R, STRIDE_H, PAD_H, DIL_H), "P does not match H, R, stride, padding");
 static_assert(Q == convgen::conv_out_extent(W, S, STRIDE_W, PAD_W, DIL_W), "Q does not match W, S, stride, padding");
@@ -562,27 +576,37 @@ namespace igemm_wgmma {
 constexpr int PAD_THREADS = 256;  // threads per block of pad_activation and pad_filter
 constexpr long long FILTER_ROWS = (long long)K * TRS;  // rows of CG (padded) channels, one per output channel and tap
 
-// One padded element: row `i / C`'s channel `i % C`, from the row of C_SOURCE at `source`.
-__device__ __forceinline__ element_t padded_element(const element_t* __restrict__ source, long long i) {
-  const int c = (int)(i % C);
-  return c < C_SOURCE ? source[(i / C) * C_SOURCE + c] : (element_t)0;
-}
+constexpr int SOURCE_ROW = C_SOURCE * FOLD_S;  // a filter row's elements: one tap's channels, or FOLD_S taps'
 }  // namespace igemm_wgmma
 
-// Each call: the activation's N * D * H * W pixel rows, one thread per padded element.
+// Each call: the activation's N * D * H * W pixel rows (W the folded width: output columns), one thread per padded
+// element: element j of row (n, d, h) and column q is channel j % C_SOURCE of input column q * FOLD_STRIDE +
+// (j / C_SOURCE) * FOLD_DIL - FOLD_PAD, zero past the taps or outside the input.
 extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
     CONVGEN_ENTRY_NAMED(pad_activation)(const igemm_wgmma::element_t* __restrict__ g_activation,
                                         igemm_wgmma::element_t* __restrict__ g_padded_activation) {
   using namespace igemm_wgmma;
   const long long i = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
-  if (i < ACTIVATION_ELEMENTS) g_padded_activation[i] = padded_element(g_activation, i);
+  if (i >= ACTIVATION_ELEMENTS) return;
+  const int j = (int)(i % C);
+  const long long pixel = i / C;
+  const int q = (int)(pixel % W);
+  const long long row = pixel / W;
+  const int tap = j / C_SOURCE;
+  const int w = q * FOLD_STRIDE + tap * FOLD_DIL - FOLD_PAD;
+  g_padded_activation[i] = tap < FOLD_S && w >= 0 && w < W_SOURCE
+                               ? g_activation[(row * W_SOURCE + w) * C_SOURCE + j % C_SOURCE]
+                               : (element_t)0;
 }
 
-// Once per filter (the plan's setup): the K * T * R * S filter rows.
+// Once per filter (the plan's setup): the K * T * R * S filter rows (S 1 folded: a row then holds FOLD_S taps, as the
+// source filter holds them, contiguous).
 extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
     CONVGEN_ENTRY_NAMED(pad_filter)(const igemm_wgmma::element_t* __restrict__ g_filter,
                                     igemm_wgmma::element_t* __restrict__ g_padded_filter) {
   using namespace igemm_wgmma;
   const long long i = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
-  if (i < FILTER_ROWS * C) g_padded_filter[i] = padded_element(g_filter, i);
+  if (i >= FILTER_ROWS * C) return;
+  const int j = (int)(i % C);
+  g_padded_filter[i] = j < SOURCE_ROW ? g_filter[(i / C) * SOURCE_ROW + j] : (element_t)0;
 }

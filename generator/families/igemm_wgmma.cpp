@@ -109,6 +109,33 @@ Problem padded_channels(const Problem& p) {
 
 bool pads_channels(const Problem& p) { return padded_channels(p).c != p.c; }
 
+// Whether `fw` can fold the filter's width into the channels: an ungrouped problem whose channels need padding anyway,
+// with a filter wider than one tap.
+bool folds_width(const Problem& p) { return pads_channels(p) && p.filter.w > 1; }
+
+// The folded problem (`fw`): each output column's S input columns side by side as S x C channels (padded to whole
+// loads) of an input as wide as the output, with a filter one tap wide: stride 1, no padding, dilation 1 along the
+// width; the rest as it was. A filter row's S taps x C channels lie contiguous in the channels-last filter already.
+Problem folded_width(const Problem& p) {
+  Problem q = p;
+  const std::int64_t taps_channels = std::int64_t{p.c} * p.filter.w;
+  q.c = static_cast<int>(ceil_div(taps_channels, chunk_of(p)) * chunk_of(p));
+  q.input.w = output_dims(p).w;
+  q.filter.w = 1;
+  q.stride.w = 1;
+  q.padding.w = 0;
+  q.dilation.w = 1;
+  return q;
+}
+
+// The problem a configuration's main kernel computes: the folded one with `fw`, else the padded one.
+Problem computed_problem(const Problem& p, const IgemmWgmmaParams& s) {
+  return s.fold_width ? folded_width(p) : padded_channels(p);
+}
+
+// Whether the plan copies the operands (padded channels, or a folded width) before the main kernel reads them.
+bool copies_operands(const Problem& p, const IgemmWgmmaParams& s) { return s.fold_width || pads_channels(p); }
+
 constexpr int kPadThreads = 256;  // threads per block of pad_activation and pad_filter (PAD_THREADS)
 
 // The problem-level reasons it cannot be served at all, whatever the configuration.
@@ -229,16 +256,32 @@ class IgemmWgmma final : public Family {
     if (s.tma_filter && pads_channels(p))
       return fmt::format("tma reads the filter as it lies: not where its {} channels are padded to {}", p.c,
                          padded_channels(p).c);
-    return spec_reason(padded_channels(p), gpu, s);
+    if (s.fold_width && !folds_width(p))
+      return fmt::format("fw (the filter's width folded into the channels) serves ungrouped problems whose channels are "
+                         "not whole 16-byte loads ({} in {}) and whose filter is wider than 1; got {} channels in {} "
+                         "groups, a filter {} wide",
+                         chunk_of(p), p.precision, p.c, p.groups, p.filter.w);
+    const Problem q = computed_problem(p, s);
+    if (s.fold_width && ceil_div(activation_elements(q), kPadThreads) > kIntMax)
+      return fmt::format("the folded activation's {} elements exceed pad_activation's grid", activation_elements(q));
+    return spec_reason(q, gpu, s);
   }
 
   // The prelude also says the data type: PRECISION, convgen::Precision's value (1 tf32, 2 fp16, 3 bf16), and the
-  // tensors' channels, C_SOURCE: its C is the padded problem's.
+  // source tensors' channels and width, C_SOURCE and W_SOURCE, with the taps folded into the channels, FOLD_S, and
+  // their stride, padding and dilation: its problem is the padded or folded one (computed_problem).
   KernelSource render(const Problem& p, const KernelSpec& spec) const override {
+    const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
+    const bool fold = s.fold_width;
     const PreludeConstant constants[] = {
         precision_constant(p),
-        {.name = "C_SOURCE", .value = p.c, .comment = "the tensors' channels; C pads them to whole 16-byte loads"}};
-    return render_kernel(padded_channels(p), spec, interface(), constants);
+        {.name = "C_SOURCE", .value = p.c, .comment = "the tensors' channels; C pads them to whole 16-byte loads"},
+        {.name = "W_SOURCE", .value = p.input.w, .comment = "the activation's width"},
+        {.name = "FOLD_S", .value = fold ? p.filter.w : 1, .comment = "filter taps folded into the channels"},
+        {.name = "FOLD_STRIDE", .value = fold ? p.stride.w : 1, .comment = ""},
+        {.name = "FOLD_PAD", .value = fold ? p.padding.w : 0, .comment = ""},
+        {.name = "FOLD_DIL", .value = fold ? p.dilation.w : 1, .comment = ""}};
+    return render_kernel(computed_problem(p, s), spec, interface(), constants);
   }
 
   // wgmma exists only in the arch-specific variant of compute capability 9.0.
@@ -260,7 +303,7 @@ class IgemmWgmma final : public Family {
   // per-call buffer "padded_activation", which the main entry reads; else both are empty.
   LaunchPlan plan(const Problem& source, const KernelSpec& spec) const override {
     const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
-    const Problem p = padded_channels(source);
+    const Problem p = computed_problem(source, s);
     const Gemm g = pixel_gemm(p);
     LaunchPlan plan;
     plan.run.push_back({.kind = LaunchStep::Kind::kernel,
@@ -275,7 +318,7 @@ class IgemmWgmma final : public Family {
     } else {
       plan.buffers.push_back({.name = "filter_map", .bytes = 0, .persistent = false});
     }
-    if (pads_channels(source)) {
+    if (copies_operands(source, s)) {
       const auto blocks = [](std::int64_t elements) {
         return LaunchGeometry{.grid = {static_cast<unsigned>(ceil_div(elements, kPadThreads)), 1, 1},
                               .block = {static_cast<unsigned>(kPadThreads), 1, 1}};
@@ -296,11 +339,13 @@ class IgemmWgmma final : public Family {
     return plan;
   }
 
-  // With padded channels, also pad_activation's pass: the activation read, its padded copy written, one launch more.
+  // With padded channels or a folded width, also pad_activation's pass: the activation read, its copy written, one
+  // launch more.
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
-    const Problem q = padded_channels(p);
-    CostFeatures f = features(q, convgen::params_of<IgemmWgmmaParams>(spec));
-    if (q.c != p.c) {
+    const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
+    const Problem q = computed_problem(p, s);
+    CostFeatures f = features(q, s);
+    if (copies_operands(p, s)) {
       f.dram_bytes += static_cast<double>((activation_elements(p) + activation_elements(q)) * element_bytes(p));
       f.extra_launches += 1;
     }
@@ -325,8 +370,9 @@ class IgemmWgmma final : public Family {
   // igemm_tc's on 23 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/2026-11-25/).
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
-  // `tma` came after the names of earlier convgens: theirs load the filter by cp.async (tma0).
-  std::size_t params_added_later() const override { return 1; }
+  // `tma` and `fw` came after the names of earlier convgens: theirs load the filter by cp.async (tma0) and fold
+  // nothing (fw0).
+  std::size_t params_added_later() const override { return 2; }
 
  private:
   // The search space, for each pipeline (shared and warp-specialized), each step length (one K atom, and two where
@@ -340,21 +386,38 @@ class IgemmWgmma final : public Family {
   // cp.async one.
   std::vector<IgemmWgmmaParams> candidates(const Problem& source, const Gpu& gpu) const {
     if (problem_reason(source, gpu)) return {};
-    const Problem p = padded_channels(source);
-    const bool offers_tma = kOfferTma && !pads_channels(source);  // TMA reads the filter as it lies
+    std::vector<Estimated<IgemmWgmmaParams>> chosen;
+    if (folds_width(source)) {  // half the candidates each: the padded problem's and the folded one's
+      search(padded_channels(source), gpu, kMaxCandidates / 2, false, false, chosen);
+      search(folded_width(source), gpu, kMaxCandidates / 2, true, false, chosen);
+    } else {
+      // TMA reads the filter as it lies: not where the channels are padded.
+      search(padded_channels(source), gpu, kMaxCandidates, false, kOfferTma && !pads_channels(source), chosen);
+    }
+    std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<IgemmWgmmaParams> specs;
+    for (const auto& c : chosen) specs.push_back(c.second);
+    return specs;
+  }
+
+  // At most `most` configurations of the problem `p` the kernel computes (padded or folded: `fold`), with their
+  // estimates, appended to `chosen`: an equal share for each pipeline, step length and order; warp-specialized, half
+  // the share, each with its TMA twin where `offers_tma`.
+  void search(const Problem& p, const Gpu& gpu, std::size_t most, bool fold, bool offers_tma,
+              std::vector<Estimated<IgemmWgmmaParams>>& chosen) const {
     const Gemm g = pixel_gemm(p);
     const int atom_k = atom_k_of(p);
     const std::vector<int> step_atoms = g.kr > 2 * atom_k ? std::vector<int>{1, 2} : std::vector<int>{1};
     const std::vector<bool> orders =
         offers_chunk_major(g, atom_k) ? std::vector<bool>{false, true} : std::vector<bool>{false};
-    const std::size_t share = kMaxCandidates / (2 * step_atoms.size() * orders.size());
-    std::vector<Estimated<IgemmWgmmaParams>> chosen;
+    const std::size_t share = most / (2 * step_atoms.size() * orders.size());
     for (bool warp_specialized : {false, true})
       for (int k_atoms : step_atoms)
         for (bool chunk_major : orders)
-          for (const IgemmWgmmaParams& s : best_of_every_group_first(
+          for (IgemmWgmmaParams s : best_of_every_group_first(
                    tiles(p, gpu, warp_specialized, k_atoms, chunk_major),
                    offers_tma && warp_specialized ? share / 2 : share)) {  // half the share: each has a twin
+            s.fold_width = fold;
             chosen.emplace_back(estimate_us(p, gpu, s), s);
             if (offers_tma && warp_specialized) {  // its twin with the filter by TMA, beside it
               IgemmWgmmaParams tma = s;
@@ -362,11 +425,8 @@ class IgemmWgmma final : public Family {
               chosen.emplace_back(estimate_us(p, gpu, tma), tma);
             }
           }
-    std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<IgemmWgmmaParams> specs;
-    for (const auto& c : chosen) specs.push_back(c.second);
-    return specs;
   }
+
 
   // The configurations of one pipeline, step length and order, grouped by block tile, each with its estimate.
   std::vector<std::vector<Estimated<IgemmWgmmaParams>>> tiles(const Problem& p, const Gpu& gpu, bool warp_specialized,

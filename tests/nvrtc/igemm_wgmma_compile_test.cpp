@@ -183,10 +183,11 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 8u);
+  ASSERT_EQ(iface.params.size(), 9u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
   ASSERT_EQ(iface.params[6].field, "warp_specialized");
   ASSERT_EQ(iface.params[7].field, "tma_filter");
+  ASSERT_EQ(iface.params[8].field, "fold_width");  // not where the channels are whole loads, as here
   JitCache cache(std::nullopt);
   for (const auto& [k_atoms, stages, ws, co, tma, expected_tiles] :
        {std::tuple{1, 4, false, false, false, 26}, std::tuple{2, 3, false, false, false, 17},

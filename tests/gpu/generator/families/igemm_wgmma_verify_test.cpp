@@ -87,6 +87,32 @@ TEST_F(IgemmWgmmaGpu, TheFilterByTmaIsCorrectOnTheEdgeCaseCorpus) {
   EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
 }
 
+// The filter's width folded into the channels (`fw`) on every corpus layer where it serves (ungrouped, channels not
+// whole 16-byte loads, a filter wider than one tap: 1-D, 2-D and 3-D, strides, dilation, padding beyond the filter),
+// in every precision: each layer's default made `fw1`, in both pipelines and both reduction orders where they serve.
+TEST_F(IgemmWgmmaGpu, TheFilterWidthFoldedIntoTheChannelsIsCorrectOnTheEdgeCaseCorpus) {
+  std::vector<Case> cases;
+  for (Precision precision : kPrecisions)
+    for (const Layer& layer : edge_cases().layers) {
+      const Problem p = with(layer.problem, precision, channels_last_of(layer.problem.layout));
+      const std::optional<KernelSpec> chosen = wgmma_.default_spec(p, gpu_);
+      if (!chosen) continue;
+      for (bool warp_specialized : {false, true})
+        for (bool chunk_major : {false, true}) {
+          IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(*chosen);
+          t.fold_width = true;
+          t.tma_filter = false;
+          t.warp_specialized = warp_specialized;
+          t.chunk_major = chunk_major;
+          const KernelSpec s = to_spec(t);
+          if (wgmma_.check_support(p, gpu_, s)) continue;
+          cases.push_back({fmt::format("fw {} {}", layer.name, precision), p, s});
+        }
+    }
+  EXPECT_GT(cases.size(), 40u) << "fw served too few corpus layers";
+  EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
+}
+
 // 2 x 9 x 11 output pixels (198: a partial last tile of every BLOCK_M), 40 output channels (a partial last tile of
 // every BLOCK_N), a reduction of 24 * 9 = 216 (a partial last step of 64): every block tile with the shallowest and the
 // deepest pipeline, with one and two K atoms a step (216 is a whole step of 128 and a partial one).

@@ -105,6 +105,13 @@ int padded_c_per_group(const Problem& p) {
 // The GEMM's reduction length: C/groups (padded) * T*R*S.
 int reduction_length(const Problem& p) { return padded_c_per_group(p) * p.filter.d * p.filter.h * p.filter.w; }
 
+// A configuration's reduction length: with `fw` the filter's width folded into the channels, T*R rows of S*C padded.
+int reduction_length(const Problem& p, const IgemmWgmmaParams& t) {
+  if (!t.fold_width) return reduction_length(p);
+  const int chunk = p.precision == Precision::tf32 ? 4 : 8;
+  return (p.filter.w * p.c + chunk - 1) / chunk * chunk * p.filter.d * p.filter.h;
+}
+
 // The dynamic shared memory of a configuration: stages of (block_m + block_n) rows of 128 bytes per K atom, 1,024
 // bytes to align them and, warp-specialized, two 8-byte mbarriers per stage.
 unsigned smem_of(const IgemmWgmmaParams& t) {
@@ -153,11 +160,11 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
     EXPECT_EQ(g.dynamic_smem_bytes, smem_of(t)) << name;
     EXPECT_TRUE(t.k_atoms == 1 || t.k_atoms == 2) << name;
     if (t.k_atoms == 2) {
-      EXPECT_GT(reduction_length(p), 128) << name;
+      EXPECT_GT(reduction_length(p, t), 128) << name;
     }
     // Whole steps of 64 * k_atoms: each split's share of the reduction, rounded up.
     const int block_k = 64 * t.k_atoms;
-    const int split_share = (reduction_length(p) + t.split_k - 1) / t.split_k;
+    const int split_share = (reduction_length(p, t) + t.split_k - 1) / t.split_k;
     EXPECT_EQ(igemm_wgmma().cost_features(p, s).main_loop_steps, (split_share + block_k - 1) / block_k) << name;
   }
   const std::optional<KernelSpec> chosen = igemm_wgmma().default_spec(p, gpu);
@@ -418,7 +425,7 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
 // at most 301 rows (3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) {
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 8u);
+  ASSERT_EQ(iface.params.size(), 9u);
   EXPECT_EQ(iface.params[0].field, "block_m");
   EXPECT_EQ(iface.params[1].field, "block_n");
   EXPECT_EQ(iface.params[2].field, "k_atoms");
@@ -427,6 +434,7 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
   EXPECT_EQ(iface.params[5].field, "chunk_major");
   EXPECT_EQ(iface.params[6].field, "warp_specialized");
   EXPECT_EQ(iface.params[7].field, "tma_filter");
+  EXPECT_EQ(iface.params[8].field, "fold_width");
   EXPECT_EQ(std::vector<int>(iface.params[0].allowed.begin(), iface.params[0].allowed.end()),
             (std::vector<int>{64, 128, 192, 256}));
   EXPECT_EQ(std::vector<int>(iface.params[1].allowed.begin(), iface.params[1].allowed.end()),
@@ -888,20 +896,21 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   const KernelSpec s = spec(128, 64, 4, 1);
-  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0}}));
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0");
+  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0}}));
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0"), s);
-  EXPECT_EQ(spec_kb(128, 64, 2, 4, 1), (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0}}));
-  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0");
+  EXPECT_EQ(spec_kb(128, 64, 2, 4, 1),
+            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0}}));
+  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0"), spec_kb(128, 64, 2, 4, 1));
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_co0_ws1")),
             (IgemmWgmmaParams{
                 .block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4, .warp_specialized = true}));
-  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)), "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0");
-  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0");
+  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)), "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0");
+  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_co0_ws0"), spec(64, 256, 3, 32));
   EXPECT_EQ(kernel_name(IgemmWgmmaParams{}),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0");  // the template's defaults
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0");  // the template's defaults
   // Not igemm_tc's: its name has more fields.
   EXPECT_NE(parse_kernel_name(kernel_name(to_spec(IgemmTcParams{}))).family, "igemm_wgmma");
   // The names from before kb are refused: kb sits between n and st.
@@ -915,7 +924,7 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
   EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0");
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0");
   EXPECT_EQ(
       name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2"),
       "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2': field 'ws' (warp-specialized: a producer warpgroup "
@@ -938,8 +947,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   const KernelSpec s = spec(128, 64, 4, 2);
   for (const auto& [precision, value] : {std::pair{Precision::fp16, 2}, std::pair{Precision::bf16, 3}}) {
     const KernelSource src = igemm_wgmma().render(with(kResnet3x3, precision, Layout::nhwc), s);
-    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0");
-    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0.cu");
+    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0");
+    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
     EXPECT_NE(
@@ -954,8 +963,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   }
   // Two K atoms a step: K_ATOMS = 2 in the prelude and kb2 in the entry's name.
   const KernelSource two = igemm_wgmma().render(kResnet3x3, spec_kb(192, 96, 2, 3, 1));
-  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0");
-  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0.cu");
+  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0");
+  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0.cu");
   EXPECT_NE(two.text.find("constexpr int BLOCK_M = 192;\nconstexpr int BLOCK_N = 96;\nconstexpr int K_ATOMS = 2;\n"
                           "constexpr int STAGES = 3;\nconstexpr int SPLIT_K = 1;\n"),
             std::string::npos);
@@ -968,7 +977,7 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
 // load the filter by cp.async (tma0); the shared pipeline has no TMA.
 TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMeanCpAsync) {
   IgemmWgmmaParams tma{.warp_specialized = true, .tma_filter = true};
-  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1");
+  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1")), tma);
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1")),
             (IgemmWgmmaParams{.warp_specialized = true, .tma_filter = false}));
@@ -994,6 +1003,60 @@ TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMe
     EXPECT_GT(by_tma, 0) << problem_key(p);
     EXPECT_EQ(2 * by_tma, specialized) << problem_key(p);
   }
+}
+
+// `fw` folds the filter's width into the channels where the channels are padded anyway and the filter is wider than
+// one tap: ResNet-50's conv1 (3 -> 64, 7 x 7, stride 2, padding 3) in fp16 becomes a 7 x 1 convolution of the
+// 112-column input whose 24 channels are each output column's 7 taps x 3 channels (21, padded to 24): a reduction of
+// 7 x 24 = 168 where padding alone makes it 49 x 8 = 392.
+TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
+  const Gpu gpu = h100();
+  const Problem conv1{.n = 8, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
+                      .padding = {0, 3, 3}, .layout = Layout::nhwc, .precision = Precision::fp16};
+  IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 4, .fold_width = true};
+  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1");
+  EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1")), t);
+  EXPECT_EQ(igemm_wgmma().check_support(conv1, gpu, to_spec(t)), std::nullopt);
+
+  const std::string text = igemm_wgmma().render(conv1, to_spec(t)).text;
+  for (const char* line : {"constexpr int N = 8, C = 24, K = 64, GROUPS = 1;", "constexpr int D = 1, H = 224, W = 112;",
+                           "constexpr int T = 1, R = 7, S = 1;", "constexpr int O = 1, P = 112, Q = 112;",
+                           "constexpr int STRIDE_D = 1, STRIDE_H = 2, STRIDE_W = 1;",
+                           "constexpr int PAD_D = 0, PAD_H = 3, PAD_W = 0;", "constexpr int C_SOURCE = 3;",
+                           "constexpr int W_SOURCE = 224;", "constexpr int FOLD_S = 7;", "constexpr int FOLD_STRIDE = 2;",
+                           "constexpr int FOLD_PAD = 3;", "constexpr int FOLD_DIL = 1;"})
+    EXPECT_NE(text.find(line), std::string::npos) << line;
+
+  const LaunchPlan plan = igemm_wgmma().plan(conv1, to_spec(t));
+  ASSERT_EQ(plan.buffers.size(), 3u);
+  EXPECT_EQ(plan.buffers[1].bytes, std::int64_t{8} * 224 * 112 * 24 * 2);  // the folded activation
+  EXPECT_EQ(plan.buffers[2].bytes, std::int64_t{64} * 7 * 24 * 2);         // the filter's rows of 7 taps, padded
+  ASSERT_EQ(plan.run.size(), 2u);
+  EXPECT_EQ(plan.run[0].entry_suffix, "pad_activation");
+  EXPECT_EQ(igemm_wgmma().cost_features(conv1, to_spec(t)).main_loop_steps, 3);  // 168 in steps of 64
+  t.fold_width = false;
+  EXPECT_EQ(igemm_wgmma().cost_features(conv1, to_spec(t)).main_loop_steps, 7);  // 392
+
+  // The search space offers both, half each, and no TMA.
+  const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(conv1, gpu);
+  const auto folded = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).fold_width; });
+  EXPECT_GT(folded, 0);
+  EXPECT_LT(folded, static_cast<std::int64_t>(specs.size()));
+  EXPECT_LE(folded, 32);
+  for (const KernelSpec& s : specs) EXPECT_FALSE(P(s).tma_filter) << kernel_name(s);
+  expect_a_sound_search_space(conv1, gpu);
+
+  // Not where the channels are whole loads, nor for a filter one tap wide, nor with groups.
+  t.fold_width = true;
+  EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, to_spec(t)),
+            "fw (the filter's width folded into the channels) serves ungrouped problems whose channels are not whole "
+            "16-byte loads (8 in fp16) and whose filter is wider than 1; got 64 channels in 1 groups, a filter 3 wide");
+  Problem narrow = conv1;
+  narrow.filter = {1, 7, 1};
+  narrow.padding = {0, 3, 0};
+  EXPECT_NE(igemm_wgmma().check_support(narrow, gpu, to_spec(t)), std::nullopt);
+  for (const KernelSpec& s : igemm_wgmma().enumerate(narrow, gpu)) EXPECT_FALSE(P(s).fold_width) << kernel_name(s);
+  for (const KernelSpec& s : igemm_wgmma().enumerate(kResnet3x3, gpu)) EXPECT_FALSE(P(s).fold_width) << kernel_name(s);
 }
 
 // The plan of a `tma` kernel: a persistent 128-byte buffer for the tensor map, which a setup step encodes from the
