@@ -573,40 +573,59 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::REDUCE_THREADS)
 
 // ---- Padded channels: the operands with C_SOURCE channels copied into C, the rest zero ----------------------------
 namespace igemm_wgmma {
-constexpr int PAD_THREADS = 256;  // threads per block of pad_activation and pad_filter
+constexpr int PAD_THREADS = 256;  // threads per block of pad_activation and pad_filter (16 bytes each)
 constexpr long long FILTER_ROWS = (long long)K * TRS;  // rows of CG (padded) channels, one per output channel and tap
 
 constexpr int SOURCE_ROW = C_SOURCE * FOLD_S;  // a filter row's elements: one tap's channels, or FOLD_S taps'
 }  // namespace igemm_wgmma
 
-// Each call: the activation's N * D * H * W pixel rows (W the folded width: output columns), one thread per padded
-// element: element j of row (n, d, h) and column q is channel j % C_SOURCE of input column q * FOLD_STRIDE +
-// (j / C_SOURCE) * FOLD_DIL - FOLD_PAD, zero past the taps or outside the input.
+// Each call: the activation's N * D * H * W pixel rows (W the folded width: output columns), one thread per 16 bytes
+// (CHUNK elements; C is a whole number of them) stored at once: element j of row (n, d, h) and column q is channel
+// j % C_SOURCE of input column q * FOLD_STRIDE + (j / C_SOURCE) * FOLD_DIL - FOLD_PAD, zero past the taps or outside
+// the input.
 extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
     CONVGEN_ENTRY_NAMED(pad_activation)(const igemm_wgmma::element_t* __restrict__ g_activation,
                                         igemm_wgmma::element_t* __restrict__ g_padded_activation) {
   using namespace igemm_wgmma;
-  const long long i = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
-  if (i >= ACTIVATION_ELEMENTS) return;
-  const int j = (int)(i % C);
-  const long long pixel = i / C;
+  constexpr int UNITS = C / CHUNK;  // 16-byte units of a padded pixel
+  const long long u = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
+  if (u >= ACTIVATION_ELEMENTS / CHUNK) return;
+  const long long pixel = u / UNITS;
+  const int j0 = (int)(u % UNITS) * CHUNK;
   const int q = (int)(pixel % W);
   const long long row = pixel / W;
-  const int tap = j / C_SOURCE;
-  const int w = q * FOLD_STRIDE + tap * FOLD_DIL - FOLD_PAD;
-  g_padded_activation[i] = tap < FOLD_S && w >= 0 && w < W_SOURCE
-                               ? g_activation[(row * W_SOURCE + w) * C_SOURCE + j % C_SOURCE]
-                               : (element_t)0;
+  union {
+    uint4 bits;
+    element_t e[CHUNK];
+  } unit;
+#pragma unroll
+  for (int e = 0; e < CHUNK; ++e) {
+    const int j = j0 + e;
+    const int tap = j / C_SOURCE;
+    const int w = q * FOLD_STRIDE + tap * FOLD_DIL - FOLD_PAD;
+    unit.e[e] = tap < FOLD_S && w >= 0 && w < W_SOURCE ? g_activation[(row * W_SOURCE + w) * C_SOURCE + j % C_SOURCE]
+                                                       : (element_t)0;
+  }
+  reinterpret_cast<uint4*>(g_padded_activation)[u] = unit.bits;
 }
 
 // Once per filter (the plan's setup): the K * T * R * S filter rows (S 1 folded: a row then holds FOLD_S taps, as the
-// source filter holds them, contiguous).
+// source filter holds them, contiguous), one thread per 16 bytes.
 extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
     CONVGEN_ENTRY_NAMED(pad_filter)(const igemm_wgmma::element_t* __restrict__ g_filter,
                                     igemm_wgmma::element_t* __restrict__ g_padded_filter) {
   using namespace igemm_wgmma;
-  const long long i = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
-  if (i >= FILTER_ROWS * C) return;
-  const int j = (int)(i % C);
-  g_padded_filter[i] = j < SOURCE_ROW ? g_filter[(i / C) * SOURCE_ROW + j] : (element_t)0;
+  constexpr int UNITS = C / CHUNK;
+  const long long u = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
+  if (u >= FILTER_ROWS * UNITS) return;
+  const long long frow = u / UNITS;
+  const int j0 = (int)(u % UNITS) * CHUNK;
+  union {
+    uint4 bits;
+    element_t e[CHUNK];
+  } unit;
+#pragma unroll
+  for (int e = 0; e < CHUNK; ++e)
+    unit.e[e] = j0 + e < SOURCE_ROW ? g_filter[frow * SOURCE_ROW + j0 + e] : (element_t)0;
+  reinterpret_cast<uint4*>(g_padded_filter)[u] = unit.bits;
 }

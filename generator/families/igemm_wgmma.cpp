@@ -136,7 +136,7 @@ Problem computed_problem(const Problem& p, const IgemmWgmmaParams& s) {
 // Whether the plan copies the operands (padded channels, or a folded width) before the main kernel reads them.
 bool copies_operands(const Problem& p, const IgemmWgmmaParams& s) { return s.fold_width || pads_channels(p); }
 
-constexpr int kPadThreads = 256;  // threads per block of pad_activation and pad_filter (PAD_THREADS)
+constexpr int kPadThreads = 256;  // threads per block of pad_activation and pad_filter (PAD_THREADS), 16 bytes each
 
 // The problem-level reasons it cannot be served at all, whatever the configuration.
 std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
@@ -319,8 +319,9 @@ class IgemmWgmma final : public Family {
       plan.buffers.push_back({.name = "filter_map", .bytes = 0, .persistent = false});
     }
     if (copies_operands(source, s)) {
-      const auto blocks = [](std::int64_t elements) {
-        return LaunchGeometry{.grid = {static_cast<unsigned>(ceil_div(elements, kPadThreads)), 1, 1},
+      // One thread per 16 bytes (the padded channels are whole 16-byte units).
+      const auto blocks = [&p](std::int64_t elements) {
+        return LaunchGeometry{.grid = {static_cast<unsigned>(ceil_div(elements / chunk_of(p), kPadThreads)), 1, 1},
                               .block = {static_cast<unsigned>(kPadThreads), 1, 1}};
       };
       plan.buffers.push_back(

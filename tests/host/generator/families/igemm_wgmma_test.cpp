@@ -327,8 +327,8 @@ TEST(IgemmWgmmaFamily, PadsUngroupedChannelsToWholeLoadsAndDeclinesGroupedOnes) 
 }
 
 // A padded problem's kernel is rendered for the padded channels (C 8, C_SOURCE 3); its plan pads the filter once into
-// a persistent buffer and the activation first on every call into the workspace, one thread per padded element; the
-// main launch is the padded problem's.
+// a persistent buffer and the activation first on every call into the workspace, one thread per 16 bytes; the main
+// launch is the padded problem's.
 TEST(IgemmWgmmaFamily, APaddedProblemsPlanPadsTheFilterOnceAndTheActivationEveryCall) {
   Problem rgb = kResnet3x3;  // fp16, n1, 56 x 56, 3 x 3, 64 output channels
   rgb.c = 3;
@@ -349,11 +349,11 @@ TEST(IgemmWgmmaFamily, APaddedProblemsPlanPadsTheFilterOnceAndTheActivationEvery
   EXPECT_EQ(plan.workspace_bytes(), 56 * 56 * 8 * 2);
   ASSERT_EQ(plan.setup.size(), 1u);
   EXPECT_EQ(plan.setup[0].entry_suffix, "pad_filter");
-  EXPECT_EQ(plan.setup[0].geometry.grid[0], (64u * 9 * 8 + 255) / 256);
+  EXPECT_EQ(plan.setup[0].geometry.grid[0], (64u * 9 + 255) / 256);  // one thread per 16 bytes: 8 fp16
   EXPECT_EQ(plan.setup[0].geometry.block[0], 256u);
   ASSERT_EQ(plan.run.size(), 2u);
   EXPECT_EQ(plan.run[0].entry_suffix, "pad_activation");
-  EXPECT_EQ(plan.run[0].geometry.grid[0], (56u * 56 * 8 + 255) / 256);
+  EXPECT_EQ(plan.run[0].geometry.grid[0], (56u * 56 + 255) / 256);
   EXPECT_EQ(plan.run[1], unpadded.run[0]);
   // Channels that need no padding bind both names to empty buffers.
   ASSERT_EQ(unpadded.buffers.size(), 3u);
