@@ -109,9 +109,10 @@ Problem padded_channels(const Problem& p) {
 
 bool pads_channels(const Problem& p) { return padded_channels(p).c != p.c; }
 
-// Whether `fw` can fold the filter's width into the channels: an ungrouped problem whose channels need padding anyway,
-// with a filter wider than one tap.
-bool folds_width(const Problem& p) { return pads_channels(p) && p.filter.w > 1; }
+// Whether `fw` can fold the filter's width into the channels: an ungrouped problem with fewer channels than one
+// 16-byte load (an image's 3: most of each padded load is zeros) and a filter wider than one tap. With more channels
+// folding saves few loads and multiplies the copy the pass writes by the filter's width.
+bool folds_width(const Problem& p) { return pads_channels(p) && p.c < chunk_of(p) && p.filter.w > 1; }
 
 // The folded problem (`fw`): each output column's S input columns side by side as S x C channels (padded to whole
 // loads) of an input as wide as the output, with a filter one tap wide: stride 1, no padding, dilation 1 along the
@@ -257,8 +258,8 @@ class IgemmWgmma final : public Family {
       return fmt::format("tma reads the filter as it lies: not where its {} channels are padded to {}", p.c,
                          padded_channels(p).c);
     if (s.fold_width && !folds_width(p))
-      return fmt::format("fw (the filter's width folded into the channels) serves ungrouped problems whose channels are "
-                         "not whole 16-byte loads ({} in {}) and whose filter is wider than 1; got {} channels in {} "
+      return fmt::format("fw (the filter's width folded into the channels) serves ungrouped problems with fewer "
+                         "channels than one 16-byte load ({} in {}) and a filter wider than 1; got {} channels in {} "
                          "groups, a filter {} wide",
                          chunk_of(p), p.precision, p.c, p.groups, p.filter.w);
     const Problem q = computed_problem(p, s);

@@ -1005,8 +1005,8 @@ TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMe
   }
 }
 
-// `fw` folds the filter's width into the channels where the channels are padded anyway and the filter is wider than
-// one tap: ResNet-50's conv1 (3 -> 64, 7 x 7, stride 2, padding 3) in fp16 becomes a 7 x 1 convolution of the
+// `fw` folds the filter's width into the channels where there are fewer than one 16-byte load of them and the filter
+// is wider than one tap: ResNet-50's conv1 (3 -> 64, 7 x 7, stride 2, padding 3) in fp16 becomes a 7 x 1 convolution of the
 // 112-column input whose 24 channels are each output column's 7 taps x 3 channels (21, padded to 24): a reduction of
 // 7 x 24 = 168 where padding alone makes it 49 x 8 = 392.
 TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
@@ -1049,8 +1049,12 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   // Not where the channels are whole loads, nor for a filter one tap wide, nor with groups.
   t.fold_width = true;
   EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, to_spec(t)),
-            "fw (the filter's width folded into the channels) serves ungrouped problems whose channels are not whole "
-            "16-byte loads (8 in fp16) and whose filter is wider than 1; got 64 channels in 1 groups, a filter 3 wide");
+            "fw (the filter's width folded into the channels) serves ungrouped problems with fewer channels than one "
+            "16-byte load (8 in fp16) and a filter wider than 1; got 64 channels in 1 groups, a filter 3 wide");
+  Problem twelve = conv1;  // padded to 16, but more channels than one load: folding would save few loads
+  twelve.c = 12;
+  EXPECT_NE(igemm_wgmma().check_support(twelve, gpu, to_spec(t)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(twelve, gpu, spec(128, 64)), std::nullopt);
   Problem narrow = conv1;
   narrow.filter = {1, 7, 1};
   narrow.padding = {0, 3, 0};
