@@ -3,8 +3,11 @@
 // the edge-case corpus channels-last in fp16, bf16 and tf32; every block tile and pipeline depth on a problem with
 // partial tiles in every dimension, in both pipelines (shared and warp-specialized) and both reduction orders
 // (tap-major and chunk-major, which pads the 24 channels to a row: 64, tf32 32); every configuration the search space
-// offers on the cusnn layers; split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce.
-// Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
+// offers on the cusnn layers; split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce;
+// the filter by TMA and the filter's width folded into the channels on the corpus. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
+#include <functional>
+#include <string_view>
+
 #include <gtest/gtest.h>
 
 #include "igemm_wgmma_params.hpp"
@@ -41,6 +44,27 @@ class IgemmWgmmaGpu : public testing::Test {
     return verify_cases(cases, gpu_, cache_, seed, kTallyTable);
   }
 
+  // Every corpus layer the family serves, channels-last, in every precision: its default configuration changed by
+  // each of `variants`, where the family accepts the result; each case labelled `label` and the layer.
+  std::vector<Case> default_variants(std::string_view label,
+                                     const std::vector<std::function<void(IgemmWgmmaParams&)>>& variants) const {
+    std::vector<Case> cases;
+    for (Precision precision : kPrecisions)
+      for (const Layer& layer : edge_cases().layers) {
+        const Problem p = with(layer.problem, precision, channels_last_of(layer.problem.layout));
+        const std::optional<KernelSpec> chosen = wgmma_.default_spec(p, gpu_);
+        if (!chosen) continue;
+        for (const auto& change : variants) {
+          IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(*chosen);
+          change(t);
+          const KernelSpec s = to_spec(t);
+          if (wgmma_.check_support(p, gpu_, s)) continue;
+          cases.push_back({fmt::format("{} {} {}", label, layer.name, precision), p, s});
+        }
+      }
+    return cases;
+  }
+
   const Family& wgmma_ = family("igemm_wgmma");
   std::unique_ptr<Context> context_;
   Gpu gpu_;
@@ -62,27 +86,19 @@ TEST_F(IgemmWgmmaGpu, RepresentativeConfigurationsAreCorrectOnTheEdgeCaseCorpusI
   EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
 }
 
-// The filter by TMA (`tma`, not offered by the search space until this passes) on every corpus layer the family
+// The filter by TMA (`tma`; the search space offered it once this passed) on every corpus layer the family
 // serves, channels-last, in every precision: each layer's default configuration made warp-specialized with TMA, in
 // both reduction orders where chunk-major serves (groups, output channels that are no multiple of the tile, strides,
 // dilation, 1-D and 3-D among them).
 TEST_F(IgemmWgmmaGpu, TheFilterByTmaIsCorrectOnTheEdgeCaseCorpus) {
-  std::vector<Case> cases;
-  for (Precision precision : kPrecisions)
-    for (const Layer& layer : edge_cases().layers) {
-      const Problem p = with(layer.problem, precision, channels_last_of(layer.problem.layout));
-      const std::optional<KernelSpec> chosen = wgmma_.default_spec(p, gpu_);
-      if (!chosen) continue;
-      for (bool chunk_major : {false, true}) {
-        IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(*chosen);
-        t.warp_specialized = true;
-        t.tma_filter = true;
-        t.chunk_major = chunk_major;
-        const KernelSpec s = to_spec(t);
-        if (wgmma_.check_support(p, gpu_, s)) continue;
-        cases.push_back({fmt::format("tma {} {}", layer.name, precision), p, s});
-      }
-    }
+  std::vector<std::function<void(IgemmWgmmaParams&)>> variants;
+  for (bool chunk_major : {false, true})
+    variants.push_back([chunk_major](IgemmWgmmaParams& t) {
+      t.warp_specialized = true;
+      t.tma_filter = true;
+      t.chunk_major = chunk_major;
+    });
+  const std::vector<Case> cases = default_variants("tma", variants);
   EXPECT_GT(cases.size(), 40u) << "TMA served too few corpus layers";
   EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
 }
@@ -91,24 +107,16 @@ TEST_F(IgemmWgmmaGpu, TheFilterByTmaIsCorrectOnTheEdgeCaseCorpus) {
 // whole 16-byte loads, a filter wider than one tap: 1-D, 2-D and 3-D, strides, dilation, padding beyond the filter),
 // in every precision: each layer's default made `fw1`, in both pipelines and both reduction orders where they serve.
 TEST_F(IgemmWgmmaGpu, TheFilterWidthFoldedIntoTheChannelsIsCorrectOnTheEdgeCaseCorpus) {
-  std::vector<Case> cases;
-  for (Precision precision : kPrecisions)
-    for (const Layer& layer : edge_cases().layers) {
-      const Problem p = with(layer.problem, precision, channels_last_of(layer.problem.layout));
-      const std::optional<KernelSpec> chosen = wgmma_.default_spec(p, gpu_);
-      if (!chosen) continue;
-      for (bool warp_specialized : {false, true})
-        for (bool chunk_major : {false, true}) {
-          IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(*chosen);
-          t.fold_width = true;
-          t.tma_filter = false;
-          t.warp_specialized = warp_specialized;
-          t.chunk_major = chunk_major;
-          const KernelSpec s = to_spec(t);
-          if (wgmma_.check_support(p, gpu_, s)) continue;
-          cases.push_back({fmt::format("fw {} {}", layer.name, precision), p, s});
-        }
-    }
+  std::vector<std::function<void(IgemmWgmmaParams&)>> variants;
+  for (bool warp_specialized : {false, true})
+    for (bool chunk_major : {false, true})
+      variants.push_back([warp_specialized, chunk_major](IgemmWgmmaParams& t) {
+        t.fold_width = true;
+        t.tma_filter = false;
+        t.warp_specialized = warp_specialized;
+        t.chunk_major = chunk_major;
+      });
+  const std::vector<Case> cases = default_variants("fw", variants);
   EXPECT_GT(cases.size(), 40u) << "fw served too few corpus layers";
   EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
 }
