@@ -1,8 +1,8 @@
 // igemm_wgmma_compile_test: the Hopper tensor-core template compiles alone for sm_90a (and refuses sm_90), and through
 // build_kernel (which compiles it for the family's compile_arch, sm_90a on an H100) every configuration its search
 // space offers on a handful of corpus problems (tf32, fp16 and bf16, groups, 1-D and 3-D, split-K, one and two K atoms
-// a step), every block tile with one and with two K atoms in each precision, and split-K's reduce entry; the default
-// configurations without register spills.
+// a step), every block tile with one and with two K atoms in each precision, split-K's reduce entry, and an image's 3
+// channels padded or folded with their copy entries; the default configurations without register spills.
 #include <tuple>
 #include <utility>
 
@@ -108,9 +108,14 @@ BuiltKernel build_and_check(const Problem& problem, const KernelSpec& spec, JitC
   if (main != built.cubin.entry_reports.end()) {
     EXPECT_GT(main->second.registers, 0) << name;
   }
-  // The template always defines the reduce entry; the plan launches it only after split-K's main kernel.
+  // The template always defines the reduce and the copy entries; the plan launches reduce only after split-K's main
+  // kernel, and pad_activation first only where the channels are padded (ungrouped, not whole 16-byte loads) or the
+  // filter's width folded.
   EXPECT_TRUE(built.cubin.entry_reports.contains(name + "_reduce")) << name << "\n" << built.cubin.log;
-  EXPECT_EQ(built.plan.run.size(), params_of<IgemmWgmmaParams>(spec).split_k > 1 ? 2u : 1u) << name;
+  const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(spec);
+  const int chunk = problem.precision == Precision::tf32 ? 4 : 8;
+  const bool copies = t.fold_width || (problem.groups == 1 && problem.c % chunk != 0);
+  EXPECT_EQ(built.plan.run.size(), (t.split_k > 1 ? 2u : 1u) + (copies ? 1u : 0u)) << name;
   return built;
 }
 
@@ -215,6 +220,31 @@ INSTANTIATE_TEST_SUITE_P(Precisions, IgemmWgmmaEveryTile,
                          [](const testing::TestParamInfo<Precision>& case_info) {
                            return std::string(to_string(case_info.param));
                          });
+
+// An image's 3 channels (ResNet-50's conv1 at batch 1) in tf32 and fp16: the first three configurations of each kind
+// the search space offers, padded (fw0) and with the filter's width folded into the channels (fw1), each compiled with
+// its copy entries and no spills in the main one.
+TEST(IgemmWgmmaPaddedChannels, ThePaddedAndFoldedConfigurationsCompileWithTheirCopyEntriesWithoutSpills) {
+  JitCache cache(std::nullopt);
+  for (Precision precision : {Precision::tf32, Precision::fp16}) {
+    const Problem p = suite_layer("resnet50.csv", "conv1", precision);
+    int padded = 0;
+    int folded = 0;
+    for (const KernelSpec& s : igemm_wgmma().enumerate(p, h100())) {
+      int& kind = params_of<IgemmWgmmaParams>(s).fold_width ? folded : padded;
+      if (kind == 3) continue;
+      ++kind;
+      const std::string name = kernel_name(s);
+      const BuiltKernel built = build_and_check(p, s, cache);
+      for (const char* entry : {"_pad_activation", "_pad_filter"})
+        EXPECT_TRUE(built.cubin.entry_reports.contains(name + entry)) << name << entry;
+      if (const auto main = built.cubin.entry_reports.find(name); main != built.cubin.entry_reports.end())
+        EXPECT_EQ(main->second.spill_store_bytes, 0) << name;
+    }
+    EXPECT_EQ(padded, 3) << to_string(precision);
+    EXPECT_EQ(folded, 3) << to_string(precision);
+  }
+}
 
 TEST(IgemmWgmmaSplitK, TheReduceEntryIsCompiledBesideTheMainOneWithoutSpillsInEveryPrecision) {
   JitCache cache(std::nullopt);
