@@ -157,7 +157,7 @@ std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
   const Gemm g = pixel_gemm(q);
   if (g.m > kIntMax) return fmt::format("output pixels N*O*P*Q = {} exceed 2^31 - 1", g.m);
   if (filter_elements(q) > kIntMax) return fmt::format("filter elements {} exceed 2^31 - 1", filter_elements(q));
-  if (pads_channels(p) && ceil_div(activation_elements(q), kPadThreads) > kIntMax)
+  if (pads_channels(p) && ceil_div(activation_elements(q) / chunk_of(p), kPadThreads) > kIntMax)
     return fmt::format("the padded activation's {} elements exceed pad_activation's grid", activation_elements(q));
   return std::nullopt;
 }
@@ -263,7 +263,7 @@ class IgemmWgmma final : public Family {
                          "groups, a filter {} wide",
                          chunk_of(p), p.precision, p.c, p.groups, p.filter.w);
     const Problem q = computed_problem(p, s);
-    if (s.fold_width && ceil_div(activation_elements(q), kPadThreads) > kIntMax)
+    if (s.fold_width && ceil_div(activation_elements(q) / chunk_of(p), kPadThreads) > kIntMax)
       return fmt::format("the folded activation's {} elements exceed pad_activation's grid", activation_elements(q));
     return spec_reason(q, gpu, s);
   }
@@ -299,9 +299,9 @@ class IgemmWgmma final : public Family {
   // run: the main kernel; with split_k > 1 it writes fp32 partial sums to the per-call buffer "partials" (the whole
   // workspace, bound as g_workspace) and the reduce entry adds them into the output. The main entry's g_filter_map:
   // with `tma` a persistent 128-byte buffer the setup fills with the filter's tensor map (once per filter), else an
-  // empty buffer (the kernel never reads it). With padded channels the setup's pad_filter writes the padded filter
-  // into the persistent buffer "padded_filter" and each call's pad_activation, first, the padded activation into the
-  // per-call buffer "padded_activation", which the main entry reads; else both are empty.
+  // empty buffer (the kernel never reads it). With padded channels (or a folded width) the setup's pad_filter writes
+  // the padded filter into the persistent buffer "padded_filter" and each call's pad_activation, first, the padded (or
+  // folded) activation into the per-call buffer "padded_activation", which the main entry reads; else both are empty.
   LaunchPlan plan(const Problem& source, const KernelSpec& spec) const override {
     const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
     const Problem p = computed_problem(source, s);
@@ -428,7 +428,6 @@ class IgemmWgmma final : public Family {
             }
           }
   }
-
 
   // The configurations of one pipeline, step length and order, grouped by block tile, each with its estimate.
   std::vector<std::vector<Estimated<IgemmWgmmaParams>>> tiles(const Problem& p, const Gpu& gpu, bool warp_specialized,
