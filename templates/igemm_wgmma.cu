@@ -55,7 +55,7 @@ constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-
 constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
 constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
-// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0).
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
@@ -64,7 +64,7 @@ CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added b
 CONVGEN_PARAM("co", "bool", "chunk-major reduction: each chunk of a row's channels through all taps, activations kept in L1") constexpr bool CHUNK_MAJOR = false;
 CONVGEN_PARAM("ws", "bool", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply") constexpr bool WARP_SPECIALIZED = false;
 CONVGEN_PARAM("tma", "bool", "warp-specialized only: the filter tile by TMA from a tensor map, the pixels by cp.async") constexpr bool TMA_FILTER = false;
-CONVGEN_PARAM("fw", "bool", "channels not whole loads, ungrouped: the filter's width folded into the channels") constexpr bool FOLD_WIDTH = false;
+CONVGEN_PARAM("fw", "bool", "ungrouped, fewer channels than one 16-byte load: the filter's width folded into the channels") constexpr bool FOLD_WIDTH = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
