@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # tune-scaling: issue 16's measurements on a machine with two GPUs and the carried build, into OUT:
-#   - NVRTC compile time per kernel on this machine's cores (scripts/compile-latency.sh), compiles per second with
-#     one and with every core busy, in threads of one process against worker processes (convgen-compile-throughput),
-#     and the JIT cache's hit times (convgen-cache-latency);
 #   - `convgen tune` of SUITE at BATCHES on one GPU and on all, each from a cold JIT cache and again warm (a fresh
 #     database each time: every layer is tuned), wall time in times.txt;
 #   - two shards as two processes, one GPU each (as a Slurm array or mpirun would run them), then `db merge`, and
-#     the merged best choices against the one-GPU run's (best-choices-differing.txt; same seed and candidates).
+#     the merged best choices against the one-GPU run's (best-choices-differing.txt; same seed and candidates);
+#   - then NVRTC compile time per kernel on this machine's cores (scripts/compile-latency.sh), compiles per second
+#     with one and with every core busy, in threads of one process against worker processes
+#     (convgen-compile-throughput), and the JIT cache's hit times (convgen-cache-latency).
 # Usage: scripts/tune-scaling.sh OUT [SUITE [BATCHES]]   (default shapes/resnet50.csv 1,8)
 set -uo pipefail
 out=${1:?usage: scripts/tune-scaling.sh OUT [SUITE [BATCHES]]}
@@ -27,15 +27,6 @@ timed() {  # timed NAME COMMAND...: runs it with its output in OUT/NAME.log, app
 }
 nvidia-smi --query-gpu=index,name,driver_version --format=csv > "$out/environment.txt"
 nproc >> "$out/environment.txt"
-
-scripts/compile-latency.sh "$suite" "$scratch/cl-defaults" --jobs "$(nproc)" > "$out/compile-latency-defaults.md"
-scripts/compile-latency.sh shapes/cusnn.csv "$scratch/cl-cusnn" --jobs "$(nproc)" --all --batch 8 \
-  > "$out/compile-latency-cusnn-all.md"
-build/tools/convgen/convgen-compile-throughput --shapes "$suite" --concurrency "1,$(nproc)" \
-  > "$out/compile-throughput-defaults.md"
-build/tools/convgen/convgen-compile-throughput --shapes shapes/cusnn.csv --batch 8 --all --concurrency "$(nproc)" \
-  > "$out/compile-throughput-cusnn-all.md"
-build/tools/convgen/convgen-cache-latency --shapes "$suite" --folder "$scratch/hits" > "$out/cache-latency.md"
 
 tune=("$convgen" tune --shapes "$suite" --batch "$batches")
 CONVGEN_CACHE_DIR=$scratch/cache1 timed one-gpu-cold "${tune[@]}" --gpus 0 --db "$out/one-gpu.sqlite"
@@ -61,4 +52,15 @@ best "$out/merged.sqlite" > "$out/best-merged.txt"
 join "$out/best-one-gpu.txt" "$out/best-merged.txt" | awk '$2 != $4' > "$out/best-choices-differing.txt"
 echo "best choices: $(wc -l < "$out/best-one-gpu.txt") one GPU, $(wc -l < "$out/best-merged.txt") merged," \
   "$(wc -l < "$out/best-choices-differing.txt") with another kernel" | tee -a "$out/times.txt"
+
+# The compile figures last: the tunes above are what a call that runs out of time must not lose.
+scripts/compile-latency.sh "$suite" "$scratch/cl-defaults" --jobs "$(nproc)" > "$out/compile-latency-defaults.md"
+scripts/compile-latency.sh shapes/cusnn.csv "$scratch/cl-cusnn" --jobs "$(nproc)" --all --batch 8 \
+  > "$out/compile-latency-cusnn-all.md"
+build/tools/convgen/convgen-compile-throughput --shapes "$suite" --concurrency "1,$(nproc)" \
+  > "$out/compile-throughput-defaults.md"
+build/tools/convgen/convgen-compile-throughput --shapes shapes/cusnn.csv --batch 8 --all --concurrency "$(nproc)" \
+  > "$out/compile-throughput-cusnn-all.md"
+build/tools/convgen/convgen-cache-latency --shapes "$suite" --folder "$scratch/hits" > "$out/cache-latency.md"
+
 rm -rf "$scratch"

@@ -62,7 +62,7 @@ CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes
 CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 (ws0) or stages (ws1) steps ahead of the multiply") constexpr int STAGES = 4;
 CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
 CONVGEN_PARAM("co", "bool", "chunk-major reduction: each chunk of a row's channels through all taps, activations kept in L1") constexpr bool CHUNK_MAJOR = false;
-CONVGEN_PARAM("ws", "bool", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply") constexpr bool WARP_SPECIALIZED = false;
+CONVGEN_PARAM("ws", "0..8", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in turn") constexpr int WARP_SPECIALIZED = 0;
 CONVGEN_PARAM("tma", "bool", "warp-specialized only: the filter tile by TMA from a tensor map, the pixels by cp.async") constexpr bool TMA_FILTER = false;
 CONVGEN_PARAM("fw", "bool", "ungrouped, fewer channels than one 16-byte load: the filter's width folded into the channels") constexpr bool FOLD_WIDTH = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
@@ -143,10 +143,15 @@ static_assert(K_ATOMS == 1 || K_ATOMS == 2, "K_ATOMS must be 1 or 2");
 constexpr int BLOCK_K = ATOM_K * K_ATOMS;  // reduction elements per step
 static_assert(STAGES >= 3, "the pipeline needs three stages: one loading, one multiplying, one still being read");
 static_assert(SPLIT_K >= 1, "SPLIT_K must be positive");
-static_assert(!TMA_FILTER || WARP_SPECIALIZED, "TMA_FILTER needs the warp-specialized pipeline (WARP_SPECIALIZED)");
+static_assert(WARP_SPECIALIZED >= 0 && WARP_SPECIALIZED <= 8, "WARP_SPECIALIZED must be 0 to 8");
+constexpr bool PRODUCER_WARPGROUP = WARP_SPECIALIZED > 0;  // the warp-specialized pipeline
+// Output tiles per block (ws2-ws8): the producer loads the next tile's stages while the consumers store this one's
+// outputs; one block per TILES_PER_BLOCK tiles, block b computing tiles b, b + gridDim.x, ...
+constexpr int TILES_PER_BLOCK = WARP_SPECIALIZED > 1 ? WARP_SPECIALIZED : 1;
+static_assert(!TMA_FILTER || PRODUCER_WARPGROUP, "TMA_FILTER needs the warp-specialized pipeline (WARP_SPECIALIZED)");
 constexpr int WARPGROUPS = BLOCK_M / 64;  // the warpgroups that multiply
-constexpr int THREADS = 128 * (WARPGROUPS + (WARP_SPECIALIZED ? 1 : 0));  // the producer is the last warpgroup
-constexpr int LOAD_THREADS = WARP_SPECIALIZED ? 128 : THREADS;            // the threads that issue the loads
+constexpr int THREADS = 128 * (WARPGROUPS + (PRODUCER_WARPGROUP ? 1 : 0));  // the producer is the last warpgroup
+constexpr int LOAD_THREADS = PRODUCER_WARPGROUP ? 128 : THREADS;            // the threads that issue the loads
 constexpr int PREFETCH = STAGES - 2;  // the shared pipeline's steps loaded ahead of the one being multiplied
 constexpr int ACCUMULATORS = BLOCK_N / 2;  // fp32 accumulators per thread: 64 x BLOCK_N over 128 threads
 
@@ -171,7 +176,7 @@ constexpr int A_STAGE_BYTES = K_ATOMS * A_ATOM_BYTES;
 constexpr int B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 // The warp-specialized pipeline's mbarriers follow the stages: `full` of every stage, then `empty` of every stage.
-constexpr int BARRIER_BYTES = WARP_SPECIALIZED ? 2 * 8 * STAGES : 0;
+constexpr int BARRIER_BYTES = PRODUCER_WARPGROUP ? 2 * 8 * STAGES : 0;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + convgen::wg::kAtomBytes + BARRIER_BYTES;  // as the family's plan
 
 // ---- Global -> shared loads ---------------------------------------------------------------------------------------
@@ -368,132 +373,135 @@ __device__ __forceinline__ void load_filter_tma(unsigned s_stage, unsigned s_ful
   }
 }
 
-// The producer warpgroup (ptid = its thread, 0-127): fills every step's stage once the consumers have emptied it.
+// Where a warp-specialized block's pipeline stands: the stage its next step uses, that stage's phase parity, and the
+// steps filled so far (over every tile of the block: the stages run on from one tile to the next).
+struct PipelineState {
+  int stage = 0;
+  unsigned phase = 0;
+  int filled = 0;
+};
+
+// The producer warpgroup (ptid = its thread, 0-127): fills each of a tile's steps' stages once the consumers have
+// emptied it (from the block's STAGES-th step on).
 __device__ __forceinline__ void produce(unsigned s_base, unsigned s_full, unsigned s_empty,
                                         const element_t* __restrict__ g_activation,
                                         const element_t* __restrict__ g_filter, const void* g_filter_map,
                                         const LoadRows& rows, int ptid, int filter_row0, int a_begin, int a_end,
-                                        int steps) {
+                                        int steps, PipelineState& pipe) {
   namespace wg = convgen::wg;
-  if (TMA_FILTER && ptid == 0) wg::tensor_map_acquire(g_filter_map);
-  int stage = 0;
-  unsigned phase = 0;
   for (int step = 0; step < steps; ++step) {
-    if (step >= STAGES) wg::barrier_wait(s_empty + 8u * stage, phase ^ 1u);
+    if (pipe.filled >= STAGES) wg::barrier_wait(s_empty + 8u * pipe.stage, pipe.phase ^ 1u);
     if (TMA_FILTER && ptid == 0)
-      load_filter_tma(s_base + (unsigned)(stage * STAGE_BYTES), s_full + 8u * stage, g_filter_map, filter_row0,
-                      a_begin + step * K_ATOMS);
-    load_stage(s_base + (unsigned)(stage * STAGE_BYTES), g_activation, g_filter, rows, ptid, a_begin + step * K_ATOMS,
-               a_end);
-    wg::barrier_arrive_on_copies(s_full + 8u * stage);
-    if (++stage == STAGES) {
-      stage = 0;
-      phase ^= 1u;
+      load_filter_tma(s_base + (unsigned)(pipe.stage * STAGE_BYTES), s_full + 8u * pipe.stage, g_filter_map,
+                      filter_row0, a_begin + step * K_ATOMS);
+    load_stage(s_base + (unsigned)(pipe.stage * STAGE_BYTES), g_activation, g_filter, rows, ptid,
+               a_begin + step * K_ATOMS, a_end);
+    wg::barrier_arrive_on_copies(s_full + 8u * pipe.stage);
+    ++pipe.filled;
+    if (++pipe.stage == STAGES) {
+      pipe.stage = 0;
+      pipe.phase ^= 1u;
     }
   }
 }
 
-// A consumer warpgroup: multiplies each stage once it is full, and gives the previous step's stage back once that
-// step's wgmma group has finished (one arrival per warp). The proxy fence after the wait orders the cp.async writes
-// the barrier made visible before the wgmma's async-proxy reads of them.
+// A consumer warpgroup: multiplies each of a tile's stages once it is full, and gives the previous step's stage back
+// once that step's wgmma group has finished (one arrival per warp); with `release_last` (more tiles may follow) the
+// tile's last stage too, once every wgmma has finished. The proxy fence after the wait orders the cp.async writes the
+// barrier made visible before the wgmma's async-proxy reads of them.
 __device__ __forceinline__ void consume(float (&r_acc)[ACCUMULATORS], unsigned s_base, unsigned s_full,
-                                        unsigned s_empty, int warpgroup, int lane, int steps) {
+                                        unsigned s_empty, int warpgroup, int lane, int steps, PipelineState& pipe,
+                                        bool release_last) {
   namespace wg = convgen::wg;
-  int stage = 0;
-  int previous = 0;
-  unsigned phase = 0;
+  int previous = -1;
   for (int step = 0; step < steps; ++step) {
-    wg::barrier_wait(s_full + 8u * stage, phase);
+    wg::barrier_wait(s_full + 8u * pipe.stage, pipe.phase);
     wg::fence_proxy_async();
-    multiply_stage(r_acc, s_base + (unsigned)(stage * STAGE_BYTES), warpgroup);
+    multiply_stage(r_acc, s_base + (unsigned)(pipe.stage * STAGE_BYTES), warpgroup);
     wg::wait<1>();
 #pragma unroll
     for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
-    if (step > 0 && lane == 0) wg::barrier_arrive(s_empty + 8u * previous);
-    previous = stage;
-    if (++stage == STAGES) {
-      stage = 0;
-      phase ^= 1u;
+    if (previous >= 0 && lane == 0) wg::barrier_arrive(s_empty + 8u * previous);
+    previous = pipe.stage;
+    if (++pipe.stage == STAGES) {
+      pipe.stage = 0;
+      pipe.phase ^= 1u;
     }
   }
   wg::wait<0>();
 #pragma unroll
   for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+  if (release_last && previous >= 0 && lane == 0) wg::barrier_arrive(s_empty + 8u * previous);
+}
+
+// ---- The block's output tiles ------------------------------------------------------------------------------------
+// M_TILES x N_TILES x GROUPS x SPLIT_K tiles. With one a block the grid's x, y and z say which (pixels, channels,
+// group and split); with TILES_PER_BLOCK, block b computes tiles b, b + gridDim.x, ... of the flat order that runs
+// the output channels fastest, then the pixels, then groups and splits: the blocks at work at once share pixel rows.
+constexpr int M_TILES = (int)ceil_div(NPIX, BLOCK_M);
+constexpr int N_TILES = (int)ceil_div(KG, BLOCK_N);
+constexpr long long TOTAL_TILES = (long long)M_TILES * N_TILES * GROUPS * SPLIT_K;
+
+struct Tile {
+  int m_tile, n_tile;   // the first output pixel and output channel (within the group)
+  int group, split;
+  int a_begin, a_end;   // the split's atoms
+  int steps;
+};
+
+__device__ __forceinline__ Tile tile_of(int m_index, int n_index, int z) {
+  Tile tile;
+  tile.m_tile = m_index * BLOCK_M;
+  tile.n_tile = n_index * BLOCK_N;
+  tile.group = z / SPLIT_K;
+  tile.split = z % SPLIT_K;
+  tile.a_begin = tile.split * SPLIT_ATOMS;
+  tile.a_end = cmin(ATOMS, tile.a_begin + SPLIT_ATOMS);
+  tile.steps = tile.a_end > tile.a_begin ? (int)ceil_div(tile.a_end - tile.a_begin, K_ATOMS) : 0;
+  return tile;
+}
+
+// The block's i-th tile; false past the last.
+__device__ __forceinline__ bool block_tile(int i, Tile& tile) {
+  if constexpr (TILES_PER_BLOCK == 1) {
+    tile = tile_of((int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z);
+    return true;
+  }
+  const long long t = (long long)blockIdx.x + (long long)i * gridDim.x;
+  if (t >= TOTAL_TILES) return false;
+  const long long rest = t / N_TILES;
+  tile = tile_of((int)(rest % M_TILES), (int)(t % N_TILES), (int)(rest / M_TILES));
+  return true;
 }
 
 // ---- Output: to_element, to_float, epilogue_at, store_output and store_partials, in this namespace -------------
 #include "tc_output.cuh"
 
-// The staged output: where whole runs of CHUNK channels (16 bytes) are 16-byte aligned (K and KG multiples of CHUNK)
-// and the output is final (no split-K), the block's tile goes through shared memory (the stages' buffers, free after
-// the main loop): each thread writes its channel pairs there, through the epilogue and rounded, then the block stores
-// whole rows of the tile 16 bytes at a time, each warp instruction 512 contiguous-by-row bytes instead of 8 rows of 16
-// bytes. Rows are padded by 16 bytes, so the 8 rows a warp's 4-byte pairs touch fall in 8 different groups of 4
-// banks (tf32's 8-byte pairs meet 2-way conflicts). A tf32 tile that does not fit the stages' buffers (256 x 256 in 3
-// stages) is stored directly.
+// The staged output: where whole runs of CHUNK channels (16 bytes) are 16-byte aligned (K and KG multiples of CHUNK),
+// the output is final (no split-K) and the block has one tile, the tile goes through shared memory (the stages'
+// buffers, free after the main loop; with more tiles a block the producer is filling them with the next): each thread
+// writes its channel pairs there, through the epilogue and rounded, then the block stores whole rows of the tile 16
+// bytes at a time, each warp instruction 512 contiguous-by-row bytes instead of 8 rows of 16 bytes. Rows are padded
+// by 16 bytes, so the 8 rows a warp's 4-byte pairs touch fall in 8 different groups of 4 banks (tf32's 8-byte pairs
+// meet 2-way conflicts). A tf32 tile that does not fit the stages' buffers (256 x 256 in 3 stages) is stored directly.
 constexpr int OUT_PITCH = BLOCK_N * ELEMENT_BYTES + 16;  // bytes per staged row
 constexpr int OUT_UNITS = BLOCK_N / CHUNK;                // 16-byte units per staged row
-constexpr bool STAGED_OUTPUT =
-    SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0 && BLOCK_M * OUT_PITCH <= STAGES * STAGE_BYTES;
+constexpr bool STAGED_OUTPUT = TILES_PER_BLOCK == 1 && SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0 &&
+                              BLOCK_M * OUT_PITCH <= STAGES * STAGE_BYTES;
 
-}  // namespace igemm_wgmma
-
-extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
-    CONVGEN_ENTRY(const igemm_wgmma::element_t* __restrict__ g_activation,
-                  const igemm_wgmma::element_t* __restrict__ g_filter, igemm_wgmma::element_t* __restrict__ g_output,
-                  float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
-                  const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map,
-                  const igemm_wgmma::element_t* __restrict__ g_padded_activation,
-                  const igemm_wgmma::element_t* __restrict__ g_padded_filter) {
-  using namespace igemm_wgmma;
-  namespace wg = convgen::wg;
-  // With padded channels the operands are the plan's padded copies (pad_activation and pad_filter below).
-  const element_t* __restrict__ activation = PADDED_CHANNELS ? g_padded_activation : g_activation;
-  const element_t* __restrict__ filter = PADDED_CHANNELS ? g_padded_filter : g_filter;
-  const unsigned s_raw = convgen::tc::shared_address(convgen::tc::dynamic_shared());
-  const unsigned s_base = (s_raw + (wg::kAtomBytes - 1)) & ~(unsigned)(wg::kAtomBytes - 1);
-
-  const int tid = (int)threadIdx.x;
+// The tile's outputs, through the epilogue (or, with split-K, its partial sums): staged through shared memory
+// (STAGED_OUTPUT, every thread of the block taking part) or stored from the accumulators. Accumulators 4j + 2 half +
+// {0, 1} are pixel row 64 warpgroup + 16 warp + lane / 4 + 8 half, channels 8j + 2 (lane % 4) + {0, 1} of the block
+// tile (wgmma.cuh); the producer warpgroup holds none.
+__device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], const Tile& tile,
+                                           unsigned char* s_out, element_t* __restrict__ g_output,
+                                           float* __restrict__ g_workspace, const element_t* __restrict__ g_bias,
+                                           const element_t* __restrict__ g_residual, int tid) {
   const int warpgroup = tid / 128;
   const int warp = (tid % 128) / 32;  // within the warpgroup
   const int lane = tid % 32;
-  const int m_tile = (int)blockIdx.x * BLOCK_M;  // first output pixel of the tile
-  const int n_tile = (int)blockIdx.y * BLOCK_N;  // first output channel of the tile, within the group
-  const int group = (int)blockIdx.z / SPLIT_K;
-  const int split = (int)blockIdx.z % SPLIT_K;
-  const int a_begin = split * SPLIT_ATOMS;  // the split's atoms
-  const int a_end = cmin(ATOMS, a_begin + SPLIT_ATOMS);
-  const int steps = a_end > a_begin ? (int)ceil_div(a_end - a_begin, K_ATOMS) : 0;
-
-  float r_acc[ACCUMULATORS];
-#pragma unroll
-  for (int v = 0; v < ACCUMULATORS; ++v) r_acc[v] = 0.0f;
-
-  if constexpr (WARP_SPECIALIZED) {
-    const unsigned s_full = s_base + (unsigned)(STAGES * STAGE_BYTES);
-    const unsigned s_empty = s_full + 8u * STAGES;
-    if (tid == 0) {
-      for (int stage = 0; stage < STAGES; ++stage) {
-        wg::barrier_init(s_full + 8u * stage, (unsigned)LOAD_THREADS);
-        wg::barrier_init(s_empty + 8u * stage, CONSUMER_WARPS);
-      }
-      if constexpr (TMA_FILTER) wg::barrier_init_fence();
-    }
-    __syncthreads();
-    if (warpgroup == WARPGROUPS)
-      produce(s_base, s_full, s_empty, activation, filter, g_filter_map,
-              load_rows(tid % 128, m_tile, n_tile, group), tid % 128, group * KG + n_tile, a_begin, a_end, steps);
-    else
-      consume(r_acc, s_base, s_full, s_empty, warpgroup, lane, steps);
-  } else {
-    shared_main_loop(r_acc, s_base, activation, filter, load_rows(tid, m_tile, n_tile, group), tid, warpgroup,
-                     a_begin, a_end, steps);
-  }
-
-  // Epilogue: accumulators 4j + 2 half + {0, 1} are pixel row 64 warpgroup + 16 warp + lane / 4 + 8 half, channels
-  // 8j + 2 (lane % 4) + {0, 1} of the block tile (wgmma.cuh).
+  const int m_tile = tile.m_tile, n_tile = tile.n_tile, group = tile.group;
   if constexpr (STAGED_OUTPUT) {
-    unsigned char* s_out = convgen::tc::dynamic_shared() + (s_base - s_raw);
     __syncthreads();  // every warpgroup's wgmma has read its last operands
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -545,8 +553,65 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
       if constexpr (SPLIT_K == 1)
         store_output(g_output, npix, k, v0, v1, col + 1 < KG, g_bias, g_residual);
       else
-        store_partials(g_workspace, split, npix, k, v0, v1, col + 1 < KG);
+        store_partials(g_workspace, tile.split, npix, k, v0, v1, col + 1 < KG);
     }
+  }
+}
+
+}  // namespace igemm_wgmma
+
+extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
+    CONVGEN_ENTRY(const igemm_wgmma::element_t* __restrict__ g_activation,
+                  const igemm_wgmma::element_t* __restrict__ g_filter, igemm_wgmma::element_t* __restrict__ g_output,
+                  float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
+                  const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map,
+                  const igemm_wgmma::element_t* __restrict__ g_padded_activation,
+                  const igemm_wgmma::element_t* __restrict__ g_padded_filter) {
+  using namespace igemm_wgmma;
+  namespace wg = convgen::wg;
+  // With padded channels the operands are the plan's padded copies (pad_activation and pad_filter below).
+  const element_t* __restrict__ activation = PADDED_CHANNELS ? g_padded_activation : g_activation;
+  const element_t* __restrict__ filter = PADDED_CHANNELS ? g_padded_filter : g_filter;
+  const unsigned s_raw = convgen::tc::shared_address(convgen::tc::dynamic_shared());
+  const unsigned s_base = (s_raw + (wg::kAtomBytes - 1)) & ~(unsigned)(wg::kAtomBytes - 1);
+  unsigned char* s_out = convgen::tc::dynamic_shared() + (s_base - s_raw);
+
+  const int tid = (int)threadIdx.x;
+  const int warpgroup = tid / 128;
+  const int lane = tid % 32;
+  const unsigned s_full = s_base + (unsigned)(STAGES * STAGE_BYTES);
+  const unsigned s_empty = s_full + 8u * STAGES;
+  if constexpr (PRODUCER_WARPGROUP) {
+    if (tid == 0) {
+      for (int stage = 0; stage < STAGES; ++stage) {
+        wg::barrier_init(s_full + 8u * stage, (unsigned)LOAD_THREADS);
+        wg::barrier_init(s_empty + 8u * stage, CONSUMER_WARPS);
+      }
+      if constexpr (TMA_FILTER) wg::barrier_init_fence();
+    }
+    __syncthreads();
+    if (TMA_FILTER && tid == WARPGROUPS * 128) wg::tensor_map_acquire(g_filter_map);
+  }
+
+  PipelineState pipe;
+  for (int i = 0; i < TILES_PER_BLOCK; ++i) {
+    Tile tile;
+    if (!block_tile(i, tile)) break;
+    float r_acc[ACCUMULATORS];
+#pragma unroll
+    for (int v = 0; v < ACCUMULATORS; ++v) r_acc[v] = 0.0f;
+    if constexpr (PRODUCER_WARPGROUP) {
+      if (warpgroup == WARPGROUPS)
+        produce(s_base, s_full, s_empty, activation, filter, g_filter_map,
+                load_rows(tid % 128, tile.m_tile, tile.n_tile, tile.group), tid % 128, tile.group * KG + tile.n_tile,
+                tile.a_begin, tile.a_end, tile.steps, pipe);
+      else
+        consume(r_acc, s_base, s_full, s_empty, warpgroup, lane, tile.steps, pipe, TILES_PER_BLOCK > 1);
+    } else {
+      shared_main_loop(r_acc, s_base, activation, filter, load_rows(tid, tile.m_tile, tile.n_tile, tile.group), tid,
+                       warpgroup, tile.a_begin, tile.a_end, tile.steps);
+    }
+    store_tile(r_acc, tile, s_out, g_output, g_workspace, g_bias, g_residual, tid);
   }
 }
 

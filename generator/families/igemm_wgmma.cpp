@@ -44,6 +44,11 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // One warpgroup per 64 pixels multiplies; the warp-specialized pipeline has one more, the producer (THREADS).
 int threads_of(const IgemmWgmmaParams& s) { return 128 * (s.block_m / 64 + (s.warp_specialized ? 1 : 0)); }
 
+// Output tiles a block computes in turn (TILES_PER_BLOCK): ws2-ws8 that many, the producer loading the next tile
+// while the consumers store this one.
+int tiles_per_block(const IgemmWgmmaParams& s) { return s.warp_specialized > 1 ? s.warp_specialized : 1; }
+constexpr int kMostTilesPerBlock = 8;
+
 // The threads that issue the loads (LOAD_THREADS), and the pixel and filter rows each one keeps (A_ROWS, B_ROWS).
 int load_threads_of(const IgemmWgmmaParams& s) { return s.warp_specialized ? 128 : threads_of(s); }
 int activation_rows_of(const IgemmWgmmaParams& s) { return s.block_m / (load_threads_of(s) / 8); }
@@ -88,7 +93,14 @@ int resident_blocks(const Gpu& gpu, const IgemmWgmmaParams& s) {
   return resident_blocks_per_sm(gpu, threads_of(s), register_estimate(s), smem_bytes(s));
 }
 
+// The output tiles, over the groups and the splits of the reduction.
+std::int64_t tiles_of(const Gemm& g, const IgemmWgmmaParams& s) {
+  return ceil_div(g.m, s.block_m) * ceil_div(g.n, s.block_n) * g.groups * s.split_k;
+}
+
+// One block a tile: pixels, channels, and groups x splits; with more tiles a block, a row of blocks.
 std::array<unsigned, 3> grid_of(const Gemm& g, const IgemmWgmmaParams& s) {
+  if (tiles_per_block(s) > 1) return {static_cast<unsigned>(ceil_div(tiles_of(g, s), tiles_per_block(s))), 1, 1};
   return {static_cast<unsigned>(ceil_div(g.m, s.block_m)), static_cast<unsigned>(ceil_div(g.n, s.block_n)),
           static_cast<unsigned>(g.groups * s.split_k)};
 }
@@ -171,6 +183,10 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   if (s.k_atoms != 1 && s.k_atoms != 2) return fmt::format("k_atoms must be 1 or 2, got {}", s.k_atoms);
   if (s.stages < 3 || s.stages > 6) return fmt::format("stages must be 3 to 6, got {}", s.stages);
   if (s.split_k < 1 || s.split_k > 32) return fmt::format("split_k must be 1 to 32, got {}", s.split_k);
+  if (s.warp_specialized < 0 || s.warp_specialized > kMostTilesPerBlock)
+    return fmt::format("ws must be 0 (shared pipeline), 1 (warp-specialized) or 2 to {} (warp-specialized, that many "
+                       "tiles a block), got {}",
+                       kMostTilesPerBlock, s.warp_specialized);
   if (s.tma_filter && !s.warp_specialized)
     return "tma (the filter tile by TMA) needs the warp-specialized pipeline (ws1)";
   const Gemm g = pixel_gemm(p);
@@ -179,6 +195,9 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   if (std::int64_t{s.split_k - 1} * split_atoms(g, atom_k, s) >= atoms_of(g, atom_k, s))
     return fmt::format("split_k {} leaves splits without work: the reduction length {} gives {} steps of {}", s.split_k,
                        g.kr, ceil_div(atoms_of(g, atom_k, s), s.k_atoms), block_k_of(atom_k, s));
+  if (tiles_per_block(s) > 1 && ceil_div(tiles_of(g, s), tiles_per_block(s)) > kIntMax)
+    return fmt::format("{} blocks of {} tiles exceed the grid's x limit", ceil_div(tiles_of(g, s), tiles_per_block(s)),
+                       tiles_per_block(s));
   if (ceil_div(g.n, s.block_n) > kGridYZMax)
     return fmt::format("{} tiles of output channels exceed the grid's y limit of 65535", ceil_div(g.n, s.block_n));
   if (std::int64_t{g.groups} * s.split_k > kGridYZMax)
@@ -201,7 +220,7 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
 }
 
 IgemmWgmmaParams params_of(int block_m, int block_n, int k_atoms, int stages, int split_k, bool chunk_major,
-                           bool warp_specialized) {
+                           int warp_specialized) {
   return {.block_m = block_m,
           .block_n = block_n,
           .k_atoms = k_atoms,
@@ -413,24 +432,48 @@ class IgemmWgmma final : public Family {
     const std::vector<bool> orders =
         offers_chunk_major(g, atom_k) ? std::vector<bool>{false, true} : std::vector<bool>{false};
     const std::size_t share = most / (2 * step_atoms.size() * orders.size());
-    for (bool warp_specialized : {false, true})
+    const bool many_tiles = kOfferTilesPerBlock && more_tiles_than_sms(g, gpu);
+    // Warp-specialized, each candidate's twins share its part: the filter by TMA, and more tiles a block.
+    const std::size_t twins = (offers_tma ? 2 : 1) * (many_tiles ? 2 : 1);
+    for (int warp_specialized : {0, 1})
       for (int k_atoms : step_atoms)
         for (bool chunk_major : orders)
-          for (IgemmWgmmaParams s : best_of_every_group_first(
-                   tiles(p, gpu, warp_specialized, k_atoms, chunk_major),
-                   offers_tma && warp_specialized ? share / 2 : share)) {  // half the share: each has a twin
+          for (IgemmWgmmaParams s : best_of_every_group_first(tiles(p, gpu, warp_specialized, k_atoms, chunk_major),
+                                                              warp_specialized ? share / twins : share)) {
             s.fold_width = fold;
-            chosen.emplace_back(estimate_us(p, gpu, s), s);
-            if (offers_tma && warp_specialized) {  // its twin with the filter by TMA, beside it
-              IgemmWgmmaParams tma = s;
-              tma.tma_filter = true;
-              chosen.emplace_back(estimate_us(p, gpu, tma), tma);
+            std::vector<IgemmWgmmaParams> family_of = {s};
+            if (warp_specialized && many_tiles)
+              if (const int n = tiles_per_block_for(p, gpu, s); n > 1) {
+                IgemmWgmmaParams more = s;
+                more.warp_specialized = n;
+                family_of.push_back(more);
+              }
+            for (const IgemmWgmmaParams& t : family_of) {
+              chosen.emplace_back(estimate_us(p, gpu, t), t);
+              if (offers_tma && warp_specialized) {  // its twin with the filter by TMA, beside it
+                IgemmWgmmaParams tma = t;
+                tma.tma_filter = true;
+                chosen.emplace_back(estimate_us(p, gpu, tma), tma);
+              }
             }
           }
   }
 
+  // Whether the output has more tiles of 128 x 128 than the GPU has SMs: more than a wave of blocks of one tile,
+  // where a block that computes several can hide each tile's store behind the next one's loads.
+  static bool more_tiles_than_sms(const Gemm& g, const Gpu& gpu) {
+    return ceil_div(g.m, 128) * ceil_div(g.n, 128) * g.groups > std::max(gpu.sm_count, 1);
+  }
+
+  // The tiles a block of the warp-specialized `s` computes so that its blocks fit one wave of resident blocks (at
+  // most kMostTilesPerBlock); 1 where one a block already does.
+  static int tiles_per_block_for(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
+    const std::int64_t wave = std::int64_t{std::max(gpu.sm_count, 1)} * std::max(resident_blocks(gpu, s), 1);
+    return static_cast<int>(std::min<std::int64_t>(ceil_div(tiles_of(pixel_gemm(p), s), wave), kMostTilesPerBlock));
+  }
+
   // The configurations of one pipeline, step length and order, grouped by block tile, each with its estimate.
-  std::vector<std::vector<Estimated<IgemmWgmmaParams>>> tiles(const Problem& p, const Gpu& gpu, bool warp_specialized,
+  std::vector<std::vector<Estimated<IgemmWgmmaParams>>> tiles(const Problem& p, const Gpu& gpu, int warp_specialized,
                                                               int k_atoms, bool chunk_major) const {
     const Gemm g = pixel_gemm(p);
     const int sm_count = std::max(gpu.sm_count, 1);
@@ -484,17 +527,18 @@ class IgemmWgmma final : public Family {
     const double activation_loads = static_cast<double>(s.block_m) * chunk / chunk_of(p);
     // With TMA one thread's copy a K atom brings the filter rows: no filter loads counted.
     const double filter_loads = s.tma_filter ? 0.0 : static_cast<double>(s.block_n) * chunk / chunk_of(p);
+    const double tiles = tiles_per_block(s);  // a block's work is that many tiles'
     return {.blocks = blocks_of(g, s),
             .threads_per_block = threads_of(s),
             .smem_bytes_per_block = smem_bytes(s),
             .flops = static_cast<double>(flops(p)),
             .dram_bytes = static_cast<double>(min_bytes(p)) + (s.split_k > 1 ? 2.0 * out_elements * s.split_k * 4 : 0),
-            .flops_per_block = 2.0 * s.block_m * s.block_n * chunk,
-            .fma_instructions = warps * slices * s.block_n / 32.0,
+            .flops_per_block = tiles * 2.0 * s.block_m * s.block_n * chunk,
+            .fma_instructions = tiles * warps * slices * s.block_n / 32.0,
             .shared_load_instructions = 0,
-            .global_load_instructions = (activation_loads + filter_loads) / 32,
-            .address_instructions = activation_loads / 32 * 8,
-            .main_loop_steps = chunk / block_k_of(atom_k, s),
+            .global_load_instructions = tiles * (activation_loads + filter_loads) / 32,
+            .address_instructions = tiles * activation_loads / 32 * 8,
+            .main_loop_steps = tiles_per_block(s) * (chunk / block_k_of(atom_k, s)),
             .pipelined = true,
             .atomic_outputs = 0,
             .extra_launches = s.split_k > 1 ? 1 : 0};
@@ -504,6 +548,9 @@ class IgemmWgmma final : public Family {
   // Whether the search space offers the filter by TMA (each warp-specialized candidate's `tma` twin beside it):
   // IgemmWgmmaGpu's TMA tests (the corpus, every tile and pipeline, split-K, the epilogue) passed on the H200.
   static constexpr bool kOfferTma = true;
+  // Whether it offers warp-specialized candidates that compute several tiles a block (ws2-ws8; each candidate's twin
+  // where the output has more 128 x 128 tiles than the GPU has SMs).
+  static constexpr bool kOfferTilesPerBlock = true;
 
   // How fast an SM fills its blocks' stages, from the measurements of every candidate on the cuSNN layers (H200 tf32
   // and fp16, H100 fp16 and bf16; bench/results/h200/wgmma-tf32-2026-11-29/):
@@ -565,16 +612,19 @@ class IgemmWgmma final : public Family {
     const double sm_flops_per_us = std::max(peak, 1.0) * 1e6 / sm_count;
     const int atom_k = atom_k_of(p);
     const int chunk = split_chunk(g, atom_k, s);
-    const double flops_per_block = 2.0 * s.block_m * s.block_n * chunk;
+    // A block of several tiles (ws2-ws8) runs their steps one after another, and pays the wave's start and store once:
+    // the next tile's loads run while this one's outputs are stored.
+    const double tiles = tiles_per_block(s);
+    const double flops_per_block = tiles * 2.0 * s.block_m * s.block_n * chunk;
     const double compute_us = waves * resident * flops_per_block / (sm_flops_per_us * efficiency);
-    const double steps = std::ceil(static_cast<double>(chunk) / block_k_of(atom_k, s));
+    const double steps = tiles * std::ceil(static_cast<double>(chunk) / block_k_of(atom_k, s));
     const double latency_us = waves * steps * std::max(step_latency_us, kStepFloorUs);
     const double bytes_per_us = std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3;
     // Chunk-major: the taps of a chunk read mostly the same activation lines, half of them or more from L1 (a guess:
     // the tuner measures).
     const double activation_share = s.chunk_major ? std::min(1.0, 2.0 / g.taps) : 1.0;
     const double operand_bytes =
-        static_cast<double>(blocks) * (s.block_m * activation_share + s.block_n) * chunk * element_bytes(p);
+        static_cast<double>(tiles_of(g, s)) * (s.block_m * activation_share + s.block_n) * chunk * element_bytes(p);
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
     // With TMA the filter rows bypass the cp.async path (the SM's copy engine writes them, faster).
     const double filter_rows = s.block_n * (s.tma_filter ? kTmaFillShare : 1.0);

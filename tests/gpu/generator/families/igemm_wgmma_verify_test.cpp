@@ -4,7 +4,9 @@
 // partial tiles in every dimension, in both pipelines (shared and warp-specialized) and both reduction orders
 // (tap-major and chunk-major, which pads the 24 channels to a row: 64, tf32 32); every configuration the search space
 // offers on the cusnn layers; split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce;
-// the filter by TMA and the filter's width folded into the channels on the corpus. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
+// the filter by TMA, the filter's width folded into the channels and several tiles a block on the corpus. Prints, and
+// appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
+#include <array>
 #include <functional>
 #include <string_view>
 
@@ -103,6 +105,24 @@ TEST_F(IgemmWgmmaGpu, TheFilterByTmaIsCorrectOnTheEdgeCaseCorpus) {
   EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
 }
 
+// Several output tiles a block (ws2-ws8: the producer loads the next tile while the consumers store this one) on
+// every corpus layer the family serves, in every precision: each layer's default made ws2 and ws3, with the filter
+// by cp.async and by TMA, in both reduction orders where chunk-major serves.
+TEST_F(IgemmWgmmaGpu, SeveralTilesABlockAreCorrectOnTheEdgeCaseCorpus) {
+  std::vector<std::function<void(IgemmWgmmaParams&)>> variants;
+  for (int tiles : {2, 3})
+    for (bool tma : {false, true})
+      for (bool chunk_major : {false, true})
+        variants.push_back([tiles, tma, chunk_major](IgemmWgmmaParams& t) {
+          t.warp_specialized = tiles;
+          t.tma_filter = tma;
+          t.chunk_major = chunk_major;
+        });
+  const std::vector<Case> cases = default_variants("tiles", variants);
+  EXPECT_GT(cases.size(), 100u) << "several tiles a block served too few corpus layers";
+  EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
+}
+
 // The filter's width folded into the channels (`fw`) on every corpus layer where it serves (ungrouped, channels not
 // whole 16-byte loads, a filter wider than one tap: 1-D, 2-D and 3-D, strides, dilation, padding beyond the filter),
 // in every precision: each layer's default made `fw1`, in both pipelines and both reduction orders where they serve.
@@ -125,6 +145,12 @@ TEST_F(IgemmWgmmaGpu, TheFilterWidthFoldedIntoTheChannelsIsCorrectOnTheEdgeCaseC
 // every BLOCK_N), a reduction of 24 * 9 = 216 (a partial last step of 64): every block tile with the shallowest and the
 // deepest pipeline, with one and two K atoms a step (216 is a whole step of 128 and a partial one).
 TEST_F(IgemmWgmmaGpu, EveryBlockTileAndPipelineDepthIsCorrectOnPartialTilesInEveryDimension) {
+  // shared, warp-specialized, shared chunk-major, the filter by TMA (warp-specialized, tap-major and chunk-major), and
+  // several tiles a block (3 tap-major; 2 chunk-major with TMA)
+  constexpr int kPipelines = 7;
+  constexpr std::array<int, kPipelines> kWarpSpecialized = {0, 1, 0, 1, 1, 3, 2};
+  constexpr std::array<bool, kPipelines> kChunkMajor = {false, false, true, false, true, false, true};
+  constexpr std::array<bool, kPipelines> kTma = {false, false, false, true, true, false, true};
   std::vector<Case> cases;
   for (Precision precision : kPrecisions) {
     const Problem p{.n = 2,
@@ -139,24 +165,22 @@ TEST_F(IgemmWgmmaGpu, EveryBlockTileAndPipelineDepthIsCorrectOnPartialTilesInEve
       for (int block_n : {16, 32, 64, 96, 128, 192, 256})
         for (int k_atoms : {1, 2})
           for (int stages : {3, 6})
-            // shared, warp-specialized, shared chunk-major, and the filter by TMA (warp-specialized, tap-major and
-            // chunk-major)
-            for (int pipeline = 0; pipeline < 5; ++pipeline) {
+            for (int pipeline = 0; pipeline < kPipelines; ++pipeline) {
               const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
                                                             .block_n = block_n,
                                                             .k_atoms = k_atoms,
                                                             .stages = stages,
                                                             .split_k = 1,
-                                                            .chunk_major = pipeline == 2 || pipeline == 4,
-                                                            .warp_specialized = pipeline == 1 || pipeline >= 3,
-                                                            .tma_filter = pipeline >= 3});
+                                                            .chunk_major = kChunkMajor[pipeline],
+                                                            .warp_specialized = kWarpSpecialized[pipeline],
+                                                            .tma_filter = kTma[pipeline]});
               // Six stages of the larger tiles (three with two K atoms) exceed the shared memory, 256 x 192 and
               // 256 x 256 the registers (most of 256 pixels warp-specialized).
               if (wgmma_.check_support(p, gpu_, s)) continue;
               cases.push_back({fmt::format("partial tiles {}", precision), p, s});
             }
   }
-  EXPECT_GE(cases.size(), 500u) << "fewer block tiles than the template declares are supported";
+  EXPECT_GE(cases.size(), 700u) << "fewer block tiles than the template declares are supported";
   EXPECT_EQ(verify_all(cases, 50), static_cast<int>(cases.size()));
 }
 
@@ -193,14 +217,15 @@ TEST_F(IgemmWgmmaGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
   for (Precision precision : kPrecisions) {
     const Problem p = long_reduction(precision);
     for (int split_k : {2, 3, 5, 8, 12, 24})  // 72 steps of 64 (tf32 144 of 32): 24 splits leave none empty
-      // shared, warp-specialized, warp-specialized chunk-major, and both of these with the filter by TMA
-      for (int pipeline = 0; pipeline < 5; ++pipeline) {
+      // shared, warp-specialized, warp-specialized chunk-major, both of these with the filter by TMA, and 3 tiles a
+      // block (the splits among a block's tiles)
+      for (int pipeline = 0; pipeline < 6; ++pipeline) {
         const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = 64,
                                                       .block_n = 64,
                                                       .stages = 4,
                                                       .split_k = split_k,
                                                       .chunk_major = pipeline == 2 || pipeline == 4,
-                                                      .warp_specialized = pipeline >= 1,
+                                                      .warp_specialized = pipeline == 5 ? 3 : pipeline >= 1,
                                                       .tma_filter = pipeline >= 3});
         ASSERT_EQ(wgmma_.check_support(p, gpu_, s), std::nullopt) << kernel_name(s);
         cases.push_back({fmt::format("split_k {} {}", split_k, precision), p, s});
@@ -219,15 +244,16 @@ TEST_F(IgemmWgmmaGpu, TheFusedEpilogueIsAppliedInTheMainKernelAndInSplitKsReduce
       Problem p = long_reduction(precision);
       p.epilogue = e;
       for (int split_k : {1, 4})
-        for (int pipeline = 0; pipeline < 4; ++pipeline)  // shared, warp-specialized, shared chunk-major, TMA
+        // shared, warp-specialized, shared chunk-major, TMA, TMA with 2 tiles a block
+        for (int pipeline = 0; pipeline < 5; ++pipeline)
           cases.push_back({fmt::format("{} {}", to_string(e), precision), p,
                            to_spec(IgemmWgmmaParams{.block_m = 64,
                                                     .block_n = 32,
                                                     .stages = 4,
                                                     .split_k = split_k,
                                                     .chunk_major = pipeline == 2,
-                                                    .warp_specialized = pipeline == 1 || pipeline == 3,
-                                                    .tma_filter = pipeline == 3})});
+                                                    .warp_specialized = std::array{0, 1, 0, 1, 2}[pipeline],
+                                                    .tma_filter = pipeline >= 3})});
       for (const char* name : {"c32_k100_3x3", "groups4_batch2"})
         for (const Layer& layer : edge_cases().layers)
           if (layer.name == name) {

@@ -151,11 +151,22 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
     EXPECT_EQ(parse_kernel_name(name), s) << name;
     const IgemmWgmmaParams t = P(s);
     const LaunchGeometry g = igemm_wgmma().plan(p, s).main_geometry();
-    EXPECT_GE(std::int64_t{g.grid[0]} * t.block_m, output_pixels(p)) << name;
-    EXPECT_LT(std::int64_t{g.grid[0] - 1} * t.block_m, output_pixels(p)) << name;
-    EXPECT_GE(std::int64_t{g.grid[1]} * t.block_n, k_per_group(p)) << name;
-    EXPECT_LT(std::int64_t{g.grid[1] - 1} * t.block_n, k_per_group(p)) << name;
-    EXPECT_EQ(g.grid[2], static_cast<unsigned>(p.groups * t.split_k)) << name;
+    const int tiles_per_block = t.warp_specialized > 1 ? t.warp_specialized : 1;
+    if (tiles_per_block > 1) {
+      // A row of blocks, each computing tiles_per_block of the output's tiles (the last block fewer).
+      const std::int64_t tiles = (output_pixels(p) + t.block_m - 1) / t.block_m *
+                                 ((k_per_group(p) + t.block_n - 1) / t.block_n) * p.groups * t.split_k;
+      EXPECT_GE(std::int64_t{g.grid[0]} * tiles_per_block, tiles) << name;
+      EXPECT_LT(std::int64_t{g.grid[0] - 1} * tiles_per_block, tiles) << name;
+      EXPECT_EQ(g.grid[1], 1u) << name;
+      EXPECT_EQ(g.grid[2], 1u) << name;
+    } else {
+      EXPECT_GE(std::int64_t{g.grid[0]} * t.block_m, output_pixels(p)) << name;
+      EXPECT_LT(std::int64_t{g.grid[0] - 1} * t.block_m, output_pixels(p)) << name;
+      EXPECT_GE(std::int64_t{g.grid[1]} * t.block_n, k_per_group(p)) << name;
+      EXPECT_LT(std::int64_t{g.grid[1] - 1} * t.block_n, k_per_group(p)) << name;
+      EXPECT_EQ(g.grid[2], static_cast<unsigned>(p.groups * t.split_k)) << name;
+    }
     EXPECT_EQ(g.block, (std::array<unsigned, 3>{threads_of(t), 1, 1})) << name;
     EXPECT_EQ(g.dynamic_smem_bytes, smem_of(t)) << name;
     EXPECT_TRUE(t.k_atoms == 1 || t.k_atoms == 2) << name;
@@ -165,7 +176,9 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
     // Whole steps of 64 * k_atoms: each split's share of the reduction, rounded up.
     const int block_k = 64 * t.k_atoms;
     const int split_share = (reduction_length(p, t) + t.split_k - 1) / t.split_k;
-    EXPECT_EQ(igemm_wgmma().cost_features(p, s).main_loop_steps, (split_share + block_k - 1) / block_k) << name;
+    EXPECT_EQ(igemm_wgmma().cost_features(p, s).main_loop_steps,
+              tiles_per_block * ((split_share + block_k - 1) / block_k))
+        << name;
   }
   const std::optional<KernelSpec> chosen = igemm_wgmma().default_spec(p, gpu);
   if (specs.empty()) {
@@ -925,10 +938,10 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
   EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})),
             "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0");
-  EXPECT_EQ(
-      name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2"),
-      "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws2': field 'ws' (warp-specialized: a producer warpgroup "
-      "loads, signalling mbarriers, while the rest multiply) must be from 0 to 1, got 2");
+  EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9"),
+            "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9': field 'ws' (warp-specialized: a producer "
+            "warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in "
+            "turn) must be from 0 to 8, got 9");
   EXPECT_EQ(
       name_error("igemm_wgmma_m96_n64_kb1_st4_sk1_co0_ws0"),
       "kernel name 'igemm_wgmma_m96_n64_kb1_st4_sk1_co0_ws0': field 'm' (output pixels per block: one warpgroup of 128 "
@@ -954,7 +967,7 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
     EXPECT_NE(
         src.text.find("constexpr int BLOCK_M = 128;\nconstexpr int BLOCK_N = 64;\nconstexpr int K_ATOMS = 1;\n"
                       "constexpr int STAGES = 4;\nconstexpr int SPLIT_K = 2;\nconstexpr bool CHUNK_MAJOR = false;\n"
-                      "constexpr bool WARP_SPECIALIZED = false;\n"),
+                      "constexpr int WARP_SPECIALIZED = 0;\n"),
         std::string::npos);
     EXPECT_NE(src.text.find("constexpr bool CHANNELS_LAST = true;"), std::string::npos);
     EXPECT_NE(src.text.find("#line 1 \"igemm_wgmma.cu\"\n"), std::string::npos);
@@ -1003,6 +1016,43 @@ TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMe
     EXPECT_GT(by_tma, 0) << problem_key(p);
     EXPECT_EQ(2 * by_tma, specialized) << problem_key(p);
   }
+}
+
+// ws2-ws8: a warp-specialized block computes that many output tiles in turn. The search space offers each
+// warp-specialized candidate's twin with enough tiles a block to fit its blocks in one wave (at most 8) where the
+// output has more 128 x 128 tiles than the GPU has SMs (ResNet-50's conv3_expand at batch 32: 196 x 4), and none where
+// it has fewer (kDeep at batch 1).
+TEST(IgemmWgmmaFamily, SeveralTilesABlockAreAWarpSpecializedTwinWhereTheOutputHasMoreTilesThanTheGpuHasSms) {
+  const Gpu gpu = h100();
+  const Problem expand{.n = 32,
+                       .c = 128,
+                       .k = 512,
+                       .input = {1, 28, 28},
+                       .filter = {1, 1, 1},
+                       .layout = Layout::nhwc,
+                       .precision = Precision::tf32};
+  const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(expand, gpu);
+  std::set<std::string> names;
+  for (const KernelSpec& s : specs) names.insert(kernel_name(s));
+  int several = 0;
+  for (const KernelSpec& s : specs) {
+    const IgemmWgmmaParams t = P(s);
+    if (t.warp_specialized < 2) continue;
+    ++several;
+    EXPECT_LE(t.warp_specialized, 8) << kernel_name(s);
+    IgemmWgmmaParams one = t;
+    one.warp_specialized = 1;
+    EXPECT_TRUE(names.contains(kernel_name(to_spec(one)))) << kernel_name(s) << " has no one-tile twin";
+    // Its blocks fit one wave, or it computes the most tiles a block there is.
+    const LaunchGeometry g = igemm_wgmma().plan(expand, s).main_geometry();
+    EXPECT_TRUE(g.grid[0] <= static_cast<unsigned>(gpu.sm_count) * 2 || t.warp_specialized == 8) << kernel_name(s);
+  }
+  EXPECT_GT(several, 0);
+  for (const KernelSpec& s : igemm_wgmma().enumerate(kDeep, gpu)) EXPECT_LE(P(s).warp_specialized, 1) << kernel_name(s);
+  EXPECT_EQ(igemm_wgmma().check_support(expand, gpu, to_spec(IgemmWgmmaParams{.warp_specialized = 9})),
+            "ws must be 0 (shared pipeline), 1 (warp-specialized) or 2 to 8 (warp-specialized, that many tiles a "
+            "block), got 9");
+  EXPECT_EQ(igemm_wgmma().check_support(expand, gpu, to_spec(IgemmWgmmaParams{.warp_specialized = 3})), std::nullopt);
 }
 
 // `fw` folds the filter's width into the channels where there are fewer than one 16-byte load of them and the filter
