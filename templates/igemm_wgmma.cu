@@ -488,6 +488,17 @@ constexpr int OUT_PITCH = BLOCK_N * ELEMENT_BYTES + 16;  // bytes per staged row
 constexpr int OUT_UNITS = BLOCK_N / CHUNK;                // 16-byte units per staged row
 constexpr bool STAGED_OUTPUT = TILES_PER_BLOCK == 1 && SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0 &&
                               BLOCK_M * OUT_PITCH <= STAGES * STAGE_BYTES;
+// Quad stores, where the 16-bit output is not staged but its 8-channel runs are 16-byte aligned: a thread's channel
+// pairs of 4 consecutive 8-channel runs (4 bytes each) are transposed across its quad (the 4 lanes of a pixel row), so
+// that each lane stores one whole run, 16 bytes, and a quad 64 contiguous bytes, instead of each lane 4 bytes of
+// each run: whole 32-byte sectors instead of halves. tf32's 8-byte pairs already fill a sector a row.
+constexpr bool QUAD_STORES =
+    !STAGED_OUTPUT && !IS_TF32 && SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0 && BLOCK_N % 32 == 0;
+
+// Element i (0-3, at run time) of four, without an indexed (local-memory) array.
+__device__ __forceinline__ unsigned pick4(const unsigned (&v)[4], int i) {
+  return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
+}
 
 // The tile's outputs, through the epilogue (or, with split-K, its partial sums): staged through shared memory
 // (STAGED_OUTPUT, every thread of the block taking part) or stored from the accumulators. Accumulators 4j + 2 half +
@@ -539,6 +550,45 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
     return;
   }
   if (warpgroup == WARPGROUPS) return;  // the producer holds no accumulators
+  if constexpr (QUAD_STORES) {
+    const int q = lane % 4;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int npix = m_tile + warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
+#pragma unroll
+      for (int runs = 0; runs < BLOCK_N / 32; ++runs) {
+        // v[jj]: this lane's channel pair 2q, 2q + 1 of run 4 runs + jj, through the epilogue, rounded and packed.
+        unsigned v[4];
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+          const int col = n_tile + (4 * runs + jj) * 8 + 2 * q;
+          const int k = group * KG + col;
+          const bool inside = npix < NPIX && col < KG;  // a whole run is inside or outside: KG % 8 == 0
+          const float a0 = r_acc[16 * runs + 4 * jj + 2 * half];  // accumulators 4j + 2 half + {0, 1}, j = 4 runs + jj
+          const float a1 = r_acc[16 * runs + 4 * jj + 2 * half + 1];
+          const float v0 = inside ? epilogue_at(a0, npix, k, g_bias, g_residual) : 0.0f;
+          const float v1 = inside ? epilogue_at(a1, npix, k + 1, g_bias, g_residual) : 0.0f;
+          v[jj] = (unsigned)to_element(v0) | ((unsigned)to_element(v1) << 16);
+        }
+        // The transpose: lane q rotates its pairs by q, takes slot k from lane q - k of its quad (which holds that
+        // lane's pair of run 4 runs + q there), then puts lane i's pair at place i.
+        unsigned rotated[4], taken[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) rotated[k] = pick4(v, (k + q) & 3);
+        taken[0] = rotated[0];
+#pragma unroll
+        for (int k = 1; k < 4; ++k) taken[k] = __shfl_sync(0xffffffffu, rotated[k], (lane & ~3) | ((q - k) & 3));
+        uint4 run;
+        run.x = pick4(taken, q & 3);
+        run.y = pick4(taken, (q - 1) & 3);
+        run.z = pick4(taken, (q - 2) & 3);
+        run.w = pick4(taken, (q - 3) & 3);
+        const int col = n_tile + (4 * runs + q) * 8;
+        if (npix < NPIX && col < KG) *reinterpret_cast<uint4*>(g_output + (idx_t)npix * K + group * KG + col) = run;
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int npix = m_tile + warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;

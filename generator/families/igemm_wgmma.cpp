@@ -571,6 +571,10 @@ class IgemmWgmma final : public Family {
   // - each wave of blocks pays kWaveUs once, on top of its main loop: its first stage's load, which nothing hides, and
   //   its output's store.
   // With them the pick came within 1.06x of the best over those 172 problems (1.13x before), the cuSNN sets included.
+  // Not counted: a wave's store at the SM's share of the DRAM bandwidth, once a wave of one-tile blocks and once for
+  // blocks of several tiles. Read off ResNet-50 in tf32 at batch 32 (bench/results/h200/tiles-per-block-2026-11-29/)
+  // it took the pick from 1.075x to 1.060x of the best there, but out of sample, ResNet-50 in fp16 at batch 8 and 32,
+  // from 1.074x to 1.114x: in fp16 several tiles a block never won.
   static constexpr double kFillBytesPerCycle = 32;
   static constexpr double kLoadLatencyUs = 1.0;
   static constexpr double kStepFloorUs = 0.3;
@@ -593,8 +597,8 @@ class IgemmWgmma final : public Family {
   // warpgroups per SM, which cannot hide the wait between steps); the chain of steps, each at least the load latency
   // over the steps in flight and at least kStepFloorUs; the busiest SM filling its resident blocks' stages
   // (kFillBytesPerCycle: with fewer blocks than SMs, each works alone at that rate) — the largest of these three plus
-  // kWaveUs a wave; the operand traffic of every block's tiles through L2; the tensors once from DRAM. Then split-K's
-  // partial sums and second pass, and TMA's start.
+  // kWaveUs a wave (a block of several tiles pays it once); the operand traffic of every block's tiles through L2;
+  // the tensors once from DRAM. Then split-K's partial sums and second pass, and TMA's start.
   static double estimate_us(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
     // The warp-specialized pipeline's producer refills a stage as soon as it is empty: STAGES - 1 steps in flight
     // against the shared pipeline's PREFETCH = STAGES - 2.
