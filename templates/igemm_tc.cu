@@ -420,12 +420,14 @@ extern "C" __global__ void __launch_bounds__(igemm_tc::REDUCE_THREADS)
                                 const igemm_tc::element_t* __restrict__ g_bias,
                                 const igemm_tc::element_t* __restrict__ g_residual) {
   using namespace igemm_tc;
-  const idx_t index = (idx_t)blockIdx.x * REDUCE_THREADS + (idx_t)threadIdx.x;
-  if (index >= (idx_t)OUTPUT_ELEMENTS) return;
-  float sum = 0.0f;
+  if constexpr (SPLIT_K > 1) {  // the plan launches it with split-K only; else compiled empty
+    const idx_t index = (idx_t)blockIdx.x * REDUCE_THREADS + (idx_t)threadIdx.x;
+    if (index >= (idx_t)OUTPUT_ELEMENTS) return;
+    float sum = 0.0f;
 #pragma unroll 4
-  for (int split = 0; split < SPLIT_K; ++split) sum += g_workspace[(idx_t)split * (idx_t)OUTPUT_ELEMENTS + index];
-  const int npix = (int)(index / K);
-  const int k = (int)(index % K);
-  g_output[output_offset(npix, k)] = to_element(epilogue_at(sum, npix, k, g_bias, g_residual));
+    for (int split = 0; split < SPLIT_K; ++split) sum += g_workspace[(idx_t)split * (idx_t)OUTPUT_ELEMENTS + index];
+    const int npix = (int)(index / K);
+    const int k = (int)(index % K);
+    g_output[output_offset(npix, k)] = to_element(epilogue_at(sum, npix, k, g_bias, g_residual));
+  }
 }

@@ -587,23 +587,23 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
         if (npix < NPIX && col < KG) *reinterpret_cast<uint4*>(g_output + (idx_t)npix * K + group * KG + col) = run;
       }
     }
-    return;
-  }
+  } else {
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int npix = m_tile + warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
-    if (npix >= NPIX) continue;
+    for (int half = 0; half < 2; ++half) {
+      const int npix = m_tile + warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
+      if (npix >= NPIX) continue;
 #pragma unroll
-    for (int j = 0; j < BLOCK_N / 8; ++j) {
-      const int col = n_tile + j * 8 + 2 * (lane % 4);
-      if (col >= KG) continue;
-      const int k = group * KG + col;
-      const float v0 = r_acc[4 * j + 2 * half];
-      const float v1 = r_acc[4 * j + 2 * half + 1];
-      if constexpr (SPLIT_K == 1)
-        store_output(g_output, npix, k, v0, v1, col + 1 < KG, g_bias, g_residual);
-      else
-        store_partials(g_workspace, tile.split, npix, k, v0, v1, col + 1 < KG);
+      for (int j = 0; j < BLOCK_N / 8; ++j) {
+        const int col = n_tile + j * 8 + 2 * (lane % 4);
+        if (col >= KG) continue;
+        const int k = group * KG + col;
+        const float v0 = r_acc[4 * j + 2 * half];
+        const float v1 = r_acc[4 * j + 2 * half + 1];
+        if constexpr (SPLIT_K == 1)
+          store_output(g_output, npix, k, v0, v1, col + 1 < KG, g_bias, g_residual);
+        else
+          store_partials(g_workspace, tile.split, npix, k, v0, v1, col + 1 < KG);
+      }
     }
   }
 }
@@ -676,14 +676,16 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::REDUCE_THREADS)
                                 const igemm_wgmma::element_t* __restrict__ g_bias,
                                 const igemm_wgmma::element_t* __restrict__ g_residual) {
   using namespace igemm_wgmma;
-  const idx_t index = (idx_t)blockIdx.x * REDUCE_THREADS + (idx_t)threadIdx.x;
-  if (index >= (idx_t)OUTPUT_ELEMENTS) return;
-  float sum = 0.0f;
+  if constexpr (SPLIT_K > 1) {  // the plan launches it with split-K only; else compiled empty
+    const idx_t index = (idx_t)blockIdx.x * REDUCE_THREADS + (idx_t)threadIdx.x;
+    if (index >= (idx_t)OUTPUT_ELEMENTS) return;
+    float sum = 0.0f;
 #pragma unroll 4
-  for (int split = 0; split < SPLIT_K; ++split) sum += g_workspace[(idx_t)split * (idx_t)OUTPUT_ELEMENTS + index];
-  const int npix = (int)(index / K);
-  const int k = (int)(index % K);
-  g_output[output_offset(npix, k)] = to_element(epilogue_at(sum, npix, k, g_bias, g_residual));
+    for (int split = 0; split < SPLIT_K; ++split) sum += g_workspace[(idx_t)split * (idx_t)OUTPUT_ELEMENTS + index];
+    const int npix = (int)(index / K);
+    const int k = (int)(index % K);
+    g_output[output_offset(npix, k)] = to_element(epilogue_at(sum, npix, k, g_bias, g_residual));
+  }
 }
 
 // ---- Padded channels: the operands with C_SOURCE channels copied into C, the rest zero ----------------------------
@@ -702,26 +704,28 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
     CONVGEN_ENTRY_NAMED(pad_activation)(const igemm_wgmma::element_t* __restrict__ g_activation,
                                         igemm_wgmma::element_t* __restrict__ g_padded_activation) {
   using namespace igemm_wgmma;
-  constexpr int UNITS = C / CHUNK;  // 16-byte units of a padded pixel
-  const long long u = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
-  if (u >= ACTIVATION_ELEMENTS / CHUNK) return;
-  const long long pixel = u / UNITS;
-  const int j0 = (int)(u % UNITS) * CHUNK;
-  const int q = (int)(pixel % W);
-  const long long row = pixel / W;
-  union {
-    uint4 bits;
-    element_t e[CHUNK];
-  } unit;
+  if constexpr (PADDED_CHANNELS) {  // launched only where the channels are copied
+    constexpr int UNITS = C / CHUNK;  // 16-byte units of a padded pixel
+    const long long u = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
+    if (u >= ACTIVATION_ELEMENTS / CHUNK) return;
+    const long long pixel = u / UNITS;
+    const int j0 = (int)(u % UNITS) * CHUNK;
+    const int q = (int)(pixel % W);
+    const long long row = pixel / W;
+    union {
+      uint4 bits;
+      element_t e[CHUNK];
+    } unit;
 #pragma unroll
-  for (int e = 0; e < CHUNK; ++e) {
-    const int j = j0 + e;
-    const int tap = j / C_SOURCE;
-    const int w = q * FOLD_STRIDE + tap * FOLD_DIL - FOLD_PAD;
-    unit.e[e] = tap < FOLD_S && w >= 0 && w < W_SOURCE ? g_activation[(row * W_SOURCE + w) * C_SOURCE + j % C_SOURCE]
-                                                       : (element_t)0;
+    for (int e = 0; e < CHUNK; ++e) {
+      const int j = j0 + e;
+      const int tap = j / C_SOURCE;
+      const int w = q * FOLD_STRIDE + tap * FOLD_DIL - FOLD_PAD;
+      unit.e[e] = tap < FOLD_S && w >= 0 && w < W_SOURCE ? g_activation[(row * W_SOURCE + w) * C_SOURCE + j % C_SOURCE]
+                                                         : (element_t)0;
+    }
+    reinterpret_cast<uint4*>(g_padded_activation)[u] = unit.bits;
   }
-  reinterpret_cast<uint4*>(g_padded_activation)[u] = unit.bits;
 }
 
 // Once per filter (the plan's setup): the K * T * R * S filter rows (S 1 folded: a row then holds FOLD_S taps, as the
@@ -730,17 +734,19 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
     CONVGEN_ENTRY_NAMED(pad_filter)(const igemm_wgmma::element_t* __restrict__ g_filter,
                                     igemm_wgmma::element_t* __restrict__ g_padded_filter) {
   using namespace igemm_wgmma;
-  constexpr int UNITS = C / CHUNK;
-  const long long u = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
-  if (u >= FILTER_ROWS * UNITS) return;
-  const long long frow = u / UNITS;
-  const int j0 = (int)(u % UNITS) * CHUNK;
-  union {
-    uint4 bits;
-    element_t e[CHUNK];
-  } unit;
+  if constexpr (PADDED_CHANNELS) {  // launched only where the channels are copied
+    constexpr int UNITS = C / CHUNK;
+    const long long u = (long long)blockIdx.x * PAD_THREADS + threadIdx.x;
+    if (u >= FILTER_ROWS * UNITS) return;
+    const long long frow = u / UNITS;
+    const int j0 = (int)(u % UNITS) * CHUNK;
+    union {
+      uint4 bits;
+      element_t e[CHUNK];
+    } unit;
 #pragma unroll
-  for (int e = 0; e < CHUNK; ++e)
-    unit.e[e] = j0 + e < SOURCE_ROW ? g_filter[frow * SOURCE_ROW + j0 + e] : (element_t)0;
-  reinterpret_cast<uint4*>(g_padded_filter)[u] = unit.bits;
+    for (int e = 0; e < CHUNK; ++e)
+      unit.e[e] = j0 + e < SOURCE_ROW ? g_filter[frow * SOURCE_ROW + j0 + e] : (element_t)0;
+    reinterpret_cast<uint4*>(g_padded_filter)[u] = unit.bits;
+  }
 }

@@ -294,11 +294,13 @@ extern "C" __global__ void __launch_bounds__(pointwise::REDUCE_THREADS)
     CONVGEN_ENTRY_NAMED(reduce)(const float* __restrict__ g_workspace, float* __restrict__ g_output,
                                 const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
   using namespace pointwise;
-  const int o = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (o >= OUTPUTS) return;
-  float sum = 0.0f;
+  if constexpr (SPLIT_K > 1) {  // the plan launches it with split-K only; else compiled empty
+    const int o = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (o >= OUTPUTS) return;
+    float sum = 0.0f;
 #pragma unroll 4
-  for (int split = 0; split < SPLIT_K; ++split) sum += g_workspace[split * OUTPUTS + o];
-  const int k = (o / PIXELS) % K;
-  g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(sum, g_bias, g_residual, k, o);
+    for (int split = 0; split < SPLIT_K; ++split) sum += g_workspace[split * OUTPUTS + o];
+    const int k = (o / PIXELS) % K;
+    g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(sum, g_bias, g_residual, k, o);
+  }
 }

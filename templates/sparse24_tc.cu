@@ -598,11 +598,13 @@ extern "C" __global__ void __launch_bounds__(sparse24_tc::REDUCE_THREADS)
                                 const sparse24_tc::element_t* __restrict__ g_bias,
                                 const sparse24_tc::element_t* __restrict__ g_residual) {
   using namespace sparse24_tc;
-  const idx_t index = (idx_t)blockIdx.x * REDUCE_THREADS + (idx_t)threadIdx.x;
-  if (index >= (idx_t)OUTPUT_ELEMENTS) return;
-  float sum = 0.0f;
+  if constexpr (SPLIT_K > 1) {  // the plan launches it with split-K only; else compiled empty
+    const idx_t index = (idx_t)blockIdx.x * REDUCE_THREADS + (idx_t)threadIdx.x;
+    if (index >= (idx_t)OUTPUT_ELEMENTS) return;
+    float sum = 0.0f;
 #pragma unroll 4
-  for (int split = 0; split < SPLIT_K; ++split) sum += g_workspace[(idx_t)split * (idx_t)OUTPUT_ELEMENTS + index];
-  const int k = CHANNELS_LAST ? (int)(index % K) : (int)((index / OPQ) % K);
-  g_output[index] = to_element(epilogue_at(sum, index, k, g_bias, g_residual));
+    for (int split = 0; split < SPLIT_K; ++split) sum += g_workspace[(idx_t)split * (idx_t)OUTPUT_ELEMENTS + index];
+    const int k = CHANNELS_LAST ? (int)(index % K) : (int)((index / OPQ) % K);
+    g_output[index] = to_element(epilogue_at(sum, index, k, g_bias, g_residual));
+  }
 }
