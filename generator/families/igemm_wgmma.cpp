@@ -441,14 +441,14 @@ class IgemmWgmma final : public Family {
           for (IgemmWgmmaParams s : best_of_every_group_first(tiles(p, gpu, warp_specialized, k_atoms, chunk_major),
                                                               warp_specialized ? share / twins : share)) {
             s.fold_width = fold;
-            std::vector<IgemmWgmmaParams> family_of = {s};
+            std::vector<IgemmWgmmaParams> one_and_several_tiles = {s};
             if (warp_specialized && many_tiles)
               if (const int n = tiles_per_block_for(p, gpu, s); n > 1) {
                 IgemmWgmmaParams more = s;
                 more.warp_specialized = n;
-                family_of.push_back(more);
+                one_and_several_tiles.push_back(more);
               }
-            for (const IgemmWgmmaParams& t : family_of) {
+            for (const IgemmWgmmaParams& t : one_and_several_tiles) {
               chosen.emplace_back(estimate_us(p, gpu, t), t);
               if (offers_tma && warp_specialized) {  // its twin with the filter by TMA, beside it
                 IgemmWgmmaParams tma = t;
