@@ -177,7 +177,16 @@ constexpr int B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 // The warp-specialized pipeline's mbarriers follow the stages: `full` of every stage, then `empty` of every stage.
 constexpr int BARRIER_BYTES = PRODUCER_WARPGROUP ? 2 * 8 * STAGES : 0;
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + convgen::wg::kAtomBytes + BARRIER_BYTES;  // as the family's plan
+// The staged output's rows (STAGED_OUTPUT and BULK_OUTPUT below): BLOCK_N elements, padded by 16 bytes.
+constexpr int OUT_PITCH = BLOCK_N * ELEMENT_BYTES + 16;
+constexpr int OUT_UNITS = BLOCK_N / CHUNK;  // 16-byte units per staged row
+// With several tiles a block, a 16-bit output (not split, its 8-channel runs 16-byte aligned) goes out through a
+// buffer of its own after the barriers, BLOCK_M staged rows, which the producer never touches (BULK_OUTPUT).
+constexpr bool BULK_OUTPUT = TILES_PER_BLOCK > 1 && !IS_TF32 && SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0;
+constexpr int OUTPUT_BUFFER_BYTES = BULK_OUTPUT ? BLOCK_M * OUT_PITCH : 0;
+constexpr int OUTPUT_BUFFER_OFFSET = STAGES * STAGE_BYTES + BARRIER_BYTES;  // from the first stage, 16-aligned
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + convgen::wg::kAtomBytes + BARRIER_BYTES +
+                           OUTPUT_BUFFER_BYTES;  // as the family's plan
 
 // ---- Global -> shared loads ---------------------------------------------------------------------------------------
 // Loading thread tid copies the 16-byte unit tid % 8 of rows tid / 8 + i * ROW_STEP of both tiles: the unit, and so
@@ -479,39 +488,86 @@ __device__ __forceinline__ bool block_tile(int i, Tile& tile) {
 
 // The staged output: where whole runs of CHUNK channels (16 bytes) are 16-byte aligned (K and KG multiples of CHUNK),
 // the output is final (no split-K) and the block has one tile, the tile goes through shared memory (the stages'
-// buffers, free after the main loop; with more tiles a block the producer is filling them with the next): each thread
-// writes its channel pairs there, through the epilogue and rounded, then the block stores whole rows of the tile 16
-// bytes at a time, each warp instruction 512 contiguous-by-row bytes instead of 8 rows of 16 bytes. Rows are padded
-// by 16 bytes, so the 8 rows a warp's 4-byte pairs touch fall in 8 different groups of 4 banks (tf32's 8-byte pairs
-// meet 2-way conflicts). A tf32 tile that does not fit the stages' buffers (256 x 256 in 3 stages) is stored directly.
-constexpr int OUT_PITCH = BLOCK_N * ELEMENT_BYTES + 16;  // bytes per staged row
-constexpr int OUT_UNITS = BLOCK_N / CHUNK;                // 16-byte units per staged row
+// buffers, free after the main loop; with more tiles a block the producer is filling them with the next, and a 16-bit
+// output has its own buffer, BULK_OUTPUT). Rows are padded by 16 bytes, so the 8 rows of 16 bytes a warp writes at
+// once fall in 8 different groups of 4 banks (tf32's 8-byte pairs meet 2-way conflicts). A tf32 tile that does not fit
+// the stages' buffers (256 x 256 in 3 stages) is stored directly.
 constexpr bool STAGED_OUTPUT = TILES_PER_BLOCK == 1 && SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0 &&
                               BLOCK_M * OUT_PITCH <= STAGES * STAGE_BYTES;
-// Quad stores, where the 16-bit output is not staged but its 8-channel runs are 16-byte aligned: a thread's channel
-// pairs of 4 consecutive 8-channel runs (4 bytes each) are transposed across its quad (the 4 lanes of a pixel row), so
-// that each lane stores one whole run, 16 bytes, and a quad 64 contiguous bytes, instead of each lane 4 bytes of
-// each run: whole 32-byte sectors instead of halves. tf32's 8-byte pairs already fill a sector a row.
-constexpr bool QUAD_STORES =
-    !STAGED_OUTPUT && !IS_TF32 && SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0 && BLOCK_N % 32 == 0;
+// With the output buffer, each warp writes its own 16 rows of the tile with stmatrix (4 pairs of 8 channels a lane an
+// instruction, as they lie in the accumulators), then its lanes 0-15 each copy one row to global memory in one bulk
+// copy, which runs on while the warp goes on to the next tile; no block barrier, no copy loop. In the stages (one tile
+// a block), each thread writes its pairs, then the block copies whole rows, each warp instruction 512 contiguous-by-row
+// bytes: the warps' bulk copies there took 1.02-1.04x the time (ResNet-50 fp16 at batch 8, H200), their blocks waiting
+// at the end for their copies to be done.
 
-// Element i (0-3, at run time) of four, without an indexed (local-memory) array.
-__device__ __forceinline__ unsigned pick4(const unsigned (&v)[4], int i) {
-  return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
+// Writes this warp's 16 rows of the tile (pixels npix0 + 0..15, channels n_tile + 0..BLOCK_N - 1), through the
+// epilogue and rounded, into shared rows OUT_PITCH bytes apart from s_rows, one stmatrix a pair of 8-channel runs j,
+// j + 1: its matrices are (run j, rows 0-7), (j, rows 8-15), (j + 1, rows 0-7), (j + 1, rows 8-15), accumulators
+// 4j + 2 half + {0, 1} (wgmma.cuh). 16-bit outputs only.
+__device__ __forceinline__ void stage_warp_rows(const float (&r_acc)[ACCUMULATORS], unsigned s_rows, int npix0,
+                                                int n_tile, int group, int lane, const element_t* __restrict__ g_bias,
+                                                const element_t* __restrict__ g_residual) {
+  const int matrix = lane / 8;  // the matrix whose row lane % 8 this lane addresses
+  const unsigned s_lane =
+      s_rows + (unsigned)((lane % 8 + 8 * (matrix % 2)) * OUT_PITCH + 8 * (matrix / 2) * ELEMENT_BYTES);
+#pragma unroll
+  for (int j = 0; j < BLOCK_N / 8; j += 2) {
+    unsigned pairs[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float v0 = r_acc[4 * j + 4 * (i / 2) + 2 * (i % 2)];
+      float v1 = r_acc[4 * j + 4 * (i / 2) + 2 * (i % 2) + 1];
+      const int npix = npix0 + lane / 4 + 8 * (i % 2);
+      const int col = n_tile + 8 * (j + i / 2) + 2 * (lane % 4);
+      if (npix < NPIX && col < KG) {  // a whole pair is inside or outside: KG % 8 == 0
+        v0 = epilogue_at(v0, npix, group * KG + col, g_bias, g_residual);
+        v1 = epilogue_at(v1, npix, group * KG + col + 1, g_bias, g_residual);
+      }
+      pairs[i] = convgen::wg::pack_pair<IS_BF16>(v0, v1);
+    }
+    convgen::wg::stmatrix_x4(s_lane + (unsigned)(j * 8 * ELEMENT_BYTES), pairs);
+  }
+}
+
+// Copies this warp's 16 staged rows at s_rows to the output by bulk copies, lane r < 16 row r (pixel npix0 + r), in
+// one bulk group each: after the warp's stmatrix, a proxy fence (the copies read through the async proxy) and the
+// warp's barrier.
+__device__ __forceinline__ void bulk_store_warp_rows(unsigned s_rows, element_t* __restrict__ g_output, int npix0,
+                                                     int n_tile, int group, int lane) {
+  convgen::wg::fence_proxy_async();
+  __syncwarp();
+  if (lane >= 16) return;
+  const int npix = npix0 + lane;
+  if (npix < NPIX)
+    convgen::wg::bulk_store(g_output + (idx_t)npix * K + group * KG + n_tile, s_rows + (unsigned)(lane * OUT_PITCH),
+                            (unsigned)(cmin(BLOCK_N, KG - n_tile) * ELEMENT_BYTES));
+  convgen::wg::bulk_commit();
 }
 
 // The tile's outputs, through the epilogue (or, with split-K, its partial sums): staged through shared memory
-// (STAGED_OUTPUT, every thread of the block taking part) or stored from the accumulators. Accumulators 4j + 2 half +
-// {0, 1} are pixel row 64 warpgroup + 16 warp + lane / 4 + 8 half, channels 8j + 2 (lane % 4) + {0, 1} of the block
-// tile (wgmma.cuh); the producer warpgroup holds none.
+// (STAGED_OUTPUT, BULK_OUTPUT) or stored from the accumulators. Accumulators 4j + 2 half + {0, 1} are pixel row
+// 64 warpgroup + 16 warp + lane / 4 + 8 half, channels 8j + 2 (lane % 4) + {0, 1} of the block tile (wgmma.cuh); the
+// producer warpgroup holds none. s_stages is the first stage's shared memory.
 __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], const Tile& tile,
-                                           unsigned char* s_out, element_t* __restrict__ g_output,
+                                           unsigned char* s_stages, element_t* __restrict__ g_output,
                                            float* __restrict__ g_workspace, const element_t* __restrict__ g_bias,
                                            const element_t* __restrict__ g_residual, int tid) {
   const int warpgroup = tid / 128;
   const int warp = (tid % 128) / 32;  // within the warpgroup
   const int lane = tid % 32;
   const int m_tile = tile.m_tile, n_tile = tile.n_tile, group = tile.group;
+  if constexpr (BULK_OUTPUT) {
+    if (warpgroup == WARPGROUPS) return;  // the producer holds no accumulators
+    const int warp_row = warpgroup * 64 + warp * 16;  // this warp's first row of the tile
+    const unsigned s_rows =
+        convgen::tc::shared_address(s_stages) + (unsigned)(OUTPUT_BUFFER_OFFSET + warp_row * OUT_PITCH);
+    if (lane < 16) convgen::wg::bulk_wait_read();  // the previous tile's copies must have read these rows
+    __syncwarp();
+    stage_warp_rows(r_acc, s_rows, m_tile + warp_row, n_tile, group, lane, g_bias, g_residual);
+    bulk_store_warp_rows(s_rows, g_output, m_tile + warp_row, n_tile, group, lane);
+    return;
+  }
   if constexpr (STAGED_OUTPUT) {
     __syncthreads();  // every warpgroup's wgmma has read its last operands
 #pragma unroll
@@ -526,7 +582,7 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
         const int k = group * KG + col;
         const float v0 = epilogue_at(r_acc[4 * j + 2 * half], npix, k, g_bias, g_residual);
         const float v1 = epilogue_at(r_acc[4 * j + 2 * half + 1], npix, k + 1, g_bias, g_residual);
-        unsigned char* s_pair = s_out + row * OUT_PITCH + (j * 8 + 2 * (lane % 4)) * ELEMENT_BYTES;
+        unsigned char* s_pair = s_stages + row * OUT_PITCH + (j * 8 + 2 * (lane % 4)) * ELEMENT_BYTES;
         if constexpr (IS_TF32) {
           float2 pair;
           pair.x = v0;
@@ -545,65 +601,26 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
       const int col = n_tile + unit * CHUNK;
       if (npix >= NPIX || col >= KG) continue;
       *reinterpret_cast<uint4*>(g_output + (idx_t)npix * K + group * KG + col) =
-          *reinterpret_cast<const uint4*>(s_out + row * OUT_PITCH + unit * 16);
+          *reinterpret_cast<const uint4*>(s_stages + row * OUT_PITCH + unit * 16);
     }
     return;
   }
   if (warpgroup == WARPGROUPS) return;  // the producer holds no accumulators
-  if constexpr (QUAD_STORES) {
-    const int q = lane % 4;
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int npix = m_tile + warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
+  for (int half = 0; half < 2; ++half) {
+    const int npix = m_tile + warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
+    if (npix >= NPIX) continue;
 #pragma unroll
-      for (int runs = 0; runs < BLOCK_N / 32; ++runs) {
-        // v[jj]: this lane's channel pair 2q, 2q + 1 of run 4 runs + jj, through the epilogue, rounded and packed.
-        unsigned v[4];
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          const int col = n_tile + (4 * runs + jj) * 8 + 2 * q;
-          const int k = group * KG + col;
-          const bool inside = npix < NPIX && col < KG;  // a whole run is inside or outside: KG % 8 == 0
-          const float a0 = r_acc[16 * runs + 4 * jj + 2 * half];  // accumulators 4j + 2 half + {0, 1}, j = 4 runs + jj
-          const float a1 = r_acc[16 * runs + 4 * jj + 2 * half + 1];
-          const float v0 = inside ? epilogue_at(a0, npix, k, g_bias, g_residual) : 0.0f;
-          const float v1 = inside ? epilogue_at(a1, npix, k + 1, g_bias, g_residual) : 0.0f;
-          v[jj] = (unsigned)to_element(v0) | ((unsigned)to_element(v1) << 16);
-        }
-        // The transpose: lane q rotates its pairs by q, takes slot k from lane q - k of its quad (which holds that
-        // lane's pair of run 4 runs + q there), then puts lane i's pair at place i.
-        unsigned rotated[4], taken[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) rotated[k] = pick4(v, (k + q) & 3);
-        taken[0] = rotated[0];
-#pragma unroll
-        for (int k = 1; k < 4; ++k) taken[k] = __shfl_sync(0xffffffffu, rotated[k], (lane & ~3) | ((q - k) & 3));
-        uint4 run;
-        run.x = pick4(taken, q & 3);
-        run.y = pick4(taken, (q - 1) & 3);
-        run.z = pick4(taken, (q - 2) & 3);
-        run.w = pick4(taken, (q - 3) & 3);
-        const int col = n_tile + (4 * runs + q) * 8;
-        if (npix < NPIX && col < KG) *reinterpret_cast<uint4*>(g_output + (idx_t)npix * K + group * KG + col) = run;
-      }
-    }
-  } else {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int npix = m_tile + warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
-      if (npix >= NPIX) continue;
-#pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; ++j) {
-        const int col = n_tile + j * 8 + 2 * (lane % 4);
-        if (col >= KG) continue;
-        const int k = group * KG + col;
-        const float v0 = r_acc[4 * j + 2 * half];
-        const float v1 = r_acc[4 * j + 2 * half + 1];
-        if constexpr (SPLIT_K == 1)
-          store_output(g_output, npix, k, v0, v1, col + 1 < KG, g_bias, g_residual);
-        else
-          store_partials(g_workspace, tile.split, npix, k, v0, v1, col + 1 < KG);
-      }
+    for (int j = 0; j < BLOCK_N / 8; ++j) {
+      const int col = n_tile + j * 8 + 2 * (lane % 4);
+      if (col >= KG) continue;
+      const int k = group * KG + col;
+      const float v0 = r_acc[4 * j + 2 * half];
+      const float v1 = r_acc[4 * j + 2 * half + 1];
+      if constexpr (SPLIT_K == 1)
+        store_output(g_output, npix, k, v0, v1, col + 1 < KG, g_bias, g_residual);
+      else
+        store_partials(g_workspace, tile.split, npix, k, v0, v1, col + 1 < KG);
     }
   }
 }
@@ -663,6 +680,10 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
     }
     store_tile(r_acc, tile, s_out, g_output, g_workspace, g_bias, g_residual, tid);
   }
+  // The bulk copies of the last tile read shared memory and write the output after the warp's last instruction:
+  // they must be done before the block ends.
+  if constexpr (BULK_OUTPUT)
+    if (warpgroup < WARPGROUPS && lane < 16) convgen::wg::bulk_wait();
 }
 
 // Split-K's second pass, as igemm_tc's: output = the sum of the splits' partial sums, in split order, through the

@@ -1,9 +1,9 @@
 // wgmma: the sm_90a warpgroup instructions the Hopper tensor-core template uses (templates/igemm_wgmma.cu): the
 // shared-memory matrix descriptor, wgmma.mma_async (m64nNk16 with fp16 / bf16 in, m64nNk8 with tf32 in; fp32
 // accumulators, both operands from shared memory), its fence / commit / wait, the proxy fence that makes cp.async's
-// shared-memory writes visible to it, the mbarriers of the warp-specialized pipeline and the TMA bulk tensor copies
-// of its `tma` variant; included by NVRTC as a header. Kernels that include it are compiled for sm_90a
-// (Family::compile_arch).
+// shared-memory writes visible to it, the mbarriers of the warp-specialized pipeline, the TMA bulk tensor copies of its
+// `tma` variant and the output's stmatrix and bulk copies to global memory; included by NVRTC as a header. Kernels
+// that include it are compiled for sm_90a (Family::compile_arch).
 //
 // The operand layout every descriptor here describes: K-major rows of 128 bytes (64 fp16 / bf16 or 32 tf32 elements),
 // in atoms of 8 rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at
@@ -109,6 +109,45 @@ __device__ __forceinline__ void tma_load_3d(unsigned s_dst, const void* map, int
       "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(s_barrier)
       : "memory");
 }
+
+// ---- The output's way out through shared memory: stmatrix writes accumulator pairs there as they lie in the
+// registers, and bulk copies (cp.async.bulk, the async proxy) take whole rows to global memory while the warp goes on.
+
+// Two fp32 values rounded (to nearest even) to fp16 or bf16 and packed in one instruction: `low` in bits 0-15.
+template <bool BF16>
+__device__ __forceinline__ unsigned pack_pair(float low, float high) {
+  unsigned packed;
+  if constexpr (BF16)
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(high), "f"(low));
+  else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(high), "f"(low));
+  return packed;
+}
+
+// Four 8 x 8 matrices of 16-bit pairs into shared memory, one warp instruction: register i of lane l is row l / 4,
+// elements 2 (l % 4) and + 1 of matrix i (a wgmma accumulator pair's place, packed); lane l gives the shared address of
+// row l % 8 of matrix l / 8 (16 bytes, 16-aligned).
+__device__ __forceinline__ void stmatrix_x4(unsigned s_row, const unsigned (&pairs)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(s_row), "r"(pairs[0]),
+               "r"(pairs[1]), "r"(pairs[2]), "r"(pairs[3])
+               : "memory");
+}
+
+// A bulk copy of `bytes` (a multiple of 16; both addresses 16-aligned) from shared memory at s_src to global memory,
+// in this thread's current bulk group. The shared writes it reads must be ordered before it by fence_proxy_async.
+__device__ __forceinline__ void bulk_store(void* global, unsigned s_src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(global), "r"(s_src), "r"(bytes)
+               : "memory");
+}
+
+// Closes this thread's bulk copies since the last commit into one group.
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// Waits until this thread's committed bulk groups have read their shared memory (it may be written again).
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+
+// Waits until this thread's committed bulk groups are complete: their writes done.
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
 // Before the first wgmma of a batch: orders the warpgroup's register and shared-memory accesses before it.
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }

@@ -113,10 +113,14 @@ int reduction_length(const Problem& p, const IgemmWgmmaParams& t) {
 }
 
 // The dynamic shared memory of a configuration: stages of (block_m + block_n) rows of 128 bytes per K atom, 1,024
-// bytes to align them and, warp-specialized, two 8-byte mbarriers per stage.
-unsigned smem_of(const IgemmWgmmaParams& t) {
+// bytes to align them, warp-specialized two 8-byte mbarriers per stage and, with several tiles a block of a 16-bit
+// output not split whose channels are whole 8-channel runs, block_m output rows of block_n elements and 16 bytes.
+unsigned smem_of(const Problem& p, const IgemmWgmmaParams& t) {
+  const bool output_buffer = t.warp_specialized > 1 && p.precision != Precision::tf32 && t.split_k == 1 &&
+                             p.k % 8 == 0 && (p.k / p.groups) % 8 == 0;
   return static_cast<unsigned>(t.stages * (t.block_m + t.block_n) * 128 * t.k_atoms + 1024 +
-                               (t.warp_specialized ? 16 * t.stages : 0));
+                               (t.warp_specialized ? 16 * t.stages : 0) +
+                               (output_buffer ? t.block_m * (2 * t.block_n + 16) : 0));
 }
 
 // The threads of a block: 128 per 64 pixels, and the producer warpgroup of the warp-specialized pipeline.
@@ -168,7 +172,7 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
       EXPECT_EQ(g.grid[2], static_cast<unsigned>(p.groups * t.split_k)) << name;
     }
     EXPECT_EQ(g.block, (std::array<unsigned, 3>{threads_of(t), 1, 1})) << name;
-    EXPECT_EQ(g.dynamic_smem_bytes, smem_of(t)) << name;
+    EXPECT_EQ(g.dynamic_smem_bytes, smem_of(p, t)) << name;
     EXPECT_TRUE(t.k_atoms == 1 || t.k_atoms == 2) << name;
     if (t.k_atoms == 2) {
       EXPECT_GT(reduction_length(p, t), 128) << name;
@@ -1024,30 +1028,40 @@ TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMe
 // it has fewer (kDeep at batch 1).
 TEST(IgemmWgmmaFamily, SeveralTilesABlockAreAWarpSpecializedTwinWhereTheOutputHasMoreTilesThanTheGpuHasSms) {
   const Gpu gpu = h100();
-  const Problem expand{.n = 32,
-                       .c = 128,
-                       .k = 512,
-                       .input = {1, 28, 28},
-                       .filter = {1, 1, 1},
-                       .layout = Layout::nhwc,
-                       .precision = Precision::tf32};
-  const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(expand, gpu);
-  std::set<std::string> names;
-  for (const KernelSpec& s : specs) names.insert(kernel_name(s));
-  int several = 0;
-  for (const KernelSpec& s : specs) {
-    const IgemmWgmmaParams t = P(s);
-    if (t.warp_specialized < 2) continue;
-    ++several;
-    EXPECT_LE(t.warp_specialized, 8) << kernel_name(s);
-    IgemmWgmmaParams one = t;
-    one.warp_specialized = 1;
-    EXPECT_TRUE(names.contains(kernel_name(to_spec(one)))) << kernel_name(s) << " has no one-tile twin";
-    // Its blocks fit one wave, or it computes the most tiles a block there is.
-    const LaunchGeometry g = igemm_wgmma().plan(expand, s).main_geometry();
-    EXPECT_TRUE(g.grid[0] <= static_cast<unsigned>(gpu.sm_count) * 2 || t.warp_specialized == 8) << kernel_name(s);
+  Problem expand{.n = 32,
+                 .c = 128,
+                 .k = 512,
+                 .input = {1, 28, 28},
+                 .filter = {1, 1, 1},
+                 .layout = Layout::nhwc,
+                 .precision = Precision::tf32};
+  for (Precision precision : {Precision::tf32, Precision::fp16}) {
+    expand.precision = precision;
+    const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(expand, gpu);
+    std::set<std::string> names;
+    for (const KernelSpec& s : specs) names.insert(kernel_name(s));
+    int several = 0;
+    for (const KernelSpec& s : specs) {
+      const IgemmWgmmaParams t = P(s);
+      if (t.warp_specialized < 2) continue;
+      ++several;
+      EXPECT_LE(t.warp_specialized, 8) << kernel_name(s);
+      // Its one-tile twin is there, as deep or deeper (a 16-bit output's buffer may leave room for fewer stages).
+      bool twin = false;
+      for (int stages = t.stages; stages <= 6; ++stages) {
+        IgemmWgmmaParams one = t;
+        one.warp_specialized = 1;
+        one.stages = stages;
+        twin = twin || names.contains(kernel_name(to_spec(one)));
+      }
+      EXPECT_TRUE(twin) << kernel_name(s) << " has no one-tile twin";
+      // Its blocks fit one wave, or it computes the most tiles a block there is.
+      const LaunchGeometry g = igemm_wgmma().plan(expand, s).main_geometry();
+      EXPECT_TRUE(g.grid[0] <= static_cast<unsigned>(gpu.sm_count) * 2 || t.warp_specialized == 8) << kernel_name(s);
+      EXPECT_LE(g.dynamic_smem_bytes, static_cast<unsigned>(max_smem_per_block_bytes(gpu))) << kernel_name(s);
+    }
+    EXPECT_GT(several, 0) << to_string(precision);
   }
-  EXPECT_GT(several, 0);
   for (const KernelSpec& s : igemm_wgmma().enumerate(kDeep, gpu)) EXPECT_LE(P(s).warp_specialized, 1) << kernel_name(s);
   EXPECT_EQ(igemm_wgmma().check_support(expand, gpu, to_spec(IgemmWgmmaParams{.warp_specialized = 9})),
             "ws must be 0 (shared pipeline), 1 (warp-specialized) or 2 to 8 (warp-specialized, that many tiles a "
