@@ -659,8 +659,7 @@ std::string TuningDb::export_json(const std::optional<Gpu>& gpu) const {
   return out.dump(1);
 }
 
-ImportStats TuningDb::import_json(std::string_view text, const Gpu& local, bool allow_other_gpu,
-                                  std::string_view source) {
+std::vector<MeasurementRecord> parse_export_json(std::string_view text, std::string_view source) {
   json root;
   try {
     root = json::parse(text);
@@ -687,10 +686,16 @@ ImportStats TuningDb::import_json(std::string_view text, const Gpu& local, bool 
   std::vector<Gpu> gpus;
   for (std::size_t i = 0; i < gpu_list.size(); ++i)
     gpus.push_back(parse_gpu_json(gpu_list[i].dump(), fmt::format("{}: gpus[{}]", source, i)));
-  // Everything is checked before anything is written: an import is all or nothing.
   std::vector<MeasurementRecord> records;
   for (std::size_t i = 0; i < measurement_list.size(); ++i)
     records.push_back(measurement_from_json(measurement_list[i], gpus, fmt::format("{}: measurements[{}]", source, i)));
+  return records;
+}
+
+ImportStats TuningDb::import_json(std::string_view text, const Gpu& local, bool allow_other_gpu,
+                                  std::string_view source) {
+  // Everything is checked before anything is written: an import is all or nothing.
+  const std::vector<MeasurementRecord> records = parse_export_json(text, source);
   if (!allow_other_gpu) {
     for (const MeasurementRecord& m : records)
       if (!same_gpu(m.gpu, local))

@@ -110,6 +110,10 @@ struct StoredCalibration {
   bool operator==(const StoredCalibration&) const = default;
 };
 
+// The measurements of an export (the JSON `TuningDb::export_json` writes), each checked as an import checks it.
+// Throws InputError naming `source` and the place for text that is not such an export.
+std::vector<MeasurementRecord> parse_export_json(std::string_view text, std::string_view source);
+
 // The schema version this code writes; older files are migrated on open, newer ones refused.
 inline constexpr int tuning_db_schema_version = 3;
 

@@ -1,24 +1,24 @@
-// cmd_db: `convgen db list|show|export|import|merge|calibrate|prune`: read and maintain the tuning database.
+// cmd_db: `convgen db list|show|export|import|merge|calibrate|replay|prune`: read and maintain the tuning database.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include "convgen/error.hpp"
 #include "generator/gpu_json.hpp"
 #include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
+#include "tools/export_file/export_file.hpp"
 #include "tuner/calibration.hpp"
 #include "tuner/cost_model.hpp"
+#include "tuner/search_order.hpp"
 #include "tuner/tuning_db.hpp"
 
 namespace convgen::cli {
@@ -57,36 +57,6 @@ std::optional<Gpu> match_gpu(const TuningDb& db, const std::string& filter) {
 
 std::string date(std::int64_t unix_seconds) {
   return fmt::format("{:%Y-%m-%d %H:%M}", fmt::gmtime(static_cast<std::time_t>(unix_seconds)));
-}
-
-// zlib's message for a stream, without the path it puts in front.
-std::string gzip_error(gzFile in, const std::string& path) {
-  int code = Z_OK;
-  std::string_view message = gzerror(in, &code);
-  if (message.starts_with(path + ": ")) message.remove_prefix(path.size() + 2);
-  return fmt::format("{}: not a readable gzip file: {}", path, message);
-}
-
-// The text of an export file, plain or gzip-compressed (as bench/results/ publishes them: zlib reads both).
-std::string read_export_file(const std::string& path) {
-  if (!std::ifstream(path, std::ios::binary))
-    throw InputError(
-        fmt::format("{}: cannot open the file (expected a JSON file written by `convgen db export`, or it gzipped)",
-                    path));
-  const std::unique_ptr<gzFile_s, int (*)(gzFile)> in(gzopen(path.c_str(), "rb"), gzclose);
-  if (!in) throw InputError(fmt::format("{}: cannot open the file: out of memory", path));
-  std::string text;
-  char chunk[1 << 16];
-  for (;;) {
-    const int got = gzread(in.get(), chunk, sizeof chunk);
-    if (got < 0) throw InputError(gzip_error(in.get(), path));
-    if (got == 0) break;
-    text.append(chunk, static_cast<std::size_t>(got));
-  }
-  int code = Z_OK;
-  gzerror(in.get(), &code);
-  if (code != Z_OK) throw InputError(gzip_error(in.get(), path));  // a stream cut short
-  return text;
 }
 
 void add_db_option(CLI::App* cmd, std::string& db) {
@@ -296,6 +266,50 @@ void calibrate_command(const std::string& db_path, const std::string& gpu_filter
              db.path().string(), cost_model_version);
 }
 
+// `db replay`: the family's search order on the measurements of a database (or of exports), per problem and in all.
+void replay(const std::string& db_path, const std::vector<std::string>& exports, const std::string& family_name,
+            const std::string& gpu_filter) {
+  const Family& fam = family(family_name);
+  std::vector<MeasurementRecord> records;
+  std::string source;
+  if (exports.empty()) {
+    const TuningDb tuning = open_db(db_path);
+    records = tuning.measurements({.gpu = match_gpu(tuning, gpu_filter)});
+    source = tuning.path().string();
+  } else {
+    for (const std::string& file : exports) {
+      std::vector<MeasurementRecord> more = parse_export_json(read_export_file(file), file);
+      records.insert(records.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+      source += (source.empty() ? "" : ", ") + file;
+    }
+    if (!gpu_filter.empty())
+      std::erase_if(records, [&](const MeasurementRecord& m) {
+        return lower(m.gpu.name).find(lower(gpu_filter)) == std::string::npos && m.gpu.arch != gpu_filter;
+      });
+  }
+  const OrderReplay r = replay_search_order(fam, records);
+  std::string gpu_shown;
+  for (const OrderPick& p : r.picks) {
+    if (describe_gpu(p.gpu) != gpu_shown) fmt::print("{}\n", gpu_shown = describe_gpu(p.gpu));
+    fmt::print("  {:.3f}  {}  pick {} {:.3f} us", p.ratio(), problem_key(p.problem), p.pick, p.pick_us);
+    if (p.pick == p.best)
+      fmt::print(", the fastest of {} measured\n", p.measured);
+    else
+      fmt::print(", fastest {} {:.3f} us of {} measured\n", p.best, p.best_us, p.measured);
+  }
+  if (r.picks.empty()) {
+    fmt::print("{}: no problem with {} kernels its search order lists ({} problems whose measured kernels it no "
+               "longer lists)\n",
+               source, fam.name(), r.unlisted);
+    return;
+  }
+  fmt::print("{}'s search order picks within {:.3f}x of the fastest measured, geometric mean over {} problems of {}",
+             fam.name(), r.geomean_ratio, r.picks.size(), source);
+  if (r.unlisted > 0) fmt::print("; {} problems whose measured kernels it no longer lists", r.unlisted);
+  if (r.unreadable > 0) fmt::print("; {} measurements of kernels it no longer reads", r.unreadable);
+  fmt::print("\n");
+}
+
 }  // namespace
 
 void add_db_command(CLI::App& app) {
@@ -417,6 +431,21 @@ void add_db_command(CLI::App& app) {
                             "Also write every sample with its measured and predicted time and its terms as CSV");
   calibrate_cmd->add_flag("--dry-run", calibrate_args->dry_run, "Fit and report, but store nothing");
   calibrate_cmd->callback([opts, calibrate_args] { calibrate_command(opts->db, opts->gpu, *calibrate_args); });
+
+  auto replay_exports = std::make_shared<std::vector<std::string>>();
+  auto replay_family = std::make_shared<std::string>();
+  CLI::App* replay_cmd = db->add_subcommand(
+      "replay",
+      "Replay a family's search order (its candidates, best estimate first) on measurements: per problem, the first "
+      "measured candidate in that order (what the cost model picks among them) against the fastest measured; no GPU "
+      "needed");
+  add_db_option(replay_cmd, opts->db);
+  add_gpu_filter(replay_cmd, opts->gpu);
+  replay_cmd->add_option("--family", *replay_family, "The family whose order to replay, e.g. igemm_wgmma")->required();
+  replay_cmd->add_option("--export", *replay_exports,
+                         "Read the measurements of these `db export` files (plain or gzipped) instead of --db");
+  replay_cmd->callback(
+      [opts, replay_exports, replay_family] { replay(opts->db, *replay_exports, *replay_family, opts->gpu); });
 
   CLI::App* prune_cmd = db->add_subcommand("prune", "Remove measurements; a current best is kept unless --everything");
   add_db_option(prune_cmd, opts->db);

@@ -1,4 +1,4 @@
-// db_cli_test: `convgen db list|show|export|import|calibrate|prune` end to end, on databases filled through the
+// db_cli_test: `convgen db list|show|export|import|calibrate|replay|prune` end to end, on databases filled through the
 // library.
 #include <sys/wait.h>
 
@@ -99,6 +99,34 @@ TEST(DbCli, ShowPrintsMeasurementsWithTheirStatisticsOrFailure) {
   EXPECT_EQ(r.output,
             "convgen: error: --status must be one of ok, compile_error, resources, launch_error, "
             "wrong_result, got 'fine'\n");
+}
+
+TEST(DbCli, ReplayPrintsEachProblemsPickAgainstTheFastestAndTheGeometricMean) {
+  ScratchDir dir;
+  TuningDb db = TuningDb::open(dir / "r.sqlite");
+  std::vector<std::string> order;
+  for (const KernelSpec& spec : family("igemm").enumerate(conv3x3(), h100())) order.push_back(kernel_name(spec));
+  ASSERT_GE(order.size(), 3u);
+  db.record(measured(h100(), conv3x3(), order[2], 20.0));
+  db.record(measured(h100(), conv3x3(), order[1], 25.0));
+  Result r = run_convgen("db replay --family igemm --db " + (dir / "r.sqlite").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, fmt::format("{}\n  1.250  {}  pick {} 25.000 us, fastest {} 20.000 us of 2 measured\n"
+                                  "igemm's search order picks within 1.250x of the fastest measured, geometric mean "
+                                  "over 1 problems of {}\n",
+                                  describe_gpu(h100()), problem_key(conv3x3()), order[1], order[2],
+                                  (dir / "r.sqlite").string()));
+  // The published exports, gzipped, read directly.
+  const std::string published = std::string(CONVGEN_SOURCE_DIR) +
+                                "/bench/results/h200/bulk-output-2026-11-29/resnet50-fp16-n8-measurements.json.gz";
+  r = run_convgen("db replay --family igemm_wgmma --export " + published);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "igemm_wgmma's search order picks within 1.057x of the fastest measured, geometric "
+                                 "mean over 23 problems"))
+      << r.output;
+  r = run_convgen("db replay --family nonesuch --db " + (dir / "r.sqlite").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "nonesuch")) << r.output;
 }
 
 TEST(DbCli, ExportThenImportCarriesTheRecordsToAnotherDatabase) {

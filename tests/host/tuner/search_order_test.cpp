@@ -1,0 +1,127 @@
+// search_order_test: replaying a family's search order on measurements (tuner/search_order.hpp), on made-up records
+// of igemm on the H100 descriptor, and on the H200 measurements bench/results/ publishes: the cost model's picks there
+// must stay as good as the figures docs/architecture.md and the results' READMEs quote.
+#include "tuner/search_order.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "convgen/error.hpp"
+#include "tests/host/tuner/fixtures.hpp"
+#include "tools/export_file/export_file.hpp"
+
+namespace convgen {
+namespace {
+
+using testing_tuner::conv1x1;
+using testing_tuner::conv3x3;
+using testing_tuner::failed;
+using testing_tuner::h100;
+using testing_tuner::measured;
+
+// The family's candidates for the problem, in its order (best estimate first).
+std::vector<std::string> listed(const Problem& p, const Gpu& gpu) {
+  std::vector<std::string> names;
+  for (const KernelSpec& spec : family("igemm").enumerate(p, gpu)) names.push_back(kernel_name(spec));
+  return names;
+}
+
+TEST(SearchOrder, PicksTheFirstMeasuredCandidateInTheFamilysOrderAgainstTheFastestMeasured) {
+  const Gpu gpu = h100();
+  const Problem p = conv3x3();
+  const std::vector<std::string> order = listed(p, gpu);
+  ASSERT_GE(order.size(), 6u);
+  // The 2nd, 4th and 6th of the order measured (the 1st not): the 2nd is the pick, the 6th the fastest. A second
+  // measurement of the 2nd, faster, counts; failures and other families' kernels do not.
+  const std::vector<MeasurementRecord> records = {
+      measured(gpu, p, order[3], 30.0),
+      measured(gpu, p, order[1], 50.0),
+      measured(gpu, p, order[5], 20.0),
+      measured(gpu, p, order[1], 40.0),
+      failed(gpu, p, order[0], MeasurementStatus::wrong_result, "rel L2 0.5"),
+      measured(gpu, p, "direct_k4_p4_q8_cb8_u1_l0", 1.0),
+  };
+  const OrderReplay r = replay_search_order(family("igemm"), records);
+  ASSERT_EQ(r.picks.size(), 1u);
+  EXPECT_EQ(r.picks[0].pick, order[1]);
+  EXPECT_DOUBLE_EQ(r.picks[0].pick_us, 40.0);
+  EXPECT_EQ(r.picks[0].best, order[5]);
+  EXPECT_DOUBLE_EQ(r.picks[0].best_us, 20.0);
+  EXPECT_EQ(r.picks[0].measured, 3);
+  EXPECT_DOUBLE_EQ(r.geomean_ratio, 2.0);
+  EXPECT_EQ(r.unlisted, 0);
+  EXPECT_EQ(r.unreadable, 0);
+}
+
+TEST(SearchOrder, TheGeometricMeanIsOverProblemsAndProblemsOfEachGpuApart) {
+  const Gpu gpu = h100();
+  Gpu other = h100();
+  other.name = "Another GPU";
+  const std::vector<std::string> a = listed(conv3x3(), gpu);
+  const std::vector<std::string> b = listed(conv1x1(), gpu);
+  const std::vector<MeasurementRecord> records = {
+      measured(gpu, conv3x3(), a[0], 10.0),   measured(gpu, conv3x3(), a[1], 10.0),    // ratio 1
+      measured(gpu, conv1x1(), b[0], 40.0),   measured(gpu, conv1x1(), b[1], 10.0),    // ratio 4
+      measured(other, conv1x1(), b[0], 10.0), measured(other, conv1x1(), b[1], 20.0),  // ratio 1, its own GPU
+  };
+  const OrderReplay r = replay_search_order(family("igemm"), records);
+  ASSERT_EQ(r.picks.size(), 3u);
+  EXPECT_NEAR(r.geomean_ratio, std::cbrt(4.0), 1e-12);
+}
+
+TEST(SearchOrder, CountsProblemsWhoseKernelsTheOrderNoLongerListsAndNamesItNoLongerReads) {
+  const Gpu gpu = h100();
+  // An igemm kernel of a valid name the search space does not offer for the problem (igemm(block_m): 64 pixels, 8
+  // reduction elements a step, 4 x 4 a thread; the first such tile it does not list), and a name with a value the
+  // family does not have (a tile of 3 channels).
+  std::string unlisted_kernel;
+  for (int block_m : {16, 32, 64, 128, 256}) {
+    const std::string name = testing_tuner::igemm(block_m);
+    const std::vector<std::string> order = listed(conv1x1(), gpu);
+    if (std::find(order.begin(), order.end(), name) == order.end()) {
+      unlisted_kernel = name;
+      break;
+    }
+  }
+  ASSERT_FALSE(unlisted_kernel.empty());
+  const std::vector<MeasurementRecord> records = {measured(gpu, conv1x1(), unlisted_kernel, 10.0),
+                                                  measured(gpu, conv3x3(), "igemm_m3_n64_k8_tm4_tn4_st2_sk1_v1", 5.0)};
+  const OrderReplay r = replay_search_order(family("igemm"), records);
+  EXPECT_TRUE(r.picks.empty());
+  EXPECT_EQ(r.unlisted, 1);
+  EXPECT_EQ(r.unreadable, 1);
+  EXPECT_EQ(r.geomean_ratio, 0);
+}
+
+// The published H200 measurements of every igemm_wgmma candidate (`tune --budget 0`), replayed on the generator as
+// it is now, against the figures the results quote (each rounded up): a change of the search space or the estimate
+// that picks worse on them fails here. Each set names the folder whose README says what it measured.
+TEST(SearchOrder, IgemmWgmmasPicksOnThePublishedH200MeasurementsStayWithinTheQuotedFigures) {
+  struct Set {
+    const char* file;  // under bench/results/h200/
+    double quoted;     // the geometric mean of pick / fastest the results quote
+  };
+  const std::vector<Set> sets = {
+      {"bulk-output-2026-11-29/resnet50-fp16-n32-measurements.json.gz", 1.041},
+      {"bulk-output-2026-11-29/resnet50-fp16-n8-measurements.json.gz", 1.057},
+      {"tiles-per-block-2026-11-29/resnet50-tf32-n32-measurements.json.gz", 1.076},
+      {"tma-filter-2026-11-29/cusnn-fp16-measurements.json.gz", 1.088},
+      {"tma-filter-2026-11-29/resnet50-tf32-measurements.json.gz", 1.048},
+      {"wgmma-defaults-2026-11-29/tuned-measurements.json.gz", 1.059},
+      {"wgmma-tf32-2026-11-29/tuned-measurements.json.gz", 1.083},
+  };
+  for (const Set& set : sets) {
+    const std::string path = std::string(CONVGEN_SOURCE_DIR) + "/bench/results/h200/" + set.file;
+    const std::vector<MeasurementRecord> records = parse_export_json(read_export_file(path), path);
+    const OrderReplay r = replay_search_order(family("igemm_wgmma"), records);
+    EXPECT_GE(r.picks.size(), 23u) << set.file;
+    EXPECT_LE(r.geomean_ratio, set.quoted + 5e-4) << set.file;
+  }
+}
+
+}  // namespace
+}  // namespace convgen
