@@ -33,14 +33,19 @@ TuningDb open_db(const std::string& path) {
   return TuningDb::open(path.empty() ? TuningDb::default_path() : std::filesystem::path(path));
 }
 
-// Resolves a --gpu filter against the GPUs the database holds: a part of the name (any case) or the exact arch.
-// Nothing when the filter is empty; an error unless exactly one GPU matches.
+// Whether a --gpu filter names the GPU: a part of its name (any case) or its exact arch.
+bool gpu_matches(const Gpu& gpu, const std::string& filter) {
+  return lower(gpu.name).find(lower(filter)) != std::string::npos || gpu.arch == filter;
+}
+
+// Resolves a --gpu filter against the GPUs the database holds. Nothing when the filter is empty; an error unless
+// exactly one GPU matches.
 std::optional<Gpu> match_gpu(const TuningDb& db, const std::string& filter) {
   if (filter.empty()) return std::nullopt;
   const std::vector<Gpu> gpus = db.gpus();
   std::vector<Gpu> matches;
   for (const Gpu& g : gpus)
-    if (lower(g.name).find(lower(filter)) != std::string::npos || g.arch == filter) matches.push_back(g);
+    if (gpu_matches(g, filter)) matches.push_back(g);
   const auto names = [](const std::vector<Gpu>& list) {
     std::string out;
     for (const Gpu& g : list) out += (out.empty() ? "" : ", ") + describe_gpu(g);
@@ -283,9 +288,7 @@ void replay(const std::string& db_path, const std::vector<std::string>& exports,
       source += (source.empty() ? "" : ", ") + file;
     }
     if (!gpu_filter.empty())
-      std::erase_if(records, [&](const MeasurementRecord& m) {
-        return lower(m.gpu.name).find(lower(gpu_filter)) == std::string::npos && m.gpu.arch != gpu_filter;
-      });
+      std::erase_if(records, [&](const MeasurementRecord& m) { return !gpu_matches(m.gpu, gpu_filter); });
   }
   const OrderReplay r = replay_search_order(fam, records);
   std::string gpu_shown;
