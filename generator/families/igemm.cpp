@@ -284,6 +284,14 @@ class Igemm final : public Family {
 
   static constexpr std::size_t kMaxCandidates = 48;
 
+  // The warps an SM needs to hide the inner loop's latency, and split-K's cost besides its traffic (zeroing the
+  // output, the atomics' tail). 8 and 2 us before; 12 and 1.25 pick better on every published H200 set of igemm's
+  // measurements (`convgen db replay --family igemm`: ResNet-50 fp32 at batch 4-32 1.120x -> 1.087x of the fastest,
+  // the winograd-gemm study's layers 1.134x -> 1.084x, the pointwise study's 1.109x -> 1.090x), where 16 warps helped
+  // one set and hurt another.
+  static constexpr double kLatencyHidingWarps = 12;
+  static constexpr double kSplitUs = 1.25;
+
   // A rough time in microseconds that orders the search space (the tuner's cost model ranks for real): waves of
   // resident blocks, each doing its executed FLOPs at the SM's rate scaled by how well the inner loop issues and
   // hides latency, or the DRAM time if longer, plus split-K's atomics.
@@ -297,7 +305,7 @@ class Igemm final : public Family {
     const int fmas = s.thread_m * s.thread_n;
     const int shared_loads = s.thread_m / std::min(4, s.thread_m) + s.thread_n / std::min(4, s.thread_n);
     double efficiency = static_cast<double>(fmas) / (fmas + shared_loads + 2);
-    efficiency *= std::min(1.0, resident * threads_per_block(s) / 32 / 8);  // ~8 warps per SM hide latency
+    efficiency *= std::min(1.0, resident * threads_per_block(s) / 32 / kLatencyHidingWarps);
     // Thin tiles load more operand bytes per FMA: below 32 FMAs per loaded element they are bandwidth-bound.
     const double reuse = static_cast<double>(s.block_m) * s.block_n / (s.block_m + s.block_n);
     efficiency *= std::sqrt(std::min(1.0, reuse / 32));
@@ -310,7 +318,7 @@ class Igemm final : public Family {
     const double bytes_per_us = std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3;
     const double out_bytes = static_cast<double>(output_elements(p)) * 4;
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
-    const double split_us = s.split_k > 1 ? out_bytes * (1 + 0.5 * s.split_k) / bytes_per_us + 2 : 0;
+    const double split_us = s.split_k > 1 ? out_bytes * (1 + 0.5 * s.split_k) / bytes_per_us + kSplitUs : 0;
     return std::max(compute_us, memory_us) + split_us;
   }
 };
