@@ -29,9 +29,16 @@ constexpr int kReduceThreads = 256;     // and REDUCE_THREADS
 // Candidates offered, ranked by estimate_us: the best block shapes without split-K and the best with it, this many
 // of each (the estimate's view of a split is the least tested part of it), each with its two pipelines.
 constexpr std::size_t kTilesPerKind = 8;
-// What a step waits for memory when its loads were issued one step ahead (cold DRAM on an H100 / H200, about
-// 1,000 clocks); a cp.async ring of S stages waits about 1 / (S - 1) of it per step.
-constexpr double kLoadLatencyUs = 0.6;
+// What a step waits for memory when its loads were issued one step ahead; a cp.async ring of S stages waits about
+// 1 / (S - 1) of it per step. Cold DRAM on an H100 / H200 is about 1,000 clocks (0.6 us), but under the load of a
+// whole layer the pick among measured candidates was best from 1.0 to 1.5 us on every published H200 set of
+// pointwise's measurements (`convgen db replay --family pointwise`; at 1.2: ResNet-50 fp32 at batch 4-32 1.120x ->
+// 1.085x of the fastest, the winograd-gemm study's layers 1.130x -> 1.075x, the pointwise study's 1.100x -> 1.087x),
+// and much worse at 0.9 and at 2.
+constexpr double kLoadLatencyUs = 1.2;
+// Split-K's reduce pass: its launch and the wait for the main one's last block, besides the partial sums' traffic
+// (2 us before; 1.25 as igemm and igemm_wgmma, ResNet-50 fp32 1.110x at 0.6 us above).
+constexpr double kSplitPassUs = 1.25;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::int64_t round_up(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
@@ -285,9 +292,9 @@ class Pointwise final : public Family {
     const double depth = s.cp_stages > 1 ? s.cp_stages - 1.0 : 1.0;
     const double latency_us = waves * block_steps * kLoadLatencyUs / depth;
     const double memory_us = static_cast<double>(min_bytes(p)) / (std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3);
-    // Split-K: its partial sums through L2 and the reduce pass's launch (about 2 µs).
+    // Split-K: its partial sums through L2 and the reduce pass.
     const double split_us =
-        s.split_k > 1 ? partial_bytes(p, s) / (2 * std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3) + 2.0 : 0.0;
+        s.split_k > 1 ? partial_bytes(p, s) / (2 * std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3) + kSplitPassUs : 0.0;
     return std::max({compute_us, latency_us, memory_us}) + split_us;
   }
 };
