@@ -34,7 +34,7 @@ OrderReplay replay_search_order(const Family& family, std::span<const Measuremen
     if (!added) it->second = std::min(it->second, m.median_us);
   }
   OrderReplay replay{.unreadable = unreadable};
-  double log_sum = 0;
+  double log_sum = 0, log_listed_sum = 0;
   for (const auto& [key, entry] : by_problem) {
     const auto fastest = std::min_element(entry.kernels.begin(), entry.kernels.end(),
                                           [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -46,18 +46,25 @@ OrderReplay replay_search_order(const Family& family, std::span<const Measuremen
     for (const KernelSpec& spec : family.enumerate(entry.problem, entry.gpu)) {
       const auto found = entry.kernels.find(kernel_name(spec));
       if (found == entry.kernels.end()) continue;
-      pick.pick = found->first;
-      pick.pick_us = found->second;
-      break;
+      if (pick.pick.empty()) {
+        pick.pick = found->first;
+        pick.pick_us = found->second;
+      }
+      if (pick.listed_best_us == 0 || found->second < pick.listed_best_us) pick.listed_best_us = found->second;
     }
     if (pick.pick.empty()) {
       ++replay.unlisted;
       continue;
     }
+    if (pick.best_listed()) ++replay.best_listed;
     log_sum += std::log(pick.ratio());
+    log_listed_sum += std::log(pick.listed_best_us / pick.best_us);
     replay.picks.push_back(std::move(pick));
   }
-  if (!replay.picks.empty()) replay.geomean_ratio = std::exp(log_sum / static_cast<double>(replay.picks.size()));
+  if (!replay.picks.empty()) {
+    replay.geomean_ratio = std::exp(log_sum / static_cast<double>(replay.picks.size()));
+    replay.geomean_listed_ratio = std::exp(log_listed_sum / static_cast<double>(replay.picks.size()));
+  }
   return replay;
 }
 

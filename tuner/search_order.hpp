@@ -25,6 +25,8 @@ struct OrderPick {
   std::string best;
   double best_us = 0;
   int measured = 0;  // the family's kernels measured ok for the problem (the fastest median of each)
+  double listed_best_us = 0;  // the fastest measured of those the family lists (best_us where it lists the fastest)
+  bool best_listed() const { return listed_best_us == best_us; }
   double ratio() const { return pick_us / best_us; }
 };
 
@@ -33,7 +35,11 @@ struct OrderReplay {
   // Problems with ok measurements of the family of which the family lists none now (its search space moved on).
   int unlisted = 0;
   int unreadable = 0;  // ok measurements whose kernel name the family no longer reads (a value it dropped)
+  int best_listed = 0;  // picks whose fastest measured the family still lists
   double geomean_ratio = 0;  // of pick_us / best_us over `picks`; 0 when there are none
+  // Of listed_best_us / best_us over `picks`: what a tune of every listed candidate would lose against the fastest
+  // measured (1 when the family lists the fastest of every problem).
+  double geomean_listed_ratio = 0;
 };
 
 // Replays `family`'s search order on `measurements` (any family's, any status: only the family's ok ones count; a

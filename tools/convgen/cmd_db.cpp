@@ -308,6 +308,8 @@ void replay(const std::string& db_path, const std::vector<std::string>& exports,
   }
   fmt::print("{}'s search order picks within {:.3f}x of the fastest measured, geometric mean over {} problems of {}",
              fam.name(), r.geomean_ratio, r.picks.size(), source);
+  fmt::print("; it lists the fastest measured for {} of them, its fastest listed within {:.3f}x of it",
+             r.best_listed, r.geomean_listed_ratio);
   if (r.unlisted > 0) fmt::print("; {} problems whose measured kernels it no longer lists", r.unlisted);
   if (r.unreadable > 0) fmt::print("; {} measurements of kernels it no longer reads", r.unreadable);
   fmt::print("\n");

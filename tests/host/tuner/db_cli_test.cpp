@@ -113,7 +113,8 @@ TEST(DbCli, ReplayPrintsEachProblemsPickAgainstTheFastestAndTheGeometricMean) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, fmt::format("{}\n  1.250  {}  pick {} 25.000 us, fastest {} 20.000 us of 2 measured\n"
                                   "igemm's search order picks within 1.250x of the fastest measured, geometric mean "
-                                  "over 1 problems of {}\n",
+                                  "over 1 problems of {}; it lists the fastest measured for 1 of them, its fastest "
+                                  "listed within 1.000x of it\n",
                                   describe_gpu(h100()), problem_key(conv3x3()), order[1], order[2],
                                   (dir / "r.sqlite").string()));
   // The published exports, gzipped, read directly.
