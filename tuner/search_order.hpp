@@ -1,8 +1,10 @@
 // search_order: how well a family's search order picks among measured candidates, without a GPU. A family lists its
 // candidates best estimate first (enumerate); per GPU and problem, the first of them that was measured is what the
 // estimate would choose among those measurements, and its time against the fastest measured says how good the
-// choice was. Replayed on a tuning database or an export (`convgen db replay`), it checks a change of the cost model
-// against every published measurement, as the generator is now, on the GPU the records describe.
+// choice was; the fastest measured candidate the family still lists, against the fastest measured, says what its
+// search space keeps. Replayed on a tuning database or an export (`convgen db replay`), it checks a change of the
+// cost model or the search space against every published measurement, as the generator is now, on the GPU the
+// records describe.
 #pragma once
 
 #include <span>
