@@ -30,6 +30,16 @@ std::vector<std::string> listed(const Problem& p, const Gpu& gpu) {
   return names;
 }
 
+// An igemm kernel of a valid name the search space does not offer for the problem (igemm(block_m): 64 pixels, 8
+// reduction elements a step, 4 x 4 a thread; the first such tile it does not list), or "" where it lists them all.
+std::string unlisted_igemm(const Problem& p, const Gpu& gpu) {
+  const std::vector<std::string> order = listed(p, gpu);
+  for (int block_m : {16, 32, 64, 128, 256})
+    if (std::find(order.begin(), order.end(), testing_tuner::igemm(block_m)) == order.end())
+      return testing_tuner::igemm(block_m);
+  return "";
+}
+
 TEST(SearchOrder, PicksTheFirstMeasuredCandidateInTheFamilysOrderAgainstTheFastestMeasured) {
   const Gpu gpu = h100();
   const Problem p = conv3x3();
@@ -80,12 +90,7 @@ TEST(SearchOrder, TheGeometricMeanIsOverProblemsAndProblemsOfEachGpuApart) {
 TEST(SearchOrder, SaysHowMuchSlowerTheFastestItStillListsIsWhereItNoLongerListsTheFastest) {
   const Gpu gpu = h100();
   const std::vector<std::string> order = listed(conv1x1(), gpu);
-  std::string unlisted_kernel;
-  for (int block_m : {16, 32, 64, 128, 256})
-    if (std::find(order.begin(), order.end(), testing_tuner::igemm(block_m)) == order.end()) {
-      unlisted_kernel = testing_tuner::igemm(block_m);
-      break;
-    }
+  const std::string unlisted_kernel = unlisted_igemm(conv1x1(), gpu);
   ASSERT_FALSE(unlisted_kernel.empty());
   // The fastest measured (10 us) is no longer listed; of the listed ones the 3rd is the fastest (12.5 us).
   const std::vector<MeasurementRecord> records = {measured(gpu, conv1x1(), unlisted_kernel, 10.0),
@@ -103,18 +108,9 @@ TEST(SearchOrder, SaysHowMuchSlowerTheFastestItStillListsIsWhereItNoLongerListsT
 
 TEST(SearchOrder, CountsProblemsWhoseKernelsTheOrderNoLongerListsAndNamesItNoLongerReads) {
   const Gpu gpu = h100();
-  // An igemm kernel of a valid name the search space does not offer for the problem (igemm(block_m): 64 pixels, 8
-  // reduction elements a step, 4 x 4 a thread; the first such tile it does not list), and a name with a value the
-  // family does not have (a tile of 3 channels).
-  std::string unlisted_kernel;
-  for (int block_m : {16, 32, 64, 128, 256}) {
-    const std::string name = testing_tuner::igemm(block_m);
-    const std::vector<std::string> order = listed(conv1x1(), gpu);
-    if (std::find(order.begin(), order.end(), name) == order.end()) {
-      unlisted_kernel = name;
-      break;
-    }
-  }
+  // A kernel the search space does not offer for the problem, and a name with a value the family does not have (a
+  // tile of 3 channels).
+  const std::string unlisted_kernel = unlisted_igemm(conv1x1(), gpu);
   ASSERT_FALSE(unlisted_kernel.empty());
   const std::vector<MeasurementRecord> records = {measured(gpu, conv1x1(), unlisted_kernel, 10.0),
                                                   measured(gpu, conv3x3(), "igemm_m3_n64_k8_tm4_tn4_st2_sk1_v1", 5.0)};
