@@ -1,8 +1,8 @@
 // igemm_wgmma: Hopper tensor-core implicit-GEMM forward convolution: wgmma.mma_async (m64nNk16 with fp16 / bf16 in,
 // m64nNk8 with tf32 in; fp32 accumulation) reading both operands from 128-byte-swizzled shared memory, filled by a
-// cp.async multistage pipeline; split-K through a workspace. Compiled for sm_90a only (templates/wgmma.cuh). tf32
-// problems hold fp32 tensors, given to the tensor cores as they are (no rounding step: the operands go from global to
-// shared memory to the tensor cores untouched), and write an fp32 output.
+// cp.async multistage pipeline; split-K through a workspace or in a thread-block cluster. Compiled for sm_90a only
+// (templates/wgmma.cuh). tf32 problems hold fp32 tensors, given to the tensor cores as they are (no rounding step: the
+// operands go from global to shared memory to the tensor cores untouched), and write an fp32 output.
 //
 // GEMM mapping, per group g (grid.z = GROUPS * SPLIT_K), as igemm_tc's (templates/igemm_tc.cu), channels-last only:
 //   M  = NPIX = N * O * P * Q output pixels, N = KG output channels, KR = T * R * S * CG reduction elements
@@ -55,7 +55,7 @@ constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-
 constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
 constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
-// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0).
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
@@ -65,6 +65,7 @@ CONVGEN_PARAM("co", "bool", "chunk-major reduction: each chunk of a row's channe
 CONVGEN_PARAM("ws", "0..8", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in turn") constexpr int WARP_SPECIALIZED = 0;
 CONVGEN_PARAM("tma", "bool", "warp-specialized only: the filter tile by TMA from a tensor map, the pixels by cp.async") constexpr bool TMA_FILTER = false;
 CONVGEN_PARAM("fw", "bool", "ungrouped, fewer channels than one 16-byte load: the filter's width folded into the channels") constexpr bool FOLD_WIDTH = false;
+CONVGEN_PARAM("cr", "bool", "split-K in a cluster: a tile's SPLIT_K blocks add their partial sums in each other's shared memory, no reduce pass") constexpr bool CLUSTER_REDUCE = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -149,6 +150,11 @@ constexpr bool PRODUCER_WARPGROUP = WARP_SPECIALIZED > 0;  // the warp-specializ
 // outputs; one block per TILES_PER_BLOCK tiles, block b computing tiles b, b + gridDim.x, ...
 constexpr int TILES_PER_BLOCK = WARP_SPECIALIZED > 1 ? WARP_SPECIALIZED : 1;
 static_assert(!TMA_FILTER || PRODUCER_WARPGROUP, "TMA_FILTER needs the warp-specialized pipeline (WARP_SPECIALIZED)");
+// Split-K in a cluster (CLUSTER_REDUCE): the SPLIT_K blocks of a tile are one cluster along the grid's z (the cluster
+// rank is the split), at most 8 (a portable cluster).
+static_assert(!CLUSTER_REDUCE || (SPLIT_K >= 2 && SPLIT_K <= 8), "CLUSTER_REDUCE needs SPLIT_K 2 to 8 (the cluster)");
+static_assert(!CLUSTER_REDUCE || TILES_PER_BLOCK == 1, "CLUSTER_REDUCE needs one tile a block (ws0 or ws1)");
+constexpr int CLUSTER_SIZE = CLUSTER_REDUCE ? SPLIT_K : 1;
 constexpr int WARPGROUPS = BLOCK_M / 64;  // the warpgroups that multiply
 constexpr int THREADS = 128 * (WARPGROUPS + (PRODUCER_WARPGROUP ? 1 : 0));  // the producer is the last warpgroup
 constexpr int LOAD_THREADS = PRODUCER_WARPGROUP ? 128 : THREADS;            // the threads that issue the loads
@@ -187,6 +193,12 @@ constexpr int OUTPUT_BUFFER_BYTES = BULK_OUTPUT ? BLOCK_M * OUT_PITCH : 0;
 constexpr int OUTPUT_BUFFER_OFFSET = STAGES * STAGE_BYTES + BARRIER_BYTES;  // from the first stage, 16-aligned
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + convgen::wg::kAtomBytes + BARRIER_BYTES +
                            OUTPUT_BUFFER_BYTES;  // as the family's plan
+// Split-K in a cluster: after the main loop each block writes its fp32 partial tile into its stages' buffers, rows of
+// BLOCK_N floats padded by 32 bytes (a warp's float2 pairs of 8 rows then fall in distinct banks), for the cluster's
+// blocks to read.
+constexpr int PARTIAL_PITCH = BLOCK_N * 4 + 32;
+static_assert(!CLUSTER_REDUCE || BLOCK_M * PARTIAL_PITCH <= STAGES * STAGE_BYTES,
+              "CLUSTER_REDUCE needs the stages' buffers to hold the fp32 partial tile");
 
 // ---- Global -> shared loads ---------------------------------------------------------------------------------------
 // Loading thread tid copies the 16-byte unit tid % 8 of rows tid / 8 + i * ROW_STEP of both tiles: the unit, and so
@@ -545,6 +557,89 @@ __device__ __forceinline__ void bulk_store_warp_rows(unsigned s_rows, element_t*
   convgen::wg::bulk_commit();
 }
 
+// Split-K in a cluster: the tile's outputs from the SPLIT_K partial tiles of its cluster, each block adding and storing
+// a share of the rows. Every block writes its accumulators as fp32 rows into its own stages' buffers (free once every
+// warpgroup's wgmma has read its last operands: the first block barrier), then the cluster barrier makes them visible;
+// block `rank` adds rows rank * RANK_ROWS .. + RANK_ROWS - 1 of every block's tile in rank order (the same sums
+// whatever the timing), 4 channels a thread (16-byte loads from each block's shared memory), through the epilogue,
+// and stores them. The second cluster barrier keeps every block's shared memory until the others have read it.
+constexpr int RANK_ROWS = (int)ceil_div(BLOCK_M, CLUSTER_SIZE);
+constexpr int QUADS = BLOCK_N / 4;  // 4-channel units of a partial row
+constexpr bool QUAD_OUTPUT = K % 4 == 0 && KG % 4 == 0;  // a unit's 4 channels stored at once (8 or 16 bytes)
+
+__device__ __forceinline__ void cluster_reduce_store(const float (&r_acc)[ACCUMULATORS], const Tile& tile,
+                                                     unsigned char* s_stages, element_t* __restrict__ g_output,
+                                                     const element_t* __restrict__ g_bias,
+                                                     const element_t* __restrict__ g_residual, int tid) {
+  namespace wg = convgen::wg;
+  const int warpgroup = tid / 128;
+  const int warp = (tid % 128) / 32;
+  const int lane = tid % 32;
+  __syncthreads();  // every warpgroup's wgmma has read its last operands
+  if (warpgroup < WARPGROUPS) {  // the producer holds no accumulators
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
+#pragma unroll
+      for (int j = 0; j < BLOCK_N / 8; ++j) {
+        float2 pair;
+        pair.x = r_acc[4 * j + 2 * half];
+        pair.y = r_acc[4 * j + 2 * half + 1];
+        *reinterpret_cast<float2*>(s_stages + row * PARTIAL_PITCH + (j * 8 + 2 * (lane % 4)) * 4) = pair;
+      }
+    }
+  }
+  wg::cluster_sync();
+  const unsigned s_partials = convgen::tc::shared_address(s_stages);
+  const int first_row = tile.split * RANK_ROWS;  // the split is the block's rank in its cluster
+  for (int u = tid; u < RANK_ROWS * QUADS; u += THREADS) {
+    const int row = first_row + u / QUADS;
+    const int quad = u % QUADS;
+    const int npix = tile.m_tile + row;
+    const int col = tile.n_tile + 4 * quad;
+    if (row >= BLOCK_M || npix >= NPIX || col >= KG) continue;
+    const unsigned s_quad = s_partials + (unsigned)(row * PARTIAL_PITCH + quad * 16);
+    float4 parts[CLUSTER_SIZE];
+#pragma unroll
+    for (int rank = 0; rank < CLUSTER_SIZE; ++rank)
+      parts[rank] = wg::cluster_load_float4(wg::cluster_address(s_quad, (unsigned)rank));
+    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int rank = 0; rank < CLUSTER_SIZE; ++rank) {
+      sum[0] += parts[rank].x;
+      sum[1] += parts[rank].y;
+      sum[2] += parts[rank].z;
+      sum[3] += parts[rank].w;
+    }
+    const int k = tile.group * KG + col;
+    if (QUAD_OUTPUT && col + 3 < KG) {
+      float v[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = epilogue_at(sum[e], npix, k + e, g_bias, g_residual);
+      element_t* out = g_output + (idx_t)npix * K + k;
+      if constexpr (IS_TF32) {
+        float4 quad_values;
+        quad_values.x = v[0];
+        quad_values.y = v[1];
+        quad_values.z = v[2];
+        quad_values.w = v[3];
+        *reinterpret_cast<float4*>(out) = quad_values;
+      } else {
+        uint2 bits;
+        bits.x = (unsigned)to_element(v[0]) | ((unsigned)to_element(v[1]) << 16);
+        bits.y = (unsigned)to_element(v[2]) | ((unsigned)to_element(v[3]) << 16);
+        *reinterpret_cast<uint2*>(out) = bits;
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (col + e < KG)
+          g_output[output_offset(npix, k + e)] = to_element(epilogue_at(sum[e], npix, k + e, g_bias, g_residual));
+    }
+  }
+  wg::cluster_sync();
+}
+
 // The tile's outputs, through the epilogue (or, with split-K, its partial sums): staged through shared memory
 // (STAGED_OUTPUT, BULK_OUTPUT) or stored from the accumulators. Accumulators 4j + 2 half + {0, 1} are pixel row
 // 64 warpgroup + 16 warp + lane / 4 + 8 half, channels 8j + 2 (lane % 4) + {0, 1} of the block tile (wgmma.cuh); the
@@ -557,6 +652,10 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
   const int warp = (tid % 128) / 32;  // within the warpgroup
   const int lane = tid % 32;
   const int m_tile = tile.m_tile, n_tile = tile.n_tile, group = tile.group;
+  if constexpr (CLUSTER_REDUCE) {
+    cluster_reduce_store(r_acc, tile, s_stages, g_output, g_bias, g_residual, tid);
+    return;
+  }
   if constexpr (BULK_OUTPUT) {
     if (warpgroup == WARPGROUPS) return;  // the producer holds no accumulators
     const int warp_row = warpgroup * 64 + warp * 16;  // this warp's first row of the tile
@@ -627,14 +726,15 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
 
 }  // namespace igemm_wgmma
 
-extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
-    CONVGEN_ENTRY(const igemm_wgmma::element_t* __restrict__ g_activation,
-                  const igemm_wgmma::element_t* __restrict__ g_filter, igemm_wgmma::element_t* __restrict__ g_output,
-                  float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
-                  const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map,
-                  const igemm_wgmma::element_t* __restrict__ g_padded_activation,
-                  const igemm_wgmma::element_t* __restrict__ g_padded_filter) {
-  using namespace igemm_wgmma;
+namespace igemm_wgmma {
+// The main entry's work.
+__device__ __forceinline__ void conv_main(const element_t* __restrict__ g_activation,
+                                          const element_t* __restrict__ g_filter, element_t* __restrict__ g_output,
+                                          float* __restrict__ g_workspace, const element_t* __restrict__ g_bias,
+                                          const element_t* __restrict__ g_residual,
+                                          const void* __restrict__ g_filter_map,
+                                          const element_t* __restrict__ g_padded_activation,
+                                          const element_t* __restrict__ g_padded_filter) {
   namespace wg = convgen::wg;
   // With padded channels the operands are the plan's padded copies (pad_activation and pad_filter below).
   const element_t* __restrict__ activation = PADDED_CHANNELS ? g_padded_activation : g_activation;
@@ -685,6 +785,20 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::THREADS)
   if constexpr (BULK_OUTPUT)
     if (warpgroup < WARPGROUPS && lane < 16) convgen::wg::bulk_wait();
 }
+}  // namespace igemm_wgmma
+
+// The main entry; with CLUSTER_REDUCE its blocks form clusters of a tile's SPLIT_K splits along the grid's z (a
+// cluster of one block otherwise: the same as none).
+extern "C" __global__ void __cluster_dims__(1, 1, igemm_wgmma::CLUSTER_SIZE) __launch_bounds__(igemm_wgmma::THREADS)
+    CONVGEN_ENTRY(const igemm_wgmma::element_t* __restrict__ g_activation,
+                  const igemm_wgmma::element_t* __restrict__ g_filter, igemm_wgmma::element_t* __restrict__ g_output,
+                  float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
+                  const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map,
+                  const igemm_wgmma::element_t* __restrict__ g_padded_activation,
+                  const igemm_wgmma::element_t* __restrict__ g_padded_filter) {
+  igemm_wgmma::conv_main(g_activation, g_filter, g_output, g_workspace, g_bias, g_residual, g_filter_map,
+                         g_padded_activation, g_padded_filter);
+}
 
 // Split-K's second pass, as igemm_tc's: output = the sum of the splits' partial sums, in split order, through the
 // epilogue, rounded to the data type. One thread per output element, over the partial sums' [npix][K] order.
@@ -697,7 +811,7 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::REDUCE_THREADS)
                                 const igemm_wgmma::element_t* __restrict__ g_bias,
                                 const igemm_wgmma::element_t* __restrict__ g_residual) {
   using namespace igemm_wgmma;
-  if constexpr (SPLIT_K > 1) {  // the plan launches it with split-K only; else compiled empty
+  if constexpr (SPLIT_K > 1 && !CLUSTER_REDUCE) {  // the plan launches it with split-K through memory; else empty
     const idx_t index = (idx_t)blockIdx.x * REDUCE_THREADS + (idx_t)threadIdx.x;
     if (index >= (idx_t)OUTPUT_ELEMENTS) return;
     float sum = 0.0f;

@@ -2,8 +2,9 @@
 // shared-memory matrix descriptor, wgmma.mma_async (m64nNk16 with fp16 / bf16 in, m64nNk8 with tf32 in; fp32
 // accumulators, both operands from shared memory), its fence / commit / wait, the proxy fence that makes cp.async's
 // shared-memory writes visible to it, the mbarriers of the warp-specialized pipeline, the TMA bulk tensor copies of its
-// `tma` variant and the output's stmatrix and bulk copies to global memory; included by NVRTC as a header. Kernels
-// that include it are compiled for sm_90a (Family::compile_arch).
+// `tma` variant, the output's stmatrix and bulk copies to global memory, and the cluster barrier and distributed
+// shared-memory loads of split-K in a cluster; included by NVRTC as a header. Kernels that include it are compiled for
+// sm_90a (Family::compile_arch).
 //
 // The operand layout every descriptor here describes: K-major rows of 128 bytes (64 fp16 / bf16 or 32 tf32 elements),
 // in atoms of 8 rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at
@@ -148,6 +149,32 @@ __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.w
 
 // Waits until this thread's committed bulk groups are complete: their writes done.
 __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+// ---- Thread-block clusters: the blocks of a cluster read each other's shared memory (distributed shared memory).
+
+// Every thread of every block of the cluster arrives, then waits for all of them: this thread's earlier shared-memory
+// writes (release) are visible to the cluster's reads after it (acquire).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// The address in the cluster's shared window of the variable at this block's shared address `s_address`, as it lies
+// in the shared memory of the cluster's block `rank`.
+__device__ __forceinline__ unsigned cluster_address(unsigned s_address, unsigned rank) {
+  unsigned address;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(address) : "r"(s_address), "r"(rank));
+  return address;
+}
+
+// 16 bytes as four floats from a cluster shared address (cluster_address; 16-aligned).
+__device__ __forceinline__ float4 cluster_load_float4(unsigned address) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(address)
+               : "memory");
+  return v;
+}
 
 // Before the first wgmma of a batch: orders the warpgroup's register and shared-memory accesses before it.
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }

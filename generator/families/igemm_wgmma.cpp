@@ -81,10 +81,21 @@ bool bulk_output(const Problem& p, const IgemmWgmmaParams& s) {
          (p.k / std::max(p.groups, 1)) % chunk == 0;
 }
 
+// A stage's bytes: K_ATOMS swizzled rows of 128 bytes for each pixel and each channel of the block (STAGE_BYTES).
+int stage_bytes(const IgemmWgmmaParams& s) { return (s.block_m + s.block_n) * kRowBytes * s.k_atoms; }
+
+// Split-K in a cluster (`cr`): the blocks of a tile's splits form one cluster, at most 8 (portable); each writes its
+// fp32 partial tile into its stages, rows of BLOCK_N floats and 32 bytes (PARTIAL_PITCH), for the others to read.
+constexpr int kMostClusterBlocks = 8;
+int partial_pitch(const IgemmWgmmaParams& s) { return s.block_n * 4 + 32; }
+
+// Whether split-K goes through a workspace and a reduce pass (not in a cluster).
+bool reduce_pass(const IgemmWgmmaParams& s) { return s.split_k > 1 && !s.cluster_reduce; }
+
 // The stages, the alignment slack, the warp-specialized pipeline's two mbarriers per stage and the output buffer
 // (BLOCK_M rows of BLOCK_N elements and 16 bytes) where there is one (SMEM_BYTES).
 int smem_bytes(const Problem& p, const IgemmWgmmaParams& s) {
-  return s.stages * (s.block_m + s.block_n) * kRowBytes * s.k_atoms + kAlignSlack +
+  return s.stages * stage_bytes(s) + kAlignSlack +
          (s.warp_specialized ? 2 * 8 * s.stages : 0) +
          (bulk_output(p, s) ? s.block_m * (s.block_n * element_bytes(p) + 16) : 0);
 }
@@ -200,6 +211,14 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
                        kMostTilesPerBlock, s.warp_specialized);
   if (s.tma_filter && !s.warp_specialized)
     return "tma (the filter tile by TMA) needs the warp-specialized pipeline (ws1)";
+  if (s.cluster_reduce && (s.split_k < 2 || s.split_k > kMostClusterBlocks))
+    return fmt::format("cr (split-K in a cluster) needs split_k 2 to {} (a portable cluster), got {}",
+                       kMostClusterBlocks, s.split_k);
+  if (s.cluster_reduce && tiles_per_block(s) > 1)
+    return fmt::format("cr (split-K in a cluster) needs one tile a block (ws0 or ws1), got ws{}", s.warp_specialized);
+  if (s.cluster_reduce && s.block_m * partial_pitch(s) > s.stages * stage_bytes(s))
+    return fmt::format("cr (split-K in a cluster): the fp32 partial tile's {} bytes exceed the {} stages' {}",
+                       s.block_m * partial_pitch(s), s.stages, s.stages * stage_bytes(s));
   const Gemm g = pixel_gemm(p);
   const int atom_k = atom_k_of(p);
   // Every split must own part of the reduction (an empty split would only add work).
@@ -213,7 +232,7 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
     return fmt::format("{} tiles of output channels exceed the grid's y limit of 65535", ceil_div(g.n, s.block_n));
   if (std::int64_t{g.groups} * s.split_k > kGridYZMax)
     return fmt::format("groups {} times split_k {} exceed the grid's z limit of 65535", g.groups, s.split_k);
-  if (s.split_k > 1 && ceil_div(output_elements(p), kReduceThreads) > kIntMax)
+  if (reduce_pass(s) && ceil_div(output_elements(p), kReduceThreads) > kIntMax)
     return fmt::format("{} outputs exceed the reduce pass's grid", output_elements(p));
   const int threads = threads_of(s);
   if (threads > gpu.max_threads_per_block)
@@ -341,7 +360,7 @@ class IgemmWgmma final : public Family {
                         .geometry = {.grid = grid_of(g, s),
                                      .block = {static_cast<unsigned>(threads_of(s)), 1, 1},
                                      .dynamic_smem_bytes = static_cast<unsigned>(smem_bytes(p, s))}});
-    add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
+    if (reduce_pass(s)) add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
     if (s.tma_filter) {
       plan.buffers.push_back({.name = "filter_map", .bytes = kTensorMapBytes, .persistent = true});
       plan.setup.push_back(
@@ -402,9 +421,9 @@ class IgemmWgmma final : public Family {
   // igemm_tc's on 23 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/2026-11-25/).
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
-  // `tma` and `fw` came after the names of earlier convgens: theirs load the filter by cp.async (tma0) and fold
-  // nothing (fw0).
-  std::size_t params_added_later() const override { return 2; }
+  // `tma`, `fw` and `cr` came after the names of earlier convgens: theirs load the filter by cp.async (tma0), fold
+  // nothing (fw0) and split the reduction through a workspace (cr0).
+  std::size_t params_added_later() const override { return 3; }
 
  private:
   // The search space, for each pipeline (shared and warp-specialized), each step length (one K atom, and two where
@@ -456,6 +475,15 @@ class IgemmWgmma final : public Family {
             if (warp_specialized && many_tiles)
               if (const std::optional<IgemmWgmmaParams> more = several_tiles_twin(p, gpu, s))
                 one_and_several_tiles.push_back(*more);
+            // Split through a workspace, its twin split in a cluster beside it (more candidates: the twins are not yet
+            // measured, so they take no place of a measured kind). Not for blocks of more than 512 threads (256
+            // pixels warp-specialized), whose registers the cluster's sums overflow (ptxas spilled).
+            if (kOfferClusterReduce) {
+              IgemmWgmmaParams in_cluster = s;
+              in_cluster.cluster_reduce = true;
+              if (s.split_k > 1 && threads_of(s) <= 512 && !spec_reason(p, gpu, in_cluster))
+                one_and_several_tiles.push_back(in_cluster);
+            }
             for (const IgemmWgmmaParams& t : one_and_several_tiles) {
               chosen.emplace_back(estimate_us(p, gpu, t), t);
               if (offers_tma && warp_specialized) {  // its twin with the filter by TMA, beside it
@@ -554,7 +582,7 @@ class IgemmWgmma final : public Family {
             .threads_per_block = threads_of(s),
             .smem_bytes_per_block = smem_bytes(p, s),
             .flops = static_cast<double>(flops(p)),
-            .dram_bytes = static_cast<double>(min_bytes(p)) + (s.split_k > 1 ? 2.0 * out_elements * s.split_k * 4 : 0),
+            .dram_bytes = static_cast<double>(min_bytes(p)) + (reduce_pass(s) ? 2.0 * out_elements * s.split_k * 4 : 0),
             .flops_per_block = tiles * 2.0 * s.block_m * s.block_n * chunk,
             .fma_instructions = tiles * warps * slices * s.block_n / 32.0,
             .shared_load_instructions = 0,
@@ -563,7 +591,7 @@ class IgemmWgmma final : public Family {
             .main_loop_steps = tiles_per_block(s) * (chunk / block_k_of(atom_k, s)),
             .pipelined = true,
             .atomic_outputs = 0,
-            .extra_launches = s.split_k > 1 ? 1 : 0};
+            .extra_launches = reduce_pass(s) ? 1 : 0};
   }
 
   static constexpr std::size_t kMaxCandidates = 64;  // 32 of each pipeline
@@ -573,6 +601,8 @@ class IgemmWgmma final : public Family {
   // Whether it offers warp-specialized candidates that compute several tiles a block (ws2-ws8; each candidate's twin
   // where the output has more 128 x 128 tiles than the GPU has SMs).
   static constexpr bool kOfferTilesPerBlock = true;
+  // Whether it offers split-K in a cluster (`cr`): each split candidate's twin, beside it.
+  static constexpr bool kOfferClusterReduce = true;
 
   // How fast an SM fills its blocks' stages, from the measurements of every candidate on the cuSNN layers (H200 tf32
   // and fp16, H100 fp16 and bf16; bench/results/h200/wgmma-tf32-2026-11-29/):
@@ -616,6 +646,10 @@ class IgemmWgmma final : public Family {
   // fp16 set 1.088x -> 1.078x, ResNet-50 at batch 1, 8, 32 and DenseNet-121 at 8 1.059x -> 1.053x, the rest within
   // 0.003x), where 1 and less lost on ResNet-50 fp16 at batch 32 (1.041x -> 1.051x).
   static constexpr double kSplitPassUs = 1.25;
+  // Split-K in a cluster (`cr`; not yet measured: guesses): the two cluster barriers and the wait for the cluster's
+  // slowest block, and the rate at which a block reads the other blocks' shared memory.
+  static constexpr double kClusterSyncUs = 0.3;
+  static constexpr double kClusterBytesPerCycle = 32;
   static constexpr double kStoreBetweenLoadsFloor = 1.1;
   static constexpr double kFillBytesPerCycle = 32;
   static constexpr double kLoadLatencyUs = 1.0;
@@ -676,9 +710,13 @@ class IgemmWgmma final : public Family {
     const double fill_us = waves * resident * steps * (s.block_m + filter_rows) * kRowBytes *
                            s.k_atoms / (kFillBytesPerCycle * std::max(gpu.clock_mhz, 100.0));
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
+    // Split-K in a cluster: no pass, but each block waits at the cluster barrier for the slowest of its cluster, then
+    // reads the other blocks' shares of its rows from their shared memory.
+    const double cluster_bytes = static_cast<double>(s.split_k - 1) / s.split_k * s.block_m * s.block_n * 4;
     const double split_us =
-        s.split_k > 1 ? 2.0 * static_cast<double>(output_elements(p)) * s.split_k * 4 / bytes_per_us + kSplitPassUs
-                      : 0;
+        reduce_pass(s)     ? 2.0 * static_cast<double>(output_elements(p)) * s.split_k * 4 / bytes_per_us + kSplitPassUs
+        : s.split_k > 1 ? kClusterSyncUs + cluster_bytes / (kClusterBytesPerCycle * std::max(gpu.clock_mhz, 100.0))
+                        : 0;
     // Blocks of several tiles pay the waves of their tiles, as their one-tile twins, and a hair more (the twin first):
     // the estimate cannot yet tell where the overlap pays (their pairs: 0.88x in tf32, 1.08x in fp16).
     const double tile_waves = std::ceil(static_cast<double>(tiles_of(g, s)) / (static_cast<double>(sm_count) * per_sm));

@@ -109,13 +109,14 @@ BuiltKernel build_and_check(const Problem& problem, const KernelSpec& spec, JitC
     EXPECT_GT(main->second.registers, 0) << name;
   }
   // The template always defines the reduce and the copy entries; the plan launches reduce only after split-K's main
-  // kernel, and pad_activation first only where the channels are padded (ungrouped, not whole 16-byte loads) or the
-  // filter's width folded.
+  // kernel (through a workspace), and pad_activation first only where the channels are padded (ungrouped, not whole
+  // 16-byte loads) or the filter's width folded.
   EXPECT_TRUE(built.cubin.entry_reports.contains(name + "_reduce")) << name << "\n" << built.cubin.log;
   const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(spec);
   const int chunk = problem.precision == Precision::tf32 ? 4 : 8;
   const bool copies = t.fold_width || (problem.groups == 1 && problem.c % chunk != 0);
-  EXPECT_EQ(built.plan.run.size(), (t.split_k > 1 ? 2u : 1u) + (copies ? 1u : 0u)) << name;
+  // Split-K in a cluster adds the partial sums in the main kernel: no reduce pass.
+  EXPECT_EQ(built.plan.run.size(), (t.split_k > 1 && !t.cluster_reduce ? 2u : 1u) + (copies ? 1u : 0u)) << name;
   return built;
 }
 
@@ -131,6 +132,7 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
   int with_two = 0;
   int warp_specialized = 0;
   int chunk_major = 0;
+  int in_cluster = 0;
   for (const KernelSpec& spec : specs) {
     const BuiltKernel built = build_and_check(c.problem, spec, cache);
     const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(spec);
@@ -146,6 +148,11 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
     EXPECT_EQ(built.plan.main_geometry().block[0],
               static_cast<unsigned>(2 * t.block_m + (t.warp_specialized ? 128 : 0)))
         << kernel_name(spec);
+    // Split in a cluster: the partial sums of up to 8 blocks, 16 bytes each a thread, added without spilling.
+    if (t.cluster_reduce) {
+      ++in_cluster;
+      EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(spec)).spill_store_bytes, 0) << kernel_name(spec);
+    }
     if (spec == chosen) {
       for (const auto& [entry, report] : built.cubin.entry_reports)
         EXPECT_EQ(report.spill_store_bytes, 0) << entry << "\n" << built.cubin.log;
@@ -157,6 +164,15 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
   const int row = c.problem.precision == Precision::tf32 ? 32 : 64;
   const bool taps = c.problem.filter.d * c.problem.filter.h * c.problem.filter.w > 1;
   EXPECT_EQ(chunk_major > 0, taps && (channels + row - 1) / row * row * 8 <= channels * 9) << problem_key(c.problem);
+  // Each split through a workspace of 2 to 8 splits, one tile a block and at most 512 threads has its twin split in a
+  // cluster (where the stages hold the partial tile).
+  const auto splits = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
+    const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(s);
+    return t.split_k > 1 && t.split_k <= 8 && t.warp_specialized <= 1 && !t.cluster_reduce &&
+           2 * t.block_m + (t.warp_specialized ? 128 : 0) <= 512;
+  });
+  EXPECT_LE(in_cluster, splits) << problem_key(c.problem);
+  if (splits > 0) EXPECT_GT(in_cluster, 0) << problem_key(c.problem);
   // Both pipelines are offered, half the candidates each where the search space has that many.
   EXPECT_GT(warp_specialized, 0) << problem_key(c.problem);
   EXPECT_LT(warp_specialized, static_cast<int>(specs.size())) << problem_key(c.problem);
@@ -188,11 +204,12 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 9u);
+  ASSERT_EQ(iface.params.size(), 10u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
   ASSERT_EQ(iface.params[6].field, "warp_specialized");
   ASSERT_EQ(iface.params[7].field, "tma_filter");
   ASSERT_EQ(iface.params[8].field, "fold_width");  // not where the channels are whole loads, as here
+  ASSERT_EQ(iface.params[9].field, "cluster_reduce");  // split-K only
   JitCache cache(std::nullopt);
   for (const auto& [k_atoms, stages, ws, co, tma, expected_tiles] :
        {std::tuple{1, 4, false, false, false, 26}, std::tuple{2, 3, false, false, false, 17},

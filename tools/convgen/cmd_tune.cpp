@@ -2,6 +2,7 @@
 // (exhaustive search against the model-guided tuner, written as a Markdown report).
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -138,7 +139,35 @@ std::vector<Job> select_shard(const std::vector<Job>& jobs, const std::optional<
   return mine;
 }
 
+// Where a tune's wall time went: before the first problem's tune began (devices, contexts, the database), in the
+// problems' tunes (summed over the GPUs), and after the last one ended (the workers' and the JIT cache's teardown).
+struct TuneClock {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
+  std::optional<Clock::time_point> first_begin, last_end;
+  double tunes_s = 0;
+
+  static double seconds(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  }
+  void tuned(Clock::time_point begin, Clock::time_point end) {  // under the caller's lock
+    first_begin = first_begin ? std::min(*first_begin, begin) : begin;
+    last_end = last_end ? std::max(*last_end, end) : end;
+    tunes_s += seconds(begin, end);
+  }
+  std::string summary(std::size_t problems, std::size_t gpus) const {
+    const auto now = Clock::now();
+    if (!first_begin) return fmt::format("tuned no problem, {:.1f} s", seconds(start, now));
+    return fmt::format(
+        "tuned {} problems on {} GPU{} in {:.1f} s: {:.1f} s before the first began, {:.1f} s in their "
+        "tunes (summed over the GPUs), {:.1f} s after the last ended",
+        problems, gpus, gpus == 1 ? "" : "s", seconds(start, now), seconds(start, *first_begin), tunes_s,
+        seconds(*last_end, now));
+  }
+};
+
 void run_tune(const TuneArgs& a) {
+  TuneClock clock;
   for (const std::string& name : a.families) family(name);  // an unknown name fails before any device work
   const std::optional<ShardOrigin> origin = shard_of(a);
   const std::vector<Job> jobs = select_shard(jobs_of(a), origin);
@@ -169,49 +198,54 @@ void run_tune(const TuneArgs& a) {
   check_timing_options(options.timing);
   TuningDb::open(db_path);  // creates or migrates it once, before the workers race to
 
-  JitCache cache(default_jit_cache_dir());
-  ThreadPool pool;
-  std::mutex mutex;  // the progress display and the results
-  Progress progress("tune", jobs.size());
   std::vector<std::string> results(jobs.size());
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
   std::vector<std::exception_ptr> errors(ordinals.size());
-  const auto worker = [&](std::size_t w) {
-    try {
-      Context context(ordinals[w]);
-      const Gpu gpu = query_device(ordinals[w]);
-      TuningDb db = TuningDb::open(db_path);
-      Tuner tuner(gpu, cache, pool, &db, coefficients_for(&db, gpu), ordinals[w]);
-      // The job after this one is claimed now, and its candidates compile (prefetch) while this one is measured.
-      for (std::size_t j = next++; j < jobs.size() && !failed;) {
-        const std::size_t following = next++;
-        if (following < jobs.size() && !a.serial_compile) tuner.prefetch(jobs[following].problem, options);
-        {
-          std::lock_guard lock(mutex);
-          progress.step(ordinals.size() > 1 ? fmt::format("gpu {}: {}", ordinals[w], jobs[j].label) : jobs[j].label);
+  {  // the JIT cache, the pool and the workers end here, within the clock
+    JitCache cache(default_jit_cache_dir());
+    ThreadPool pool;
+    std::mutex mutex;  // the progress display and the results
+    Progress progress("tune", jobs.size());
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> failed{false};
+    const auto worker = [&](std::size_t w) {
+      try {
+        Context context(ordinals[w]);
+        const Gpu gpu = query_device(ordinals[w]);
+        TuningDb db = TuningDb::open(db_path);
+        Tuner tuner(gpu, cache, pool, &db, coefficients_for(&db, gpu), ordinals[w]);
+        // The job after this one is claimed now, and its candidates compile (prefetch) while this one is measured.
+        for (std::size_t j = next++; j < jobs.size() && !failed;) {
+          const std::size_t following = next++;
+          if (following < jobs.size() && !a.serial_compile) tuner.prefetch(jobs[following].problem, options);
+          {
+            std::lock_guard lock(mutex);
+            progress.step(ordinals.size() > 1 ? fmt::format("gpu {}: {}", ordinals[w], jobs[j].label) : jobs[j].label);
+          }
+          const auto begin = TuneClock::Clock::now();
+          const std::string text = describe(tuner.tune(jobs[j].problem, options));
+          {
+            std::lock_guard lock(mutex);
+            clock.tuned(begin, TuneClock::Clock::now());
+            results[j] = text;
+          }
+          j = following;
         }
-        const std::string text = describe(tuner.tune(jobs[j].problem, options));
-        {
-          std::lock_guard lock(mutex);
-          results[j] = text;
-        }
-        j = following;
+      } catch (...) {
+        errors[w] = std::current_exception();
+        failed = true;  // the others stop after their current layer
       }
-    } catch (...) {
-      errors[w] = std::current_exception();
-      failed = true;  // the others stop after their current layer
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t w = 0; w < ordinals.size(); ++w) threads.emplace_back(worker, w);
-  for (std::thread& t : threads) t.join();
-  progress.done();
+    };
+    std::vector<std::thread> threads;
+    for (std::size_t w = 0; w < ordinals.size(); ++w) threads.emplace_back(worker, w);
+    for (std::thread& t : threads) t.join();
+    progress.done();
+  }
   for (std::size_t j = 0; j < jobs.size(); ++j)
     if (!results[j].empty()) fmt::print("{}: {}\n", jobs[j].label, results[j]);
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   fmt::print("database: {}\n", db_path.string());
+  fmt::print("{}\n", clock.summary(jobs.size(), ordinals.size()));
 }
 
 void run_tune_study(const TuneArgs& a) {

@@ -13,6 +13,7 @@
 #define __forceinline__ __inline__ __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+#define __cluster_dims__(...)  // a launch property (a cluster of blocks): nothing the scanner reads
 #define __align__(n) __attribute__((aligned(n)))
 
 struct __attribute__((aligned(8))) float2 {

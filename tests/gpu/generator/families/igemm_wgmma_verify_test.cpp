@@ -4,8 +4,8 @@
 // partial tiles in every dimension, in both pipelines (shared and warp-specialized) and both reduction orders
 // (tap-major and chunk-major, which pads the 24 channels to a row: 64, tf32 32); every configuration the search space
 // offers on the cusnn layers; split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce;
-// the filter by TMA, the filter's width folded into the channels and several tiles a block on the corpus. Prints, and
-// appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
+// the filter by TMA, the filter's width folded into the channels, several tiles a block and split-K in a cluster on the
+// corpus. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
 #include <array>
 #include <functional>
 #include <string_view>
@@ -232,6 +232,53 @@ TEST_F(IgemmWgmmaGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
       }
   }
   EXPECT_EQ(verify_all(cases, 500), static_cast<int>(cases.size()));
+}
+
+// Split-K in a cluster (`cr`: the splits' blocks add their partial sums in each other's shared memory): on the long
+// reduction, every cluster size, block tiles whose rows divide unevenly among the blocks (192 in 5) and channels
+// that end inside a block tile (96 of 128), in both pipelines, with the filter by TMA and chunk-major; with the fused
+// epilogue; and on every corpus layer the family serves, each default split in 2 and 3 where the reduction allows
+// (output channels no multiple of 4 among them: the stores one channel at a time).
+TEST_F(IgemmWgmmaGpu, SplitKInAClusterAddsThePartialSumsCorrectly) {
+  std::vector<Case> cases;
+  for (Precision precision : kPrecisions) {
+    Problem p = long_reduction(precision);
+    for (int split_k : {2, 3, 5, 8})
+      for (const auto& [block_m, block_n] : {std::pair{64, 64}, std::pair{192, 128}, std::pair{128, 32}})
+        // shared, warp-specialized, warp-specialized chunk-major with the filter by TMA
+        for (int pipeline = 0; pipeline < 3; ++pipeline) {
+          const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                                        .block_n = block_n,
+                                                        .stages = 4,
+                                                        .split_k = split_k,
+                                                        .chunk_major = pipeline == 2,
+                                                        .warp_specialized = pipeline >= 1,
+                                                        .tma_filter = pipeline == 2,
+                                                        .cluster_reduce = true});
+          ASSERT_EQ(wgmma_.check_support(p, gpu_, s), std::nullopt) << kernel_name(s);
+          cases.push_back({fmt::format("cluster split_k {} {}", split_k, precision), p, s});
+        }
+    p.epilogue = parse_epilogue("alpha:1.5+bias+add:0.5+relu6");
+    for (int pipeline = 0; pipeline < 2; ++pipeline)
+      cases.push_back({fmt::format("cluster {} {}", to_string(p.epilogue), precision), p,
+                       to_spec(IgemmWgmmaParams{.block_m = 128,
+                                                .block_n = 64,
+                                                .stages = 4,
+                                                .split_k = 4,
+                                                .warp_specialized = pipeline,
+                                                .cluster_reduce = true})});
+  }
+  std::vector<std::function<void(IgemmWgmmaParams&)>> variants;
+  for (int split_k : {2, 3})
+    variants.push_back([split_k](IgemmWgmmaParams& t) {
+      t.warp_specialized = std::min(t.warp_specialized, 1);
+      t.split_k = split_k;
+      t.cluster_reduce = true;
+    });
+  const std::vector<Case> corpus = default_variants("cluster", variants);
+  EXPECT_GT(corpus.size(), 40u) << "split-K in a cluster served too few corpus layers";
+  cases.insert(cases.end(), corpus.begin(), corpus.end());
+  EXPECT_EQ(verify_all(cases, 1300), static_cast<int>(cases.size()));
 }
 
 // Each epilogue term (bias, residual with a scale, relu6, clip, alpha) on corpus layers, with and without split-K.

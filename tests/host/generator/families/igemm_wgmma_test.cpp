@@ -134,13 +134,20 @@ unsigned threads_of(const IgemmWgmmaParams& t) {
 // atom); both pipelines offered.
 void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
   const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(p, gpu);
-  EXPECT_LE(specs.size(), 64u);
-  // At most 32 of each pipeline (a share for each step length and reduction order offered), and both offered wherever
-  // anything is.
-  const auto specialized =
-      std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).warp_specialized; });
-  EXPECT_LE(specialized, 32);
-  EXPECT_LE(static_cast<std::int64_t>(specs.size()) - specialized, 32);
+  // At most 32 of each pipeline (a share for each step length and reduction order offered), not counting the twins
+  // that split in a cluster (each beside a split through a workspace), and both offered wherever anything is.
+  const auto count = [&specs](bool warp_specialized, bool cluster_reduce) {
+    return std::count_if(specs.begin(), specs.end(), [&](const KernelSpec& s) {
+      return (P(s).warp_specialized > 0) == warp_specialized && P(s).cluster_reduce == cluster_reduce;
+    });
+  };
+  const auto specialized = count(true, false) + count(true, true);
+  EXPECT_LE(count(true, false), 32);
+  EXPECT_LE(count(false, false), 32);
+  const auto split_count = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
+    return P(s).split_k > 1 && P(s).split_k <= 8 && P(s).warp_specialized <= 1 && !P(s).cluster_reduce;
+  });
+  EXPECT_LE(count(true, true) + count(false, true), split_count);
   if (!specs.empty()) {
     EXPECT_GT(specialized, 0) << problem_key(p);
     EXPECT_LT(specialized, static_cast<std::int64_t>(specs.size())) << problem_key(p);
@@ -442,7 +449,7 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
 // at most 301 rows (3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) {
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 9u);
+  ASSERT_EQ(iface.params.size(), 10u);
   EXPECT_EQ(iface.params[0].field, "block_m");
   EXPECT_EQ(iface.params[1].field, "block_n");
   EXPECT_EQ(iface.params[2].field, "k_atoms");
@@ -452,6 +459,7 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
   EXPECT_EQ(iface.params[6].field, "warp_specialized");
   EXPECT_EQ(iface.params[7].field, "tma_filter");
   EXPECT_EQ(iface.params[8].field, "fold_width");
+  EXPECT_EQ(iface.params[9].field, "cluster_reduce");
   EXPECT_EQ(std::vector<int>(iface.params[0].allowed.begin(), iface.params[0].allowed.end()),
             (std::vector<int>{64, 128, 192, 256}));
   EXPECT_EQ(std::vector<int>(iface.params[1].allowed.begin(), iface.params[1].allowed.end()),
@@ -733,6 +741,47 @@ TEST(IgemmWgmmaFamily, PlansOneLaunchOf128ThreadsPerWarpgroupWithTheDynamicShare
   EXPECT_EQ(igemm_wgmma().plan(grouped, spec(128, 16, 4)).main_geometry().grid, (std::array<unsigned, 3>{25, 1, 4}));
 }
 
+// Split-K in a cluster (`cr`): the splits' blocks are one cluster along the grid's z, adding their partial sums in
+// each other's shared memory: the main kernel alone, no workspace, one launch; 2 to 8 splits (a portable cluster), one
+// tile a block, and stages that hold the fp32 partial tile (BLOCK_M rows of BLOCK_N floats and 32 bytes).
+TEST(IgemmWgmmaFamily, SplitKInAClusterPlansTheMainKernelAloneAndChecksItsLimits) {
+  const Gpu gpu = h100();
+  const auto cluster = [](int block_m, int block_n, int stages, int split_k, int warp_specialized = 0) {
+    return to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                    .block_n = block_n,
+                                    .stages = stages,
+                                    .split_k = split_k,
+                                    .warp_specialized = warp_specialized,
+                                    .cluster_reduce = true});
+  };
+  const KernelSpec s = cluster(64, 128, 4, 4);
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1");
+  EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
+  ASSERT_EQ(igemm_wgmma().check_support(kDeep, gpu, s), std::nullopt);
+  const LaunchPlan plan = igemm_wgmma().plan(kDeep, s);
+  ASSERT_EQ(plan.run.size(), 1u);
+  EXPECT_EQ(plan.run[0].entry_suffix, "");
+  EXPECT_EQ(plan.run[0].geometry,
+            (LaunchGeometry{.grid = {1, 4, 4}, .block = {128, 1, 1}, .dynamic_smem_bytes = 4 * 192 * 128 + 1024}));
+  EXPECT_EQ(plan.workspace_bytes(), 0);
+  EXPECT_EQ(plan.find("partials"), nullptr);
+  const CostFeatures f = igemm_wgmma().cost_features(kDeep, s);
+  EXPECT_EQ(f.extra_launches, 0);
+  EXPECT_EQ(f.dram_bytes, igemm_wgmma().cost_features(kDeep, spec(64, 128, 4, 1)).dram_bytes);
+  EXPECT_EQ(igemm_wgmma().check_support(kDeep, gpu, cluster(64, 128, 4, 8, 1)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().check_support(kDeep, gpu, cluster(64, 128, 4, 1)),
+            "cr (split-K in a cluster) needs split_k 2 to 8 (a portable cluster), got 1");
+  EXPECT_EQ(igemm_wgmma().check_support(kDeep, gpu, cluster(64, 128, 4, 9)),
+            "cr (split-K in a cluster) needs split_k 2 to 8 (a portable cluster), got 9");
+  EXPECT_EQ(igemm_wgmma().check_support(kDeep, gpu, cluster(64, 128, 4, 2, 2)),
+            "cr (split-K in a cluster) needs one tile a block (ws0 or ws1), got ws2");
+  // 256 x 256 in 3 stages: 3 x 512 x 128 = 196608 bytes of stages, the partial tile 256 x 1056 = 270336.
+  EXPECT_EQ(igemm_wgmma().check_support(kDeep, gpu, cluster(256, 256, 3, 2)),
+            "cr (split-K in a cluster): the fp32 partial tile's 270336 bytes exceed the 3 stages' 196608");
+  // The names of earlier convgens, without `cr`, split through a workspace.
+  EXPECT_FALSE(P(parse_kernel_name("igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0")).cluster_reduce);
+}
+
 TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsThem) {
   const Gpu gpu = h100();
   // 4 splits of 4608: 49 pixels in one tile of 64, 512 channels in 4 of 128, 4 splits.
@@ -756,8 +805,9 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
   EXPECT_EQ(igemm_wgmma().cost_features(kDeep, spec(64, 128, 4, 4)).extra_launches, 1);
   EXPECT_EQ(igemm_wgmma().cost_features(kDeep, spec(64, 128, 4, 1)).extra_launches, 0);
 
-  // The search space offers split-K here, and every split configuration plans its partial sums and reduce pass.
-  int split = 0;
+  // The search space offers split-K here, through a workspace and in a cluster; every split configuration through
+  // a workspace plans its partial sums and reduce pass.
+  int split = 0, cluster = 0;
   for (const KernelSpec& s : igemm_wgmma().enumerate(kDeep, gpu)) {
     const LaunchPlan p = igemm_wgmma().plan(kDeep, s);
     if (P(s).split_k == 1) {
@@ -766,6 +816,12 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
       continue;
     }
     ++split;
+    if (P(s).cluster_reduce) {  // split-K in a cluster: no workspace, no reduce pass
+      ++cluster;
+      EXPECT_EQ(p.run.size(), 1u) << kernel_name(s);
+      EXPECT_EQ(p.workspace_bytes(), 0) << kernel_name(s);
+      continue;
+    }
     ASSERT_EQ(p.buffers.size(), 4u) << kernel_name(s);
     EXPECT_EQ(p.buffers[0], (PlanBuffer{.name = "partials", .bytes = output_elements(kDeep) * P(s).split_k * 4}));
     ASSERT_EQ(p.run.size(), 2u) << kernel_name(s);
@@ -773,7 +829,8 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
     EXPECT_EQ(p.run[1].geometry.block, (std::array<unsigned, 3>{256, 1, 1}));
     EXPECT_EQ(std::int64_t{p.run[1].geometry.grid[0]}, (output_elements(kDeep) + 255) / 256);
   }
-  EXPECT_GT(split, 0);
+  EXPECT_GT(split, cluster);
+  EXPECT_GT(cluster, 0);
   // 49 pixels by 512 channels fill few SMs, and unsplit each block would run 36 to 72 steps, each at least the load
   // latency over the steps in flight: the estimate splits the reduction, as every one of the four fastest measured
   // configurations of this layer does (8 or 16 splits; bench/results/h200/wgmma-tf32-2026-11-29/, fp16 and tf32 on the
@@ -785,7 +842,7 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
   for (const KernelSpec& s : igemm_wgmma().enumerate(kDeep, gpu))
     if (P(s).split_k > 1 && P(s).k_atoms == 2) {
       ++split_two;
-      EXPECT_EQ(igemm_wgmma().plan(kDeep, s).run.size(), 2u) << kernel_name(s);
+      EXPECT_EQ(igemm_wgmma().plan(kDeep, s).run.size(), P(s).cluster_reduce ? 1u : 2u) << kernel_name(s);
     }
   EXPECT_GT(split_two, 0);
   // 4 splits of 36 steps of 128: 9 steps each, 1152 reduction elements; 16 blocks of 64 x 32 in each split.
@@ -913,21 +970,21 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   const KernelSpec s = spec(128, 64, 4, 1);
-  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0}}));
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0");
+  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0}}));
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0"), s);
   EXPECT_EQ(spec_kb(128, 64, 2, 4, 1),
-            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0}}));
-  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0");
+            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0}}));
+  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0"), spec_kb(128, 64, 2, 4, 1));
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_co0_ws1")),
             (IgemmWgmmaParams{
                 .block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4, .warp_specialized = true}));
-  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)), "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0");
-  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0");
+  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)), "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0");
+  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_co0_ws0"), spec(64, 256, 3, 32));
   EXPECT_EQ(kernel_name(IgemmWgmmaParams{}),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0");  // the template's defaults
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0");  // the template's defaults
   // Not igemm_tc's: its name has more fields.
   EXPECT_NE(parse_kernel_name(kernel_name(to_spec(IgemmTcParams{}))).family, "igemm_wgmma");
   // The names from before kb are refused: kb sits between n and st.
@@ -941,7 +998,7 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
   EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0");
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9': field 'ws' (warp-specialized: a producer "
             "warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in "
@@ -964,8 +1021,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   const KernelSpec s = spec(128, 64, 4, 2);
   for (const auto& [precision, value] : {std::pair{Precision::fp16, 2}, std::pair{Precision::bf16, 3}}) {
     const KernelSource src = igemm_wgmma().render(with(kResnet3x3, precision, Layout::nhwc), s);
-    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0");
-    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0.cu");
+    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0");
+    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
     EXPECT_NE(
@@ -980,8 +1037,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   }
   // Two K atoms a step: K_ATOMS = 2 in the prelude and kb2 in the entry's name.
   const KernelSource two = igemm_wgmma().render(kResnet3x3, spec_kb(192, 96, 2, 3, 1));
-  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0");
-  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0.cu");
+  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0");
+  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0.cu");
   EXPECT_NE(two.text.find("constexpr int BLOCK_M = 192;\nconstexpr int BLOCK_N = 96;\nconstexpr int K_ATOMS = 2;\n"
                           "constexpr int STAGES = 3;\nconstexpr int SPLIT_K = 1;\n"),
             std::string::npos);
@@ -994,7 +1051,7 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
 // load the filter by cp.async (tma0); the shared pipeline has no TMA.
 TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMeanCpAsync) {
   IgemmWgmmaParams tma{.warp_specialized = true, .tma_filter = true};
-  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0");
+  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1")), tma);
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1")),
             (IgemmWgmmaParams{.warp_specialized = true, .tma_filter = false}));
@@ -1078,8 +1135,8 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   const Problem conv1{.n = 8, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
                       .padding = {0, 3, 3}, .layout = Layout::nhwc, .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 4, .fold_width = true};
-  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1");
-  EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1")), t);
+  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0");
+  EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0")), t);
   EXPECT_EQ(igemm_wgmma().check_support(conv1, gpu, to_spec(t)), std::nullopt);
 
   const std::string text = igemm_wgmma().render(conv1, to_spec(t)).text;
