@@ -25,7 +25,9 @@
 //   With `tma` the filter tile of a stage comes by TMA instead (one thread issues a bulk tensor copy per K atom from
 //   the tensor map at g_filter_map, which the launch plan's setup encodes: the filter as a K x KR matrix, or, chunk-
 //   major, K x TRS x CG, boxes of BLOCK_N rows of 128 bytes in the same swizzle, zeros outside it) and `full` also
-//   waits for its bytes: the producer's threads then issue only the pixel rows' cp.async.
+//   waits for its bytes: the producer's threads then issue only the pixel rows' cp.async. With `ta` (a 1 x 1 problem of
+//   stride 1, no padding, no groups: the activation is the NPIX x C matrix A itself) the pixel rows come by TMA too,
+//   from the block's own copy of the activation's tensor map, retargeted to the call's activation at the start.
 //
 // Channels not a whole number of 16-byte loads (an image's 3, ungrouped only): the prelude's C is padded up to one
 // (4 tf32, 8 fp16 / bf16) and C_SOURCE says the tensors' own. The setup's pad_filter entry writes the filter with the
@@ -55,7 +57,7 @@ constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-
 constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
 constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
-// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0).
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
@@ -66,6 +68,7 @@ CONVGEN_PARAM("ws", "0..8", "warp-specialized: a producer warpgroup loads, signa
 CONVGEN_PARAM("tma", "bool", "warp-specialized only: the filter tile by TMA from a tensor map, the pixels by cp.async") constexpr bool TMA_FILTER = false;
 CONVGEN_PARAM("fw", "bool", "ungrouped, fewer channels than one 16-byte load: the filter's width folded into the channels") constexpr bool FOLD_WIDTH = false;
 CONVGEN_PARAM("cr", "bool", "split-K in a cluster: a tile's SPLIT_K blocks add their partial sums in each other's shared memory, no reduce pass") constexpr bool CLUSTER_REDUCE = false;
+CONVGEN_PARAM("ta", "bool", "with tma, on an ungrouped 1 x 1 stride-1 unpadded problem: the pixel rows by TMA too, the activation an NPIX x C matrix") constexpr bool TMA_ACTIVATION = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -155,6 +158,13 @@ static_assert(!TMA_FILTER || PRODUCER_WARPGROUP, "TMA_FILTER needs the warp-spec
 static_assert(!CLUSTER_REDUCE || (SPLIT_K >= 2 && SPLIT_K <= 8), "CLUSTER_REDUCE needs SPLIT_K 2 to 8 (the cluster)");
 static_assert(!CLUSTER_REDUCE || TILES_PER_BLOCK == 1, "CLUSTER_REDUCE needs one tile a block (ws0 or ws1)");
 constexpr int CLUSTER_SIZE = CLUSTER_REDUCE ? SPLIT_K : 1;
+// The pixel rows by TMA (TMA_ACTIVATION): where the activation is the GEMM's A as it lies, an NPIX x C row-major matrix
+// (one tap, stride 1, no padding, no groups, channels not padded), boxes of ATOM_K channels by BLOCK_M pixels.
+static_assert(!TMA_ACTIVATION || TMA_FILTER, "TMA_ACTIVATION needs TMA_FILTER (the producer's TMA pipeline)");
+static_assert(!TMA_ACTIVATION || (T == 1 && R == 1 && S == 1 && STRIDE_D == 1 && STRIDE_H == 1 && STRIDE_W == 1 &&
+                                  PAD_D == 0 && PAD_H == 0 && PAD_W == 0 && GROUPS == 1 && C_SOURCE == C &&
+                                  FOLD_S == 1 && !CHUNK_MAJOR),
+              "TMA_ACTIVATION needs an ungrouped 1 x 1 problem of stride 1, no padding and whole 16-byte channels");
 constexpr int WARPGROUPS = BLOCK_M / 64;  // the warpgroups that multiply
 constexpr int THREADS = 128 * (WARPGROUPS + (PRODUCER_WARPGROUP ? 1 : 0));  // the producer is the last warpgroup
 constexpr int LOAD_THREADS = PRODUCER_WARPGROUP ? 128 : THREADS;            // the threads that issue the loads
@@ -292,7 +302,7 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
     const unsigned s_a = s_stage + (unsigned)(atom * A_ATOM_BYTES);
     const unsigned s_b = s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES);
 #pragma unroll
-    for (int i = 0; i < A_ROWS; ++i) {
+    for (int i = 0; i < (TMA_ACTIVATION ? 0 : A_ROWS); ++i) {
       const int row = tid / ROW_UNITS + i * ROW_STEP;
       const idx_t offset = rows.activation[i].offset + tap_off;
       const bool full = in_reduction && tap_inside(rows.activation[i], tap);
@@ -379,13 +389,18 @@ constexpr unsigned CONSUMER_WARPS = 4 * WARPGROUPS;  // the arrivals that comple
 // (BLOCK_N rows from filter row `row0`, the first of the block's output channels), their bytes completing on the
 // barrier at s_full_stage. Atoms past the split's end load the next split's filter, which meets zero pixel rows; rows
 // past the group's KG load the next group's, whose outputs are not stored; past K and KR the copy gives zeros.
+// With TMA_ACTIVATION also the pixel rows, BLOCK_M from pixel m_tile (rows past NPIX and channels past C arrive as
+// zeros), from the block's copy of the activation's map: a step never reaches past its split's atoms (whole steps),
+// and atoms past the reduction read channels past C.
 __device__ __forceinline__ void load_filter_tma(unsigned s_stage, unsigned s_full_stage, const void* g_filter_map,
-                                                int row0, int a0) {
+                                                const void* activation_map, int row0, int m_tile, int a0) {
   namespace wg = convgen::wg;
-  wg::barrier_expect_bytes(s_full_stage, (unsigned)B_STAGE_BYTES);
+  wg::barrier_expect_bytes(s_full_stage, (unsigned)(B_STAGE_BYTES + (TMA_ACTIVATION ? A_STAGE_BYTES : 0)));
 #pragma unroll
   for (int atom = 0; atom < K_ATOMS; ++atom) {
     const int a = a0 + atom;
+    if constexpr (TMA_ACTIVATION)
+      wg::tma_load_2d(s_stage + (unsigned)(atom * A_ATOM_BYTES), activation_map, a * ATOM_K, m_tile, s_full_stage);
     const unsigned s_b = s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES);
     if constexpr (CHUNK_MAJOR)
       wg::tma_load_3d(s_b, g_filter_map, (a / TRS) * ATOM_K, a % TRS, row0, s_full_stage);
@@ -407,14 +422,14 @@ struct PipelineState {
 __device__ __forceinline__ void produce(unsigned s_base, unsigned s_full, unsigned s_empty,
                                         const element_t* __restrict__ g_activation,
                                         const element_t* __restrict__ g_filter, const void* g_filter_map,
-                                        const LoadRows& rows, int ptid, int filter_row0, int a_begin, int a_end,
-                                        int steps, PipelineState& pipe) {
+                                        const void* activation_map, const LoadRows& rows, int ptid, int filter_row0,
+                                        int m_tile, int a_begin, int a_end, int steps, PipelineState& pipe) {
   namespace wg = convgen::wg;
   for (int step = 0; step < steps; ++step) {
     if (pipe.filled >= STAGES) wg::barrier_wait(s_empty + 8u * pipe.stage, pipe.phase ^ 1u);
     if (TMA_FILTER && ptid == 0)
       load_filter_tma(s_base + (unsigned)(pipe.stage * STAGE_BYTES), s_full + 8u * pipe.stage, g_filter_map,
-                      filter_row0, a_begin + step * K_ATOMS);
+                      activation_map, filter_row0, m_tile, a_begin + step * K_ATOMS);
     load_stage(s_base + (unsigned)(pipe.stage * STAGE_BYTES), g_activation, g_filter, rows, ptid,
                a_begin + step * K_ATOMS, a_end);
     wg::barrier_arrive_on_copies(s_full + 8u * pipe.stage);
@@ -734,7 +749,9 @@ __device__ __forceinline__ void conv_main(const element_t* __restrict__ g_activa
                                           const element_t* __restrict__ g_residual,
                                           const void* __restrict__ g_filter_map,
                                           const element_t* __restrict__ g_padded_activation,
-                                          const element_t* __restrict__ g_padded_filter) {
+                                          const element_t* __restrict__ g_padded_filter,
+                                          const void* __restrict__ g_activation_map,
+                                          void* __restrict__ g_activation_maps) {
   namespace wg = convgen::wg;
   // With padded channels the operands are the plan's padded copies (pad_activation and pad_filter below).
   const element_t* __restrict__ activation = PADDED_CHANNELS ? g_padded_activation : g_activation;
@@ -759,6 +776,15 @@ __device__ __forceinline__ void conv_main(const element_t* __restrict__ g_activa
     __syncthreads();
     if (TMA_FILTER && tid == WARPGROUPS * 128) wg::tensor_map_acquire(g_filter_map);
   }
+  // TMA_ACTIVATION: the setup's map of the activation (encoded over a stand-in address) copied into this block's slot
+  // of the per-call buffer g_activation_maps, pointing at this call's activation, by the producer's thread that
+  // issues the copies.
+  void* activation_map = nullptr;
+  if constexpr (TMA_ACTIVATION) {
+    const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    activation_map = static_cast<unsigned char*>(g_activation_maps) + 128ull * block;
+    if (tid == WARPGROUPS * 128) wg::tensor_map_retarget(activation_map, g_activation_map, g_activation);
+  }
 
   PipelineState pipe;
   for (int i = 0; i < TILES_PER_BLOCK; ++i) {
@@ -769,9 +795,9 @@ __device__ __forceinline__ void conv_main(const element_t* __restrict__ g_activa
     for (int v = 0; v < ACCUMULATORS; ++v) r_acc[v] = 0.0f;
     if constexpr (PRODUCER_WARPGROUP) {
       if (warpgroup == WARPGROUPS)
-        produce(s_base, s_full, s_empty, activation, filter, g_filter_map,
+        produce(s_base, s_full, s_empty, activation, filter, g_filter_map, activation_map,
                 load_rows(tid % 128, tile.m_tile, tile.n_tile, tile.group), tid % 128, tile.group * KG + tile.n_tile,
-                tile.a_begin, tile.a_end, tile.steps, pipe);
+                tile.m_tile, tile.a_begin, tile.a_end, tile.steps, pipe);
       else
         consume(r_acc, s_base, s_full, s_empty, warpgroup, lane, tile.steps, pipe, TILES_PER_BLOCK > 1);
     } else {
@@ -795,9 +821,10 @@ extern "C" __global__ void __cluster_dims__(1, 1, igemm_wgmma::CLUSTER_SIZE) __l
                   float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
                   const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map,
                   const igemm_wgmma::element_t* __restrict__ g_padded_activation,
-                  const igemm_wgmma::element_t* __restrict__ g_padded_filter) {
+                  const igemm_wgmma::element_t* __restrict__ g_padded_filter,
+                  const void* __restrict__ g_activation_map, void* __restrict__ g_activation_maps) {
   igemm_wgmma::conv_main(g_activation, g_filter, g_output, g_workspace, g_bias, g_residual, g_filter_map,
-                         g_padded_activation, g_padded_filter);
+                         g_padded_activation, g_padded_filter, g_activation_map, g_activation_maps);
 }
 
 // Split-K's second pass, as igemm_tc's: output = the sum of the splits' partial sums, in split order, through the

@@ -89,6 +89,13 @@ int stage_bytes(const IgemmWgmmaParams& s) { return (s.block_m + s.block_n) * kR
 constexpr int kMostClusterBlocks = 8;
 int partial_pitch(const IgemmWgmmaParams& s) { return s.block_n * 4 + 32; }
 
+// Whether the activation is the GEMM's A as it lies, an NPIX x C row-major matrix that TMA can read in boxes (`ta`):
+// one tap, stride 1, no padding, one group (the problem the kernel computes: channels already whole 16-byte loads).
+bool activation_is_a_matrix(const Problem& p) {
+  return p.filter.d == 1 && p.filter.h == 1 && p.filter.w == 1 && p.stride.d == 1 && p.stride.h == 1 &&
+         p.stride.w == 1 && p.padding.d == 0 && p.padding.h == 0 && p.padding.w == 0 && p.groups == 1;
+}
+
 // Whether split-K goes through a workspace and a reduce pass (not in a cluster).
 bool reduce_pass(const IgemmWgmmaParams& s) { return s.split_k > 1 && !s.cluster_reduce; }
 
@@ -216,6 +223,12 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
                        kMostClusterBlocks, s.split_k);
   if (s.cluster_reduce && tiles_per_block(s) > 1)
     return fmt::format("cr (split-K in a cluster) needs one tile a block (ws0 or ws1), got ws{}", s.warp_specialized);
+  if (s.tma_activation && !s.tma_filter)
+    return "ta (the pixel rows by TMA) needs the filter by TMA too (tma1)";
+  if (s.tma_activation && !activation_is_a_matrix(p))
+    return "ta (the pixel rows by TMA) needs an ungrouped 1 x 1 problem of stride 1 and no padding, whose activation "
+           "is the GEMM's pixel-by-channel matrix";
+  if (s.tma_activation && s.chunk_major) return "ta (the pixel rows by TMA) reads the reduction tap-major only (co0)";
   if (s.cluster_reduce && s.block_m * partial_pitch(s) > s.stages * stage_bytes(s))
     return fmt::format("cr (split-K in a cluster): the fp32 partial tile's {} bytes exceed the {} stages' {}",
                        s.block_m * partial_pitch(s), s.stages, s.stages * stage_bytes(s));
@@ -284,6 +297,19 @@ TensorMapSpec filter_map_of(const Problem& p, const IgemmWgmmaParams& s) {
     map.box = {static_cast<unsigned>(atom_k_of(p)), static_cast<unsigned>(s.block_n), 1, 1, 1};
   }
   map.swizzle_128b = true;
+  return map;
+}
+
+// The tensor map the `ta` pipeline's pixel-row copies read: the activation as an NPIX x C matrix (channels-last, one
+// tap, stride 1, no padding), boxes of atom_k channels (128 bytes) by BLOCK_M pixels, the 128-byte swizzle, zeros
+// outside. The setup encodes it over a stand-in address (the filter's: TMA needs one); each block's copy points at the
+// call's activation (templates/wgmma.cuh, tensor_map_retarget).
+TensorMapSpec activation_map_of(const Problem& p, const IgemmWgmmaParams& s) {
+  TensorMapSpec map = filter_map_of(p, s);
+  map.rank = 2;
+  map.dims = {p.c, pixel_gemm(p).m, 1, 1, 1};
+  map.strides = {std::int64_t{p.c} * element_bytes(p), 0, 0, 0};
+  map.box = {static_cast<unsigned>(atom_k_of(p)), static_cast<unsigned>(s.block_m), 1, 1, 1};
   return map;
 }
 
@@ -387,6 +413,18 @@ class IgemmWgmma final : public Family {
       plan.buffers.push_back({.name = "padded_activation", .bytes = 0, .persistent = false});
       plan.buffers.push_back({.name = "padded_filter", .bytes = 0, .persistent = false});
     }
+    // With `ta` the setup encodes the activation's map, and each call's blocks write their copies of it into
+    // "activation_maps", one of 128 bytes a block; else both are empty.
+    if (s.tma_activation) {
+      plan.buffers.push_back({.name = "activation_map", .bytes = kTensorMapBytes, .persistent = true});
+      plan.buffers.push_back({.name = "activation_maps", .bytes = blocks_of(g, s) * kTensorMapBytes});
+      plan.setup.push_back({.kind = LaunchStep::Kind::tensor_map,
+                            .buffer = "activation_map",
+                            .tensor_map = activation_map_of(p, s)});
+    } else {
+      plan.buffers.push_back({.name = "activation_map", .bytes = 0, .persistent = false});
+      plan.buffers.push_back({.name = "activation_maps", .bytes = 0, .persistent = false});
+    }
     return plan;
   }
 
@@ -421,9 +459,9 @@ class IgemmWgmma final : public Family {
   // igemm_tc's on 23 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/2026-11-25/).
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
-  // `tma`, `fw` and `cr` came after the names of earlier convgens: theirs load the filter by cp.async (tma0), fold
-  // nothing (fw0) and split the reduction through a workspace (cr0).
-  std::size_t params_added_later() const override { return 3; }
+  // `tma`, `fw`, `cr` and `ta` came after the names of earlier convgens: theirs load the filter by cp.async (tma0),
+  // fold nothing (fw0), split the reduction through a workspace (cr0) and load the pixel rows by cp.async (ta0).
+  std::size_t params_added_later() const override { return 4; }
 
  private:
   // The search space, for each pipeline (shared and warp-specialized), each step length (one K atom, and two where
@@ -490,6 +528,10 @@ class IgemmWgmma final : public Family {
                 IgemmWgmmaParams tma = t;
                 tma.tma_filter = true;
                 chosen.emplace_back(estimate_us(p, gpu, tma), tma);
+                // and where the activation is a matrix, that one's twin with the pixel rows by TMA too
+                IgemmWgmmaParams both = tma;
+                both.tma_activation = true;
+                if (kOfferTmaActivation && !spec_reason(p, gpu, both)) chosen.emplace_back(estimate_us(p, gpu, both), both);
               }
             }
           }
@@ -575,6 +617,8 @@ class IgemmWgmma final : public Family {
     // a 16-bit k16); the block loads BLOCK_M + BLOCK_N rows of 16-byte units, each activation unit with its tap decoded
     // and bounds checked (about 8 instructions).
     const double activation_loads = static_cast<double>(s.block_m) * chunk / chunk_of(p);
+    // With `ta` the pixel rows come by TMA too: no activation loads issued, none decoded.
+    const double issued_activation_loads = s.tma_activation ? 0.0 : activation_loads;
     // With TMA one thread's copy a K atom brings the filter rows: no filter loads counted.
     const double filter_loads = s.tma_filter ? 0.0 : static_cast<double>(s.block_n) * chunk / chunk_of(p);
     const double tiles = tiles_per_block(s);  // a block's work is that many tiles'
@@ -586,8 +630,8 @@ class IgemmWgmma final : public Family {
             .flops_per_block = tiles * 2.0 * s.block_m * s.block_n * chunk,
             .fma_instructions = tiles * warps * slices * s.block_n / 32.0,
             .shared_load_instructions = 0,
-            .global_load_instructions = tiles * (activation_loads + filter_loads) / 32,
-            .address_instructions = tiles * activation_loads / 32 * 8,
+            .global_load_instructions = tiles * (issued_activation_loads + filter_loads) / 32,
+            .address_instructions = tiles * issued_activation_loads / 32 * 8,
             .main_loop_steps = tiles_per_block(s) * (chunk / block_k_of(atom_k, s)),
             .pipelined = true,
             .atomic_outputs = 0,
@@ -601,6 +645,12 @@ class IgemmWgmma final : public Family {
   // Whether it offers warp-specialized candidates that compute several tiles a block (ws2-ws8; each candidate's twin
   // where the output has more 128 x 128 tiles than the GPU has SMs).
   static constexpr bool kOfferTilesPerBlock = true;
+  // Whether it offers the pixel rows by TMA (`ta`): each `tma1` candidate's twin where the activation is a matrix. Not
+  // now: measured beside their twins (180 pairs, the 12 stride-1 1 x 1 problems of ResNet-50 fp16 at batch 32, H200;
+  // bench/results/h200/pixel-rows-by-tma-2026-11-29/) they took 1.058x the time, the best of 2 problems by 1-2%: the
+  // blocks' retarget of the map (global writes and proxy fences before the first copy) costs more than the cp.async
+  // path loses. Their kernels stay correct and reachable by name.
+  static constexpr bool kOfferTmaActivation = false;
   // Whether it offers split-K in a cluster (`cr`): each split candidate's twin, beside it.
   static constexpr bool kOfferClusterReduce = true;
 
@@ -667,6 +717,9 @@ class IgemmWgmma final : public Family {
   // counting the filter rows as free and no start cost; 1.09x and 1.11x not offering TMA at all).
   static constexpr double kTmaFillShare = 0.5;
   static constexpr double kTmaStartUs = 0.75;
+  // The pixel rows by TMA (`ta`; not yet measured: a guess): they fill at the filter rows' TMA rate, and each block
+  // first writes its copy of the activation's map (tensormap.replace and the proxy fences) before its first copy.
+  static constexpr double kTmaRetargetUs = 0.5;
 
   // A rough time in microseconds that orders the search space (and so picks the default), the largest of: the
   // tensor-core work of waves of resident blocks at ~80% of the datasheet's dense rate (less with few multiplying
@@ -707,7 +760,8 @@ class IgemmWgmma final : public Family {
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
     // With TMA the filter rows bypass the cp.async path (the SM's copy engine writes them, faster).
     const double filter_rows = s.block_n * (s.tma_filter ? kTmaFillShare : 1.0);
-    const double fill_us = waves * resident * steps * (s.block_m + filter_rows) * kRowBytes *
+    const double pixel_rows = s.block_m * (s.tma_activation ? kTmaFillShare : 1.0);
+    const double fill_us = waves * resident * steps * (pixel_rows + filter_rows) * kRowBytes *
                            s.k_atoms / (kFillBytesPerCycle * std::max(gpu.clock_mhz, 100.0));
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;
     // Split-K in a cluster: no pass, but each block waits at the cluster barrier for the slowest of its cluster, then
@@ -726,7 +780,7 @@ class IgemmWgmma final : public Family {
     const double wave_us = tiles == 1 ? waves * kWaveUs
                            : bulk     ? waves * kWaveUs + (tile_waves - waves) * kLoadLatencyUs
                                       : tile_waves * kWaveUs + kSeveralTilesUs;
-    const double tma_start_us = s.tma_filter ? kTmaStartUs : 0;
+    const double tma_start_us = (s.tma_filter ? kTmaStartUs : 0) + (s.tma_activation ? kTmaRetargetUs : 0);
     // Blocks of one tile store it between their loads: they keep the DRAM busy less of the time than blocks of several
     // tiles, whose producer loads the next tile while the consumers store this one.
     const double floor_us = memory_us * (tiles > 1 ? 1.0 : kStoreBetweenLoadsFloor);

@@ -204,12 +204,13 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 10u);
+  ASSERT_EQ(iface.params.size(), 11u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
   ASSERT_EQ(iface.params[6].field, "warp_specialized");
   ASSERT_EQ(iface.params[7].field, "tma_filter");
   ASSERT_EQ(iface.params[8].field, "fold_width");  // not where the channels are whole loads, as here
   ASSERT_EQ(iface.params[9].field, "cluster_reduce");  // split-K only
+  ASSERT_EQ(iface.params[10].field, "tma_activation");  // 1 x 1 only
   JitCache cache(std::nullopt);
   for (const auto& [k_atoms, stages, ws, co, tma, expected_tiles] :
        {std::tuple{1, 4, false, false, false, 26}, std::tuple{2, 3, false, false, false, 17},
@@ -278,6 +279,33 @@ TEST(IgemmWgmmaSplitK, TheReduceEntryIsCompiledBesideTheMainOneWithoutSpillsInEv
       EXPECT_EQ(reduce, kernel_name(s) + "_reduce");
       ASSERT_TRUE(built.cubin.entry_reports.contains(reduce)) << built.cubin.log;
       EXPECT_EQ(built.cubin.entry_reports.at(reduce).spill_store_bytes, 0) << reduce << "\n" << built.cubin.log;
+      EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
+                                                                                   << built.cubin.log;
+    }
+  }
+}
+
+// Split-K in a cluster and the pixel rows by TMA compile without spills in every precision, on ResNet-50's conv5_reduce
+// (2048 -> 512, 1 x 1 at 7 x 7, batch 32): the main kernel alone in its plan (no reduce pass), the activation's map in
+// the setup beside the filter's.
+TEST(IgemmWgmmaClusterAndPixelRowsByTma, CompileWithoutSpillsInEveryPrecision) {
+  JitCache cache(std::nullopt);
+  for (Precision precision : {Precision::fp16, Precision::bf16, Precision::tf32}) {
+    Problem p = suite_layer("resnet50.csv", "conv5_reduce", precision);
+    p.n = 32;
+    for (const auto& [block_m, split_k, cluster] :
+         {std::tuple{128, 2, true}, std::tuple{64, 1, false}, std::tuple{128, 4, true}, std::tuple{192, 2, false}}) {
+      const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                                    .block_n = 128,
+                                                    .stages = 4,
+                                                    .split_k = split_k,
+                                                    .warp_specialized = 1,
+                                                    .tma_filter = true,
+                                                    .cluster_reduce = cluster,
+                                                    .tma_activation = true});
+      ASSERT_EQ(check_support(p, h100(), s), std::nullopt) << kernel_name(s);
+      const BuiltKernel built = build_and_check(p, s, cache);
+      EXPECT_EQ(built.plan.setup.size(), 2u) << kernel_name(s);
       EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
                                                                                    << built.cubin.log;
     }

@@ -5,7 +5,8 @@
 // (tap-major and chunk-major, which pads the 24 channels to a row: 64, tf32 32); every configuration the search space
 // offers on the cusnn layers; split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce;
 // the filter by TMA, the filter's width folded into the channels, several tiles a block and split-K in a cluster on the
-// corpus. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
+// corpus; the pixel rows by TMA on 1 x 1 problems. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures
+// and worst error per precision.
 #include <array>
 #include <functional>
 #include <string_view>
@@ -279,6 +280,52 @@ TEST_F(IgemmWgmmaGpu, SplitKInAClusterAddsThePartialSumsCorrectly) {
   EXPECT_GT(corpus.size(), 40u) << "split-K in a cluster served too few corpus layers";
   cases.insert(cases.end(), corpus.begin(), corpus.end());
   EXPECT_EQ(verify_all(cases, 1300), static_cast<int>(cases.size()));
+}
+
+// The pixel rows by TMA (`ta`: each block's copy of the activation's map, retargeted to the call's activation) on 1 x 1
+// problems of stride 1: pixels that end inside a tile (392 in 128s), channels that end inside a K atom (40, 320 in
+// 64s: two atoms a step past the reduction, zeros), one K atom and two, split through a workspace and in a cluster,
+// several tiles a block (the output by bulk copies), the fused epilogue with a residual; and every corpus layer the
+// family serves where ta does (1-D, 3-D, batches), each default made warp-specialized with both operands by TMA.
+TEST_F(IgemmWgmmaGpu, ThePixelRowsByTmaAreCorrectOnPointwiseProblems) {
+  std::vector<Case> cases;
+  for (Precision precision : kPrecisions)
+    for (int c : {256, 40, 320}) {
+      Problem p{.n = 2, .c = c, .k = 96, .input = {1, 14, 14}, .filter = {1, 1, 1}, .layout = Layout::nhwc,
+                .precision = precision};
+      for (int variant = 0; variant < 6; ++variant) {
+        IgemmWgmmaParams t{.block_m = variant == 5 ? 64 : 128,
+                           .block_n = 64,
+                           .k_atoms = variant == 1 ? 2 : 1,
+                           .stages = 4,
+                           .split_k = variant == 2 || variant == 3 ? 2 : 1,
+                           .warp_specialized = variant == 4 ? 2 : 1,
+                           .tma_filter = true,
+                           .cluster_reduce = variant == 3,
+                           .tma_activation = true};
+        const KernelSpec s = to_spec(t);
+        if (wgmma_.check_support(p, gpu_, s)) continue;  // 40 channels: one step, no split
+        cases.push_back({fmt::format("ta {} c{} {}", kernel_name(s), c, precision), p, s});
+      }
+      p.epilogue = parse_epilogue("alpha:1.5+bias+add:0.5+relu6");
+      cases.push_back({fmt::format("ta epilogue c{} {}", c, precision), p,
+                       to_spec(IgemmWgmmaParams{.block_m = 128,
+                                                .block_n = 32,
+                                                .warp_specialized = 1,
+                                                .tma_filter = true,
+                                                .tma_activation = true})});
+    }
+  const std::vector<Case> corpus = default_variants("ta", {[](IgemmWgmmaParams& t) {
+                                                      t.warp_specialized = std::max(t.warp_specialized, 1);
+                                                      t.chunk_major = false;
+                                                      t.cluster_reduce = false;
+                                                      t.tma_filter = true;
+                                                      t.tma_activation = true;
+                                                    }});
+  EXPECT_GE(corpus.size(), 3u) << "the pixel rows by TMA must serve the corpus's 1 x 1 layer in every precision";
+  cases.insert(cases.end(), corpus.begin(), corpus.end());
+  EXPECT_GT(cases.size(), 50u);
+  EXPECT_EQ(verify_all(cases, 1700), static_cast<int>(cases.size()));
 }
 
 // Each epilogue term (bias, residual with a scale, relu6, clip, alpha) on corpus layers, with and without split-K.

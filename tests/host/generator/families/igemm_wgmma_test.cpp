@@ -135,17 +135,26 @@ unsigned threads_of(const IgemmWgmmaParams& t) {
 void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
   const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(p, gpu);
   // At most 32 of each pipeline (a share for each step length and reduction order offered), not counting the twins
-  // that split in a cluster (each beside a split through a workspace), and both offered wherever anything is.
+  // that split in a cluster (each beside a split through a workspace) or load the pixel rows by TMA (each beside its
+  // `tma1` twin), and both offered wherever anything is.
   const auto count = [&specs](bool warp_specialized, bool cluster_reduce) {
     return std::count_if(specs.begin(), specs.end(), [&](const KernelSpec& s) {
-      return (P(s).warp_specialized > 0) == warp_specialized && P(s).cluster_reduce == cluster_reduce;
+      return (P(s).warp_specialized > 0) == warp_specialized && P(s).cluster_reduce == cluster_reduce &&
+             !P(s).tma_activation;
     });
   };
-  const auto specialized = count(true, false) + count(true, true);
+  const auto pixel_rows_by_tma =
+      std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).tma_activation; });
+  const auto filter_by_tma = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
+    return P(s).tma_filter && !P(s).tma_activation;
+  });
+  EXPECT_LE(pixel_rows_by_tma, filter_by_tma);
+  const auto specialized = count(true, false) + count(true, true) + pixel_rows_by_tma;
   EXPECT_LE(count(true, false), 32);
   EXPECT_LE(count(false, false), 32);
   const auto split_count = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
-    return P(s).split_k > 1 && P(s).split_k <= 8 && P(s).warp_specialized <= 1 && !P(s).cluster_reduce;
+    return P(s).split_k > 1 && P(s).split_k <= 8 && P(s).warp_specialized <= 1 && !P(s).cluster_reduce &&
+           !P(s).tma_activation;
   });
   EXPECT_LE(count(true, true) + count(false, true), split_count);
   if (!specs.empty()) {
@@ -367,7 +376,7 @@ TEST(IgemmWgmmaFamily, APaddedProblemsPlanPadsTheFilterOnceAndTheActivationEvery
   Problem eight = rgb;
   eight.c = 8;
   const LaunchPlan unpadded = igemm_wgmma().plan(eight, s);
-  ASSERT_EQ(plan.buffers.size(), 3u);
+  ASSERT_EQ(plan.buffers.size(), 5u);
   EXPECT_EQ(plan.buffers[1], (PlanBuffer{.name = "padded_activation", .bytes = 56 * 56 * 8 * 2, .persistent = false}));
   EXPECT_EQ(plan.buffers[2], (PlanBuffer{.name = "padded_filter", .bytes = 64 * 9 * 8 * 2, .persistent = true}));
   EXPECT_EQ(plan.workspace_bytes(), 56 * 56 * 8 * 2);
@@ -380,7 +389,7 @@ TEST(IgemmWgmmaFamily, APaddedProblemsPlanPadsTheFilterOnceAndTheActivationEvery
   EXPECT_EQ(plan.run[0].geometry.grid[0], (56u * 56 + 255) / 256);
   EXPECT_EQ(plan.run[1], unpadded.run[0]);
   // Channels that need no padding bind both names to empty buffers.
-  ASSERT_EQ(unpadded.buffers.size(), 3u);
+  ASSERT_EQ(unpadded.buffers.size(), 5u);
   EXPECT_EQ(unpadded.buffers[1], (PlanBuffer{.name = "padded_activation", .bytes = 0, .persistent = false}));
   EXPECT_EQ(unpadded.buffers[2], (PlanBuffer{.name = "padded_filter", .bytes = 0, .persistent = false}));
   EXPECT_TRUE(unpadded.setup.empty());
@@ -449,7 +458,7 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
 // at most 301 rows (3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) {
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 10u);
+  ASSERT_EQ(iface.params.size(), 11u);
   EXPECT_EQ(iface.params[0].field, "block_m");
   EXPECT_EQ(iface.params[1].field, "block_n");
   EXPECT_EQ(iface.params[2].field, "k_atoms");
@@ -460,6 +469,7 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
   EXPECT_EQ(iface.params[7].field, "tma_filter");
   EXPECT_EQ(iface.params[8].field, "fold_width");
   EXPECT_EQ(iface.params[9].field, "cluster_reduce");
+  EXPECT_EQ(iface.params[10].field, "tma_activation");
   EXPECT_EQ(std::vector<int>(iface.params[0].allowed.begin(), iface.params[0].allowed.end()),
             (std::vector<int>{64, 128, 192, 256}));
   EXPECT_EQ(std::vector<int>(iface.params[1].allowed.begin(), iface.params[1].allowed.end()),
@@ -708,8 +718,9 @@ TEST(IgemmWgmmaFamily, PlansOneLaunchOf128ThreadsPerWarpgroupWithTheDynamicShare
   // 56 x 56 = 3136 pixels in tiles of 128: 25 blocks; 64 channels in one tile of 64; 2 warpgroups.
   const LaunchPlan plan = igemm_wgmma().plan(kResnet3x3, spec(128, 64, 4));
   // The main entry's g_filter_map binds an empty buffer (only the `tma` pipeline reads a tensor map), and so do its
-  // g_padded_activation and g_padded_filter (only padded channels read them).
-  ASSERT_EQ(plan.buffers.size(), 3u);
+  // g_padded_activation and g_padded_filter (only padded channels read them), g_activation_map and g_activation_maps
+  // (only `ta` reads them).
+  ASSERT_EQ(plan.buffers.size(), 5u);
   EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "filter_map", .bytes = 0, .persistent = false}));
   EXPECT_EQ(plan.persistent_bytes(), 0);
   EXPECT_TRUE(plan.setup.empty());
@@ -755,7 +766,7 @@ TEST(IgemmWgmmaFamily, SplitKInAClusterPlansTheMainKernelAloneAndChecksItsLimits
                                     .cluster_reduce = true});
   };
   const KernelSpec s = cluster(64, 128, 4, 4);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1_ta0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(kDeep, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(kDeep, s);
@@ -788,7 +799,7 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
   const LaunchPlan plan = igemm_wgmma().plan(kDeep, spec(64, 128, 4, 4));
   EXPECT_FALSE(plan.zeroes_output_first());
   EXPECT_TRUE(plan.setup.empty());
-  ASSERT_EQ(plan.buffers.size(), 4u);
+  ASSERT_EQ(plan.buffers.size(), 6u);
   // 512 x 49 = 25088 outputs x 4 splits x 4 bytes of fp32.
   EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "partials", .bytes = 401408}));
   EXPECT_EQ(plan.buffers[1].name, "filter_map");
@@ -822,7 +833,7 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
       EXPECT_EQ(p.workspace_bytes(), 0) << kernel_name(s);
       continue;
     }
-    ASSERT_EQ(p.buffers.size(), 4u) << kernel_name(s);
+    ASSERT_EQ(p.buffers.size(), 6u) << kernel_name(s);
     EXPECT_EQ(p.buffers[0], (PlanBuffer{.name = "partials", .bytes = output_elements(kDeep) * P(s).split_k * 4}));
     ASSERT_EQ(p.run.size(), 2u) << kernel_name(s);
     EXPECT_EQ(p.run[1].entry_suffix, "reduce") << kernel_name(s);
@@ -864,7 +875,7 @@ TEST(IgemmWgmmaFamily, TemplateDeclaresTheMainAndReduceEntries) {
   EXPECT_EQ(iface.template_file, "igemm_wgmma.cu");
   const EntryDecl* main = iface.find_entry("");
   ASSERT_NE(main, nullptr);
-  ASSERT_EQ(main->args.size(), 9u);
+  ASSERT_EQ(main->args.size(), 11u);
   EXPECT_EQ(main->args[0].name, "g_activation");
   EXPECT_EQ(main->args[1].name, "g_filter");
   EXPECT_EQ(main->args[2].name, "g_output");
@@ -874,6 +885,8 @@ TEST(IgemmWgmmaFamily, TemplateDeclaresTheMainAndReduceEntries) {
   EXPECT_EQ(main->args[6].name, "g_filter_map");
   EXPECT_EQ(main->args[7].name, "g_padded_activation");
   EXPECT_EQ(main->args[8].name, "g_padded_filter");
+  EXPECT_EQ(main->args[9].name, "g_activation_map");
+  EXPECT_EQ(main->args[10].name, "g_activation_maps");
   for (const char* pad : {"pad_activation", "pad_filter"}) {
     const EntryDecl* entry = iface.find_entry(pad);
     ASSERT_NE(entry, nullptr) << pad;
@@ -970,21 +983,21 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   const KernelSpec s = spec(128, 64, 4, 1);
-  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0}}));
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0");
+  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0, 0}}));
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0"), s);
   EXPECT_EQ(spec_kb(128, 64, 2, 4, 1),
-            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0}}));
-  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0");
+            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0, 0}}));
+  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0"), spec_kb(128, 64, 2, 4, 1));
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_co0_ws1")),
             (IgemmWgmmaParams{
                 .block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4, .warp_specialized = true}));
-  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)), "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0");
-  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0");
+  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)), "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0");
+  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_co0_ws0"), spec(64, 256, 3, 32));
   EXPECT_EQ(kernel_name(IgemmWgmmaParams{}),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0");  // the template's defaults
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0");  // the template's defaults
   // Not igemm_tc's: its name has more fields.
   EXPECT_NE(parse_kernel_name(kernel_name(to_spec(IgemmTcParams{}))).family, "igemm_wgmma");
   // The names from before kb are refused: kb sits between n and st.
@@ -998,7 +1011,7 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
   EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0");
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0_ta0");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9': field 'ws' (warp-specialized: a producer "
             "warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in "
@@ -1021,8 +1034,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   const KernelSpec s = spec(128, 64, 4, 2);
   for (const auto& [precision, value] : {std::pair{Precision::fp16, 2}, std::pair{Precision::bf16, 3}}) {
     const KernelSource src = igemm_wgmma().render(with(kResnet3x3, precision, Layout::nhwc), s);
-    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0");
-    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0.cu");
+    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0");
+    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
     EXPECT_NE(
@@ -1037,8 +1050,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   }
   // Two K atoms a step: K_ATOMS = 2 in the prelude and kb2 in the entry's name.
   const KernelSource two = igemm_wgmma().render(kResnet3x3, spec_kb(192, 96, 2, 3, 1));
-  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0");
-  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0.cu");
+  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0");
+  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0.cu");
   EXPECT_NE(two.text.find("constexpr int BLOCK_M = 192;\nconstexpr int BLOCK_N = 96;\nconstexpr int K_ATOMS = 2;\n"
                           "constexpr int STAGES = 3;\nconstexpr int SPLIT_K = 1;\n"),
             std::string::npos);
@@ -1051,7 +1064,7 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
 // load the filter by cp.async (tma0); the shared pipeline has no TMA.
 TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMeanCpAsync) {
   IgemmWgmmaParams tma{.warp_specialized = true, .tma_filter = true};
-  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0");
+  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1")), tma);
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1")),
             (IgemmWgmmaParams{.warp_specialized = true, .tma_filter = false}));
@@ -1135,8 +1148,8 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   const Problem conv1{.n = 8, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
                       .padding = {0, 3, 3}, .layout = Layout::nhwc, .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 4, .fold_width = true};
-  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0");
-  EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0")), t);
+  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0");
+  EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0")), t);
   EXPECT_EQ(igemm_wgmma().check_support(conv1, gpu, to_spec(t)), std::nullopt);
 
   const std::string text = igemm_wgmma().render(conv1, to_spec(t)).text;
@@ -1149,7 +1162,7 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
     EXPECT_NE(text.find(line), std::string::npos) << line;
 
   const LaunchPlan plan = igemm_wgmma().plan(conv1, to_spec(t));
-  ASSERT_EQ(plan.buffers.size(), 3u);
+  ASSERT_EQ(plan.buffers.size(), 5u);
   EXPECT_EQ(plan.buffers[1].bytes, std::int64_t{8} * 224 * 112 * 24 * 2);  // the folded activation
   EXPECT_EQ(plan.buffers[2].bytes, std::int64_t{64} * 7 * 24 * 2);         // the filter's rows of 7 taps, padded
   ASSERT_EQ(plan.run.size(), 2u);
@@ -1184,12 +1197,64 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   for (const KernelSpec& s : igemm_wgmma().enumerate(kResnet3x3, gpu)) EXPECT_FALSE(P(s).fold_width) << kernel_name(s);
 }
 
+// The pixel rows by TMA (`ta`): on an ungrouped 1 x 1 problem of stride 1 without padding the activation is an
+// NPIX x C matrix; the setup encodes its map (boxes of 64 channels by BLOCK_M pixels) into a persistent buffer and each
+// call's blocks write their copies, 128 bytes a block, into the per-call "activation_maps". Served by name, not
+// offered by the search space.
+TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall) {
+  const Gpu gpu = h100();
+  const Problem pointwise{.n = 2,
+                          .c = 256,
+                          .k = 128,
+                          .input = {1, 14, 14},
+                          .filter = {1, 1, 1},
+                          .layout = Layout::nhwc,
+                          .precision = Precision::fp16};
+  IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .warp_specialized = 1, .tma_filter = true, .tma_activation = true};
+  const KernelSpec s = to_spec(t);
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1");
+  ASSERT_EQ(igemm_wgmma().check_support(pointwise, gpu, s), std::nullopt);
+  const LaunchPlan plan = igemm_wgmma().plan(pointwise, s);
+  // 392 pixels in 4 tiles of 128, 128 channels in 2 of 64: 8 blocks.
+  EXPECT_EQ(plan.find("activation_map")->bytes, 128);
+  EXPECT_TRUE(plan.find("activation_map")->persistent);
+  EXPECT_EQ(*plan.find("activation_maps"), (PlanBuffer{.name = "activation_maps", .bytes = 8 * 128}));
+  ASSERT_EQ(plan.setup.size(), 2u);
+  EXPECT_EQ(plan.setup[1].buffer, "activation_map");
+  EXPECT_EQ(plan.setup[1].tensor_map, (TensorMapSpec{.type = TensorMapSpec::Type::float16,
+                                                     .rank = 2,
+                                                     .dims = {256, 392, 1, 1, 1},
+                                                     .strides = {512, 0, 0, 0},
+                                                     .box = {64, 128, 1, 1, 1},
+                                                     .swizzle_128b = true}));
+  EXPECT_EQ(igemm_wgmma().cost_features(pointwise, s).global_load_instructions, 0);
+  // Its limits, with the reasons.
+  t.tma_filter = false;
+  EXPECT_EQ(igemm_wgmma().check_support(pointwise, gpu, to_spec(t)),
+            "ta (the pixel rows by TMA) needs the filter by TMA too (tma1)");
+  t.tma_filter = true;
+  EXPECT_NE(igemm_wgmma().check_support(kResnet3x3, gpu, to_spec(t)), std::nullopt);
+  Problem strided = pointwise;
+  strided.stride = {1, 2, 2};
+  EXPECT_EQ(igemm_wgmma().check_support(strided, gpu, to_spec(t)),
+            "ta (the pixel rows by TMA) needs an ungrouped 1 x 1 problem of stride 1 and no padding, whose activation "
+            "is the GEMM's pixel-by-channel matrix");
+  Problem grouped = pointwise;
+  grouped.groups = 2;
+  EXPECT_NE(igemm_wgmma().check_support(grouped, gpu, to_spec(t)), std::nullopt);
+  // Not offered by the search space (measured slower than its `tma1` twins; the family's kOfferTmaActivation).
+  for (const Problem& q : {pointwise, kResnet3x3})
+    for (const KernelSpec& c : igemm_wgmma().enumerate(q, gpu)) EXPECT_FALSE(P(c).tma_activation) << kernel_name(c);
+  // Names of earlier convgens load the pixel rows by cp.async.
+  EXPECT_FALSE(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0")).tma_activation);
+}
+
 // The plan of a `tma` kernel: a persistent 128-byte buffer for the tensor map, which a setup step encodes from the
 // filter: a K x KR matrix in boxes of 128 bytes by BLOCK_N rows, or chunk-major K x taps x CG in boxes of one tap.
 TEST(IgemmWgmmaFamily, ATmaKernelsPlanEncodesTheFiltersTensorMapIntoAPersistentBufferOnce) {
   const KernelSpec tma = to_spec(IgemmWgmmaParams{.block_n = 32, .warp_specialized = true, .tma_filter = true});
   const LaunchPlan plan = igemm_wgmma().plan(kResnet3x3, tma);
-  ASSERT_EQ(plan.buffers.size(), 3u);
+  ASSERT_EQ(plan.buffers.size(), 5u);
   EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "filter_map", .bytes = 128, .persistent = true}));
   EXPECT_EQ(plan.persistent_bytes(), 256);  // one aligned block
   EXPECT_EQ(plan.workspace_bytes(), 0);
