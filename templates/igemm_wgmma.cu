@@ -9,7 +9,7 @@
 //   (kr = ((t * R + r) * S + s) * CG + c), A[npix][kr] = activation, B[col][kr] = filter row of output channel col.
 // A block of BLOCK_M / 64 warpgroups computes BLOCK_M pixels x BLOCK_N channels; warpgroup w owns pixel rows
 // 64w .. 64w + 63 and every channel of the block, one wgmma per MMA_K reduction elements (32 bytes of a row: 16
-// fp16 / bf16, 8 tf32).
+// fp16 / bf16, 8 tf32). With `wn` two warpgroups share each 64 rows, each owning half the channels (WG_COLS).
 //
 // Two pipelines, the tunable `ws` choosing; a step is K_ATOMS swizzled rows of 128 bytes (ATOM_K = 64 fp16 / bf16 or
 // 32 tf32 reduction elements each), and its 4 * K_ATOMS wgmma are issued as one group that runs while the next step
@@ -57,7 +57,7 @@ constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-
 constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
 constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
-// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0).
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
@@ -69,6 +69,7 @@ CONVGEN_PARAM("tma", "bool", "warp-specialized only: the filter tile by TMA from
 CONVGEN_PARAM("fw", "bool", "ungrouped, fewer channels than one 16-byte load: the filter's width folded into the channels") constexpr bool FOLD_WIDTH = false;
 CONVGEN_PARAM("cr", "bool", "split-K in a cluster: a tile's SPLIT_K blocks add their partial sums in each other's shared memory, no reduce pass") constexpr bool CLUSTER_REDUCE = false;
 CONVGEN_PARAM("ta", "bool", "with tma, on an ungrouped 1 x 1 stride-1 unpadded problem: the pixel rows by TMA too, the activation an NPIX x C matrix") constexpr bool TMA_ACTIVATION = false;
+CONVGEN_PARAM("wn", "bool", "one tile a block: two warpgroups multiply each 64 pixel rows, each half the block's channels") constexpr bool SPLIT_N = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -165,11 +166,23 @@ static_assert(!TMA_ACTIVATION || (T == 1 && R == 1 && S == 1 && STRIDE_D == 1 &&
                                   PAD_D == 0 && PAD_H == 0 && PAD_W == 0 && GROUPS == 1 && C_SOURCE == C &&
                                   FOLD_S == 1 && !CHUNK_MAJOR),
               "TMA_ACTIVATION needs an ungrouped 1 x 1 problem of stride 1, no padding and whole 16-byte channels");
-constexpr int WARPGROUPS = BLOCK_M / 64;  // the warpgroups that multiply
+// The warpgroups that multiply: one per 64 pixel rows, or with SPLIT_N two, each owning half the block's channels
+// (WG_COLS, its wgmma's N): a 64-pixel tile then has two warpgroups issuing wgmma, not one.
+constexpr int WG_N = SPLIT_N ? 2 : 1;
+constexpr int WG_COLS = BLOCK_N / WG_N;
+static_assert(!SPLIT_N || TILES_PER_BLOCK == 1, "SPLIT_N needs one tile a block (ws0 or ws1)");
+static_assert(WG_COLS == 16 || WG_COLS == 32 || WG_COLS == 64 || WG_COLS == 96 || WG_COLS == 128 || WG_COLS == 192 ||
+                  WG_COLS == 256,
+              "SPLIT_N needs half the block's channels to be a wgmma N the template instantiates (16 to 128)");
+constexpr int WARPGROUPS = BLOCK_M / 64 * WG_N;
 constexpr int THREADS = 128 * (WARPGROUPS + (PRODUCER_WARPGROUP ? 1 : 0));  // the producer is the last warpgroup
 constexpr int LOAD_THREADS = PRODUCER_WARPGROUP ? 128 : THREADS;            // the threads that issue the loads
 constexpr int PREFETCH = STAGES - 2;  // the shared pipeline's steps loaded ahead of the one being multiplied
-constexpr int ACCUMULATORS = BLOCK_N / 2;  // fp32 accumulators per thread: 64 x BLOCK_N over 128 threads
+constexpr int ACCUMULATORS = WG_COLS / 2;  // fp32 accumulators per thread: 64 x WG_COLS over 128 threads
+
+// Multiplying warpgroup w's first pixel row and first channel of the block tile.
+__device__ __forceinline__ int warpgroup_row0(int warpgroup) { return warpgroup / WG_N * 64; }
+__device__ __forceinline__ int warpgroup_col0(int warpgroup) { return warpgroup % WG_N * WG_COLS; }
 
 // The reduction in K atoms of ATOM_K elements (64, or 32 in tf32), in one of two orders:
 // - tap-major (co0): the filter's own order, kr = tap * CG + c, cut into atoms: atom a is kr ATOM_K a .. ATOM_K (a + 1)
@@ -324,8 +337,8 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
   }
 }
 
-// Issues warpgroup `warpgroup`'s wgmma of the stage at s_stage as one group: its 64 pixel rows times the block's
-// BLOCK_N channels, over the stage's BLOCK_K reduction elements.
+// Issues warpgroup `warpgroup`'s wgmma of the stage at s_stage as one group: its 64 pixel rows times its WG_COLS
+// channels (the block's BLOCK_N, or half with SPLIT_N), over the stage's BLOCK_K reduction elements.
 __device__ __forceinline__ void multiply_stage(float (&r_acc)[ACCUMULATORS], unsigned s_stage, int warpgroup) {
   namespace wg = convgen::wg;
 #pragma unroll
@@ -334,11 +347,12 @@ __device__ __forceinline__ void multiply_stage(float (&r_acc)[ACCUMULATORS], uns
 #pragma unroll
   for (int atom = 0; atom < K_ATOMS; ++atom) {
     const unsigned long long desc_a =
-        wg::matrix_descriptor(s_stage + (unsigned)(atom * A_ATOM_BYTES + warpgroup * 64 * wg::kRowBytes));
-    const unsigned long long desc_b = wg::matrix_descriptor(s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES));
+        wg::matrix_descriptor(s_stage + (unsigned)(atom * A_ATOM_BYTES + warpgroup_row0(warpgroup) * wg::kRowBytes));
+    const unsigned long long desc_b = wg::matrix_descriptor(
+        s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES + warpgroup_col0(warpgroup) * wg::kRowBytes));
 #pragma unroll
     for (int ks = 0; ks < ATOM_K / MMA_K; ++ks)  // the next MMA_K reduction elements: 32 bytes on, + 2 in a descriptor
-      wg::mma_async<BLOCK_N, PRECISION>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);
+      wg::mma_async<WG_COLS, PRECISION>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);
   }
   wg::commit();
 }
@@ -594,13 +608,14 @@ __device__ __forceinline__ void cluster_reduce_store(const float (&r_acc)[ACCUMU
   if (warpgroup < WARPGROUPS) {  // the producer holds no accumulators
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int row = warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
+      const int row = warpgroup_row0(warpgroup) + warp * 16 + lane / 4 + 8 * half;
+      const int col0 = warpgroup_col0(warpgroup);
 #pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; ++j) {
+      for (int j = 0; j < WG_COLS / 8; ++j) {
         float2 pair;
         pair.x = r_acc[4 * j + 2 * half];
         pair.y = r_acc[4 * j + 2 * half + 1];
-        *reinterpret_cast<float2*>(s_stages + row * PARTIAL_PITCH + (j * 8 + 2 * (lane % 4)) * 4) = pair;
+        *reinterpret_cast<float2*>(s_stages + row * PARTIAL_PITCH + (col0 + j * 8 + 2 * (lane % 4)) * 4) = pair;
       }
     }
   }
@@ -686,17 +701,18 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
     __syncthreads();  // every warpgroup's wgmma has read its last operands
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int row = warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
+      const int row = warpgroup_row0(warpgroup) + warp * 16 + lane / 4 + 8 * half;
+      const int col0 = warpgroup_col0(warpgroup);
       const int npix = m_tile + row;
       if (warpgroup == WARPGROUPS || npix >= NPIX) continue;  // the producer holds no accumulators
 #pragma unroll
-      for (int j = 0; j < BLOCK_N / 8; ++j) {
-        const int col = n_tile + j * 8 + 2 * (lane % 4);
+      for (int j = 0; j < WG_COLS / 8; ++j) {
+        const int col = n_tile + col0 + j * 8 + 2 * (lane % 4);
         if (col >= KG) continue;
         const int k = group * KG + col;
         const float v0 = epilogue_at(r_acc[4 * j + 2 * half], npix, k, g_bias, g_residual);
         const float v1 = epilogue_at(r_acc[4 * j + 2 * half + 1], npix, k + 1, g_bias, g_residual);
-        unsigned char* s_pair = s_stages + row * OUT_PITCH + (j * 8 + 2 * (lane % 4)) * ELEMENT_BYTES;
+        unsigned char* s_pair = s_stages + row * OUT_PITCH + (col0 + j * 8 + 2 * (lane % 4)) * ELEMENT_BYTES;
         if constexpr (IS_TF32) {
           float2 pair;
           pair.x = v0;
@@ -722,11 +738,11 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
   if (warpgroup == WARPGROUPS) return;  // the producer holds no accumulators
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const int npix = m_tile + warpgroup * 64 + warp * 16 + lane / 4 + 8 * half;
+    const int npix = m_tile + warpgroup_row0(warpgroup) + warp * 16 + lane / 4 + 8 * half;
     if (npix >= NPIX) continue;
 #pragma unroll
-    for (int j = 0; j < BLOCK_N / 8; ++j) {
-      const int col = n_tile + j * 8 + 2 * (lane % 4);
+    for (int j = 0; j < WG_COLS / 8; ++j) {
+      const int col = n_tile + warpgroup_col0(warpgroup) + j * 8 + 2 * (lane % 4);
       if (col >= KG) continue;
       const int k = group * KG + col;
       const float v0 = r_acc[4 * j + 2 * half];

@@ -42,8 +42,16 @@ int mma_k_of(const Problem& p) { return 32 / element_bytes(p); }          // red
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// One warpgroup per 64 pixels multiplies; the warp-specialized pipeline has one more, the producer (THREADS).
-int threads_of(const IgemmWgmmaParams& s) { return 128 * (s.block_m / 64 + (s.warp_specialized ? 1 : 0)); }
+// The warpgroups that multiply (WARPGROUPS): one per 64 pixels, two with `wn` (each half the block's channels).
+int multiplying_warpgroups(const IgemmWgmmaParams& s) { return s.block_m / 64 * (s.split_n ? 2 : 1); }
+
+// The channels each multiplying warpgroup owns (WG_COLS, its wgmma's N).
+int warpgroup_cols(const IgemmWgmmaParams& s) { return s.split_n ? s.block_n / 2 : s.block_n; }
+
+// The multiplying warpgroups and, warp-specialized, one more, the producer (THREADS).
+int threads_of(const IgemmWgmmaParams& s) {
+  return 128 * (multiplying_warpgroups(s) + (s.warp_specialized ? 1 : 0));
+}
 
 // Output tiles a block computes in turn (TILES_PER_BLOCK): ws2-ws8 that many, the producer loading the next tile
 // while the consumers store this one.
@@ -113,8 +121,8 @@ int smem_bytes(const Problem& p, const IgemmWgmmaParams& s) {
 // one kernel, so the larger of a consumer's (the accumulators and ~30) and the producer's (~5 per pixel row, 2 per
 // filter row and ~20). ptxas decides; this only prunes what cannot fit.
 int register_estimate(const IgemmWgmmaParams& s) {
-  if (!s.warp_specialized) return s.block_n / 2 + filter_rows_of(s) * 2 + 30;
-  return std::max(s.block_n / 2 + 30, 5 * activation_rows_of(s) + 2 * filter_rows_of(s) + 20);
+  if (!s.warp_specialized) return warpgroup_cols(s) / 2 + filter_rows_of(s) * 2 + 30;
+  return std::max(warpgroup_cols(s) / 2 + 30, 5 * activation_rows_of(s) + 2 * filter_rows_of(s) + 20);
 }
 
 // Blocks of this configuration an SM holds at once.
@@ -223,6 +231,13 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
                        kMostClusterBlocks, s.split_k);
   if (s.cluster_reduce && tiles_per_block(s) > 1)
     return fmt::format("cr (split-K in a cluster) needs one tile a block (ws0 or ws1), got ws{}", s.warp_specialized);
+  if (s.split_n && tiles_per_block(s) > 1)
+    return fmt::format("wn (two warpgroups a 64-pixel row block, each half the channels) needs one tile a block (ws0 "
+                       "or ws1), got ws{}",
+                       s.warp_specialized);
+  if (s.split_n && (s.block_n < 32 || std::find(kBlockNs.begin(), kBlockNs.end(), s.block_n / 2) == kBlockNs.end()))
+    return fmt::format("wn needs half the block's channels to be a wgmma N of the template (16 to 128), got {} / 2",
+                       s.block_n);
   if (s.tma_activation && !s.tma_filter)
     return "ta (the pixel rows by TMA) needs the filter by TMA too (tma1)";
   if (s.tma_activation && !activation_is_a_matrix(p))
@@ -459,9 +474,10 @@ class IgemmWgmma final : public Family {
   // igemm_tc's on 23 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/2026-11-25/).
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
-  // `tma`, `fw`, `cr` and `ta` came after the names of earlier convgens: theirs load the filter by cp.async (tma0),
-  // fold nothing (fw0), split the reduction through a workspace (cr0) and load the pixel rows by cp.async (ta0).
-  std::size_t params_added_later() const override { return 4; }
+  // `tma`, `fw`, `cr`, `ta` and `wn` came after the names of earlier convgens: theirs load the filter by cp.async
+  // (tma0), fold nothing (fw0), split the reduction through a workspace (cr0), load the pixel rows by cp.async (ta0)
+  // and give each warpgroup every channel of the block (wn0).
+  std::size_t params_added_later() const override { return 5; }
 
  private:
   // The search space, for each pipeline (shared and warp-specialized), each step length (one K atom, and two where
@@ -521,6 +537,13 @@ class IgemmWgmma final : public Family {
               in_cluster.cluster_reduce = true;
               if (s.split_k > 1 && threads_of(s) <= 512 && !spec_reason(p, gpu, in_cluster))
                 one_and_several_tiles.push_back(in_cluster);
+            }
+            // A 64-pixel tile's twin with two warpgroups multiplying, each half its channels (one would leave the SM's
+            // tensor cores idle half the time: bench/results/h200/pixel-rows-by-tma-2026-11-29/).
+            if (kOfferSplitN && s.block_m == 64) {
+              IgemmWgmmaParams two = s;
+              two.split_n = true;
+              if (!spec_reason(p, gpu, two)) one_and_several_tiles.push_back(two);
             }
             for (const IgemmWgmmaParams& t : one_and_several_tiles) {
               chosen.emplace_back(estimate_us(p, gpu, t), t);
@@ -610,7 +633,7 @@ class IgemmWgmma final : public Family {
     const double out_elements = static_cast<double>(output_elements(p));
     const int atom_k = atom_k_of(p);
     const int chunk = split_chunk(g, atom_k, s);
-    const int warps = s.block_m / 16;  // the warps that multiply
+    const int warps = 4 * multiplying_warpgroups(s);  // the warps that multiply
     const double slices = static_cast<double>(chunk) / mma_k_of(p);
     // templates/igemm_wgmma.cu: per MMA_K reduction elements (16, tf32 8) each warpgroup issues one wgmma
     // m64nBLOCK_N (counted per warp as BLOCK_N / 32 fma-like instructions: a tf32 k8 takes the tensor cores as long as
@@ -628,7 +651,7 @@ class IgemmWgmma final : public Family {
             .flops = static_cast<double>(flops(p)),
             .dram_bytes = static_cast<double>(min_bytes(p)) + (reduce_pass(s) ? 2.0 * out_elements * s.split_k * 4 : 0),
             .flops_per_block = tiles * 2.0 * s.block_m * s.block_n * chunk,
-            .fma_instructions = tiles * warps * slices * s.block_n / 32.0,
+            .fma_instructions = tiles * warps * slices * warpgroup_cols(s) / 32.0,
             .shared_load_instructions = 0,
             .global_load_instructions = tiles * (issued_activation_loads + filter_loads) / 32,
             .address_instructions = tiles * issued_activation_loads / 32 * 8,
@@ -651,6 +674,12 @@ class IgemmWgmma final : public Family {
   // blocks' retarget of the map (global writes and proxy fences before the first copy) costs more than the cp.async
   // path loses. Their kernels stay correct and reachable by name.
   static constexpr bool kOfferTmaActivation = false;
+  // Whether it offers two warpgroups on the channels of a 64-pixel tile (`wn`): each such candidate's twin, beside it.
+  // Not now: measured beside their one-warpgroup twins on ResNet-50's small-M layers in fp16 (H200;
+  // bench/results/h200/two-warpgroups-2026-11-29/) they took 0.957x the time at batch 32 (78 pairs), 0.995x at 8
+  // (155) and 1.002x at 1 (249), and were the fastest of 1 of 23 problems: the 64-pixel tiles they improve are not
+  // where the best are. Their kernels stay correct and reachable by name.
+  static constexpr bool kOfferSplitN = false;
   // Whether it offers split-K in a cluster (`cr`): each split candidate's twin, beside it.
   static constexpr bool kOfferClusterReduce = true;
 
@@ -739,7 +768,7 @@ class IgemmWgmma final : public Family {
     const int per_sm = resident_blocks(gpu, p, s);
     const double waves = std::ceil(static_cast<double>(blocks) / (static_cast<double>(sm_count) * per_sm));
     const double resident = std::min<double>(per_sm, std::ceil(static_cast<double>(blocks) / sm_count));
-    const double warpgroups = resident * s.block_m / 64;
+    const double warpgroups = resident * multiplying_warpgroups(s);
     const double efficiency = 0.8 * std::min(1.0, s.warp_specialized ? 0.7 + warpgroups * 0.15 : 0.5 + warpgroups / 4);
     const double peak = peak_tflops(gpu, p.precision) > 0 ? peak_tflops(gpu, p.precision) : 8 * gpu.peak_fp32_tflops;
     const double sm_flops_per_us = std::max(peak, 1.0) * 1e6 / sm_count;

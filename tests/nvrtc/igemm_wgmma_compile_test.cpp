@@ -146,8 +146,10 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
                                     (t.warp_specialized ? 16 * t.stages : 0)))
         << kernel_name(spec);
     EXPECT_EQ(built.plan.main_geometry().block[0],
-              static_cast<unsigned>(2 * t.block_m + (t.warp_specialized ? 128 : 0)))
+              static_cast<unsigned>(2 * t.block_m * (t.split_n ? 2 : 1) + (t.warp_specialized ? 128 : 0)))
         << kernel_name(spec);
+    // Two warpgroups on a 64-pixel tile's channels: each holds half the accumulators, no spills.
+    if (t.split_n) EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(spec)).spill_store_bytes, 0) << kernel_name(spec);
     // Split in a cluster: the partial sums of up to 8 blocks, 16 bytes each a thread, added without spilling.
     if (t.cluster_reduce) {
       ++in_cluster;
@@ -168,7 +170,7 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
   // cluster (where the stages hold the partial tile).
   const auto splits = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
     const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(s);
-    return t.split_k > 1 && t.split_k <= 8 && t.warp_specialized <= 1 && !t.cluster_reduce &&
+    return t.split_k > 1 && t.split_k <= 8 && t.warp_specialized <= 1 && !t.cluster_reduce && !t.split_n &&
            2 * t.block_m + (t.warp_specialized ? 128 : 0) <= 512;
   });
   EXPECT_LE(in_cluster, splits) << problem_key(c.problem);
@@ -204,13 +206,14 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 11u);
+  ASSERT_EQ(iface.params.size(), 12u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
   ASSERT_EQ(iface.params[6].field, "warp_specialized");
   ASSERT_EQ(iface.params[7].field, "tma_filter");
   ASSERT_EQ(iface.params[8].field, "fold_width");  // not where the channels are whole loads, as here
   ASSERT_EQ(iface.params[9].field, "cluster_reduce");  // split-K only
   ASSERT_EQ(iface.params[10].field, "tma_activation");  // 1 x 1 only
+  ASSERT_EQ(iface.params[11].field, "split_n");  // one tile a block only
   JitCache cache(std::nullopt);
   for (const auto& [k_atoms, stages, ws, co, tma, expected_tiles] :
        {std::tuple{1, 4, false, false, false, 26}, std::tuple{2, 3, false, false, false, 17},

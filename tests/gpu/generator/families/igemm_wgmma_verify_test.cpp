@@ -5,8 +5,8 @@
 // (tap-major and chunk-major, which pads the 24 channels to a row: 64, tf32 32); every configuration the search space
 // offers on the cusnn layers; split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce;
 // the filter by TMA, the filter's width folded into the channels, several tiles a block and split-K in a cluster on the
-// corpus; the pixel rows by TMA on 1 x 1 problems. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures
-// and worst error per precision.
+// corpus; the pixel rows by TMA on 1 x 1 problems; two warpgroups on a 64-pixel tile's channels. Prints, and appends
+// to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
 #include <array>
 #include <functional>
 #include <string_view>
@@ -326,6 +326,54 @@ TEST_F(IgemmWgmmaGpu, ThePixelRowsByTmaAreCorrectOnPointwiseProblems) {
   cases.insert(cases.end(), corpus.begin(), corpus.end());
   EXPECT_GT(cases.size(), 50u);
   EXPECT_EQ(verify_all(cases, 1700), static_cast<int>(cases.size()));
+}
+
+// Two warpgroups on a 64-pixel tile's channels (`wn`, each half the block's channels): every corpus layer the family
+// serves, each default made a 64-pixel tile of two warpgroups, shared and warp-specialized (the filter by TMA), in
+// both reduction orders; the long reduction with every block width that halves to a wgmma N, split through a
+// workspace and in a cluster, and the fused epilogue (the staged output, the direct stores and the partial tiles of a
+// cluster all write from the channel half they own).
+TEST_F(IgemmWgmmaGpu, TwoWarpgroupsOnAPixelTilesChannelsAreCorrect) {
+  std::vector<std::function<void(IgemmWgmmaParams&)>> variants;
+  for (int pipeline = 0; pipeline < 3; ++pipeline)
+    variants.push_back([pipeline](IgemmWgmmaParams& t) {
+      t.block_m = 64;
+      t.block_n = std::max(t.block_n, 32);
+      t.warp_specialized = pipeline > 0;
+      t.tma_filter = pipeline == 2;
+      t.chunk_major = pipeline == 1;
+      t.split_n = true;
+    });
+  std::vector<Case> cases = default_variants("wn", variants);
+  EXPECT_GT(cases.size(), 100u) << "two warpgroups a 64-pixel tile served too few corpus layers";
+  for (Precision precision : kPrecisions) {
+    Problem p = long_reduction(precision);
+    for (int block_n : {32, 64, 128, 192, 256})
+      for (int variant = 0; variant < 3; ++variant) {
+        const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = 64,
+                                                      .block_n = block_n,
+                                                      .stages = 4,
+                                                      .split_k = variant == 0 ? 1 : 3,
+                                                      .warp_specialized = variant != 1,
+                                                      .tma_filter = variant == 2,
+                                                      .cluster_reduce = variant == 2,
+                                                      .split_n = true});
+        ASSERT_EQ(wgmma_.check_support(p, gpu_, s), std::nullopt) << kernel_name(s);
+        cases.push_back({fmt::format("wn {} {}", kernel_name(s), precision), p, s});
+      }
+    p.epilogue = parse_epilogue("alpha:1.5+bias+add:0.5+relu6");
+    for (int split_k : {1, 2})
+      cases.push_back({fmt::format("wn epilogue split {} {}", split_k, precision), p,
+                       to_spec(IgemmWgmmaParams{.block_m = 64,
+                                                .block_n = 128,
+                                                .stages = 4,
+                                                .split_k = split_k,
+                                                .warp_specialized = 1,
+                                                .tma_filter = true,
+                                                .cluster_reduce = split_k > 1,
+                                                .split_n = true})});
+  }
+  EXPECT_EQ(verify_all(cases, 2100), static_cast<int>(cases.size()));
 }
 
 // Each epilogue term (bias, residual with a scale, relu6, clip, alpha) on corpus layers, with and without split-K.
