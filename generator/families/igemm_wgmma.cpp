@@ -554,7 +554,8 @@ class IgemmWgmma final : public Family {
                 // and where the activation is a matrix, that one's twin with the pixel rows by TMA too
                 IgemmWgmmaParams both = tma;
                 both.tma_activation = true;
-                if (kOfferTmaActivation && !spec_reason(p, gpu, both)) chosen.emplace_back(estimate_us(p, gpu, both), both);
+                if (kOfferTmaActivation && !spec_reason(p, gpu, both))
+                  chosen.emplace_back(estimate_us(p, gpu, both), both);
               }
             }
           }
@@ -725,9 +726,14 @@ class IgemmWgmma final : public Family {
   // fp16 set 1.088x -> 1.078x, ResNet-50 at batch 1, 8, 32 and DenseNet-121 at 8 1.059x -> 1.053x, the rest within
   // 0.003x), where 1 and less lost on ResNet-50 fp16 at batch 32 (1.041x -> 1.051x).
   static constexpr double kSplitPassUs = 1.25;
-  // Split-K in a cluster (`cr`; not yet measured: guesses): the two cluster barriers and the wait for the cluster's
-  // slowest block, and the rate at which a block reads the other blocks' shared memory.
-  static constexpr double kClusterSyncUs = 0.3;
+  // Split-K in a cluster (`cr`): the two cluster barriers, a cost for each block of the cluster after the first (the
+  // wait for the slowest, a thread's loads from each), and the rate at which a block reads the other blocks' shared
+  // memory. First guessed at 0.3 us and nothing a block, the order picked clusters of 8 at batches 1 and 8 (1.32x the
+  // fastest measured on ResNet-50's small-M layers in fp16, H200); with these two read off those measurements
+  // (`convgen db replay`; bench/results/h200/two-warpgroups-2026-11-29/): 1.031x at batch 1, 1.092x at 8, 1.036x at 32
+  // (bench/results/h200/cluster-split-2026-11-29/, 1.043x before).
+  static constexpr double kClusterSyncUs = 0.5;
+  static constexpr double kClusterBlockUs = 0.5;
   static constexpr double kClusterBytesPerCycle = 32;
   static constexpr double kStoreBetweenLoadsFloor = 1.1;
   static constexpr double kFillBytesPerCycle = 32;
@@ -798,7 +804,8 @@ class IgemmWgmma final : public Family {
     const double cluster_bytes = static_cast<double>(s.split_k - 1) / s.split_k * s.block_m * s.block_n * 4;
     const double split_us =
         reduce_pass(s)     ? 2.0 * static_cast<double>(output_elements(p)) * s.split_k * 4 / bytes_per_us + kSplitPassUs
-        : s.split_k > 1 ? kClusterSyncUs + cluster_bytes / (kClusterBytesPerCycle * std::max(gpu.clock_mhz, 100.0))
+        : s.split_k > 1 ? kClusterSyncUs + kClusterBlockUs * (s.split_k - 1) +
+                              cluster_bytes / (kClusterBytesPerCycle * std::max(gpu.clock_mhz, 100.0))
                         : 0;
     // Blocks of several tiles pay the waves of their tiles, as their one-tile twins, and a hair more (the twin first):
     // the estimate cannot yet tell where the overlap pays (their pairs: 0.88x in tf32, 1.08x in fp16).

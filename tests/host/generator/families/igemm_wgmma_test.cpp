@@ -1003,7 +1003,8 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_co0_ws1")),
             (IgemmWgmmaParams{
                 .block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4, .warp_specialized = true}));
-  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)), "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0");
+  EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)),
+            "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0");
   EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0_wn0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_co0_ws0"), spec(64, 256, 3, 32));
   EXPECT_EQ(kernel_name(IgemmWgmmaParams{}),
