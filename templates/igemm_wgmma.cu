@@ -672,8 +672,8 @@ __device__ __forceinline__ void cluster_reduce_store(const float (&r_acc)[ACCUMU
 
 // The tile's outputs, through the epilogue (or, with split-K, its partial sums): staged through shared memory
 // (STAGED_OUTPUT, BULK_OUTPUT) or stored from the accumulators. Accumulators 4j + 2 half + {0, 1} are pixel row
-// 64 warpgroup + 16 warp + lane / 4 + 8 half, channels 8j + 2 (lane % 4) + {0, 1} of the block tile (wgmma.cuh); the
-// producer warpgroup holds none. s_stages is the first stage's shared memory.
+// warpgroup_row0 + 16 warp + lane / 4 + 8 half, channels warpgroup_col0 + 8j + 2 (lane % 4) + {0, 1} of the block
+// tile (wgmma.cuh); the producer warpgroup holds none. s_stages is the first stage's shared memory.
 __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], const Tile& tile,
                                            unsigned char* s_stages, element_t* __restrict__ g_output,
                                            float* __restrict__ g_workspace, const element_t* __restrict__ g_bias,
@@ -757,17 +757,17 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
 
 }  // namespace igemm_wgmma
 
-namespace igemm_wgmma {
-// The main entry's work.
-__device__ __forceinline__ void conv_main(const element_t* __restrict__ g_activation,
-                                          const element_t* __restrict__ g_filter, element_t* __restrict__ g_output,
-                                          float* __restrict__ g_workspace, const element_t* __restrict__ g_bias,
-                                          const element_t* __restrict__ g_residual,
-                                          const void* __restrict__ g_filter_map,
-                                          const element_t* __restrict__ g_padded_activation,
-                                          const element_t* __restrict__ g_padded_filter,
-                                          const void* __restrict__ g_activation_map,
-                                          void* __restrict__ g_activation_maps) {
+// The main entry; with CLUSTER_REDUCE its blocks form clusters of a tile's SPLIT_K splits along the grid's z (a
+// cluster of one block otherwise: the same as none).
+extern "C" __global__ void __cluster_dims__(1, 1, igemm_wgmma::CLUSTER_SIZE) __launch_bounds__(igemm_wgmma::THREADS)
+    CONVGEN_ENTRY(const igemm_wgmma::element_t* __restrict__ g_activation,
+                  const igemm_wgmma::element_t* __restrict__ g_filter, igemm_wgmma::element_t* __restrict__ g_output,
+                  float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
+                  const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map,
+                  const igemm_wgmma::element_t* __restrict__ g_padded_activation,
+                  const igemm_wgmma::element_t* __restrict__ g_padded_filter,
+                  const void* __restrict__ g_activation_map, void* __restrict__ g_activation_maps) {
+  using namespace igemm_wgmma;
   namespace wg = convgen::wg;
   // With padded channels the operands are the plan's padded copies (pad_activation and pad_filter below).
   const element_t* __restrict__ activation = PADDED_CHANNELS ? g_padded_activation : g_activation;
@@ -826,21 +826,6 @@ __device__ __forceinline__ void conv_main(const element_t* __restrict__ g_activa
   // they must be done before the block ends.
   if constexpr (BULK_OUTPUT)
     if (warpgroup < WARPGROUPS && lane < 16) convgen::wg::bulk_wait();
-}
-}  // namespace igemm_wgmma
-
-// The main entry; with CLUSTER_REDUCE its blocks form clusters of a tile's SPLIT_K splits along the grid's z (a
-// cluster of one block otherwise: the same as none).
-extern "C" __global__ void __cluster_dims__(1, 1, igemm_wgmma::CLUSTER_SIZE) __launch_bounds__(igemm_wgmma::THREADS)
-    CONVGEN_ENTRY(const igemm_wgmma::element_t* __restrict__ g_activation,
-                  const igemm_wgmma::element_t* __restrict__ g_filter, igemm_wgmma::element_t* __restrict__ g_output,
-                  float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
-                  const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map,
-                  const igemm_wgmma::element_t* __restrict__ g_padded_activation,
-                  const igemm_wgmma::element_t* __restrict__ g_padded_filter,
-                  const void* __restrict__ g_activation_map, void* __restrict__ g_activation_maps) {
-  igemm_wgmma::conv_main(g_activation, g_filter, g_output, g_workspace, g_bias, g_residual, g_filter_map,
-                         g_padded_activation, g_padded_filter, g_activation_map, g_activation_maps);
 }
 
 // Split-K's second pass, as igemm_tc's: output = the sum of the splits' partial sums, in split order, through the
