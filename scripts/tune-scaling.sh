@@ -7,9 +7,12 @@
 #   - then NVRTC compile time per kernel on this machine's cores (scripts/compile-latency.sh), compiles per second
 #     with one and with every core busy, in threads of one process against worker processes
 #     (convgen-compile-throughput), and the JIT cache's hit times (convgen-cache-latency).
-# Usage: scripts/tune-scaling.sh OUT [SUITE [BATCHES]]   (default shapes/resnet50.csv 1,8)
+# Usage: scripts/tune-scaling.sh [--tunes-only] OUT [SUITE [BATCHES]]   (default shapes/resnet50.csv 1,8)
+#   --tunes-only: the tunes, shards and merge, not the compile and cache figures (about 4 minutes less).
 set -uo pipefail
-out=${1:?usage: scripts/tune-scaling.sh OUT [SUITE [BATCHES]]}
+tunes_only=0
+[[ ${1:-} == --tunes-only ]] && tunes_only=1 && shift
+out=${1:?usage: scripts/tune-scaling.sh [--tunes-only] OUT [SUITE [BATCHES]]}
 suite=${2:-shapes/resnet50.csv}
 batches=${3:-1,8}
 cd "$(dirname "$0")/.."
@@ -54,6 +57,7 @@ echo "best choices: $(wc -l < "$out/best-one-gpu.txt") one GPU, $(wc -l < "$out/
   "$(wc -l < "$out/best-choices-differing.txt") with another kernel" | tee -a "$out/times.txt"
 
 # The compile figures last: the tunes above are what a call that runs out of time must not lose.
+((tunes_only)) && rm -rf "$scratch" && exit 0
 scripts/compile-latency.sh "$suite" "$scratch/cl-defaults" --jobs "$(nproc)" > "$out/compile-latency-defaults.md"
 scripts/compile-latency.sh shapes/cusnn.csv "$scratch/cl-cusnn" --jobs "$(nproc)" --all --batch 8 \
   > "$out/compile-latency-cusnn-all.md"

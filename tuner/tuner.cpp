@@ -172,27 +172,56 @@ std::optional<BestChoice> Tuner::known_best(const Problem& problem, const TuneOp
 }
 
 void Tuner::prefetch(const Problem& problem, const TuneOptions& options) {
-  prefetch_.reset();  // an unused one first ends (its compiles are cached)
   if (known_best(problem, options)) return;
   const int limit = compile_limit(options);
+  for (const std::unique_ptr<Prefetch>& p : prefetches_)
+    if (p->problem == problem && p->families == options.families && p->compile_limit == limit) return;
   auto prepared = std::async(std::launch::async, [this, problem, families = options.families, limit] {
     return prepare(problem, families, limit);
   });
-  prefetch_ = std::make_unique<Prefetch>(Prefetch{problem, options.families, limit, std::move(prepared)});
+  prefetches_.push_back(std::make_unique<Prefetch>(Prefetch{problem, options.families, limit, std::move(prepared)}));
+  // The oldest not taken ends (its compiles are cached): a tune that returned the database's best left it.
+  while (prefetches_.size() > kMaxPrefetches) prefetches_.pop_front();
 }
 
 std::optional<Tuner::Prepared> Tuner::take_prefetched(const Problem& problem,
                                                       const std::vector<std::string>& families, int compile_limit) {
-  if (!prefetch_ || !(prefetch_->problem == problem) || prefetch_->families != families ||
-      prefetch_->compile_limit != compile_limit)
-    return std::nullopt;
-  const std::unique_ptr<Prefetch> taken = std::move(prefetch_);
+  const auto found = std::find_if(prefetches_.begin(), prefetches_.end(), [&](const std::unique_ptr<Prefetch>& p) {
+    return p->problem == problem && p->families == families && p->compile_limit == compile_limit;
+  });
+  if (found == prefetches_.end()) return std::nullopt;
+  const std::unique_ptr<Prefetch> taken = std::move(*found);
+  prefetches_.erase(found);
   return taken->prepared.get();  // rethrows what the preparation threw, as prepare() here would have
 }
+
+namespace {
+
+// The families' default configurations among `candidates`, once each, in family order.
+std::vector<KernelSpec> defaults_among(const Problem& problem, const Gpu& gpu,
+                                       const std::vector<KernelSpec>& candidates) {
+  std::vector<KernelSpec> defaults;
+  for (const Family* f : all_families())
+    if (auto spec = f->default_spec(problem, gpu))
+      if (std::find(candidates.begin(), candidates.end(), *spec) != candidates.end() &&
+          std::find(defaults.begin(), defaults.end(), *spec) == defaults.end())
+        defaults.push_back(*spec);
+  return defaults;
+}
+
+}  // namespace
 
 std::vector<KernelSpec> Tuner::worth_compiling(const Problem& problem, std::vector<KernelSpec> candidates,
                                                int limit) const {
   if (limit <= 0 || candidates.size() <= static_cast<std::size_t>(limit)) return candidates;
+  std::vector<KernelSpec> kept = compile_order(problem, candidates);
+  // The defaults come first and stay, even past the limit.
+  const std::size_t defaults = defaults_among(problem, gpu_, candidates).size();
+  kept.resize(std::min(kept.size(), std::max(defaults, static_cast<std::size_t>(limit))));
+  return kept;
+}
+
+std::vector<KernelSpec> Tuner::compile_order(const Problem& problem, const std::vector<KernelSpec>& candidates) const {
   // Ranked by the model before any compile: the ptxas report (registers, spills) is not known yet, so occupancy is
   // bounded by threads and shared memory only; the report-aware ranking of prepare() then orders those kept.
   std::vector<std::optional<Prediction>> predictions;
@@ -204,18 +233,11 @@ std::vector<KernelSpec> Tuner::worth_compiling(const Problem& problem, std::vect
       predictions.push_back(std::nullopt);  // kept only if a default (below); it would fail its build anyway
     }
   }
-  std::vector<KernelSpec> kept;
-  for (const Family* f : all_families())
-    if (auto spec = f->default_spec(problem, gpu_))
-      if (std::find(candidates.begin(), candidates.end(), *spec) != candidates.end() &&
-          std::find(kept.begin(), kept.end(), *spec) == kept.end())
-        kept.push_back(*spec);
-  for (std::size_t i : candidate_order(predictions)) {
-    if (kept.size() >= static_cast<std::size_t>(limit)) break;
-    if (predictions[i] && std::find(kept.begin(), kept.end(), candidates[i]) == kept.end())
-      kept.push_back(candidates[i]);
-  }
-  return kept;
+  std::vector<KernelSpec> order = defaults_among(problem, gpu_, candidates);
+  for (std::size_t i : candidate_order(predictions))
+    if (predictions[i] && std::find(order.begin(), order.end(), candidates[i]) == order.end())
+      order.push_back(candidates[i]);
+  return order;
 }
 
 Tuner::Prepared Tuner::prepare(const Problem& problem, const std::vector<std::string>& families, int compile_limit) {
@@ -293,6 +315,7 @@ TuneResult Tuner::tune(const Problem& problem, const TuneOptions& options) {
   std::optional<Prepared> prefetched = take_prefetched(problem, options.families, limit);
   Prepared prepared = prefetched ? std::move(*prefetched) : prepare(problem, options.families, limit);
   TuneResult& result = prepared.result;
+  result.prefetched = prefetched.has_value();
   std::vector<CandidateOutcome>& cands = result.candidates;
   const std::size_t n = cands.size();
 

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -81,7 +82,8 @@ struct TuneResult {
   int measured = 0;                   // distinct candidates timed
   int rounds = 0;                     // timing rounds run
   double wall_ms = 0;                 // the whole tune
-  double compile_wall_ms = 0;         // the compile phase within it
+  double compile_wall_ms = 0;         // the compile phase within it (a prefetch's: spent before the tune began)
+  bool prefetched = false;            // the candidates were built by a prefetch() while another problem was tuned
   std::optional<BestChoice> from_db;  // set when the database already knew the best: nothing compiled or measured
 };
 
@@ -134,7 +136,7 @@ class Tuner {
   // (nothing recorded or read).
   Tuner(const Gpu& gpu, JitCache& cache, ThreadPool& pool, TuningDb* db, Coefficients coefficients = {},
         int device = 0);
-  ~Tuner();  // waits for a prefetch still compiling
+  ~Tuner();  // waits for the prefetches still compiling
   // A prefetch runs on this object: it stays where it is.
   Tuner(const Tuner&) = delete;
   Tuner& operator=(const Tuner&) = delete;
@@ -148,12 +150,19 @@ class Tuner {
   // (the compiles on the pool), so that they compile while this tuner measures another problem: the next tune() of
   // this problem with the same families takes them, and its results are those of a tune without the prefetch (the
   // same candidates in the same order; measuring is untouched). Starts nothing when tune() would return the
-  // database's best. A prefetch not taken by a tune() waits for the next prefetch, or the destructor, and is dropped
-  // (its compiles stay in the JIT cache). Not thread-safe, like tune().
+  // database's best, or when this problem's prefetch is already running. Several run at once (their compiles queue
+  // on the pool in the order they were started), so that a pipeline can start the problems it will tune next while
+  // the one at hand is still compiling. Past kMaxPrefetches not taken, a further prefetch waits for the oldest and
+  // drops it (its compiles stay in the JIT cache), as the destructor does. Not thread-safe, like tune().
   void prefetch(const Problem& problem, const TuneOptions& options);
+  static constexpr std::size_t kMaxPrefetches = 16;
   // Of `candidates`, those worth compiling when at most `limit` are (0: all): the families' defaults, then the
   // best the model predicts without a ptxas report.
   std::vector<KernelSpec> worth_compiling(const Problem& problem, std::vector<KernelSpec> candidates, int limit) const;
+  // Every one of `candidates` worth compiling, in the order worth_compiling keeps them (a compile limit of L keeps
+  // the first L): the families' defaults, then by the model's estimate without a ptxas report; those the model
+  // cannot estimate (they would not build) are left out unless a default.
+  std::vector<KernelSpec> compile_order(const Problem& problem, const std::vector<KernelSpec>& candidates) const;
 
   // Ranks by the model without measuring (compiles every candidate for its ptxas report): the cost-model-only
   // policy.
@@ -178,7 +187,8 @@ class Tuner {
   TuningDb* db_;
   Coefficients coefficients_;
   int device_;
-  std::unique_ptr<Prefetch> prefetch_;  // the preparation started by prefetch(), until a tune() takes it
+  // The preparations prefetch() started, oldest first, each until a tune() takes it.
+  std::deque<std::unique_ptr<Prefetch>> prefetches_;
 };
 
 // Returns every family's enumerated candidates for the problem, without duplicates, in family order.

@@ -1,5 +1,6 @@
-// cmd_db: `convgen db list|show|export|import|merge|calibrate|replay|prune`: read and maintain the tuning database.
+// cmd_db: `convgen db list|show|export|import|merge|calibrate|replay|compile-limit|prune`: read and maintain the tuning database.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <ctime>
@@ -13,12 +14,15 @@
 
 #include "convgen/error.hpp"
 #include "generator/gpu_json.hpp"
+#include "runtime/jit_cache.hpp"
+#include "runtime/thread_pool.hpp"
 #include "tools/convgen/cli_common.hpp"
 #include "tools/convgen/commands.hpp"
 #include "tools/export_file/export_file.hpp"
 #include "tuner/calibration.hpp"
 #include "tuner/cost_model.hpp"
 #include "tuner/search_order.hpp"
+#include "tuner/tuner.hpp"
 #include "tuner/tuning_db.hpp"
 
 namespace convgen::cli {
@@ -272,24 +276,32 @@ void calibrate_command(const std::string& db_path, const std::string& gpu_filter
 }
 
 // `db replay`: the family's search order on the measurements of a database (or of exports), per problem and in all.
-void replay(const std::string& db_path, const std::vector<std::string>& exports, const std::string& family_name,
-            const std::string& gpu_filter) {
-  const Family& fam = family(family_name);
+// The measurements of a database, or of `db export` files when any are named, of the GPU the filter names (all
+// without one); `source` says where they came from.
+std::vector<MeasurementRecord> load_measurements(const std::string& db_path, const std::vector<std::string>& exports,
+                                                 const std::string& gpu_filter, std::string& source) {
   std::vector<MeasurementRecord> records;
-  std::string source;
   if (exports.empty()) {
     const TuningDb tuning = open_db(db_path);
     records = tuning.measurements({.gpu = match_gpu(tuning, gpu_filter)});
     source = tuning.path().string();
-  } else {
-    for (const std::string& file : exports) {
-      std::vector<MeasurementRecord> more = parse_export_json(read_export_file(file), file);
-      records.insert(records.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-      source += (source.empty() ? "" : ", ") + file;
-    }
-    if (!gpu_filter.empty())
-      std::erase_if(records, [&](const MeasurementRecord& m) { return !gpu_matches(m.gpu, gpu_filter); });
+    return records;
   }
+  for (const std::string& file : exports) {
+    std::vector<MeasurementRecord> more = parse_export_json(read_export_file(file), file);
+    records.insert(records.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    source += (source.empty() ? "" : ", ") + file;
+  }
+  if (!gpu_filter.empty())
+    std::erase_if(records, [&](const MeasurementRecord& m) { return !gpu_matches(m.gpu, gpu_filter); });
+  return records;
+}
+
+void replay(const std::string& db_path, const std::vector<std::string>& exports, const std::string& family_name,
+            const std::string& gpu_filter) {
+  const Family& fam = family(family_name);
+  std::string source;
+  const std::vector<MeasurementRecord> records = load_measurements(db_path, exports, gpu_filter, source);
   const OrderReplay r = replay_search_order(fam, records);
   std::string gpu_shown;
   for (const OrderPick& p : r.picks) {
@@ -313,6 +325,108 @@ void replay(const std::string& db_path, const std::vector<std::string>& exports,
   if (r.unlisted > 0) fmt::print("; {} problems whose measured kernels it no longer lists", r.unlisted);
   if (r.unreadable > 0) fmt::print("; {} measurements of kernels it no longer reads", r.unreadable);
   fmt::print("\n");
+}
+
+// `db compile-limit`: where each problem's fastest measured kernel stands in the order the tuner compiles candidates
+// in (Tuner::compile_order: the families' defaults, then the model's estimate without a ptxas report), and how many
+// problems each compile limit would have kept it for. A tune compiles the first `--compile` of that order and
+// measures the best of those by the report-aware model; a fastest kernel that is among the first L is compiled
+// under a limit of L and ranks no lower among fewer, so the same tune would have measured it.
+void compile_limit_report(const std::string& db_path, const std::vector<std::string>& exports,
+                          const std::vector<std::string>& families, const std::string& gpu_filter) {
+  for (const std::string& name : families) family(name);  // an unknown name fails first
+  std::string source;
+  const std::vector<MeasurementRecord> records = load_measurements(db_path, exports, gpu_filter, source);
+  struct Fastest {
+    Gpu gpu;
+    Problem problem;
+    std::string kernel;
+    double us = 0;
+    int measured = 0;
+    std::vector<std::pair<std::string, double>> all;  // every measured kernel and its time
+  };
+  std::map<std::pair<std::string, std::string>, Fastest> by_problem;  // (describe_gpu, problem key)
+  for (const MeasurementRecord& m : records) {
+    if (m.status != MeasurementStatus::ok || m.median_us <= 0) continue;
+    Fastest& f = by_problem[{describe_gpu(m.gpu), problem_key(m.problem)}];
+    f.all.emplace_back(m.kernel, m.median_us);
+    if (f.measured++ == 0 || m.median_us < f.us) {
+      f.gpu = m.gpu;
+      f.problem = m.problem;
+      f.kernel = m.kernel;
+      f.us = m.median_us;
+    }
+  }
+  constexpr std::array<std::size_t, 8> kLimits = {8, 10, 12, 16, 20, 24, 32, 40};
+  // Per limit, the fastest measured among the first `limit` of the order over the fastest of all (a tune under that
+  // limit measures at least those), as logs to average, and the worst; a problem with none of them counts as lost.
+  std::array<double, kLimits.size()> log_ratio_sum{}, worst_ratio{};
+  std::array<std::size_t, kLimits.size()> with_one{};
+  if (by_problem.empty()) throw InputError(fmt::format("db compile-limit: no measured kernel in {}", source));
+
+  std::optional<TuningDb> db;
+  if (exports.empty()) db = open_db(db_path);
+  JitCache cache(std::nullopt);  // nothing is compiled: only the order is computed
+  ThreadPool pool(1);
+  std::vector<std::size_t> positions;  // 1-based, of the problems whose fastest is a candidate now
+  std::size_t not_candidates = 0, largest_order = 0;
+  std::string gpu_shown;
+  for (const auto& [key, f] : by_problem) {
+    if (key.first != gpu_shown) fmt::print("{}\n", gpu_shown = key.first);
+    const Tuner tuner(f.gpu, cache, pool, nullptr, db ? coefficients_for(&*db, f.gpu) : Coefficients{}, 0);
+    const std::vector<KernelSpec> order = tuner.compile_order(f.problem, tuning_candidates(f.problem, f.gpu, families));
+    largest_order = std::max(largest_order, order.size());
+    std::optional<KernelSpec> spec;
+    try {
+      spec = parse_kernel_name(f.kernel);
+    } catch (const std::exception&) {
+    }
+    const auto at = spec ? std::find(order.begin(), order.end(), *spec) : order.end();
+    if (at == order.end()) {
+      ++not_candidates;
+      fmt::print("  {}  fastest {} {:.3f} us (of {} measured): not a candidate now\n", key.second, f.kernel, f.us,
+                 f.measured);
+      continue;
+    }
+    positions.push_back(static_cast<std::size_t>(at - order.begin()) + 1);
+    for (std::size_t l = 0; l < kLimits.size(); ++l) {
+      std::optional<double> kept_us;
+      for (const auto& [kernel, us] : f.all) {
+        std::optional<KernelSpec> measured;
+        try {
+          measured = parse_kernel_name(kernel);
+        } catch (const std::exception&) {
+        }
+        const auto place = measured ? std::find(order.begin(), order.end(), *measured) : order.end();
+        if (place != order.end() && static_cast<std::size_t>(place - order.begin()) < kLimits[l])
+          kept_us = std::min(kept_us.value_or(us), us);
+      }
+      if (!kept_us) continue;
+      ++with_one[l];
+      log_ratio_sum[l] += std::log(*kept_us / f.us);
+      worst_ratio[l] = std::max(worst_ratio[l], *kept_us / f.us);
+    }
+    fmt::print("  {}  fastest {} {:.3f} us (of {} measured): {} of {} in the compile order\n", key.second, f.kernel,
+               f.us, f.measured, positions.back(), order.size());
+  }
+  fmt::print("{} problems in {}; the fastest measured kernel's place in the compile order:\n", by_problem.size(),
+             source);
+  for (std::size_t l = 0; l < kLimits.size(); ++l) {
+    const auto kept = std::count_if(positions.begin(), positions.end(), [&](std::size_t p) { return p <= kLimits[l]; });
+    fmt::print("  a compile limit of {:>2} keeps it for {} of {}", kLimits[l], kept, positions.size());
+    if (with_one[l] > 0)
+      fmt::print("; the fastest measured within it is {:.3f}x the fastest (geometric mean), {:.3f}x at worst",
+                 std::exp(log_ratio_sum[l] / static_cast<double>(with_one[l])), worst_ratio[l]);
+    if (with_one[l] < positions.size())
+      fmt::print("; {} problems with none measured within it", positions.size() - with_one[l]);
+    fmt::print("\n");
+  }
+  if (!positions.empty())
+    fmt::print("  the last place: {} (of up to {} candidates)\n", *std::max_element(positions.begin(), positions.end()),
+               largest_order);
+  if (not_candidates > 0)
+    fmt::print("  {} problems' fastest kernels are no candidates of today's families (renamed or dropped)\n",
+               not_candidates);
 }
 
 }  // namespace
@@ -451,6 +565,24 @@ void add_db_command(CLI::App& app) {
                          "Read the measurements of these `db export` files (plain or gzipped) instead of --db");
   replay_cmd->callback(
       [opts, replay_exports, replay_family] { replay(opts->db, *replay_exports, *replay_family, opts->gpu); });
+
+  auto limit_exports = std::make_shared<std::vector<std::string>>();
+  auto limit_families = std::make_shared<std::vector<std::string>>();
+  CLI::App* limit_cmd = db->add_subcommand(
+      "compile-limit",
+      "Where each problem's fastest measured kernel stands in the order tune compiles candidates in, and for how "
+      "many problems each compile limit (tune --compile) would have kept it; no GPU needed");
+  add_db_option(limit_cmd, opts->db);
+  add_gpu_filter(limit_cmd, opts->gpu);
+  limit_cmd->add_option("--export", *limit_exports,
+                        "Read the measurements of these `db export` files (plain or gzipped) instead of --db");
+  limit_cmd
+      ->add_option("--family", *limit_families,
+                   "The families the tune had (its --family), comma-separated (default: every family)")
+      ->delimiter(',');
+  limit_cmd->callback([opts, limit_exports, limit_families] {
+    compile_limit_report(opts->db, *limit_exports, *limit_families, opts->gpu);
+  });
 
   CLI::App* prune_cmd = db->add_subcommand("prune", "Remove measurements; a current best is kept unless --everything");
   add_db_option(prune_cmd, opts->db);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -140,12 +141,13 @@ std::vector<Job> select_shard(const std::vector<Job>& jobs, const std::optional<
 }
 
 // Where a tune's wall time went: before the first problem's tune began (devices, contexts, the database), in the
-// problems' tunes (summed over the GPUs), and after the last one ended (the workers' and the JIT cache's teardown).
+// problems' tunes (summed over the GPUs), in starting the next problem's compiles between two tunes (summed), and
+// after the last one ended (the workers' and the JIT cache's teardown).
 struct TuneClock {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   std::optional<Clock::time_point> first_begin, last_end;
-  double tunes_s = 0;
+  double tunes_s = 0, prefetch_starts_s = 0;
 
   static double seconds(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
@@ -155,16 +157,23 @@ struct TuneClock {
     last_end = last_end ? std::max(*last_end, end) : end;
     tunes_s += seconds(begin, end);
   }
+  void prefetch_started(Clock::time_point begin, Clock::time_point end) {  // under the caller's lock
+    prefetch_starts_s += seconds(begin, end);
+  }
   std::string summary(std::size_t problems, std::size_t gpus) const {
     const auto now = Clock::now();
     if (!first_begin) return fmt::format("tuned no problem, {:.1f} s", seconds(start, now));
     return fmt::format(
         "tuned {} problems on {} GPU{} in {:.1f} s: {:.1f} s before the first began, {:.1f} s in their "
-        "tunes (summed over the GPUs), {:.1f} s after the last ended",
+        "tunes (summed over the GPUs), {:.1f} s starting the next one's compiles, {:.1f} s after the last ended",
         problems, gpus, gpus == 1 ? "" : "s", seconds(start, now), seconds(start, *first_begin), tunes_s,
-        seconds(*last_end, now));
+        prefetch_starts_s, seconds(*last_end, now));
   }
 };
+
+// How many jobs past the one it tunes a worker has compiling: enough that the slowest compiles (seconds, for some
+// unrolled kernels) finish while the layers before them are measured, few enough that the GPUs' share stays even.
+constexpr std::size_t kPrefetchDepth = 8;
 
 void run_tune(const TuneArgs& a) {
   TuneClock clock;
@@ -213,10 +222,22 @@ void run_tune(const TuneArgs& a) {
         const Gpu gpu = query_device(ordinals[w]);
         TuningDb db = TuningDb::open(db_path);
         Tuner tuner(gpu, cache, pool, &db, coefficients_for(&db, gpu), ordinals[w]);
-        // The job after this one is claimed now, and its candidates compile (prefetch) while this one is measured.
-        for (std::size_t j = next++; j < jobs.size() && !failed;) {
-          const std::size_t following = next++;
-          if (following < jobs.size() && !a.serial_compile) tuner.prefetch(jobs[following].problem, options);
+        // Each worker claims the jobs it will tune kPrefetchDepth ahead, and their candidates compile (prefetch)
+        // while it measures the job at hand: a layer whose slowest compile takes seconds is ready by its turn.
+        std::deque<std::size_t> claimed;
+        const auto claim = [&] {
+          const std::size_t j = next++;
+          if (j >= jobs.size()) return;
+          claimed.push_back(j);
+          const auto prefetch_begin = TuneClock::Clock::now();
+          if (!a.serial_compile) tuner.prefetch(jobs[j].problem, options);
+          std::lock_guard lock(mutex);
+          clock.prefetch_started(prefetch_begin, TuneClock::Clock::now());
+        };
+        for (std::size_t i = 0; i <= kPrefetchDepth; ++i) claim();
+        while (!claimed.empty() && !failed) {
+          const std::size_t j = claimed.front();
+          claimed.pop_front();
           {
             std::lock_guard lock(mutex);
             progress.step(ordinals.size() > 1 ? fmt::format("gpu {}: {}", ordinals[w], jobs[j].label) : jobs[j].label);
@@ -228,7 +249,7 @@ void run_tune(const TuneArgs& a) {
             clock.tuned(begin, TuneClock::Clock::now());
             results[j] = text;
           }
-          j = following;
+          claim();
         }
       } catch (...) {
         errors[w] = std::current_exception();
@@ -343,8 +364,8 @@ void add_tune_command(CLI::App& app) {
   cmd->add_flag("--no-graph", tune->no_graph, "Time stream launches only (no CUDA graph replays): faster");
   cmd->add_flag("--force", tune->force, "Tune again layers the database already knows");
   cmd->add_flag("--serial-compile", tune->serial_compile,
-                "Compile a layer's candidates when its tuning starts (default: while the layer before is measured); "
-                "the results are the same either way");
+                "Compile a layer's candidates when its tuning starts (default: while the layers before it are "
+                "measured, up to 8 ahead); the results are the same either way");
   cmd->add_option("--family", tune->families,
                   "Only candidates of these kernel families, comma-separated (default: every family)")
       ->delimiter(',');

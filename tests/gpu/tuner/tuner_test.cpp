@@ -112,6 +112,7 @@ TEST_F(GpuTuner, ALayerPrefetchedWhileAnotherIsMeasuredHasTheCandidatesOfOneTune
   overlapped.prefetch(second, options);  // compiles while `first` is measured
   overlapped.tune(first, options);
   const TuneResult prefetched = overlapped.tune(second, options);
+  EXPECT_TRUE(prefetched.prefetched);
   JitCache fresh_cache(std::nullopt);  // compiles again: nothing shared with the prefetch
   const TuneResult alone = Tuner(gpu_, fresh_cache, pool_, nullptr).tune(second, options);
   ASSERT_EQ(prefetched.candidates.size(), alone.candidates.size());
@@ -130,6 +131,27 @@ TEST_F(GpuTuner, ALayerPrefetchedWhileAnotherIsMeasuredHasTheCandidatesOfOneTune
     }
   }
   ASSERT_TRUE(prefetched.best.has_value());
+}
+
+// `convgen tune`'s worker loop: the next layer's prefetch starts before this layer's tune, while this layer's own
+// prefetch may still be compiling. Each tune takes its own prefetch (none is dropped and compiled again in the tune).
+TEST_F(GpuTuner, APipelineThatPrefetchesTheNextLayerBeforeTuningThisOneTakesEveryPrefetch) {
+  const std::vector<Problem> layers = {
+      conv3x3(), parse_problem_key("n1_c32_k32_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nchw_fp32"),
+      parse_problem_key("n1_c16_k24_i1x10x10_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32")};
+  const TuneOptions options{.budget = 2,
+                            .timing = {.warmup_calls = 1, .samples = 3, .calls_per_sample = 3, .graph = false}};
+  Tuner tuner(gpu_, cache_, pool_, nullptr);
+  tuner.prefetch(layers[0], options);
+  for (std::size_t j = 0; j < layers.size(); ++j) {
+    if (j + 1 < layers.size()) tuner.prefetch(layers[j + 1], options);
+    const TuneResult r = tuner.tune(layers[j], options);
+    SCOPED_TRACE(problem_key(layers[j]));
+    EXPECT_TRUE(r.prefetched);
+    EXPECT_TRUE(r.best.has_value());
+  }
+  // Without a prefetch the tune builds its own candidates.
+  EXPECT_FALSE(tuner.tune(layers[1], options).prefetched);
 }
 
 TEST_F(GpuTuner, ExhaustiveTuningMeasuresEveryVerifiedCandidateWithoutTheDatabase) {

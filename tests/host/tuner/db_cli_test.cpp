@@ -1,4 +1,4 @@
-// db_cli_test: `convgen db list|show|export|import|calibrate|replay|prune` end to end, on databases filled through the
+// db_cli_test: `convgen db list|show|export|import|calibrate|replay|compile-limit|prune` end to end, on databases filled through the
 // library.
 #include <sys/wait.h>
 
@@ -15,7 +15,10 @@
 
 #include "generator/family.hpp"
 #include "tests/host/tuner/fixtures.hpp"
+#include "runtime/jit_cache.hpp"
+#include "runtime/thread_pool.hpp"
 #include "tuner/cost_model.hpp"
+#include "tuner/tuner.hpp"
 
 namespace convgen {
 namespace {
@@ -128,6 +131,39 @@ TEST(DbCli, ReplayPrintsEachProblemsPickAgainstTheFastestAndTheGeometricMean) {
   r = run_convgen("db replay --family nonesuch --db " + (dir / "r.sqlite").string());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "nonesuch")) << r.output;
+}
+
+TEST(DbCli, CompileLimitPlacesTheFastestInTheCompileOrderAndSaysWhatEachLimitCosts) {
+  ScratchDir dir;
+  const auto path = dir / "c.sqlite";
+  JitCache cache(std::nullopt);
+  ThreadPool pool(1);
+  const std::vector<KernelSpec> order =
+      Tuner(h100(), cache, pool, nullptr).compile_order(conv3x3(), tuning_candidates(conv3x3(), h100()));
+  ASSERT_GT(order.size(), 40u);
+  {
+    TuningDb db = TuningDb::open(path);
+    db.record(measured(h100(), conv3x3(), kernel_name(order[29]), 10.0));  // 30th: kept by a limit of 32, not 24
+    db.record(measured(h100(), conv3x3(), kernel_name(order[2]), 12.5));
+  }
+  const Result r = run_convgen("db compile-limit --db " + path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, fmt::format("  {}  fastest {} 10.000 us (of 2 measured): 30 of {} in the compile order",
+                                             problem_key(conv3x3()), kernel_name(order[29]), order.size())))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "a compile limit of 24 keeps it for 0 of 1; the fastest measured within it is "
+                                 "1.250x the fastest (geometric mean), 1.250x at worst\n"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "a compile limit of 32 keeps it for 1 of 1; the fastest measured within it is "
+                                 "1.000x the fastest (geometric mean), 1.000x at worst\n"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "a compile limit of  8 keeps it for 0 of 1; the fastest measured within it is 1.250x"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "the last place: 30")) << r.output;
+
+  const Result empty = run_convgen("db compile-limit --db " + (dir / "empty.sqlite").string());
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_TRUE(contains(empty.output, "no measured kernel")) << empty.output;
 }
 
 TEST(DbCli, ExportThenImportCarriesTheRecordsToAnotherDatabase) {

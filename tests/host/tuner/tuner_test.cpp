@@ -161,6 +161,26 @@ TEST(CompileLimit, IsFourTimesTheBudgetAtLeastSixteenAndEveryCandidateWhenExhaus
   EXPECT_EQ(compile_limit({.budget = 4, .compile_limit = 7}), 7);
 }
 
+TEST(CompileOrder, ListsEachEstimableCandidateOnceAndAnyLimitKeepsItsFirstOnes) {
+  const Problem p = conv3x3();
+  const Gpu gpu = h100();
+  JitCache cache(std::nullopt);
+  ThreadPool pool(1);
+  const Tuner tuner(gpu, cache, pool, nullptr, {}, 0);
+  const std::vector<KernelSpec> all = tuning_candidates(p, gpu);
+  const std::vector<KernelSpec> order = tuner.compile_order(p, all);
+  ASSERT_GT(order.size(), 16u);
+  EXPECT_LE(order.size(), all.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    EXPECT_NE(std::find(all.begin(), all.end(), order[i]), all.end());
+    for (std::size_t j = i + 1; j < order.size(); ++j) EXPECT_NE(order[i], order[j]);
+  }
+  for (int limit : {16, 24, 40})  // past the defaults, which always stay
+    EXPECT_EQ(tuner.worth_compiling(p, all, limit),
+              std::vector<KernelSpec>(order.begin(), order.begin() + std::min<std::size_t>(limit, order.size())))
+        << limit;
+}
+
 TEST(WorthCompiling, KeepsTheDefaultsAndTheModelsBestUpToTheLimitAndEverythingWithoutOne) {
   const Problem p = conv3x3();
   const Gpu gpu = h100();
