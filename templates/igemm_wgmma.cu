@@ -59,7 +59,7 @@ constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
 // The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
-CONVGEN_PARAM("n", "16,32,64,96,128,192,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
+CONVGEN_PARAM("n", "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
 CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 (ws0) or stages (ws1) steps ahead of the multiply") constexpr int STAGES = 4;
 CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
@@ -141,9 +141,9 @@ static_assert(FILTER_ELEMENTS <= convgen::kIntMax, "the filter must have fewer t
 
 // ---- The configuration ------------------------------------------------------------------------------------------
 static_assert(BLOCK_M % 64 == 0 && BLOCK_M >= 64 && BLOCK_M <= 256, "BLOCK_M must be 64, 128, 192 or 256 (warpgroups)");
-static_assert(BLOCK_N == 16 || BLOCK_N == 32 || BLOCK_N == 64 || BLOCK_N == 96 || BLOCK_N == 128 || BLOCK_N == 192 ||
-                  BLOCK_N == 256,
-              "BLOCK_N must be 16, 32, 64, 96, 128, 192 or 256 (a wgmma N of whole 8-row swizzle atoms)");
+static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 16 && BLOCK_N <= 256,
+              "BLOCK_N must be a multiple of 16 from 16 to 256 (a wgmma N of whole 8-row swizzle atoms, pairs of "
+              "8-channel runs in the staged output)");
 static_assert(K_ATOMS == 1 || K_ATOMS == 2, "K_ATOMS must be 1 or 2");
 constexpr int BLOCK_K = ATOM_K * K_ATOMS;  // reduction elements per step
 static_assert(STAGES >= 3, "the pipeline needs three stages: one loading, one multiplying, one still being read");
@@ -171,9 +171,8 @@ static_assert(!TMA_ACTIVATION || (T == 1 && R == 1 && S == 1 && STRIDE_D == 1 &&
 constexpr int WG_N = SPLIT_N ? 2 : 1;
 constexpr int WG_COLS = BLOCK_N / WG_N;
 static_assert(!SPLIT_N || TILES_PER_BLOCK == 1, "SPLIT_N needs one tile a block (ws0 or ws1)");
-static_assert(WG_COLS == 16 || WG_COLS == 32 || WG_COLS == 64 || WG_COLS == 96 || WG_COLS == 128 || WG_COLS == 192 ||
-                  WG_COLS == 256,
-              "SPLIT_N needs half the block's channels to be a wgmma N the template instantiates (16 to 128)");
+static_assert(WG_COLS % 16 == 0 && WG_COLS >= 16,
+              "SPLIT_N needs half the block's channels to be a wgmma N the template instantiates (a multiple of 16)");
 constexpr int WARPGROUPS = BLOCK_M / 64 * WG_N;
 constexpr int THREADS = 128 * (WARPGROUPS + (PRODUCER_WARPGROUP ? 1 : 0));  // the producer is the last warpgroup
 constexpr int LOAD_THREADS = PRODUCER_WARPGROUP ? 128 : THREADS;            // the threads that issue the loads

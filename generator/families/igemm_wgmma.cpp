@@ -24,7 +24,10 @@ constexpr int kRowBytes = 128;                 // bytes of a shared row
 constexpr int kAlignSlack = 1024;              // the dynamic allocation's extra bytes to align the stages to 1,024
 constexpr int kReduceThreads = 256;            // threads per block of the reduce entry (REDUCE_THREADS)
 constexpr std::int64_t kTensorMapBytes = 128;  // sizeof(CUtensorMap)
-// The wgmma N the template instantiates (templates/wgmma.cuh), in the order the search space tries them.
+// Whether `n` is a block's channel count the template instantiates (templates/wgmma.cuh: a wgmma N that is a multiple
+// of 16 up to 256).
+bool is_block_n(int n) { return n % 16 == 0 && n >= 16 && n <= 256; }
+// The channel counts the search space tries for every tile, in that order; the others come as wave-filling twins.
 constexpr std::array kBlockNs = {128, 64, 256, 32, 16, 96, 192};
 
 // The convolution as per-group GEMMs: M = pixels, N = output channels (generator/pixel_gemm.hpp).
@@ -215,8 +218,7 @@ std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
 std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
   if (s.block_m != 64 && s.block_m != 128 && s.block_m != 192 && s.block_m != 256)
     return fmt::format("block_m must be 64, 128, 192 or 256 (warpgroups of 64 pixels), got {}", s.block_m);
-  if (std::find(kBlockNs.begin(), kBlockNs.end(), s.block_n) == kBlockNs.end())
-    return fmt::format("block_n must be 16, 32, 64, 96, 128, 192 or 256, got {}", s.block_n);
+  if (!is_block_n(s.block_n)) return fmt::format("block_n must be a multiple of 16 from 16 to 256, got {}", s.block_n);
   if (s.k_atoms != 1 && s.k_atoms != 2) return fmt::format("k_atoms must be 1 or 2, got {}", s.k_atoms);
   if (s.stages < 3 || s.stages > 6) return fmt::format("stages must be 3 to 6, got {}", s.stages);
   if (s.split_k < 1 || s.split_k > 32) return fmt::format("split_k must be 1 to 32, got {}", s.split_k);
@@ -235,9 +237,8 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
     return fmt::format("wn (two warpgroups a 64-pixel row block, each half the channels) needs one tile a block (ws0 "
                        "or ws1), got ws{}",
                        s.warp_specialized);
-  if (s.split_n && (s.block_n < 32 || std::find(kBlockNs.begin(), kBlockNs.end(), s.block_n / 2) == kBlockNs.end()))
-    return fmt::format("wn needs half the block's channels to be a wgmma N of the template (16 to 128), got {} / 2",
-                       s.block_n);
+  if (s.split_n && (s.block_n % 2 != 0 || !is_block_n(s.block_n / 2)))
+    return fmt::format("wn needs half the block's channels to be a wgmma N (a multiple of 16), got {} / 2", s.block_n);
   if (s.tma_activation && !s.tma_filter)
     return "ta (the pixel rows by TMA) needs the filter by TMA too (tma1)";
   if (s.tma_activation && !activation_is_a_matrix(p))
@@ -501,7 +502,8 @@ class IgemmWgmma final : public Family {
     }
     std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<IgemmWgmmaParams> specs;
-    for (const auto& c : chosen) specs.push_back(c.second);
+    for (const auto& c : chosen)  // once each: a twin may be another tile's candidate too
+      if (std::find(specs.begin(), specs.end(), c.second) == specs.end()) specs.push_back(c.second);
     return specs;
   }
 
@@ -538,6 +540,10 @@ class IgemmWgmma final : public Family {
               if (s.split_k > 1 && threads_of(s) <= 512 && !spec_reason(p, gpu, in_cluster))
                 one_and_several_tiles.push_back(in_cluster);
             }
+            // One wave of blocks that leaves SMs idle: its twin with narrower channel tiles, more of them, as many as
+            // still fit one wave (any multiple of 16 channels, not only the search's widths).
+            if (const std::optional<IgemmWgmmaParams> filling = wave_filling_twin(p, gpu, s))
+              one_and_several_tiles.push_back(*filling);
             // A 64-pixel tile's twin with two warpgroups multiplying, each half its channels (one would leave the SM's
             // tensor cores idle half the time: bench/results/h200/pixel-rows-by-tma-2026-11-29/).
             if (kOfferSplitN && s.block_m == 64) {
@@ -579,6 +585,29 @@ class IgemmWgmma final : public Family {
     more.warp_specialized = tiles_per_block_for(p, gpu, more);
     if (more.warp_specialized < 2) return std::nullopt;
     return more;
+  }
+
+  // The twin of the one-tile, unsplit `s` whose blocks are fewer than the GPU's SMs: the same pixel tiles, and
+  // channel tiles of the fewest channels (a multiple of 16) that keep the blocks within one block a SM. conv5_reduce
+  // at batch 32 (1,568 pixels, 512 channels): 25 x 4 tiles of 64 x 128 leave 32 of 132 SMs idle, 25 x 5 of 64 x 112
+  // leave 7, each block with 7/8 of the work. None where that is no narrower, or a width the search tries itself.
+  static std::optional<IgemmWgmmaParams> wave_filling_twin(const Problem& p, const Gpu& gpu,
+                                                           const IgemmWgmmaParams& s) {
+    if (s.split_k != 1 || tiles_per_block(s) > 1 || s.split_n) return std::nullopt;
+    const Gemm g = pixel_gemm(p);
+    const std::int64_t sms = std::max(gpu.sm_count, 1);
+    const std::int64_t rows = ceil_div(g.m, s.block_m) * g.groups;  // blocks along the pixels (and the groups)
+    const std::int64_t columns = ceil_div(g.n, s.block_n);
+    if (rows * columns >= sms) return std::nullopt;
+    const std::int64_t most_columns = sms / rows;
+    if (most_columns <= columns) return std::nullopt;
+    IgemmWgmmaParams twin = s;
+    twin.block_n = static_cast<int>(ceil_div(ceil_div(g.n, most_columns), 16) * 16);
+    // A width of the search's own it offers itself.
+    if (twin.block_n >= s.block_n || std::find(kBlockNs.begin(), kBlockNs.end(), twin.block_n) != kBlockNs.end() ||
+        spec_reason(p, gpu, twin))
+      return std::nullopt;
+    return twin;
   }
 
   // The tiles a block of the warp-specialized `s` computes so that its blocks fit one wave of resident blocks (at

@@ -134,6 +134,9 @@ TEST(SearchOrder, ThePicksOnThePublishedH200MeasurementsStayWithinTheQuotedFigur
     std::size_t problems = 20;  // at least this many problems replayed
   };
   const std::vector<Set> sets = {
+      {"wave-filling-widths-2026-11-29/resnet50-fp16-n32-measurements.json.gz", "igemm_wgmma", 1.038, 1.000},
+      {"wave-filling-widths-2026-11-29/resnet50-fp16-n8-measurements.json.gz", "igemm_wgmma", 1.080, 1.000},
+      {"wave-filling-widths-2026-11-29/resnet50-fp16-n1-measurements.json.gz", "igemm_wgmma", 1.037, 1.000},
       {"cluster-split-2026-11-29/resnet50-fp16-n32-measurements.json.gz", "igemm_wgmma", 1.036, 1.000},
       {"two-warpgroups-2026-11-29/small-m-fp16-n8-measurements.json.gz", "igemm_wgmma", 1.092, 1.007, 8},
       {"two-warpgroups-2026-11-29/small-m-fp16-n1-measurements.json.gz", "igemm_wgmma", 1.031, 1.000, 8},

@@ -185,6 +185,49 @@ TEST_F(IgemmWgmmaGpu, EveryBlockTileAndPipelineDepthIsCorrectOnPartialTilesInEve
   EXPECT_EQ(verify_all(cases, 50), static_cast<int>(cases.size()));
 }
 
+// The channel widths only wave-filling twins use (multiples of 16 between the search's widths), on a layer whose 200
+// channels leave a partial last channel tile for each: every pixel tile, the shared and the warp-specialized pipeline,
+// the filter by TMA, several tiles a block (the bulk output in 16-bit precisions) and split-K in a cluster.
+TEST_F(IgemmWgmmaGpu, EveryWaveFillingChannelWidthIsCorrectOnPartialChannelTiles) {
+  struct Pipeline {
+    int warp_specialized;
+    bool tma;
+    int split_k;
+    bool cluster_reduce;
+  };
+  constexpr std::array<Pipeline, 5> kPipelines = {
+      {{0, false, 1, false}, {1, false, 1, false}, {1, true, 1, false}, {2, true, 1, false}, {1, true, 2, true}}};
+  std::vector<Case> cases;
+  for (Precision precision : kPrecisions) {
+    const Problem p{.n = 2,
+                    .c = 40,
+                    .k = 200,
+                    .input = {1, 7, 9},
+                    .filter = {1, 3, 3},
+                    .padding = {0, 1, 1},
+                    .layout = Layout::nhwc,
+                    .precision = precision};
+    for (int block_m : {64, 128, 192})
+      for (int block_n : {48, 80, 112, 144, 160, 176, 208, 224, 240})
+        for (const Pipeline& pipeline : kPipelines)
+          for (int stages : {4, 3}) {
+            const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                                          .block_n = block_n,
+                                                          .k_atoms = 1,
+                                                          .stages = stages,
+                                                          .split_k = pipeline.split_k,
+                                                          .warp_specialized = pipeline.warp_specialized,
+                                                          .tma_filter = pipeline.tma,
+                                                          .cluster_reduce = pipeline.cluster_reduce});
+            if (wgmma_.check_support(p, gpu_, s)) continue;
+            cases.push_back({fmt::format("wave-filling width {}", precision), p, s});
+            break;  // the deepest of the two that fits
+          }
+  }
+  EXPECT_GE(cases.size(), 350u) << "fewer channel widths than the template declares are supported";
+  EXPECT_EQ(verify_all(cases, 51), static_cast<int>(cases.size()));
+}
+
 // Every configuration enumerate() offers, that is every one the tuner can pick: the cusnn layers in fp16 NHWC at
 // batch 1 and 8, a strided ResNet-50 layer, the deepest cusnn layer in bf16, and the first and the deepest in tf32.
 TEST_F(IgemmWgmmaGpu, EveryEnumeratedConfigurationIsCorrectOnNetworkLayers) {

@@ -28,6 +28,12 @@ const Family& igemm_wgmma() { return family("igemm_wgmma"); }
 
 IgemmWgmmaParams P(const KernelSpec& s) { return params_of<IgemmWgmmaParams>(s); }
 
+// The blocks of the kernel's main launch.
+std::int64_t blocks_of_spec(const Problem& p, const KernelSpec& s) {
+  const LaunchGeometry g = igemm_wgmma().plan(p, s).main_geometry();
+  return std::int64_t{g.grid[0]} * g.grid[1] * g.grid[2];
+}
+
 std::string name_error(std::string_view name) {
   try {
     parse_kernel_name(name);
@@ -138,10 +144,23 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
   // that split in a cluster (each beside a split through a workspace), load the pixel rows by TMA (each beside its
   // `tma1` twin) or split a 64-pixel tile's channels between two warpgroups (each beside its one-warpgroup twin), and
   // both offered wherever anything is.
-  const auto count = [&specs](bool warp_specialized, bool cluster_reduce) {
+  // Nor the wave-filling twins, whose channel tiles are narrower than the search's widths allow (each beside the
+  // candidate it narrows, which has fewer blocks than the GPU has SMs).
+  const std::set<int> searched_widths = {16, 32, 64, 96, 128, 192, 256};
+  const auto wave_filling = [&](const KernelSpec& s) { return !searched_widths.contains(P(s).block_n); };
+  for (const KernelSpec& s : specs) {
+    if (!wave_filling(s)) continue;
+    EXPECT_TRUE(std::any_of(specs.begin(), specs.end(), [&](const KernelSpec& wider) {
+      auto same = P(wider);
+      same.block_n = P(s).block_n;
+      return P(wider).block_n > P(s).block_n && same == P(s) &&
+             blocks_of_spec(p, wider) < static_cast<std::int64_t>(gpu.sm_count);
+    })) << kernel_name(s);
+  }
+  const auto count = [&](bool warp_specialized, bool cluster_reduce) {
     return std::count_if(specs.begin(), specs.end(), [&](const KernelSpec& s) {
       return (P(s).warp_specialized > 0) == warp_specialized && P(s).cluster_reduce == cluster_reduce &&
-             !P(s).tma_activation && !P(s).split_n;
+             !P(s).tma_activation && !P(s).split_n && !wave_filling(s);
     });
   };
   const auto two_warpgroups =
@@ -439,17 +458,21 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(320, 64)),
             "block_m must be 64, 128, 192 or 256 (warpgroups of 64 pixels), got 320");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 8)),
-            "block_n must be 16, 32, 64, 96, 128, 192 or 256, got 8");
-  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 48)),
-            "block_n must be 16, 32, 64, 96, 128, 192 or 256, got 48");
+            "block_n must be a multiple of 16 from 16 to 256, got 8");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 40)),
+            "block_n must be a multiple of 16 from 16 to 256, got 40");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 272)),
+            "block_n must be a multiple of 16 from 16 to 256, got 272");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 512)),
-            "block_n must be 16, 32, 64, 96, 128, 192 or 256, got 512");
+            "block_n must be a multiple of 16 from 16 to 256, got 512");
+  for (int n : {48, 80, 112, 144, 160, 176, 208, 224, 240})
+    EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(64, n)), std::nullopt) << n;
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 0, 4)), "k_atoms must be 1 or 2, got 0");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 3, 4)), "k_atoms must be 1 or 2, got 3");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 4, 3)), "k_atoms must be 1 or 2, got 4");
   // k_atoms is checked after the tile and before the stages.
-  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 48, 3, 4)),
-            "block_n must be 16, 32, 64, 96, 128, 192 or 256, got 48");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 40, 3, 4)),
+            "block_n must be a multiple of 16 from 16 to 256, got 40");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 3, 7)), "k_atoms must be 1 or 2, got 3");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 1, 4)), std::nullopt);
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 2, 4)), std::nullopt);
@@ -483,14 +506,14 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
   EXPECT_EQ(std::vector<int>(iface.params[0].allowed.begin(), iface.params[0].allowed.end()),
             (std::vector<int>{64, 128, 192, 256}));
   EXPECT_EQ(std::vector<int>(iface.params[1].allowed.begin(), iface.params[1].allowed.end()),
-            (std::vector<int>{16, 32, 64, 96, 128, 192, 256}));
+            (std::vector<int>{16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256}));
   EXPECT_EQ(std::vector<int>(iface.params[2].allowed.begin(), iface.params[2].allowed.end()), (std::vector<int>{1, 2}));
   EXPECT_EQ(iface.params[3].min, 3);
   EXPECT_EQ(iface.params[3].max, 6);
   EXPECT_EQ(iface.params[4].min, 1);
   EXPECT_EQ(iface.params[4].max, 32);
   const Gpu gpu = h100();
-  const std::set<std::pair<int, int>> too_many_registers = {{256, 192}, {256, 256}};
+  const std::set<std::pair<int, int>> too_many_registers = {{256, 192}, {256, 208}, {256, 224}, {256, 240}, {256, 256}};
   int accepted = 0;
   for (int block_m : iface.params[0].allowed)
     for (int block_n : iface.params[1].allowed)
@@ -499,7 +522,7 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
         const std::optional<std::string> reason = igemm_wgmma().check_support(kResnet3x3, gpu, s);
         if (too_many_registers.contains({block_m, block_n})) {
           ASSERT_TRUE(reason.has_value()) << kernel_name(s);
-          if (stages == 3) {  // 256 x 256 in 4 stages is also past the shared memory, which is checked first
+          if (stages == 3) {  // 256 x 208 and wider in 4 stages are past the shared memory too, checked first
             EXPECT_NE(reason->find("registers per block"), std::string::npos) << kernel_name(s) << ": " << *reason;
           }
         } else {
@@ -507,8 +530,8 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
           accepted += !reason;
         }
       }
-  EXPECT_EQ(accepted, 2 * (4 * 7 - 2));
-  // Two K atoms in 3 stages: 64 x 16..192, 128 x 16..128, 192 x 16..96 and 256 x 16..32 fit; the others exceed the
+  EXPECT_EQ(accepted, 2 * (4 * 16 - 5));
+  // Two K atoms in 3 stages: 64 x 16..224, 128 x 16..160, 192 x 16..96 and 256 x 16..32 fit; the others exceed the
   // shared memory (which is checked before the registers).
   int accepted_two = 0;
   for (int block_m : iface.params[0].allowed)
@@ -524,7 +547,7 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
             << kernel_name(s);
       }
     }
-  EXPECT_EQ(accepted_two, 6 + 5 + 4 + 2);
+  EXPECT_EQ(accepted_two, 14 + 10 + 6 + 2);
 }
 
 TEST(IgemmWgmmaFamily, EverySplitMustOwnPartOfTheReduction) {
