@@ -31,7 +31,7 @@ std::string entry_symbol(const BuiltKernel& kernel, const std::string& suffix) {
 namespace {
 
 // The options CONVGEN_NVRTC_OPTIONS adds (split at spaces), read once: a way to try an NVRTC option on every kernel
-// (`--Ofast-compile=mid`, say) without a rebuild. They are part of the JIT cache's key like every option.
+// (`-lineinfo`, say) without a rebuild. They are part of the JIT cache's key like every option.
 const std::vector<std::string>& extra_options_from_environment() {
   static const std::vector<std::string> options = [] {
     std::vector<std::string> list;
