@@ -22,7 +22,8 @@ Times: CUDA events around each forward (or replay) after 10 warm-up calls, the m
 relative L2 against eager, limits fp32 1e-4 (a deep network's accumulated rounding), fp16 2e-2; convgen+graph is
 verified on a second input copied into its static input, against eager on that input. A model that fails is reported
 FAILED and has no speedup. --profile-host adds the host time of the forward and of each convolution call, eager and
-convgen (below). Writes DIR/torch_models.md and .json (with the GPU, versions and command).
+convgen (below). Writes DIR/torch_models.md and .json (with the GPU, versions and command) after each
+model, batch and precision, so a run cut short (a time limit) keeps the rows it finished.
 
 Host time (--profile-host): the CPU time of a call with the GPU work left out: each call is timed alone with
 time.perf_counter_ns, the device synchronized between calls and outside the timing, so the launch queue never fills
@@ -260,6 +261,9 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    provenance = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                  "torchvision": torchvision.__version__, "cudnn": torch.backends.cudnn.version(),
+                  "convgen": convgen.version(), "commit": convgen.commit(), "command": " ".join(sys.argv)}
     rows = []
     for name in args.models.split(","):
         for precision in args.precision.split(","):
@@ -267,9 +271,11 @@ def main():
                 print(f"== {name} batch {batch} {precision}", flush=True)
                 rows.append(measure(name, batch, precision, args))
                 print(table(rows[-1:]).splitlines()[-1], flush=True)
-    provenance = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-                  "torchvision": torchvision.__version__, "cudnn": torch.backends.cudnn.version(),
-                  "convgen": convgen.version(), "commit": convgen.commit(), "command": " ".join(sys.argv)}
+                write_report(out, provenance, rows, args)  # after each row: a run cut short keeps what it measured
+    print(f"wrote {out / 'torch_models.md'}")
+
+
+def write_report(out, provenance, rows, args):
     (out / "torch_models.json").write_text(json.dumps({"provenance": provenance, "rows": rows}, indent=1))
     header = (f"# torchvision models: PyTorch eager, torch.compile(max-autotune), convgen, convgen+graph\n\n"
               f"{provenance['gpu']}, PyTorch {provenance['torch']}, cuDNN {provenance['cudnn']}, convgen "
@@ -277,7 +283,6 @@ def main():
     host = ("\nHost time with the GPU work left out (--profile-host; how: bench/torch_models.py's doc):\n\n"
             + host_table(rows)) if args.profile_host else ""
     (out / "torch_models.md").write_text(header + GRAPHS_NOTE + table(rows) + host)
-    print(f"wrote {out / 'torch_models.md'}")
 
 
 if __name__ == "__main__":
