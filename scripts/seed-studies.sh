@@ -48,8 +48,10 @@ fold_fp16_noscope() {
       for ((j = lane; j < ${#jobs[@]}; j += gpus)); do
         job=${jobs[j]}
         CUDA_VISIBLE_DEVICES=$lane CONVGEN_CACHE_DIR=$CONVGEN_CACHE_DIR-$lane SUITES=${job%:*} PRECISIONS=fp16 \
-          FOLDS=${job#*:} scripts/fold-study.sh "$dir/${job/:/-}" > "$dir/${job/:/-}.log" 2>&1 ||
+          FOLDS=${job#*:} scripts/fold-study.sh "$dir/${job/:/-}" > "$dir/${job/:/-}.log" 2>&1 || {
           echo "seed-studies: ${job/:/ } failed (its log: $dir/${job/:/-}.log)" >&2
+          touch "$dir/${job/:/-}.failed"
+        }
       done
     ) &
   done
@@ -57,7 +59,8 @@ fold_fp16_noscope() {
   for job in "${jobs[@]}"; do
     for sub in bench analysis shapes; do cp "$dir/${job/:/-}/$sub"/* "$dir/$sub/" 2> /dev/null; done
   done
-  python3 bench/fold_table.py "$dir"/bench/*.json --analysis "$dir/analysis" > "$dir/fold.md"
+  python3 bench/fold_table.py "$dir"/bench/*.json --analysis "$dir/analysis" > "$dir/fold.md" &&
+    ! compgen -G "$dir/*.failed" > /dev/null
 }
 
 for part in "$@"; do
