@@ -28,6 +28,12 @@
 //   waits for its bytes: the producer's threads then issue only the pixel rows' cp.async. With `ta` (a 1 x 1 problem of
 //   stride 1, no padding, no groups: the activation is the NPIX x C matrix A itself) the pixel rows come by TMA too,
 //   from the block's own copy of the activation's tensor map, retargeted to the call's activation at the start.
+//   With `mc` (filter multicast) MULTICAST blocks of consecutive pixel tiles and the same channel tile form a cluster
+//   along the grid's x: each block's producer copies 1/MULTICAST of the filter tile's rows by TMA into the same place
+//   in every block of the cluster (one read from L2 for all of them), so each `full` waits for the whole tile's bytes
+//   from the cluster's copies, and each `empty` for the consumer warps of every block of the cluster (a block refills
+//   a stage of all of them). The blocks meet at a cluster barrier after the barriers' initialization and before they
+//   end (no block may arrive on, or copy into, a block that has ended).
 //
 // Channels not a whole number of 16-byte loads (an image's 3, ungrouped only): the prelude's C is padded up to one
 // (4 tf32, 8 fp16 / bf16) and C_SOURCE says the tensors' own. The setup's pad_filter entry writes the filter with the
@@ -57,7 +63,7 @@ constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-
 constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
 constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
-// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0).
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
@@ -70,6 +76,7 @@ CONVGEN_PARAM("fw", "bool", "ungrouped, fewer channels than one 16-byte load: th
 CONVGEN_PARAM("cr", "bool", "split-K in a cluster: a tile's SPLIT_K blocks add their partial sums in each other's shared memory, no reduce pass") constexpr bool CLUSTER_REDUCE = false;
 CONVGEN_PARAM("ta", "bool", "with tma, on an ungrouped 1 x 1 stride-1 unpadded problem: the pixel rows by TMA too, the activation an NPIX x C matrix") constexpr bool TMA_ACTIVATION = false;
 CONVGEN_PARAM("wn", "bool", "one tile a block: two warpgroups multiply each 64 pixel rows, each half the block's channels") constexpr bool SPLIT_N = false;
+CONVGEN_PARAM("mc", "1,2,4", "with tma, one tile a block: clusters of this many pixel tiles, each block copying its share of the filter tile into all of them (TMA multicast)") constexpr int MULTICAST = 1;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -159,6 +166,13 @@ static_assert(!TMA_FILTER || PRODUCER_WARPGROUP, "TMA_FILTER needs the warp-spec
 static_assert(!CLUSTER_REDUCE || (SPLIT_K >= 2 && SPLIT_K <= 8), "CLUSTER_REDUCE needs SPLIT_K 2 to 8 (the cluster)");
 static_assert(!CLUSTER_REDUCE || TILES_PER_BLOCK == 1, "CLUSTER_REDUCE needs one tile a block (ws0 or ws1)");
 constexpr int CLUSTER_SIZE = CLUSTER_REDUCE ? SPLIT_K : 1;
+// Filter multicast (MULTICAST): clusters of MULTICAST blocks along the grid's x, each copying FILTER_SLICE_ROWS of the
+// filter tile's rows (whole 8-row swizzle atoms, so that each slice lands in the tile's swizzle) into all of them.
+static_assert(MULTICAST == 1 || MULTICAST == 2 || MULTICAST == 4, "MULTICAST must be 1, 2 or 4");
+static_assert(MULTICAST == 1 || (TMA_FILTER && TILES_PER_BLOCK == 1 && !CLUSTER_REDUCE),
+              "MULTICAST needs the filter by TMA (tma), one tile a block (ws1) and no split-K cluster (cr0)");
+static_assert(BLOCK_N % (8 * MULTICAST) == 0, "MULTICAST needs BLOCK_N to be whole 8-row atoms in every share");
+constexpr int FILTER_SLICE_ROWS = BLOCK_N / MULTICAST;
 // The pixel rows by TMA (TMA_ACTIVATION): where the activation is the GEMM's A as it lies, an NPIX x C row-major matrix
 // (one tap, stride 1, no padding, no groups, channels not padded), boxes of ATOM_K channels by BLOCK_M pixels.
 static_assert(!TMA_ACTIVATION || TMA_FILTER, "TMA_ACTIVATION needs TMA_FILTER (the producer's TMA pipeline)");
@@ -396,7 +410,9 @@ __device__ __forceinline__ void shared_main_loop(float (&r_acc)[ACCUMULATORS], u
 
 // The warp-specialized pipeline's two sides. Stage i's barriers are at s_full + 8 i and s_empty + 8 i; use u of a
 // stage (u = step / STAGES) waits for phase u of `full` and, from the second use on, for phase u - 1 of `empty`.
-constexpr unsigned CONSUMER_WARPS = 4 * WARPGROUPS;  // the arrivals that complete a phase of `empty`
+// With MULTICAST every block's consumer warps arrive on every block's `empty`.
+constexpr unsigned CONSUMER_WARPS = 4 * WARPGROUPS;  // the arrivals of one block's consumers
+constexpr unsigned EMPTY_ARRIVALS = CONSUMER_WARPS * MULTICAST;  // the arrivals that complete a phase of `empty`
 
 // With TMA_FILTER: the filter tile of atoms [a0, a0 + K_ATOMS) into the stage at s_stage, one bulk tensor copy per atom
 // (BLOCK_N rows from filter row `row0`, the first of the block's output channels), their bytes completing on the
@@ -415,10 +431,20 @@ __device__ __forceinline__ void load_filter_tma(unsigned s_stage, unsigned s_ful
     if constexpr (TMA_ACTIVATION)
       wg::tma_load_2d(s_stage + (unsigned)(atom * A_ATOM_BYTES), activation_map, a * ATOM_K, m_tile, s_full_stage);
     const unsigned s_b = s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES);
-    if constexpr (CHUNK_MAJOR)
+    if constexpr (MULTICAST > 1) {  // this block's share of the rows, into every block of the cluster
+      const unsigned rank = wg::cluster_rank();
+      const unsigned s_slice = s_b + rank * (unsigned)(FILTER_SLICE_ROWS * wg::kRowBytes);
+      const int slice_row0 = row0 + (int)rank * FILTER_SLICE_ROWS;
+      constexpr unsigned short kAll = (unsigned short)((1u << MULTICAST) - 1u);
+      if constexpr (CHUNK_MAJOR)
+        wg::tma_load_3d_multicast(s_slice, g_filter_map, (a / TRS) * ATOM_K, a % TRS, slice_row0, s_full_stage, kAll);
+      else
+        wg::tma_load_2d_multicast(s_slice, g_filter_map, a * ATOM_K, slice_row0, s_full_stage, kAll);
+    } else if constexpr (CHUNK_MAJOR) {
       wg::tma_load_3d(s_b, g_filter_map, (a / TRS) * ATOM_K, a % TRS, row0, s_full_stage);
-    else
+    } else {
       wg::tma_load_2d(s_b, g_filter_map, a * ATOM_K, row0, s_full_stage);
+    }
   }
 }
 
@@ -454,6 +480,16 @@ __device__ __forceinline__ void produce(unsigned s_base, unsigned s_full, unsign
   }
 }
 
+// A consumer warp gives a stage back: one arrival on its `empty` (lane 0), or with MULTICAST on the `empty` of every
+// block of the cluster, each of whose producers refills it (lane r arrives on block r's).
+__device__ __forceinline__ void release_stage(unsigned s_empty_stage, int lane) {
+  if constexpr (MULTICAST > 1) {
+    if (lane < MULTICAST) convgen::wg::barrier_arrive_in_block(s_empty_stage, (unsigned)lane);
+  } else {
+    if (lane == 0) convgen::wg::barrier_arrive(s_empty_stage);
+  }
+}
+
 // A consumer warpgroup: multiplies each of a tile's stages once it is full, and gives the previous step's stage back
 // once that step's wgmma group has finished (one arrival per warp); with `release_last` (more tiles may follow) the
 // tile's last stage too, once every wgmma has finished. The proxy fence after the wait orders the cp.async writes the
@@ -470,7 +506,7 @@ __device__ __forceinline__ void consume(float (&r_acc)[ACCUMULATORS], unsigned s
     wg::wait<1>();
 #pragma unroll
     for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
-    if (previous >= 0 && lane == 0) wg::barrier_arrive(s_empty + 8u * previous);
+    if (previous >= 0) release_stage(s_empty + 8u * previous, lane);
     previous = pipe.stage;
     if (++pipe.stage == STAGES) {
       pipe.stage = 0;
@@ -480,7 +516,7 @@ __device__ __forceinline__ void consume(float (&r_acc)[ACCUMULATORS], unsigned s
   wg::wait<0>();
 #pragma unroll
   for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
-  if (release_last && previous >= 0 && lane == 0) wg::barrier_arrive(s_empty + 8u * previous);
+  if (release_last && previous >= 0) release_stage(s_empty + 8u * previous, lane);
 }
 
 // ---- The block's output tiles ------------------------------------------------------------------------------------
@@ -756,9 +792,10 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
 
 }  // namespace igemm_wgmma
 
-// The main entry; with CLUSTER_REDUCE its blocks form clusters of a tile's SPLIT_K splits along the grid's z (a
-// cluster of one block otherwise: the same as none).
-extern "C" __global__ void __cluster_dims__(1, 1, igemm_wgmma::CLUSTER_SIZE) __launch_bounds__(igemm_wgmma::THREADS)
+// The main entry; with CLUSTER_REDUCE its blocks form clusters of a tile's SPLIT_K splits along the grid's z, with
+// MULTICAST of MULTICAST pixel tiles along its x (a cluster of one block otherwise: the same as none).
+extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgmma::CLUSTER_SIZE)
+    __launch_bounds__(igemm_wgmma::THREADS)
     CONVGEN_ENTRY(const igemm_wgmma::element_t* __restrict__ g_activation,
                   const igemm_wgmma::element_t* __restrict__ g_filter, igemm_wgmma::element_t* __restrict__ g_output,
                   float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
@@ -784,11 +821,15 @@ extern "C" __global__ void __cluster_dims__(1, 1, igemm_wgmma::CLUSTER_SIZE) __l
     if (tid == 0) {
       for (int stage = 0; stage < STAGES; ++stage) {
         wg::barrier_init(s_full + 8u * stage, (unsigned)LOAD_THREADS);
-        wg::barrier_init(s_empty + 8u * stage, CONSUMER_WARPS);
+        wg::barrier_init(s_empty + 8u * stage, EMPTY_ARRIVALS);
       }
       if constexpr (TMA_FILTER) wg::barrier_init_fence();
     }
-    __syncthreads();
+    // With MULTICAST the cluster's blocks copy into this block and arrive on its barriers: all initialized first.
+    if constexpr (MULTICAST > 1)
+      wg::cluster_sync();
+    else
+      __syncthreads();
     if (TMA_FILTER && tid == WARPGROUPS * 128) wg::tensor_map_acquire(g_filter_map);
   }
   // TMA_ACTIVATION: the setup's map of the activation (encoded over a stand-in address) copied into this block's slot
@@ -825,6 +866,8 @@ extern "C" __global__ void __cluster_dims__(1, 1, igemm_wgmma::CLUSTER_SIZE) __l
   // they must be done before the block ends.
   if constexpr (BULK_OUTPUT)
     if (warpgroup < WARPGROUPS && lane < 16) convgen::wg::bulk_wait();
+  // With MULTICAST the other blocks' consumers may still arrive on this block's `empty` barriers.
+  if constexpr (MULTICAST > 1) wg::cluster_sync();
 }
 
 // Split-K's second pass, as igemm_tc's: output = the sum of the splits' partial sums, in split order, through the

@@ -64,6 +64,24 @@ __device__ __forceinline__ void barrier_arrive(unsigned s_barrier) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(s_barrier) : "memory");
 }
 
+// One arrival (release) on the barrier at this block's shared address `s_barrier`, as it lies in the shared memory of
+// the cluster's block `rank` (the filter multicast's `empty` barriers: a stage is empty once every block's consumers
+// that read it are done).
+__device__ __forceinline__ void barrier_arrive_in_block(unsigned s_barrier, unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\nmbarrier.arrive.shared::cluster.b64 _, "
+      "[remote];\n}\n" ::"r"(s_barrier),
+      "r"(rank)
+      : "memory");
+}
+
+// This block's rank in its cluster.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+
 // One arrival on the barrier once every cp.async this thread has issued so far has landed: the arrival the barrier's
 // count already expects (.noinc), so a phase of `count` producer threads completes when all their copies have.
 __device__ __forceinline__ void barrier_arrive_on_copies(unsigned s_barrier) {
@@ -126,6 +144,26 @@ __device__ __forceinline__ void tma_load_3d(unsigned s_dst, const void* map, int
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
       "[%5];\n" ::"r"(s_dst),
       "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(s_barrier)
+      : "memory");
+}
+
+// The same boxes multicast: written at s_dst of every block of the cluster in `mask` (bit r: the block of rank r),
+// each completing its bytes on its own barrier at s_barrier (the same shared addresses in every block).
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned s_dst, const void* map, int c0, int c1,
+                                                      unsigned s_barrier, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, "
+      "{%2, %3}], [%4], %5;\n" ::"r"(s_dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(s_barrier), "h"(mask)
+      : "memory");
+}
+
+__device__ __forceinline__ void tma_load_3d_multicast(unsigned s_dst, const void* map, int c0, int c1, int c2,
+                                                      unsigned s_barrier, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, "
+      "{%2, %3, %4}], [%5], %6;\n" ::"r"(s_dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(s_barrier), "h"(mask)
       : "memory");
 }
 

@@ -138,11 +138,14 @@ std::int64_t tiles_of(const Gemm& g, const IgemmWgmmaParams& s) {
   return ceil_div(g.m, s.block_m) * ceil_div(g.n, s.block_n) * g.groups * s.split_k;
 }
 
-// One block a tile: pixels, channels, and groups x splits; with more tiles a block, a row of blocks.
+// One block a tile: pixels, channels, and groups x splits; with more tiles a block, a row of blocks. With `mc` the
+// pixel tiles are rounded up to whole clusters (the last cluster's extra blocks copy their share of the filter and
+// store nothing).
 std::array<unsigned, 3> grid_of(const Gemm& g, const IgemmWgmmaParams& s) {
   if (tiles_per_block(s) > 1) return {static_cast<unsigned>(ceil_div(tiles_of(g, s), tiles_per_block(s))), 1, 1};
-  return {static_cast<unsigned>(ceil_div(g.m, s.block_m)), static_cast<unsigned>(ceil_div(g.n, s.block_n)),
-          static_cast<unsigned>(g.groups * s.split_k)};
+  const std::int64_t multicast = std::max(s.multicast, 1);
+  return {static_cast<unsigned>(ceil_div(ceil_div(g.m, s.block_m), multicast) * multicast),
+          static_cast<unsigned>(ceil_div(g.n, s.block_n)), static_cast<unsigned>(g.groups * s.split_k)};
 }
 
 std::int64_t blocks_of(const Gemm& g, const IgemmWgmmaParams& s) {
@@ -245,6 +248,13 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
     return "ta (the pixel rows by TMA) needs an ungrouped 1 x 1 problem of stride 1 and no padding, whose activation "
            "is the GEMM's pixel-by-channel matrix";
   if (s.tma_activation && s.chunk_major) return "ta (the pixel rows by TMA) reads the reduction tap-major only (co0)";
+  if (s.multicast != 1 && s.multicast != 2 && s.multicast != 4)
+    return fmt::format("mc (filter multicast) must be 1, 2 or 4 blocks a cluster, got {}", s.multicast);
+  if (s.multicast > 1 && (!s.tma_filter || tiles_per_block(s) > 1 || s.cluster_reduce))
+    return "mc (filter multicast) needs the filter by TMA (tma1), one tile a block (ws1) and no split-K cluster (cr0)";
+  if (s.multicast > 1 && s.block_n % (8 * s.multicast) != 0)
+    return fmt::format("mc{} (filter multicast) needs block_n to be a multiple of {} (whole 8-row atoms a share), got {}",
+                       s.multicast, 8 * s.multicast, s.block_n);
   if (s.cluster_reduce && s.block_m * partial_pitch(s) > s.stages * stage_bytes(s))
     return fmt::format("cr (split-K in a cluster): the fp32 partial tile's {} bytes exceed the {} stages' {}",
                        s.block_m * partial_pitch(s), s.stages, s.stages * stage_bytes(s));
@@ -290,9 +300,13 @@ IgemmWgmmaParams params_of(int block_m, int block_n, int k_atoms, int stages, in
           .tma_filter = false};
 }
 
+// The filter rows of one TMA copy: the block's channels, or with `mc` each block's share of them.
+int filter_box_rows(const IgemmWgmmaParams& s) { return s.block_n / std::max(s.multicast, 1); }
+
 // The tensor map the `tma` pipeline's filter copies read (templates/igemm_wgmma.cu, load_filter_tma): the filter
 // (K rows of KR = taps x CG elements) as a K x KR matrix, boxes of atom_k elements (128 bytes) by BLOCK_N rows; chunk-
-// major as K x taps x CG, boxes of atom_k channels of one tap by BLOCK_N rows (channels past CG arrive as zeros).
+// major as K x taps x CG, boxes of atom_k channels of one tap by BLOCK_N rows (channels past CG arrive as zeros);
+// with `mc` boxes of BLOCK_N / mc rows, each block's share.
 TensorMapSpec filter_map_of(const Problem& p, const IgemmWgmmaParams& s) {
   const Gemm g = pixel_gemm(p);
   const std::int64_t bytes = element_bytes(p);
@@ -305,12 +319,12 @@ TensorMapSpec filter_map_of(const Problem& p, const IgemmWgmmaParams& s) {
     map.rank = 3;
     map.dims = {cg, g.taps, p.k, 1, 1};
     map.strides = {cg * bytes, g.kr * bytes, 0, 0};
-    map.box = {static_cast<unsigned>(atom_k_of(p)), 1, static_cast<unsigned>(s.block_n), 1, 1};
+    map.box = {static_cast<unsigned>(atom_k_of(p)), 1, static_cast<unsigned>(filter_box_rows(s)), 1, 1};
   } else {
     map.rank = 2;
     map.dims = {g.kr, p.k, 1, 1, 1};
     map.strides = {g.kr * bytes, 0, 0, 0};
-    map.box = {static_cast<unsigned>(atom_k_of(p)), static_cast<unsigned>(s.block_n), 1, 1, 1};
+    map.box = {static_cast<unsigned>(atom_k_of(p)), static_cast<unsigned>(filter_box_rows(s)), 1, 1, 1};
   }
   map.swizzle_128b = true;
   return map;
@@ -475,10 +489,10 @@ class IgemmWgmma final : public Family {
   // igemm_tc's on 23 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/2026-11-25/).
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
-  // `tma`, `fw`, `cr`, `ta` and `wn` came after the names of earlier convgens: theirs load the filter by cp.async
-  // (tma0), fold nothing (fw0), split the reduction through a workspace (cr0), load the pixel rows by cp.async (ta0)
-  // and give each warpgroup every channel of the block (wn0).
-  std::size_t params_added_later() const override { return 5; }
+  // `tma`, `fw`, `cr`, `ta`, `wn` and `mc` came after the names of earlier convgens: theirs load the filter by
+  // cp.async (tma0), fold nothing (fw0), split the reduction through a workspace (cr0), load the pixel rows by cp.async
+  // (ta0), give each warpgroup every channel of the block (wn0) and copy each block's filter alone (mc1).
+  std::size_t params_added_later() const override { return 6; }
 
  private:
   // The search space, for each pipeline (shared and warp-specialized), each step length (one K atom, and two where
@@ -557,6 +571,14 @@ class IgemmWgmma final : public Family {
                 IgemmWgmmaParams tma = t;
                 tma.tma_filter = true;
                 chosen.emplace_back(estimate_us(p, gpu, tma), tma);
+                // and its twins whose clusters of 2 and 4 pixel tiles share each filter tile's copy (multicast)
+                if (kOfferMulticast)
+                  for (int multicast : {2, 4}) {
+                    IgemmWgmmaParams shared = tma;
+                    shared.multicast = multicast;
+                    if (!spec_reason(p, gpu, shared) && ceil_div(g.m, tma.block_m) >= multicast)
+                      chosen.emplace_back(estimate_us(p, gpu, shared), shared);
+                  }
                 // and where the activation is a matrix, that one's twin with the pixel rows by TMA too
                 IgemmWgmmaParams both = tma;
                 both.tma_activation = true;
@@ -710,6 +732,13 @@ class IgemmWgmma final : public Family {
   // (155) and 1.002x at 1 (249), and were the fastest of 1 of 23 problems: the 64-pixel tiles they improve are not
   // where the best are. Their kernels stay correct and reachable by name.
   static constexpr bool kOfferSplitN = false;
+  // Whether it offers filter multicast (`mc`): each one-tile `tma1` candidate's twins in clusters of 2 and 4 pixel
+  // tiles, beside it. Not now: measured beside their one-block twins on every igemm_wgmma candidate of ResNet-50 in
+  // fp16 at batch 32 (H200; bench/results/h200/filter-multicast-2026-11-30/) clusters of 2 took 1.13x the time (236
+  // pairs) and of 4 1.36x (226), none the fastest of any of the 23 problems, the L2-heaviest (conv5_reduce) 1.02x:
+  // the operand traffic through L2 that it divides is not what bounds these kernels, and a cluster's blocks wait for
+  // each other's consumers. Their kernels stay correct (GPU-verified) and reachable by name.
+  static constexpr bool kOfferMulticast = false;
   // Whether it offers split-K in a cluster (`cr`): each split candidate's twin, beside it.
   static constexpr bool kOfferClusterReduce = true;
 
@@ -819,8 +848,10 @@ class IgemmWgmma final : public Family {
     // Chunk-major: the taps of a chunk read mostly the same activation lines, half of them or more from L1 (a guess:
     // the tuner measures).
     const double activation_share = s.chunk_major ? std::min(1.0, 2.0 / g.taps) : 1.0;
-    const double operand_bytes =
-        static_cast<double>(tiles_of(g, s)) * (s.block_m * activation_share + s.block_n) * chunk * element_bytes(p);
+    // With `mc` a cluster's blocks read each filter tile from L2 once.
+    const double operand_bytes = static_cast<double>(tiles_of(g, s)) *
+                                 (s.block_m * activation_share + static_cast<double>(filter_box_rows(s))) * chunk *
+                                 element_bytes(p);
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
     // With TMA the filter rows bypass the cp.async path (the SM's copy engine writes them, faster).
     const double filter_rows = s.block_n * (s.tma_filter ? kTmaFillShare : 1.0);

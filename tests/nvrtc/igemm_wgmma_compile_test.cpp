@@ -134,9 +134,19 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
   int warp_specialized = 0;
   int chunk_major = 0;
   int in_cluster = 0;
+  std::set<std::string> names;
+  for (const KernelSpec& spec : specs) names.insert(kernel_name(spec));
   for (const KernelSpec& spec : specs) {
-    const BuiltKernel built = build_and_check(c.problem, spec, cache);
     const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(spec);
+    // Filter multicast twins: beside their one-block twins (offered, so compiled here), and compiled by
+    // IgemmWgmmaFilterMulticast in every precision and order (CI's compile time: a third more kernels here).
+    if (t.multicast > 1) {
+      IgemmWgmmaParams alone = t;
+      alone.multicast = 1;
+      EXPECT_TRUE(names.contains(kernel_name(to_spec(alone)))) << kernel_name(spec);
+      continue;
+    }
+    const BuiltKernel built = build_and_check(c.problem, spec, cache);
     with_two += t.k_atoms == 2;
     warp_specialized += t.warp_specialized;
     chunk_major += t.chunk_major;
@@ -208,7 +218,7 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 12u);
+  ASSERT_EQ(iface.params.size(), 13u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
   ASSERT_EQ(iface.params[6].field, "warp_specialized");
   ASSERT_EQ(iface.params[7].field, "tma_filter");
@@ -216,6 +226,7 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   ASSERT_EQ(iface.params[9].field, "cluster_reduce");  // split-K only
   ASSERT_EQ(iface.params[10].field, "tma_activation");  // 1 x 1 only
   ASSERT_EQ(iface.params[11].field, "split_n");  // one tile a block only
+  ASSERT_EQ(iface.params[12].field, "multicast");  // tma1 one tile a block only
   JitCache cache(std::nullopt);
   // The widths between the search's own (wave-filling twins only) in the first pipeline alone: CI's compile time.
   const std::set<int> searched_widths = {16, 32, 64, 96, 128, 192, 256};
@@ -317,6 +328,40 @@ TEST(IgemmWgmmaClusterAndPixelRowsByTma, CompileWithoutSpillsInEveryPrecision) {
       EXPECT_EQ(built.plan.setup.size(), 2u) << kernel_name(s);
       EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
                                                                                    << built.cubin.log;
+    }
+  }
+}
+
+// Filter multicast (`mc`) compiles without spills in every precision, in clusters of 2 and 4 along the grid's x (the
+// pixel tiles rounded up to whole clusters), tap-major and chunk-major, split through a workspace or not, on
+// ResNet-50's conv5_reduce and conv4_1_3x3 at batch 32; the filter's map boxes are each block's share of its rows.
+TEST(IgemmWgmmaFilterMulticast, CompilesWithoutSpillsInClustersOfTwoAndFourInEveryPrecision) {
+  JitCache cache(std::nullopt);
+  for (Precision precision : {Precision::fp16, Precision::bf16, Precision::tf32}) {
+    for (const char* layer : {"conv5_reduce", "conv4_1_3x3"}) {
+      Problem p = suite_layer("resnet50.csv", layer, precision);
+      p.n = 32;
+      for (const auto& [block_m, block_n, multicast, split_k, chunk_major] :
+           {std::tuple{64, 128, 2, 1, false}, std::tuple{128, 64, 4, 1, false}, std::tuple{64, 256, 4, 2, false},
+            std::tuple{128, 128, 2, 1, true}}) {
+        if (chunk_major && p.filter.h == 1) continue;  // one tap: chunk-major is the tap-major order
+        const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                                      .block_n = block_n,
+                                                      .stages = 4,
+                                                      .split_k = split_k,
+                                                      .chunk_major = chunk_major,
+                                                      .warp_specialized = 1,
+                                                      .tma_filter = true,
+                                                      .multicast = multicast});
+        ASSERT_EQ(check_support(p, h100(), s), std::nullopt) << kernel_name(s);
+        const BuiltKernel built = build_and_check(p, s, cache);
+        EXPECT_EQ(built.plan.main_geometry().grid[0] % multicast, 0u) << kernel_name(s);
+        ASSERT_EQ(built.plan.setup.size(), 1u) << kernel_name(s);
+        const TensorMapSpec& map = built.plan.setup[0].tensor_map;
+        EXPECT_EQ(map.box[chunk_major ? 2 : 1], static_cast<unsigned>(block_n / multicast)) << kernel_name(s);
+        EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
+                                                                                     << built.cubin.log;
+      }
     }
   }
 }

@@ -5,8 +5,9 @@
 // (tap-major and chunk-major, which pads the 24 channels to a row: 64, tf32 32); every configuration the search space
 // offers on the cusnn layers; split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce;
 // the filter by TMA, the filter's width folded into the channels, several tiles a block and split-K in a cluster on the
-// corpus; the pixel rows by TMA on 1 x 1 problems; two warpgroups on a 64-pixel tile's channels. Prints, and appends
-// to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
+// corpus; the pixel rows by TMA on 1 x 1 problems; two warpgroups on a 64-pixel tile's channels; filter multicast in
+// clusters of 2 and 4 on the corpus and on clusters the pixel tiles do not fill. Prints, and appends to
+// $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
 #include <array>
 #include <functional>
 #include <string_view>
@@ -376,6 +377,75 @@ TEST_F(IgemmWgmmaGpu, ThePixelRowsByTmaAreCorrectOnPointwiseProblems) {
 // both reduction orders; the long reduction with every block width that halves to a wgmma N, split through a
 // workspace and in a cluster, and the fused epilogue (the staged output, the direct stores and the partial tiles of a
 // cluster all write from the channel half they own).
+// Filter multicast (`mc`: clusters of 2 or 4 pixel tiles, each block's TMA copying its share of the filter tile into
+// every block of the cluster) on every corpus layer the family serves, in every precision: each default made
+// warp-specialized with the filter by TMA in clusters of 2 and 4 (its channel tile widened to whole 8-row shares where
+// it is narrower), in both reduction orders. Then pixel tiles that do not fill the last cluster (its extra blocks
+// copy their share and store nothing: 7 tiles of 64 in clusters of 4, and a single tile of the long reduction in
+// clusters of 2 and 4), channel tiles past K (200 of 256), split-K through a workspace and the fused epilogue.
+TEST_F(IgemmWgmmaGpu, FilterMulticastIsCorrectOnTheEdgeCaseCorpusAndOnPartialClusters) {
+  std::vector<std::function<void(IgemmWgmmaParams&)>> variants;
+  for (int multicast : {2, 4})
+    for (bool chunk_major : {false, true})
+      variants.push_back([multicast, chunk_major](IgemmWgmmaParams& t) {
+        t.warp_specialized = 1;
+        t.tma_filter = true;
+        t.cluster_reduce = false;
+        t.split_n = false;
+        t.chunk_major = chunk_major;
+        t.multicast = multicast;
+        t.block_n = std::max(t.block_n, 8 * multicast);
+      });
+  std::vector<Case> cases = default_variants("mc", variants);
+  EXPECT_GT(cases.size(), 100u) << "filter multicast served too few corpus layers";
+  const Problem partial{.n = 3,
+                        .c = 64,
+                        .k = 200,
+                        .input = {1, 13, 11},
+                        .filter = {1, 3, 3},
+                        .padding = {0, 1, 1},
+                        .layout = Layout::nhwc};  // 429 pixels: 7 tiles of 64, 4 of 128
+  for (Precision precision : kPrecisions) {
+    for (const auto& [block_m, block_n, multicast, chunk_major] :
+         {std::tuple{64, 64, 4, false}, std::tuple{64, 128, 2, true}, std::tuple{128, 256, 4, false},
+          std::tuple{192, 32, 4, true}, std::tuple{64, 16, 2, false}}) {
+      const Problem p = with(partial, precision, Layout::nhwc);
+      const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                                    .block_n = block_n,
+                                                    .stages = 4,
+                                                    .chunk_major = chunk_major,
+                                                    .warp_specialized = 1,
+                                                    .tma_filter = true,
+                                                    .multicast = multicast});
+      if (wgmma_.check_support(p, gpu_, s)) continue;  // registers of the widest tiles
+      cases.push_back({fmt::format("mc partial {} {}", kernel_name(s), precision), p, s});
+    }
+    Problem deep = long_reduction(precision);
+    for (const auto& [multicast, split_k] : {std::pair{2, 1}, std::pair{4, 1}, std::pair{2, 3}, std::pair{4, 2}}) {
+      const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = 64,
+                                                    .block_n = 64,
+                                                    .stages = 5,
+                                                    .split_k = split_k,
+                                                    .warp_specialized = 1,
+                                                    .tma_filter = true,
+                                                    .multicast = multicast});
+      ASSERT_EQ(wgmma_.check_support(deep, gpu_, s), std::nullopt) << kernel_name(s);
+      cases.push_back({fmt::format("mc deep {} {}", kernel_name(s), precision), deep, s});
+    }
+    deep.epilogue = parse_epilogue("alpha:1.5+bias+add:0.5+relu6");
+    for (int split_k : {1, 2})
+      cases.push_back({fmt::format("mc epilogue split {} {}", split_k, precision), deep,
+                       to_spec(IgemmWgmmaParams{.block_m = 64,
+                                                .block_n = 32,
+                                                .stages = 4,
+                                                .split_k = split_k,
+                                                .warp_specialized = 1,
+                                                .tma_filter = true,
+                                                .multicast = 4})});
+  }
+  EXPECT_EQ(verify_all(cases, 2200), static_cast<int>(cases.size()));
+}
+
 TEST_F(IgemmWgmmaGpu, TwoWarpgroupsOnAPixelTilesChannelsAreCorrect) {
   std::vector<std::function<void(IgemmWgmmaParams&)>> variants;
   for (int pipeline = 0; pipeline < 3; ++pipeline)

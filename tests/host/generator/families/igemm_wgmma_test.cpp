@@ -160,7 +160,7 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
   const auto count = [&](bool warp_specialized, bool cluster_reduce) {
     return std::count_if(specs.begin(), specs.end(), [&](const KernelSpec& s) {
       return (P(s).warp_specialized > 0) == warp_specialized && P(s).cluster_reduce == cluster_reduce &&
-             !P(s).tma_activation && !P(s).split_n && !wave_filling(s);
+             !P(s).tma_activation && !P(s).split_n && P(s).multicast == 1 && !wave_filling(s);
     });
   };
   const auto two_warpgroups =
@@ -175,6 +175,11 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
     return P(s).tma_filter && !P(s).tma_activation;
   });
   EXPECT_LE(pixel_rows_by_tma, filter_by_tma);
+  // Filter multicast: the twins in clusters of 2 and 4 of one-tile tma1 candidates, none without TMA.
+  const auto multicast = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
+    return P(s).multicast > 1;
+  });
+  EXPECT_LE(multicast, 2 * filter_by_tma);
   const auto specialized = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
     return P(s).warp_specialized > 0;
   });
@@ -209,8 +214,14 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
       EXPECT_EQ(g.grid[1], 1u) << name;
       EXPECT_EQ(g.grid[2], 1u) << name;
     } else {
+      // Whole clusters of t.multicast pixel tiles (1 without multicast), the last cluster's extra blocks empty.
+      EXPECT_EQ(g.grid[0] % t.multicast, 0u) << name;
       EXPECT_GE(std::int64_t{g.grid[0]} * t.block_m, output_pixels(p)) << name;
-      EXPECT_LT(std::int64_t{g.grid[0] - 1} * t.block_m, output_pixels(p)) << name;
+      EXPECT_LT(std::int64_t{g.grid[0] - t.multicast} * t.block_m, output_pixels(p)) << name;
+      if (t.multicast > 1) {
+        EXPECT_TRUE(t.tma_filter && t.warp_specialized == 1 && !t.cluster_reduce) << name;
+        EXPECT_EQ(t.block_n % (8 * t.multicast), 0) << name;
+      }
       EXPECT_GE(std::int64_t{g.grid[1]} * t.block_n, k_per_group(p)) << name;
       EXPECT_LT(std::int64_t{g.grid[1] - 1} * t.block_n, k_per_group(p)) << name;
       EXPECT_EQ(g.grid[2], static_cast<unsigned>(p.groups * t.split_k)) << name;
@@ -490,7 +501,7 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
 // at most 301 rows (3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) {
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 12u);
+  ASSERT_EQ(iface.params.size(), 13u);
   EXPECT_EQ(iface.params[0].field, "block_m");
   EXPECT_EQ(iface.params[1].field, "block_n");
   EXPECT_EQ(iface.params[2].field, "k_atoms");
@@ -799,7 +810,7 @@ TEST(IgemmWgmmaFamily, SplitKInAClusterPlansTheMainKernelAloneAndChecksItsLimits
                                     .cluster_reduce = true});
   };
   const KernelSpec s = cluster(64, 128, 4, 4);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1_ta0_wn0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1_ta0_wn0_mc1");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(kDeep, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(kDeep, s);
@@ -1016,22 +1027,22 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   const KernelSpec s = spec(128, 64, 4, 1);
-  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0}}));
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0");
+  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1}}));
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0"), s);
   EXPECT_EQ(spec_kb(128, 64, 2, 4, 1),
-            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0}}));
-  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0");
+            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1}}));
+  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0"), spec_kb(128, 64, 2, 4, 1));
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_co0_ws1")),
             (IgemmWgmmaParams{
                 .block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4, .warp_specialized = true}));
   EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)),
-            "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0");
-  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0_wn0");
+            "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1");
+  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_co0_ws0"), spec(64, 256, 3, 32));
   EXPECT_EQ(kernel_name(IgemmWgmmaParams{}),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0");  // the template's defaults
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");  // the template's defaults
   // Not igemm_tc's: its name has more fields.
   EXPECT_NE(parse_kernel_name(kernel_name(to_spec(IgemmTcParams{}))).family, "igemm_wgmma");
   // The names from before kb are refused: kb sits between n and st.
@@ -1045,7 +1056,7 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
   EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0_ta0_wn0");
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9': field 'ws' (warp-specialized: a producer "
             "warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in "
@@ -1068,8 +1079,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   const KernelSpec s = spec(128, 64, 4, 2);
   for (const auto& [precision, value] : {std::pair{Precision::fp16, 2}, std::pair{Precision::bf16, 3}}) {
     const KernelSource src = igemm_wgmma().render(with(kResnet3x3, precision, Layout::nhwc), s);
-    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0");
-    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0.cu");
+    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
+    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
     EXPECT_NE(
@@ -1084,8 +1095,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   }
   // Two K atoms a step: K_ATOMS = 2 in the prelude and kb2 in the entry's name.
   const KernelSource two = igemm_wgmma().render(kResnet3x3, spec_kb(192, 96, 2, 3, 1));
-  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0");
-  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0.cu");
+  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
+  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1.cu");
   EXPECT_NE(two.text.find("constexpr int BLOCK_M = 192;\nconstexpr int BLOCK_N = 96;\nconstexpr int K_ATOMS = 2;\n"
                           "constexpr int STAGES = 3;\nconstexpr int SPLIT_K = 1;\n"),
             std::string::npos);
@@ -1098,7 +1109,7 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
 // load the filter by cp.async (tma0); the shared pipeline has no TMA.
 TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMeanCpAsync) {
   IgemmWgmmaParams tma{.warp_specialized = true, .tma_filter = true};
-  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0");
+  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1")), tma);
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1")),
             (IgemmWgmmaParams{.warp_specialized = true, .tma_filter = false}));
@@ -1107,14 +1118,14 @@ TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMe
   EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, to_spec(IgemmWgmmaParams{.tma_filter = true})),
             "tma (the filter tile by TMA) needs the warp-specialized pipeline (ws1)");
   // The search space offers each warp-specialized candidate with its twin that loads the filter by TMA, and no
-  // other TMA candidate: half the warp-specialized ones.
+  // other TMA candidate: half the warp-specialized ones (the TMA twins' multicast twins, with mc, apart).
   for (const Problem& p : {kResnet3x3, kDeep, with(kResnet3x3, Precision::tf32, Layout::nhwc)}) {
     std::set<std::string> names;
     std::int64_t specialized = 0, by_tma = 0;
     const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(p, gpu);
     for (const KernelSpec& s : specs) names.insert(kernel_name(s));
     for (const KernelSpec& s : specs) {
-      if (!P(s).warp_specialized) continue;
+      if (!P(s).warp_specialized || P(s).multicast > 1) continue;
       ++specialized;
       by_tma += P(s).tma_filter;
       IgemmWgmmaParams twin = P(s);
@@ -1182,7 +1193,7 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   const Problem conv1{.n = 8, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
                       .padding = {0, 3, 3}, .layout = Layout::nhwc, .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 4, .fold_width = true};
-  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0");
+  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0_mc1");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0")), t);
   EXPECT_EQ(igemm_wgmma().check_support(conv1, gpu, to_spec(t)), std::nullopt);
 
@@ -1237,6 +1248,61 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
 // NPIX x C matrix; the setup encodes its map (boxes of 64 channels by BLOCK_M pixels) into a persistent buffer and each
 // call's blocks write their copies, 128 bytes a block, into the per-call "activation_maps". Served by name, not
 // offered by the search space.
+// Filter multicast (`mc`): clusters of 2 or 4 pixel tiles along the grid's x, each block's TMA copying its share of the
+// filter tile's rows into every block of the cluster. ResNet-50's conv5_reduce at batch 32 (1,568 pixels, 512 channels,
+// 2,048 reduction elements): 25 tiles of 64 pixels rounded up to 28 (7 clusters of 4), the filter's boxes 32 of the
+// block's 128 rows; the estimate counts each filter tile read from L2 once a cluster. The search space does not offer
+// them (kOfferMulticast).
+TEST(IgemmWgmmaFamily, FilterMulticastPlansWholeClustersAndBoxesOfEachBlocksShare) {
+  const Gpu gpu = h100();
+  const Problem reduce{.n = 32,
+                       .c = 2048,
+                       .k = 512,
+                       .input = {1, 7, 7},
+                       .filter = {1, 1, 1},
+                       .layout = Layout::nhwc,
+                       .precision = Precision::fp16};
+  IgemmWgmmaParams t{.block_m = 64, .block_n = 128, .warp_specialized = 1, .tma_filter = true, .multicast = 4};
+  const KernelSpec s = to_spec(t);
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc4");
+  EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
+  ASSERT_EQ(igemm_wgmma().check_support(reduce, gpu, s), std::nullopt);
+  const LaunchPlan plan = igemm_wgmma().plan(reduce, s);
+  EXPECT_EQ(plan.main_geometry().grid, (std::array<unsigned, 3>{28, 4, 1}));
+  ASSERT_EQ(plan.setup.size(), 1u);
+  EXPECT_EQ(plan.setup[0].tensor_map.box, (std::array<unsigned, 5>{64, 32, 1, 1, 1}));
+  IgemmWgmmaParams alone = t;
+  alone.multicast = 1;
+  EXPECT_EQ(igemm_wgmma().plan(reduce, to_spec(alone)).main_geometry().grid, (std::array<unsigned, 3>{25, 4, 1}));
+  EXPECT_EQ(igemm_wgmma().plan(reduce, to_spec(alone)).setup[0].tensor_map.box,
+            (std::array<unsigned, 5>{64, 128, 1, 1, 1}));
+  // Not offered (measured slower than their one-block twins; the family's kOfferMulticast): served by name only.
+  for (const KernelSpec& c : igemm_wgmma().enumerate(reduce, gpu)) EXPECT_EQ(P(c).multicast, 1) << kernel_name(c);
+  // Its limits, with the reasons.
+  IgemmWgmmaParams no_tma = t;
+  no_tma.tma_filter = false;
+  const std::string needs =
+      "mc (filter multicast) needs the filter by TMA (tma1), one tile a block (ws1) and no split-K cluster (cr0)";
+  EXPECT_EQ(igemm_wgmma().check_support(reduce, gpu, to_spec(no_tma)), needs);
+  IgemmWgmmaParams several = t;
+  several.warp_specialized = 2;
+  EXPECT_EQ(igemm_wgmma().check_support(reduce, gpu, to_spec(several)), needs);
+  IgemmWgmmaParams cluster = t;
+  cluster.split_k = 2;
+  cluster.cluster_reduce = true;
+  EXPECT_EQ(igemm_wgmma().check_support(reduce, gpu, to_spec(cluster)), needs);
+  IgemmWgmmaParams narrow = t;
+  narrow.block_n = 16;
+  EXPECT_EQ(igemm_wgmma().check_support(reduce, gpu, to_spec(narrow)),
+            "mc4 (filter multicast) needs block_n to be a multiple of 32 (whole 8-row atoms a share), got 16");
+  narrow.multicast = 2;
+  EXPECT_EQ(igemm_wgmma().check_support(reduce, gpu, to_spec(narrow)), std::nullopt);
+  IgemmWgmmaParams three = t;
+  three.multicast = 3;
+  EXPECT_EQ(igemm_wgmma().check_support(reduce, gpu, to_spec(three)),
+            "mc (filter multicast) must be 1, 2 or 4 blocks a cluster, got 3");
+}
+
 TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall) {
   const Gpu gpu = h100();
   const Problem pointwise{.n = 2,
@@ -1248,7 +1314,7 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall
                           .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .warp_specialized = 1, .tma_filter = true, .tma_activation = true};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1");
   ASSERT_EQ(igemm_wgmma().check_support(pointwise, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(pointwise, s);
   // 392 pixels in 4 tiles of 128, 128 channels in 2 of 64: 8 blocks.
