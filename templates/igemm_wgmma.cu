@@ -34,6 +34,14 @@
 //   from the cluster's copies, and each `empty` for the consumer warps of every block of the cluster (a block refills
 //   a stage of all of them). The blocks meet at a cluster barrier after the barriers' initialization and before they
 //   end (no block may arrive on, or copy into, a block that has ended).
+//   With `hl` (halo; 2-D, stride and dilation 1, ungrouped, whole 128-byte rows of channels) a tile is a patch of the
+//   output, 8 rows by 8 columns a multiplying warpgroup, and a step is a 64-channel chunk (tf32 32) of the reduction:
+//   the producer's threads load that chunk of the input patch the tile's taps read (its rows and columns plus the
+//   filter's halo) once, each input pixel a swizzled 128-byte row, and its TMA copy brings the chunk's filter rows of
+//   every tap; each tap's wgmma then reads its window of the patch where it lies: a descriptor whose start is the tap's
+//   shifted first pixel and whose 8-row stride is a patch row (the 128-byte swizzle follows the shared address, so a
+//   window that starts mid-atom reads the rows as they were stored). The activation is read once a tile instead of
+//   once a tap.
 //
 // Channels not a whole number of 16-byte loads (an image's 3, ungrouped only): the prelude's C is padded up to one
 // (4 tf32, 8 fp16 / bf16) and C_SOURCE says the tensors' own. The setup's pad_filter entry writes the filter with the
@@ -63,11 +71,11 @@ constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-
 constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
 constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
-// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1).
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
-CONVGEN_PARAM("st", "3..6", "shared-memory stages: loads run stages - 2 (ws0) or stages (ws1) steps ahead of the multiply") constexpr int STAGES = 4;
+CONVGEN_PARAM("st", "2..6", "shared-memory stages: loads run stages - 2 (ws0) or stages (ws1) steps ahead of the multiply (2: halo only)") constexpr int STAGES = 4;
 CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added by the reduce entry") constexpr int SPLIT_K = 1;
 CONVGEN_PARAM("co", "bool", "chunk-major reduction: each chunk of a row's channels through all taps, activations kept in L1") constexpr bool CHUNK_MAJOR = false;
 CONVGEN_PARAM("ws", "0..8", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in turn") constexpr int WARP_SPECIALIZED = 0;
@@ -77,6 +85,7 @@ CONVGEN_PARAM("cr", "bool", "split-K in a cluster: a tile's SPLIT_K blocks add t
 CONVGEN_PARAM("ta", "bool", "with tma, on an ungrouped 1 x 1 stride-1 unpadded problem: the pixel rows by TMA too, the activation an NPIX x C matrix") constexpr bool TMA_ACTIVATION = false;
 CONVGEN_PARAM("wn", "bool", "one tile a block: two warpgroups multiply each 64 pixel rows, each half the block's channels") constexpr bool SPLIT_N = false;
 CONVGEN_PARAM("mc", "1,2,4", "with tma, one tile a block: clusters of this many pixel tiles, each block copying its share of the filter tile into all of them (TMA multicast)") constexpr int MULTICAST = 1;
+CONVGEN_PARAM("hl", "0..2", "warp-specialized, tma, 2-D stride 1: each channel chunk's input patch (the tile's 8 x 8 pixels a warpgroup and the filter's halo) loaded once, every tap multiplying its window; 2: the block's whole filter (one channel tile) loaded once, only patches streamed") constexpr int HALO = 0;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -153,7 +162,9 @@ static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 16 && BLOCK_N <= 256,
               "8-channel runs in the staged output)");
 static_assert(K_ATOMS == 1 || K_ATOMS == 2, "K_ATOMS must be 1 or 2");
 constexpr int BLOCK_K = ATOM_K * K_ATOMS;  // reduction elements per step
-static_assert(STAGES >= 3, "the pipeline needs three stages: one loading, one multiplying, one still being read");
+static_assert(STAGES >= 3 || (HALO && STAGES == 2),
+              "the pipeline needs three stages: one loading, one multiplying, one still being read (the halo's "
+              "warp-specialized pipeline two: one filling while the other is multiplied)");
 static_assert(SPLIT_K >= 1, "SPLIT_K must be positive");
 static_assert(WARP_SPECIALIZED >= 0 && WARP_SPECIALIZED <= 8, "WARP_SPECIALIZED must be 0 to 8");
 constexpr bool PRODUCER_WARPGROUP = WARP_SPECIALIZED > 0;  // the warp-specialized pipeline
@@ -173,6 +184,29 @@ static_assert(MULTICAST == 1 || (TMA_FILTER && TILES_PER_BLOCK == 1 && !CLUSTER_
               "MULTICAST needs the filter by TMA (tma), one tile a block (ws1) and no split-K cluster (cr0)");
 static_assert(BLOCK_N % (8 * MULTICAST) == 0, "MULTICAST needs BLOCK_N to be whole 8-row atoms in every share");
 constexpr int FILTER_SLICE_ROWS = BLOCK_N / MULTICAST;
+// The halo (HALO): a tile is 8 output rows by HALO_TILE_W output columns of one image, each multiplying warpgroup's 64
+// pixel rows 8 rows (its wgmma's 8-row atoms) by 8 columns, the warpgroups side by side along the columns; a step is
+// one chunk of ATOM_K channels; its stage holds that chunk of the PATCH_H x PATCH_W input pixels the tile's taps read
+// (PATCH_W padded to whole 8-pixel atoms: a patch row is then a whole number of swizzle periods) and the chunk's
+// BLOCK_N filter rows of every tap.
+static_assert(!HALO || (T == 1 && D == 1 && STRIDE_H == 1 && STRIDE_W == 1 && DIL_H == 1 && DIL_W == 1 &&
+                        GROUPS == 1 && !PADDED_CHANNELS && CG % ATOM_K == 0),
+              "HALO needs a 2-D ungrouped problem of stride and dilation 1 whose channels are whole 128-byte rows");
+static_assert(!HALO || (WARP_SPECIALIZED >= 1 && TMA_FILTER && K_ATOMS == 1 && SPLIT_K == 1 && !CHUNK_MAJOR &&
+                        !CLUSTER_REDUCE && !TMA_ACTIVATION && !SPLIT_N && MULTICAST == 1),
+              "HALO needs ws1-ws8, tma1, kb1, sk1 and none of co, cr, ta, wn and mc");
+// With HALO 2 (filter-stationary) the output channels are one channel tile and the block's whole filter, every chunk
+// of every tap, is loaded into shared memory of its own once, before the first tile: the stages hold patches only.
+constexpr bool FILTER_STATIONARY = HALO == 2;
+static_assert(!FILTER_STATIONARY || KG <= BLOCK_N, "HALO 2 needs the output channels within one channel tile");
+constexpr int HALO_TILE_H = 8;
+constexpr int HALO_TILE_W = 8 * (BLOCK_M / 64);
+constexpr int PATCH_H = HALO_TILE_H + R - 1;
+constexpr int PATCH_W_USED = HALO_TILE_W + S - 1;
+constexpr int PATCH_W = (int)ceil_div(PATCH_W_USED, 8) * 8;
+constexpr int PATCH_PIXELS = PATCH_H * PATCH_W;
+constexpr int HALO_P_TILES = (int)ceil_div(P, HALO_TILE_H);
+constexpr int HALO_Q_TILES = (int)ceil_div(Q, HALO_TILE_W);
 // The pixel rows by TMA (TMA_ACTIVATION): where the activation is the GEMM's A as it lies, an NPIX x C row-major matrix
 // (one tap, stride 1, no padding, no groups, channels not padded), boxes of ATOM_K channels by BLOCK_M pixels.
 static_assert(!TMA_ACTIVATION || TMA_FILTER, "TMA_ACTIVATION needs TMA_FILTER (the producer's TMA pipeline)");
@@ -214,21 +248,27 @@ constexpr int SPLIT_ATOMS = (int)(ceil_div(ceil_div(ATOMS, SPLIT_K), K_ATOMS) * 
 // stage to an atom.
 constexpr int A_ATOM_BYTES = BLOCK_M * convgen::wg::kRowBytes;
 constexpr int B_ATOM_BYTES = BLOCK_N * convgen::wg::kRowBytes;
-constexpr int A_STAGE_BYTES = K_ATOMS * A_ATOM_BYTES;
-constexpr int B_STAGE_BYTES = K_ATOMS * B_ATOM_BYTES;
+constexpr int A_STAGE_BYTES = HALO ? PATCH_PIXELS * convgen::wg::kRowBytes : K_ATOMS * A_ATOM_BYTES;
+// With HALO each tap's BLOCK_N rows; filter-stationary none (the filter has its own region after the stages).
+constexpr int B_STAGE_BYTES = FILTER_STATIONARY ? 0 : (HALO ? RS : K_ATOMS) * B_ATOM_BYTES;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
-// The warp-specialized pipeline's mbarriers follow the stages: `full` of every stage, then `empty` of every stage.
-constexpr int BARRIER_BYTES = PRODUCER_WARPGROUP ? 2 * 8 * STAGES : 0;
+constexpr int FILTER_REGION_BYTES = FILTER_STATIONARY ? C_CHUNKS * RS * B_ATOM_BYTES : 0;  // chunk c, tap t: c RS + t
+// The warp-specialized pipeline's mbarriers follow the stages (and the filter region): `full` of every stage, then
+// `empty` of every stage, then, filter-stationary, the filter's (in 16 bytes: what follows stays 16-aligned).
+constexpr int BARRIER_BYTES = PRODUCER_WARPGROUP ? 2 * 8 * STAGES + (FILTER_STATIONARY ? 16 : 0) : 0;
 // The staged output's rows (STAGED_OUTPUT and BULK_OUTPUT below): BLOCK_N elements, padded by 16 bytes.
 constexpr int OUT_PITCH = BLOCK_N * ELEMENT_BYTES + 16;
 constexpr int OUT_UNITS = BLOCK_N / CHUNK;  // 16-byte units per staged row
 // With several tiles a block, a 16-bit output (not split, its 8-channel runs 16-byte aligned) goes out through a
 // buffer of its own after the barriers, BLOCK_M staged rows, which the producer never touches (BULK_OUTPUT).
+// (Each row goes to its own pixel, tile_pixel: with HALO a warp's 16 rows are two runs of 8 output columns.)
 constexpr bool BULK_OUTPUT = TILES_PER_BLOCK > 1 && !IS_TF32 && SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0;
 constexpr int OUTPUT_BUFFER_BYTES = BULK_OUTPUT ? BLOCK_M * OUT_PITCH : 0;
-constexpr int OUTPUT_BUFFER_OFFSET = STAGES * STAGE_BYTES + BARRIER_BYTES;  // from the first stage, 16-aligned
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + convgen::wg::kAtomBytes + BARRIER_BYTES +
+constexpr int OUTPUT_BUFFER_OFFSET =
+    STAGES * STAGE_BYTES + FILTER_REGION_BYTES + BARRIER_BYTES;  // from the first stage, 16-aligned
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + FILTER_REGION_BYTES + convgen::wg::kAtomBytes + BARRIER_BYTES +
                            OUTPUT_BUFFER_BYTES;  // as the family's plan
+static_assert(OUTPUT_BUFFER_OFFSET % 16 == 0, "the output buffer must be 16-aligned (stmatrix and bulk copies)");
 // Split-K in a cluster: after the main loop each block writes its fp32 partial tile into its stages' buffers, rows of
 // BLOCK_N floats padded by 32 bytes (a warp's float2 pairs of 8 rows then fall in distinct banks), for the cluster's
 // blocks to read.
@@ -523,12 +563,13 @@ __device__ __forceinline__ void consume(float (&r_acc)[ACCUMULATORS], unsigned s
 // M_TILES x N_TILES x GROUPS x SPLIT_K tiles. With one a block the grid's x, y and z say which (pixels, channels,
 // group and split); with TILES_PER_BLOCK, block b computes tiles b, b + gridDim.x, ... of the flat order that runs
 // the output channels fastest, then the pixels, then groups and splits: the blocks at work at once share pixel rows.
-constexpr int M_TILES = (int)ceil_div(NPIX, BLOCK_M);
+constexpr int M_TILES = HALO ? N * HALO_P_TILES * HALO_Q_TILES : (int)ceil_div(NPIX, BLOCK_M);
 constexpr int N_TILES = (int)ceil_div(KG, BLOCK_N);
 constexpr long long TOTAL_TILES = (long long)M_TILES * N_TILES * GROUPS * SPLIT_K;
 
 struct Tile {
   int m_tile, n_tile;   // the first output pixel and output channel (within the group)
+  int image, p0, q0;    // HALO: the tile's image, first output row and first output column
   int group, split;
   int a_begin, a_end;   // the split's atoms
   int steps;
@@ -537,13 +578,33 @@ struct Tile {
 __device__ __forceinline__ Tile tile_of(int m_index, int n_index, int z) {
   Tile tile;
   tile.m_tile = m_index * BLOCK_M;
+  if constexpr (HALO) {  // m_index runs the output columns' tiles fastest, then the rows', then the images
+    tile.q0 = (m_index % HALO_Q_TILES) * HALO_TILE_W;
+    tile.p0 = (m_index / HALO_Q_TILES % HALO_P_TILES) * HALO_TILE_H;
+    tile.image = m_index / (HALO_Q_TILES * HALO_P_TILES);
+  }
   tile.n_tile = n_index * BLOCK_N;
   tile.group = z / SPLIT_K;
   tile.split = z % SPLIT_K;
   tile.a_begin = tile.split * SPLIT_ATOMS;
   tile.a_end = cmin(ATOMS, tile.a_begin + SPLIT_ATOMS);
   tile.steps = tile.a_end > tile.a_begin ? (int)ceil_div(tile.a_end - tile.a_begin, K_ATOMS) : 0;
+  if constexpr (HALO) tile.steps = C_CHUNKS;  // one chunk of ATOM_K channels a step, every tap
   return tile;
+}
+
+// The output pixel (N * O * P * Q order) of the block tile's pixel row `row`, NPIX or more where there is none: the
+// tile's m_tile + row, or with HALO row 8 i + j of warpgroup w's 64 is output row p0 + i, column q0 + 8 w + j (NPIX
+// outside the output).
+__device__ __forceinline__ int tile_pixel(const Tile& tile, int row) {
+  if constexpr (HALO) {
+    const int within = row % 64;
+    const int p = tile.p0 + within / 8;
+    const int q = tile.q0 + (row / 64) * 8 + within % 8;
+    return p < P && q < Q ? (tile.image * P + p) * Q + q : NPIX;
+  } else {
+    return tile.m_tile + row;  // its callers skip every pixel at or past NPIX
+  }
 }
 
 // The block's i-th tile; false past the last.
@@ -557,6 +618,102 @@ __device__ __forceinline__ bool block_tile(int i, Tile& tile) {
   const long long rest = t / N_TILES;
   tile = tile_of((int)(rest % M_TILES), (int)(t % N_TILES), (int)(rest / M_TILES));
   return true;
+}
+
+// ---- The halo pipeline (HALO): one chunk of ATOM_K channels a step ----------------------------------------------
+// The producer: each step's stage gets the chunk's input patch by the 128 threads' cp.async (pixel i = y PATCH_W + x
+// of the patch, input row p0 - PAD_H + y and column q0 - PAD_W + x, zeros outside the input; the columns past
+// PATCH_W_USED are never read) and the chunk's filter rows of every tap by TMA (tap t's BLOCK_N rows from filter row
+// row0, reduction column t CG + chunk ATOM_K), `full` waiting for both.
+__device__ __forceinline__ void produce_halo(unsigned s_base, unsigned s_full, unsigned s_empty,
+                                             const element_t* __restrict__ g_activation, const void* g_filter_map,
+                                             const Tile& tile, int ptid, int filter_row0, PipelineState& pipe) {
+  namespace wg = convgen::wg;
+  const int unit = ptid % ROW_UNITS;
+  const idx_t image_offset = (idx_t)tile.image * H * W * C;
+  for (int step = 0; step < tile.steps; ++step) {
+    if (pipe.filled >= STAGES) wg::barrier_wait(s_empty + 8u * pipe.stage, pipe.phase ^ 1u);
+    const unsigned s_stage = s_base + (unsigned)(pipe.stage * STAGE_BYTES);
+    const unsigned s_full_stage = s_full + 8u * pipe.stage;
+    if (!FILTER_STATIONARY && ptid == 0) {
+      wg::barrier_expect_bytes(s_full_stage, (unsigned)B_STAGE_BYTES);
+#pragma unroll 1
+      for (int tap = 0; tap < RS; ++tap)
+        wg::tma_load_2d(s_stage + (unsigned)(A_STAGE_BYTES + tap * B_ATOM_BYTES), g_filter_map,
+                        tap * CG + step * ATOM_K, filter_row0, s_full_stage);
+    }
+    const idx_t chunk_offset = image_offset + (idx_t)step * ATOM_K + unit * CHUNK;
+#pragma unroll 4
+    for (int i = ptid / ROW_UNITS; i < PATCH_PIXELS; i += 128 / ROW_UNITS) {
+      const int y = i / PATCH_W;
+      const int x = i - y * PATCH_W;
+      if (x >= PATCH_W_USED) continue;
+      const int h = tile.p0 - PAD_H + y;
+      const int w = tile.q0 - PAD_W + x;
+      const bool inside = (unsigned)h < (unsigned)H && (unsigned)w < (unsigned)W;
+      const element_t* source = inside ? g_activation + chunk_offset + ((idx_t)h * W + w) * C : g_activation;
+      convgen::tc::cp_async_16(s_stage + convgen::wg::swizzled_offset(i, unit), source, inside);
+    }
+    wg::barrier_arrive_on_copies(s_full_stage);
+    ++pipe.filled;
+    if (++pipe.stage == STAGES) {
+      pipe.stage = 0;
+      pipe.phase ^= 1u;
+    }
+  }
+}
+
+// A multiplying warpgroup's wgmma of one halo stage as one group: for each tap (r, s), its 64 pixel rows (8 output
+// rows of 8 columns, from column 8 warpgroup of the tile) are the patch's window from pixel (r, 8 warpgroup + s), atoms
+// a patch row apart, against the tap's filter rows (in the stage, or filter-stationary chunk `chunk`'s in the filter
+// region at s_filter).
+__device__ __forceinline__ void multiply_halo(float (&r_acc)[ACCUMULATORS], unsigned s_stage, unsigned s_filter,
+                                              int chunk, int warpgroup) {
+  namespace wg = convgen::wg;
+#pragma unroll
+  for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+  wg::fence();
+#pragma unroll 1
+  for (int tap = 0; tap < RS; ++tap) {
+    const int r = tap / S;
+    const int s = tap - r * S;
+    const unsigned long long desc_a = wg::matrix_descriptor_strided(
+        s_stage + (unsigned)((r * PATCH_W + warpgroup * 8 + s) * wg::kRowBytes), (unsigned)(PATCH_W * wg::kRowBytes));
+    const unsigned s_b = FILTER_STATIONARY ? s_filter + (unsigned)((chunk * RS + tap) * B_ATOM_BYTES)
+                                           : s_stage + (unsigned)(A_STAGE_BYTES + tap * B_ATOM_BYTES);
+    const unsigned long long desc_b = wg::matrix_descriptor(s_b);
+#pragma unroll
+    for (int ks = 0; ks < ATOM_K / MMA_K; ++ks)
+      wg::mma_async<WG_COLS, PRECISION>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);
+  }
+  wg::commit();
+}
+
+// The consumer of the halo pipeline: consume()'s loop over multiply_halo's stages (with `release_last`, more tiles
+// following, the tile's last stage given back too).
+__device__ __forceinline__ void consume_halo(float (&r_acc)[ACCUMULATORS], unsigned s_base, unsigned s_full,
+                                             unsigned s_empty, unsigned s_filter, int warpgroup, int lane,
+                                             int steps, PipelineState& pipe, bool release_last) {
+  namespace wg = convgen::wg;
+  int previous = -1;
+  for (int step = 0; step < steps; ++step) {
+    wg::barrier_wait(s_full + 8u * pipe.stage, pipe.phase);
+    wg::fence_proxy_async();
+    multiply_halo(r_acc, s_base + (unsigned)(pipe.stage * STAGE_BYTES), s_filter, step, warpgroup);
+    wg::wait<1>();
+#pragma unroll
+    for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+    if (previous >= 0) release_stage(s_empty + 8u * previous, lane);
+    previous = pipe.stage;
+    if (++pipe.stage == STAGES) {
+      pipe.stage = 0;
+      pipe.phase ^= 1u;
+    }
+  }
+  wg::wait<0>();
+#pragma unroll
+  for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+  if (release_last && previous >= 0) release_stage(s_empty + 8u * previous, lane);
 }
 
 // ---- Output: to_element, to_float, epilogue_at, store_output and store_partials, in this namespace -------------
@@ -581,8 +738,9 @@ constexpr bool STAGED_OUTPUT = TILES_PER_BLOCK == 1 && SPLIT_K == 1 && K % CHUNK
 // epilogue and rounded, into shared rows OUT_PITCH bytes apart from s_rows, one stmatrix a pair of 8-channel runs j,
 // j + 1: its matrices are (run j, rows 0-7), (j, rows 8-15), (j + 1, rows 0-7), (j + 1, rows 8-15), accumulators
 // 4j + 2 half + {0, 1} (wgmma.cuh). 16-bit outputs only.
-__device__ __forceinline__ void stage_warp_rows(const float (&r_acc)[ACCUMULATORS], unsigned s_rows, int npix0,
-                                                int n_tile, int group, int lane, const element_t* __restrict__ g_bias,
+__device__ __forceinline__ void stage_warp_rows(const float (&r_acc)[ACCUMULATORS], unsigned s_rows,
+                                                const Tile& tile, int warp_row, int n_tile, int group, int lane,
+                                                const element_t* __restrict__ g_bias,
                                                 const element_t* __restrict__ g_residual) {
   const int matrix = lane / 8;  // the matrix whose row lane % 8 this lane addresses
   const unsigned s_lane =
@@ -594,7 +752,7 @@ __device__ __forceinline__ void stage_warp_rows(const float (&r_acc)[ACCUMULATOR
     for (int i = 0; i < 4; ++i) {
       float v0 = r_acc[4 * j + 4 * (i / 2) + 2 * (i % 2)];
       float v1 = r_acc[4 * j + 4 * (i / 2) + 2 * (i % 2) + 1];
-      const int npix = npix0 + lane / 4 + 8 * (i % 2);
+      const int npix = tile_pixel(tile, warp_row + lane / 4 + 8 * (i % 2));
       const int col = n_tile + 8 * (j + i / 2) + 2 * (lane % 4);
       if (npix < NPIX && col < KG) {  // a whole pair is inside or outside: KG % 8 == 0
         v0 = epilogue_at(v0, npix, group * KG + col, g_bias, g_residual);
@@ -606,15 +764,16 @@ __device__ __forceinline__ void stage_warp_rows(const float (&r_acc)[ACCUMULATOR
   }
 }
 
-// Copies this warp's 16 staged rows at s_rows to the output by bulk copies, lane r < 16 row r (pixel npix0 + r), in
-// one bulk group each: after the warp's stmatrix, a proxy fence (the copies read through the async proxy) and the
-// warp's barrier.
-__device__ __forceinline__ void bulk_store_warp_rows(unsigned s_rows, element_t* __restrict__ g_output, int npix0,
-                                                     int n_tile, int group, int lane) {
+// Copies this warp's 16 staged rows at s_rows to the output by bulk copies, lane r < 16 row r (the tile's row
+// warp_row + r: tile_pixel), in one bulk group each: after the warp's stmatrix, a proxy fence (the copies read through
+// the async proxy) and the warp's barrier.
+__device__ __forceinline__ void bulk_store_warp_rows(unsigned s_rows, element_t* __restrict__ g_output,
+                                                     const Tile& tile, int warp_row, int n_tile, int group,
+                                                     int lane) {
   convgen::wg::fence_proxy_async();
   __syncwarp();
   if (lane >= 16) return;
-  const int npix = npix0 + lane;
+  const int npix = tile_pixel(tile, warp_row + lane);
   if (npix < NPIX)
     convgen::wg::bulk_store(g_output + (idx_t)npix * K + group * KG + n_tile, s_rows + (unsigned)(lane * OUT_PITCH),
                             (unsigned)(cmin(BLOCK_N, KG - n_tile) * ELEMENT_BYTES));
@@ -728,8 +887,8 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
         convgen::tc::shared_address(s_stages) + (unsigned)(OUTPUT_BUFFER_OFFSET + warp_row * OUT_PITCH);
     if (lane < 16) convgen::wg::bulk_wait_read();  // the previous tile's copies must have read these rows
     __syncwarp();
-    stage_warp_rows(r_acc, s_rows, m_tile + warp_row, n_tile, group, lane, g_bias, g_residual);
-    bulk_store_warp_rows(s_rows, g_output, m_tile + warp_row, n_tile, group, lane);
+    stage_warp_rows(r_acc, s_rows, tile, warp_row, n_tile, group, lane, g_bias, g_residual);
+    bulk_store_warp_rows(s_rows, g_output, tile, warp_row, n_tile, group, lane);
     return;
   }
   if constexpr (STAGED_OUTPUT) {
@@ -738,7 +897,7 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
     for (int half = 0; half < 2; ++half) {
       const int row = warpgroup_row0(warpgroup) + warp * 16 + lane / 4 + 8 * half;
       const int col0 = warpgroup_col0(warpgroup);
-      const int npix = m_tile + row;
+      const int npix = tile_pixel(tile, row);
       if (warpgroup == WARPGROUPS || npix >= NPIX) continue;  // the producer holds no accumulators
 #pragma unroll
       for (int j = 0; j < WG_COLS / 8; ++j) {
@@ -762,7 +921,7 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
     for (int u = tid; u < BLOCK_M * OUT_UNITS; u += THREADS) {
       const int row = u / OUT_UNITS;
       const int unit = u % OUT_UNITS;
-      const int npix = m_tile + row;
+      const int npix = tile_pixel(tile, row);
       const int col = n_tile + unit * CHUNK;
       if (npix >= NPIX || col >= KG) continue;
       *reinterpret_cast<uint4*>(g_output + (idx_t)npix * K + group * KG + col) =
@@ -773,7 +932,7 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
   if (warpgroup == WARPGROUPS) return;  // the producer holds no accumulators
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const int npix = m_tile + warpgroup_row0(warpgroup) + warp * 16 + lane / 4 + 8 * half;
+    const int npix = tile_pixel(tile, warpgroup_row0(warpgroup) + warp * 16 + lane / 4 + 8 * half);
     if (npix >= NPIX) continue;
 #pragma unroll
     for (int j = 0; j < WG_COLS / 8; ++j) {
@@ -815,14 +974,17 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
   const int tid = (int)threadIdx.x;
   const int warpgroup = tid / 128;
   const int lane = tid % 32;
-  const unsigned s_full = s_base + (unsigned)(STAGES * STAGE_BYTES);
+  const unsigned s_filter = s_base + (unsigned)(STAGES * STAGE_BYTES);  // filter-stationary: the whole filter
+  const unsigned s_full = s_filter + (unsigned)FILTER_REGION_BYTES;
   const unsigned s_empty = s_full + 8u * STAGES;
+  const unsigned s_filter_barrier = s_empty + 8u * STAGES;  // filter-stationary: completes once the filter landed
   if constexpr (PRODUCER_WARPGROUP) {
     if (tid == 0) {
       for (int stage = 0; stage < STAGES; ++stage) {
         wg::barrier_init(s_full + 8u * stage, (unsigned)LOAD_THREADS);
         wg::barrier_init(s_empty + 8u * stage, EMPTY_ARRIVALS);
       }
+      if constexpr (FILTER_STATIONARY) wg::barrier_init(s_filter_barrier, 1u);
       if constexpr (TMA_FILTER) wg::barrier_init_fence();
     }
     // With MULTICAST the cluster's blocks copy into this block and arrive on its barriers: all initialized first.
@@ -831,6 +993,20 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
     else
       __syncthreads();
     if (TMA_FILTER && tid == WARPGROUPS * 128) wg::tensor_map_acquire(g_filter_map);
+    // Filter-stationary: the producer's first thread loads every chunk of every tap of the (one) channel tile once;
+    // the consumers wait for it before their first step.
+    if constexpr (FILTER_STATIONARY) {
+      if (tid == WARPGROUPS * 128) {
+        wg::barrier_expect_bytes(s_filter_barrier, (unsigned)FILTER_REGION_BYTES);
+#pragma unroll 1
+        for (int piece = 0; piece < C_CHUNKS * RS; ++piece)
+          wg::tma_load_2d(s_filter + (unsigned)(piece * B_ATOM_BYTES), g_filter_map,
+                          (piece % RS) * CG + (piece / RS) * ATOM_K, 0, s_filter_barrier);
+        wg::barrier_arrive(s_filter_barrier);
+      } else if (warpgroup < WARPGROUPS) {
+        wg::barrier_wait(s_filter_barrier, 0u);
+      }
+    }
   }
   // TMA_ACTIVATION: the setup's map of the activation (encoded over a stand-in address) copied into this block's slot
   // of the per-call buffer g_activation_maps, pointing at this call's activation, by the producer's thread that
@@ -849,7 +1025,13 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
     float r_acc[ACCUMULATORS];
 #pragma unroll
     for (int v = 0; v < ACCUMULATORS; ++v) r_acc[v] = 0.0f;
-    if constexpr (PRODUCER_WARPGROUP) {
+    if constexpr (HALO) {
+      if (warpgroup == WARPGROUPS)
+        produce_halo(s_base, s_full, s_empty, activation, g_filter_map, tile, tid % 128, tile.n_tile, pipe);
+      else
+        consume_halo(r_acc, s_base, s_full, s_empty, s_filter, warpgroup, lane, tile.steps, pipe,
+                     TILES_PER_BLOCK > 1);
+    } else if constexpr (PRODUCER_WARPGROUP) {
       if (warpgroup == WARPGROUPS)
         produce(s_base, s_full, s_empty, activation, filter, g_filter_map, activation_map,
                 load_rows(tid % 128, tile.m_tile, tile.n_tile, tile.group), tid % 128, tile.group * KG + tile.n_tile,

@@ -36,6 +36,15 @@ __device__ __forceinline__ unsigned long long matrix_descriptor(unsigned s_addre
          ((unsigned long long)(kAtomBytes >> 4) << 32) | (1ull << 62);
 }
 
+// The same with the 8-row atoms `stride_bytes` apart instead of 1,024 (a multiple of 1,024: every atom's rows keep the
+// first one's place in the swizzle period): a window of a larger swizzled matrix whose rows are not all consecutive,
+// such as igemm_wgmma's halo patch, where an atom is 8 pixels of one patch row and the next atom the next patch row.
+// The start may lie mid-period (a window shifted by whole rows): the swizzle is a function of the shared address.
+__device__ __forceinline__ unsigned long long matrix_descriptor_strided(unsigned s_address, unsigned stride_bytes) {
+  return (unsigned long long)((s_address & 0x3FFFFu) >> 4) | (1ull << 16) |
+         ((unsigned long long)((stride_bytes & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
+}
+
 // Orders this thread's earlier generic-proxy (and cp.async) writes of shared memory before later async-proxy reads
 // (wgmma's operand fetches); with a barrier after it, for the whole block.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }

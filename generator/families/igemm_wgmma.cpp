@@ -30,8 +30,24 @@ bool is_block_n(int n) { return n % 16 == 0 && n >= 16 && n <= 256; }
 // The channel counts the search space tries for every tile, in that order; the others come as wave-filling twins.
 constexpr std::array kBlockNs = {128, 64, 256, 32, 16, 96, 192};
 
-// The convolution as per-group GEMMs: M = pixels, N = output channels (generator/pixel_gemm.hpp).
-using Gemm = PixelGemm;
+// The convolution as per-group GEMMs: M = pixels, N = output channels (generator/pixel_gemm.hpp), with the output's
+// images, rows and columns and the filter's rows and columns, which the halo's spatial tiles (`hl`) need.
+struct Gemm : PixelGemm {
+  std::int64_t images = 1;
+  int out_h = 1, out_w = 1, filter_h = 1, filter_w = 1;
+};
+
+Gemm gemm_of(const Problem& p) {
+  Gemm g;
+  static_cast<PixelGemm&>(g) = pixel_gemm(p);
+  const Dims3 out = output_dims(p);
+  g.images = std::int64_t{p.n} * out.d;
+  g.out_h = out.h;
+  g.out_w = out.w;
+  g.filter_h = p.filter.h;
+  g.filter_w = p.filter.w;
+  return g;
+}
 
 bool serves_precision(Precision precision) {
   return precision == Precision::tf32 || precision == Precision::fp16 || precision == Precision::bf16;
@@ -92,8 +108,32 @@ bool bulk_output(const Problem& p, const IgemmWgmmaParams& s) {
          (p.k / std::max(p.groups, 1)) % chunk == 0;
 }
 
-// A stage's bytes: K_ATOMS swizzled rows of 128 bytes for each pixel and each channel of the block (STAGE_BYTES).
-int stage_bytes(const IgemmWgmmaParams& s) { return (s.block_m + s.block_n) * kRowBytes * s.k_atoms; }
+// The halo (`hl`): a tile of 8 output rows by 8 columns a multiplying warpgroup; a stage holds a 64-channel chunk (tf32
+// 32) of the patch of input pixels its taps read, PATCH_H rows by PATCH_W columns (the columns it reads,
+// PATCH_W_USED, padded to whole 8-pixel atoms), and the chunk's filter rows of every tap (templates/igemm_wgmma.cu).
+constexpr int kHaloTileH = 8;
+int halo_tile_w(const IgemmWgmmaParams& s) { return 8 * (s.block_m / 64); }
+int patch_w_used(const Gemm& g, const IgemmWgmmaParams& s) { return halo_tile_w(s) + g.filter_w - 1; }
+int patch_pixels(const Gemm& g, const IgemmWgmmaParams& s) {
+  return (kHaloTileH + g.filter_h - 1) * static_cast<int>(ceil_div(patch_w_used(g, s), 8) * 8);
+}
+int patch_pixels_used(const Gemm& g, const IgemmWgmmaParams& s) {
+  return (kHaloTileH + g.filter_h - 1) * patch_w_used(g, s);
+}
+
+// A stage's bytes (STAGE_BYTES): K_ATOMS swizzled rows of 128 bytes for each pixel and each channel of the block; with
+// the halo the patch's pixels and every tap's channels.
+int stage_bytes(const Gemm& g, const IgemmWgmmaParams& s) {
+  if (s.halo == 2) return patch_pixels(g, s) * kRowBytes;  // filter-stationary: the filter has its own region
+  if (s.halo) return (patch_pixels(g, s) + g.taps * s.block_n) * kRowBytes;
+  return (s.block_m + s.block_n) * kRowBytes * s.k_atoms;
+}
+
+// The tiles of output pixels: block_m pixels each, or with the halo 8 rows by halo_tile_w columns of one image.
+std::int64_t pixel_tiles(const Gemm& g, const IgemmWgmmaParams& s) {
+  if (s.halo) return g.images * ceil_div(g.out_h, kHaloTileH) * ceil_div(g.out_w, halo_tile_w(s));
+  return ceil_div(g.m, s.block_m);
+}
 
 // Split-K in a cluster (`cr`): the blocks of a tile's splits form one cluster, at most 8 (portable); each writes its
 // fp32 partial tile into its stages, rows of BLOCK_N floats and 32 bytes (PARTIAL_PITCH), for the others to read.
@@ -107,14 +147,27 @@ bool activation_is_a_matrix(const Problem& p) {
          p.stride.w == 1 && p.padding.d == 0 && p.padding.h == 0 && p.padding.w == 0 && p.groups == 1;
 }
 
+// Whether the halo (`hl`) serves the problem: 2-D, stride and dilation 1, one group, channels whole 128-byte rows.
+bool halo_serves(const Problem& p) {
+  return p.input.d == 1 && p.filter.d == 1 && p.stride.h == 1 && p.stride.w == 1 && p.dilation.h == 1 &&
+         p.dilation.w == 1 && p.groups == 1 && p.c % atom_k_of(p) == 0;
+}
+
 // Whether split-K goes through a workspace and a reduce pass (not in a cluster).
 bool reduce_pass(const IgemmWgmmaParams& s) { return s.split_k > 1 && !s.cluster_reduce; }
+
+// With the filter-stationary halo (`hl2`) the block's whole filter, every chunk of every tap's block_n rows, lies after
+// the stages (FILTER_REGION_BYTES).
+int filter_region_bytes(const Problem& p, const IgemmWgmmaParams& s) {
+  if (s.halo != 2) return 0;
+  return static_cast<int>(ceil_div(c_per_group(p), atom_k_of(p))) * p.filter.h * p.filter.w * s.block_n * kRowBytes;
+}
 
 // The stages, the alignment slack, the warp-specialized pipeline's two mbarriers per stage and the output buffer
 // (BLOCK_M rows of BLOCK_N elements and 16 bytes) where there is one (SMEM_BYTES).
 int smem_bytes(const Problem& p, const IgemmWgmmaParams& s) {
-  return s.stages * stage_bytes(s) + kAlignSlack +
-         (s.warp_specialized ? 2 * 8 * s.stages : 0) +
+  return s.stages * stage_bytes(gemm_of(p), s) + filter_region_bytes(p, s) + kAlignSlack +
+         (s.warp_specialized ? 2 * 8 * s.stages + (s.halo == 2 ? 16 : 0) : 0) +
          (bulk_output(p, s) ? s.block_m * (s.block_n * element_bytes(p) + 16) : 0);
 }
 
@@ -122,9 +175,11 @@ int smem_bytes(const Problem& p, const IgemmWgmmaParams& s) {
 // four pixel rows, addresses, descriptors and loop state (ptxas on sm_90a used 47-160 for the 32 tiles of a
 // 128-channel layer, 2-17 more than this where the filter rows are many; it fits 192 x 256 in 164). Warp-specialized:
 // one kernel, so the larger of a consumer's (the accumulators and ~30) and the producer's (~5 per pixel row, 2 per
-// filter row and ~20). ptxas decides; this only prunes what cannot fit.
+// filter row and ~20; with the halo none). ptxas decides; this only prunes what cannot fit.
 int register_estimate(const IgemmWgmmaParams& s) {
   if (!s.warp_specialized) return warpgroup_cols(s) / 2 + filter_rows_of(s) * 2 + 30;
+  // The halo's producer keeps no rows: it walks the patch.
+  if (s.halo) return warpgroup_cols(s) / 2 + 30;
   return std::max(warpgroup_cols(s) / 2 + 30, 5 * activation_rows_of(s) + 2 * filter_rows_of(s) + 20);
 }
 
@@ -135,7 +190,7 @@ int resident_blocks(const Gpu& gpu, const Problem& p, const IgemmWgmmaParams& s)
 
 // The output tiles, over the groups and the splits of the reduction.
 std::int64_t tiles_of(const Gemm& g, const IgemmWgmmaParams& s) {
-  return ceil_div(g.m, s.block_m) * ceil_div(g.n, s.block_n) * g.groups * s.split_k;
+  return pixel_tiles(g, s) * ceil_div(g.n, s.block_n) * g.groups * s.split_k;
 }
 
 // One block a tile: pixels, channels, and groups x splits; with more tiles a block, a row of blocks. With `mc` the
@@ -144,7 +199,7 @@ std::int64_t tiles_of(const Gemm& g, const IgemmWgmmaParams& s) {
 std::array<unsigned, 3> grid_of(const Gemm& g, const IgemmWgmmaParams& s) {
   if (tiles_per_block(s) > 1) return {static_cast<unsigned>(ceil_div(tiles_of(g, s), tiles_per_block(s))), 1, 1};
   const std::int64_t multicast = std::max(s.multicast, 1);
-  return {static_cast<unsigned>(ceil_div(ceil_div(g.m, s.block_m), multicast) * multicast),
+  return {static_cast<unsigned>(ceil_div(pixel_tiles(g, s), multicast) * multicast),
           static_cast<unsigned>(ceil_div(g.n, s.block_n)), static_cast<unsigned>(g.groups * s.split_k)};
 }
 
@@ -209,7 +264,7 @@ std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
                        "are groups (ungrouped channels are padded), got {}",
                        chunk_of(p), p.precision, c_per_group(p));
   const Problem q = padded_channels(p);
-  const Gemm g = pixel_gemm(q);
+  const Gemm g = gemm_of(q);
   if (g.m > kIntMax) return fmt::format("output pixels N*O*P*Q = {} exceed 2^31 - 1", g.m);
   if (filter_elements(q) > kIntMax) return fmt::format("filter elements {} exceed 2^31 - 1", filter_elements(q));
   if (pads_channels(p) && ceil_div(activation_elements(q) / chunk_of(p), kPadThreads) > kIntMax)
@@ -223,7 +278,8 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
     return fmt::format("block_m must be 64, 128, 192 or 256 (warpgroups of 64 pixels), got {}", s.block_m);
   if (!is_block_n(s.block_n)) return fmt::format("block_n must be a multiple of 16 from 16 to 256, got {}", s.block_n);
   if (s.k_atoms != 1 && s.k_atoms != 2) return fmt::format("k_atoms must be 1 or 2, got {}", s.k_atoms);
-  if (s.stages < 3 || s.stages > 6) return fmt::format("stages must be 3 to 6, got {}", s.stages);
+  if (s.stages < (s.halo ? 2 : 3) || s.stages > 6)
+    return fmt::format("stages must be 3 to 6 (2 to 6 with hl), got {}", s.stages);
   if (s.split_k < 1 || s.split_k > 32) return fmt::format("split_k must be 1 to 32, got {}", s.split_k);
   if (s.warp_specialized < 0 || s.warp_specialized > kMostTilesPerBlock)
     return fmt::format("ws must be 0 (shared pipeline), 1 (warp-specialized) or 2 to {} (warp-specialized, that many "
@@ -253,12 +309,25 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   if (s.multicast > 1 && (!s.tma_filter || tiles_per_block(s) > 1 || s.cluster_reduce))
     return "mc (filter multicast) needs the filter by TMA (tma1), one tile a block (ws1) and no split-K cluster (cr0)";
   if (s.multicast > 1 && s.block_n % (8 * s.multicast) != 0)
-    return fmt::format("mc{} (filter multicast) needs block_n to be a multiple of {} (whole 8-row atoms a share), got {}",
-                       s.multicast, 8 * s.multicast, s.block_n);
-  if (s.cluster_reduce && s.block_m * partial_pitch(s) > s.stages * stage_bytes(s))
+    return fmt::format(
+        "mc{} (filter multicast) needs block_n to be a multiple of {} (whole 8-row atoms a share), got {}", s.multicast,
+        8 * s.multicast, s.block_n);
+  const Gemm g = gemm_of(p);
+  if (s.cluster_reduce && s.block_m * partial_pitch(s) > s.stages * stage_bytes(g, s))
     return fmt::format("cr (split-K in a cluster): the fp32 partial tile's {} bytes exceed the {} stages' {}",
-                       s.block_m * partial_pitch(s), s.stages, s.stages * stage_bytes(s));
-  const Gemm g = pixel_gemm(p);
+                       s.block_m * partial_pitch(s), s.stages, s.stages * stage_bytes(g, s));
+  if (s.halo && (!s.tma_filter || s.warp_specialized < 1 || s.k_atoms != 1 || s.split_k != 1 || s.chunk_major ||
+                 s.cluster_reduce || s.tma_activation || s.split_n || s.multicast != 1))
+    return "hl (halo) needs ws1-ws8, tma1, kb1, sk1 and none of co, cr, ta, wn and mc";
+  if (s.halo < 0 || s.halo > 2) return fmt::format("hl must be 0, 1 or 2, got {}", s.halo);
+  if (s.halo == 2 && k_per_group(p) > s.block_n)
+    return fmt::format("hl2 (the filter-stationary halo) needs the output channels within one channel tile: {} > "
+                       "block_n {}",
+                       k_per_group(p), s.block_n);
+  if (s.halo && !halo_serves(p))
+    return fmt::format("hl (halo) needs a 2-D ungrouped problem of stride and dilation 1 whose channels are a multiple "
+                       "of {} (whole 128-byte rows)",
+                       atom_k_of(p));
   const int atom_k = atom_k_of(p);
   // Every split must own part of the reduction (an empty split would only add work).
   if (std::int64_t{s.split_k - 1} * split_atoms(g, atom_k, s) >= atoms_of(g, atom_k, s))
@@ -308,7 +377,7 @@ int filter_box_rows(const IgemmWgmmaParams& s) { return s.block_n / std::max(s.m
 // major as K x taps x CG, boxes of atom_k channels of one tap by BLOCK_N rows (channels past CG arrive as zeros);
 // with `mc` boxes of BLOCK_N / mc rows, each block's share.
 TensorMapSpec filter_map_of(const Problem& p, const IgemmWgmmaParams& s) {
-  const Gemm g = pixel_gemm(p);
+  const Gemm g = gemm_of(p);
   const std::int64_t bytes = element_bytes(p);
   const std::int64_t cg = g.kr / std::max(g.taps, 1);
   TensorMapSpec map;
@@ -337,7 +406,7 @@ TensorMapSpec filter_map_of(const Problem& p, const IgemmWgmmaParams& s) {
 TensorMapSpec activation_map_of(const Problem& p, const IgemmWgmmaParams& s) {
   TensorMapSpec map = filter_map_of(p, s);
   map.rank = 2;
-  map.dims = {p.c, pixel_gemm(p).m, 1, 1, 1};
+  map.dims = {p.c, gemm_of(p).m, 1, 1, 1};
   map.strides = {std::int64_t{p.c} * element_bytes(p), 0, 0, 0};
   map.box = {static_cast<unsigned>(atom_k_of(p)), static_cast<unsigned>(s.block_m), 1, 1, 1};
   return map;
@@ -410,7 +479,7 @@ class IgemmWgmma final : public Family {
   LaunchPlan plan(const Problem& source, const KernelSpec& spec) const override {
     const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
     const Problem p = computed_problem(source, s);
-    const Gemm g = pixel_gemm(p);
+    const Gemm g = gemm_of(p);
     LaunchPlan plan;
     plan.run.push_back({.kind = LaunchStep::Kind::kernel,
                         .geometry = {.grid = grid_of(g, s),
@@ -489,10 +558,11 @@ class IgemmWgmma final : public Family {
   // igemm_tc's on 23 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/2026-11-25/).
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
-  // `tma`, `fw`, `cr`, `ta`, `wn` and `mc` came after the names of earlier convgens: theirs load the filter by
+  // `tma`, `fw`, `cr`, `ta`, `wn`, `mc` and `hl` came after the names of earlier convgens: theirs load the filter by
   // cp.async (tma0), fold nothing (fw0), split the reduction through a workspace (cr0), load the pixel rows by cp.async
-  // (ta0), give each warpgroup every channel of the block (wn0) and copy each block's filter alone (mc1).
-  std::size_t params_added_later() const override { return 6; }
+  // (ta0), give each warpgroup every channel of the block (wn0), copy each block's filter alone (mc1) and gather each
+  // tap's pixel rows (hl0).
+  std::size_t params_added_later() const override { return 7; }
 
  private:
   // The search space, for each pipeline (shared and warp-specialized), each step length (one K atom, and two where
@@ -526,7 +596,7 @@ class IgemmWgmma final : public Family {
   // the share, each with its TMA twin where `offers_tma`.
   void search(const Problem& p, const Gpu& gpu, std::size_t most, bool fold, bool offers_tma,
               std::vector<Estimated<IgemmWgmmaParams>>& chosen) const {
-    const Gemm g = pixel_gemm(p);
+    const Gemm g = gemm_of(p);
     const int atom_k = atom_k_of(p);
     const std::vector<int> step_atoms = g.kr > 2 * atom_k ? std::vector<int>{1, 2} : std::vector<int>{1};
     const std::vector<bool> orders =
@@ -579,6 +649,32 @@ class IgemmWgmma final : public Family {
                     if (!spec_reason(p, gpu, shared) && ceil_div(g.m, tma.block_m) >= multicast)
                       chosen.emplace_back(estimate_us(p, gpu, shared), shared);
                   }
+                // and its halo twin (each chunk's input patch loaded once, every tap reading its window), in as deep a
+                // pipeline as fits (2 to its own stages)
+                if (kOfferHalo && tma.k_atoms == 1 && tma.split_k == 1 && !tma.chunk_major && !tma.split_n &&
+                    tiles_per_block(tma) == 1 && halo_serves(p) && g.taps > 1) {
+                  IgemmWgmmaParams halo = tma;
+                  halo.halo = true;
+                  while (halo.stages > 2 && spec_reason(p, gpu, halo)) --halo.stages;
+                  if (!spec_reason(p, gpu, halo)) {
+                    chosen.emplace_back(estimate_us(p, gpu, halo), halo);
+                    // and its twin of several tiles a block, the next tile's patch loading while this one multiplies
+                    // (a tile of few channels is one step: one tile a block would never overlap its loads)
+                    IgemmWgmmaParams several = halo;
+                    const std::int64_t per_sm = ceil_div(tiles_of(g, halo), std::max(gpu.sm_count, 1));
+                    several.warp_specialized = static_cast<int>(std::min<std::int64_t>(per_sm, kMostTilesPerBlock));
+                    if (several.warp_specialized > 1 && !spec_reason(p, gpu, several))
+                      chosen.emplace_back(estimate_us(p, gpu, several), several);
+                    // and, where the output channels are one tile, the filter-stationary twin: the block's filter
+                    // loaded once, its stages (as many as fit, up to 6) holding patches only
+                    IgemmWgmmaParams stationary = several.warp_specialized > 1 ? several : halo;
+                    stationary.halo = 2;
+                    stationary.stages = 6;
+                    while (stationary.stages > 2 && spec_reason(p, gpu, stationary)) --stationary.stages;
+                    if (!spec_reason(p, gpu, stationary))
+                      chosen.emplace_back(estimate_us(p, gpu, stationary), stationary);
+                  }
+                }
                 // and where the activation is a matrix, that one's twin with the pixel rows by TMA too
                 IgemmWgmmaParams both = tma;
                 both.tma_activation = true;
@@ -616,7 +712,7 @@ class IgemmWgmma final : public Family {
   static std::optional<IgemmWgmmaParams> wave_filling_twin(const Problem& p, const Gpu& gpu,
                                                            const IgemmWgmmaParams& s) {
     if (s.split_k != 1 || tiles_per_block(s) > 1 || s.split_n) return std::nullopt;
-    const Gemm g = pixel_gemm(p);
+    const Gemm g = gemm_of(p);
     const std::int64_t sms = std::max(gpu.sm_count, 1);
     const std::int64_t rows = ceil_div(g.m, s.block_m) * g.groups;  // blocks along the pixels (and the groups)
     const std::int64_t columns = ceil_div(g.n, s.block_n);
@@ -636,13 +732,13 @@ class IgemmWgmma final : public Family {
   // most kMostTilesPerBlock); 1 where one a block already does.
   static int tiles_per_block_for(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
     const std::int64_t wave = std::int64_t{std::max(gpu.sm_count, 1)} * std::max(resident_blocks(gpu, p, s), 1);
-    return static_cast<int>(std::min<std::int64_t>(ceil_div(tiles_of(pixel_gemm(p), s), wave), kMostTilesPerBlock));
+    return static_cast<int>(std::min<std::int64_t>(ceil_div(tiles_of(gemm_of(p), s), wave), kMostTilesPerBlock));
   }
 
   // The configurations of one pipeline, step length and order, grouped by block tile, each with its estimate.
   std::vector<std::vector<Estimated<IgemmWgmmaParams>>> tiles(const Problem& p, const Gpu& gpu, int warp_specialized,
                                                               int k_atoms, bool chunk_major) const {
-    const Gemm g = pixel_gemm(p);
+    const Gemm g = gemm_of(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     const auto with = [&](int block_m, int block_n, int stages, int split_k) {
       return params_of(block_m, block_n, k_atoms, stages, split_k, chunk_major, warp_specialized);
@@ -681,7 +777,7 @@ class IgemmWgmma final : public Family {
   }
 
   CostFeatures features(const Problem& p, const IgemmWgmmaParams& s) const {
-    const Gemm g = pixel_gemm(p);
+    const Gemm g = gemm_of(p);
     const double out_elements = static_cast<double>(output_elements(p));
     const int atom_k = atom_k_of(p);
     const int chunk = split_chunk(g, atom_k, s);
@@ -691,7 +787,10 @@ class IgemmWgmma final : public Family {
     // m64nBLOCK_N (counted per warp as BLOCK_N / 32 fma-like instructions: a tf32 k8 takes the tensor cores as long as
     // a 16-bit k16); the block loads BLOCK_M + BLOCK_N rows of 16-byte units, each activation unit with its tap decoded
     // and bounds checked (about 8 instructions).
-    const double activation_loads = static_cast<double>(s.block_m) * chunk / chunk_of(p);
+    // With the halo each step (a chunk of atom_k channels, every tap) loads the patch's pixels once.
+    const double halo_steps = static_cast<double>(chunk) / (atom_k * std::max(g.taps, 1));
+    const double activation_loads = s.halo ? halo_steps * patch_pixels_used(g, s) * atom_k / chunk_of(p)
+                                           : static_cast<double>(s.block_m) * chunk / chunk_of(p);
     // With `ta` the pixel rows come by TMA too: no activation loads issued, none decoded.
     const double issued_activation_loads = s.tma_activation ? 0.0 : activation_loads;
     // With TMA one thread's copy a K atom brings the filter rows: no filter loads counted.
@@ -707,7 +806,8 @@ class IgemmWgmma final : public Family {
             .shared_load_instructions = 0,
             .global_load_instructions = tiles * (issued_activation_loads + filter_loads) / 32,
             .address_instructions = tiles * issued_activation_loads / 32 * 8,
-            .main_loop_steps = tiles_per_block(s) * (chunk / block_k_of(atom_k, s)),
+            .main_loop_steps = tiles_per_block(s) * (s.halo ? chunk / (atom_k * std::max(g.taps, 1))
+                                                                    : chunk / block_k_of(atom_k, s)),
             .pipelined = true,
             .atomic_outputs = 0,
             .extra_launches = reduce_pass(s) ? 1 : 0};
@@ -732,6 +832,15 @@ class IgemmWgmma final : public Family {
   // (155) and 1.002x at 1 (249), and were the fastest of 1 of 23 problems: the 64-pixel tiles they improve are not
   // where the best are. Their kernels stay correct and reachable by name.
   static constexpr bool kOfferSplitN = false;
+  // Whether it offers the halo (`hl`): each one-tile, unsplit, tap-major `tma1` candidate's twins on 2-D problems of
+  // stride and dilation 1 with more than one tap and whole 128-byte rows of channels (one tile a block, several, and
+  // filter-stationary). Not now: measured against every other candidate on ResNet-50's stride-1 3 x 3 layers in fp16
+  // at batches 8 and 32 and NoScope roundabout's conv4 at 1,024 images (H200;
+  // bench/results/h200/halo-patch-2026-11-30/) the best halo kernel took 1.17-1.74x the time of the best without, on
+  // the 64-channel layers where it reads the activation least: Nsight Compute has its SMs as busy as the gather's, the
+  // tensor pipe a third of the time in both (64-channel wgmma read as many operand bytes from shared memory as they
+  // compute). Their kernels stay correct (GPU-verified) and reachable by name.
+  static constexpr bool kOfferHalo = false;
   // Whether it offers filter multicast (`mc`): each one-tile `tma1` candidate's twins in clusters of 2 and 4 pixel
   // tiles, beside it. Not now: measured beside their one-block twins on every igemm_wgmma candidate of ResNet-50 in
   // fp16 at batch 32 (H200; bench/results/h200/filter-multicast-2026-11-30/) clusters of 2 took 1.13x the time (236
@@ -826,7 +935,7 @@ class IgemmWgmma final : public Family {
     // against the shared pipeline's PREFETCH = STAGES - 2.
     const double step_latency_us = kLoadLatencyUs / (s.warp_specialized ? s.stages - 1 : s.stages - 2);
     constexpr double kL2OverDram = 1.3;
-    const Gemm g = pixel_gemm(p);
+    const Gemm g = gemm_of(p);
     const int sm_count = std::max(gpu.sm_count, 1);
     const std::int64_t blocks = blocks_of(g, s);
     const int per_sm = resident_blocks(gpu, p, s);
@@ -842,20 +951,29 @@ class IgemmWgmma final : public Family {
     const double tiles = tiles_per_block(s);
     const double flops_per_block = tiles * 2.0 * s.block_m * s.block_n * chunk;
     const double compute_us = waves * resident * flops_per_block / (sm_flops_per_us * efficiency);
-    const double steps = tiles * std::ceil(static_cast<double>(chunk) / block_k_of(atom_k, s));
+    // With the halo a step is a chunk of atom_k channels of every tap: the patch's pixels and every tap's filter rows.
+    const double steps = s.halo ? static_cast<double>(chunk) / (atom_k * std::max(g.taps, 1))
+                                : tiles * std::ceil(static_cast<double>(chunk) / block_k_of(atom_k, s));
     const double latency_us = waves * steps * std::max(step_latency_us, kStepFloorUs);
     const double bytes_per_us = std::max(gpu.dram_bandwidth_gbs, 100.0) * 1e3;
     // Chunk-major: the taps of a chunk read mostly the same activation lines, half of them or more from L1 (a guess:
     // the tuner measures).
     const double activation_share = s.chunk_major ? std::min(1.0, 2.0 / g.taps) : 1.0;
     // With `mc` a cluster's blocks read each filter tile from L2 once.
-    const double operand_bytes = static_cast<double>(tiles_of(g, s)) *
-                                 (s.block_m * activation_share + static_cast<double>(filter_box_rows(s))) * chunk *
-                                 element_bytes(p);
+    const double operand_bytes =
+        s.halo ? static_cast<double>(tiles_of(g, s)) * steps *
+                         (patch_pixels_used(g, s) + (s.halo == 2 ? 0.0 : static_cast<double>(g.taps) * s.block_n)) *
+                         kRowBytes +
+                     (s.halo == 2 ? static_cast<double>(blocks_of(g, s)) * filter_region_bytes(p, s) : 0.0)
+               : static_cast<double>(tiles_of(g, s)) *
+                     (s.block_m * activation_share + static_cast<double>(filter_box_rows(s))) * chunk *
+                     element_bytes(p);
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
     // With TMA the filter rows bypass the cp.async path (the SM's copy engine writes them, faster).
-    const double filter_rows = s.block_n * (s.tma_filter ? kTmaFillShare : 1.0);
-    const double pixel_rows = s.block_m * (s.tma_activation ? kTmaFillShare : 1.0);
+    const double filter_rows =
+        s.halo == 2 ? 0.0 : (s.halo ? g.taps : 1) * s.block_n * (s.tma_filter ? kTmaFillShare : 1.0);
+    const double pixel_rows =
+        s.halo ? patch_pixels_used(g, s) : s.block_m * (s.tma_activation ? kTmaFillShare : 1.0);
     const double fill_us = waves * resident * steps * (pixel_rows + filter_rows) * kRowBytes *
                            s.k_atoms / (kFillBytesPerCycle * std::max(gpu.clock_mhz, 100.0));
     const double memory_us = static_cast<double>(min_bytes(p)) / bytes_per_us;

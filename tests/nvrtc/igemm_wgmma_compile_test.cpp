@@ -152,9 +152,12 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
     chunk_major += t.chunk_major;
     // The plan's shared memory holds the stages: (block_m + block_n) rows of 128 bytes per K atom, and 1,024 to align;
     // warp-specialized, two 8-byte mbarriers per stage after them. The producer is one more warpgroup.
+    const int halo_rows = (8 + c.problem.filter.h - 1) * ((8 * t.block_m / 64 + c.problem.filter.w - 1 + 7) / 8 * 8) +
+                          c.problem.filter.h * c.problem.filter.w * t.block_n;
     EXPECT_EQ(built.plan.main_geometry().dynamic_smem_bytes,
-              static_cast<unsigned>(t.stages * (t.block_m + t.block_n) * 128 * t.k_atoms + 1024 +
-                                    (t.warp_specialized ? 16 * t.stages : 0)))
+              static_cast<unsigned>(t.halo ? t.stages * halo_rows * 128 + 1024 + 16 * t.stages
+                                           : t.stages * (t.block_m + t.block_n) * 128 * t.k_atoms + 1024 +
+                                                 (t.warp_specialized ? 16 * t.stages : 0)))
         << kernel_name(spec);
     EXPECT_EQ(built.plan.main_geometry().block[0],
               static_cast<unsigned>(2 * t.block_m * (t.split_n ? 2 : 1) + (t.warp_specialized ? 128 : 0)))
@@ -218,7 +221,7 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 13u);
+  ASSERT_EQ(iface.params.size(), 14u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
   ASSERT_EQ(iface.params[6].field, "warp_specialized");
   ASSERT_EQ(iface.params[7].field, "tma_filter");
@@ -362,6 +365,52 @@ TEST(IgemmWgmmaFilterMulticast, CompilesWithoutSpillsInClustersOfTwoAndFourInEve
         EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
                                                                                      << built.cubin.log;
       }
+    }
+  }
+}
+
+// The halo (`hl`) compiles without spills in every precision for 1 to 4 multiplying warpgroups, 3 x 3 and 5 x 5
+// filters, 2 to 6 stages, 1 to 6 tiles a block, the filter in the stages (hl1) or loaded once (hl2): ResNet-50's
+// conv2_3x3 and conv5_3x3 at batch 32 and conv2_3x3 with a 5 x 5 filter; its grid is the output's tiles of 8 rows by
+// 8 columns a warpgroup (a block's share of them), and its stages hold the patch and (hl1) every tap's rows.
+TEST(IgemmWgmmaHalo, CompilesWithoutSpillsInEveryPrecision) {
+  JitCache cache(std::nullopt);
+  for (Precision precision : {Precision::fp16, Precision::bf16, Precision::tf32}) {
+    Problem wide = suite_layer("resnet50.csv", "conv2_3x3", precision);
+    Problem deep = suite_layer("resnet50.csv", "conv5_3x3", precision);
+    Problem five = wide;
+    five.filter = {1, 5, 5};
+    five.padding = {0, 2, 2};
+    for (Problem* p : {&wide, &deep, &five}) p->n = 32;
+    for (const auto& [p, block_m, block_n, stages, tiles, halo] :
+         {std::tuple{wide, 64, 32, 3, 1, 1}, std::tuple{wide, 128, 64, 2, 1, 1}, std::tuple{deep, 256, 32, 2, 1, 1},
+          std::tuple{deep, 192, 16, 3, 1, 1}, std::tuple{five, 128, 16, 2, 1, 1}, std::tuple{wide, 128, 64, 2, 4, 1},
+          std::tuple{wide, 128, 64, 2, 6, 2}, std::tuple{wide, 64, 64, 4, 1, 2}}) {
+      const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                                    .block_n = block_n,
+                                                    .stages = stages,
+                                                    .warp_specialized = tiles,
+                                                    .tma_filter = true,
+                                                    .halo = halo});
+      ASSERT_EQ(check_support(p, h100(), s), std::nullopt) << kernel_name(s);
+      const BuiltKernel built = build_and_check(p, s, cache);
+      const Dims3 out = output_dims(p);
+      const int tile_w = 8 * block_m / 64;
+      const unsigned tiles_total =
+          static_cast<unsigned>(p.n * ((out.h + 7) / 8) * ((out.w + tile_w - 1) / tile_w));
+      EXPECT_EQ(built.plan.main_geometry().grid[0], (tiles_total + tiles - 1) / tiles) << kernel_name(s);
+      const int patch = (8 + p.filter.h - 1) * ((tile_w + p.filter.w - 1 + 7) / 8 * 8);
+      const int taps_rows = p.filter.h * p.filter.w * block_n;  // a chunk's filter rows of every tap
+      const int chunk = precision == Precision::tf32 ? 32 : 64;  // channels of a 128-byte row
+      const bool output_buffer = tiles > 1 && precision != Precision::tf32;  // bulk output, several tiles a block
+      EXPECT_EQ(built.plan.main_geometry().dynamic_smem_bytes,
+                static_cast<unsigned>(
+                    (halo == 2 ? (stages * patch + p.c / chunk * taps_rows) * 128 + 1024 + 16 * stages + 16
+                               : stages * (patch + taps_rows) * 128 + 1024 + 16 * stages) +
+                    (output_buffer ? block_m * (2 * block_n + 16) : 0)))
+          << kernel_name(s);
+      EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
+                                                                                   << built.cubin.log;
     }
   }
 }

@@ -6,11 +6,16 @@
 // offers on the cusnn layers; split-K of every count; the fused epilogue, in the main kernel and in split-K's reduce;
 // the filter by TMA, the filter's width folded into the channels, several tiles a block and split-K in a cluster on the
 // corpus; the pixel rows by TMA on 1 x 1 problems; two warpgroups on a 64-pixel tile's channels; filter multicast in
-// clusters of 2 and 4 on the corpus and on clusters the pixel tiles do not fill. Prints, and appends to
-// $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
+// clusters of 2 and 4 on the corpus and on clusters the pixel tiles do not fill; the halo patch on every tap window and
+// partial spatial tile. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per
+// precision.
 #include <array>
 #include <functional>
+#include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -444,6 +449,77 @@ TEST_F(IgemmWgmmaGpu, FilterMulticastIsCorrectOnTheEdgeCaseCorpusAndOnPartialClu
                                                 .multicast = 4})});
   }
   EXPECT_EQ(verify_all(cases, 2200), static_cast<int>(cases.size()));
+}
+
+// The halo (`hl`: each 64-channel chunk's input patch loaded once, every tap's wgmma reading its window of it, the
+// window's start mid-swizzle-period) on 2-D stride-1 problems whose output tiles of 8 rows by 8 columns a warpgroup end
+// inside the image in both directions: 3 x 3 with padding 1, none and 2 (outputs wider than the input), 5 x 5, 3 x 5
+// and 1 x 3 filters, channels of 1 to 8 chunks, output channels that end inside the channel tile, 1 to 4 multiplying
+// warpgroups, 2 to 4 stages and 1 to 4 tiles a block (the stages running on from tile to tile), the filter in the
+// stages (hl1) or loaded once a block (hl2, where the output channels are one tile), in fp16, bf16 and tf32 (whose
+// chunk is 32 channels); every corpus layer it serves; the fused epilogue.
+TEST_F(IgemmWgmmaGpu, TheHaloPatchIsCorrectForEveryTapWindowAndPartialTile) {
+  const auto problem = [](int n, int c, int k, int h, int w, int r, int s, int pad_h, int pad_w) {
+    return Problem{.n = n,
+                   .c = c,
+                   .k = k,
+                   .input = {1, h, w},
+                   .filter = {1, r, s},
+                   .padding = {0, pad_h, pad_w},
+                   .layout = Layout::nhwc};
+  };
+  const std::vector<std::pair<std::string, Problem>> problems = {
+      {"3x3 p1 13x11", problem(2, 64, 96, 13, 11, 3, 3, 1, 1)},
+      {"3x3 p0 12x20", problem(1, 128, 40, 12, 20, 3, 3, 0, 0)},
+      {"3x3 p2 9x9", problem(1, 64, 64, 9, 9, 3, 3, 2, 2)},
+      {"5x5 p2 9x20", problem(1, 128, 48, 9, 20, 5, 5, 2, 2)},
+      {"3x5 p1,2 14x14", problem(1, 64, 64, 14, 14, 3, 5, 1, 2)},
+      {"1x3 p0,1 6x30", problem(3, 64, 32, 6, 30, 1, 3, 0, 1)},
+      {"3x3 p1 7x7 deep", problem(2, 512, 64, 7, 7, 3, 3, 1, 1)},
+  };
+  std::vector<Case> cases;
+  for (Precision precision : kPrecisions)
+    for (const auto& [label, shape] : problems)
+      for (const auto& [block_m, block_n, stages, tiles, halo] :
+           {std::tuple{64, 32, 3, 1, 1}, std::tuple{128, 64, 2, 1, 1}, std::tuple{192, 16, 4, 1, 1},
+            std::tuple{256, 32, 2, 1, 1}, std::tuple{64, 128, 2, 1, 1}, std::tuple{128, 64, 2, 3, 1},
+            std::tuple{64, 32, 3, 2, 1}, std::tuple{128, 64, 4, 3, 2}, std::tuple{64, 128, 3, 2, 2},
+            std::tuple{192, 48, 3, 1, 2}, std::tuple{128, 96, 2, 4, 2}}) {
+        const Problem p = with(shape, precision, Layout::nhwc);
+        const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                                      .block_n = block_n,
+                                                      .stages = stages,
+                                                      .warp_specialized = tiles,
+                                                      .tma_filter = true,
+                                                      .halo = halo});
+        if (wgmma_.check_support(p, gpu_, s)) continue;  // the stages of the widest filters' taps
+        cases.push_back({fmt::format("hl {} {} {}", label, kernel_name(s), precision), p, s});
+      }
+  EXPECT_GT(cases.size(), 90u) << "the halo served too few problems";
+  std::vector<std::function<void(IgemmWgmmaParams&)>> variants;
+  for (int block_m : {64, 128})
+    variants.push_back([block_m](IgemmWgmmaParams& t) {
+      t = IgemmWgmmaParams{.block_m = block_m,
+                           .block_n = 32,
+                           .stages = 2,
+                           .warp_specialized = 1,
+                           .tma_filter = true,
+                           .halo = true};
+    });
+  const std::vector<Case> corpus = default_variants("hl", variants);
+  cases.insert(cases.end(), corpus.begin(), corpus.end());
+  for (Precision precision : kPrecisions) {
+    Problem p = with(problems[0].second, precision, Layout::nhwc);
+    p.epilogue = parse_epilogue("alpha:1.5+bias+add:0.5+relu6");
+    cases.push_back({fmt::format("hl epilogue {}", precision), p,
+                     to_spec(IgemmWgmmaParams{.block_m = 128,
+                                              .block_n = 64,
+                                              .stages = 2,
+                                              .warp_specialized = 1,
+                                              .tma_filter = true,
+                                              .halo = true})});
+  }
+  EXPECT_EQ(verify_all(cases, 2300), static_cast<int>(cases.size()));
 }
 
 TEST_F(IgemmWgmmaGpu, TwoWarpgroupsOnAPixelTilesChannelsAreCorrect) {

@@ -3,6 +3,7 @@
 // costs, default choices, kernel names and rendering.
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -121,9 +122,24 @@ int reduction_length(const Problem& p, const IgemmWgmmaParams& t) {
 // The dynamic shared memory of a configuration: stages of (block_m + block_n) rows of 128 bytes per K atom, 1,024
 // bytes to align them, warp-specialized two 8-byte mbarriers per stage and, with several tiles a block of a 16-bit
 // output not split whose channels are whole 8-channel runs, block_m output rows of block_n elements and 16 bytes.
+// The halo (`hl`): a stage holds the patch of (8 + R - 1) rows by 8 * block_m / 64 + S - 1 columns (rounded up to 8)
+// of input pixels and every tap's block_n filter rows, 128 bytes each.
+// With hl2 (filter-stationary) the stages hold the patch only, and every 128-byte chunk of channels of every tap's
+// block_n rows lies after them, with one more mbarrier (16 bytes, keeping the output buffer after it 16-aligned).
+int halo_stage_rows(const Problem& p, const IgemmWgmmaParams& t) {
+  const int patch_w = (8 * t.block_m / 64 + p.filter.w - 1 + 7) / 8 * 8;
+  return (8 + p.filter.h - 1) * patch_w + (t.halo == 2 ? 0 : p.filter.h * p.filter.w * t.block_n);
+}
+
 unsigned smem_of(const Problem& p, const IgemmWgmmaParams& t) {
   const bool output_buffer = t.warp_specialized > 1 && p.precision != Precision::tf32 && t.split_k == 1 &&
                              p.k % 8 == 0 && (p.k / p.groups) % 8 == 0;
+  if (t.halo) {
+    const int chunk = p.precision == Precision::tf32 ? 32 : 64;  // channels of a 128-byte row
+    const int filter_rows = t.halo == 2 ? (p.c + chunk - 1) / chunk * p.filter.h * p.filter.w * t.block_n : 0;
+    return static_cast<unsigned>((t.stages * halo_stage_rows(p, t) + filter_rows) * 128 + 1024 + 16 * t.stages +
+                                 (t.halo == 2 ? 16 : 0) + (output_buffer ? t.block_m * (2 * t.block_n + 16) : 0));
+  }
   return static_cast<unsigned>(t.stages * (t.block_m + t.block_n) * 128 * t.k_atoms + 1024 +
                                (t.warp_specialized ? 16 * t.stages : 0) +
                                (output_buffer ? t.block_m * (2 * t.block_n + 16) : 0));
@@ -160,7 +176,7 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
   const auto count = [&](bool warp_specialized, bool cluster_reduce) {
     return std::count_if(specs.begin(), specs.end(), [&](const KernelSpec& s) {
       return (P(s).warp_specialized > 0) == warp_specialized && P(s).cluster_reduce == cluster_reduce &&
-             !P(s).tma_activation && !P(s).split_n && P(s).multicast == 1 && !wave_filling(s);
+             !P(s).tma_activation && !P(s).split_n && P(s).multicast == 1 && !P(s).halo && !wave_filling(s);
     });
   };
   const auto two_warpgroups =
@@ -207,12 +223,25 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
     const int tiles_per_block = t.warp_specialized > 1 ? t.warp_specialized : 1;
     if (tiles_per_block > 1) {
       // A row of blocks, each computing tiles_per_block of the output's tiles (the last block fewer).
-      const std::int64_t tiles = (output_pixels(p) + t.block_m - 1) / t.block_m *
-                                 ((k_per_group(p) + t.block_n - 1) / t.block_n) * p.groups * t.split_k;
+      const Dims3 out = output_dims(p);
+      const int tile_w = 8 * t.block_m / 64;  // the halo's tiles: 8 output rows by 8 columns a warpgroup
+      const std::int64_t pixel_tiles =
+          t.halo ? std::int64_t{p.n} * ((out.h + 7) / 8) * ((out.w + tile_w - 1) / tile_w)
+                 : (output_pixels(p) + t.block_m - 1) / t.block_m;
+      const std::int64_t tiles =
+          pixel_tiles * ((k_per_group(p) + t.block_n - 1) / t.block_n) * p.groups * t.split_k;
       EXPECT_GE(std::int64_t{g.grid[0]} * tiles_per_block, tiles) << name;
       EXPECT_LT(std::int64_t{g.grid[0] - 1} * tiles_per_block, tiles) << name;
       EXPECT_EQ(g.grid[1], 1u) << name;
       EXPECT_EQ(g.grid[2], 1u) << name;
+    } else if (t.halo) {
+      // Tiles of 8 output rows by 8 columns a warpgroup of each image.
+      const Dims3 out = output_dims(p);
+      const int tile_w = 8 * t.block_m / 64;
+      EXPECT_EQ(g.grid[0], static_cast<unsigned>(p.n * ((out.h + 7) / 8) * ((out.w + tile_w - 1) / tile_w))) << name;
+      EXPECT_EQ(g.grid[2], 1u) << name;
+      EXPECT_TRUE(t.tma_filter && t.warp_specialized == 1 && t.k_atoms == 1 && t.split_k == 1) << name;
+      EXPECT_EQ(p.c % 64, 0) << name;
     } else {
       // Whole clusters of t.multicast pixel tiles (1 without multicast), the last cluster's extra blocks empty.
       EXPECT_EQ(g.grid[0] % t.multicast, 0u) << name;
@@ -235,8 +264,9 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
     // Whole steps of 64 * k_atoms: each split's share of the reduction, rounded up.
     const int block_k = 64 * t.k_atoms;
     const int split_share = (reduction_length(p, t) + t.split_k - 1) / t.split_k;
+    // With the halo a step is a chunk of 64 channels of every tap.
     EXPECT_EQ(igemm_wgmma().cost_features(p, s).main_loop_steps,
-              tiles_per_block * ((split_share + block_k - 1) / block_k))
+              t.halo ? p.c / 64 : tiles_per_block * ((split_share + block_k - 1) / block_k))
         << name;
   }
   const std::optional<KernelSpec> chosen = igemm_wgmma().default_spec(p, gpu);
@@ -487,9 +517,10 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 3, 7)), "k_atoms must be 1 or 2, got 3");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 1, 4)), std::nullopt);
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 2, 4)), std::nullopt);
-  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 2, 2)), "stages must be 3 to 6, got 2");
-  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 64, 2)), "stages must be 3 to 6, got 2");
-  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 64, 7)), "stages must be 3 to 6, got 7");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec_kb(128, 64, 2, 2)),
+            "stages must be 3 to 6 (2 to 6 with hl), got 2");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 64, 2)), "stages must be 3 to 6 (2 to 6 with hl), got 2");
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 64, 7)), "stages must be 3 to 6 (2 to 6 with hl), got 7");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 64, 4, 0)), "split_k must be 1 to 32, got 0");
   EXPECT_EQ(igemm_wgmma().check_support(p, gpu, spec(128, 64, 4, 33)), "split_k must be 1 to 32, got 33");
   KernelSpec tc = to_spec(IgemmTcParams{});
@@ -501,7 +532,7 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
 // at most 301 rows (3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) {
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 13u);
+  ASSERT_EQ(iface.params.size(), 14u);
   EXPECT_EQ(iface.params[0].field, "block_m");
   EXPECT_EQ(iface.params[1].field, "block_n");
   EXPECT_EQ(iface.params[2].field, "k_atoms");
@@ -519,7 +550,7 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
   EXPECT_EQ(std::vector<int>(iface.params[1].allowed.begin(), iface.params[1].allowed.end()),
             (std::vector<int>{16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256}));
   EXPECT_EQ(std::vector<int>(iface.params[2].allowed.begin(), iface.params[2].allowed.end()), (std::vector<int>{1, 2}));
-  EXPECT_EQ(iface.params[3].min, 3);
+  EXPECT_EQ(iface.params[3].min, 2);  // 2 with the halo only (the family's reasons)
   EXPECT_EQ(iface.params[3].max, 6);
   EXPECT_EQ(iface.params[4].min, 1);
   EXPECT_EQ(iface.params[4].max, 32);
@@ -810,7 +841,7 @@ TEST(IgemmWgmmaFamily, SplitKInAClusterPlansTheMainKernelAloneAndChecksItsLimits
                                     .cluster_reduce = true});
   };
   const KernelSpec s = cluster(64, 128, 4, 4);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1_ta0_wn0_mc1");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1_ta0_wn0_mc1_hl0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(kDeep, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(kDeep, s);
@@ -1027,22 +1058,23 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   const KernelSpec s = spec(128, 64, 4, 1);
-  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1}}));
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
+  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0}}));
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0"), s);
   EXPECT_EQ(spec_kb(128, 64, 2, 4, 1),
-            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1}}));
-  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)), "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
+            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0}}));
+  EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)),
+            "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0"), spec_kb(128, 64, 2, 4, 1));
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_co0_ws1")),
             (IgemmWgmmaParams{
                 .block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4, .warp_specialized = true}));
   EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)),
-            "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1");
-  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
+            "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
+  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_co0_ws0"), spec(64, 256, 3, 32));
   EXPECT_EQ(kernel_name(IgemmWgmmaParams{}),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");  // the template's defaults
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");  // the template's defaults
   // Not igemm_tc's: its name has more fields.
   EXPECT_NE(parse_kernel_name(kernel_name(to_spec(IgemmTcParams{}))).family, "igemm_wgmma");
   // The names from before kb are refused: kb sits between n and st.
@@ -1056,7 +1088,7 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
   EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9': field 'ws' (warp-specialized: a producer "
             "warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in "
@@ -1072,15 +1104,15 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   EXPECT_EQ(
       name_error("igemm_wgmma_m128_n64_kb1_st7_sk1_co0_ws0"),
       "kernel name 'igemm_wgmma_m128_n64_kb1_st7_sk1_co0_ws0': field 'st' (shared-memory stages: loads run stages - 2 "
-      "(ws0) or stages (ws1) steps ahead of the multiply) must be from 3 to 6, got 7");
+      "(ws0) or stages (ws1) steps ahead of the multiply (2: halo only)) must be from 2 to 6, got 7");
 }
 
 TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   const KernelSpec s = spec(128, 64, 4, 2);
   for (const auto& [precision, value] : {std::pair{Precision::fp16, 2}, std::pair{Precision::bf16, 3}}) {
     const KernelSource src = igemm_wgmma().render(with(kResnet3x3, precision, Layout::nhwc), s);
-    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
-    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1.cu");
+    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
+    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
     EXPECT_NE(
@@ -1095,8 +1127,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   }
   // Two K atoms a step: K_ATOMS = 2 in the prelude and kb2 in the entry's name.
   const KernelSource two = igemm_wgmma().render(kResnet3x3, spec_kb(192, 96, 2, 3, 1));
-  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1");
-  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1.cu");
+  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
+  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0.cu");
   EXPECT_NE(two.text.find("constexpr int BLOCK_M = 192;\nconstexpr int BLOCK_N = 96;\nconstexpr int K_ATOMS = 2;\n"
                           "constexpr int STAGES = 3;\nconstexpr int SPLIT_K = 1;\n"),
             std::string::npos);
@@ -1109,7 +1141,7 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
 // load the filter by cp.async (tma0); the shared pipeline has no TMA.
 TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMeanCpAsync) {
   IgemmWgmmaParams tma{.warp_specialized = true, .tma_filter = true};
-  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1");
+  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1")), tma);
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1")),
             (IgemmWgmmaParams{.warp_specialized = true, .tma_filter = false}));
@@ -1118,14 +1150,14 @@ TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMe
   EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, to_spec(IgemmWgmmaParams{.tma_filter = true})),
             "tma (the filter tile by TMA) needs the warp-specialized pipeline (ws1)");
   // The search space offers each warp-specialized candidate with its twin that loads the filter by TMA, and no
-  // other TMA candidate: half the warp-specialized ones (the TMA twins' multicast twins, with mc, apart).
+  // other TMA candidate: half the warp-specialized ones (the TMA twins' multicast and halo twins apart).
   for (const Problem& p : {kResnet3x3, kDeep, with(kResnet3x3, Precision::tf32, Layout::nhwc)}) {
     std::set<std::string> names;
     std::int64_t specialized = 0, by_tma = 0;
     const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(p, gpu);
     for (const KernelSpec& s : specs) names.insert(kernel_name(s));
     for (const KernelSpec& s : specs) {
-      if (!P(s).warp_specialized || P(s).multicast > 1) continue;
+      if (!P(s).warp_specialized || P(s).multicast > 1 || P(s).halo) continue;
       ++specialized;
       by_tma += P(s).tma_filter;
       IgemmWgmmaParams twin = P(s);
@@ -1193,7 +1225,7 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   const Problem conv1{.n = 8, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
                       .padding = {0, 3, 3}, .layout = Layout::nhwc, .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 4, .fold_width = true};
-  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0_mc1");
+  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0_mc1_hl0");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0")), t);
   EXPECT_EQ(igemm_wgmma().check_support(conv1, gpu, to_spec(t)), std::nullopt);
 
@@ -1264,7 +1296,7 @@ TEST(IgemmWgmmaFamily, FilterMulticastPlansWholeClustersAndBoxesOfEachBlocksShar
                        .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 64, .block_n = 128, .warp_specialized = 1, .tma_filter = true, .multicast = 4};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc4");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc4_hl0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(reduce, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(reduce, s);
@@ -1303,6 +1335,75 @@ TEST(IgemmWgmmaFamily, FilterMulticastPlansWholeClustersAndBoxesOfEachBlocksShar
             "mc (filter multicast) must be 1, 2 or 4 blocks a cluster, got 3");
 }
 
+// The halo (`hl`): ResNet-50's conv2_3x3 at batch 2 (64 -> 64, 3 x 3 at 56 x 56) in tiles of 8 output rows by 16
+// columns (two warpgroups): 2 x 7 x 4 = 56 blocks; a stage holds the 10 x 24 patch (18 columns read, rounded up to 24)
+// and the 9 taps' 64 filter rows, 128 bytes each; a step is one chunk of 64 channels. Its limits, with the reasons;
+// the search space does not offer it.
+TEST(IgemmWgmmaFamily, TheHaloPlansSpatialTilesAndStagesOfThePatchAndEveryTap) {
+  const Gpu gpu = h100();
+  Problem p = kResnet3x3;
+  p.n = 2;
+  p.precision = Precision::fp16;
+  p.layout = Layout::nhwc;
+  ASSERT_EQ(p.c, 64);
+  ASSERT_EQ(p.input.h, 56);
+  IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 2, .warp_specialized = 1, .tma_filter = true,
+                     .halo = true};
+  const KernelSpec s = to_spec(t);
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st2_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl1");
+  EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
+  ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
+  const LaunchPlan plan = igemm_wgmma().plan(p, s);
+  EXPECT_EQ(plan.main_geometry().grid, (std::array<unsigned, 3>{56, 1, 1}));
+  EXPECT_EQ(plan.main_geometry().dynamic_smem_bytes, 2u * (10 * 24 + 9 * 64) * 128 + 1024 + 16 * 2);
+  EXPECT_EQ(igemm_wgmma().cost_features(p, s).main_loop_steps, 1);
+  // Its limits.
+  const std::string needs = "hl (halo) needs ws1-ws8, tma1, kb1, sk1 and none of co, cr, ta, wn and mc";
+  for (const auto& change : std::vector<std::function<void(IgemmWgmmaParams&)>>{
+           [](IgemmWgmmaParams& u) { u.tma_filter = false; },
+           [](IgemmWgmmaParams& u) { u.k_atoms = 2; }, [](IgemmWgmmaParams& u) { u.split_k = 2; },
+           [](IgemmWgmmaParams& u) { u.chunk_major = true; }, [](IgemmWgmmaParams& u) { u.multicast = 2; }}) {
+    IgemmWgmmaParams u = t;
+    change(u);
+    EXPECT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(u)), needs) << kernel_name(to_spec(u));
+  }
+  const std::string shape =
+      "hl (halo) needs a 2-D ungrouped problem of stride and dilation 1 whose channels are a multiple of 64 (whole "
+      "128-byte rows)";
+  Problem strided = p;
+  strided.stride = {1, 2, 2};
+  EXPECT_EQ(igemm_wgmma().check_support(strided, gpu, s), shape);
+  Problem narrow = p;
+  narrow.c = 32;
+  EXPECT_EQ(igemm_wgmma().check_support(narrow, gpu, s), shape);
+  Problem grouped = p;
+  grouped.groups = 2;
+  grouped.k = 128;
+  EXPECT_EQ(igemm_wgmma().check_support(grouped, gpu, s), shape);
+  IgemmWgmmaParams wide = t;
+  wide.block_n = 128;
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(wide)),
+            "357408 bytes of shared memory per block exceed the gpu's 232448");
+  // Filter-stationary (hl2): the whole filter of the one channel tile after 4 stages of patches, and, 3 tiles a block,
+  // the output's buffer.
+  IgemmWgmmaParams stationary = t;
+  stationary.halo = 2;
+  stationary.stages = 4;
+  stationary.warp_specialized = 3;
+  ASSERT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(stationary)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().plan(p, to_spec(stationary)).main_geometry().dynamic_smem_bytes,
+            4u * 10 * 24 * 128 + 9 * 64 * 128 + 1024 + 16 * 4 + 16 + 128 * (2 * 64 + 16));
+  EXPECT_EQ(igemm_wgmma().plan(p, to_spec(stationary)).main_geometry().grid, (std::array<unsigned, 3>{19, 1, 1}));
+  stationary.block_n = 32;
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(stationary)),
+            "hl2 (the filter-stationary halo) needs the output channels within one channel tile: 64 > block_n 32");
+  IgemmWgmmaParams one = t;
+  one.stages = 1;
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(one)), "stages must be 3 to 6 (2 to 6 with hl), got 1");
+  // Not offered (measured slower than the gathering kernels; the family's kOfferHalo): served by name only.
+  for (const KernelSpec& c : igemm_wgmma().enumerate(p, gpu)) EXPECT_EQ(P(c).halo, 0) << kernel_name(c);
+}
+
 TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall) {
   const Gpu gpu = h100();
   const Problem pointwise{.n = 2,
@@ -1314,7 +1415,7 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall
                           .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .warp_specialized = 1, .tma_filter = true, .tma_activation = true};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0");
   ASSERT_EQ(igemm_wgmma().check_support(pointwise, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(pointwise, s);
   // 392 pixels in 4 tiles of 128, 128 channels in 2 of 64: 8 blocks.
