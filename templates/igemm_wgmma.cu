@@ -41,7 +41,8 @@
 //   every tap; each tap's wgmma then reads its window of the patch where it lies: a descriptor whose start is the tap's
 //   shifted first pixel and whose 8-row stride is a patch row (the 128-byte swizzle follows the shared address, so a
 //   window that starts mid-atom reads the rows as they were stored). The activation is read once a tile instead of
-//   once a tap.
+//   once a tap. `hl2` (the output channels one tile) loads the block's whole filter once, before its first tile, into a
+//   region after the stages; its stages hold patches only.
 //
 // Channels not a whole number of 16-byte loads (an image's 3, ungrouped only): the prelude's C is padded up to one
 // (4 tf32, 8 fp16 / bf16) and C_SOURCE says the tensors' own. The setup's pad_filter entry writes the filter with the

@@ -661,8 +661,7 @@ class IgemmWgmma final : public Family {
                     // and its twin of several tiles a block, the next tile's patch loading while this one multiplies
                     // (a tile of few channels is one step: one tile a block would never overlap its loads)
                     IgemmWgmmaParams several = halo;
-                    const std::int64_t per_sm = ceil_div(tiles_of(g, halo), std::max(gpu.sm_count, 1));
-                    several.warp_specialized = static_cast<int>(std::min<std::int64_t>(per_sm, kMostTilesPerBlock));
+                    several.warp_specialized = tiles_per_block_for(p, gpu, halo);
                     if (several.warp_specialized > 1 && !spec_reason(p, gpu, several))
                       chosen.emplace_back(estimate_us(p, gpu, several), several);
                     // and, where the output channels are one tile, the filter-stationary twin: the block's filter
