@@ -199,18 +199,26 @@ CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, const
   for (int d = 0; d < spec.rank; ++d) {
     dims[d] = static_cast<cuuint64_t>(spec.dims[static_cast<std::size_t>(d)]);
     box[d] = spec.box[static_cast<std::size_t>(d)];
-    element_strides[d] = 1;
+    element_strides[d] = spec.element_strides[static_cast<std::size_t>(d)];
     if (d > 0) strides[d - 1] = static_cast<cuuint64_t>(spec.strides[static_cast<std::size_t>(d - 1)]);
   }
   CUtensorMap map;
-  const CUresult result = driver().cuTensorMapEncodeTiled(
-      &map, type, static_cast<cuuint32_t>(spec.rank), reinterpret_cast<void*>(base), dims, strides, box,
-      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      spec.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUtensorMapSwizzle swizzle = spec.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
+  const CUresult result =
+      spec.im2col
+          ? driver().cuTensorMapEncodeIm2col(&map, type, static_cast<cuuint32_t>(spec.rank),
+                                             reinterpret_cast<void*>(base), dims, strides, spec.lower_corner.data(),
+                                             spec.upper_corner.data(), spec.channels, spec.pixels, element_strides,
+                                             CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                             CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+          : driver().cuTensorMapEncodeTiled(&map, type, static_cast<cuuint32_t>(spec.rank),
+                                            reinterpret_cast<void*>(base), dims, strides, box, element_strides,
+                                            CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS)
     throw ApiError(fmt::format(
-        "{}: cuTensorMapEncodeTiled of its filter ({}-D, dims {}, box {}) failed: {}", where, spec.rank,
+        "{}: cuTensorMapEncode{} of its tensor map ({}-D, dims {}, box {}) failed: {}", where,
+        spec.im2col ? "Im2col" : "Tiled", spec.rank,
         fmt::join(std::span(spec.dims).first(static_cast<std::size_t>(spec.rank)), " x "),
         fmt::join(std::span(spec.box).first(static_cast<std::size_t>(spec.rank)), " x "), cu_error_text(result)));
   return map;

@@ -139,9 +139,11 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
                                 where, s, step.buffer));
       const TensorMapSpec& m = step.tensor_map;
       const std::string map_name = fmt::format("{}_map{}", array, s);
-      args_text += fmt::format("const TensorMap {} = {{{}, {}, {{{}}}, {{{}}}, {{{}}}, {}}};\n", map_name,
-                               static_cast<int>(m.type), m.rank, fmt::join(m.dims, ", "), fmt::join(m.strides, ", "),
-                               fmt::join(m.box, ", "), m.swizzle_128b);
+      args_text += fmt::format(
+          "const TensorMap {} = {{{}, {}, {{{}}}, {{{}}}, {{{}}}, {}, {{{}}}, {}, {{{}}}, {{{}}}, {}, {}}};\n",
+          map_name, static_cast<int>(m.type), m.rank, fmt::join(m.dims, ", "), fmt::join(m.strides, ", "),
+          fmt::join(m.box, ", "), m.swizzle_128b, fmt::join(m.element_strides, ", "), m.im2col, fmt::join(m.lower_corner, ", "),
+          fmt::join(m.upper_corner, ", "), m.channels, m.pixels);
       steps_text +=
           fmt::format("    {{Step::tensor_map, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, &{}}},\n",
                       it - k.plan.buffers.begin(), map_name);

@@ -26,9 +26,9 @@ struct PlanBuffer {
   bool operator==(const PlanBuffer&) const = default;
 };
 
-// A TMA tensor map (CUDA's CUtensorMap, 128 bytes) of the filter, tiled: what cuTensorMapEncodeTiled takes besides
-// the filter's address. Dimensions, strides and box run innermost first; the element stride is 1 and the out-of-bounds
-// fill zero.
+// A TMA tensor map (CUDA's CUtensorMap, 128 bytes), tiled or im2col: what cuTensorMapEncodeTiled (or Im2col) takes
+// besides the tensor's address (the setup encodes it over the filter's; a kernel that reads another tensor through it
+// retargets its own copy). Dimensions, strides and box run innermost first; the out-of-bounds fill is zero.
 struct TensorMapSpec {
   enum class Type { float32, float16, bfloat16 };
   Type type = Type::float16;
@@ -37,6 +37,16 @@ struct TensorMapSpec {
   std::array<std::int64_t, 4> strides{};  // bytes between consecutive entries of dimensions 1 .. rank - 1
   std::array<unsigned, 5> box{};          // elements per dimension of one copy
   bool swizzle_128b = true;               // the 128-byte swizzle (the inner box is 128 bytes), else none
+  // im2col (cuTensorMapEncodeIm2col) instead of tiled: a channels-last activation (dims C, W, H, N, or C, W, H, D, N),
+  // each copy `pixels` pixels of `channels` channels walked through the bounding box the corners give (per spatial
+  // dimension, innermost first: the window of a tap-0 base pixel, relative to 0 and to the extent - 1), the traversal
+  // stride per dimension in element_strides (1 for the channels and the images); box is then unused.
+  bool im2col = false;
+  std::array<int, 3> lower_corner{};
+  std::array<int, 3> upper_corner{};
+  unsigned channels = 0;
+  unsigned pixels = 0;
+  std::array<unsigned, 5> element_strides{1, 1, 1, 1, 1};
   bool operator==(const TensorMapSpec&) const = default;
 };
 

@@ -43,6 +43,11 @@
 //   window that starts mid-atom reads the rows as they were stored). The activation is read once a tile instead of
 //   once a tap. `hl2` (the output channels one tile) loads the block's whole filter once, before its first tile, into a
 //   region after the stages; its stages hold patches only.
+// With `sw` (swapped operands; one tile a block, unsplit) the stages are the same but the wgmma's roles trade: the
+// filter tile is A, 64 output channels a warpgroup, and the pixel tile B, the wgmma's N the block's pixels (with `wn`
+// half of them a warpgroup): a layer of 64 output channels multiplies in m64n256k16 (or n128) instead of m64n64k16, and
+// reads fewer operand bytes from shared memory per product. Its accumulators hold channels by pixels; the staged
+// output writes them transposed, so the store to global memory is the same.
 //
 // Channels not a whole number of 16-byte loads (an image's 3, ungrouped only): the prelude's C is padded up to one
 // (4 tf32, 8 fp16 / bf16) and C_SOURCE says the tensors' own. The setup's pad_filter entry writes the filter with the
@@ -72,7 +77,7 @@ constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-
 constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
 constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
-// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0).
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
@@ -83,10 +88,11 @@ CONVGEN_PARAM("ws", "0..8", "warp-specialized: a producer warpgroup loads, signa
 CONVGEN_PARAM("tma", "bool", "warp-specialized only: the filter tile by TMA from a tensor map, the pixels by cp.async") constexpr bool TMA_FILTER = false;
 CONVGEN_PARAM("fw", "bool", "ungrouped, fewer channels than one 16-byte load: the filter's width folded into the channels") constexpr bool FOLD_WIDTH = false;
 CONVGEN_PARAM("cr", "bool", "split-K in a cluster: a tile's SPLIT_K blocks add their partial sums in each other's shared memory, no reduce pass") constexpr bool CLUSTER_REDUCE = false;
-CONVGEN_PARAM("ta", "bool", "with tma, on an ungrouped 1 x 1 stride-1 unpadded problem: the pixel rows by TMA too, the activation an NPIX x C matrix") constexpr bool TMA_ACTIVATION = false;
+CONVGEN_PARAM("ta", "0..2", "with tma, the pixel rows by TMA too: 1 on an ungrouped 1 x 1 stride-1 unpadded problem (the activation an NPIX x C matrix), 2 in im2col mode on a 2-D problem (each tap's pixel rows gathered by the copy engine)") constexpr int TMA_ACTIVATION = 0;
 CONVGEN_PARAM("wn", "bool", "one tile a block: two warpgroups multiply each 64 pixel rows, each half the block's channels") constexpr bool SPLIT_N = false;
 CONVGEN_PARAM("mc", "1,2,4", "with tma, one tile a block: clusters of this many pixel tiles, each block copying its share of the filter tile into all of them (TMA multicast)") constexpr int MULTICAST = 1;
 CONVGEN_PARAM("hl", "0..2", "warp-specialized, tma, 2-D stride 1: each channel chunk's input patch (the tile's 8 x 8 pixels a warpgroup and the filter's halo) loaded once, every tap multiplying its window; 2: the block's whole filter (one channel tile) loaded once, only patches streamed") constexpr int HALO = 0;
+CONVGEN_PARAM("sw", "bool", "one tile a block, unsplit, 16-byte channel runs: the operands swapped, each warpgroup's wgmma 64 output channels by the block's pixels (wn: half of them), the output transposed through shared memory") constexpr bool SWAP_AB = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -210,25 +216,46 @@ constexpr int HALO_P_TILES = (int)ceil_div(P, HALO_TILE_H);
 constexpr int HALO_Q_TILES = (int)ceil_div(Q, HALO_TILE_W);
 // The pixel rows by TMA (TMA_ACTIVATION): where the activation is the GEMM's A as it lies, an NPIX x C row-major matrix
 // (one tap, stride 1, no padding, no groups, channels not padded), boxes of ATOM_K channels by BLOCK_M pixels.
+static_assert(TMA_ACTIVATION >= 0 && TMA_ACTIVATION <= 2, "TMA_ACTIVATION must be 0, 1 or 2");
 static_assert(!TMA_ACTIVATION || TMA_FILTER, "TMA_ACTIVATION needs TMA_FILTER (the producer's TMA pipeline)");
-static_assert(!TMA_ACTIVATION || (T == 1 && R == 1 && S == 1 && STRIDE_D == 1 && STRIDE_H == 1 && STRIDE_W == 1 &&
+static_assert(TMA_ACTIVATION != 1 || (T == 1 && R == 1 && S == 1 && STRIDE_D == 1 && STRIDE_H == 1 && STRIDE_W == 1 &&
                                   PAD_D == 0 && PAD_H == 0 && PAD_W == 0 && GROUPS == 1 && C_SOURCE == C &&
                                   FOLD_S == 1 && !CHUNK_MAJOR),
               "TMA_ACTIVATION needs an ungrouped 1 x 1 problem of stride 1, no padding and whole 16-byte channels");
+// The pixel rows by TMA in im2col mode (TMA_ACTIVATION 2): the activation's map (C, W, H, N) walks the output pixels'
+// tap-0 input pixels (its bounding box: -PAD to the last one, with the strides as its traversal strides); each K atom
+// is one tap's ATOM_K channels (chunk-major, or tap-major with whole 128-byte rows of channels), one copy of BLOCK_M
+// pixels shifted by the tap; channels past C (the last chunk's, and atoms past the reduction) arrive as zeros. With
+// groups a chunk must not reach into the next group's channels.
+static_assert(TMA_ACTIVATION != 2 || (T == 1 && D == 1 && O == 1 && PAD_D == 0 && C_SOURCE == C && FOLD_S == 1 &&
+                                      (CHUNK_MAJOR || CG % ATOM_K == 0) && (GROUPS == 1 || CG % ATOM_K == 0) &&
+                                      !HALO),
+              "TMA_ACTIVATION 2 needs a 2-D problem, channels not padded, chunk-major or whole 128-byte rows of "
+              "channels, whole rows a group, and no halo");
 // The warpgroups that multiply: one per 64 pixel rows, or with SPLIT_N two, each owning half the block's channels
 // (WG_COLS, its wgmma's N): a 64-pixel tile then has two warpgroups issuing wgmma, not one.
+// With SWAP_AB the operands trade places: the filter tile is the wgmma's A, one warpgroup per 64 output channels, and
+// the pixel tile its B, WG_COLS = BLOCK_M (with SPLIT_N two warpgroups share each 64 channels, each half the pixels):
+// a layer of few output channels multiplies in wgmma up to 256 wide instead of 64. The accumulators' rows are then
+// channels and their columns pixels; the staged output writes them transposed (store_tile), so it needs one tile a
+// block, no split and whole 16-byte runs of channels (STAGED_OUTPUT).
 constexpr int WG_N = SPLIT_N ? 2 : 1;
-constexpr int WG_COLS = BLOCK_N / WG_N;
+constexpr int WG_COLS = (SWAP_AB ? BLOCK_M : BLOCK_N) / WG_N;
 static_assert(!SPLIT_N || TILES_PER_BLOCK == 1, "SPLIT_N needs one tile a block (ws0 or ws1)");
 static_assert(WG_COLS % 16 == 0 && WG_COLS >= 16,
               "SPLIT_N needs half the block's channels to be a wgmma N the template instantiates (a multiple of 16)");
-constexpr int WARPGROUPS = BLOCK_M / 64 * WG_N;
+static_assert(!SWAP_AB || (BLOCK_N % 64 == 0 && TILES_PER_BLOCK == 1 && SPLIT_K == 1 && !CLUSTER_REDUCE &&
+                           MULTICAST == 1 && !HALO),
+              "SWAP_AB needs BLOCK_N a multiple of 64 (the wgmma's M), one tile a block (ws0 or ws1), sk1 and none of "
+              "cr, mc and hl");
+constexpr int WARPGROUPS = (SWAP_AB ? BLOCK_N : BLOCK_M) / 64 * WG_N;
 constexpr int THREADS = 128 * (WARPGROUPS + (PRODUCER_WARPGROUP ? 1 : 0));  // the producer is the last warpgroup
 constexpr int LOAD_THREADS = PRODUCER_WARPGROUP ? 128 : THREADS;            // the threads that issue the loads
 constexpr int PREFETCH = STAGES - 2;  // the shared pipeline's steps loaded ahead of the one being multiplied
 constexpr int ACCUMULATORS = WG_COLS / 2;  // fp32 accumulators per thread: 64 x WG_COLS over 128 threads
 
-// Multiplying warpgroup w's first pixel row and first channel of the block tile.
+// Multiplying warpgroup w's first pixel row and first channel of the block tile (with SWAP_AB its first channel and
+// first pixel row: the rows of its wgmma's A and of its B).
 __device__ __forceinline__ int warpgroup_row0(int warpgroup) { return warpgroup / WG_N * 64; }
 __device__ __forceinline__ int warpgroup_col0(int warpgroup) { return warpgroup % WG_N * WG_COLS; }
 
@@ -400,10 +427,12 @@ __device__ __forceinline__ void multiply_stage(float (&r_acc)[ACCUMULATORS], uns
   wg::fence();
 #pragma unroll
   for (int atom = 0; atom < K_ATOMS; ++atom) {
-    const unsigned long long desc_a =
-        wg::matrix_descriptor(s_stage + (unsigned)(atom * A_ATOM_BYTES + warpgroup_row0(warpgroup) * wg::kRowBytes));
-    const unsigned long long desc_b = wg::matrix_descriptor(
-        s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES + warpgroup_col0(warpgroup) * wg::kRowBytes));
+    const unsigned pixels = s_stage + (unsigned)(atom * A_ATOM_BYTES);                    // the atom's pixel rows
+    const unsigned channels = s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES);  // and its filter rows
+    const unsigned long long desc_a = wg::matrix_descriptor((SWAP_AB ? channels : pixels) +
+                                                            (unsigned)(warpgroup_row0(warpgroup) * wg::kRowBytes));
+    const unsigned long long desc_b = wg::matrix_descriptor((SWAP_AB ? pixels : channels) +
+                                                            (unsigned)(warpgroup_col0(warpgroup) * wg::kRowBytes));
 #pragma unroll
     for (int ks = 0; ks < ATOM_K / MMA_K; ++ks)  // the next MMA_K reduction elements: 32 bytes on, + 2 in a descriptor
       wg::mma_async<WG_COLS, PRECISION>(r_acc, desc_a + 2ull * ks, desc_b + 2ull * ks);
@@ -469,8 +498,21 @@ __device__ __forceinline__ void load_filter_tma(unsigned s_stage, unsigned s_ful
 #pragma unroll
   for (int atom = 0; atom < K_ATOMS; ++atom) {
     const int a = a0 + atom;
-    if constexpr (TMA_ACTIVATION)
+    if constexpr (TMA_ACTIVATION == 1)
       wg::tma_load_2d(s_stage + (unsigned)(atom * A_ATOM_BYTES), activation_map, a * ATOM_K, m_tile, s_full_stage);
+    if constexpr (TMA_ACTIVATION == 2) {
+      // Atom a: chunk and tap; the tile's first pixel's tap-0 input pixel is the walk's base (n, h0, w0).
+      constexpr int ROW_CHUNKS = CG / ATOM_K;  // tap-major: whole rows of channels a tap
+      const int chunk = CHUNK_MAJOR ? a / TRS : a % (ROW_CHUNKS > 0 ? ROW_CHUNKS : 1);
+      const int tap = CHUNK_MAJOR ? a % TRS : a / (ROW_CHUNKS > 0 ? ROW_CHUNKS : 1);
+      const bool past = a >= ATOMS;  // zeros: the whole box past the channels
+      const int c = past ? C : row0 / KG * CG + chunk * ATOM_K;
+      const int n = m_tile / PQ, pq = m_tile % PQ;
+      wg::tma_load_im2col_4d(s_stage + (unsigned)(atom * A_ATOM_BYTES), activation_map, c,
+                             pq % Q * STRIDE_W - PAD_W, pq / Q * STRIDE_H - PAD_H, n,
+                             (unsigned short)(past ? 0 : tap % S * DIL_W), (unsigned short)(past ? 0 : tap / S * DIL_H),
+                             s_full_stage);
+    }
     const unsigned s_b = s_stage + (unsigned)(A_STAGE_BYTES + atom * B_ATOM_BYTES);
     if constexpr (MULTICAST > 1) {  // this block's share of the rows, into every block of the cluster
       const unsigned rank = wg::cluster_rank();
@@ -728,6 +770,9 @@ __device__ __forceinline__ void consume_halo(float (&r_acc)[ACCUMULATORS], unsig
 // the stages' buffers (256 x 256 in 3 stages) is stored directly.
 constexpr bool STAGED_OUTPUT = TILES_PER_BLOCK == 1 && SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0 &&
                               BLOCK_M * OUT_PITCH <= STAGES * STAGE_BYTES;
+static_assert(!SWAP_AB || STAGED_OUTPUT,
+              "SWAP_AB writes its transposed output through the stages' buffers: K and K per group multiples of 16 "
+              "bytes' elements, the BLOCK_M staged rows within the stages");
 // With the output buffer, each warp writes its own 16 rows of the tile with stmatrix (4 pairs of 8 channels a lane an
 // instruction, as they lie in the accumulators), then its lanes 0-15 each copy one row to global memory in one bulk
 // copy, which runs on while the warp goes on to the next tile; no block barrier, no copy loop. In the stages (one tile
@@ -894,27 +939,54 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
   }
   if constexpr (STAGED_OUTPUT) {
     __syncthreads();  // every warpgroup's wgmma has read its last operands
+    if constexpr (SWAP_AB) {
+      // Accumulators 4j + 2 half + e: channel warpgroup_row0 + 16 warp + lane / 4 + 8 half, pixel row warpgroup_col0 +
+      // 8j + 2 (lane % 4) + e; one element a store (a warp's 8 channels of 4 rows two apart: distinct banks).
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = warpgroup_row0(warpgroup) + warp * 16 + lane / 4 + 8 * half;
-      const int col0 = warpgroup_col0(warpgroup);
-      const int npix = tile_pixel(tile, row);
-      if (warpgroup == WARPGROUPS || npix >= NPIX) continue;  // the producer holds no accumulators
-#pragma unroll
-      for (int j = 0; j < WG_COLS / 8; ++j) {
-        const int col = n_tile + col0 + j * 8 + 2 * (lane % 4);
-        if (col >= KG) continue;
+      for (int half = 0; half < 2; ++half) {
+        const int channel = warpgroup_row0(warpgroup) + warp * 16 + lane / 4 + 8 * half;  // of the block's tile
+        const int col = n_tile + channel;
+        if (warpgroup == WARPGROUPS || col >= KG) continue;  // the producer holds no accumulators
         const int k = group * KG + col;
-        const float v0 = epilogue_at(r_acc[4 * j + 2 * half], npix, k, g_bias, g_residual);
-        const float v1 = epilogue_at(r_acc[4 * j + 2 * half + 1], npix, k + 1, g_bias, g_residual);
-        unsigned char* s_pair = s_stages + row * OUT_PITCH + (col0 + j * 8 + 2 * (lane % 4)) * ELEMENT_BYTES;
-        if constexpr (IS_TF32) {
-          float2 pair;
-          pair.x = v0;
-          pair.y = v1;
-          *reinterpret_cast<float2*>(s_pair) = pair;
-        } else {
-          *reinterpret_cast<unsigned*>(s_pair) = (unsigned)to_element(v0) | ((unsigned)to_element(v1) << 16);
+#pragma unroll
+        for (int j = 0; j < WG_COLS / 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int row = warpgroup_col0(warpgroup) + j * 8 + 2 * (lane % 4) + e;
+            const int npix = tile_pixel(tile, row);
+            if (npix >= NPIX) continue;
+            const float v = epilogue_at(r_acc[4 * j + 2 * half + e], npix, k, g_bias, g_residual);
+            unsigned char* s_element = s_stages + row * OUT_PITCH + channel * ELEMENT_BYTES;
+            if constexpr (IS_TF32)
+              *reinterpret_cast<float*>(s_element) = v;
+            else
+              *reinterpret_cast<unsigned short*>(s_element) = to_element(v);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = warpgroup_row0(warpgroup) + warp * 16 + lane / 4 + 8 * half;
+        const int col0 = warpgroup_col0(warpgroup);
+        const int npix = tile_pixel(tile, row);
+        if (warpgroup == WARPGROUPS || npix >= NPIX) continue;  // the producer holds no accumulators
+#pragma unroll
+        for (int j = 0; j < WG_COLS / 8; ++j) {
+          const int col = n_tile + col0 + j * 8 + 2 * (lane % 4);
+          if (col >= KG) continue;
+          const int k = group * KG + col;
+          const float v0 = epilogue_at(r_acc[4 * j + 2 * half], npix, k, g_bias, g_residual);
+          const float v1 = epilogue_at(r_acc[4 * j + 2 * half + 1], npix, k + 1, g_bias, g_residual);
+          unsigned char* s_pair = s_stages + row * OUT_PITCH + (col0 + j * 8 + 2 * (lane % 4)) * ELEMENT_BYTES;
+          if constexpr (IS_TF32) {
+            float2 pair;
+            pair.x = v0;
+            pair.y = v1;
+            *reinterpret_cast<float2*>(s_pair) = pair;
+          } else {
+            *reinterpret_cast<unsigned*>(s_pair) = (unsigned)to_element(v0) | ((unsigned)to_element(v1) << 16);
+          }
         }
       }
     }

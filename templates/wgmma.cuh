@@ -156,6 +156,18 @@ __device__ __forceinline__ void tma_load_3d(unsigned s_dst, const void* map, int
       : "memory");
 }
 
+// An im2col copy of a 4-D channels-last tensor map (C, W, H, N): the map's pixels (its pixels-per-column) of its
+// channels (channels-per-pixel) from channel c, walking the map's bounding box from base pixel (w, h, n) in W, then
+// H, then N, each pixel shifted by the tap's (dw, dh) (16-bit im2col offsets); zeros outside the tensor.
+__device__ __forceinline__ void tma_load_im2col_4d(unsigned s_dst, const void* map, int c, int w, int h, int n,
+                                                   unsigned short dw, unsigned short dh, unsigned s_barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5}], [%6], {%7, %8};\n" ::"r"(s_dst),
+      "l"(map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(s_barrier), "h"(dw), "h"(dh)
+      : "memory");
+}
+
 // The same boxes multicast: written at s_dst of every block of the cluster in `mask` (bit r: the block of rank r),
 // each completing its bytes on its own barrier at s_barrier (the same shared addresses in every block).
 __device__ __forceinline__ void tma_load_2d_multicast(unsigned s_dst, const void* map, int c0, int c1,

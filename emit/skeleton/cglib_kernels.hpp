@@ -26,9 +26,10 @@ struct PlanBuffer {
   bool persistent;
 };
 
-// A TMA tensor map of the filter (cuTensorMapEncodeTiled's arguments besides its address): element type (0 fp32,
-// 1 fp16, 2 bf16), rank, sizes, byte strides of dimensions 1 .. rank - 1 and box, innermost first; element strides 1,
-// zeros out of bounds, the 128-byte swizzle or none.
+// A TMA tensor map, encoded over the filter's address (cuTensorMapEncodeTiled's arguments besides it, or with im2col
+// cuTensorMapEncodeIm2col's): element type (0 fp32, 1 fp16, 2 bf16), rank, sizes, byte strides of dimensions
+// 1 .. rank - 1, box and element strides, innermost first; zeros out of bounds, the 128-byte swizzle or none; im2col:
+// the bounding box's corners (per spatial dimension, innermost first), channels and pixels a copy (box unused).
 struct TensorMap {
   int type;
   unsigned rank;
@@ -36,6 +37,12 @@ struct TensorMap {
   unsigned long long strides[4];
   unsigned box[5];
   bool swizzle_128b;
+  unsigned element_strides[5];
+  bool im2col;
+  int lower_corner[3];
+  int upper_corner[3];
+  unsigned channels;
+  unsigned pixels;
 };
 
 // One operation of a plan: launch an entry of the kernel's cubin, zero the output or a plan buffer, or (setup) encode

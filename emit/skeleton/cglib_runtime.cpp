@@ -34,7 +34,7 @@ using cglib_internal::Step;
   X(cuCtxGetDevice) X(cuDevicePrimaryCtxRetain) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuFuncSetAttribute) \
   X(cuLaunchKernel) X(cuMemsetD32Async) X(cuMemsetD8Async) X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) \
   X(cuMemFree) X(cuStreamSynchronize) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuMemcpyHtoDAsync) \
-  X(cuTensorMapEncodeTiled)
+  X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
 // clang-format on
 
 struct Driver {
@@ -333,20 +333,27 @@ cglib_status run_steps(const Driver& d, const ProblemEntry& entry, const KernelI
       for (unsigned d = 0; d < m.rank; ++d) {
         dims[d] = m.dims[d];
         box[d] = m.box[d];
-        element_strides[d] = 1;
+        element_strides[d] = m.element_strides[d];
         if (d > 0) strides[d - 1] = m.strides[d - 1];
       }
       const CUtensorMapDataType type = m.type == 0   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                        : m.type == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
       CUtensorMap map;
-      result = d.cuTensorMapEncodeTiled(&map, type, m.rank, reinterpret_cast<void*>(p.filter), dims, strides, box,
-                                        element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                        m.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-                                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      const CUtensorMapSwizzle swizzle = m.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
+      if (m.im2col)
+        result = d.cuTensorMapEncodeIm2col(&map, type, m.rank, reinterpret_cast<void*>(p.filter), dims, strides,
+                                           m.lower_corner, m.upper_corner, m.channels, m.pixels, element_strides,
+                                           CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      else
+        result = d.cuTensorMapEncodeTiled(&map, type, m.rank, reinterpret_cast<void*>(p.filter), dims, strides, box,
+                                          element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
       if (result != CUDA_SUCCESS)
-        return fail(CGLIB_ERROR_CUDA, std::string("cuTensorMapEncodeTiled (the filter of problem ") +
-                                          key_of(entry.problem) + ") failed: " + error_text(d, result));
+        return fail(CGLIB_ERROR_CUDA,
+                    std::string(m.im2col ? "cuTensorMapEncodeIm2col" : "cuTensorMapEncodeTiled") +
+                        " (a tensor map of problem " + key_of(entry.problem) + ") failed: " + error_text(d, result));
       // Copied in stream order and waited for, so that the host's map may go.
       result = d.cuMemcpyHtoDAsync(buffer_pointer(image, step.zero_buffer, p), &map, sizeof map, stream);
       if (result == CUDA_SUCCESS) result = d.cuStreamSynchronize(stream);

@@ -61,11 +61,14 @@ int mma_k_of(const Problem& p) { return 32 / element_bytes(p); }          // red
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// The warpgroups that multiply (WARPGROUPS): one per 64 pixels, two with `wn` (each half the block's channels).
-int multiplying_warpgroups(const IgemmWgmmaParams& s) { return s.block_m / 64 * (s.split_n ? 2 : 1); }
+// The warpgroups that multiply (WARPGROUPS): one per 64 pixels, two with `wn` (each half the block's channels); with
+// `sw` (the operands swapped) one per 64 channels, two with `wn` (each half the block's pixels).
+int multiplying_warpgroups(const IgemmWgmmaParams& s) {
+  return (s.swap_ab ? s.block_n : s.block_m) / 64 * (s.split_n ? 2 : 1);
+}
 
-// The channels each multiplying warpgroup owns (WG_COLS, its wgmma's N).
-int warpgroup_cols(const IgemmWgmmaParams& s) { return s.split_n ? s.block_n / 2 : s.block_n; }
+// The channels each multiplying warpgroup owns, its wgmma's N (WG_COLS); with `sw` the pixels.
+int warpgroup_cols(const IgemmWgmmaParams& s) { return (s.swap_ab ? s.block_m : s.block_n) / (s.split_n ? 2 : 1); }
 
 // The multiplying warpgroups and, warp-specialized, one more, the producer (THREADS).
 int threads_of(const IgemmWgmmaParams& s) {
@@ -147,6 +150,34 @@ bool activation_is_a_matrix(const Problem& p) {
          p.stride.w == 1 && p.padding.d == 0 && p.padding.h == 0 && p.padding.w == 0 && p.groups == 1;
 }
 
+// Why the pixel rows cannot come by TMA in im2col mode (`ta2`), if they cannot: the activation's map is 4-D (C, W, H,
+// N), so 2-D problems only; each K atom one tap's copy, so chunk-major or whole 128-byte rows of channels a tap, and
+// with groups whole rows a group (a chunk must not reach the next group's channels); the map's bounding box corners
+// (-padding, and padding less the filter's reach) within [-128, 127] and the taps' offsets within [0, 255] (8 bits
+// each in a 4-D im2col copy).
+std::optional<std::string> im2col_reason(const Problem& p, const IgemmWgmmaParams& s) {
+  if (p.input.d != 1 || p.filter.d != 1 || p.padding.d != 0)
+    return "ta2 (the pixel rows by TMA in im2col mode) serves 2-D problems only";
+  const int atom_k = atom_k_of(p);
+  if (!s.chunk_major && c_per_group(p) % atom_k != 0)
+    return fmt::format("ta2 (im2col) reads one tap's channels an atom: chunk-major (co1), or channels per group a "
+                       "multiple of {} (whole 128-byte rows), got {}",
+                       atom_k, c_per_group(p));
+  if (p.groups > 1 && c_per_group(p) % atom_k != 0)
+    return fmt::format("ta2 (im2col) with groups needs channels per group a multiple of {}, got {}", atom_k,
+                       c_per_group(p));
+  if (s.halo) return "ta2 (im2col) and hl (halo) load the pixels each their own way: not both";
+  const int reach_h = (p.filter.h - 1) * p.dilation.h, reach_w = (p.filter.w - 1) * p.dilation.w;
+  for (const int corner : {-p.padding.h, -p.padding.w, p.padding.h - reach_h, p.padding.w - reach_w})
+    if (corner < -128 || corner > 127)
+      return fmt::format("ta2 (im2col): the bounding box's corners (padding {} x {}, the filter's reach {} x {}) must "
+                         "lie within [-128, 127]",
+                         p.padding.h, p.padding.w, reach_h, reach_w);
+  if (reach_h > 255 || reach_w > 255)
+    return fmt::format("ta2 (im2col): the filter's reach {} x {} exceeds a copy's 8-bit offsets", reach_h, reach_w);
+  return std::nullopt;
+}
+
 // Whether the halo (`hl`) serves the problem: 2-D, stride and dilation 1, one group, channels whole 128-byte rows.
 bool halo_serves(const Problem& p) {
   return p.input.d == 1 && p.filter.d == 1 && p.stride.h == 1 && p.stride.w == 1 && p.dilation.h == 1 &&
@@ -177,6 +208,9 @@ int smem_bytes(const Problem& p, const IgemmWgmmaParams& s) {
 // one kernel, so the larger of a consumer's (the accumulators and ~30) and the producer's (~5 per pixel row, 2 per
 // filter row and ~20; with the halo none). ptxas decides; this only prunes what cannot fit.
 int register_estimate(const IgemmWgmmaParams& s) {
+  // With `sw` the shared pipeline's threads are one warpgroup per 64 channels: each may keep many more pixel rows.
+  if (!s.warp_specialized && s.swap_ab)
+    return warpgroup_cols(s) / 2 + 5 * activation_rows_of(s) + 2 * filter_rows_of(s) + 20;
   if (!s.warp_specialized) return warpgroup_cols(s) / 2 + filter_rows_of(s) * 2 + 30;
   // The halo's producer keeps no rows: it walks the patch.
   if (s.halo) return warpgroup_cols(s) / 2 + 30;
@@ -298,12 +332,18 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
                        s.warp_specialized);
   if (s.split_n && (s.block_n % 2 != 0 || !is_block_n(s.block_n / 2)))
     return fmt::format("wn needs half the block's channels to be a wgmma N (a multiple of 16), got {} / 2", s.block_n);
+  if (s.tma_activation < 0 || s.tma_activation > 2)
+    return fmt::format("ta must be 0, 1 (the pixel rows by TMA, tiled) or 2 (by TMA in im2col mode), got {}",
+                       s.tma_activation);
   if (s.tma_activation && !s.tma_filter)
     return "ta (the pixel rows by TMA) needs the filter by TMA too (tma1)";
-  if (s.tma_activation && !activation_is_a_matrix(p))
+  if (s.tma_activation == 2) {
+    if (std::optional<std::string> reason = im2col_reason(p, s)) return reason;
+  } else if (s.tma_activation && !activation_is_a_matrix(p))
     return "ta (the pixel rows by TMA) needs an ungrouped 1 x 1 problem of stride 1 and no padding, whose activation "
            "is the GEMM's pixel-by-channel matrix";
-  if (s.tma_activation && s.chunk_major) return "ta (the pixel rows by TMA) reads the reduction tap-major only (co0)";
+  if (s.tma_activation == 1 && s.chunk_major)
+    return "ta (the pixel rows by TMA) reads the reduction tap-major only (co0)";
   if (s.multicast != 1 && s.multicast != 2 && s.multicast != 4)
     return fmt::format("mc (filter multicast) must be 1, 2 or 4 blocks a cluster, got {}", s.multicast);
   if (s.multicast > 1 && (!s.tma_filter || tiles_per_block(s) > 1 || s.cluster_reduce))
@@ -328,6 +368,24 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
     return fmt::format("hl (halo) needs a 2-D ungrouped problem of stride and dilation 1 whose channels are a multiple "
                        "of {} (whole 128-byte rows)",
                        atom_k_of(p));
+  if (s.swap_ab) {
+    if (s.block_n % 64 != 0)
+      return fmt::format("sw (the operands swapped) needs block_n to be a multiple of 64 (the wgmma's M), got {}",
+                         s.block_n);
+    if (tiles_per_block(s) > 1 || s.split_k != 1 || s.cluster_reduce || s.multicast != 1 || s.halo)
+      return "sw (the operands swapped) needs one tile a block (ws0 or ws1), sk1 and none of cr, mc and hl";
+    const int chunk = chunk_of(p);
+    if (p.k % chunk != 0 || k_per_group(p) % chunk != 0)
+      return fmt::format("sw (the operands swapped) stages its output in 16-byte runs of channels: K {} and K per "
+                         "group {} must be multiples of {}",
+                         p.k, k_per_group(p), chunk);
+    if (s.block_m * (s.block_n * element_bytes(p) + 16) > s.stages * stage_bytes(g, s))
+      return fmt::format("sw (the operands swapped): the {} staged output rows exceed the {} stages' buffers",
+                         s.block_m, s.stages);
+    if (s.block_m % (load_threads_of(s) / 8) != 0)
+      return fmt::format("sw (the operands swapped): {} pixel rows do not divide among {} loading threads (8 a row)",
+                         s.block_m, load_threads_of(s));
+  }
   const int atom_k = atom_k_of(p);
   // Every split must own part of the reduction (an empty split would only add work).
   if (std::int64_t{s.split_k - 1} * split_atoms(g, atom_k, s) >= atoms_of(g, atom_k, s))
@@ -405,6 +463,25 @@ TensorMapSpec filter_map_of(const Problem& p, const IgemmWgmmaParams& s) {
 // call's activation (templates/wgmma.cuh, tensor_map_retarget).
 TensorMapSpec activation_map_of(const Problem& p, const IgemmWgmmaParams& s) {
   TensorMapSpec map = filter_map_of(p, s);
+  if (s.tma_activation == 2) {
+    // im2col (`ta2`): the activation as C x W x H x N; each copy BLOCK_M pixels of atom_k channels (128 bytes, in the
+    // swizzle), walking the tap-0 input pixels of the output's pixels: from -padding to the last (padding less the
+    // filter's reach past the end) by the strides.
+    const std::int64_t bytes = element_bytes(p);
+    map.rank = 4;
+    map.dims = {p.c, p.input.w, p.input.h, p.n, 1};
+    map.strides = {p.c * bytes, std::int64_t{p.input.w} * p.c * bytes,
+                   std::int64_t{p.input.h} * p.input.w * p.c * bytes, 0};
+    map.box = {0, 0, 0, 0, 0};
+    map.im2col = true;
+    map.lower_corner = {-p.padding.w, -p.padding.h, 0};
+    map.upper_corner = {p.padding.w - (p.filter.w - 1) * p.dilation.w, p.padding.h - (p.filter.h - 1) * p.dilation.h,
+                        0};
+    map.channels = static_cast<unsigned>(atom_k_of(p));
+    map.pixels = static_cast<unsigned>(s.block_m);
+    map.element_strides = {1, static_cast<unsigned>(p.stride.w), static_cast<unsigned>(p.stride.h), 1, 1};
+    return map;
+  }
   map.rank = 2;
   map.dims = {p.c, gemm_of(p).m, 1, 1, 1};
   map.strides = {std::int64_t{p.c} * element_bytes(p), 0, 0, 0};
@@ -558,11 +635,11 @@ class IgemmWgmma final : public Family {
   // igemm_tc's on 23 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/2026-11-25/).
   int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
 
-  // `tma`, `fw`, `cr`, `ta`, `wn`, `mc` and `hl` came after the names of earlier convgens: theirs load the filter by
-  // cp.async (tma0), fold nothing (fw0), split the reduction through a workspace (cr0), load the pixel rows by cp.async
-  // (ta0), give each warpgroup every channel of the block (wn0), copy each block's filter alone (mc1) and gather each
-  // tap's pixel rows (hl0).
-  std::size_t params_added_later() const override { return 7; }
+  // `tma`, `fw`, `cr`, `ta`, `wn`, `mc`, `hl` and `sw` came after the names of earlier convgens: theirs load the filter
+  // by cp.async (tma0), fold nothing (fw0), split the reduction through a workspace (cr0), load the pixel rows by
+  // cp.async (ta0), give each warpgroup every channel of the block (wn0), copy each block's filter alone (mc1), gather
+  // each tap's pixel rows (hl0) and make the pixels the wgmma's A (sw0).
+  std::size_t params_added_later() const override { return 8; }
 
  private:
   // The search space, for each pipeline (shared and warp-specialized), each step length (one K atom, and two where
@@ -637,10 +714,12 @@ class IgemmWgmma final : public Family {
             }
             for (const IgemmWgmmaParams& t : one_and_several_tiles) {
               chosen.emplace_back(estimate_us(p, gpu, t), t);
+              add_swapped_twins(p, gpu, t, chosen);
               if (offers_tma && warp_specialized) {  // its twin with the filter by TMA, beside it
                 IgemmWgmmaParams tma = t;
                 tma.tma_filter = true;
                 chosen.emplace_back(estimate_us(p, gpu, tma), tma);
+                add_swapped_twins(p, gpu, tma, chosen);
                 // and its twins whose clusters of 2 and 4 pixel tiles share each filter tile's copy (multicast)
                 if (kOfferMulticast)
                   for (int multicast : {2, 4}) {
@@ -676,12 +755,32 @@ class IgemmWgmma final : public Family {
                 }
                 // and where the activation is a matrix, that one's twin with the pixel rows by TMA too
                 IgemmWgmmaParams both = tma;
-                both.tma_activation = true;
+                both.tma_activation = 1;
                 if (kOfferTmaActivation && !spec_reason(p, gpu, both))
                   chosen.emplace_back(estimate_us(p, gpu, both), both);
+                // and its twin with the pixel rows by TMA in im2col mode (a problem of more than one tap, or strided)
+                IgemmWgmmaParams im2col = tma;
+                im2col.tma_activation = 2;
+                if (kOfferIm2col && !activation_is_a_matrix(p) && !spec_reason(p, gpu, im2col))
+                  chosen.emplace_back(estimate_us(p, gpu, im2col), im2col);
               }
             }
           }
+  }
+
+  // With kOfferSwap, the one-tile, unsplit `t`'s twins with the operands swapped (`sw`: each warpgroup's wgmma 64 of
+  // the block's channels by all its pixels), and, for tiles of 128 pixels or more, with two warpgroups on each 64
+  // channels, each half the pixels (`sw` and `wn`), beside it.
+  static void add_swapped_twins(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& t,
+                                std::vector<Estimated<IgemmWgmmaParams>>& chosen) {
+    if (!kOfferSwap || t.swap_ab || t.split_n || tiles_per_block(t) > 1 || t.split_k != 1 || t.block_n % 64 != 0)
+      return;
+    IgemmWgmmaParams swapped = t;
+    swapped.swap_ab = true;
+    if (!spec_reason(p, gpu, swapped)) chosen.emplace_back(estimate_us(p, gpu, swapped), swapped);
+    IgemmWgmmaParams halves = swapped;
+    halves.split_n = true;
+    if (t.block_m >= 128 && !spec_reason(p, gpu, halves)) chosen.emplace_back(estimate_us(p, gpu, halves), halves);
   }
 
   // Whether the output has more tiles of 128 x 128 than the GPU has SMs: more than a wave of blocks of one tile,
@@ -825,6 +924,9 @@ class IgemmWgmma final : public Family {
   // blocks' retarget of the map (global writes and proxy fences before the first copy) costs more than the cp.async
   // path loses. Their kernels stay correct and reachable by name.
   static constexpr bool kOfferTmaActivation = false;
+  // Whether it offers the pixel rows by TMA in im2col mode (`ta2`): each `tma1` candidate's twin where the activation
+  // is not a matrix (a filter of more than one tap, a stride or padding).
+  static constexpr bool kOfferIm2col = true;
   // Whether it offers two warpgroups on the channels of a 64-pixel tile (`wn`): each such candidate's twin, beside it.
   // Not now: measured beside their one-warpgroup twins on ResNet-50's small-M layers in fp16 (H200;
   // bench/results/h200/two-warpgroups-2026-11-29/) they took 0.957x the time at batch 32 (78 pairs), 0.995x at 8
@@ -847,6 +949,13 @@ class IgemmWgmma final : public Family {
   // the operand traffic through L2 that it divides is not what bounds these kernels, and a cluster's blocks wait for
   // each other's consumers. Their kernels stay correct (GPU-verified) and reachable by name.
   static constexpr bool kOfferMulticast = false;
+  // Whether it offers the operands swapped (`sw`, add_swapped_twins). Not now: measured against every other candidate
+  // on ResNet-50 in fp16 (H200; bench/results/h200/swapped-operands-2026-11-30/) the best swapped kernel took 1.12x the
+  // time of the best unswapped one at batch 32 (23 problems) and 1.05x at 8 (20), the fastest of 1 and 2 problems by
+  // 0.7-6%: the wgmma's width is not what bounds these kernels (the cp.async fill through L1 and the gather's address
+  // arithmetic are), and a swapped tile has fewer warpgroups to hide its loads. Their kernels stay correct
+  // (GPU-verified) and reachable by name; they are the operand order a 2:4 wgmma.sp needs (the filter as A).
+  static constexpr bool kOfferSwap = false;
   // Whether it offers split-K in a cluster (`cr`): each split candidate's twin, beside it.
   static constexpr bool kOfferClusterReduce = true;
 
@@ -921,6 +1030,7 @@ class IgemmWgmma final : public Family {
   // The pixel rows by TMA (`ta`; not yet measured: a guess): they fill at the filter rows' TMA rate, and each block
   // first writes its copy of the activation's map (tensormap.replace and the proxy fences) before its first copy.
   static constexpr double kTmaRetargetUs = 0.5;
+  static constexpr double kIm2colStartUs = 2.5;
 
   // A rough time in microseconds that orders the search space (and so picks the default), the largest of: the
   // tensor-core work of waves of resident blocks at ~80% of the datasheet's dense rate (less with few multiplying
@@ -993,7 +1103,9 @@ class IgemmWgmma final : public Family {
     const double wave_us = tiles == 1 ? waves * kWaveUs
                            : bulk     ? waves * kWaveUs + (tile_waves - waves) * kLoadLatencyUs
                                       : tile_waves * kWaveUs + kSeveralTilesUs;
-    const double tma_start_us = (s.tma_filter ? kTmaStartUs : 0) + (s.tma_activation ? kTmaRetargetUs : 0);
+    const double tma_start_us = (s.tma_filter ? kTmaStartUs : 0) + (s.tma_activation == 1   ? kTmaRetargetUs
+                                                                    : s.tma_activation == 2 ? kIm2colStartUs
+                                                                                            : 0);
     // Blocks of one tile store it between their loads: they keep the DRAM busy less of the time than blocks of several
     // tiles, whose producer loads the next tile while the consumers store this one.
     const double floor_us = memory_us * (tiles > 1 ? 1.0 : kStoreBetweenLoadsFloor);

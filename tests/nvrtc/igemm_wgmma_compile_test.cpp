@@ -415,6 +415,71 @@ TEST(IgemmWgmmaHalo, CompilesWithoutSpillsInEveryPrecision) {
   }
 }
 
+// The operands swapped (`sw`) compile without spills in every precision for ResNet-50's 64-channel layers at batch
+// 32 (conv2_3x3, conv2_reduce) and the 128-channel conv3_1_reduce: 128 to 256 pixels by 64 or 128 channels, one
+// warpgroup a 64 channels or two (`wn`), shared and warp-specialized (the filter by TMA); a block has a warpgroup a 64
+// channels (two with `wn`), a producer warp-specialized, and its stages hold the transposed output.
+TEST(IgemmWgmmaSwapped, CompilesWithoutSpillsInEveryPrecision) {
+  JitCache cache(std::nullopt);
+  for (Precision precision : {Precision::fp16, Precision::bf16, Precision::tf32}) {
+    Problem wide = suite_layer("resnet50.csv", "conv2_3x3", precision);
+    Problem reduce = suite_layer("resnet50.csv", "conv2_reduce", precision);
+    Problem deep = suite_layer("resnet50.csv", "conv3_1_reduce", precision);
+    for (Problem* p : {&wide, &reduce, &deep}) p->n = 32;
+    for (const auto& [p, block_m, block_n, warp_specialized, halves] :
+         {std::tuple{wide, 256, 64, 1, false}, std::tuple{wide, 128, 64, 0, false}, std::tuple{wide, 256, 64, 1, true},
+          std::tuple{reduce, 256, 64, 0, false}, std::tuple{reduce, 192, 64, 1, true},
+          std::tuple{deep, 128, 128, 1, false}, std::tuple{deep, 192, 128, 1, false}}) {
+      const IgemmWgmmaParams t{.block_m = block_m,
+                               .block_n = block_n,
+                               .stages = 4,
+                               .warp_specialized = warp_specialized,
+                               .tma_filter = warp_specialized > 0,
+                               .split_n = halves,
+                               .swap_ab = true};
+      const KernelSpec s = to_spec(t);
+      if (const auto reason = check_support(p, h100(), s)) {
+        ADD_FAILURE() << kernel_name(s) << ": " << *reason;
+        continue;
+      }
+      const BuiltKernel built = build_and_check(p, s, cache);
+      const int warpgroups = block_n / 64 * (halves ? 2 : 1) + warp_specialized;
+      EXPECT_EQ(built.plan.main_geometry().block[0], static_cast<unsigned>(128 * warpgroups)) << kernel_name(s);
+      EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
+                                                                                   << built.cubin.log;
+    }
+  }
+}
+
+// The pixel rows by TMA in im2col mode (`ta2`) compile without spills in every precision, one tile a block and
+// several, tap-major and chunk-major, on ResNet-50's conv2_3x3 and its strided conv4_1_3x3 at batch 32; the plan
+// encodes the activation's im2col map beside the filter's.
+TEST(IgemmWgmmaIm2col, CompilesWithoutSpillsInEveryPrecision) {
+  JitCache cache(std::nullopt);
+  for (Precision precision : {Precision::fp16, Precision::bf16, Precision::tf32}) {
+    Problem wide = suite_layer("resnet50.csv", "conv2_3x3", precision);
+    Problem strided = suite_layer("resnet50.csv", "conv4_1_3x3", precision);
+    for (Problem* p : {&wide, &strided}) p->n = 32;
+    for (const auto& [p, block_m, block_n, tiles, chunk_major] :
+         {std::tuple{wide, 192, 64, 1, false}, std::tuple{wide, 128, 64, 4, true},
+          std::tuple{strided, 128, 128, 1, true}, std::tuple{strided, 64, 128, 3, false}}) {
+      const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                                    .block_n = block_n,
+                                                    .stages = 4,
+                                                    .chunk_major = chunk_major,
+                                                    .warp_specialized = tiles,
+                                                    .tma_filter = true,
+                                                    .tma_activation = 2});
+      ASSERT_EQ(check_support(p, h100(), s), std::nullopt) << kernel_name(s);
+      const BuiltKernel built = build_and_check(p, s, cache);
+      ASSERT_EQ(built.plan.setup.size(), 2u) << kernel_name(s);
+      EXPECT_TRUE(built.plan.setup[1].tensor_map.im2col) << kernel_name(s);
+      EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
+                                                                                   << built.cubin.log;
+    }
+  }
+}
+
 Program template_alone() {
   Program program{.name = "igemm_wgmma.cu", .source = template_text("igemm_wgmma.cu")};
   for (const std::string& header : template_header_names()) program.headers.emplace_back(header, template_text(header));

@@ -309,7 +309,7 @@ TEST(EmitLibrary, ATensorMapSetupStepIsWrittenWithItsMapAndCompiles) {
   const auto files = render_library(lib);
   const std::string& kernels = files.at("src/net_kernels.cpp");
   EXPECT_NE(kernels.find("const TensorMap setup_0_sm_90_map0 = {2, 2, {576, 64, 1, 1, 1}, {1152, 0, 0, 0}, "
-                         "{64, 32, 1, 1, 1}, true};\n"
+                         "{64, 32, 1, 1, 1}, true, {1, 1, 1, 1, 1}, false, {0, 0, 0}, {0, 0, 0}, 0, 0};\n"
                          "const Step setup_0_sm_90[] = {\n"
                          "    {Step::tensor_map, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, 0, "
                          "&setup_0_sm_90_map0},\n};\n"),
@@ -317,6 +317,27 @@ TEST(EmitLibrary, ATensorMapSetupStepIsWrittenWithItsMapAndCompiles) {
       << kernels;
   EXPECT_NE(kernels.find("plan: setup: tensor map filter_map; run: kernel; persistent 256 B"), std::string::npos)
       << kernels;
+  // An im2col map (igemm_wgmma's `ta2`): its corners, channels and pixels a copy and traversal strides too.
+  LibraryKernel im2col = k;
+  im2col.plan.setup[0].tensor_map = {.type = TensorMapSpec::Type::float16,
+                                     .rank = 4,
+                                     .dims = {64, 8, 8, 1, 1},
+                                     .strides = {128, 1024, 8192, 0},
+                                     .im2col = true,
+                                     .lower_corner = {-1, -1, 0},
+                                     .upper_corner = {-1, -1, 0},
+                                     .channels = 64,
+                                     .pixels = 128,
+                                     .element_strides = {1, 2, 2, 1, 1}};
+  const LibraryDescription with_im2col{.name = "net",
+                                       .suite = "s",
+                                       .gpus = {gpu("h100_sxm")},
+                                       .problems = {{.name = "x", .problem = p, .kernels = {im2col}}}};
+  EXPECT_NE(render_library(with_im2col)
+                .at("src/net_kernels.cpp")
+                .find("const TensorMap setup_0_sm_90_map0 = {1, 4, {64, 8, 8, 1, 1}, {128, 1024, 8192, 0}, "
+                      "{0, 0, 0, 0, 0}, true, {1, 2, 2, 1, 1}, true, {-1, -1, 0}, {-1, -1, 0}, 64, 128};\n"),
+            std::string::npos);
   const fs::path dir = temp_dir("tensor_map");
   write_library(dir / "net", files);
   const Result r = cmake_build(dir / "net", dir / "build", "-DNET_BUILD_EXAMPLE=OFF -DNET_INSTALL=OFF");

@@ -7,8 +7,9 @@
 // the filter by TMA, the filter's width folded into the channels, several tiles a block and split-K in a cluster on the
 // corpus; the pixel rows by TMA on 1 x 1 problems; two warpgroups on a 64-pixel tile's channels; filter multicast in
 // clusters of 2 and 4 on the corpus and on clusters the pixel tiles do not fill; the halo patch on every tap window and
-// partial spatial tile. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per
-// precision.
+// partial spatial tile; the operands swapped on the corpus and partial tiles; the pixel rows by TMA in im2col mode on
+// every stride, dilation and padding. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst
+// error per precision.
 #include <array>
 #include <functional>
 #include <string>
@@ -520,6 +521,168 @@ TEST_F(IgemmWgmmaGpu, TheHaloPatchIsCorrectForEveryTapWindowAndPartialTile) {
                                               .halo = true})});
   }
   EXPECT_EQ(verify_all(cases, 2300), static_cast<int>(cases.size()));
+}
+
+// The pixel rows by TMA in im2col mode (`ta2`: each K atom one tap's 128-byte chunk of channels, one copy of BLOCK_M
+// pixels from the tile's first pixel's tap-0 input pixel, the copy engine walking the output's pixels through the
+// map's bounding box, across rows and images, zeros outside the input) on every corpus layer the family serves, in
+// every precision: each default made warp-specialized with both operands by TMA, in both reduction orders (tap-major
+// where a tap's channels are whole rows), one tile a block and several, and swapped. Then strides 1 to 3, dilation 2,
+// padding 0 to 3, 1 x 1 to 7 x 7 and 1 x 3 filters, channels of less than a row (24: zeros past them), 1.5 rows (96)
+// and groups of whole rows; tiles of 64 to 256 pixels ending past the last image; split-K; the fused epilogue.
+TEST_F(IgemmWgmmaGpu, PixelRowsByTmaInIm2colModeAreCorrectForEveryStrideDilationAndPadding) {
+  std::vector<std::function<void(IgemmWgmmaParams&)>> variants;
+  for (int order = 0; order < 2; ++order)
+    for (int kind = 0; kind < 3; ++kind)
+      variants.push_back([order, kind](IgemmWgmmaParams& t) {
+        t.warp_specialized = kind == 1 ? 3 : 1;
+        t.tma_filter = true;
+        t.tma_activation = 2;
+        t.chunk_major = order == 1;
+        t.multicast = 1;
+        t.halo = 0;
+        t.split_n = false;
+        t.cluster_reduce = kind == 0 ? t.cluster_reduce : false;
+        t.split_k = kind == 2 ? 1 : t.split_k;
+        t.swap_ab = kind == 2;
+        if (kind == 2) t.block_n = std::max(64, (t.block_n + 63) / 64 * 64);
+      });
+  std::vector<Case> cases = default_variants("ta2", variants);
+  EXPECT_GT(cases.size(), 100u) << "im2col served too few corpus layers";
+  const auto problem = [](int n, int c, int k, int h, int w, int r, int s, int stride, int pad, int dil, int groups) {
+    return Problem{.n = n,
+                   .c = c,
+                   .k = k,
+                   .input = {1, h, w},
+                   .filter = {1, r, s},
+                   .stride = {1, stride, stride},
+                   .padding = {0, pad, pad},
+                   .dilation = {1, dil, dil},
+                   .groups = groups,
+                   .layout = Layout::nhwc};
+  };
+  const std::vector<std::pair<std::string, Problem>> problems = {
+      {"3x3 s1 p1 13x11", problem(3, 64, 96, 13, 11, 3, 3, 1, 1, 1, 1)},
+      {"3x3 s2 p1 15x17", problem(2, 128, 64, 15, 17, 3, 3, 2, 1, 1, 1)},
+      {"3x3 s1 p2 d2 12x9", problem(2, 64, 48, 12, 9, 3, 3, 1, 2, 2, 1)},
+      {"5x5 s1 p0 9x20", problem(1, 64, 40, 9, 20, 5, 5, 1, 0, 1, 1)},
+      {"7x7 s2 p3 23x21", problem(2, 64, 64, 23, 21, 7, 7, 2, 3, 1, 1)},
+      {"1x1 s2 p0 14x14", problem(4, 192, 128, 14, 14, 1, 1, 2, 0, 1, 1)},
+      {"3x3 s3 p1 20x19", problem(1, 64, 32, 20, 19, 3, 3, 3, 1, 1, 1)},
+      {"3x3 c24 11x13", problem(2, 24, 32, 11, 13, 3, 3, 1, 1, 1, 1)},
+      {"3x3 c96 10x10", problem(2, 96, 64, 10, 10, 3, 3, 1, 1, 1, 1)},
+      {"3x3 g2 9x9", problem(2, 256, 128, 9, 9, 3, 3, 1, 1, 1, 2)},
+      {"1x3 p1 6x30", problem(3, 64, 32, 6, 30, 1, 3, 1, 1, 1, 1)},
+  };
+  for (Precision precision : kPrecisions)
+    for (const auto& [label, shape] : problems)
+      for (const auto& [block_m, block_n, chunk_major, split_k, tiles] :
+           {std::tuple{64, 64, false, 1, 1}, std::tuple{128, 32, true, 1, 1}, std::tuple{256, 64, false, 1, 1},
+            std::tuple{192, 128, true, 1, 1}, std::tuple{128, 64, false, 3, 1}, std::tuple{128, 64, true, 1, 3}}) {
+        const Problem p = with(shape, precision, Layout::nhwc);
+        const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                                      .block_n = block_n,
+                                                      .stages = 4,
+                                                      .split_k = split_k,
+                                                      .chunk_major = chunk_major,
+                                                      .warp_specialized = tiles,
+                                                      .tma_filter = true,
+                                                      .tma_activation = 2});
+        if (wgmma_.check_support(p, gpu_, s)) continue;  // tap-major on channels that are not whole rows
+        cases.push_back({fmt::format("ta2 {} {} {}", label, kernel_name(s), precision), p, s});
+      }
+  for (Precision precision : kPrecisions) {
+    Problem p = with(problems[1].second, precision, Layout::nhwc);
+    p.epilogue = parse_epilogue("alpha:1.5+bias+add:0.5+relu6");
+    for (int split_k : {1, 2})
+      cases.push_back({fmt::format("ta2 epilogue split {} {}", split_k, precision), p,
+                       to_spec(IgemmWgmmaParams{.block_m = 128,
+                                                .block_n = 64,
+                                                .stages = 4,
+                                                .split_k = split_k,
+                                                .warp_specialized = 1,
+                                                .tma_filter = true,
+                                                .tma_activation = 2})});
+  }
+  EXPECT_EQ(verify_all(cases, 2500), static_cast<int>(cases.size()));
+}
+
+// The operands swapped (`sw`: the filter tile the wgmma's A, 64 output channels a warpgroup, the pixel tile its B, the
+// output written transposed into the stages and stored from there) on every corpus layer the family serves, in every
+// precision: each default made swapped, its channel tile widened to whole 64s, in the shared and the warp-specialized
+// pipeline (the filter by cp.async and by TMA), both reduction orders, one warpgroup a 64 channels and two (`wn`, each
+// half the pixels). Then every tile of 64 to 256 pixels by 64 to 256 channels on a problem whose pixels and output
+// channels end inside the tile (429 pixels, 200 channels), the long reduction, groups, and the fused epilogue.
+TEST_F(IgemmWgmmaGpu, SwappedOperandsAreCorrectOnTheEdgeCaseCorpusAndPartialTiles) {
+  std::vector<std::function<void(IgemmWgmmaParams&)>> variants;
+  for (int pipeline = 0; pipeline < 4; ++pipeline)
+    for (bool halves : {false, true})
+      variants.push_back([pipeline, halves](IgemmWgmmaParams& t) {
+        t.block_n = std::max(64, (t.block_n + 63) / 64 * 64);
+        t.block_m = halves ? std::max(t.block_m, 128) : t.block_m;
+        t.split_k = 1;
+        t.cluster_reduce = false;
+        t.multicast = 1;
+        t.halo = 0;
+        t.tma_activation = false;
+        t.warp_specialized = pipeline > 0 ? 1 : 0;
+        t.tma_filter = pipeline >= 2;
+        t.chunk_major = pipeline == 3;
+        t.split_n = halves;
+        t.swap_ab = true;
+      });
+  std::vector<Case> cases = default_variants("sw", variants);
+  EXPECT_GT(cases.size(), 150u) << "the swapped operands served too few corpus layers";
+  const Problem partial{.n = 3,
+                        .c = 64,
+                        .k = 200,
+                        .input = {1, 13, 11},
+                        .filter = {1, 3, 3},
+                        .padding = {0, 1, 1},
+                        .layout = Layout::nhwc};  // 429 pixels
+  Problem grouped = partial;
+  grouped.c = 128;
+  grouped.k = 256;
+  grouped.groups = 2;
+  for (Precision precision : kPrecisions) {
+    for (const Problem& shape : {partial, grouped})
+      for (int block_m : {64, 128, 192, 256})
+        for (int block_n : {64, 128, 192, 256})
+          for (int pipeline = 0; pipeline < 3; ++pipeline)
+            for (bool halves : {false, true}) {
+              const Problem p = with(shape, precision, Layout::nhwc);
+              const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                                            .block_n = block_n,
+                                                            .stages = 4,
+                                                            .warp_specialized = pipeline > 0 ? 1 : 0,
+                                                            .tma_filter = pipeline == 2,
+                                                            .split_n = halves,
+                                                            .swap_ab = true});
+              if (wgmma_.check_support(p, gpu_, s)) continue;  // threads, registers, rows among the loaders
+              cases.push_back({fmt::format("sw partial{} {} {}", shape.groups > 1 ? " grouped" : "", kernel_name(s),
+                                           precision),
+                               p, s});
+            }
+    Problem deep = long_reduction(precision);
+    for (int block_n : {64, 128})
+      cases.push_back({fmt::format("sw deep {} {}", block_n, precision), deep,
+                       to_spec(IgemmWgmmaParams{.block_m = 256,
+                                                .block_n = block_n,
+                                                .stages = 4,
+                                                .warp_specialized = 1,
+                                                .tma_filter = true,
+                                                .swap_ab = true})});
+    deep.epilogue = parse_epilogue("alpha:1.5+bias+add:0.5+relu6");
+    for (int pipeline = 0; pipeline < 2; ++pipeline)
+      cases.push_back({fmt::format("sw epilogue {} {}", pipeline, precision), deep,
+                       to_spec(IgemmWgmmaParams{.block_m = 128,
+                                                .block_n = 64,
+                                                .stages = 4,
+                                                .warp_specialized = pipeline,
+                                                .tma_filter = pipeline == 1,
+                                                .swap_ab = true})});
+  }
+  EXPECT_EQ(verify_all(cases, 2400), static_cast<int>(cases.size()));
 }
 
 TEST_F(IgemmWgmmaGpu, TwoWarpgroupsOnAPixelTilesChannelsAreCorrect) {

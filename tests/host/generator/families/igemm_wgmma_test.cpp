@@ -145,9 +145,11 @@ unsigned smem_of(const Problem& p, const IgemmWgmmaParams& t) {
                                (output_buffer ? t.block_m * (2 * t.block_n + 16) : 0));
 }
 
-// The threads of a block: 128 per 64 pixels, and the producer warpgroup of the warp-specialized pipeline.
+// The threads of a block: 128 per 64 pixels (with `sw` per 64 channels), and the producer warpgroup of the
+// warp-specialized pipeline.
 unsigned threads_of(const IgemmWgmmaParams& t) {
-  return static_cast<unsigned>(128 * t.block_m / 64 * (t.split_n ? 2 : 1) + (t.warp_specialized ? 128 : 0));
+  return static_cast<unsigned>(128 * (t.swap_ab ? t.block_n : t.block_m) / 64 * (t.split_n ? 2 : 1) +
+                               (t.warp_specialized ? 128 : 0));
 }
 
 // What every configuration of the search space on `p` must satisfy: supported, unique, its name parsing back, one K
@@ -176,11 +178,22 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
   const auto count = [&](bool warp_specialized, bool cluster_reduce) {
     return std::count_if(specs.begin(), specs.end(), [&](const KernelSpec& s) {
       return (P(s).warp_specialized > 0) == warp_specialized && P(s).cluster_reduce == cluster_reduce &&
-             !P(s).tma_activation && !P(s).split_n && P(s).multicast == 1 && !P(s).halo && !wave_filling(s);
+             !P(s).tma_activation && !P(s).split_n && P(s).multicast == 1 && !P(s).halo && !P(s).swap_ab &&
+             !wave_filling(s);
     });
   };
   const auto two_warpgroups =
-      std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).split_n; });
+      std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).split_n && !P(s).swap_ab; });
+  // The operands swapped: twins of one-tile, unsplit candidates whose channel tiles are whole 64s, each beside its own.
+  for (const KernelSpec& s : specs) {
+    if (!P(s).swap_ab) continue;
+    IgemmWgmmaParams own = P(s);
+    own.swap_ab = false;
+    own.split_n = false;
+    EXPECT_TRUE(std::any_of(specs.begin(), specs.end(), [&](const KernelSpec& t) { return P(t) == own; }))
+        << kernel_name(s);
+    EXPECT_TRUE(P(s).block_n % 64 == 0 && P(s).split_k == 1 && P(s).warp_specialized <= 1) << kernel_name(s);
+  }
   const auto one_warpgroup = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
     return P(s).block_m == 64 && !P(s).split_n && P(s).warp_specialized <= 1;
   });
@@ -532,7 +545,7 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
 // at most 301 rows (3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) {
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 14u);
+  ASSERT_EQ(iface.params.size(), 15u);
   EXPECT_EQ(iface.params[0].field, "block_m");
   EXPECT_EQ(iface.params[1].field, "block_n");
   EXPECT_EQ(iface.params[2].field, "k_atoms");
@@ -841,7 +854,7 @@ TEST(IgemmWgmmaFamily, SplitKInAClusterPlansTheMainKernelAloneAndChecksItsLimits
                                     .cluster_reduce = true});
   };
   const KernelSpec s = cluster(64, 128, 4, 4);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1_ta0_wn0_mc1_hl0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1_ta0_wn0_mc1_hl0_sw0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(kDeep, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(kDeep, s);
@@ -893,19 +906,24 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
 
   // The search space offers split-K here, through a workspace and in a cluster; every split configuration through
   // a workspace plans its partial sums and reduce pass.
+  // (With the pixel rows by TMA, `ta2`, the workspace holds the blocks' copies of the activation's map, 128 bytes
+  // each.)
   int split = 0, cluster = 0;
   for (const KernelSpec& s : igemm_wgmma().enumerate(kDeep, gpu)) {
     const LaunchPlan p = igemm_wgmma().plan(kDeep, s);
+    const std::int64_t maps = P(s).tma_activation ? std::int64_t{128} * p.main_geometry().grid[0] *
+                                                        p.main_geometry().grid[1] * p.main_geometry().grid[2]
+                                                  : 0;
     if (P(s).split_k == 1) {
       EXPECT_EQ(p.run.size(), 1u) << kernel_name(s);
-      EXPECT_EQ(p.workspace_bytes(), 0) << kernel_name(s);
+      EXPECT_EQ(p.workspace_bytes(), maps) << kernel_name(s);
       continue;
     }
     ++split;
-    if (P(s).cluster_reduce) {  // split-K in a cluster: no workspace, no reduce pass
+    if (P(s).cluster_reduce) {  // split-K in a cluster: no reduce pass
       ++cluster;
       EXPECT_EQ(p.run.size(), 1u) << kernel_name(s);
-      EXPECT_EQ(p.workspace_bytes(), 0) << kernel_name(s);
+      EXPECT_EQ(p.workspace_bytes(), maps) << kernel_name(s);
       continue;
     }
     ASSERT_EQ(p.buffers.size(), 6u) << kernel_name(s);
@@ -1058,23 +1076,24 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   const KernelSpec s = spec(128, 64, 4, 1);
-  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0}}));
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
+  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}}));
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0"), s);
   EXPECT_EQ(spec_kb(128, 64, 2, 4, 1),
-            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0}}));
+            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}}));
   EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)),
-            "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
+            "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0"), spec_kb(128, 64, 2, 4, 1));
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_co0_ws1")),
             (IgemmWgmmaParams{
                 .block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4, .warp_specialized = true}));
   EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)),
-            "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
-  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)), "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
+            "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
+  EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)),
+            "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_co0_ws0"), spec(64, 256, 3, 32));
   EXPECT_EQ(kernel_name(IgemmWgmmaParams{}),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");  // the template's defaults
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");  // the template's defaults
   // Not igemm_tc's: its name has more fields.
   EXPECT_NE(parse_kernel_name(kernel_name(to_spec(IgemmTcParams{}))).family, "igemm_wgmma");
   // The names from before kb are refused: kb sits between n and st.
@@ -1088,7 +1107,7 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
   EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9': field 'ws' (warp-specialized: a producer "
             "warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in "
@@ -1111,8 +1130,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   const KernelSpec s = spec(128, 64, 4, 2);
   for (const auto& [precision, value] : {std::pair{Precision::fp16, 2}, std::pair{Precision::bf16, 3}}) {
     const KernelSource src = igemm_wgmma().render(with(kResnet3x3, precision, Layout::nhwc), s);
-    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
-    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0.cu");
+    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
+    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
     EXPECT_NE(
@@ -1127,8 +1146,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   }
   // Two K atoms a step: K_ATOMS = 2 in the prelude and kb2 in the entry's name.
   const KernelSource two = igemm_wgmma().render(kResnet3x3, spec_kb(192, 96, 2, 3, 1));
-  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0");
-  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0.cu");
+  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
+  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0.cu");
   EXPECT_NE(two.text.find("constexpr int BLOCK_M = 192;\nconstexpr int BLOCK_N = 96;\nconstexpr int K_ATOMS = 2;\n"
                           "constexpr int STAGES = 3;\nconstexpr int SPLIT_K = 1;\n"),
             std::string::npos);
@@ -1141,7 +1160,7 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
 // load the filter by cp.async (tma0); the shared pipeline has no TMA.
 TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMeanCpAsync) {
   IgemmWgmmaParams tma{.warp_specialized = true, .tma_filter = true};
-  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0");
+  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1")), tma);
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1")),
             (IgemmWgmmaParams{.warp_specialized = true, .tma_filter = false}));
@@ -1150,14 +1169,14 @@ TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMe
   EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, gpu, to_spec(IgemmWgmmaParams{.tma_filter = true})),
             "tma (the filter tile by TMA) needs the warp-specialized pipeline (ws1)");
   // The search space offers each warp-specialized candidate with its twin that loads the filter by TMA, and no
-  // other TMA candidate: half the warp-specialized ones (the TMA twins' multicast and halo twins apart).
+  // other TMA candidate: half the warp-specialized ones (the TMA twins' multicast, halo and im2col twins apart).
   for (const Problem& p : {kResnet3x3, kDeep, with(kResnet3x3, Precision::tf32, Layout::nhwc)}) {
     std::set<std::string> names;
     std::int64_t specialized = 0, by_tma = 0;
     const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(p, gpu);
     for (const KernelSpec& s : specs) names.insert(kernel_name(s));
     for (const KernelSpec& s : specs) {
-      if (!P(s).warp_specialized || P(s).multicast > 1 || P(s).halo) continue;
+      if (!P(s).warp_specialized || P(s).multicast > 1 || P(s).halo || P(s).tma_activation) continue;
       ++specialized;
       by_tma += P(s).tma_filter;
       IgemmWgmmaParams twin = P(s);
@@ -1225,7 +1244,7 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   const Problem conv1{.n = 8, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
                       .padding = {0, 3, 3}, .layout = Layout::nhwc, .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 4, .fold_width = true};
-  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0_mc1_hl0");
+  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0_mc1_hl0_sw0");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0")), t);
   EXPECT_EQ(igemm_wgmma().check_support(conv1, gpu, to_spec(t)), std::nullopt);
 
@@ -1249,10 +1268,11 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   EXPECT_EQ(igemm_wgmma().cost_features(conv1, to_spec(t)).main_loop_steps, 7);  // 392
 
   // The search space offers both, half each (not counting the twins with two warpgroups on a 64-pixel tile's
-  // channels), and no TMA.
+  // channels, nor those with the operands swapped), and no TMA.
   const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(conv1, gpu);
-  const auto folded = std::count_if(specs.begin(), specs.end(),
-                                    [](const KernelSpec& s) { return P(s).fold_width && !P(s).split_n; });
+  const auto folded = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
+    return P(s).fold_width && !P(s).split_n && !P(s).swap_ab;
+  });
   EXPECT_GT(folded, 0);
   EXPECT_LT(folded, static_cast<std::int64_t>(specs.size()));
   EXPECT_LE(folded, 32);
@@ -1296,7 +1316,7 @@ TEST(IgemmWgmmaFamily, FilterMulticastPlansWholeClustersAndBoxesOfEachBlocksShar
                        .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 64, .block_n = 128, .warp_specialized = 1, .tma_filter = true, .multicast = 4};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc4_hl0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc4_hl0_sw0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(reduce, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(reduce, s);
@@ -1335,6 +1355,137 @@ TEST(IgemmWgmmaFamily, FilterMulticastPlansWholeClustersAndBoxesOfEachBlocksShar
             "mc (filter multicast) must be 1, 2 or 4 blocks a cluster, got 3");
 }
 
+// The pixel rows by TMA in im2col mode (`ta2`): ResNet-50's conv4_1_3x3 at batch 2 (256 -> 256, 3 x 3, stride 2,
+// padding 1, 28 x 28 -> 14 x 14): the activation's map is 4-D (C, W, H, N), each copy 128 pixels of 64 channels, its
+// bounding box from -1 to 1 - 2 = -1 past the end (the tap-0 pixels of a stride-2 walk), traversal strides 2; the plan
+// encodes it at setup and each block retargets its copy (per-call buffer). Its limits, with the reasons.
+TEST(IgemmWgmmaFamily, PixelRowsByTmaInIm2colModePlanTheActivationsBoundingBox) {
+  const Gpu gpu = h100();
+  Problem p{.n = 2,
+            .c = 256,
+            .k = 256,
+            .input = {1, 28, 28},
+            .filter = {1, 3, 3},
+            .stride = {1, 2, 2},
+            .padding = {0, 1, 1},
+            .layout = Layout::nhwc,
+            .precision = Precision::fp16};
+  const IgemmWgmmaParams t{.block_m = 128, .block_n = 128, .stages = 4, .warp_specialized = 1, .tma_filter = true,
+                           .tma_activation = 2};
+  const KernelSpec s = to_spec(t);
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta2_wn0_mc1_hl0_sw0");
+  ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
+  const LaunchPlan plan = igemm_wgmma().plan(p, s);
+  ASSERT_EQ(plan.setup.size(), 2u);
+  const TensorMapSpec& map = plan.setup[1].tensor_map;
+  EXPECT_EQ(plan.setup[1].buffer, "activation_map");
+  EXPECT_TRUE(map.im2col);
+  EXPECT_EQ(map.rank, 4);
+  EXPECT_EQ(map.dims, (std::array<std::int64_t, 5>{256, 28, 28, 2, 1}));
+  EXPECT_EQ(map.strides, (std::array<std::int64_t, 4>{512, 28 * 512, 28 * 28 * 512, 0}));
+  EXPECT_EQ(map.lower_corner, (std::array<int, 3>{-1, -1, 0}));
+  EXPECT_EQ(map.upper_corner, (std::array<int, 3>{-1, -1, 0}));
+  EXPECT_EQ(map.channels, 64u);
+  EXPECT_EQ(map.pixels, 128u);
+  EXPECT_EQ(map.element_strides, (std::array<unsigned, 5>{1, 2, 2, 1, 1}));
+  EXPECT_FALSE(plan.setup[0].tensor_map.im2col);  // the filter's, tiled
+  // Tap-major needs whole 128-byte rows of channels a tap; chunk-major does not.
+  Problem narrow = p;
+  narrow.c = 96;
+  EXPECT_EQ(igemm_wgmma().check_support(narrow, gpu, s),
+            "ta2 (im2col) reads one tap's channels an atom: chunk-major (co1), or channels per group a multiple of 64 "
+            "(whole 128-byte rows), got 96");
+  IgemmWgmmaParams chunked = t;
+  chunked.chunk_major = true;
+  EXPECT_EQ(igemm_wgmma().check_support(narrow, gpu, to_spec(chunked)), std::nullopt);
+  Problem grouped = narrow;
+  grouped.c = 192;
+  grouped.k = 128;
+  grouped.groups = 2;
+  EXPECT_EQ(igemm_wgmma().check_support(grouped, gpu, to_spec(chunked)),
+            "ta2 (im2col) with groups needs channels per group a multiple of 64, got 96");
+  Problem three_d = p;
+  three_d.input = {4, 28, 28};
+  three_d.filter = {3, 3, 3};
+  three_d.padding = {1, 1, 1};
+  three_d.layout = Layout::ndhwc;
+  EXPECT_EQ(igemm_wgmma().check_support(three_d, gpu, s), "ta2 (the pixel rows by TMA in im2col mode) serves 2-D "
+                                                          "problems only");
+  Problem far = p;
+  far.dilation = {1, 100, 100};
+  far.padding = {0, 0, 0};
+  far.input = {1, 300, 300};
+  EXPECT_EQ(igemm_wgmma().check_support(far, gpu, s),
+            "ta2 (im2col): the bounding box's corners (padding 0 x 0, the filter's reach 200 x 200) must lie "
+            "within [-128, 127]");
+  IgemmWgmmaParams no_tma = t;
+  no_tma.tma_filter = false;
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(no_tma)),
+            "ta (the pixel rows by TMA) needs the filter by TMA too (tma1)");
+}
+
+// The operands swapped (`sw`): ResNet-50's conv2_3x3 at batch 2 (64 -> 64, 6,272 pixels) in tiles of 256 pixels by 64
+// channels: 25 blocks of one multiplying warpgroup (its wgmma 64 channels by 256 pixels) and the producer, the same
+// stages as unswapped; with `wn` two multiplying warpgroups, each half the pixels. Its limits, with the reasons; the
+// search space does not offer it.
+TEST(IgemmWgmmaFamily, SwappedOperandsPlanAWarpgroupPerSixtyFourChannels) {
+  const Gpu gpu = h100();
+  Problem p = kResnet3x3;
+  p.n = 2;
+  p.precision = Precision::fp16;
+  p.layout = Layout::nhwc;
+  IgemmWgmmaParams t{.block_m = 256, .block_n = 64, .stages = 4, .warp_specialized = 1, .tma_filter = true,
+                     .swap_ab = true};
+  const KernelSpec s = to_spec(t);
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m256_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw1");
+  EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
+  ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
+  const LaunchPlan plan = igemm_wgmma().plan(p, s);
+  EXPECT_EQ(plan.main_geometry().grid, (std::array<unsigned, 3>{25, 1, 1}));
+  EXPECT_EQ(plan.main_geometry().block, (std::array<unsigned, 3>{256, 1, 1}));
+  EXPECT_EQ(plan.main_geometry().dynamic_smem_bytes, 4u * (256 + 64) * 128 + 1024 + 16 * 4);
+  IgemmWgmmaParams halves = t;
+  halves.split_n = true;
+  ASSERT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(halves)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().plan(p, to_spec(halves)).main_geometry().block, (std::array<unsigned, 3>{384, 1, 1}));
+  // The same products as unswapped.
+  IgemmWgmmaParams own = t;
+  own.swap_ab = false;
+  EXPECT_EQ(igemm_wgmma().cost_features(p, s).fma_instructions,
+            igemm_wgmma().cost_features(p, to_spec(own)).fma_instructions);
+  // Its limits.
+  const std::string needs =
+      "sw (the operands swapped) needs one tile a block (ws0 or ws1), sk1 and none of cr, mc and hl";
+  for (const auto& change : std::vector<std::function<void(IgemmWgmmaParams&)>>{
+           [](IgemmWgmmaParams& u) { u.warp_specialized = 2; }, [](IgemmWgmmaParams& u) { u.split_k = 2; },
+           [](IgemmWgmmaParams& u) { u.multicast = 2; }}) {
+    IgemmWgmmaParams u = t;
+    change(u);
+    EXPECT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(u)), needs) << kernel_name(to_spec(u));
+  }
+  IgemmWgmmaParams narrow = t;
+  narrow.block_n = 32;
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(narrow)),
+            "sw (the operands swapped) needs block_n to be a multiple of 64 (the wgmma's M), got 32");
+  Problem odd = p;
+  odd.k = 60;
+  EXPECT_EQ(igemm_wgmma().check_support(odd, gpu, s),
+            "sw (the operands swapped) stages its output in 16-byte runs of channels: K 60 and K per group 60 must be "
+            "multiples of 8");
+  IgemmWgmmaParams shared = t;  // the shared pipeline: 4 warpgroups load 256 rows, 64 a pass: whole passes
+  shared.warp_specialized = 0;
+  shared.tma_filter = false;
+  shared.block_n = 192;
+  shared.block_m = 64;
+  EXPECT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(shared)),
+            "sw (the operands swapped): 64 pixel rows do not divide among 384 loading threads (8 a row)");
+  // Not offered (kOfferSwap: measured slower).
+  p.n = 32;
+  const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(p, gpu);
+  EXPECT_FALSE(std::any_of(specs.begin(), specs.end(), [](const KernelSpec& u) { return P(u).swap_ab; }));
+  expect_a_sound_search_space(p, gpu);
+}
+
 // The halo (`hl`): ResNet-50's conv2_3x3 at batch 2 (64 -> 64, 3 x 3 at 56 x 56) in tiles of 8 output rows by 16
 // columns (two warpgroups): 2 x 7 x 4 = 56 blocks; a stage holds the 10 x 24 patch (18 columns read, rounded up to 24)
 // and the 9 taps' 64 filter rows, 128 bytes each; a step is one chunk of 64 channels. Its limits, with the reasons;
@@ -1350,7 +1501,7 @@ TEST(IgemmWgmmaFamily, TheHaloPlansSpatialTilesAndStagesOfThePatchAndEveryTap) {
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 2, .warp_specialized = 1, .tma_filter = true,
                      .halo = true};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st2_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl1");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st2_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl1_sw0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(p, s);
@@ -1415,7 +1566,7 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall
                           .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .warp_specialized = 1, .tma_filter = true, .tma_activation = true};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw0");
   ASSERT_EQ(igemm_wgmma().check_support(pointwise, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(pointwise, s);
   // 392 pixels in 4 tiles of 128, 128 channels in 2 of 64: 8 blocks.
@@ -1445,9 +1596,21 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall
   Problem grouped = pointwise;
   grouped.groups = 2;
   EXPECT_NE(igemm_wgmma().check_support(grouped, gpu, to_spec(t)), std::nullopt);
-  // Not offered by the search space (measured slower than its `tma1` twins; the family's kOfferTmaActivation).
-  for (const Problem& q : {pointwise, kResnet3x3})
-    for (const KernelSpec& c : igemm_wgmma().enumerate(q, gpu)) EXPECT_FALSE(P(c).tma_activation) << kernel_name(c);
+  // Not offered by the search space (measured slower than its `tma1` twins; the family's kOfferTmaActivation); where
+  // the activation is not a matrix, the im2col twins (`ta2`) are, each beside its `tma1` twin.
+  for (const KernelSpec& c : igemm_wgmma().enumerate(pointwise, gpu))
+    EXPECT_FALSE(P(c).tma_activation) << kernel_name(c);
+  const std::vector<KernelSpec> offered = igemm_wgmma().enumerate(kResnet3x3, gpu);
+  int im2col = 0;
+  for (const KernelSpec& c : offered) {
+    EXPECT_NE(P(c).tma_activation, 1) << kernel_name(c);
+    if (P(c).tma_activation != 2) continue;
+    ++im2col;
+    IgemmWgmmaParams twin = P(c);
+    twin.tma_activation = 0;
+    EXPECT_TRUE(std::find(offered.begin(), offered.end(), to_spec(twin)) != offered.end()) << kernel_name(c);
+  }
+  EXPECT_GT(im2col, 0);
   // Names of earlier convgens load the pixel rows by cp.async.
   EXPECT_FALSE(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0")).tma_activation);
 }
