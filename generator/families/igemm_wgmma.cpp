@@ -925,7 +925,11 @@ class IgemmWgmma final : public Family {
   // path loses. Their kernels stay correct and reachable by name.
   static constexpr bool kOfferTmaActivation = false;
   // Whether it offers the pixel rows by TMA in im2col mode (`ta2`): each `tma1` candidate's twin where the activation
-  // is not a matrix (a filter of more than one tap, a stride or padding).
+  // is not a matrix (a filter of more than one tap, a stride or padding). Measured against every other candidate on
+  // ResNet-50 in fp16 (H200; bench/results/h200/im2col-tma-2026-11-30/) the best `ta2` kernel was 1.06-1.20x faster
+  // than the best without on 8 of the 10 problems it serves at batch 32 (the 3 x 3 and strided layers, whose gather
+  // the copy engine takes over), and 0.84-0.98x on 8 of 10 at batch 8 (the blocks' retargets before their first
+  // copy): the tuner measures both.
   static constexpr bool kOfferIm2col = true;
   // Whether it offers two warpgroups on the channels of a 64-pixel tile (`wn`): each such candidate's twin, beside it.
   // Not now: measured beside their one-warpgroup twins on ResNet-50's small-M layers in fp16 (H200;
@@ -1030,6 +1034,9 @@ class IgemmWgmma final : public Family {
   // The pixel rows by TMA (`ta`; not yet measured: a guess): they fill at the filter rows' TMA rate, and each block
   // first writes its copy of the activation's map (tensormap.replace and the proxy fences) before its first copy.
   static constexpr double kTmaRetargetUs = 0.5;
+  // The pixel rows by TMA in im2col mode (`ta2`): the same start, read off the measurements of
+  // bench/results/h200/im2col-tma-2026-11-30/ by `db replay` (pick within 1.092x / 1.179x of the fastest at batch 32 /
+  // 8 with 0.5 us, 1.096x / 1.080x with 1.5, 1.065x / 1.080x with 2.5 and 3).
   static constexpr double kIm2colStartUs = 2.5;
 
   // A rough time in microseconds that orders the search space (and so picks the default), the largest of: the
