@@ -386,6 +386,7 @@ std::vector<std::vector<ChosenKernel>> choose_kernels(const std::vector<Layer>& 
         "\nfill it with `{}` on each GPU named, or pass --fallback default to take convgen's default choice for "
         "these",
         choice.tune_command);
+    if (!choice.hint.empty()) message += "\n" + choice.hint;
     throw InputError(message);
   }
   return chosen;

@@ -40,6 +40,7 @@ struct LibraryChoice {
   bool fallback_default = false;  // with `tuned`: the default choice where it has nothing, else an error
   std::string source;             // with `tuned`: the database as the user named it, for messages ("--db t.db")
   std::string tune_command;       // with `tuned`: the command that would fill it, for the error
+  std::string hint;               // with `tuned`: what else the error says (the database's GPUs), or empty
 };
 
 // One kernel of the library: built for one problem and architecture, how to run it, and where it came from.

@@ -1,4 +1,5 @@
 // cmd_emit_lib: `convgen emit-lib`: a CMake project building a static library of a suite's kernels, cubins embedded.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -40,6 +41,25 @@ std::string tune_command(const Options& opts) {
   return shell_join(args);
 }
 
+// Where a GPU named by --gpu has no records in the database but another of the same architecture and SM count does
+// (a descriptor's marketing name against the name the device reports: "NVIDIA H200 SXM 141GB" and "NVIDIA H200"),
+// says which, and how to name it; else empty.
+std::string other_gpus_hint(const TuningDb& db, const std::vector<Gpu>& gpus) {
+  const std::vector<Gpu> recorded = db.gpus();
+  std::string hint;
+  for (const Gpu& gpu : gpus) {
+    if (std::any_of(recorded.begin(), recorded.end(), [&](const Gpu& r) { return same_gpu(r, gpu); })) continue;
+    for (const Gpu& r : recorded)
+      if (r.arch == gpu.arch && r.sm_count == gpu.sm_count)
+        hint += fmt::format("the database has no records for {} but has some for {} ({}, {} SMs): to use them, pass "
+                            "--gpu a descriptor named as that GPU reports itself (`convgen gpu detect --out gpu.json` "
+                            "on it)\n",
+                            gpu.name, r.name, r.arch, r.sm_count);
+  }
+  if (!hint.empty()) hint.pop_back();
+  return hint;
+}
+
 void run_emit_lib(const Options& opts) {
   if (!opts.fallback.empty() && opts.db.empty())
     throw InputError("--fallback: only with --db (without a database every kernel is the default choice)");
@@ -69,6 +89,7 @@ void run_emit_lib(const Options& opts) {
     choice.fallback_default = opts.fallback == "default";
     choice.source = "--db " + opts.db;
     choice.tune_command = tune_command(opts);
+    choice.hint = other_gpus_hint(*db, gpus);
   }
 
   JitCache cache(opts.no_cache ? std::nullopt : std::optional(user_cache_dir() / "jit"));
