@@ -221,15 +221,16 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 14u);
+  ASSERT_EQ(iface.params.size(), 15u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
   ASSERT_EQ(iface.params[6].field, "warp_specialized");
   ASSERT_EQ(iface.params[7].field, "tma_filter");
   ASSERT_EQ(iface.params[8].field, "fold_width");  // not where the channels are whole loads, as here
   ASSERT_EQ(iface.params[9].field, "cluster_reduce");  // split-K only
-  ASSERT_EQ(iface.params[10].field, "tma_activation");  // 1 x 1 only
+  ASSERT_EQ(iface.params[10].field, "tma_activation");  // off: the tiles are what is tested here
   ASSERT_EQ(iface.params[11].field, "split_n");  // one tile a block only
   ASSERT_EQ(iface.params[12].field, "multicast");  // tma1 one tile a block only
+  ASSERT_EQ(iface.params[14].field, "swap_ab");    // off: measured slower, not offered
   JitCache cache(std::nullopt);
   // The widths between the search's own (wave-filling twins only) in the first pipeline alone: CI's compile time.
   const std::set<int> searched_widths = {16, 32, 64, 96, 128, 192, 256};
