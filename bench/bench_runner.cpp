@@ -337,7 +337,8 @@ BenchReport run_bench(const Suite& suite, const Gpu& gpu, const BenchOptions& op
   check_timing_options(options.timing);
   const Nvml* nvml = Nvml::open(0);
   BenchReport report{.provenance = collect_provenance(0, nvml, cudnn_version(), command_line),
-                     .timing = options.timing, .warm = options.warm, .rows = {}};
+                     .timing = options.timing, .warm = options.warm,
+                     .early_launch = early_launch_enabled(), .rows = {}};
   JitCache cache(user_cache_dir() / "jit");
   ThreadPool pool;
   LayerBench bench(gpu, options, cache, pool, nvml);

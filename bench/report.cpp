@@ -330,6 +330,7 @@ std::string report_json(const BenchReport& report) {
                     {"calls_per_sample", report.timing.calls_per_sample},
                     {"graph", report.timing.graph}};
   json["warm"] = report.warm;
+  json["early_launch"] = report.early_launch;
   json["rows"] = Json::array();
   for (const BenchRow& row : report.rows) json["rows"].push_back(row_json(row));
   return json.dump(2) + "\n";
@@ -448,10 +449,13 @@ std::string report_markdown(const BenchReport& report) {
   out += fmt::format("| NVRTC | {} |\n| cuDNN | {} |\n", p.nvrtc, md_or_dash(p.cudnn));
   out += fmt::format("| convgen | {} ({}) |\n| date | {} |\n", p.convgen_version, p.convgen_commit, p.date);
   out += fmt::format("| command | `{}` |\n", md_escape(p.command_line));
-  out += fmt::format("| timing | {} samples × {} calls after {} warm-up calls; graph replay {}; {} |\n",
+  out += fmt::format("| timing | {} samples × {} calls after {} warm-up calls; graph replay {}; {}; {} |\n",
                      report.timing.samples, report.timing.calls_per_sample, report.timing.warmup_calls,
                      report.timing.graph ? "timed" : "off",
-                     report.warm ? "warm L2 (residency allowed)" : "cold L2 (buffer sets rotated)");
+                     report.warm ? "warm L2 (residency allowed)" : "cold L2 (buffer sets rotated)",
+                     report.early_launch ? "ours launched early where the kernel allows (each call's blocks may start "
+                                           "as the previous call ends)"
+                                         : "ours never launched early (--early-launch off)");
   out += fmt::format("| SM clock | {} |\n", state_range(p.start.sm_clock_mhz, p.end.sm_clock_mhz, "MHz", "{:.0f}"));
   out += fmt::format("| power | {} |\n\n", state_range(p.start.power_w, p.end.power_w, "W", "{:.1f}"));
   out +=

@@ -105,6 +105,9 @@ struct BenchReport {
   Provenance provenance;
   TimingOptions timing;
   bool warm = false;  // L2 residency allowed (--warm); else buffer sets rotated (cold)
+  // Our kernels that may launch early did (conv_kernel.hpp's early_launch_enabled): each call's blocks may start while
+  // the previous call ends, as consecutive layers of a network would (--early-launch off: never).
+  bool early_launch = true;
   std::vector<BenchRow> rows;
 };
 

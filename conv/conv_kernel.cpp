@@ -1,6 +1,7 @@
 // conv_kernel: renders and compiles a convolution kernel through the JIT cache, loads it and runs its launch plan.
 #include "conv/conv_kernel.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <set>
 #include <span>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -23,6 +25,22 @@ Program to_program(const KernelSource& source) {
   for (const std::string& header : source.headers) program.headers.emplace_back(header, template_text(header));
   return program;
 }
+
+namespace {
+
+std::atomic<bool>& early_launch_switch() {
+  static std::atomic<bool> enabled = [] {
+    const char* value = std::getenv("CONVGEN_EARLY_LAUNCH");
+    return value == nullptr || std::string_view(value) != "0";
+  }();
+  return enabled;
+}
+
+}  // namespace
+
+bool early_launch_enabled() { return early_launch_switch().load(std::memory_order_relaxed); }
+
+void set_early_launch(bool enabled) { early_launch_switch().store(enabled, std::memory_order_relaxed); }
 
 std::string entry_symbol(const BuiltKernel& kernel, const std::string& suffix) {
   return suffix.empty() ? kernel.source.entry : kernel.source.entry + "_" + suffix;
@@ -248,7 +266,11 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
     for (CUdeviceptr& p : pointers) args.push_back(&p);
     const LaunchGeometry& g = step.geometry;
     convgen::launch(kernels.at(step.entry_suffix),
-                    {.grid = g.grid, .block = g.block, .dynamic_smem_bytes = g.dynamic_smem_bytes}, args, stream);
+                    {.grid = g.grid,
+                     .block = g.block,
+                     .dynamic_smem_bytes = g.dynamic_smem_bytes,
+                     .early = step.early_launch && early_launch_enabled()},
+                    args, stream);
   }
 }
 

@@ -75,6 +75,12 @@ struct EpiloguePointers {
 // 0 ("n1_..._ebias+relu: its epilogue adds a bias (K values): the bias pointer is null").
 void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epilogue);
 
+// Whether the plans' early_launch steps (launch_plan.hpp) launch early, overlapping the stream's previous kernel: on
+// unless the environment sets CONVGEN_EARLY_LAUNCH=0, or set_early_launch(false) turned it off for the process (the
+// bench's and the tuner's `--early-launch off`, to measure what it gives). The kernels are the same either way.
+bool early_launch_enabled();
+void set_early_launch(bool enabled);
+
 // A built kernel loaded into the current CUDA context, with the persistent buffers of its plan (a transformed or
 // packed filter): one prepared copy per filter it was prepared with, so that launches with several filters (modules
 // that share one op) never prepare again, and never read another filter's copy.

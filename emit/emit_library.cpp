@@ -126,7 +126,7 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
       } else if (setup) {
         throw Error(fmt::format("{}: a setup step cannot zero the output (setup runs once, without one)", where));
       }
-      steps_text += fmt::format("    {{Step::zero, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, nullptr}},\n",
+      steps_text += fmt::format("    {{Step::zero, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, nullptr, false}},\n",
                                 buffer);
       continue;
     }
@@ -145,7 +145,7 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
           fmt::join(m.box, ", "), m.swizzle_128b, fmt::join(m.element_strides, ", "), m.im2col, fmt::join(m.lower_corner, ", "),
           fmt::join(m.upper_corner, ", "), m.channels, m.pixels);
       steps_text +=
-          fmt::format("    {{Step::tensor_map, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, &{}}},\n",
+          fmt::format("    {{Step::tensor_map, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, &{}, false}},\n",
                       it - k.plan.buffers.begin(), map_name);
       continue;
     }
@@ -173,8 +173,9 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
     args_text += "};\n";
     const LaunchGeometry& g = step.geometry;
     steps_text += fmt::format(
-        "    {{Step::kernel, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}, {}, -1, nullptr}},\n", entry, g.grid[0],
-        g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2], g.dynamic_smem_bytes, args_array, args.size());
+        "    {{Step::kernel, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}, {}, -1, nullptr, {}}},\n", entry,
+        g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2], g.dynamic_smem_bytes, args_array,
+        args.size(), step.early_launch);
   }
   return args_text + steps_text + "};\n";
 }

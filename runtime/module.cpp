@@ -200,14 +200,34 @@ void DeviceBuffer::fill_u8(std::uint8_t value, CUstream stream) {
 void launch(const Kernel& kernel, const LaunchConfig& config, std::span<void*> args, CUstream stream) {
   const auto& [gx, gy, gz] = config.grid;
   const auto& [bx, by, bz] = config.block;
-  const CUresult result = driver().cuLaunchKernel(kernel.get(), gx, gy, gz, bx, by, bz, config.dynamic_smem_bytes,
-                                                  stream, args.data(), nullptr);
+  CUresult result;
+  if (config.early) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig launch_config{};
+    launch_config.gridDimX = gx;
+    launch_config.gridDimY = gy;
+    launch_config.gridDimZ = gz;
+    launch_config.blockDimX = bx;
+    launch_config.blockDimY = by;
+    launch_config.blockDimZ = bz;
+    launch_config.sharedMemBytes = config.dynamic_smem_bytes;
+    launch_config.hStream = stream;
+    launch_config.attrs = &attribute;
+    launch_config.numAttrs = 1;
+    result = driver().cuLaunchKernelEx(&launch_config, kernel.get(), args.data(), nullptr);
+  } else {
+    result = driver().cuLaunchKernel(kernel.get(), gx, gy, gz, bx, by, bz, config.dynamic_smem_bytes, stream,
+                                     args.data(), nullptr);
+  }
   if (result != CUDA_SUCCESS)
     throw ApiError(
         fmt::format("cannot launch kernel '{}' with grid ({}), block ({}), {} bytes of dynamic shared "
-                    "memory: {}",
+                    "memory{}: {}",
                     kernel.name(), fmt::join(config.grid, ", "), fmt::join(config.block, ", "),
-                    config.dynamic_smem_bytes, cu_error_text(result)));
+                    config.dynamic_smem_bytes, config.early ? ", early (programmatic stream serialization)" : "",
+                    cu_error_text(result)));
 }
 
 // ---- Graph

@@ -164,6 +164,11 @@ struct LaunchConfig {
   std::array<unsigned, 3> grid = {1, 1, 1};
   std::array<unsigned, 3> block = {1, 1, 1};
   unsigned dynamic_smem_bytes = 0;
+  // Launched early (programmatic stream serialization, sm_90 and later): the kernel may start while the stream's
+  // previous kernel still runs, once that kernel's blocks have all signalled griddepcontrol.launch_dependents (or
+  // ended). Only for a kernel whose every block executes griddepcontrol.wait before it touches global memory that an
+  // earlier kernel may write or read (launch_plan.hpp's LaunchStep::early_launch says which).
+  bool early = false;
   bool operator==(const LaunchConfig&) const = default;
 };
 

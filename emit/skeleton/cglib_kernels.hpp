@@ -58,6 +58,8 @@ struct Step {
   std::size_t arg_count;
   int zero_buffer;       // zero: -1 for the output, else an index into KernelImage::buffers; tensor_map: its buffer
   const TensorMap* map;  // tensor_map: the map
+  bool early_launch;     // kernel: launched early (programmatic stream serialization; the kernel waits for the
+                         // stream's previous kernel before it touches global memory)
 };
 
 // One problem's kernel compiled for one architecture, with its plan: setup steps run once when an op is created,

@@ -32,8 +32,8 @@ using cglib_internal::Step;
 #define CGLIB_DRIVER_FUNCTIONS(X) \
   X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuCtxGetCurrent) X(cuCtxSetCurrent) \
   X(cuCtxGetDevice) X(cuDevicePrimaryCtxRetain) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuFuncSetAttribute) \
-  X(cuLaunchKernel) X(cuMemsetD32Async) X(cuMemsetD8Async) X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc) \
-  X(cuMemFree) X(cuStreamSynchronize) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuMemcpyHtoDAsync) \
+  X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuMemsetD32Async) X(cuMemsetD8Async) X(cuGetErrorName) X(cuGetErrorString) \
+  X(cuMemAlloc) X(cuMemFree) X(cuStreamSynchronize) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuMemcpyHtoDAsync) \
   X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
 // clang-format on
 
@@ -402,8 +402,26 @@ cglib_status run_steps(const Driver& d, const ProblemEntry& entry, const KernelI
       }
       args[a] = &values[a];
     }
-    result = d.cuLaunchKernel(functions[i], step.grid[0], step.grid[1], step.grid[2], step.block[0], step.block[1],
-                              step.block[2], step.dynamic_smem_bytes, stream, args, nullptr);
+    if (step.early_launch) {  // may start while the stream's previous kernel ends: the kernel waits for it
+      CUlaunchAttribute attribute{};
+      attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attribute.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig config{};
+      config.gridDimX = step.grid[0];
+      config.gridDimY = step.grid[1];
+      config.gridDimZ = step.grid[2];
+      config.blockDimX = step.block[0];
+      config.blockDimY = step.block[1];
+      config.blockDimZ = step.block[2];
+      config.sharedMemBytes = step.dynamic_smem_bytes;
+      config.hStream = stream;
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      result = d.cuLaunchKernelEx(&config, functions[i], args, nullptr);
+    } else {
+      result = d.cuLaunchKernel(functions[i], step.grid[0], step.grid[1], step.grid[2], step.block[0], step.block[1],
+                                step.block[2], step.dynamic_smem_bytes, stream, args, nullptr);
+    }
     if (result != CUDA_SUCCESS)
       return fail(CGLIB_ERROR_CUDA, std::string("cuLaunchKernel of ") + step.entry + " for problem " +
                                         key_of(entry.problem) + " failed: " + error_text(d, result));

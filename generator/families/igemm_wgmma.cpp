@@ -601,6 +601,10 @@ class IgemmWgmma final : public Family {
       plan.buffers.push_back({.name = "activation_map", .bytes = 0, .persistent = false});
       plan.buffers.push_back({.name = "activation_maps", .bytes = 0, .persistent = false});
     }
+    // Every run kernel waits for the stream's previous kernel before it touches global memory (the main entry after
+    // its barriers' setup and an L2 prefetch of its first filter rows): each may launch early, overlapping it.
+    for (LaunchStep& step : plan.run)
+      if (step.kind == LaunchStep::Kind::kernel) step.early_launch = true;
     return plan;
   }
 

@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 
 #include "bench/provenance.hpp"
+#include "conv/conv_kernel.hpp"
 #include "convgen/error.hpp"
 #include "convgen/weights.hpp"
 #include "generator/embedded_templates.hpp"
@@ -125,6 +126,18 @@ void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity)
   cmd->add_option("--act-sparsity", act_sparsity,
                   "Expected zero fraction of every layer's activation, in [0, 1] (default: the shapes file's "
                   "act_sparsity column, else 0): sparse kernels are chosen and tuned for it");
+}
+
+void add_early_launch_option(CLI::App* cmd) {
+  cmd->add_option_function<std::string>(
+         "--early-launch",
+         [](const std::string& value) {
+           set_early_launch(value == "on");
+           setenv("CONVGEN_EARLY_LAUNCH", value == "on" ? "1" : "0", 1);
+         },
+         "on (default) or off: our kernels that allow it start their blocks while the stream's previous kernel "
+         "ends (programmatic dependent launch, sm_90 and later), as consecutive layers of a network would")
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 void add_epilogue_option(CLI::App* cmd, std::string& epilogue) {

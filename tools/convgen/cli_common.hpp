@@ -45,6 +45,10 @@ void add_precision_layout_options(CLI::App* cmd, std::string& precision, std::st
 // Adds --act-sparsity Z: the zero fraction every layer's activation is expected to have, in [0, 1].
 void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity);
 
+// --early-launch on|off: whether our kernels that allow it launch early, overlapping the stream's previous kernel
+// (conv_kernel.hpp's set_early_launch; off also sets CONVGEN_EARLY_LAUNCH=0 for the worker processes).
+void add_early_launch_option(CLI::App* cmd);
+
 // Adds --epilogue TEXT: the epilogue fused into every layer's store (with_epilogue applies it).
 void add_epilogue_option(CLI::App* cmd, std::string& epilogue);
 

@@ -229,6 +229,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--sparsity-pattern", opts->pattern, "Where the zeros lie: uniform, channel or blob")
       ->capture_default_str();
   cmd->add_flag("--warm", opts->warm, "Allow L2 residency (default: rotate buffer sets past twice the L2)");
+  add_early_launch_option(cmd);
   cmd->add_option("--out", opts->out, "Output folder")->capture_default_str();
   cmd->add_option("--layer", opts->layer, "Only this layer");
   cmd->add_option("--samples", opts->samples, "Samples per candidate and mode")->capture_default_str();

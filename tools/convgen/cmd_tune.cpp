@@ -361,6 +361,7 @@ void add_tune_command(CLI::App& app) {
       "--dry-run", tune->dry_run,
       "Print this shard's jobs with their predicted cost and the database path; tune nothing (no GPU needed)");
   cmd->add_flag("--warm", tune->warm, "Allow L2 residency (else buffer sets rotate past 2 x L2)");
+  add_early_launch_option(cmd);
   cmd->add_flag("--no-graph", tune->no_graph, "Time stream launches only (no CUDA graph replays): faster");
   cmd->add_flag("--force", tune->force, "Tune again layers the database already knows");
   cmd->add_flag("--serial-compile", tune->serial_compile,

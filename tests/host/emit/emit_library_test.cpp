@@ -82,7 +82,8 @@ LaunchPlan plan_with_setup() {
                  .geometry = {.grid = {8, 1, 1}, .block = {256, 1, 1}}}};
   plan.run = {{.kind = LaunchStep::Kind::zero, .buffer = "partial"},
               {.kind = LaunchStep::Kind::kernel,
-               .geometry = {.grid = {4, 2, 1}, .block = {128, 1, 1}, .dynamic_smem_bytes = 65536}}};
+               .geometry = {.grid = {4, 2, 1}, .block = {128, 1, 1}, .dynamic_smem_bytes = 65536},
+               .early_launch = true}};
   return plan;
 }
 
@@ -151,9 +152,9 @@ TEST(EmitLibrary, RenderLibraryWritesEveryFileUnderTheLibrarysNameWithNoPlacehol
   EXPECT_NE(kernels.find("const ArgBinding run_0_sm_80_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, "
                          "{Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};\n"
                          "const Step run_0_sm_80[] = {\n"
-                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, nullptr},\n"
+                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, nullptr, false},\n"
                          "    {Step::kernel, \"igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\", {4, 2, 1}, {128, 1, 1}, 0, "
-                         "run_0_sm_80_args1, 6, -1, nullptr},\n};\n"),
+                         "run_0_sm_80_args1, 6, -1, nullptr, false},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{80, cubin_0_sm_80, sizeof cubin_0_sm_80, \"igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\", "
@@ -222,7 +223,7 @@ TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArgum
       << kernels;
   EXPECT_NE(kernels.find("const ArgBinding setup_0_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};\n"
                          "const Step setup_0_sm_90[] = {\n    {Step::kernel, \"" +
-                         entry + "_pack\", {8, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, nullptr},\n};\n"),
+                         entry + "_pack\", {8, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, nullptr, false},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const ArgBinding run_0_sm_90_args1[] = {{Arg::activation, -1}, {Arg::buffer, 0}, "
@@ -230,9 +231,9 @@ TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArgum
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const Step run_0_sm_90[] = {\n"
-                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, 2, nullptr},\n"
+                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, 2, nullptr, false},\n"
                          "    {Step::kernel, \"" +
-                         entry + "\", {4, 2, 1}, {128, 1, 1}, 65536, run_0_sm_90_args1, 5, -1, nullptr},\n};\n"),
+                         entry + "\", {4, 2, 1}, {128, 1, 1}, 65536, run_0_sm_90_args1, 5, -1, nullptr, true},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{90, cubin_0_sm_90, sizeof cubin_0_sm_90, \"" + entry +
@@ -312,7 +313,7 @@ TEST(EmitLibrary, ATensorMapSetupStepIsWrittenWithItsMapAndCompiles) {
                          "{64, 32, 1, 1, 1}, true, {1, 1, 1, 1, 1}, false, {0, 0, 0}, {0, 0, 0}, 0, 0};\n"
                          "const Step setup_0_sm_90[] = {\n"
                          "    {Step::tensor_map, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, 0, "
-                         "&setup_0_sm_90_map0},\n};\n"),
+                         "&setup_0_sm_90_map0, false},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("plan: setup: tensor map filter_map; run: kernel; persistent 256 B"), std::string::npos)

@@ -8,7 +8,8 @@
 // corpus; the pixel rows by TMA on 1 x 1 problems; two warpgroups on a 64-pixel tile's channels; filter multicast in
 // clusters of 2 and 4 on the corpus and on clusters the pixel tiles do not fill; the halo patch on every tap window and
 // partial spatial tile; the operands swapped on the corpus and partial tiles; the pixel rows by TMA in im2col mode on
-// every stride, dilation and padding. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst
+// every stride, dilation and padding; consecutive calls launched early (programmatic dependent launch), each reading
+// the previous one's output. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst
 // error per precision.
 #include <array>
 #include <functional>
@@ -22,8 +23,10 @@
 
 #include "igemm_wgmma_params.hpp"
 #include "measure/verify.hpp"
+#include "reference/reference.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/module.hpp"
 #include "support/corpus.hpp"
 #include "support/verify_cases.hpp"
 
@@ -758,6 +761,76 @@ TEST_F(IgemmWgmmaGpu, TheFusedEpilogueIsAppliedInTheMainKernelAndInSplitKsReduce
           }
     }
   EXPECT_EQ(verify_all(cases, 900), static_cast<int>(cases.size()));
+}
+
+// Early launch (programmatic dependent launch): two calls back to back on one stream, the second reading the first's
+// output and writing over the first's input (y = conv(x), then x = conv(y)), with the intermediate poisoned with NaN
+// before: each call's output matches the reference of the input it was given. A block that read its input, or wrote
+// its output or workspace, before the previous kernel had ended would read the poison or spoil the first call's
+// input. Layers with C = K (one wave and several), in the pipelines, the filter and pixel rows by TMA, split-K through
+// the reduce pass and in a cluster, and padded channels (pad_activation first).
+TEST_F(IgemmWgmmaGpu, ConsecutiveCallsLaunchedEarlyReadThePreviousCallsOutput) {
+  ASSERT_TRUE(early_launch_enabled()) << "CONVGEN_EARLY_LAUNCH=0 turns off what this test checks";
+  const auto layer = [](int n, int c, int hw, int r) {
+    return Problem{.n = n, .c = c, .k = c, .input = {1, hw, hw}, .filter = {1, r, r},
+                   .padding = {0, r / 2, r / 2}, .layout = Layout::nhwc, .precision = Precision::fp16};
+  };
+  const std::vector<std::function<void(IgemmWgmmaParams&)>> variants = {
+      [](IgemmWgmmaParams&) {},
+      [](IgemmWgmmaParams& t) { t = IgemmWgmmaParams{.block_m = 64, .block_n = 64, .stages = 4}; },
+      [](IgemmWgmmaParams& t) { t = IgemmWgmmaParams{.block_n = 64, .warp_specialized = 1, .tma_filter = true}; },
+      [](IgemmWgmmaParams& t) {
+        t = IgemmWgmmaParams{.block_n = 64, .warp_specialized = 1, .tma_filter = true, .tma_activation = 2};
+      },
+      [](IgemmWgmmaParams& t) { t = IgemmWgmmaParams{.block_m = 64, .block_n = 64, .split_k = 4}; },
+      [](IgemmWgmmaParams& t) {
+        t = IgemmWgmmaParams{.block_m = 64, .block_n = 64, .split_k = 2, .warp_specialized = 1,
+                             .cluster_reduce = true};
+      },
+      [](IgemmWgmmaParams& t) { t = IgemmWgmmaParams{.block_n = 64, .warp_specialized = 3}; },
+  };
+  int chains = 0;
+  for (const Problem& p : {layer(1, 64, 14, 3), layer(8, 64, 56, 3), layer(4, 256, 14, 1), layer(2, 24, 20, 3)}) {
+    const std::optional<KernelSpec> chosen = wgmma_.default_spec(p, gpu_);
+    ASSERT_TRUE(chosen.has_value()) << problem_key(p);
+    const InputTensors inputs = make_inputs(p, {.seed = 7});
+    for (const auto& change : variants) {
+      IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(*chosen);
+      change(t);
+      const KernelSpec spec = to_spec(t);
+      if (wgmma_.check_support(p, gpu_, spec)) continue;
+      const BuiltKernel kernel = build_kernel(p, spec, gpu_, cache_);
+      for (const LaunchStep& step : kernel.plan.run)
+        if (step.kind == LaunchStep::Kind::kernel) {
+          EXPECT_TRUE(step.early_launch) << kernel.source.entry;
+        }
+      const std::string label = fmt::format("{} {}", problem_key(p), kernel.source.entry);
+      ConvLauncher launcher(kernel);
+      Stream stream;
+      DeviceBuffer x(inputs.activation.size_bytes()), y(inputs.activation.size_bytes());
+      DeviceBuffer filter(inputs.filter.size_bytes());
+      DeviceBuffer workspace(static_cast<std::size_t>(std::max<std::int64_t>(kernel.plan.workspace_bytes(), 4)));
+      x.upload_bytes(inputs.activation.bytes().data(), inputs.activation.size_bytes());
+      filter.upload_bytes(inputs.filter.bytes().data(), inputs.filter.size_bytes());
+      launcher.prepare(filter.ptr(), stream.get());
+      y.fill_u8(0xff, stream.get());  // NaN in fp16
+      launcher.launch(x.ptr(), filter.ptr(), y.ptr(), workspace.ptr(), stream.get());
+      launcher.launch(y.ptr(), filter.ptr(), x.ptr(), workspace.ptr(), stream.get());
+      stream.synchronize();
+      HostTensor first = HostTensor::for_problem(p, TensorRole::output);
+      HostTensor second = HostTensor::for_problem(p, TensorRole::output);
+      y.download_bytes(first.bytes().data(), first.size_bytes());
+      x.download_bytes(second.bytes().data(), second.size_bytes());
+      const ErrorStats first_error = compare(first, reference_conv(p, inputs.activation, inputs.filter));
+      const ErrorStats second_error = compare(second, reference_conv(p, first, inputs.filter));
+      EXPECT_TRUE(passes(first_error, p.precision)) << label << ": first call " << first_error.rel_l2 << ", "
+                                                    << first_error.nan_count << " NaN";
+      EXPECT_TRUE(passes(second_error, p.precision)) << label << ": second call " << second_error.rel_l2 << ", "
+                                                     << second_error.nan_count << " NaN";
+      ++chains;
+    }
+  }
+  EXPECT_GE(chains, 20);
 }
 
 }  // namespace
