@@ -96,8 +96,8 @@ BuiltKernel build_kernel(const Problem& problem, const KernelSpec& spec, const G
   if (id)
     if (const std::shared_ptr<const BuiltKernel> kept = cache.recall<BuiltKernel>(*id)) return *kept;
   const Family& f = family(spec.family);
-  BuiltKernel kernel{.problem = problem, .spec = spec, .source = f.render(problem, spec), .cubin = {},
-                     .plan = f.plan(problem, spec)};
+  BuiltKernel kernel{
+      .problem = problem, .spec = spec, .source = f.render(problem, spec), .cubin = {}, .plan = f.plan(problem, spec)};
   kernel.cubin = cache.get_or_compile(to_program(kernel.source), options);
   // A module with several entries (a setup or reduce pass): the report that matters to the cost model and the spill
   // checks is the main entry's, wherever ptxas printed it.
@@ -147,7 +147,7 @@ void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epi
 
 struct ConvLauncher::Loaded {
   Module module;
-  std::map<std::string, Kernel> kernels;  // by entry suffix
+  std::map<std::string, Kernel> kernels;           // by entry suffix
   std::map<CUdeviceptr, DeviceBuffer> persistent;  // by the filter prepared into it
 };
 
@@ -183,8 +183,8 @@ struct Bindings {
     const std::string buffer(name);
     const PlanBuffer* b = kernel.plan.find(buffer);
     if (!b)
-      throw Error(fmt::format("{}: no buffer '{}' in the launch plan for an entry parameter", kernel.source.entry,
-                              name));
+      throw Error(
+          fmt::format("{}: no buffer '{}' in the launch plan for an entry parameter", kernel.source.entry, name));
     return (b->persistent ? persistent : workspace) + static_cast<CUdeviceptr>(kernel.plan.offset_of(buffer));
   }
 
@@ -205,8 +205,8 @@ const EntryDecl& entry_decl(const BuiltKernel& kernel, const std::string& suffix
 // strides that are multiples of 16 bytes: an unaligned base (a filter inside a larger allocation) is refused here.
 CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, const std::string& where) {
   if (base % 16 != 0)
-    throw InputError(fmt::format("{}: its filter is read by TMA, which needs a 16-byte-aligned address; got 0x{:x}",
-                                 where, base));
+    throw InputError(
+        fmt::format("{}: its filter is read by TMA, which needs a 16-byte-aligned address; got 0x{:x}", where, base));
   const CUtensorMapDataType type = spec.type == TensorMapSpec::Type::float32    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                    : spec.type == TensorMapSpec::Type::bfloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                                                 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -222,28 +222,27 @@ CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, const
   }
   CUtensorMap map;
   const CUtensorMapSwizzle swizzle = spec.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
-  const CUresult result =
-      spec.im2col
-          ? driver().cuTensorMapEncodeIm2col(&map, type, static_cast<cuuint32_t>(spec.rank),
-                                             reinterpret_cast<void*>(base), dims, strides, spec.lower_corner.data(),
-                                             spec.upper_corner.data(), spec.channels, spec.pixels, element_strides,
-                                             CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                             CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-          : driver().cuTensorMapEncodeTiled(&map, type, static_cast<cuuint32_t>(spec.rank),
-                                            reinterpret_cast<void*>(base), dims, strides, box, element_strides,
-                                            CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult result = spec.im2col
+                              ? driver().cuTensorMapEncodeIm2col(
+                                    &map, type, static_cast<cuuint32_t>(spec.rank), reinterpret_cast<void*>(base), dims,
+                                    strides, spec.lower_corner.data(), spec.upper_corner.data(), spec.channels,
+                                    spec.pixels, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+                              : driver().cuTensorMapEncodeTiled(
+                                    &map, type, static_cast<cuuint32_t>(spec.rank), reinterpret_cast<void*>(base), dims,
+                                    strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS)
-    throw ApiError(fmt::format(
-        "{}: cuTensorMapEncode{} of its tensor map ({}-D, dims {}, box {}) failed: {}", where,
-        spec.im2col ? "Im2col" : "Tiled", spec.rank,
-        fmt::join(std::span(spec.dims).first(static_cast<std::size_t>(spec.rank)), " x "),
-        fmt::join(std::span(spec.box).first(static_cast<std::size_t>(spec.rank)), " x "), cu_error_text(result)));
+    throw ApiError(fmt::format("{}: cuTensorMapEncode{} of its tensor map ({}-D, dims {}, box {}) failed: {}", where,
+                               spec.im2col ? "Im2col" : "Tiled", spec.rank,
+                               fmt::join(std::span(spec.dims).first(static_cast<std::size_t>(spec.rank)), " x "),
+                               fmt::join(std::span(spec.box).first(static_cast<std::size_t>(spec.rank)), " x "),
+                               cu_error_text(result)));
   return map;
 }
 
-void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string, Kernel>& kernels,
-               const Bindings& bind, CUstream stream) {
+void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string, Kernel>& kernels, const Bindings& bind,
+               CUstream stream) {
   for (const LaunchStep& step : steps) {
     if (step.kind == LaunchStep::Kind::tensor_map) {
       // Encoded on the host, copied in stream order (the steps after it, and every call, see it) and waited for, so
@@ -269,7 +268,7 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
                     {.grid = g.grid,
                      .block = g.block,
                      .dynamic_smem_bytes = g.dynamic_smem_bytes,
-                     .early = step.early_launch && early_launch_enabled()},
+                     .early = launches_early(step, bind.kernel.cubin.arch) && early_launch_enabled()},
                     args, stream);
   }
 }
@@ -279,10 +278,11 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
 void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
   auto buffer = loaded_->persistent.find(filter);
   if (buffer == loaded_->persistent.end())
-    buffer = loaded_->persistent
-                 .emplace(filter, DeviceBuffer(static_cast<std::size_t>(
-                                      std::max<std::int64_t>(kernel_.plan.persistent_bytes(), 4))))
-                 .first;
+    buffer =
+        loaded_->persistent
+            .emplace(filter,
+                     DeviceBuffer(static_cast<std::size_t>(std::max<std::int64_t>(kernel_.plan.persistent_bytes(), 4))))
+            .first;
   const Bindings bind{.kernel = kernel_, .filter = filter, .persistent = buffer->second.ptr()};
   run_steps(kernel_.plan.setup, loaded_->kernels, bind, stream);
 }
@@ -299,9 +299,10 @@ void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdevicept
   if (!kernel_.plan.setup.empty()) {
     const auto found = loaded_->persistent.find(prepared_from != 0 ? prepared_from : filter);
     if (found == loaded_->persistent.end())
-      throw Error(fmt::format("{}: its launch plan has a one-time setup; call prepare(filter) before launch with "
-                              "that filter",
-                              kernel_.source.entry));
+      throw Error(
+          fmt::format("{}: its launch plan has a one-time setup; call prepare(filter) before launch with "
+                      "that filter",
+                      kernel_.source.entry));
     persistent = found->second.ptr();
   }
   check_epilogue_pointers(kernel_.problem, epilogue);

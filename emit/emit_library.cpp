@@ -126,24 +126,25 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
       } else if (setup) {
         throw Error(fmt::format("{}: a setup step cannot zero the output (setup runs once, without one)", where));
       }
-      steps_text += fmt::format("    {{Step::zero, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, nullptr, false}},\n",
-                                buffer);
+      steps_text += fmt::format(
+          "    {{Step::zero, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, nullptr, false}},\n", buffer);
       continue;
     }
     if (step.kind == LaunchStep::Kind::tensor_map) {
       const auto it = std::find_if(k.plan.buffers.begin(), k.plan.buffers.end(),
                                    [&](const PlanBuffer& b) { return b.name == step.buffer; });
       if (!setup || it == k.plan.buffers.end() || !it->persistent)
-        throw Error(fmt::format("{}: step {} encodes a tensor map into '{}': only a setup step may, into a persistent "
-                                "buffer of the plan",
-                                where, s, step.buffer));
+        throw Error(
+            fmt::format("{}: step {} encodes a tensor map into '{}': only a setup step may, into a persistent "
+                        "buffer of the plan",
+                        where, s, step.buffer));
       const TensorMapSpec& m = step.tensor_map;
       const std::string map_name = fmt::format("{}_map{}", array, s);
       args_text += fmt::format(
           "const TensorMap {} = {{{}, {}, {{{}}}, {{{}}}, {{{}}}, {}, {{{}}}, {}, {{{}}}, {{{}}}, {}, {}}};\n",
           map_name, static_cast<int>(m.type), m.rank, fmt::join(m.dims, ", "), fmt::join(m.strides, ", "),
-          fmt::join(m.box, ", "), m.swizzle_128b, fmt::join(m.element_strides, ", "), m.im2col, fmt::join(m.lower_corner, ", "),
-          fmt::join(m.upper_corner, ", "), m.channels, m.pixels);
+          fmt::join(m.box, ", "), m.swizzle_128b, fmt::join(m.element_strides, ", "), m.im2col,
+          fmt::join(m.lower_corner, ", "), fmt::join(m.upper_corner, ", "), m.channels, m.pixels);
       steps_text +=
           fmt::format("    {{Step::tensor_map, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, &{}, false}},\n",
                       it - k.plan.buffers.begin(), map_name);
@@ -172,10 +173,10 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
     }
     args_text += "};\n";
     const LaunchGeometry& g = step.geometry;
-    steps_text += fmt::format(
-        "    {{Step::kernel, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}, {}, -1, nullptr, {}}},\n", entry,
-        g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2], g.dynamic_smem_bytes, args_array,
-        args.size(), step.early_launch);
+    steps_text +=
+        fmt::format("    {{Step::kernel, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}, {}, -1, nullptr, {}}},\n",
+                    entry, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2], g.dynamic_smem_bytes,
+                    args_array, args.size(), launches_early(step, k.built.cubin.arch));
   }
   return args_text + steps_text + "};\n";
 }

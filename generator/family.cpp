@@ -126,6 +126,22 @@ LaunchPlan single_launch_plan(const LaunchGeometry& geometry, bool zero_output_f
   return plan;
 }
 
+LaunchPlan with_early_launch(LaunchPlan plan) {
+  for (LaunchStep& step : plan.run)
+    if (step.kind == LaunchStep::Kind::kernel) step.early_launch = true;
+  return plan;
+}
+
+bool has_early_launch(std::string_view arch) {
+  if (!arch.starts_with("sm_")) return false;
+  int major_minor = 0;
+  for (char c : arch.substr(3)) {
+    if (c < '0' || c > '9') break;
+    major_minor = major_minor * 10 + (c - '0');
+  }
+  return major_minor >= 90;
+}
+
 void add_split_k_reduce(LaunchPlan& plan, std::int64_t outputs, int split_k, int reduce_threads) {
   if (split_k <= 1) return;
   plan.buffers.push_back({.name = "partials", .bytes = outputs * split_k * 4});

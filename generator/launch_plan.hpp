@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace convgen {
@@ -111,6 +112,20 @@ struct LaunchPlan {
     return total;
   }
 };
+
+// Returns `plan` with every kernel step of `run` marked early_launch: for a family whose template's run entries all
+// wait for the previous grid before they touch global memory (each begins with convgen::wait_for_previous_grid(), or
+// does only what grid_dependency.cuh allows before it).
+LaunchPlan with_early_launch(LaunchPlan plan);
+
+// Whether `arch` ("sm_90a", "sm_80") has programmatic dependent launch: sm_90 and later (before it the templates'
+// waits compile to nothing).
+bool has_early_launch(std::string_view arch);
+
+// Whether a kernel step launches early on `arch`: it allows it, and the architecture has it.
+inline bool launches_early(const LaunchStep& step, std::string_view arch) {
+  return step.early_launch && has_early_launch(arch);
+}
 
 // A plan of one kernel launch (zeroing the output first when the kernel accumulates into it).
 LaunchPlan single_launch_plan(const LaunchGeometry& geometry, bool zero_output_first = false);

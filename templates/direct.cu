@@ -1,6 +1,7 @@
 // direct: direct convolution for few channels per group (stems, depthwise and grouped layers), the shape baked in.
 #include "interface.cuh"
 #include "epilogue.cuh"
+#include "grid_dependency.cuh"
 
 #ifndef CONVGEN_PRELUDE
 // Defaults so the template compiles alone: a 3x3 depthwise layer, 32 channels at 56x56, batch 2, NCHW.
@@ -140,6 +141,8 @@ extern "C" __global__ void __launch_bounds__(direct::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_filter,
                   float* __restrict__ g_output, float* __restrict__ g_workspace, const float* __restrict__ g_bias,
                   const float* __restrict__ g_residual) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace direct;
   using direct::Index;
   (void)g_workspace;

@@ -312,6 +312,8 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS)
     CONVGEN_ENTRY(const igemm::element_t* __restrict__ g_activation, const igemm::element_t* __restrict__ g_filter,
                   igemm::element_t* __restrict__ g_output, float* __restrict__ g_workspace,
                   const igemm::element_t* __restrict__ g_bias, const igemm::element_t* __restrict__ g_residual) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace igemm;
   (void)g_workspace;  // igemm needs no workspace
   __shared__ __align__(16) float s_filter[STAGES][BLOCK_K][LDM];

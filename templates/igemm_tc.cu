@@ -295,6 +295,8 @@ extern "C" __global__ void __launch_bounds__(igemm_tc::THREADS)
                   const igemm_tc::element_t* __restrict__ g_filter, igemm_tc::element_t* __restrict__ g_output,
                   float* __restrict__ g_workspace, const igemm_tc::element_t* __restrict__ g_bias,
                   const igemm_tc::element_t* __restrict__ g_residual) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace igemm_tc;
   unsigned char* s_bytes = convgen::tc::dynamic_shared();
   const unsigned s_address = convgen::tc::shared_address(s_bytes);
@@ -419,6 +421,8 @@ extern "C" __global__ void __launch_bounds__(igemm_tc::REDUCE_THREADS)
     CONVGEN_ENTRY_NAMED(reduce)(const float* __restrict__ g_workspace, igemm_tc::element_t* __restrict__ g_output,
                                 const igemm_tc::element_t* __restrict__ g_bias,
                                 const igemm_tc::element_t* __restrict__ g_residual) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace igemm_tc;
   if constexpr (SPLIT_K > 1) {  // the plan launches it with split-K only; else compiled empty
     const idx_t index = (idx_t)blockIdx.x * REDUCE_THREADS + (idx_t)threadIdx.x;

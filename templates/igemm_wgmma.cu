@@ -1094,7 +1094,7 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
     else
       __syncthreads();
   }
-  // Launched early, the block may start while the stream's previous kernel runs (common.cuh): up to here it has only
+  // Launched early, the block may start while the stream's previous kernel runs (grid_dependency.cuh): up to here it has only
   // set up shared memory; it warms L2 with its first filter rows, then waits for that kernel before any other access
   // to global memory, and lets the next kernel's blocks start (they wait in turn).
   prefetch_first_filter_steps(filter, tid);

@@ -143,6 +143,8 @@ extern "C" __global__ void __launch_bounds__(pointwise::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_packed_filter,
                   float* __restrict__ g_output, const float* __restrict__ g_bias, const float* __restrict__ g_residual,
                   float* __restrict__ g_workspace) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace pointwise;
   __shared__ __align__(16) float s_a[BUFFERS][BLOCK_K][BLOCK_M];
   __shared__ __align__(16) float s_b[BUFFERS][BLOCK_K][BLOCK_N];
@@ -293,6 +295,8 @@ extern "C" __global__ void __launch_bounds__(pointwise::THREADS)
 extern "C" __global__ void __launch_bounds__(pointwise::REDUCE_THREADS)
     CONVGEN_ENTRY_NAMED(reduce)(const float* __restrict__ g_workspace, float* __restrict__ g_output,
                                 const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace pointwise;
   if constexpr (SPLIT_K > 1) {  // the plan launches it with split-K only; else compiled empty
     const int o = (int)(blockIdx.x * blockDim.x + threadIdx.x);

@@ -457,6 +457,8 @@ extern "C" __global__ void __launch_bounds__(sparse24_tc::THREADS)
                   const unsigned short* __restrict__ g_packed_meta, sparse24_tc::element_t* __restrict__ g_output,
                   float* __restrict__ g_workspace, const sparse24_tc::element_t* __restrict__ g_bias,
                   const sparse24_tc::element_t* __restrict__ g_residual) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace sparse24_tc;
   unsigned char* s_bytes = convgen::tc::dynamic_shared();
   const unsigned s_address = convgen::tc::shared_address(s_bytes);
@@ -597,6 +599,8 @@ extern "C" __global__ void __launch_bounds__(sparse24_tc::REDUCE_THREADS)
     CONVGEN_ENTRY_NAMED(reduce)(const float* __restrict__ g_workspace, sparse24_tc::element_t* __restrict__ g_output,
                                 const sparse24_tc::element_t* __restrict__ g_bias,
                                 const sparse24_tc::element_t* __restrict__ g_residual) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace sparse24_tc;
   if constexpr (SPLIT_K > 1) {  // the plan launches it with split-K only; else compiled empty
     const idx_t index = (idx_t)blockIdx.x * REDUCE_THREADS + (idx_t)threadIdx.x;

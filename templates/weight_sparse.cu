@@ -35,6 +35,7 @@
 // NHWC, any filter size with R * S <= 32, stride, padding, dilation; groups 1; 1-D and 2-D.
 #include "interface.cuh"
 #include "epilogue.cuh"
+#include "grid_dependency.cuh"
 
 #ifndef CONVGEN_PRELUDE
 // Defaults so the template compiles alone: a 3x3 layer, 8 -> 4 channels at 14x14, with a two-nonzero filter.
@@ -389,6 +390,8 @@ extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS * cfg::SPLIT)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_packed_values,
                   const int* __restrict__ g_pattern_codes, float* __restrict__ g_output,
                   const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace weight_sparse;
   if constexpr (STAGED) {
     staged_conv(g_activation, g_pattern_codes, g_packed_values, g_output, g_bias, g_residual);

@@ -251,6 +251,8 @@ extern "C" __global__ void __launch_bounds__(winograd::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_transformed_filter,
                   float* __restrict__ g_output, const float* __restrict__ g_bias,
                   const float* __restrict__ g_residual) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace winograd;
   float* const s_mem = shared_floats();
   float* const s_u = s_mem;             // [POSITIONS][BLOCK_C][BLOCK_K]

@@ -265,6 +265,8 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
 extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
     CONVGEN_ENTRY_NAMED(transform_input)(const float* __restrict__ g_activation,
                                          float* __restrict__ g_transformed_input) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace winograd_gemm;
   const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= GROUPS * CG_PAD * T_PAD) return;
@@ -297,6 +299,8 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
 extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_transformed_filter, const float* __restrict__ g_transformed_input,
                   float* __restrict__ g_products) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace winograd_gemm;
   __shared__ __align__(16) float s_a[BUFFERS][BLOCK_K][BLOCK_M];
   __shared__ __align__(16) float s_b[BUFFERS][BLOCK_K][BLOCK_N];
@@ -402,6 +406,8 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
 extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
     CONVGEN_ENTRY_NAMED(transform_output)(const float* __restrict__ g_products, float* __restrict__ g_output,
                                           const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
+  convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
+  convgen::allow_next_grid();
   using namespace winograd_gemm;
   const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= GROUPS * KG * TILES) return;

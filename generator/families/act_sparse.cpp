@@ -394,7 +394,7 @@ class ActSparse final : public Family {
                           .geometry = {.grid = pg.grid, .block = pg.block}});
     if (g.zero_output_first) plan.run.push_back({.kind = LaunchStep::Kind::zero, .buffer = "output"});
     plan.run.push_back({.kind = LaunchStep::Kind::kernel, .geometry = {.grid = g.grid, .block = g.block}});
-    return plan;
+    return with_early_launch(std::move(plan));  // every run entry waits first (grid_dependency.cuh)
   }
 
   // Warp instructions per block at the problem's expected zero fraction z (act_sparsity): per input channel of a warp, the halo and tap

@@ -136,8 +136,9 @@ class Direct final : public Family {
 
   LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
     const Tiling t = tiling(p, params_of<DirectParams>(spec));
-    return single_launch_plan({.grid = {static_cast<unsigned>(t.grid_x), static_cast<unsigned>(t.grid_y), 1},
-                               .block = {static_cast<unsigned>(t.threads), 1, 1}});
+    return with_early_launch(  // the entry waits first (grid_dependency.cuh)
+        single_launch_plan({.grid = {static_cast<unsigned>(t.grid_x), static_cast<unsigned>(t.grid_y), 1},
+                            .block = {static_cast<unsigned>(t.threads), 1, 1}}));
   }
 
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {

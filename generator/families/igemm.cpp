@@ -25,9 +25,9 @@ constexpr int kSmemPad = 4;  // floats added to each shared row (templates/igemm
 
 // The convolution as per-group GEMMs (templates/igemm.cu has the mapping).
 struct Gemm {
-  int m = 0;            // output channels per group (KG)
-  std::int64_t n = 0;   // output pixels N*O*P*Q
-  int kr = 0;           // reduction length C/groups * T*R*S
+  int m = 0;           // output channels per group (KG)
+  std::int64_t n = 0;  // output pixels N*O*P*Q
+  int kr = 0;          // reduction length C/groups * T*R*S
   int groups = 1;
 };
 
@@ -62,7 +62,8 @@ int smem_bytes(const IgemmParams& s) {
 // addresses, loop state and the per-pixel origins. ptxas decides; this only prunes what cannot fit.
 int register_estimate(const IgemmParams& s) {
   const int threads = threads_per_block(s);
-  const int staged = static_cast<int>(ceil_div(s.block_m * s.block_k, threads) + ceil_div(s.block_n * s.block_k, threads));
+  const int staged =
+      static_cast<int>(ceil_div(s.block_m * s.block_k, threads) + ceil_div(s.block_n * s.block_k, threads));
   return s.thread_m * s.thread_n + s.thread_m + s.thread_n + staged + 32;
 }
 
@@ -92,8 +93,8 @@ struct Tile {
   int block_m, block_n, thread_m, thread_n;
 };
 constexpr std::array kTiles = {
-    Tile{128, 128, 8, 8}, Tile{128, 64, 8, 4}, Tile{64, 128, 4, 8}, Tile{64, 64, 4, 4},  Tile{128, 32, 8, 4},
-    Tile{32, 128, 4, 8},  Tile{64, 32, 4, 4},  Tile{32, 64, 4, 4},  Tile{32, 32, 4, 4},  Tile{16, 128, 2, 8},
+    Tile{128, 128, 8, 8}, Tile{128, 64, 8, 4}, Tile{64, 128, 4, 8}, Tile{64, 64, 4, 4}, Tile{128, 32, 8, 4},
+    Tile{32, 128, 4, 8},  Tile{64, 32, 4, 4},  Tile{32, 64, 4, 4},  Tile{32, 32, 4, 4}, Tile{16, 128, 2, 8},
     Tile{16, 64, 2, 4},   Tile{64, 16, 4, 2},  Tile{16, 32, 2, 4},  Tile{16, 16, 2, 2},
 };
 
@@ -103,8 +104,14 @@ bool tile_fits(const Gemm& g, const Tile& t) {
 }
 
 IgemmParams spec_of(const Tile& t, int block_k, int stages, int split_k, int vector) {
-  return {.block_m = t.block_m, .block_n = t.block_n, .block_k = block_k,
-          .thread_m = t.thread_m, .thread_n = t.thread_n, .stages = stages, .split_k = split_k, .vector = vector};
+  return {.block_m = t.block_m,
+          .block_n = t.block_n,
+          .block_k = block_k,
+          .thread_m = t.thread_m,
+          .thread_n = t.thread_n,
+          .stages = stages,
+          .split_k = split_k,
+          .vector = vector};
 }
 
 class Igemm final : public Family {
@@ -131,8 +138,10 @@ class Igemm final : public Family {
   LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
     const IgemmParams s = params_of<IgemmParams>(spec);
     // Split-K blocks add into an output zeroed first.
-    return single_launch_plan({.grid = grid_of(gemm_of(p), s), .block = {static_cast<unsigned>(threads_per_block(s)), 1, 1}},
-                              s.split_k > 1);
+    return with_early_launch(  // the entry waits first (grid_dependency.cuh)
+        single_launch_plan(
+            {.grid = grid_of(gemm_of(p), s), .block = {static_cast<unsigned>(threads_per_block(s)), 1, 1}},
+            s.split_k > 1));
   }
 
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
@@ -167,10 +176,8 @@ class Igemm final : public Family {
       return fmt::format("block_n must be a power of two from 16 to 256, got {}", s.block_n);
     if (!is_pow2(s.block_k) || s.block_k < 4 || s.block_k > 32)
       return fmt::format("block_k must be 4, 8, 16 or 32, got {}", s.block_k);
-    if (!is_pow2(s.thread_m) || s.thread_m > 8)
-      return fmt::format("thread_m must be 1, 2, 4 or 8, got {}", s.thread_m);
-    if (!is_pow2(s.thread_n) || s.thread_n > 8)
-      return fmt::format("thread_n must be 1, 2, 4 or 8, got {}", s.thread_n);
+    if (!is_pow2(s.thread_m) || s.thread_m > 8) return fmt::format("thread_m must be 1, 2, 4 or 8, got {}", s.thread_m);
+    if (!is_pow2(s.thread_n) || s.thread_n > 8) return fmt::format("thread_n must be 1, 2, 4 or 8, got {}", s.thread_n);
     if (s.stages != 1 && s.stages != 2) return fmt::format("stages must be 1 or 2, got {}", s.stages);
     if (s.vector != 1 && s.vector != 4) return fmt::format("vector must be 1 or 4, got {}", s.vector);
     const Gemm g = gemm_of(p);
@@ -272,8 +279,7 @@ class Igemm final : public Family {
             .flops_per_block = 2.0 * s.block_m * s.block_n * chunk,
             .fma_instructions = warps * s.thread_m * s.thread_n * chunk,
             .shared_load_instructions = warps * chunk * (s.thread_m / vm + s.thread_n / vn),
-            .global_load_instructions =
-                (static_cast<double>(s.block_m) * chunk / s.vector + activation_loads) / 32,
+            .global_load_instructions = (static_cast<double>(s.block_m) * chunk / s.vector + activation_loads) / 32,
             .address_instructions = activation_loads / 32 * kAddressInstructionsPerActivationLoad,
             .main_loop_steps = chunk / s.block_k,
             .pipelined = s.stages == 2,

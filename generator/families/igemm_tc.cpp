@@ -158,7 +158,7 @@ class IgemmTc final : public Family {
                                      .block = {static_cast<unsigned>(threads_of(s)), 1, 1},
                                      .dynamic_smem_bytes = static_cast<unsigned>(smem_bytes(p, s))}});
     add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
-    return plan;
+    return with_early_launch(std::move(plan));  // every run entry waits first (grid_dependency.cuh)
   }
 
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {

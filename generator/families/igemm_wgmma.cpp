@@ -603,9 +603,7 @@ class IgemmWgmma final : public Family {
     }
     // Every run kernel waits for the stream's previous kernel before it touches global memory (the main entry after
     // its barriers' setup and an L2 prefetch of its first filter rows): each may launch early, overlapping it.
-    for (LaunchStep& step : plan.run)
-      if (step.kind == LaunchStep::Kind::kernel) step.early_launch = true;
-    return plan;
+    return with_early_launch(std::move(plan));
   }
 
   // With padded channels or a folded width, also pad_activation's pass: the activation read, its copy written, one

@@ -116,7 +116,7 @@ class Pointwise final : public Family {
         {.kind = LaunchStep::Kind::kernel,
          .geometry = {.grid = grid_of(p, s), .block = {static_cast<unsigned>(tile_of(s).threads()), 1, 1}}});
     add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
-    return plan;
+    return with_early_launch(std::move(plan));  // every run entry waits first (grid_dependency.cuh)
   }
 
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {

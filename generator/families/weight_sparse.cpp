@@ -410,7 +410,7 @@ class WeightSparse final : public Family {
                                                          : ceil_div(pixels, s.block_pixels * s.pixels_per_thread)),
                                static_cast<unsigned>(ceil_div(p.k, s.k_group)), 1},
                       .block = {static_cast<unsigned>(s.block_pixels * s.split), 1, 1}}});
-    return plan;
+    return with_early_launch(std::move(plan));  // every run entry waits first (grid_dependency.cuh)
   }
 
   // Per block (warps = block_pixels / 32). Baked (one pixel per thread): per warp the busiest group's distinct

@@ -161,7 +161,7 @@ class Winograd final : public Family {
          .geometry = {.grid = grid_of(p, s),
                       .block = {static_cast<unsigned>(threads_per_block(s)), 1, 1},
                       .dynamic_smem_bytes = static_cast<unsigned>(smem_bytes(s))}});
-    return plan;
+    return with_early_launch(std::move(plan));  // every run entry waits first (grid_dependency.cuh)
   }
 
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {

@@ -145,7 +145,7 @@ class WinogradGemm final : public Family {
     LaunchGeometry output = transform_block;
     output.grid = {transform_blocks(std::int64_t{p.k} * tiles(p, s)), 1, 1};
     plan.run.push_back({.kind = LaunchStep::Kind::kernel, .entry_suffix = "transform_output", .geometry = output});
-    return plan;
+    return with_early_launch(std::move(plan));  // every run entry waits first (grid_dependency.cuh)
   }
 
   // The GEMM launch's work (the model's terms are per block of its main launch); the transforms count as the bytes

@@ -21,11 +21,12 @@
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
 
-// The epilogue helpers, at namespace scope once: a template includes them again inside a case's namespace, where
-// #pragma once makes that a no-op.
+// The epilogue and grid-dependency helpers (no-ops on the host), at namespace scope once: a template includes them
+// again inside a case's namespace, where #pragma once makes that a no-op.
 #include <math.h>
 
 #include "templates/epilogue.cuh"
+#include "templates/grid_dependency.cuh"
 
 static_assert(convgen::kActNone == static_cast<int>(convgen::Activation::none) &&
                   convgen::kActRelu == static_cast<int>(convgen::Activation::relu) &&

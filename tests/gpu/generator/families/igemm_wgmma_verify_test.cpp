@@ -23,10 +23,9 @@
 
 #include "igemm_wgmma_params.hpp"
 #include "measure/verify.hpp"
-#include "reference/reference.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
-#include "runtime/module.hpp"
+#include "support/chained_calls.hpp"
 #include "support/corpus.hpp"
 #include "support/verify_cases.hpp"
 
@@ -793,7 +792,6 @@ TEST_F(IgemmWgmmaGpu, ConsecutiveCallsLaunchedEarlyReadThePreviousCallsOutput) {
   for (const Problem& p : {layer(1, 64, 14, 3), layer(8, 64, 56, 3), layer(4, 256, 14, 1), layer(2, 24, 20, 3)}) {
     const std::optional<KernelSpec> chosen = wgmma_.default_spec(p, gpu_);
     ASSERT_TRUE(chosen.has_value()) << problem_key(p);
-    const InputTensors inputs = make_inputs(p, {.seed = 7});
     for (const auto& change : variants) {
       IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(*chosen);
       change(t);
@@ -804,29 +802,7 @@ TEST_F(IgemmWgmmaGpu, ConsecutiveCallsLaunchedEarlyReadThePreviousCallsOutput) {
         if (step.kind == LaunchStep::Kind::kernel) {
           EXPECT_TRUE(step.early_launch) << kernel.source.entry;
         }
-      const std::string label = fmt::format("{} {}", problem_key(p), kernel.source.entry);
-      ConvLauncher launcher(kernel);
-      Stream stream;
-      DeviceBuffer x(inputs.activation.size_bytes()), y(inputs.activation.size_bytes());
-      DeviceBuffer filter(inputs.filter.size_bytes());
-      DeviceBuffer workspace(static_cast<std::size_t>(std::max<std::int64_t>(kernel.plan.workspace_bytes(), 4)));
-      x.upload_bytes(inputs.activation.bytes().data(), inputs.activation.size_bytes());
-      filter.upload_bytes(inputs.filter.bytes().data(), inputs.filter.size_bytes());
-      launcher.prepare(filter.ptr(), stream.get());
-      y.fill_u8(0xff, stream.get());  // NaN in fp16
-      launcher.launch(x.ptr(), filter.ptr(), y.ptr(), workspace.ptr(), stream.get());
-      launcher.launch(y.ptr(), filter.ptr(), x.ptr(), workspace.ptr(), stream.get());
-      stream.synchronize();
-      HostTensor first = HostTensor::for_problem(p, TensorRole::output);
-      HostTensor second = HostTensor::for_problem(p, TensorRole::output);
-      y.download_bytes(first.bytes().data(), first.size_bytes());
-      x.download_bytes(second.bytes().data(), second.size_bytes());
-      const ErrorStats first_error = compare(first, reference_conv(p, inputs.activation, inputs.filter));
-      const ErrorStats second_error = compare(second, reference_conv(p, first, inputs.filter));
-      EXPECT_TRUE(passes(first_error, p.precision)) << label << ": first call " << first_error.rel_l2 << ", "
-                                                    << first_error.nan_count << " NaN";
-      EXPECT_TRUE(passes(second_error, p.precision)) << label << ": second call " << second_error.rel_l2 << ", "
-                                                     << second_error.nan_count << " NaN";
+      verify_chained_calls(kernel, 7);
       ++chains;
     }
   }
