@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "measure/nvml.hpp"
+#include "bench/network_chain.hpp"
 #include "bench/provenance.hpp"
 #include "measure/verification.hpp"
 #include "measure/verify.hpp"
@@ -347,6 +348,7 @@ BenchReport run_bench(const Suite& suite, const Gpu& gpu, const BenchOptions& op
   const std::size_t total = batches.size() * suite.layers.size();
   std::size_t index = 0;
   for (int batch : batches) {
+    const std::size_t first_row = report.rows.size();
     for (const Layer& layer : suite.layers) {
       const Problem p = bench_problem(layer.problem, batch, options);
       const auto stage = [&](const std::string& what) {
@@ -359,6 +361,12 @@ BenchReport run_bench(const Suite& suite, const Gpu& gpu, const BenchOptions& op
         so_far.provenance.end = device_state(nvml);
         options.on_row(so_far);
       }
+    }
+    if (options.chain) {
+      if (progress) progress(index - 1, total, fmt::format("batch {}: the network as one chain of our kernels", batch));
+      const std::vector<BenchRow> rows(report.rows.begin() + static_cast<std::ptrdiff_t>(first_row), report.rows.end());
+      if (auto chain = time_network_chain(rows, gpu, cache, pool, options.timing, options.seed))
+        report.chains.push_back(std::move(*chain));
     }
   }
   report.provenance.end = device_state(nvml);

@@ -21,6 +21,7 @@ struct BenchOptions {
   Precision precision = Precision::fp32;  // fp32 (strict FMA), tf32, fp16 or bf16 (tensor-op math; ours: none yet)
   std::optional<Layout> layout;           // channels-first or -last override; the rank stays the layer's
   bool warm = false;                      // allow L2 residency (else rotate buffer sets past 2 x L2)
+  bool chain = false;  // after each batch's rows, its network as one chain of our kernels (bench/network_chain.hpp)
   TimingOptions timing;                   // buffer_sets is set per layer
   int candidates_per_family = 3;          // ours: each family's default plus its first enumerated candidates
   std::vector<std::string> families;      // ours only from these families (empty: every registered family)

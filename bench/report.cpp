@@ -323,6 +323,25 @@ std::string route_label(const CudnnEntry& entry) {
   return label;
 }
 
+namespace {
+
+// `convgen bench --chain`'s line: the network as one chain of our kernels, against the per-layer sum.
+std::string chain_markdown(const NetworkChain& chain) {
+  std::string out = fmt::format(
+      "Network as one chain of our kernels ({} calls of {} layers in network order, one graph, each layer's buffers "
+      "warm): ",
+      chain.calls, chain.layers);
+  if (!chain.early || !chain.plain) return out + fmt::format("not timed ({}).\n", md_escape(chain.error));
+  out += fmt::format("{:.2f} µs launched early, {:.2f} µs without ({:.2f}×); the per-layer sum above is {:.2f} µs.\n",
+                     chain.early->median, chain.plain->median, chain.plain->median / chain.early->median,
+                     chain.per_layer_sum_us);
+  if (!chain.left_out.empty())
+    out += fmt::format("Left out of the chain: {}.\n", md_escape(fmt::format("{}", fmt::join(chain.left_out, "; "))));
+  return out;
+}
+
+}  // namespace
+
 std::string report_json(const BenchReport& report) {
   Json json = {{"schema", kReportSchema}, {"provenance", to_json(report.provenance)}};
   json["timing"] = {{"warmup_calls", report.timing.warmup_calls},
@@ -333,6 +352,18 @@ std::string report_json(const BenchReport& report) {
   json["early_launch"] = report.early_launch;
   json["rows"] = Json::array();
   for (const BenchRow& row : report.rows) json["rows"].push_back(row_json(row));
+  if (!report.chains.empty()) {
+    json["chains"] = Json::array();
+    for (const NetworkChain& chain : report.chains)
+      json["chains"].push_back({{"batch", chain.batch},
+                                {"calls", chain.calls},
+                                {"layers", chain.layers},
+                                {"left_out", chain.left_out},
+                                {"early_stats", stats_json(chain.early ? &*chain.early : nullptr)},
+                                {"plain_stats", stats_json(chain.plain ? &*chain.plain : nullptr)},
+                                {"per_layer_sum_us", chain.per_layer_sum_us},
+                                {"error", chain.error}});
+  }
   return json.dump(2) + "\n";
 }
 
@@ -578,6 +609,8 @@ std::string report_markdown(const BenchReport& report) {
       out += fmt::format("cuDNN routes left out of best: {}.\n",
                          md_escape(fmt::format("{}", fmt::join(suspicious, "; "))));
     out += cudnn_also_markdown(rows);
+    for (const NetworkChain& chain : report.chains)
+      if (chain.batch == std::get<1>(key)) out += chain_markdown(chain);
   }
   return out;
 }

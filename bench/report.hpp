@@ -100,6 +100,18 @@ struct BenchRow {
   DeviceState end;
 };
 
+// One batch's network as one chain of our kernels (bench/network_chain.hpp), against the per-layer figures.
+struct NetworkChain {
+  int batch = 0;
+  int calls = 0;                       // kernel calls of ours in one chain (the rows' counts summed)
+  int layers = 0;                      // rows in it
+  std::vector<std::string> left_out;   // rows without a verified kernel of ours
+  std::optional<SampleStats> early;    // one chain, graph replay, our kernels launched early where they allow
+  std::optional<SampleStats> plain;    // the same, never early
+  double per_layer_sum_us = 0;         // the same rows' count x per-layer median (graph replay, cold L2)
+  std::string error;                   // why there is no time
+};
+
 // A whole run: provenance, the timing protocol's settings, and the rows in the order measured.
 struct BenchReport {
   Provenance provenance;
@@ -109,6 +121,7 @@ struct BenchReport {
   // the previous call ends, as consecutive layers of a network would (--early-launch off: never).
   bool early_launch = true;
   std::vector<BenchRow> rows;
+  std::vector<NetworkChain> chains;  // `convgen bench --chain`: per batch
 };
 
 // Returns the median of `timing` in `mode` (µs per call); empty when there is no such time.

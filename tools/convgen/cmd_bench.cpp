@@ -29,6 +29,7 @@ struct Options {
   std::string pattern = "blob";
   WeightOptions weights;
   bool warm = false;
+  bool chain = false;
   int samples = kProtocolSamples, calls = kProtocolCallsPerSample, candidates = 3, finalists = 8;
   std::uint64_t seed = 1;
 };
@@ -45,6 +46,7 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
       with_layer_weights(with_epilogue(select_layers(load_shapes(opts.shapes), 0, opts.layer), opts.epilogue), weights);
   BenchOptions options{.batches = opts.batches,
                        .warm = opts.warm,
+                       .chain = opts.chain,
                        .candidates_per_family = opts.candidates,
                        .finalists = opts.finalists,
                        .seed = opts.seed};
@@ -230,6 +232,9 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--warm", opts->warm, "Allow L2 residency (default: rotate buffer sets past twice the L2)");
   add_early_launch_option(cmd);
+  cmd->add_flag("--chain", opts->chain,
+                "After each batch, time the network as one chain of our fastest kernels (each layer count times, "
+                "in network order, warm buffers), with early launch and without, against the per-layer sum");
   cmd->add_option("--out", opts->out, "Output folder")->capture_default_str();
   cmd->add_option("--layer", opts->layer, "Only this layer");
   cmd->add_option("--samples", opts->samples, "Samples per candidate and mode")->capture_default_str();

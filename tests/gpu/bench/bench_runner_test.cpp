@@ -30,7 +30,7 @@ TEST(BenchRunner, TwoSmallLayersGiveAReportWithEveryFieldAndEveryLegacyAlgorithm
     if (layer.name == "pointwise_1x1" || layer.name == "c32_k100_3x3") suite.layers.push_back(layer);
   ASSERT_EQ(suite.layers.size(), 2u);
 
-  const BenchReport report = run_bench(suite, gpu, {.batches = {1, 2}}, "convgen bench (test)");
+  const BenchReport report = run_bench(suite, gpu, {.batches = {1, 2}, .chain = true}, "convgen bench (test)");
   const auto json = nlohmann::json::parse(report_json(report));
 
   EXPECT_EQ(json["schema"], kReportSchema);
@@ -70,6 +70,17 @@ TEST(BenchRunner, TwoSmallLayersGiveAReportWithEveryFieldAndEveryLegacyAlgorithm
   const std::string csv = report_csv(report);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
   EXPECT_NE(report_markdown(report).find("two_layers"), std::string::npos);
+  // --chain: per batch, both layers' kernels of ours in one chain, timed launched early and not.
+  ASSERT_EQ(json["chains"].size(), 2u);
+  for (const auto& chain : json["chains"]) {
+    EXPECT_EQ(chain["calls"], 2) << chain.dump();
+    EXPECT_EQ(chain["layers"], 2) << chain.dump();
+    EXPECT_GT(chain["early_stats"]["median"].get<double>(), 0) << chain.dump();
+    EXPECT_GT(chain["plain_stats"]["median"].get<double>(), 0) << chain.dump();
+    EXPECT_GT(chain["per_layer_sum_us"].get<double>(), 0) << chain.dump();
+  }
+  EXPECT_NE(report_markdown(report).find("Network as one chain of our kernels (2 calls of 2 layers"),
+            std::string::npos);
 }
 
 }  // namespace

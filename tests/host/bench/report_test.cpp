@@ -334,5 +334,31 @@ TEST(Report, CsvMatchesTheGolden) { expect_golden(report_csv(sample_report()), "
 
 TEST(Report, MarkdownMatchesTheGolden) { expect_golden(report_markdown(sample_report()), "report.md"); }
 
+TEST(Report, ANetworkChainIsWrittenUnderItsBatchInTheMarkdownAndInTheJson) {
+  BenchReport report = sample_report();
+  const int batch = report.rows.front().problem.n;
+  report.chains.push_back({.batch = batch,
+                           .calls = 5,
+                           .layers = 2,
+                           .left_out = {"conv9"},
+                           .early = SampleStats{.median = 10.0},
+                           .plain = SampleStats{.median = 12.5},
+                           .per_layer_sum_us = 10.25});
+  report.chains.push_back({.batch = batch + 1000, .calls = 1, .layers = 1, .error = "no batch of that size"});
+  const std::string markdown = report_markdown(report);
+  EXPECT_NE(markdown.find("Network as one chain of our kernels (5 calls of 2 layers in network order, one graph, each "
+                          "layer's buffers warm): 10.00 µs launched early, 12.50 µs without (1.25×); the per-layer "
+                          "sum above is 10.25 µs.\nLeft out of the chain: conv9.\n"),
+            std::string::npos)
+      << markdown;
+  EXPECT_EQ(markdown.find("no batch of that size"), std::string::npos) << "a chain of a batch with no section";
+  const auto json = nlohmann::json::parse(report_json(report));
+  ASSERT_EQ(json["chains"].size(), 2u);
+  EXPECT_EQ(json["chains"][0]["early_stats"]["median"], 10.0);
+  EXPECT_EQ(json["chains"][0]["per_layer_sum_us"], 10.25);
+  EXPECT_TRUE(json["chains"][1]["early_stats"].is_null());
+  EXPECT_EQ(json["chains"][1]["error"], "no batch of that size");
+}
+
 }  // namespace
 }  // namespace convgen
