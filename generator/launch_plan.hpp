@@ -63,7 +63,7 @@ struct LaunchStep {
   // kernel: may launch early, while the stream's previous kernel still runs (programmatic dependent launch, sm_90 and
   // later). Its template promises that every block executes griddepcontrol.wait (convgen::wait_for_previous_grid)
   // before it reads or writes global memory that an earlier kernel of the stream may write or read; before that it
-  // may only set up shared memory and prefetch into L2. Launched normally where the promise is not made.
+  // may only set up shared memory. Launched normally where the promise is not made.
   bool early_launch = false;
   bool operator==(const LaunchStep&) const = default;
 };

@@ -7,8 +7,8 @@ namespace convgen {
 // A kernel of a plan step marked early_launch may start while the stream's previous kernel still runs. Every block
 // then calls wait_for_previous_grid() before it reads or writes global memory an earlier kernel may write or read
 // (the previous kernel waited for its own predecessor, so the order holds down the stream); before it, a block may
-// only set up shared memory and prefetch into L2, which is coherent and so never stale. allow_next_grid() lets the
-// stream's next kernel start its blocks as soon as every block of this one has called it: they wait in turn.
+// only set up shared memory. allow_next_grid() lets the stream's next kernel start its blocks as soon as every block
+// of this one has called it: they wait in turn.
 __device__ __forceinline__ void wait_for_previous_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -18,16 +18,6 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 __device__ __forceinline__ void allow_next_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
-// Fetches [address, address + bytes) into L2 (no wait, no registers: a hint); address and bytes multiples of 16.
-__device__ __forceinline__ void prefetch_l2(const void* address, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(address), "r"(bytes) : "memory");
-#else
-  (void)address;
-  (void)bytes;
 #endif
 }
 

@@ -663,34 +663,6 @@ __device__ __forceinline__ bool block_tile(int i, Tile& tile) {
   return true;
 }
 
-// Before the block waits for the stream's previous kernel (it may still run: early launch): the filter rows its first
-// tile's first STAGES steps read, fetched into L2 (one thread a row), so that the pipeline's first loads after the wait
-// find them there. A prefetch only warms L2, which is coherent: it never reads a stale value (a previous kernel that
-// writes the filter, the setup's pad_filter, is waited for before any load). None for the halo patch.
-__device__ __forceinline__ void prefetch_first_filter_steps(const element_t* filter, int tid) {
-  if constexpr (!HALO) {
-    Tile tile;
-    if (!block_tile(0, tile)) return;
-    const int first_atoms = cmin(tile.a_end - tile.a_begin, STAGES * K_ATOMS);
-    for (int row = tid; row < BLOCK_N; row += THREADS) {
-      const int col = tile.n_tile + row;
-      if (col >= KG) return;
-      const element_t* filter_row = filter + (idx_t)(tile.group * KG + col) * KR;
-      if constexpr (CHUNK_MAJOR) {  // atom a: chunk a / TRS of tap a % TRS (CG a multiple of 16 bytes)
-        for (int a = tile.a_begin; a < tile.a_begin + first_atoms; ++a) {
-          const int c = (a / TRS) * ATOM_K;
-          if (c < CG)
-            convgen::prefetch_l2(filter_row + (a % TRS) * CG + c, (unsigned)(cmin(ATOM_K, CG - c) * ELEMENT_BYTES));
-        }
-      } else {  // atoms [a_begin, a_begin + first_atoms): one run of the row (KR a multiple of 16 bytes)
-        const int k0 = tile.a_begin * ATOM_K;
-        const int k1 = cmin(KR, (tile.a_begin + first_atoms) * ATOM_K);
-        if (k1 > k0) convgen::prefetch_l2(filter_row + k0, (unsigned)((k1 - k0) * ELEMENT_BYTES));
-      }
-    }
-  }
-}
-
 // ---- The halo pipeline (HALO): one chunk of ATOM_K channels a step ----------------------------------------------
 // The producer: each step's stage gets the chunk's input patch by the 128 threads' cp.async (pixel i = y PATCH_W + x
 // of the patch, input row p0 - PAD_H + y and column q0 - PAD_W + x, zeros outside the input; the columns past
@@ -1094,10 +1066,11 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
     else
       __syncthreads();
   }
-  // Launched early, the block may start while the stream's previous kernel runs (grid_dependency.cuh): up to here it has only
-  // set up shared memory; it warms L2 with its first filter rows, then waits for that kernel before any other access
-  // to global memory, and lets the next kernel's blocks start (they wait in turn).
-  prefetch_first_filter_steps(filter, tid);
+  // Launched early, the block may start while the stream's previous kernel runs (grid_dependency.cuh): up to here
+  // it has only set up shared memory; it waits for that kernel before any access to global memory, and lets the next
+  // kernel's blocks start (they wait in turn). An L2 prefetch of the first steps' filter rows before the wait (one
+  // bulk prefetch a row, a tap's chunk each with `co`) made the kernels without a producer 10% slower and the
+  // chunk-major ones 70-90% (bench/results/h200/early-launch-2026-11-30/): none.
   convgen::wait_for_previous_grid();
   convgen::allow_next_grid();
   if constexpr (PRODUCER_WARPGROUP) {
