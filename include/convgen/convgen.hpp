@@ -74,6 +74,9 @@ class ConvOp {
   // A kernel with one-time work on the filter (needs_prepare()) does it on the first run with each `filter` pointer
   // and keeps one prepared copy per pointer (ops shared by layers of one problem run each layer's filter without
   // preparing again); after changing a filter's values in place, call prepare().
+  // On compute capability 9.0 and later the kernels launch early (programmatic dependent launch): their blocks may
+  // start while the stream's previous kernel ends, and wait for it before they touch any tensor, so stream order holds
+  // as usual; CONVGEN_EARLY_LAUNCH=0 in the environment launches them plainly.
   void run(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUstream stream) const;
 
   // The same for a problem with an epilogue (Problem::epilogue): `bias` holds K values and `residual` a tensor of the
