@@ -82,6 +82,10 @@ std::optional<NetworkChain> time_network_chain(const std::vector<BenchRow>& rows
     layers.push_back(std::move(layer));
   }
   chain.layers = static_cast<int>(layers.size());
+  if (layers.empty()) {
+    chain.error = "no kernel of ours built again";
+    return chain;
+  }
   const int rounds = std::max_element(layers.begin(), layers.end(), [](const ChainLayer& a, const ChainLayer& b) {
                        return a.count < b.count;
                      })->count;
