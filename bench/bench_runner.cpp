@@ -199,12 +199,15 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   for (const KernelSpec& s : specs) requests.push_back({p, s});
   const std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool_);
 
-  stage("building cuDNN routes");
-  CudnnBaseline cudnn(p, options_.cudnn);
+  std::optional<CudnnBaseline> cudnn;
+  if (options_.cudnn_routes) {
+    stage("building cuDNN routes");
+    cudnn.emplace(p, options_.cudnn);
+  }
 
   // Buffers: enough sets that rotating through them leaves nothing of the last call in L2 (unless --warm).
   row.buffer_sets = buffer_sets_to_defeat_l2(buffer_set_bytes(p), gpu_.l2_bytes, options_.warm);
-  DeviceBuffer cudnn_workspace(std::max<std::size_t>(cudnn.max_workspace_bytes(), 256));
+  DeviceBuffer cudnn_workspace(std::max<std::size_t>(cudnn ? cudnn->max_workspace_bytes() : 0, 256));
 
   stage("making the inputs and the float64 reference");
   const TensorSource activation = options_.activation ? *options_.activation : expected_activation(p, options_.pattern);
@@ -218,11 +221,12 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   stage("verifying");
   std::vector<ConvCandidate> candidates;
   std::vector<std::size_t> candidate_cudnn_entry;  // candidate i < cudnn_count: its row.cudnn index
-  const auto& routes = cudnn.routes();
+  const std::vector<CudnnRoute> no_routes;
+  const auto& routes = cudnn ? cudnn->routes() : no_routes;
   for (std::size_t r = 0; r < routes.size(); ++r) {
     ConvCandidate candidate{
         fmt::format("cudnn {}", routes[r].algo), [&cudnn, &cudnn_workspace, r](const ConvPointers& t, CUstream s) {
-          cudnn.launch(r, t.activation, t.filter, t.output, t.bias, t.residual, cudnn_workspace.ptr(), s);
+          cudnn->launch(r, t.activation, t.filter, t.output, t.bias, t.residual, cudnn_workspace.ptr(), s);
         }};
     CudnnEntry entry = verify_route(routes[r], candidate, measurement, stream);
     if (entry.status == RouteStatus::ok) {
@@ -339,7 +343,7 @@ BenchReport run_bench(const Suite& suite, const Gpu& gpu, const BenchOptions& op
   const Nvml* nvml = Nvml::open(0);
   BenchReport report{.provenance = collect_provenance(0, nvml, cudnn_version(), command_line),
                      .timing = options.timing, .warm = options.warm,
-                     .early_launch = early_launch_enabled(), .rows = {}};
+                     .early_launch = early_launch_enabled(), .cudnn_routes = options.cudnn_routes, .rows = {}};
   JitCache cache(user_cache_dir() / "jit");
   ThreadPool pool;
   LayerBench bench(gpu, options, cache, pool, nvml);

@@ -28,6 +28,8 @@ struct BenchOptions {
   // cuDNN offers ~100 routes per layer. Every verified route is screened (stream launches, kScreenSamples samples);
   // the `finalists` fastest go on to the full protocol with ours, interleaved. 0 takes every route to the end.
   int finalists = 8;
+  // false (--ours-only): no cuDNN route is built, verified or timed; the rows have ours alone (and the chains).
+  bool cudnn_routes = true;
   CudnnOptions cudnn;
   std::uint64_t seed = 1;
   // Further kernels of ours to try for a problem, e.g. the tuning database's best (`convgen bench` passes it).

@@ -350,6 +350,7 @@ std::string report_json(const BenchReport& report) {
                     {"graph", report.timing.graph}};
   json["warm"] = report.warm;
   json["early_launch"] = report.early_launch;
+  json["cudnn_routes"] = report.cudnn_routes;
   json["rows"] = Json::array();
   for (const BenchRow& row : report.rows) json["rows"].push_back(row_json(row));
   if (!report.chains.empty()) {
@@ -576,7 +577,18 @@ std::string report_markdown(const BenchReport& report) {
                                            entry.reason.empty() ? "" : ": " + entry.reason));
     }
     out += "\n";
-    if (compared == 0) {
+    if (!report.cudnn_routes) {
+      double ours_only_total = 0;
+      int timed = 0;
+      for (const BenchRow* row : rows)
+        if (const std::optional<double> us = ours_us(*row); us && row->ours.status == RouteStatus::ok) {
+          ours_only_total += row->count * *us;
+          ++timed;
+        }
+      out += fmt::format("cuDNN was not run (--ours-only). Ours, Σ count × time over {} of {} layers: {:.2f} µs.\n",
+                         timed, rows.size(), ours_only_total);
+      not_compared.clear();
+    } else if (compared == 0) {
       out += "No layer has both a cuDNN and an ours time.\n";
     } else {
       const std::string modes = graph_rows == compared ? "graph replay"

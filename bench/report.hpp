@@ -120,6 +120,7 @@ struct BenchReport {
   // Our kernels that may launch early did (conv_kernel.hpp's early_launch_enabled): each call's blocks may start while
   // the previous call ends, as consecutive layers of a network would (--early-launch off: never).
   bool early_launch = true;
+  bool cudnn_routes = true;  // cuDNN's routes were run (--ours-only: not; the rows have ours alone)
   std::vector<BenchRow> rows;
   std::vector<NetworkChain> chains;  // `convgen bench --chain`: per batch
 };

@@ -330,7 +330,7 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
                   float* __restrict__ g_output, const float* __restrict__ g_bias,
                   const float* __restrict__ g_residual) {
   convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
-  convgen::allow_next_grid();
+  convgen::allow_next_grid_at_start();
   using namespace act_sparse;
   constexpr bool REDUCE = WARPS > 1 || SPLIT_C > 1;
   constexpr int LDP = TP + 1;  // shared row of one output channel, padded: lane-indexed rows hit distinct banks
@@ -435,6 +435,7 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
       }
     }
   }
+  convgen::allow_next_grid_after_main_loop();
 
   const int out_image = n * K * P * Q;
   if constexpr (!REDUCE) {

@@ -142,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(direct::THREADS)
                   float* __restrict__ g_output, float* __restrict__ g_workspace, const float* __restrict__ g_bias,
                   const float* __restrict__ g_residual) {
   convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
-  convgen::allow_next_grid();
+  convgen::allow_next_grid_at_start();
   using namespace direct;
   using direct::Index;
   (void)g_workspace;
@@ -297,6 +297,7 @@ extern "C" __global__ void __launch_bounds__(direct::THREADS)
       }
     }
   }
+  convgen::allow_next_grid_after_main_loop();
 
   DIRECT_UNROLL_ALL
   for (int i = 0; i < cfg::THREAD_M; ++i) {

@@ -313,7 +313,7 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS)
                   igemm::element_t* __restrict__ g_output, float* __restrict__ g_workspace,
                   const igemm::element_t* __restrict__ g_bias, const igemm::element_t* __restrict__ g_residual) {
   convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
-  convgen::allow_next_grid();
+  convgen::allow_next_grid_at_start();
   using namespace igemm;
   (void)g_workspace;  // igemm needs no workspace
   __shared__ __align__(16) float s_filter[STAGES][BLOCK_K][LDM];
@@ -395,6 +395,7 @@ extern "C" __global__ void __launch_bounds__(igemm::THREADS)
       __syncthreads();
     }
   }
+  convgen::allow_next_grid_after_main_loop();
 
   // Epilogue: C[m][npix] -> output through the problem's epilogue; split-K blocks (identity epilogue only) add into
   // an output the caller zeroed.

@@ -296,7 +296,7 @@ extern "C" __global__ void __launch_bounds__(igemm_tc::THREADS)
                   float* __restrict__ g_workspace, const igemm_tc::element_t* __restrict__ g_bias,
                   const igemm_tc::element_t* __restrict__ g_residual) {
   convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
-  convgen::allow_next_grid();
+  convgen::allow_next_grid_at_start();
   using namespace igemm_tc;
   unsigned char* s_bytes = convgen::tc::dynamic_shared();
   const unsigned s_address = convgen::tc::shared_address(s_bytes);
@@ -385,6 +385,7 @@ extern "C" __global__ void __launch_bounds__(igemm_tc::THREADS)
     write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
   }
   convgen::tc::cp_async_wait<0>();
+  convgen::allow_next_grid_after_main_loop();
 
   // Epilogue: accumulator v of tile (mi, ni) is C[row][col] with row = mi * 16 + lane / 4 + 8 * (v / 2) and
   // col = ni * 8 + 2 * (lane % 4) + v % 2 within the warp tile.

@@ -58,6 +58,14 @@
 // pad_activation puts each output column's FOLD_S input columns side by side (W_SOURCE, FOLD_STRIDE, FOLD_PAD and
 // FOLD_DIL the source's width, stride, padding and dilation; zeros outside), so a filter row's taps, contiguous in the
 // filter, take whole 16-byte loads of real channels instead of one padded load each.
+//
+// Early launch (grid_dependency.cuh): the main entry lets the stream's next kernel start its blocks after its last
+// tile's main loop (CONVGEN_NEXT_GRID_AT 1), the other families only as their blocks exit (2). Measured on the H200 in
+// chains of ResNet-50's layers (bench/results/h200/next-grid-trigger-2026-11-30/): here 1 and 0 (at the start) were
+// alike and 2 was 1.07-1.15x slower; for the SIMT families 0 was 1.13-1.19x slower than 2.
+#ifndef CONVGEN_NEXT_GRID_AT
+#define CONVGEN_NEXT_GRID_AT 1
+#endif
 #include "interface.cuh"
 #include "epilogue.cuh"
 
@@ -1067,12 +1075,12 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
       __syncthreads();
   }
   // Launched early, the block may start while the stream's previous kernel runs (grid_dependency.cuh): up to here
-  // it has only set up shared memory; it waits for that kernel before any access to global memory, and lets the next
-  // kernel's blocks start (they wait in turn). An L2 prefetch of the first steps' filter rows before the wait (one
-  // bulk prefetch a row, a tap's chunk each with `co`) made the kernels without a producer 10% slower and the
-  // chunk-major ones 70-90% (bench/results/h200/early-launch-2026-11-30/): none.
+  // it has only set up shared memory; it waits for that kernel before any access to global memory. (It lets the next
+  // kernel's blocks start after its last tile's main loop, above.) An L2 prefetch of the first steps' filter rows
+  // before the wait (one bulk prefetch a row, a tap's chunk each with `co`) made the kernels without a producer 10%
+  // slower and the chunk-major ones 70-90% (bench/results/h200/early-launch-2026-11-30/): none.
   convgen::wait_for_previous_grid();
-  convgen::allow_next_grid();
+  convgen::allow_next_grid_at_start();
   if constexpr (PRODUCER_WARPGROUP) {
     if (TMA_FILTER && tid == WARPGROUPS * 128) wg::tensor_map_acquire(g_filter_map);
     // Filter-stationary: the producer's first thread loads every chunk of every tap of the (one) channel tile once;
@@ -1124,6 +1132,9 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
       shared_main_loop(r_acc, s_base, activation, filter, load_rows(tid, tile.m_tile, tile.n_tile, tile.group), tid,
                        warpgroup, tile.a_begin, tile.a_end, tile.steps);
     }
+    // The last tile's main loop is done (the producer's loads issued): the next kernel may start its blocks (with
+    // CONVGEN_NEXT_GRID_AT 1, this template's; with 0 they could from the start, just after the wait).
+    if (i + 1 == TILES_PER_BLOCK) convgen::allow_next_grid_after_main_loop();
     store_tile(r_acc, tile, s_out, g_output, g_workspace, g_bias, g_residual, tid);
   }
   // The bulk copies of the last tile read shared memory and write the output after the warp's last instruction:

@@ -144,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(pointwise::THREADS)
                   float* __restrict__ g_output, const float* __restrict__ g_bias, const float* __restrict__ g_residual,
                   float* __restrict__ g_workspace) {
   convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
-  convgen::allow_next_grid();
+  convgen::allow_next_grid_at_start();
   using namespace pointwise;
   __shared__ __align__(16) float s_a[BUFFERS][BLOCK_K][BLOCK_M];
   __shared__ __align__(16) float s_b[BUFFERS][BLOCK_K][BLOCK_N];
@@ -244,6 +244,7 @@ extern "C" __global__ void __launch_bounds__(pointwise::THREADS)
     };
     gemm_ring<(CP_STAGES > 0 ? CP_STAGES : 2)>(acc, s_a, s_b, step_begin, step_end, copy_step, tx, ty);
   }
+  convgen::allow_next_grid_after_main_loop();
 
   // Channels-first output: ((n * K + k) * PIXELS + pixel); with SPLIT_K > 1 this split's partial sums, at the same
   // index in its slice of the workspace. A thread's runs of 4 columns are 4-aligned: where PIXELS is a multiple of 4

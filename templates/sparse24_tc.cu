@@ -458,7 +458,7 @@ extern "C" __global__ void __launch_bounds__(sparse24_tc::THREADS)
                   float* __restrict__ g_workspace, const sparse24_tc::element_t* __restrict__ g_bias,
                   const sparse24_tc::element_t* __restrict__ g_residual) {
   convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
-  convgen::allow_next_grid();
+  convgen::allow_next_grid_at_start();
   using namespace sparse24_tc;
   unsigned char* s_bytes = convgen::tc::dynamic_shared();
   const unsigned s_address = convgen::tc::shared_address(s_bytes);
@@ -544,6 +544,7 @@ extern "C" __global__ void __launch_bounds__(sparse24_tc::THREADS)
     write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
   }
   convgen::tc::cp_async_wait<0>();
+  convgen::allow_next_grid_after_main_loop();
 
   if constexpr (STAGED_OUTPUT) {
     // Every warp has finished with the pipeline's buffers before they hold the output tile.

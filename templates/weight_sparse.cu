@@ -359,6 +359,7 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
       }
     }
   }
+  convgen::allow_next_grid_after_main_loop();
 #pragma unroll
   for (int j = 0; j < CHANNELS_PER_THREAD; ++j) {
     const int k = (int)blockIdx.y * K_GROUP + j * SPLIT + slice;
@@ -391,7 +392,7 @@ extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS * cfg::SPLIT)
                   const int* __restrict__ g_pattern_codes, float* __restrict__ g_output,
                   const float* __restrict__ g_bias, const float* __restrict__ g_residual) {
   convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
-  convgen::allow_next_grid();
+  convgen::allow_next_grid_at_start();
   using namespace weight_sparse;
   if constexpr (STAGED) {
     staged_conv(g_activation, g_pattern_codes, g_packed_values, g_output, g_bias, g_residual);
@@ -450,6 +451,7 @@ extern "C" __global__ void __launch_bounds__(cfg::BLOCK_PIXELS * cfg::SPLIT)
   for (int j = 0; j < K_GROUP; ++j) acc[j] = 0.0f;
   // The generated code indexes tap_base with constants only (every case names its taps), so it stays in registers.
   ws_code::group((int)blockIdx.y, g_activation, tap_base, valid, g_packed_values, acc);
+  convgen::allow_next_grid_after_main_loop();
 #pragma unroll
   for (int j = 0; j < K_GROUP; ++j) {
     const int k = (int)blockIdx.y * K_GROUP + j;

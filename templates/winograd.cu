@@ -252,7 +252,7 @@ extern "C" __global__ void __launch_bounds__(winograd::THREADS)
                   float* __restrict__ g_output, const float* __restrict__ g_bias,
                   const float* __restrict__ g_residual) {
   convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
-  convgen::allow_next_grid();
+  convgen::allow_next_grid_at_start();
   using namespace winograd;
   float* const s_mem = shared_floats();
   float* const s_u = s_mem;             // [POSITIONS][BLOCK_C][BLOCK_K]
@@ -303,6 +303,7 @@ extern "C" __global__ void __launch_bounds__(winograd::THREADS)
     }
     __syncthreads();
   }
+  convgen::allow_next_grid_after_main_loop();
 
   // 4. The output transform, KSLICE output channels per pass: M through shared memory, Y = A^T M A.
   float* const s_m = s_mem;  // [POSITIONS][KSLICE][BLOCK_T]

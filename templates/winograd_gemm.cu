@@ -300,7 +300,7 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_transformed_filter, const float* __restrict__ g_transformed_input,
                   float* __restrict__ g_products) {
   convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
-  convgen::allow_next_grid();
+  convgen::allow_next_grid_at_start();
   using namespace winograd_gemm;
   __shared__ __align__(16) float s_a[BUFFERS][BLOCK_K][BLOCK_M];
   __shared__ __align__(16) float s_b[BUFFERS][BLOCK_K][BLOCK_N];
@@ -383,6 +383,7 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
     };
     gemm_ring<(CP_STAGES > 0 ? CP_STAGES : 2)>(acc, s_a, s_b, 0, STEPS, copy_step, tx, ty);
   }
+  convgen::allow_next_grid_after_main_loop();
 
   float* __restrict__ g_m = g_products + batch * KG_PAD * T_PAD;
 #pragma unroll

@@ -602,7 +602,7 @@ class IgemmWgmma final : public Family {
       plan.buffers.push_back({.name = "activation_maps", .bytes = 0, .persistent = false});
     }
     // Every run kernel waits for the stream's previous kernel before it touches global memory (the main entry after
-    // its barriers' setup and an L2 prefetch of its first filter rows): each may launch early, overlapping it.
+    // its barriers' setup): each may launch early, overlapping it.
     return with_early_launch(std::move(plan));
   }
 

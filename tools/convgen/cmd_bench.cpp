@@ -30,6 +30,7 @@ struct Options {
   WeightOptions weights;
   bool warm = false;
   bool chain = false;
+  bool ours_only = false;
   int samples = kProtocolSamples, calls = kProtocolCallsPerSample, candidates = 3, finalists = 8;
   std::uint64_t seed = 1;
 };
@@ -49,6 +50,7 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
                        .chain = opts.chain,
                        .candidates_per_family = opts.candidates,
                        .finalists = opts.finalists,
+                       .cudnn_routes = !opts.ours_only,
                        .seed = opts.seed};
   const auto precision = parse_enum<Precision>(opts.precision);
   if (!precision)
@@ -235,6 +237,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--chain", opts->chain,
                 "After each batch, time the network as one chain of our fastest kernels (each layer count times, "
                 "in network order, warm buffers), with early launch and without, against the per-layer sum");
+  cmd->add_flag("--ours-only", opts->ours_only,
+                "Run no cuDNN route: our kernels alone, verified and timed (and the chain with --chain), e.g. to "
+                "compare builds of ours quickly; no speedup is reported")
+      ->excludes(cmd->get_option("--cudnn-also"));
   cmd->add_option("--out", opts->out, "Output folder")->capture_default_str();
   cmd->add_option("--layer", opts->layer, "Only this layer");
   cmd->add_option("--samples", opts->samples, "Samples per candidate and mode")->capture_default_str();

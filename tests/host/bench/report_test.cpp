@@ -360,5 +360,32 @@ TEST(Report, ANetworkChainIsWrittenUnderItsBatchInTheMarkdownAndInTheJson) {
   EXPECT_EQ(json["chains"][1]["error"], "no batch of that size");
 }
 
+TEST(Report, AnOursOnlyRunSaysCudnnWasNotRunAndSumsOursAlone) {
+  BenchReport report = sample_report();
+  report.cudnn_routes = false;
+  for (BenchRow& row : report.rows) row.cudnn.clear();
+  // The first section's rows (a section per suite, batch and precision).
+  double expected = 0;
+  int timed = 0, in_section = 0;
+  for (const BenchRow& row : report.rows) {
+    if (row.suite != report.rows.front().suite || row.problem.n != report.rows.front().problem.n) continue;
+    ++in_section;
+    if (const auto us = median_us(row.ours.timing, headline_mode(row)); us && row.ours.status == RouteStatus::ok) {
+      expected += row.count * *us;
+      ++timed;
+    }
+  }
+  ASSERT_GT(timed, 0);
+  const std::string markdown = report_markdown(report);
+  EXPECT_NE(markdown.find(fmt::format("cuDNN was not run (--ours-only). Ours, Σ count × time over {} of {} layers: "
+                                      "{:.2f} µs.\n",
+                                      timed, in_section, expected)),
+            std::string::npos)
+      << markdown;
+  EXPECT_EQ(markdown.find("Not compared"), std::string::npos) << markdown;
+  EXPECT_EQ(markdown.find("Geometric-mean speedup"), std::string::npos) << markdown;
+  EXPECT_FALSE(nlohmann::json::parse(report_json(report))["cudnn_routes"].get<bool>());
+}
+
 }  // namespace
 }  // namespace convgen
