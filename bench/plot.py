@@ -208,8 +208,8 @@ def plot_speedup(report, suite, rows):
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         measured = [v for v in values if not math.isnan(v)]
-        geomean = math.exp(sum(map(math.log, measured)) / len(measured)) if measured else math.nan
-        ax.set_title(f"batch {batch}: geometric mean {geomean:.2f}×")
+        ax.set_title(f"batch {batch}: geometric mean {math.exp(sum(map(math.log, measured)) / len(measured)):.2f}×"
+                     if measured else f"batch {batch}: no layer compared")
         ax.grid(True, axis="x", alpha=0.3)
     axes[0][0].set(yticks=range(len(names)), yticklabels=names, ylim=(len(names) - 0.5, -0.5))
     fig.suptitle(title(report, suite, rows, "speedup per layer, > 1: ours faster, —: not compared"))
@@ -278,8 +278,12 @@ def plot_report(path, out, gpu):
         rows = [row for row in report["rows"] if row["suite"] == suite]
         prefix = stem if len(suites) == 1 else f"{stem}_{suite}"
         save(plot_roofline(report, suite, rows, descriptor), out, f"{prefix}_roofline")
-        save(plot_speedup(report, suite, rows), out, f"{prefix}_speedup")
-        save(plot_network(report, suite, rows), out, f"{prefix}_network")
+        if report.get("cudnn_routes", True):
+            save(plot_speedup(report, suite, rows), out, f"{prefix}_speedup")
+            save(plot_network(report, suite, rows), out, f"{prefix}_network")
+    if not report.get("cudnn_routes", True):
+        print(f"{path}: cuDNN was not run (convgen bench --ours-only): the roofline only, no speedup or network "
+              "picture")
 
 
 def main():

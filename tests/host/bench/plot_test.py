@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """plot_test: `convgen plot` draws every picture of a report, names every layer in its SVGs, says what a bad file is.
 
-Usage: plot_test.py pictures CONVGEN REPORT...   every output file exists; the speedup and network SVGs name each layer
+Usage: plot_test.py pictures CONVGEN REPORT...   every output file exists; the speedup and network SVGs name each layer;
+                                                 a report without cuDNN (--ours-only) gets its roofline only
        plot_test.py errors CONVGEN REPORT        a missing file and a file that is no report give their exact messages
 The interpreter running this test is the one `convgen plot` runs ($CONVGEN_PYTHON).
 """
@@ -62,6 +63,23 @@ def check_pictures(convgen, reports):
             text = (Path(out) / f"{prefix}_{picture}.svg").read_text()
             if "a partial run (its first layers only)" not in text:
                 failures.append(f"{prefix}_{picture}.svg: its title does not say the run is partial")
+        # A run without cuDNN (`convgen bench --ours-only`): the roofline only, and a line saying why.
+        ours_only_report = load(reports[0])
+        ours_only_report["cudnn_routes"] = False
+        for row in ours_only_report["rows"]:
+            row["cudnn"], row["speedup"] = [], None
+        ours_only = Path(out) / "ours.json"
+        ours_only.write_text(json.dumps(ours_only_report))
+        result = plot(convgen, "--out", out, str(ours_only))
+        if result.returncode != 0:
+            sys.exit(f"convgen plot {ours_only} failed:\n{result.stderr}")
+        if "cuDNN was not run (convgen bench --ours-only): the roofline only" not in result.stdout:
+            failures.append(f"convgen plot {ours_only.name}: no line says cuDNN was not run:\n{result.stdout}")
+        written = sorted(p.name for p in Path(out).glob("ours*"))
+        suites = list(dict.fromkeys(row["suite"] for row in ours_only_report["rows"]))
+        prefixes = ["ours"] if len(suites) == 1 else [f"ours_{suite}" for suite in suites]
+        if written != sorted(["ours.json"] + [f"{p}_roofline.{fmt}" for p in prefixes for fmt in ("svg", "png")]):
+            failures.append(f"convgen plot {ours_only.name} wrote {written}: expected the roofline pictures only")
     if failures:
         sys.exit("\n".join(failures))
 
