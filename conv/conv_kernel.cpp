@@ -2,6 +2,7 @@
 #include "conv/conv_kernel.hpp"
 
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -41,6 +42,21 @@ std::atomic<bool>& early_launch_switch() {
 bool early_launch_enabled() { return early_launch_switch().load(std::memory_order_relaxed); }
 
 void set_early_launch(bool enabled) { early_launch_switch().store(enabled, std::memory_order_relaxed); }
+
+std::optional<int> parse_smem_carveout(const char* value) {
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  const std::string_view text(value);
+  int percent = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), percent);
+  if (error != std::errc() || end != text.data() + text.size() || percent < 0 || percent > 100)
+    throw InputError(fmt::format("CONVGEN_SMEM_CARVEOUT: expected a percentage from 0 to 100, got '{}'", text));
+  return percent;
+}
+
+std::optional<int> smem_carveout_from_environment() {
+  static const std::optional<int> carveout = parse_smem_carveout(std::getenv("CONVGEN_SMEM_CARVEOUT"));
+  return carveout;
+}
 
 std::string entry_symbol(const BuiltKernel& kernel, const std::string& suffix) {
   return suffix.empty() ? kernel.source.entry : kernel.source.entry + "_" + suffix;
@@ -153,12 +169,14 @@ struct ConvLauncher::Loaded {
 
 ConvLauncher::ConvLauncher(const BuiltKernel& kernel) : kernel_(kernel) {
   loaded_ = std::make_unique<Loaded>(Loaded{Module(kernel.cubin, kernel.source.entry), {}, {}});
+  const std::optional<int> carveout = smem_carveout_from_environment();
   for (const auto* steps : {&kernel.plan.setup, &kernel.plan.run})
     for (const LaunchStep& step : *steps) {
       if (step.kind != LaunchStep::Kind::kernel || loaded_->kernels.contains(step.entry_suffix)) continue;
       Kernel function = loaded_->module.kernel(entry_symbol(kernel, step.entry_suffix));
       if (step.geometry.dynamic_smem_bytes > 48 * 1024)
         function.set_max_dynamic_smem(static_cast<int>(step.geometry.dynamic_smem_bytes));
+      if (carveout) function.set_preferred_smem_carveout(*carveout);
       loaded_->kernels.emplace(step.entry_suffix, std::move(function));
     }
 }

@@ -6,6 +6,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
@@ -80,6 +81,15 @@ void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epi
 // bench's and the tuner's `--early-launch off`, to measure what it gives). The kernels are the same either way.
 bool early_launch_enabled();
 void set_early_launch(bool enabled);
+
+// The shared-memory carveout every ConvLauncher asks its kernels to run with (Kernel::set_preferred_smem_carveout,
+// a percentage of the SM's maximum shared memory), from the environment's CONVGEN_SMEM_CARVEOUT (0 to 100); none when
+// it is unset, and the driver picks each kernel's. A knob for measuring whether kernels of different carveouts back
+// to back (an SM reconfigures its L1/shared split between them) cost a network's chain; not measured yet.
+std::optional<int> smem_carveout_from_environment();
+// CONVGEN_SMEM_CARVEOUT's value read: none for null or empty; throws InputError naming the variable for anything but
+// an integer from 0 to 100.
+std::optional<int> parse_smem_carveout(const char* value);
 
 // A built kernel loaded into the current CUDA context, with the persistent buffers of its plan (a transformed or
 // packed filter): one prepared copy per filter it was prepared with, so that launches with several filters (modules

@@ -59,6 +59,14 @@ void Kernel::set_max_dynamic_smem(int bytes) const {
                                cu_error_text(result)));
 }
 
+void Kernel::set_preferred_smem_carveout(int percent) const {
+  const CUresult result =
+      driver().cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent);
+  if (result != CUDA_SUCCESS)
+    throw ApiError(fmt::format("kernel '{}': cannot prefer a {}% shared-memory carveout: {}", name_, percent,
+                               cu_error_text(result)));
+}
+
 int Kernel::registers() const { return attribute(CU_FUNC_ATTRIBUTE_NUM_REGS); }
 
 int Kernel::max_threads_per_block() const { return attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK); }

@@ -44,6 +44,9 @@ class Kernel {
 
   // Allows up to `bytes` of dynamic shared memory (needed above 48 KiB; the opt-in maximum is per device).
   void set_max_dynamic_smem(int bytes) const;
+  // Asks for this share of the SM's maximum shared memory as the L1/shared split while it runs (0 to 100; a hint the
+  // driver rounds to a supported carveout).
+  void set_preferred_smem_carveout(int percent) const;
   int registers() const;
   int max_threads_per_block() const;  // for this kernel, given its register use
   int static_smem_bytes() const;

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "convgen/error.hpp"
 #include "convgen/weights.hpp"
 #include "support/corpus.hpp"
 
@@ -138,6 +139,22 @@ TEST(BuildKernel, TemplatesReadFromAFolderAreRenderedAndKeyedEveryTime) {
   build_kernel(kSmall, spec, gpu, cache);
   build_kernel(kSmall, spec, gpu, cache);
   EXPECT_EQ(cache.stats(), (Stats{.memory_hits = 1, .misses = 1, .compiles = 1}));
+}
+
+TEST(SmemCarveout, ThePercentageIsReadAndAnythingElseIsRefusedNamingTheVariable) {
+  EXPECT_EQ(parse_smem_carveout(nullptr), std::nullopt);
+  EXPECT_EQ(parse_smem_carveout(""), std::nullopt);
+  EXPECT_EQ(parse_smem_carveout("0"), 0);
+  EXPECT_EQ(parse_smem_carveout("100"), 100);
+  for (const char* bad : {"101", "-1", "50%", "max", " 50"}) {
+    try {
+      parse_smem_carveout(bad);
+      ADD_FAILURE() << "'" << bad << "' was accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("CONVGEN_SMEM_CARVEOUT: expected a percentage from 0 to 100, got '") + bad + "'");
+    }
+  }
 }
 
 }  // namespace
