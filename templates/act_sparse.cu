@@ -18,6 +18,12 @@
 // With LOAD_BATCH > 1 the loads of a batch of channels are all issued before the first of them is computed: a warp
 // then waits for memory once per batch instead of once per channel, which is what a small layer at batch 1 (few
 // warps, nothing to hide a DRAM round trip behind) is bound by.
+// With BLOCK_STAGED the block first stages the halos of a chunk of its channels in shared memory (each warp loads
+// whole channels, several at once, and stores them with their nonzero masks), then one warp lists the channels of
+// the chunk with a nonzero; the warps take the listed channels in turn and read halos and masks from shared memory.
+// A channel whose halo is all zero then costs no tap load and no step of any warp's loop, the warps' work stays
+// balanced however the nonzeros cluster (a blob of ReLU's nonzeros falls in few channels of a tile), and the halo
+// loads of many channels are in flight at once instead of one channel ahead.
 // Nothing is built or counted outside the kernel: no second launch, no host round trip, no atomics for lists.
 //
 // Grid: x = N * TILES_H * TILES_W output tiles, y = ceil(K / KW) channel groups, z = SPLIT_C input-channel splits.
@@ -54,6 +60,9 @@ constexpr bool UNROLL2 = false;
 CONVGEN_PARAM("relu", "bool", "apply max(0, x) to the activation as it is loaded") constexpr bool RELU_ON_LOAD = false;
 CONVGEN_PARAM("lb", "1,2,4,8", "input channels a warp loads in one batch before computing them (1: one channel ahead)")
 constexpr int LOAD_BATCH = 1;
+CONVGEN_PARAM("bs", "bool", "the block stages its channels' halos in shared memory and lists the channels with a "
+              "nonzero, which its warps take in turn (sparse loop 3, one channel ahead)")
+constexpr bool BLOCK_STAGED = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -106,6 +115,8 @@ static_assert(SPARSE_MODE >= 0 && SPARSE_MODE <= 3, "SPARSE_MODE must be 0 to 3"
 static_assert(LOAD_BATCH == 1 || LOAD_BATCH == 2 || LOAD_BATCH == 4 || LOAD_BATCH == 8,
               "LOAD_BATCH must be 1, 2, 4 or 8");
 static_assert(LOAD_BATCH == 1 || !UNROLL2, "the channel loop is unrolled by 2 or loaded in batches, not both");
+static_assert(!BLOCK_STAGED || (SPARSE_MODE == 3 && !UNROLL2 && LOAD_BATCH == 1),
+              "the block-staged channel loop reads halos from shared memory (sparse loop 3), one channel ahead");
 
 // Packed filter: with R * S >= 4 taps, [c][k][RS_PAD] (a lane's taps of one channel are contiguous, read as
 // float4: RS_PAD / 4 loads per output channel instead of R * S), else [c][r][s][k] (lanes read consecutive k).
@@ -115,6 +126,22 @@ constexpr int HALO_SLOTS = HALO_REGS * 32;  // shared halo floats per warp (SPAR
 constexpr int K_PAD = (int)ceil_div(K, KW) * KW;  // output channels of the packed filter (zeros past K)
 
 constexpr unsigned FULL = 0xffffffffu;
+
+// Shared memory of the main entry: the warps' reduction rows (one per output channel, padded so that lane-indexed
+// rows hit distinct banks) and, with BLOCK_STAGED, a chunk of the block's channels: each channel's halo (HALO_STRIDE
+// floats, a whole number of the sparse loop's groups of 8, zeros past HALO), its nonzero masks and a list entry.
+constexpr bool REDUCE = WARPS > 1 || SPLIT_C > 1;
+constexpr int LDP = TP + 1;
+constexpr int SUM_FLOATS = REDUCE ? KW * LDP : 1;
+constexpr int HALO_STRIDE = (HALO + 7) / 8 * 8;
+#ifndef CONVGEN_ACT_SPARSE_STAGE_BYTES  // smaller only in the host emulation test, to stage several chunks
+#define CONVGEN_ACT_SPARSE_STAGE_BYTES (44 * 1024)
+#endif
+constexpr int STAGE_BUDGET_FLOATS = CONVGEN_ACT_SPARSE_STAGE_BYTES / 4 - SUM_FLOATS;  // static shared stays < 48 KiB
+constexpr int STAGE_FIT = STAGE_BUDGET_FLOATS / (HALO_STRIDE + HALO_REGS + 1);
+constexpr int STAGE_CHANNELS = !BLOCK_STAGED ? 1 : (C_CHUNK < STAGE_FIT ? C_CHUNK : STAGE_FIT);
+constexpr int STAGE_BATCH = 4;  // channels a warp loads at once while staging
+static_assert(!BLOCK_STAGED || STAGE_FIT >= 1, "the reduction rows leave no shared memory to stage a channel in");
 
 using Acc = float[K_PER_LANE][TILE_H][TILE_W];
 using Taps = float[K_PER_LANE][R][S];
@@ -206,6 +233,27 @@ __device__ __forceinline__ void sparse_grouped(Acc& acc, const Taps& f, const fl
   }
 }
 
+// The groups of 8 positions of a halo in shared memory (s_channel, 16-byte aligned): a group with a nonzero is read
+// with two float4 broadcasts, then each set bit's FMAs run behind its branch.
+__device__ __forceinline__ void sparse_groups(Acc& acc, const Taps& f, const unsigned (&mask)[HALO_REGS],
+                                              const float* s_channel) {
+#pragma unroll
+  for (int j = 0; j < HALO_REGS; ++j) {
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      if (j * 32 + g * 8 >= HALO || ((mask[j] >> (g * 8)) & 0xffu) == 0) continue;
+      float x[8];
+      convgen::load_floats<4>(x, s_channel + j * 32 + g * 8);
+      convgen::load_floats<4>(x + 4, s_channel + j * 32 + g * 8 + 4);
+#pragma unroll
+      for (int b = 0; b < 8; ++b) {
+        const int pos = j * 32 + g * 8 + b;
+        if (pos < HALO && (mask[j] & (1u << (g * 8 + b))) != 0) apply(acc, f, x[b], pos);
+      }
+    }
+  }
+}
+
 // As sparse_grouped, but the halo goes through the warp's shared buffer: a group of 8 positions with a nonzero is
 // read with two float4 broadcasts instead of 8 shuffles (and needs no convergence check).
 __device__ __forceinline__ void sparse_shared(Acc& acc, const Taps& f, const float (&v)[HALO_REGS],
@@ -214,20 +262,19 @@ __device__ __forceinline__ void sparse_shared(Acc& acc, const Taps& f, const flo
 #pragma unroll
   for (int j = 0; j < HALO_REGS; ++j) s_halo[j * 32 + lane] = v[j];
   __syncwarp();
+  sparse_groups(acc, f, mask, s_halo);
+}
+
+// Every position of a halo in shared memory (s_channel), read 8 at a time by two float4 broadcasts.
+__device__ __forceinline__ void dense_shared(Acc& acc, const Taps& f, const float* s_channel) {
 #pragma unroll
-  for (int j = 0; j < HALO_REGS; ++j) {
+  for (int g = 0; g * 8 < HALO; ++g) {
+    float x[8];
+    convgen::load_floats<4>(x, s_channel + g * 8);
+    convgen::load_floats<4>(x + 4, s_channel + g * 8 + 4);
 #pragma unroll
-    for (int g = 0; g < 4; ++g) {
-      if (j * 32 + g * 8 >= HALO || ((mask[j] >> (g * 8)) & 0xffu) == 0) continue;
-      float x[8];
-      convgen::load_floats<4>(x, s_halo + j * 32 + g * 8);
-      convgen::load_floats<4>(x + 4, s_halo + j * 32 + g * 8 + 4);
-#pragma unroll
-      for (int b = 0; b < 8; ++b) {
-        const int pos = j * 32 + g * 8 + b;
-        if (pos < HALO && (mask[j] & (1u << (g * 8 + b))) != 0) apply(acc, f, x[b], pos);
-      }
-    }
+    for (int b = 0; b < 8; ++b)
+      if (g * 8 + b < HALO) apply(acc, f, x[b], g * 8 + b);
   }
 }
 
@@ -243,17 +290,20 @@ __device__ __forceinline__ void dense_all(Acc& acc, const Taps& f, const float (
 constexpr int CHANNEL_STEP = CHANNELS_LAST ? 1 : HW;
 constexpr int TAPS_STEP = VEC_TAPS ? K_PAD * RS_PAD : RS * K_PAD;
 
-// Loads a channel's halo (this lane's elements, from the channel's first element g_channel) and the lane's taps of
-// that channel (from g_taps, the lane's first tap of the channel). The callers advance both pointers by a channel
-// step, so a load costs an address add, not an index computation.
-__device__ __forceinline__ void load_channel(float (&v)[HALO_REGS], Taps& f, const float* __restrict__ g_channel,
-                                             const float* __restrict__ g_taps, const int (&spatial)[HALO_REGS]) {
+// Loads this lane's elements of a channel's halo, from the channel's first element g_channel (max(0, x) applied
+// with RELU_ON_LOAD; zero outside the input).
+__device__ __forceinline__ void load_halo(float (&v)[HALO_REGS], const float* __restrict__ g_channel,
+                                          const int (&spatial)[HALO_REGS]) {
 #pragma unroll
   for (int j = 0; j < HALO_REGS; ++j) {
     float x = spatial[j] >= 0 ? __ldg(g_channel + spatial[j]) : 0.0f;
     if constexpr (RELU_ON_LOAD) x = fmaxf(x, 0.0f);
     v[j] = x;
   }
+}
+
+// Loads the lane's taps of a channel, from g_taps (the lane's first tap of the channel).
+__device__ __forceinline__ void load_taps(Taps& f, const float* __restrict__ g_taps) {
   if constexpr (VEC_TAPS) {
 #pragma unroll
     for (int t = 0; t < K_PER_LANE; ++t) {
@@ -274,6 +324,14 @@ __device__ __forceinline__ void load_channel(float (&v)[HALO_REGS], Taps& f, con
         for (int s = 0; s < S; ++s)
           f[t][r][s] = __ldg(g_taps + (r * S + s) * K_PAD + t * 32);
   }
+}
+
+// Loads a channel's halo and the lane's taps of that channel. The callers advance both pointers by a channel step,
+// so a load costs an address add, not an index computation.
+__device__ __forceinline__ void load_channel(float (&v)[HALO_REGS], Taps& f, const float* __restrict__ g_channel,
+                                             const float* __restrict__ g_taps, const int (&spatial)[HALO_REGS]) {
+  load_halo(v, g_channel, spatial);
+  load_taps(f, g_taps);
 }
 
 __device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, const float (&v)[HALO_REGS], float* s_halo,
@@ -297,6 +355,68 @@ __device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, const f
     else
       sparse_unrolled(acc, f, v, mask);
   }
+}
+
+// Stages the halos of channels [c0, c0 + chunk) in shared memory (s_stage, HALO_STRIDE floats each) with their
+// nonzero masks (s_masks), then lists those with a nonzero (s_list, s_live[0] of them). Warp w stages channels w,
+// w + WARPS, ..., STAGE_BATCH at a time (their loads in flight together); warp 0 makes the list. Called by every
+// thread of the block; returns after a barrier, the list complete.
+__device__ __forceinline__ void stage_channels(const float* __restrict__ g_first, int chunk,
+                                               const int (&spatial)[HALO_REGS], float* s_stage, unsigned* s_masks,
+                                               int* s_list, int* s_live, int warp, int lane) {
+  __syncthreads();  // the previous chunk's readers are done
+#pragma unroll 1
+  for (int i0 = warp; i0 < chunk; i0 += WARPS * STAGE_BATCH) {
+    float v[STAGE_BATCH][HALO_REGS];
+#pragma unroll
+    for (int b = 0; b < STAGE_BATCH; ++b)
+      if (i0 + b * WARPS < chunk) load_halo(v[b], g_first + (i0 + b * WARPS) * CHANNEL_STEP, spatial);
+#pragma unroll
+    for (int b = 0; b < STAGE_BATCH; ++b) {
+      const int i = i0 + b * WARPS;
+      if (i >= chunk) break;
+#pragma unroll
+      for (int j = 0; j < HALO_REGS; ++j) {
+        const unsigned mask = __ballot_sync(FULL, v[b][j] != 0.0f);
+        if (j * 32 + lane < HALO_STRIDE) s_stage[i * HALO_STRIDE + j * 32 + lane] = v[b][j];
+        if (lane == 0) s_masks[i * HALO_REGS + j] = mask;
+      }
+    }
+  }
+  __syncthreads();
+  if (warp == 0) {
+    int listed = 0;
+#pragma unroll 1
+    for (int i0 = 0; i0 < chunk; i0 += 32) {
+      const int i = i0 + lane;
+      bool live = false;
+      if (i < chunk) {
+#pragma unroll
+        for (int j = 0; j < HALO_REGS; ++j) live = live || s_masks[i * HALO_REGS + j] != 0;
+      }
+      const unsigned ballot = __ballot_sync(FULL, live);
+      if (live) s_list[listed + __popc(ballot & ((1u << lane) - 1u))] = i;
+      listed += __popc(ballot);
+    }
+    if (lane == 0) s_live[0] = listed;
+  }
+  __syncthreads();
+}
+
+// One listed channel of a chunk: its masks from s_masks, its halo from s_channel (shared), the lane's taps f.
+__device__ __forceinline__ void compute_staged_channel(Acc& acc, const Taps& f, const unsigned* s_channel_masks,
+                                                       const float* s_channel) {
+  unsigned mask[HALO_REGS];
+  int count = 0;
+#pragma unroll
+  for (int j = 0; j < HALO_REGS; ++j) {
+    mask[j] = s_channel_masks[j];
+    count += __popc(mask[j]);
+  }
+  if (count >= DENSE_MIN)
+    dense_shared(acc, f, s_channel);
+  else
+    sparse_groups(acc, f, mask, s_channel);
 }
 
 }  // namespace act_sparse
@@ -332,10 +452,12 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
   convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
   convgen::allow_next_grid_at_start();
   using namespace act_sparse;
-  constexpr bool REDUCE = WARPS > 1 || SPLIT_C > 1;
-  constexpr int LDP = TP + 1;  // shared row of one output channel, padded: lane-indexed rows hit distinct banks
-  __shared__ float s_sum[REDUCE ? KW * LDP : 1];
-  __shared__ __align__(16) float s_halo[SPARSE_MODE == 3 ? WARPS * HALO_SLOTS : 4];
+  __shared__ float s_sum[SUM_FLOATS];
+  __shared__ __align__(16) float s_halo[SPARSE_MODE == 3 && !BLOCK_STAGED ? WARPS * HALO_SLOTS : 4];
+  __shared__ __align__(16) float s_stage[BLOCK_STAGED ? STAGE_CHANNELS * HALO_STRIDE : 4];
+  __shared__ unsigned s_masks[BLOCK_STAGED ? STAGE_CHANNELS * HALO_REGS : 1];
+  __shared__ int s_list[STAGE_CHANNELS];
+  __shared__ int s_live[1];
 
   const int lane = (int)threadIdx.x & 31;
   const int warp = (int)threadIdx.x >> 5;
@@ -378,8 +500,35 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
 #pragma unroll
       for (int j = 0; j < TILE_W; ++j) acc[t][i][j] = 0.0f;
 
-  float* s_my_halo = s_halo + (SPARSE_MODE == 3 ? warp * HALO_SLOTS : 0);
-  if (c_lo < c_hi) {
+  float* s_my_halo = s_halo + (SPARSE_MODE == 3 && !BLOCK_STAGED ? warp * HALO_SLOTS : 0);
+  if constexpr (BLOCK_STAGED) {
+    // A chunk of the block's channels at a time: staged and listed by the whole block, then each warp takes the
+    // listed channels warp, warp + WARPS, ... (taps loaded one listed channel ahead).
+    const int tap_lane = VEC_TAPS ? k_lane * RS_PAD : k_lane;
+#pragma unroll 1
+    for (int c0 = c_block; c0 < c_end; c0 += STAGE_CHANNELS) {
+      const int chunk = c_end - c0 < STAGE_CHANNELS ? c_end - c0 : STAGE_CHANNELS;
+      stage_channels(g_activation + image_base + c0 * CHANNEL_STEP, chunk, spatial, s_stage, s_masks, s_list, s_live,
+                     warp, lane);
+      const int live = s_live[0];
+      const float* g_chunk_taps = g_packed_filter + c0 * TAPS_STEP + tap_lane;
+      float f[K_PER_LANE][R][S];
+      if (warp < live) load_taps(f, g_chunk_taps + s_list[warp] * TAPS_STEP);
+#pragma unroll 1
+      for (int l = warp; l < live; l += WARPS) {
+        const int i = s_list[l];
+        float cf[K_PER_LANE][R][S];
+#pragma unroll
+        for (int t = 0; t < K_PER_LANE; ++t)
+#pragma unroll
+          for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int s = 0; s < S; ++s) cf[t][r][s] = f[t][r][s];
+        if (l + WARPS < live) load_taps(f, g_chunk_taps + s_list[l + WARPS] * TAPS_STEP);
+        compute_staged_channel(acc, cf, s_masks + i * HALO_REGS, s_stage + i * HALO_STRIDE);
+      }
+    }
+  } else if (c_lo < c_hi) {
     const float* g_channel = g_activation + image_base + c_lo * CHANNEL_STEP;
     const float* g_taps = g_packed_filter + c_lo * TAPS_STEP + (VEC_TAPS ? k_lane * RS_PAD : k_lane);
     if constexpr (LOAD_BATCH > 1) {

@@ -19,7 +19,7 @@
 namespace convgen::act_sparse {
 
 
-// Field order = CONVGEN_PARAM declaration order in templates/act_sparse.cu (th tw tk wp sc dm sm ur relu lb).
+// Field order = CONVGEN_PARAM declaration order in templates/act_sparse.cu (th tw tk wp sc dm sm ur relu lb bs).
 struct Params {
   int tile_h = 4;          // th: output rows per warp tile
   int tile_w = 7;          // tw: output columns per warp tile
@@ -31,6 +31,7 @@ struct Params {
   bool unroll2 = false;    // ur: channel loop unrolled by 2 (two register sets)
   bool relu_on_load = false;
   int load_batch = 1;      // lb: input channels a warp loads at once before computing them (1: one channel ahead)
+  bool block_staged = false;  // bs: the block stages its channels' halos in shared memory and lists the live ones
   bool operator==(const Params&) const = default;
 };
 
@@ -49,6 +50,11 @@ std::vector<Params> enumerate(const Problem& problem, const Gpu& gpu, double zer
 // The first candidate of enumerate, or nullopt when none is supported.
 std::optional<Params> default_params(const Problem& problem, const Gpu& gpu, double zero_fraction,
                                      bool relu_on_load = false);
+
+// With block_staged, the channels the block stages at a time (0 without).
+int staged_channels(const Problem& problem, const Params& p);
+// Static shared memory of the main entry in bytes.
+std::int64_t smem_bytes(const Problem& problem, const Params& p);
 
 // Launch geometry of the main entry; zero_output_first when split_c > 1 (the plan's zero step).
 struct Geometry {
@@ -119,8 +125,32 @@ int tap_loads(const Problem& pr, const Params& p) {
   return (rs >= 4 ? rs_pad(pr) / 4 : rs) * p.k_per_lane;
 }
 
+// Static shared memory of the main entry, as the template declares it: the warps' reduction rows (when they or the
+// blocks split the channels), the sparse loop 3's per-warp halo, or with block_staged a chunk of channels (each its
+// halo in groups of 8, its masks and a list entry) within a 44 KiB budget.
+constexpr int kStageBudgetBytes = 44 * 1024;
+int reduce_floats(const Problem& pr, const Params& p) {
+  const Derived d = derive(pr, p);
+  return p.warps > 1 || p.split_c > 1 ? d.kw * (d.tp + 1) : 1;
+}
+int staged_channel_floats(const Problem& pr, const Params& p) {
+  const Derived d = derive(pr, p);
+  return (d.halo + 7) / 8 * 8 + d.halo_regs + 1;
+}
+
 }  // namespace
 
+int staged_channels(const Problem& pr, const Params& p) {
+  if (!p.block_staged) return 0;
+  const int fit = (kStageBudgetBytes / 4 - reduce_floats(pr, p)) / staged_channel_floats(pr, p);
+  return std::min(derive(pr, p).c_chunk, fit);
+}
+
+std::int64_t smem_bytes(const Problem& pr, const Params& p) {
+  const Derived d = derive(pr, p);
+  if (p.block_staged) return 4 * (reduce_floats(pr, p) + std::int64_t{staged_channels(pr, p)} * staged_channel_floats(pr, p) + 5);
+  return 4 * (reduce_floats(pr, p) + (p.sparse_mode == 3 ? p.warps * d.halo_regs * 32 : 4) + 4);
+}
 
 int halo_h(const Problem& pr, const Params& p) {
   return (p.tile_h - 1) * pr.stride.h + (pr.filter.h - 1) * pr.dilation.h + 1;
@@ -157,6 +187,11 @@ std::optional<std::string> check_support(const Problem& pr, const Gpu& gpu, cons
     return fmt::format("load_batch must be 1, 2, 4 or 8, got {}", p.load_batch);
   if (p.load_batch > 1 && p.unroll2)
     return "the channel loop is unrolled by 2 (unroll2) or loaded in batches (load_batch > 1), not both";
+  if (p.block_staged && (p.sparse_mode != 3 || p.unroll2 || p.load_batch != 1))
+    return fmt::format(
+        "block_staged reads halos from shared memory (sparse_mode 3), one channel ahead (no unroll2, load_batch 1); "
+        "got sparse_mode {}, unroll2 {}, load_batch {}",
+        p.sparse_mode, p.unroll2, p.load_batch);
   const Derived d = derive(pr, p);
   if (p.load_batch > 1 && p.load_batch >= 2 * d.c_per_warp)
     return fmt::format("load_batch {} is at least twice the {} input channels of a warp", p.load_batch,
@@ -187,7 +222,9 @@ std::optional<std::string> check_support(const Problem& pr, const Gpu& gpu, cons
   if (regs * 32 * p.warps > regs_per_block)
     return fmt::format("about {} registers per thread x {} threads exceed the {} of a block (ptxas would spill)", regs,
                        32 * p.warps, regs_per_block);
-  const int smem = d.kw * (d.tp + 1) * 4 + (p.sparse_mode == 3 ? p.warps * d.halo_regs * 32 * 4 : 0);
+  if (p.block_staged && staged_channels(pr, p) < 1)
+    return "block_staged: the warps' reduction rows leave no shared memory to stage a channel in";
+  const int smem = static_cast<int>(smem_bytes(pr, p));
   if (smem > std::min(gpu.smem_per_block_bytes, 48 * 1024))
     return fmt::format("{} bytes of shared memory exceed the {} allowed", smem, std::min(gpu.smem_per_block_bytes, 48 * 1024));
   if (32 * p.warps > gpu.max_threads_per_block)
@@ -296,11 +333,13 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
   // (resnet20_cifar at batch 1 and 2, every candidate) against the same geometry loading one channel ahead, 1.04-1.26x
   // faster on 1x1 layers; on 3x3 layers the geometric mean per layer-batch was 0.81-1.14x, below 1 on 10 of 12
   // (bench/results/h200/act-sparse-load-batch-2026-11-29/).
+  // And so are the block-staged twins (block_staged: the block stages its channels' halos and lists the live ones),
+  // new on 2026-11-30 and not yet in the estimate.
   constexpr std::size_t kUnrollAfter = 8;
-  const std::size_t twins = limit >= 2 * kUnrollAfter ? limit / 6 : 0;
+  const std::size_t twins = limit >= 2 * kUnrollAfter ? limit / 7 : 0;
   std::vector<Params> out;
   std::size_t taken = 0;
-  for (; taken < ranked.size() && taken + 2 * twins < limit; ++taken) out.push_back(ranked[taken].second);
+  for (; taken < ranked.size() && taken + 3 * twins < limit; ++taken) out.push_back(ranked[taken].second);
   std::vector<Params> added;
   for (std::size_t i = 0; i < std::min(twins, out.size()); ++i) {
     Params twin = out[i];
@@ -317,6 +356,11 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
         added.push_back(twin);
         break;
       }
+  }
+  for (std::size_t i = 0; i < std::min(twins, out.size()); ++i) {
+    Params twin = out[i];
+    twin.block_staged = true;
+    if (!check_support(pr, gpu, twin)) added.push_back(twin);
   }
   // Slots a geometry without a batched twin left: the next geometries of the ranking.
   for (; taken < ranked.size() && out.size() + added.size() < limit; ++taken) out.push_back(ranked[taken].second);
@@ -346,7 +390,7 @@ constexpr double kWarpIssueRate = 0.25;
 as::Params to_logic(const ActSparseParams& s) {
   return {.tile_h = s.tile_h, .tile_w = s.tile_w, .k_per_lane = s.k_per_lane, .warps = s.warps, .split_c = s.split_c,
           .dense_at = s.dense_at, .sparse_mode = s.sparse_mode, .unroll2 = s.unroll2, .relu_on_load = s.relu_on_load,
-          .load_batch = s.load_batch};
+          .load_batch = s.load_batch, .block_staged = s.block_staged};
 }
 ActSparseParams from_logic(const as::Params& p) {
   ActSparseParams s;
@@ -360,6 +404,7 @@ ActSparseParams from_logic(const as::Params& p) {
   s.unroll2 = p.unroll2;
   s.relu_on_load = p.relu_on_load;
   s.load_batch = p.load_batch;
+  s.block_staged = p.block_staged;
   return s;
 }
 
@@ -374,10 +419,10 @@ class ActSparse final : public Family {
 
   std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
     std::vector<KernelSpec> specs;
-    // 48: the model's ranking near the top is rough (on the cusnn layers at 70% zeros, batches 1 to 8, the best of
-    // its first 24 measured on an H100 was 7% to 51% faster than the best of its first 4), and a layer's candidates
-    // compile and measure in about 2 s there.
-    for (const auto& a : act_sparse::enumerate(p, gpu, p.act_sparsity, 48)) specs.push_back(to_spec(from_logic(a)));
+    // 56 (32 geometries, and three twins of each of the first 8): the model's ranking near the top is rough (on the
+    // cusnn layers at 70% zeros, batches 1 to 8, the best of its first 24 measured on an H100 was 7% to 51% faster
+    // than the best of its first 4), and a layer's candidates compile and measure in about 2 s there.
+    for (const auto& a : act_sparse::enumerate(p, gpu, p.act_sparsity, 56)) specs.push_back(to_spec(from_logic(a)));
     return specs;
   }
 
@@ -416,7 +461,7 @@ class ActSparse final : public Family {
     const std::int64_t blocks = std::int64_t{g.grid[0]} * g.grid[1] * g.grid[2];
     return {.blocks = blocks,
             .threads_per_block = 32 * a.warps,
-            .smem_bytes_per_block = 32 * a.k_per_lane * (tp + 1) * 4,
+            .smem_bytes_per_block = static_cast<int>(act_sparse::smem_bytes(p, a)),
             .flops = static_cast<double>(flops(p)) * (1 - z),
             .dram_bytes = static_cast<double>(min_bytes(p)),
             .flops_per_block = 2.0 * 32 * a.k_per_lane * tp * rs * per_warp * (sparse ? 1 - z : 1),
@@ -435,8 +480,9 @@ class ActSparse final : public Family {
   // configurations close to what was measured (bench/results/h200/act_sparse).
   CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
 
-  // lb (load_batch) came after the names of 2026-11-29 and earlier; their kernels loaded one channel ahead (lb 1).
-  std::size_t params_added_later() const override { return 1; }
+  // lb (load_batch) came after the names of 2026-11-29 and earlier, bs (block_staged) after those of 2026-11-30;
+  // their kernels loaded one channel ahead (lb 1), each warp its own channels (bs 0).
+  std::size_t params_added_later() const override { return 2; }
 
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
     if (auto a = act_sparse::default_params(p, gpu, p.act_sparsity)) return to_spec(from_logic(*a));

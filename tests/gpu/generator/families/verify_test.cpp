@@ -69,8 +69,8 @@ TEST_F(GpuVerify, EveryFamilyAndRepresentativeConfigurationIsCorrectOnTheEdgeCas
 
 // Activations with zeros where ReLU leaves them. The activation-sparse family: every pattern at 0, 50, 90, 99 and 100%
 // zeros, its representative configurations, each of its sparse loops with the dense loop forced off (dense_at
-// 128), so both of its paths meet every pattern, and the first configuration with its other channel loop (ur). The
-// dense families: one fraction per pattern.
+// 128), so both of its paths meet every pattern, the first configuration with its other channel loop (ur), and block-
+// staged (bs) with and without its dense loop. The dense families: one fraction per pattern.
 TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFraction) {
   std::uint64_t seed = 5000;
   std::vector<TensorSource> sources, few_sources = {SparseRandom{SparsityPattern::uniform, 0.5},
@@ -100,6 +100,17 @@ TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFr
         KernelSpec unrolled = specs.front();  // the channel loop unrolled by 2 or not: the other of the first's
         unrolled.values[index_of("ur")] = 1 - unrolled.values[index_of("ur")];
         if (!family->check_support(layer.problem, gpu_, unrolled)) specs.push_back(unrolled);
+        // The first's geometry block-staged (bs: halos staged in shared memory, the live channels listed), with its
+        // dense loop and with the dense loop forced off.
+        KernelSpec staged = specs.front();
+        staged.values[index_of("bs")] = 1;
+        staged.values[index_of_mode] = 3;
+        staged.values[index_of("ur")] = 0;
+        staged.values[index_of("lb")] = 1;
+        for (int dense_at : {0, 128}) {
+          staged.values[index_of_dense_at] = dense_at;
+          if (!family->check_support(layer.problem, gpu_, staged)) specs.push_back(staged);
+        }
       }
       for (const KernelSpec& spec : specs)
         for (const TensorSource& source : family->name() == "act_sparse" ? sources : few_sources)

@@ -2,7 +2,7 @@
 // float64 reference: the family's plan (the pack_filter setup into the persistent buffer, split-C's zeroed output,
 // the main launch) on activations with uniform, channel and blob zeros from dense to all zero. Every sparse loop
 // (shared halo, grouped shuffles, one shuffle per nonzero, ffs + switch), the dense loop forced and never taken, the
-// channel loop unrolled by 2, ReLU on load, 1 to 4 output channels per lane, warps and blocks splitting the input
+// channel loop unrolled by 2, the block-staged loop (in one chunk and in several), ReLU on load, 1 to 4 output channels per lane, warps and blocks splitting the input
 // channels, 1x1 and 3x3, stride 2, dilation 2, both layouts, K and tiles that fill no warp, and an epilogue. The warp
 // instructions the template uses (__ballot_sync, __shfl_sync, __syncwarp) exchange through the warp's slots at a
 // barrier of its 32 threads, so every warp-uniform test and broadcast is checked without a GPU.
@@ -105,6 +105,7 @@ struct MakeWarps {
   constexpr int SPARSE_MODE = kSpec.sparse_mode;                                                               \
   constexpr bool UNROLL2 = kSpec.unroll2, RELU_ON_LOAD = kSpec.relu_on_load;                                   \
   constexpr int LOAD_BATCH = kSpec.load_batch;                                                                 \
+  constexpr bool BLOCK_STAGED = kSpec.block_staged;                                                            \
   }                                                                                                            \
   }                                                                                                            \
   namespace act_sparse_emulation::NAME {                                                                       \
@@ -114,7 +115,12 @@ struct MakeWarps {
 // th, tw, tk, wp, sc, dm, sm, ur, relu (lb 1, or ACT_SPARSE_BATCHED_SPEC): the template's parameters in order.
 #define ACT_SPARSE_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU) \
   ACT_SPARSE_BATCHED_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, 1)
-#define ACT_SPARSE_BATCHED_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB)                                    \
+#define ACT_SPARSE_BATCHED_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB) \
+  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB, false)
+// The same with a block that stages its channels' halos and lists the live ones (bs 1, sm 3, ur 0, lb 1).
+#define ACT_SPARSE_STAGED_SPEC(TH, TW, TK, WP, SC, DM, RELU) \
+  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, 3, false, RELU, 1, true)
+#define ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB, BS)                                    \
   (convgen::ActSparseParams{.tile_h = TH,                                                                   \
                             .tile_w = TW,                                                                   \
                             .k_per_lane = TK,                                                               \
@@ -124,7 +130,8 @@ struct MakeWarps {
                             .sparse_mode = SM,                                                              \
                             .unroll2 = UR,                                                                  \
                             .relu_on_load = RELU,                                                           \
-                            .load_batch = LB})
+                            .load_batch = LB,                                                               \
+                            .block_staged = BS})
 
 using convgen::Layout;
 using Shape = convgen::testing_support::LiteralShape;
@@ -236,6 +243,31 @@ ACT_SPARSE_EMULATED(epilogue_sm3, WITH_EPILOGUE, ACT_SPARSE_SPEC(7, 7, 1, 2, 1, 
 #undef CONVGEN_ENTRY
 ACT_SPARSE_END(epilogue_sm3)
 
+// The block-staged channel loop (bs 1): 2 warps taking the listed channels of one chunk.
+ACT_SPARSE_EMULATED(odd_staged, ODD_3X3(Layout::nchw), ACT_SPARSE_STAGED_SPEC(4, 7, 1, 2, 1, 0, false))
+#define CONVGEN_ENTRY kernel_odd_staged
+#include "templates/act_sparse.cu"
+#undef CONVGEN_ENTRY
+ACT_SPARSE_END(odd_staged)
+
+// ... channels-last, stride 2, batch 2, 2 channels per lane (K = 40 in 64), 2 blocks splitting C, ReLU on load.
+ACT_SPARSE_EMULATED(stride2_nhwc_staged_split, STRIDE2_NHWC, ACT_SPARSE_STAGED_SPEC(2, 2, 2, 2, 2, 0, true))
+#define CONVGEN_ENTRY kernel_stride2_nhwc_staged_split
+#include "templates/act_sparse.cu"
+#undef CONVGEN_ENTRY
+ACT_SPARSE_END(stride2_nhwc_staged_split)
+
+// ... with room to stage 2 of the 5 channels at a time (3 chunks, the last of 1), one warp, the dense loop taken from
+// 4 nonzeros on, dilation 2.
+#undef CONVGEN_ACT_SPARSE_STAGE_BYTES
+#define CONVGEN_ACT_SPARSE_STAGE_BYTES 800
+ACT_SPARSE_EMULATED(dilated_staged_chunks, DILATED, ACT_SPARSE_STAGED_SPEC(4, 4, 1, 1, 1, 4, false))
+#define CONVGEN_ENTRY kernel_dilated_staged_chunks
+#include "templates/act_sparse.cu"
+#undef CONVGEN_ENTRY
+ACT_SPARSE_END(dilated_staged_chunks)
+#undef CONVGEN_ACT_SPARSE_STAGE_BYTES
+
 namespace convgen {
 namespace {
 
@@ -344,7 +376,9 @@ INSTANTIATE_TEST_SUITE_P(
                     ACT_SPARSE_EMULATION_CASE(odd_sm1_tk2_split), ACT_SPARSE_EMULATION_CASE(stride2_sm0_relu),
                     ACT_SPARSE_EMULATION_CASE(dilated_dense), ACT_SPARSE_EMULATION_CASE(pointwise_tk4),
                     ACT_SPARSE_EMULATION_CASE(pointwise_s2_split3), ACT_SPARSE_EMULATION_CASE(epilogue_sm3),
-                    ACT_SPARSE_EMULATION_CASE(odd_batch4), ACT_SPARSE_EMULATION_CASE(stride2_nhwc_batch8)),
+                    ACT_SPARSE_EMULATION_CASE(odd_batch4), ACT_SPARSE_EMULATION_CASE(stride2_nhwc_batch8),
+                    ACT_SPARSE_EMULATION_CASE(odd_staged), ACT_SPARSE_EMULATION_CASE(stride2_nhwc_staged_split),
+                    ACT_SPARSE_EMULATION_CASE(dilated_staged_chunks)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace
