@@ -333,13 +333,15 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
   // (resnet20_cifar at batch 1 and 2, every candidate) against the same geometry loading one channel ahead, 1.04-1.26x
   // faster on 1x1 layers; on 3x3 layers the geometric mean per layer-batch was 0.81-1.14x, below 1 on 10 of 12
   // (bench/results/h200/act-sparse-load-batch-2026-11-29/).
-  // And so are the block-staged twins (block_staged: the block stages its channels' halos and lists the live ones),
-  // new on 2026-11-30 and not yet in the estimate.
+  // The block-staged loop (block_staged) is not offered: as twins of the first 8 geometries, measured on the H200 over
+  // the cusnn layers at batches 1 to 8 (0, 50 and 90% zeros, blob and uniform; 96 layer-batches), it was never the
+  // fastest by more than 1.5%, and its best ran 0.76-0.89x as fast as the plain loop's best on the geometric mean
+  // (bench/results/h200/act-sparse-staged-2026-11-30/).
   constexpr std::size_t kUnrollAfter = 8;
-  const std::size_t twins = limit >= 2 * kUnrollAfter ? limit / 7 : 0;
+  const std::size_t twins = limit >= 2 * kUnrollAfter ? limit / 6 : 0;
   std::vector<Params> out;
   std::size_t taken = 0;
-  for (; taken < ranked.size() && taken + 3 * twins < limit; ++taken) out.push_back(ranked[taken].second);
+  for (; taken < ranked.size() && taken + 2 * twins < limit; ++taken) out.push_back(ranked[taken].second);
   std::vector<Params> added;
   for (std::size_t i = 0; i < std::min(twins, out.size()); ++i) {
     Params twin = out[i];
@@ -356,11 +358,6 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
         added.push_back(twin);
         break;
       }
-  }
-  for (std::size_t i = 0; i < std::min(twins, out.size()); ++i) {
-    Params twin = out[i];
-    twin.block_staged = true;
-    if (!check_support(pr, gpu, twin)) added.push_back(twin);
   }
   // Slots a geometry without a batched twin left: the next geometries of the ranking.
   for (; taken < ranked.size() && out.size() + added.size() < limit; ++taken) out.push_back(ranked[taken].second);
@@ -419,10 +416,10 @@ class ActSparse final : public Family {
 
   std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
     std::vector<KernelSpec> specs;
-    // 56 (32 geometries, and three twins of each of the first 8): the model's ranking near the top is rough (on the
-    // cusnn layers at 70% zeros, batches 1 to 8, the best of its first 24 measured on an H100 was 7% to 51% faster
-    // than the best of its first 4), and a layer's candidates compile and measure in about 2 s there.
-    for (const auto& a : act_sparse::enumerate(p, gpu, p.act_sparsity, 56)) specs.push_back(to_spec(from_logic(a)));
+    // 48: the model's ranking near the top is rough (on the cusnn layers at 70% zeros, batches 1 to 8, the best of
+    // its first 24 measured on an H100 was 7% to 51% faster than the best of its first 4), and a layer's candidates
+    // compile and measure in about 2 s there.
+    for (const auto& a : act_sparse::enumerate(p, gpu, p.act_sparsity, 48)) specs.push_back(to_spec(from_logic(a)));
     return specs;
   }
 
