@@ -326,6 +326,16 @@ __device__ __forceinline__ void load_taps(Taps& f, const float* __restrict__ g_t
   }
 }
 
+// The taps of the channel about to be computed, copied out of the registers the next channel's taps load into.
+__device__ __forceinline__ void copy_taps(Taps& dst, const Taps& src) {
+#pragma unroll
+  for (int t = 0; t < K_PER_LANE; ++t)
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int s = 0; s < S; ++s) dst[t][r][s] = src[t][r][s];
+}
+
 // Loads a channel's halo and the lane's taps of that channel. The callers advance both pointers by a channel step,
 // so a load costs an address add, not an index computation.
 __device__ __forceinline__ void load_channel(float (&v)[HALO_REGS], Taps& f, const float* __restrict__ g_channel,
@@ -518,12 +528,7 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
       for (int l = warp; l < live; l += WARPS) {
         const int i = s_list[l];
         float cf[K_PER_LANE][R][S];
-#pragma unroll
-        for (int t = 0; t < K_PER_LANE; ++t)
-#pragma unroll
-          for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int s = 0; s < S; ++s) cf[t][r][s] = f[t][r][s];
+        copy_taps(cf, f);
         if (l + WARPS < live) load_taps(f, g_chunk_taps + s_list[l + WARPS] * TAPS_STEP);
         compute_staged_channel(acc, cf, s_masks + i * HALO_REGS, s_stage + i * HALO_STRIDE);
       }
@@ -571,12 +576,7 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
         float cf[K_PER_LANE][R][S];
 #pragma unroll
         for (int j = 0; j < HALO_REGS; ++j) cv[j] = v[j];
-#pragma unroll
-        for (int t = 0; t < K_PER_LANE; ++t)
-#pragma unroll
-          for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int s = 0; s < S; ++s) cf[t][r][s] = f[t][r][s];
+        copy_taps(cf, f);
         g_channel += CHANNEL_STEP;
         g_taps += TAPS_STEP;
         if (c + 1 < c_hi) load_channel(v, f, g_channel, g_taps, spatial);
