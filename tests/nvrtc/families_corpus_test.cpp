@@ -1,7 +1,9 @@
 // families_corpus_test: every family × representative configurations × the edge-case corpus compiles to cubin
-// for sm_80 and sm_90, and the default choice of one layer of every suite compiles for sm_90.
+// for sm_80 and sm_90, act_sparse's block-staged loop (not among its candidates) too, and the default choice of one
+// layer of every suite compiles for sm_90.
 #include <gtest/gtest.h>
 
+#include "act_sparse_params.hpp"
 #include "conv/conv_kernel.hpp"
 #include "support/corpus.hpp"
 
@@ -74,6 +76,31 @@ INSTANTIATE_TEST_SUITE_P(EdgeCases, FamilyOnEdgeCase, testing::ValuesIn(corpus_c
                          [](const testing::TestParamInfo<Case>& case_info) {
                            return test_name(fmt::format("{}_{}", case_info.param.family, case_info.param.layer.name));
                          });
+
+// act_sparse's block-staged loop (bs 1) is a template path no candidate takes (measured slower): its default
+// geometry, block-staged, on the first 6 corpus layers act_sparse serves that way.
+TEST(ActSparseBlockStaged, TheDefaultGeometryBlockStagedCompilesForSm80AndSm90) {
+  const Gpu gpu = h100();
+  int compiled = 0;
+  for (const Layer& layer : edge_cases().layers) {
+    const auto spec = family("act_sparse").default_spec(layer.problem, gpu);
+    if (!spec) continue;
+    ActSparseParams staged = params_of<ActSparseParams>(*spec);
+    staged.block_staged = true;
+    staged.sparse_mode = 3;
+    staged.unroll2 = false;
+    staged.load_batch = 1;
+    if (family("act_sparse").check_support(layer.problem, gpu, to_spec(staged))) continue;
+    const KernelSource source = family("act_sparse").render(layer.problem, to_spec(staged));
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      Cubin cubin;
+      ASSERT_NO_THROW(cubin = compile(to_program(source), {.arch = arch})) << layer.name << " " << arch;
+      EXPECT_FALSE(cubin.image.empty());
+    }
+    if (++compiled == 6) break;
+  }
+  EXPECT_EQ(compiled, 6);
+}
 
 TEST(SuiteLayers, TheDefaultChoiceForOneLayerOfEverySuiteCompilesForSm90) {
   const Gpu gpu = h100();
