@@ -3,8 +3,10 @@
 
 Usage:
   bench/sparsity_table.py speedup REPORT.json[.gz]...     geometric-mean speedup over cuDNN's best route per zero
-                                                          fraction, pattern and batch, over the batches, the worst
-                                                          layer, and at batch 1 over the seed's legacy GEMM routes
+                                                          fraction, pattern and batch (a batch with fewer layers
+                                                          than the others says how many), over the batches, the
+                                                          worst layer, and at batch 1 over the seed's legacy GEMM
+                                                          routes
   bench/sparsity_table.py dense-check SPARSE.json DENSE.json
                                                           per layer and batch on dense input: act_sparse's time
                                                           (a run with --families act_sparse) against our best dense
@@ -23,7 +25,10 @@ from collections import defaultdict
 def load(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
-        return json.load(f)
+        report = json.load(f)
+    if not isinstance(report, dict) or "rows" not in report:
+        sys.exit(f"sparsity_table: error: {path} is not a `convgen bench` report (it has no rows)")
+    return report
 
 
 def geomean(values):
@@ -51,9 +56,12 @@ def speedup_table(paths):
     print("|---|--:|" + "--:|" * len(batches) + "--:|---|--:|")
     for (pattern, zeros), by_batch in sorted(groups.items()):
         cells, all_rows = [], []
+        layers = len({layer for rows in by_batch.values() for _, layer, _ in rows})
         for b in batches:
             rows = by_batch.get(b, [])
-            cells.append(f"{geomean([s for s, _, _ in rows]):.2f}×" if rows else "")
+            # A batch with fewer layers than the group's (a run cut short, or rows without a speedup) says so.
+            partial = f" ({len(rows)} of {layers} layers)" if 0 < len(rows) < layers else ""
+            cells.append(f"{geomean([s for s, _, _ in rows]):.2f}×{partial}" if rows else "")
             all_rows += [(s, layer, b) for s, layer, _ in rows]
         per_batch = [geomean([s for s, _, _ in by_batch[b]]) for b in batches if by_batch.get(b)]
         worst = min(all_rows)
