@@ -148,7 +148,8 @@ int staged_channels(const Problem& pr, const Params& p) {
 
 std::int64_t smem_bytes(const Problem& pr, const Params& p) {
   const Derived d = derive(pr, p);
-  if (p.block_staged) return 4 * (reduce_floats(pr, p) + std::int64_t{staged_channels(pr, p)} * staged_channel_floats(pr, p) + 5);
+  if (p.block_staged)
+    return 4 * (reduce_floats(pr, p) + std::int64_t{staged_channels(pr, p)} * staged_channel_floats(pr, p) + 5);
   return 4 * (reduce_floats(pr, p) + (p.sparse_mode == 3 ? p.warps * d.halo_regs * 32 : 4) + 4);
 }
 

@@ -2,8 +2,9 @@
 // float64 reference: the family's plan (the pack_filter setup into the persistent buffer, split-C's zeroed output,
 // the main launch) on activations with uniform, channel and blob zeros from dense to all zero. Every sparse loop
 // (shared halo, grouped shuffles, one shuffle per nonzero, ffs + switch), the dense loop forced and never taken, the
-// channel loop unrolled by 2, the block-staged loop (in one chunk and in several), ReLU on load, 1 to 4 output channels per lane, warps and blocks splitting the input
-// channels, 1x1 and 3x3, stride 2, dilation 2, both layouts, K and tiles that fill no warp, and an epilogue. The warp
+// channel loop unrolled by 2, channels loaded in batches, the block-staged loop (in one chunk and in several), ReLU
+// on load, 1 to 4 output channels per lane, warps and blocks splitting the input channels, 1x1 and 3x3, stride 2,
+// dilation 2, both layouts, K and tiles that fill no warp, and an epilogue. The warp
 // instructions the template uses (__ballot_sync, __shfl_sync, __syncwarp) exchange through the warp's slots at a
 // barrier of its 32 threads, so every warp-uniform test and broadcast is checked without a GPU.
 #include <math.h>
