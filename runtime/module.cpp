@@ -51,20 +51,20 @@ int Kernel::attribute(CUfunction_attribute which) const {
   return value;
 }
 
-void Kernel::set_max_dynamic_smem(int bytes) const {
-  const CUresult result =
-      driver().cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+void Kernel::set_attribute(CUfunction_attribute which, int value, std::string_view what) const {
+  const CUresult result = driver().cuFuncSetAttribute(function_, which, value);
   if (result != CUDA_SUCCESS)
-    throw ApiError(fmt::format("kernel '{}': cannot allow {} bytes of dynamic shared memory: {}", name_, bytes,
-                               cu_error_text(result)));
+    throw ApiError(fmt::format("kernel '{}': cannot {}: {}", name_, what, cu_error_text(result)));
+}
+
+void Kernel::set_max_dynamic_smem(int bytes) const {
+  set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes,
+                fmt::format("allow {} bytes of dynamic shared memory", bytes));
 }
 
 void Kernel::set_preferred_smem_carveout(int percent) const {
-  const CUresult result =
-      driver().cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent);
-  if (result != CUDA_SUCCESS)
-    throw ApiError(fmt::format("kernel '{}': cannot prefer a {}% shared-memory carveout: {}", name_, percent,
-                               cu_error_text(result)));
+  set_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent,
+                fmt::format("prefer a {}% shared-memory carveout", percent));
 }
 
 int Kernel::registers() const { return attribute(CU_FUNC_ATTRIBUTE_NUM_REGS); }

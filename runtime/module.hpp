@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "runtime/compiler.hpp"
 #include "runtime/driver.hpp"
@@ -56,6 +57,8 @@ class Kernel {
 
  private:
   int attribute(CUfunction_attribute which) const;
+  // Sets an attribute; on failure throws ApiError "kernel '<name>': cannot <what>: <driver's reason>".
+  void set_attribute(CUfunction_attribute which, int value, std::string_view what) const;
 
   CUfunction function_ = nullptr;
   std::string name_;
