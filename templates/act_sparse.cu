@@ -24,19 +24,12 @@
 // A channel whose halo is all zero then costs no tap load and no step of any warp's loop, the warps' work stays
 // balanced however the nonzeros cluster (a blob of ReLU's nonzeros falls in few channels of a tile), and the halo
 // loads of many channels are in flight at once instead of one channel ahead.
-// With WARP_TILES the warps of a block do not split its channels: each takes a pixel tile of its own (consecutive
-// tiles) over all the block's channels, and the block copies the taps of a chunk of channels into shared memory
-// (cp.async, two chunks in flight) once for all its warps. A warp reads a channel's taps there only when its halo
-// has a nonzero. Without it every warp reads its channels' taps from L2 for its one tile: at 90% zeros the taps,
-// not the few FMAs they feed, are the bytes a large layer moves.
 // Nothing is built or counted outside the kernel: no second launch, no host round trip, no atomics for lists.
 //
-// Grid: x = N * TILES_H * TILES_W output tiles (WARP_TILES: that many / WARPS blocks), y = ceil(K / KW) channel
-// groups, z = SPLIT_C input-channel splits.
+// Grid: x = N * TILES_H * TILES_W output tiles, y = ceil(K / KW) channel groups, z = SPLIT_C input-channel splits.
 // Block: WARPS warps that split the block's input channels; they sum their accumulators in shared memory (shared
 // atomics), then the block writes its tile: plain stores when SPLIT_C == 1, else global atomic adds into an output
-// the caller zeroed (the launch plan's zero step). With WARP_TILES each warp writes its own tile (the same stores or
-// atomics) from its registers.
+// the caller zeroed (the launch plan's zero step).
 #include "interface.cuh"
 #include "epilogue.cuh"
 
@@ -70,15 +63,11 @@ constexpr int LOAD_BATCH = 1;
 CONVGEN_PARAM("bs", "bool", "the block stages its channels' halos in shared memory and lists the channels with a "
               "nonzero, which its warps take in turn (sparse loop 3, one channel ahead)")
 constexpr bool BLOCK_STAGED = false;
-CONVGEN_PARAM("wt", "bool", "warps take a pixel tile each over all the block's channels, reading the taps the block "
-              "stages in shared memory (sparse loop 3, one channel ahead)")
-constexpr bool WARP_TILES = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
 
 #include "common.cuh"
-#include "async_copy.cuh"
 
 namespace act_sparse {
 
@@ -95,8 +84,7 @@ constexpr int HALO_REGS = (HALO + 31) / 32;  // halo elements per lane
 constexpr int TILES_H = (int)ceil_div(P, TILE_H);
 constexpr int TILES_W = (int)ceil_div(Q, TILE_W);
 constexpr int C_CHUNK = (int)ceil_div(C, SPLIT_C);          // input channels per block
-constexpr int C_PER_WARP = WARP_TILES ? C_CHUNK : (int)ceil_div(C_CHUNK, WARPS);  // input channels per warp
-constexpr int TILES = N * TILES_H * TILES_W;
+constexpr int C_PER_WARP = (int)ceil_div(C_CHUNK, WARPS);   // input channels per warp
 constexpr int THREADS = 32 * WARPS;
 constexpr int HW = H * W;
 
@@ -129,8 +117,6 @@ static_assert(LOAD_BATCH == 1 || LOAD_BATCH == 2 || LOAD_BATCH == 4 || LOAD_BATC
 static_assert(LOAD_BATCH == 1 || !UNROLL2, "the channel loop is unrolled by 2 or loaded in batches, not both");
 static_assert(!BLOCK_STAGED || (SPARSE_MODE == 3 && !UNROLL2 && LOAD_BATCH == 1),
               "the block-staged channel loop reads halos from shared memory (sparse loop 3), one channel ahead");
-static_assert(!WARP_TILES || (SPARSE_MODE == 3 && !UNROLL2 && LOAD_BATCH == 1 && !BLOCK_STAGED),
-              "warp tiles read the taps from shared memory and halos one channel ahead (sparse loop 3), unstaged");
 
 // Packed filter: with R * S >= 4 taps, [c][k][RS_PAD] (a lane's taps of one channel are contiguous, read as
 // float4: RS_PAD / 4 loads per output channel instead of R * S), else [c][r][s][k] (lanes read consecutive k).
@@ -144,7 +130,7 @@ constexpr unsigned FULL = 0xffffffffu;
 // Shared memory of the main entry: the warps' reduction rows (one per output channel, padded so that lane-indexed
 // rows hit distinct banks) and, with BLOCK_STAGED, a chunk of the block's channels: each channel's halo (HALO_STRIDE
 // floats, a whole number of the sparse loop's groups of 8, zeros past HALO), its nonzero masks and a list entry.
-constexpr bool REDUCE = !WARP_TILES && (WARPS > 1 || SPLIT_C > 1);
+constexpr bool REDUCE = WARPS > 1 || SPLIT_C > 1;
 constexpr int LDP = TP + 1;
 constexpr int SUM_FLOATS = REDUCE ? KW * LDP : 1;
 constexpr int HALO_STRIDE = (HALO + 7) / 8 * 8;
@@ -156,17 +142,6 @@ constexpr int STAGE_FIT = STAGE_BUDGET_FLOATS / (HALO_STRIDE + HALO_REGS + 1);
 constexpr int STAGE_CHANNELS = !BLOCK_STAGED ? 1 : (C_CHUNK < STAGE_FIT ? C_CHUNK : STAGE_FIT);
 constexpr int STAGE_BATCH = 4;  // channels a warp loads at once while staging
 static_assert(!BLOCK_STAGED || STAGE_FIT >= 1, "the reduction rows leave no shared memory to stage a channel in");
-
-// With WARP_TILES, the taps of TAP_CHANNELS channels for the block's KW output channels, twice (the chunk computed
-// and the next one landing): a channel's TAP_FLOATS in the packed filter's order ([k][RS_PAD] as float4 rows, else
-// [r][s][k]) within a budget that keeps the static shared memory under 48 KiB.
-constexpr int TAP_FLOATS = KW * RS_PAD;
-#ifndef CONVGEN_ACT_SPARSE_TAP_BYTES  // smaller only in the host emulation test, to stage several chunks
-#define CONVGEN_ACT_SPARSE_TAP_BYTES (24 * 1024)
-#endif
-constexpr int TAP_FIT = CONVGEN_ACT_SPARSE_TAP_BYTES / (2 * 4 * TAP_FLOATS);
-constexpr int TAP_CHANNELS = !WARP_TILES ? 1 : (C_CHUNK < TAP_FIT ? C_CHUNK : TAP_FIT);
-static_assert(!WARP_TILES || TAP_FIT >= 1, "a channel's taps for the warp's output channels exceed the budget");
 
 using Acc = float[K_PER_LANE][TILE_H][TILE_W];
 using Taps = float[K_PER_LANE][R][S];
@@ -327,9 +302,7 @@ __device__ __forceinline__ void load_halo(float (&v)[HALO_REGS], const float* __
   }
 }
 
-// Loads the lane's taps of a channel, from g_taps (the lane's first tap of the channel): from the packed filter, or
-// with SHARED from a chunk staged in shared memory (a channel's [r][s][k] rows KW apart there, not K_PAD).
-template <bool SHARED = false>
+// Loads the lane's taps of a channel, from g_taps (the lane's first tap of the channel).
 __device__ __forceinline__ void load_taps(Taps& f, const float* __restrict__ g_taps) {
   if constexpr (VEC_TAPS) {
 #pragma unroll
@@ -349,7 +322,7 @@ __device__ __forceinline__ void load_taps(Taps& f, const float* __restrict__ g_t
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int s = 0; s < S; ++s)
-          f[t][r][s] = SHARED ? g_taps[(r * S + s) * KW + t * 32] : __ldg(g_taps + (r * S + s) * K_PAD + t * 32);
+          f[t][r][s] = __ldg(g_taps + (r * S + s) * K_PAD + t * 32);
   }
 }
 
@@ -371,20 +344,15 @@ __device__ __forceinline__ void load_channel(float (&v)[HALO_REGS], Taps& f, con
   load_taps(f, g_taps);
 }
 
-// The nonzero masks of a channel's halo (one ballot per 32 elements) and their population count.
-__device__ __forceinline__ int halo_masks(unsigned (&mask)[HALO_REGS], const float (&v)[HALO_REGS]) {
+__device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, const float (&v)[HALO_REGS], float* s_halo,
+                                                int lane) {
+  unsigned mask[HALO_REGS];
   int count = 0;
 #pragma unroll
   for (int j = 0; j < HALO_REGS; ++j) {
     mask[j] = __ballot_sync(FULL, v[j] != 0.0f);
     count += __popc(mask[j]);
   }
-  return count;
-}
-
-// A channel's FMAs, given its halo's masks and count: the dense loop from DENSE_MIN nonzeros, else the sparse loop.
-__device__ __forceinline__ void compute_masked(Acc& acc, const Taps& f, const float (&v)[HALO_REGS],
-                                               const unsigned (&mask)[HALO_REGS], int count, float* s_halo, int lane) {
   if (count >= DENSE_MIN)
     dense_all(acc, f, v);
   else if (count > 0) {
@@ -397,29 +365,6 @@ __device__ __forceinline__ void compute_masked(Acc& acc, const Taps& f, const fl
     else
       sparse_unrolled(acc, f, v, mask);
   }
-}
-
-__device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, const float (&v)[HALO_REGS], float* s_halo,
-                                                int lane) {
-  unsigned mask[HALO_REGS];
-  const int count = halo_masks(mask, v);
-  compute_masked(acc, f, v, mask, count, s_halo, lane);
-}
-
-// With WARP_TILES: issues the copies of the taps of channels [c0, c0 + count) for output channels [k0, k0 + KW) into
-// s_chunk (TAP_FLOATS per channel), 16 bytes per copy, spread over the block's threads, and commits them as a group
-// (empty when count is 0).
-__device__ __forceinline__ void stage_taps(float* s_chunk, const float* __restrict__ g_packed_filter, int c0, int count,
-                                           int k0) {
-  constexpr int PIECES = TAP_FLOATS / 4;  // KW is a multiple of 32: every piece is 16 bytes, 16-byte aligned
-#pragma unroll 1
-  for (int i = (int)threadIdx.x; i < count * PIECES; i += THREADS) {
-    const int ci = i / PIECES, e = i % PIECES * 4;
-    const float* src = VEC_TAPS ? g_packed_filter + ((c0 + ci) * K_PAD + k0) * RS_PAD + e
-                                : g_packed_filter + ((c0 + ci) * RS + e / KW) * K_PAD + k0 + e % KW;
-    convgen::async::copy<16>(s_chunk + ci * TAP_FLOATS + e, src, true);
-  }
-  convgen::async::commit();
 }
 
 // Stages the halos of channels [c0, c0 + chunk) in shared memory (s_stage, HALO_STRIDE floats each) with their
@@ -523,13 +468,10 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
   __shared__ unsigned s_masks[BLOCK_STAGED ? STAGE_CHANNELS * HALO_REGS : 1];
   __shared__ int s_list[STAGE_CHANNELS];
   __shared__ int s_live[1];
-  __shared__ __align__(16) float s_taps[WARP_TILES ? 2 * TAP_CHANNELS * TAP_FLOATS : 4];
 
   const int lane = (int)threadIdx.x & 31;
   const int warp = (int)threadIdx.x >> 5;
-  // A block's tile, or with WARP_TILES the warp's (past the last tile: a warp that only helps stage the taps).
-  int tile = WARP_TILES ? (int)blockIdx.x * WARPS + warp : (int)blockIdx.x;
-  const bool tile_inside = !WARP_TILES || tile < TILES;
+  int tile = (int)blockIdx.x;
   const int tw = tile % TILES_W;
   tile /= TILES_W;
   const int th = tile % TILES_H;
@@ -550,7 +492,7 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
     const int e = j * 32 + lane;
     const int h = p0 * STRIDE_H - PAD_H + e / HALO_W;
     const int w = q0 * STRIDE_W - PAD_W + e % HALO_W;
-    const bool inside = tile_inside && e < HALO && (unsigned)h < (unsigned)H && (unsigned)w < (unsigned)W;
+    const bool inside = e < HALO && (unsigned)h < (unsigned)H && (unsigned)w < (unsigned)W;
     spatial[j] = inside ? (CHANNELS_LAST ? (h * W + w) * C : h * W + w) : -1;
   }
   const int image_base = n * C * HW;
@@ -590,45 +532,6 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
         if (l + WARPS < live) load_taps(f, g_chunk_taps + s_list[l + WARPS] * TAPS_STEP);
         compute_staged_channel(acc, cf, s_masks + i * HALO_REGS, s_stage + i * HALO_STRIDE);
       }
-    }
-  } else if constexpr (WARP_TILES) {
-    // Chunks of TAP_CHANNELS channels: the block copies the next chunk's taps while its warps compute this one, each
-    // its own tile, loading its halos one channel ahead (across chunks) and a channel's taps only when it has a
-    // nonzero.
-    const int chunks = (int)ceil_div(c_end - c_block, TAP_CHANNELS);
-    const int tap_lane = VEC_TAPS ? lane * RS_PAD : lane;
-    const float* g_channel = g_activation + (tile_inside ? image_base : 0) + c_block * CHANNEL_STEP;
-    stage_taps(s_taps, g_packed_filter, c_block, c_end - c_block < TAP_CHANNELS ? c_end - c_block : TAP_CHANNELS, k0);
-    float v[HALO_REGS];
-    load_halo(v, g_channel, spatial);
-#pragma unroll 1
-    for (int chunk = 0; chunk < chunks; ++chunk) {
-      const int c0 = c_block + chunk * TAP_CHANNELS;
-      const int next = c0 + TAP_CHANNELS;
-      const int next_count = c_end - next < TAP_CHANNELS ? c_end - next : TAP_CHANNELS;
-      // Its buffer was last read by chunk - 1, which every warp finished before the barrier that closed it.
-      stage_taps(s_taps + (chunk + 1) % 2 * TAP_CHANNELS * TAP_FLOATS, g_packed_filter, next,
-                 next_count > 0 ? next_count : 0, k0);
-      convgen::async::wait<1>();  // this thread's copies of this chunk have landed ...
-      __syncthreads();            // ... and every thread's
-      const float* s_chunk = s_taps + chunk % 2 * TAP_CHANNELS * TAP_FLOATS + tap_lane;
-      const int count = c_end - c0 < TAP_CHANNELS ? c_end - c0 : TAP_CHANNELS;
-#pragma unroll 1
-      for (int i = 0; i < count; ++i) {
-        float cv[HALO_REGS];
-#pragma unroll
-        for (int j = 0; j < HALO_REGS; ++j) cv[j] = v[j];
-        g_channel += CHANNEL_STEP;
-        if (c0 + i + 1 < c_end) load_halo(v, g_channel, spatial);
-        unsigned mask[HALO_REGS];
-        const int live = halo_masks(mask, cv);
-        if (live > 0) {
-          float f[K_PER_LANE][R][S];
-          load_taps<true>(f, s_chunk + i * TAP_FLOATS);
-          compute_masked(acc, f, cv, mask, live, s_my_halo, lane);
-        }
-      }
-      __syncthreads();  // every warp is done with this chunk's buffer before the next iteration refills it
     }
   } else if (c_lo < c_hi) {
     const float* g_channel = g_activation + image_base + c_lo * CHANNEL_STEP;
@@ -693,12 +596,9 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
 #pragma unroll
         for (int j = 0; j < TILE_W; ++j) {
           const int p = p0 + i, q = q0 + j;
-          if (tile_inside && k < K && p < P && q < Q) {
+          if (k < K && p < P && q < Q) {
             const int o = CHANNELS_LAST ? out_image + (p * Q + q) * K + k : out_image + (k * P + p) * Q + q;
-            if constexpr (SPLIT_C > 1)  // (WARP_TILES only: without it, blocks that split C reduce in shared memory)
-              atomicAdd(g_output + o, acc[t][i][j]);
-            else
-              g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(acc[t][i][j], g_bias, g_residual, k, o);
+            g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(acc[t][i][j], g_bias, g_residual, k, o);
           }
         }
     }

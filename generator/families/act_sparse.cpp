@@ -19,7 +19,7 @@
 namespace convgen::act_sparse {
 
 
-// Field order = CONVGEN_PARAM declaration order in templates/act_sparse.cu (th tw tk wp sc dm sm ur relu lb bs wt).
+// Field order = CONVGEN_PARAM declaration order in templates/act_sparse.cu (th tw tk wp sc dm sm ur relu lb bs).
 struct Params {
   int tile_h = 4;          // th: output rows per warp tile
   int tile_w = 7;          // tw: output columns per warp tile
@@ -32,7 +32,6 @@ struct Params {
   bool relu_on_load = false;
   int load_batch = 1;      // lb: input channels a warp loads at once before computing them (1: one channel ahead)
   bool block_staged = false;  // bs: the block stages its channels' halos in shared memory and lists the live ones
-  bool warp_tiles = false;    // wt: a pixel tile per warp over all the block's channels, taps staged in shared memory
   bool operator==(const Params&) const = default;
 };
 
@@ -54,8 +53,6 @@ std::optional<Params> default_params(const Problem& problem, const Gpu& gpu, dou
 
 // With block_staged, the channels the block stages at a time (0 without).
 int staged_channels(const Problem& problem, const Params& p);
-// With warp_tiles, the channels whose taps the block stages at a time (0 without, or when one does not fit).
-int tap_channels(const Problem& problem, const Params& p);
 // Static shared memory of the main entry in bytes.
 std::int64_t smem_bytes(const Problem& problem, const Params& p);
 
@@ -103,7 +100,7 @@ Derived derive(const Problem& pr, const Params& p) {
   d.tiles = static_cast<int>(pr.n * ceil_div(out.h, p.tile_h) * ceil_div(out.w, p.tile_w));
   d.k_groups = static_cast<int>(ceil_div(pr.k, d.kw));
   d.c_chunk = static_cast<int>(ceil_div(pr.c, p.split_c));
-  d.c_per_warp = p.warp_tiles ? d.c_chunk : static_cast<int>(ceil_div(d.c_chunk, p.warps));
+  d.c_per_warp = static_cast<int>(ceil_div(d.c_chunk, p.warps));
   return d;
 }
 
@@ -134,12 +131,8 @@ int tap_loads(const Problem& pr, const Params& p) {
 constexpr int kStageBudgetBytes = 44 * 1024;
 int reduce_floats(const Problem& pr, const Params& p) {
   const Derived d = derive(pr, p);
-  return !p.warp_tiles && (p.warps > 1 || p.split_c > 1) ? d.kw * (d.tp + 1) : 1;
+  return p.warps > 1 || p.split_c > 1 ? d.kw * (d.tp + 1) : 1;
 }
-// warp_tiles' taps: two chunks of channels, each channel's taps for the warp's 32 * tk output channels, within 24 KiB
-// (of the 36 that would fit: more blocks per SM).
-constexpr int kTapBudgetBytes = 24 * 1024;
-int tap_floats(const Problem& pr, const Params& p) { return 32 * p.k_per_lane * rs_pad(pr); }
 int staged_channel_floats(const Problem& pr, const Params& p) {
   const Derived d = derive(pr, p);
   return (d.halo + 7) / 8 * 8 + d.halo_regs + 1;
@@ -153,15 +146,8 @@ int staged_channels(const Problem& pr, const Params& p) {
   return std::min(derive(pr, p).c_chunk, fit);
 }
 
-int tap_channels(const Problem& pr, const Params& p) {
-  if (!p.warp_tiles) return 0;
-  return std::min(derive(pr, p).c_chunk, kTapBudgetBytes / (2 * 4 * tap_floats(pr, p)));
-}
-
 std::int64_t smem_bytes(const Problem& pr, const Params& p) {
   const Derived d = derive(pr, p);
-  if (p.warp_tiles)
-    return 4 * (std::int64_t{1} + p.warps * d.halo_regs * 32 + 4 + 4 + 2 * std::int64_t{tap_channels(pr, p)} * tap_floats(pr, p) + 2);
   if (p.block_staged)
     return 4 * (reduce_floats(pr, p) + std::int64_t{staged_channels(pr, p)} * staged_channel_floats(pr, p) + 5);
   return 4 * (reduce_floats(pr, p) + (p.sparse_mode == 3 ? p.warps * d.halo_regs * 32 : 4) + 4);
@@ -207,11 +193,6 @@ std::optional<std::string> check_support(const Problem& pr, const Gpu& gpu, cons
         "block_staged reads halos from shared memory (sparse_mode 3), one channel ahead (no unroll2, load_batch 1); "
         "got sparse_mode {}, unroll2 {}, load_batch {}",
         p.sparse_mode, p.unroll2, p.load_batch);
-  if (p.warp_tiles && (p.sparse_mode != 3 || p.unroll2 || p.load_batch != 1 || p.block_staged))
-    return fmt::format(
-        "warp_tiles reads halos one channel ahead through shared memory (sparse_mode 3; no unroll2, load_batch 1 or "
-        "block_staged); got sparse_mode {}, unroll2 {}, load_batch {}, block_staged {}",
-        p.sparse_mode, p.unroll2, p.load_batch, p.block_staged);
   const Derived d = derive(pr, p);
   if (p.load_batch > 1 && p.load_batch >= 2 * d.c_per_warp)
     return fmt::format("load_batch {} is at least twice the {} input channels of a warp", p.load_batch,
@@ -222,10 +203,8 @@ std::optional<std::string> check_support(const Problem& pr, const Gpu& gpu, cons
   if (activation_elements(pr) > kIntMax || output_elements(pr) > kIntMax)
     return "act_sparse indexes tensors with int: the activation and output must have fewer than 2^31 elements";
   // A warp whose channel range is empty only wastes its slot; so does a tile much wider than the output.
-  if (!p.warp_tiles && p.warps > 1 && std::int64_t{p.warps - 1} * d.c_per_warp >= d.c_chunk)
+  if (p.warps > 1 && std::int64_t{p.warps - 1} * d.c_per_warp >= d.c_chunk)
     return fmt::format("{} warps leave some without input channels ({} per block)", p.warps, d.c_chunk);
-  if (p.warp_tiles && p.warps > d.tiles)
-    return fmt::format("warp_tiles: {} warps per block, more than the layer has output tiles ({})", p.warps, d.tiles);
   if (std::int64_t{p.split_c - 1} * d.c_chunk >= pr.c)
     return fmt::format("split_c {} leaves blocks without input channels (C = {})", p.split_c, pr.c);
   const Dims3 out = output_dims(pr);
@@ -244,10 +223,6 @@ std::optional<std::string> check_support(const Problem& pr, const Gpu& gpu, cons
   if (regs * 32 * p.warps > regs_per_block)
     return fmt::format("about {} registers per thread x {} threads exceed the {} of a block (ptxas would spill)", regs,
                        32 * p.warps, regs_per_block);
-  if (p.warp_tiles && tap_channels(pr, p) < 1)
-    return fmt::format("warp_tiles: one channel's taps for {} output channels ({} bytes, twice) exceed the {} bytes "
-                       "of shared memory they may take",
-                       32 * p.k_per_lane, 4 * tap_floats(pr, p), kTapBudgetBytes);
   if (p.block_staged && staged_channels(pr, p) < 1)
     return "block_staged: the warps' reduction rows leave no shared memory to stage a channel in";
   const int smem = static_cast<int>(smem_bytes(pr, p));
@@ -260,8 +235,7 @@ std::optional<std::string> check_support(const Problem& pr, const Gpu& gpu, cons
 
 Geometry geometry(const Problem& pr, const Params& p) {
   const Derived d = derive(pr, p);
-  const std::int64_t blocks_x = p.warp_tiles ? ceil_div(d.tiles, p.warps) : d.tiles;
-  return {.grid = {static_cast<unsigned>(blocks_x), static_cast<unsigned>(d.k_groups), static_cast<unsigned>(p.split_c)},
+  return {.grid = {static_cast<unsigned>(d.tiles), static_cast<unsigned>(d.k_groups), static_cast<unsigned>(p.split_c)},
           .block = {static_cast<unsigned>(32 * p.warps), 1, 1},
           .zero_output_first = p.split_c > 1};
 }
@@ -295,12 +269,7 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
   const bool sparse_wins = sparse < dense;
   // A warp's tap load (float4, or one float per tap for R * S < 4) moves up to 32 * 16 bytes through the SM's
   // 128-byte-per-clock L1: 4 clocks of the SM, 16 issue slots of its 4 schedulers.
-  // With warp_tiles the taps come from shared memory (same issue cost) for live channels only, plus the block's
-  // share of the copies and two barriers per chunk of channels.
-  const double live_channel = p.warp_tiles ? 1 - std::pow(zero_fraction, d.halo) : 1;
-  const double per_channel = std::min(dense, sparse) * live_channel + d.halo_regs * 3 +
-                             16.0 * tap_loads(pr, p) * live_channel + 12 +
-                             (p.warp_tiles ? tap_floats(pr, p) / (4.0 * 32 * p.warps) * 4 + 40.0 / std::max(1, tap_channels(pr, p)) : 0);
+  const double per_channel = std::min(dense, sparse) + d.halo_regs * 3 + 16.0 * tap_loads(pr, p) + 12;
   const double chain = (sparse_wins ? live_groups * 40 : 0) + 60;
   const std::int64_t warps_total = std::int64_t{d.tiles} * d.k_groups * p.split_c * p.warps;
   const int sms = std::max(gpu.sm_count, 1);
@@ -314,16 +283,15 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
   // (Loads one channel ahead: enumerate ranks load_batch 1 geometries only; their batched twins are not estimated.)
   const double serial_cycles = std::ceil(warps_per_sm / resident) * d.c_per_warp *
                                std::max(per_channel + chain, 700.0 / std::max(1.0, resident / 4));
-  const double reduce_cycles = (p.warps > 1 && !p.warp_tiles ? d.kw * d.tp * 2.0 / 32 : 0) * warps_per_sm / p.warps;
+  const double reduce_cycles = (p.warps > 1 ? d.kw * d.tp * 2.0 / 32 : 0) * warps_per_sm / p.warps;
   double us = (std::max(issue_cycles, serial_cycles) + reduce_cycles) / clock_mhz;
   // Bytes through L2 where L1 misses: every warp's halo and taps per channel, of which about half hit L1 (ncu: 47%
   // L1 hit rate on res_128to128_28 at batch 8); L2 reads at about twice the DRAM bandwidth. Counting every load as
   // a miss ranked large tiles too high: with half, the first candidate of the cusnn layers came within 1.25x (70%
   // zeros) and 1.28x (90%) of the best of about 60 measured on an H100, against 1.27x and 1.40x
   // (bench/results/h100/act_sparse/2026-11-25-tuned/model-study/).
-  // With warp_tiles a block reads each channel's taps once for its warps, bypassing L1 (cp.async.cg).
-  const double tap_bytes = p.warp_tiles ? 2.0 * d.kw * rs_pad(pr) / p.warps : d.kw * rs_pad(pr);
-  const double l2_bytes = 0.5 * static_cast<double>(warps_total) * d.c_per_warp * (d.halo + tap_bytes) * 4.0;
+  const double l2_bytes =
+      0.5 * static_cast<double>(warps_total) * d.c_per_warp * (d.halo + d.kw * rs_pad(pr)) * 4.0;
   const double l2_gbs = 2 * (gpu.dram_bandwidth_gbs > 0 ? gpu.dram_bandwidth_gbs : 1000);
   us = std::max(us, l2_bytes / (l2_gbs * 1e3));
   if (p.split_c > 1) {
@@ -335,33 +303,28 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
 
 std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fraction, std::size_t limit,
                               bool relu_on_load) {
-  std::vector<std::pair<double, Params>> ranked, ranked_tiles;
+  std::vector<std::pair<double, Params>> ranked;
   for (int th : {1, 2, 4, 7, 8})
     for (int tw : {1, 2, 4, 7, 8, 14, 16})
       for (int tk : {1, 2, 4})
         for (int warps : {1, 2, 4, 8, 16})
-          for (int sc = 1; sc <= 64; sc *= 2)
-            for (bool warp_tiles : {false, true}) {
-              const Params p{.tile_h = th, .tile_w = tw, .k_per_lane = tk, .warps = warps, .split_c = sc,
-                             .dense_at = 0, .relu_on_load = relu_on_load, .warp_tiles = warp_tiles};
-              if (warp_tiles && warps == 1) continue;  // one warp per block: nothing to share
-              if (check_support(pr, gpu, p)) continue;
-              const Derived d = derive(pr, p);
-              if (d.halo_regs * 32 > d.halo * 1.5 && d.halo > 32) continue;  // mostly empty lanes
-              // Reduction overhead dominates (warps or blocks splitting few channels).
-              if (d.c_per_warp < 4 && ((warps > 1 && !warp_tiles) || sc > 1)) continue;
-              // ptxas (CUDA 13.0, sm_80) spills 4-8 bytes at 72 registers for one-row or one-column tiles of filters
-              // taller than 3 rows (5x5: th1 x tw2, th1 x tw4 and th2 x tw1 spill; th2 x tw2, th2 x tw4, th4 x tw4
-              // do not).
-              if ((th == 1 || tw == 1) && pr.filter.h > 3) continue;
-              // ... and 4 bytes at 128 registers for 2 x 2 tiles of 7 x 7 filters (the taps of two channels alone
-              // take 98 registers).
-              if (th * tw <= 4 && pr.filter.h * pr.filter.w > 25) continue;
-              (warp_tiles ? ranked_tiles : ranked).emplace_back(estimate_us(pr, gpu, p, zero_fraction), p);
-            }
-  const auto by_estimate = [](const auto& a, const auto& b) { return a.first < b.first; };
-  std::stable_sort(ranked.begin(), ranked.end(), by_estimate);
-  std::stable_sort(ranked_tiles.begin(), ranked_tiles.end(), by_estimate);
+          for (int sc = 1; sc <= 64; sc *= 2) {
+            const Params p{.tile_h = th, .tile_w = tw, .k_per_lane = tk, .warps = warps, .split_c = sc,
+                           .dense_at = 0, .relu_on_load = relu_on_load};
+            if (check_support(pr, gpu, p)) continue;
+            const Derived d = derive(pr, p);
+            if (d.halo_regs * 32 > d.halo * 1.5 && d.halo > 32) continue;  // mostly empty lanes
+            if (d.c_per_warp < 4 && (warps > 1 || sc > 1)) continue;        // reduction overhead dominates
+            // ptxas (CUDA 13.0, sm_80) spills 4-8 bytes at 72 registers for one-row or one-column tiles of filters
+            // taller than 3 rows (5x5: th1 x tw2, th1 x tw4 and th2 x tw1 spill; th2 x tw2, th2 x tw4, th4 x tw4
+            // do not).
+            if ((th == 1 || tw == 1) && pr.filter.h > 3) continue;
+            // ... and 4 bytes at 128 registers for 2 x 2 tiles of 7 x 7 filters (the taps of two channels alone take
+            // 98 registers).
+            if (th * tw <= 4 && pr.filter.h * pr.filter.w > 25) continue;
+            ranked.emplace_back(estimate_us(pr, gpu, p, zero_fraction), p);
+          }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // The channel loop unrolled by 2 (no register copies between channels, twice the code) wins or loses by up to a
   // third depending on the layer (measured on the H100 over the cusnn layers at 70% and 90% zeros: geometric means
   // 0.99x and 1.04x, single layers 0.62x to 1.44x), which the estimate cannot tell: the twins of the best
@@ -375,16 +338,16 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
   // the cusnn layers at batches 1 to 8 (0, 50 and 90% zeros, blob and uniform; 96 layer-batches), it was never the
   // fastest by more than 1.5%, and its best ran 0.76-0.89x as fast as the plain loop's best on the geometric mean
   // (bench/results/h200/act-sparse-staged-2026-11-30/).
-  // Warp tiles (warp_tiles: a tile per warp, the block's taps staged in shared memory once for its warps) need
-  // geometries of their own (more blocks: fewer warps, split_c); the estimate ranks them among themselves and their
-  // first limit / 6 follow the twins, for the tuner to measure against the rest. (Not offered below 16 candidates,
-  // so not the default, until measured.)
+  // Nor are warp tiles (each warp a pixel tile of its own over the block's channels, their taps copied into shared memory
+  // once per block, which cut the taps' L2 traffic): measured on the H200 over the cusnn layers (90% blob zeros at
+  // batches 1 to 8, 70% at 1 and 8) their best ran 0.46x and 0.52x as fast as the plain loop's best, never the fastest;
+  // ncu showed the plain loop bound by issue (about 5 warp instructions per useful FMA), not by L2
+  // (bench/results/h200/act-sparse-warp-tiles-2026-11-30/, convgen b64af28).
   constexpr std::size_t kUnrollAfter = 8;
   const std::size_t twins = limit >= 2 * kUnrollAfter ? limit / 6 : 0;
-  const std::size_t tiled = std::min(twins, ranked_tiles.size());
   std::vector<Params> out;
   std::size_t taken = 0;
-  for (; taken < ranked.size() && taken + 2 * twins + tiled < limit; ++taken) out.push_back(ranked[taken].second);
+  for (; taken < ranked.size() && taken + 2 * twins < limit; ++taken) out.push_back(ranked[taken].second);
   std::vector<Params> added;
   for (std::size_t i = 0; i < std::min(twins, out.size()); ++i) {
     Params twin = out[i];
@@ -402,7 +365,6 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
         break;
       }
   }
-  for (std::size_t i = 0; i < tiled; ++i) added.push_back(ranked_tiles[i].second);
   // Slots a geometry without a batched twin left: the next geometries of the ranking.
   for (; taken < ranked.size() && out.size() + added.size() < limit; ++taken) out.push_back(ranked[taken].second);
   out.insert(out.begin() + static_cast<std::ptrdiff_t>(std::min(kUnrollAfter, out.size())), added.begin(),
@@ -431,7 +393,7 @@ constexpr double kWarpIssueRate = 0.25;
 as::Params to_logic(const ActSparseParams& s) {
   return {.tile_h = s.tile_h, .tile_w = s.tile_w, .k_per_lane = s.k_per_lane, .warps = s.warps, .split_c = s.split_c,
           .dense_at = s.dense_at, .sparse_mode = s.sparse_mode, .unroll2 = s.unroll2, .relu_on_load = s.relu_on_load,
-          .load_batch = s.load_batch, .block_staged = s.block_staged, .warp_tiles = s.warp_tiles};
+          .load_batch = s.load_batch, .block_staged = s.block_staged};
 }
 ActSparseParams from_logic(const as::Params& p) {
   ActSparseParams s;
@@ -446,7 +408,6 @@ ActSparseParams from_logic(const as::Params& p) {
   s.relu_on_load = p.relu_on_load;
   s.load_batch = p.load_batch;
   s.block_staged = p.block_staged;
-  s.warp_tiles = p.warp_tiles;
   return s;
 }
 
@@ -522,10 +483,9 @@ class ActSparse final : public Family {
   // configurations close to what was measured (bench/results/h200/act_sparse).
   CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
 
-  // lb (load_batch) came after the names of 2026-11-29 and earlier, bs (block_staged) and wt (warp_tiles) after
-  // those of 2026-11-30 (bs in its fifteenth session's, wt in its sixteenth's); their kernels loaded one channel
-  // ahead (lb 1), each warp its own channels (bs 0) of the block's one tile (wt 0).
-  std::size_t params_added_later() const override { return 3; }
+  // lb (load_batch) came after the names of 2026-11-29 and earlier, bs (block_staged) after those of 2026-11-30;
+  // their kernels loaded one channel ahead (lb 1), each warp its own channels (bs 0).
+  std::size_t params_added_later() const override { return 2; }
 
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
     if (auto a = act_sparse::default_params(p, gpu, p.act_sparsity)) return to_spec(from_logic(*a));

@@ -102,28 +102,6 @@ TEST(ActSparseBlockStaged, TheDefaultGeometryBlockStagedCompilesForSm80AndSm90) 
   EXPECT_EQ(compiled, 6);
 }
 
-// act_sparse's warp tiles (wt 1: a tile per warp, the taps staged in shared memory by cp.async), which the default
-// never takes yet: the first warp-tile candidate of the first 6 corpus layers that have one.
-TEST(ActSparseWarpTiles, TheFirstWarpTileCandidateCompilesForSm80AndSm90) {
-  const Gpu gpu = h100();
-  int compiled = 0;
-  for (const Layer& layer : edge_cases().layers) {
-    for (const KernelSpec& spec : family("act_sparse").enumerate(layer.problem, gpu)) {
-      if (!params_of<ActSparseParams>(spec).warp_tiles) continue;
-      const KernelSource source = family("act_sparse").render(layer.problem, spec);
-      for (const char* arch : {"sm_80", "sm_90"}) {
-        Cubin cubin;
-        ASSERT_NO_THROW(cubin = compile(to_program(source), {.arch = arch})) << layer.name << " " << arch;
-        EXPECT_FALSE(cubin.image.empty());
-      }
-      ++compiled;
-      break;
-    }
-    if (compiled == 6) break;
-  }
-  EXPECT_EQ(compiled, 6);
-}
-
 TEST(SuiteLayers, TheDefaultChoiceForOneLayerOfEverySuiteCompilesForSm90) {
   const Gpu gpu = h100();
   for (const auto& file : suite_files()) {

@@ -70,8 +70,7 @@ TEST_F(GpuVerify, EveryFamilyAndRepresentativeConfigurationIsCorrectOnTheEdgeCas
 // Activations with zeros where ReLU leaves them. The activation-sparse family: every pattern at 0, 50, 90, 99 and 100%
 // zeros, its representative configurations, each of its sparse loops with the dense loop forced off (dense_at
 // 128), so both of its paths meet every pattern, the first configuration with its other channel loop (ur), and block-
-// staged (bs) and the first warp-tile geometry (wt), each with and without its dense loop. The dense families: one
-// fraction per pattern.
+// staged (bs) with and without its dense loop. The dense families: one fraction per pattern.
 TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFraction) {
   std::uint64_t seed = 5000;
   std::vector<TensorSource> sources, few_sources = {SparseRandom{SparsityPattern::uniform, 0.5},
@@ -111,17 +110,6 @@ TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFr
         for (int dense_at : {0, 128}) {
           staged.values[index_of_dense_at] = dense_at;
           if (!family->check_support(layer.problem, gpu_, staged)) specs.push_back(staged);
-        }
-        // The first warp-tile geometry the family offers (wt: a tile per warp, the taps staged once per block), with
-        // its dense loop and with the dense loop forced off.
-        for (const KernelSpec& offered : family->enumerate(layer.problem, gpu_)) {
-          if (offered.values[index_of("wt")] == 0) continue;
-          KernelSpec tiled = offered;
-          for (int dense_at : {0, 128}) {
-            tiled.values[index_of_dense_at] = dense_at;
-            if (!family->check_support(layer.problem, gpu_, tiled)) specs.push_back(tiled);
-          }
-          break;
         }
       }
       for (const KernelSpec& spec : specs)

@@ -2,8 +2,7 @@
 // float64 reference: the family's plan (the pack_filter setup into the persistent buffer, split-C's zeroed output,
 // the main launch) on activations with uniform, channel and blob zeros from dense to all zero. Every sparse loop
 // (shared halo, grouped shuffles, one shuffle per nonzero, ffs + switch), the dense loop forced and never taken, the
-// channel loop unrolled by 2, channels loaded in batches, the block-staged loop (in one chunk and in several), warp
-// tiles over taps staged in shared memory (in one chunk and in several, with warps past the last tile), ReLU
+// channel loop unrolled by 2, channels loaded in batches, the block-staged loop (in one chunk and in several), ReLU
 // on load, 1 to 4 output channels per lane, warps and blocks splitting the input channels, 1x1 and 3x3, stride 2,
 // dilation 2, both layouts, K and tiles that fill no warp, and an epilogue. The warp
 // instructions the template uses (__ballot_sync, __shfl_sync, __syncwarp) exchange through the warp's slots at a
@@ -30,7 +29,6 @@
 #include "reference/reference.hpp"
 #include "support/corpus.hpp"
 #include "support/emulation_checks.hpp"
-#include "support/host_async_copy.hpp"
 #include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 
@@ -108,7 +106,7 @@ struct MakeWarps {
   constexpr int SPARSE_MODE = kSpec.sparse_mode;                                                               \
   constexpr bool UNROLL2 = kSpec.unroll2, RELU_ON_LOAD = kSpec.relu_on_load;                                   \
   constexpr int LOAD_BATCH = kSpec.load_batch;                                                                 \
-  constexpr bool BLOCK_STAGED = kSpec.block_staged, WARP_TILES = kSpec.warp_tiles;                             \
+  constexpr bool BLOCK_STAGED = kSpec.block_staged;                                                            \
   }                                                                                                            \
   }                                                                                                            \
   namespace act_sparse_emulation::NAME {                                                                       \
@@ -119,14 +117,11 @@ struct MakeWarps {
 #define ACT_SPARSE_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU) \
   ACT_SPARSE_BATCHED_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, 1)
 #define ACT_SPARSE_BATCHED_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB) \
-  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB, false, false)
+  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB, false)
 // The same with a block that stages its channels' halos and lists the live ones (bs 1, sm 3, ur 0, lb 1).
 #define ACT_SPARSE_STAGED_SPEC(TH, TW, TK, WP, SC, DM, RELU) \
-  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, 3, false, RELU, 1, true, false)
-// ... with warp tiles, each warp a pixel tile of its own over taps the block stages (wt 1, sm 3, ur 0, lb 1).
-#define ACT_SPARSE_TILED_SPEC(TH, TW, TK, WP, SC, DM, RELU) \
-  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, 3, false, RELU, 1, false, true)
-#define ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB, BS, WT)                                \
+  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, 3, false, RELU, 1, true)
+#define ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB, BS)                                    \
   (convgen::ActSparseParams{.tile_h = TH,                                                                   \
                             .tile_w = TW,                                                                   \
                             .k_per_lane = TK,                                                               \
@@ -137,8 +132,7 @@ struct MakeWarps {
                             .unroll2 = UR,                                                                  \
                             .relu_on_load = RELU,                                                           \
                             .load_batch = LB,                                                               \
-                            .block_staged = BS,                                                             \
-                            .warp_tiles = WT})
+                            .block_staged = BS})
 
 using convgen::Layout;
 using Shape = convgen::testing_support::LiteralShape;
@@ -275,52 +269,6 @@ ACT_SPARSE_EMULATED(dilated_staged_chunks, DILATED, ACT_SPARSE_STAGED_SPEC(4, 4,
 ACT_SPARSE_END(dilated_staged_chunks)
 #undef CONVGEN_ACT_SPARSE_STAGE_BYTES
 
-// Warp tiles (wt 1): 4 warps per block over the 15 tiles of a 9x11 input (the last block's fourth warp has none and
-// only helps copy the taps), all 7 channels' taps in one chunk.
-ACT_SPARSE_EMULATED(odd_tiled, ODD_3X3(Layout::nchw), ACT_SPARSE_TILED_SPEC(2, 4, 1, 4, 1, 0, false))
-#define CONVGEN_ENTRY kernel_odd_tiled
-#include "templates/act_sparse.cu"
-#undef CONVGEN_ENTRY
-ACT_SPARSE_END(odd_tiled)
-
-// ... channels-last, stride 2, batch 2, 2 channels per lane (K = 40 in 64), 2 blocks splitting C (atomic adds from
-// each warp's registers), ReLU on load.
-ACT_SPARSE_EMULATED(stride2_nhwc_tiled_split, STRIDE2_NHWC, ACT_SPARSE_TILED_SPEC(2, 2, 2, 2, 2, 0, true))
-#define CONVGEN_ENTRY kernel_stride2_nhwc_tiled_split
-#include "templates/act_sparse.cu"
-#undef CONVGEN_ENTRY
-ACT_SPARSE_END(stride2_nhwc_tiled_split)
-
-// ... 1x1 channels-last (taps [c][k] in shared memory), 4 channels per lane (K = 100 in 128).
-ACT_SPARSE_EMULATED(pointwise_tiled_tk4, POINTWISE, ACT_SPARSE_TILED_SPEC(2, 6, 4, 2, 1, 0, false))
-#define CONVGEN_ENTRY kernel_pointwise_tiled_tk4
-#include "templates/act_sparse.cu"
-#undef CONVGEN_ENTRY
-ACT_SPARSE_END(pointwise_tiled_tk4)
-
-// ... bias + ReLU at each warp's store.
-ACT_SPARSE_EMULATED(epilogue_tiled, WITH_EPILOGUE, ACT_SPARSE_TILED_SPEC(4, 4, 1, 2, 1, 0, false))
-#define CONVGEN_ENTRY kernel_epilogue_tiled
-#include "templates/act_sparse.cu"
-#undef CONVGEN_ENTRY
-ACT_SPARSE_END(epilogue_tiled)
-
-// ... with room for 2 channels' taps per chunk (3 chunks over 5 channels, the last of 1), the dense loop taken from
-// 4 nonzeros on, dilation 2; and 2 of the 7 channels of the odd input (4 chunks) with the dense loop never taken.
-#undef CONVGEN_ACT_SPARSE_TAP_BYTES
-#define CONVGEN_ACT_SPARSE_TAP_BYTES (2 * 2 * 4 * 32 * 12)
-ACT_SPARSE_EMULATED(dilated_tiled_chunks, DILATED, ACT_SPARSE_TILED_SPEC(4, 4, 1, 2, 1, 4, false))
-#define CONVGEN_ENTRY kernel_dilated_tiled_chunks
-#include "templates/act_sparse.cu"
-#undef CONVGEN_ENTRY
-ACT_SPARSE_END(dilated_tiled_chunks)
-ACT_SPARSE_EMULATED(odd_tiled_chunks, ODD_3X3(Layout::nchw), ACT_SPARSE_TILED_SPEC(2, 4, 1, 4, 1, 128, false))
-#define CONVGEN_ENTRY kernel_odd_tiled_chunks
-#include "templates/act_sparse.cu"
-#undef CONVGEN_ENTRY
-ACT_SPARSE_END(odd_tiled_chunks)
-#undef CONVGEN_ACT_SPARSE_TAP_BYTES
-
 namespace convgen {
 namespace {
 
@@ -431,10 +379,7 @@ INSTANTIATE_TEST_SUITE_P(
                     ACT_SPARSE_EMULATION_CASE(pointwise_s2_split3), ACT_SPARSE_EMULATION_CASE(epilogue_sm3),
                     ACT_SPARSE_EMULATION_CASE(odd_batch4), ACT_SPARSE_EMULATION_CASE(stride2_nhwc_batch8),
                     ACT_SPARSE_EMULATION_CASE(odd_staged), ACT_SPARSE_EMULATION_CASE(stride2_nhwc_staged_split),
-                    ACT_SPARSE_EMULATION_CASE(dilated_staged_chunks), ACT_SPARSE_EMULATION_CASE(odd_tiled),
-                    ACT_SPARSE_EMULATION_CASE(stride2_nhwc_tiled_split),
-                    ACT_SPARSE_EMULATION_CASE(pointwise_tiled_tk4), ACT_SPARSE_EMULATION_CASE(epilogue_tiled),
-                    ACT_SPARSE_EMULATION_CASE(dilated_tiled_chunks), ACT_SPARSE_EMULATION_CASE(odd_tiled_chunks)),
+                    ACT_SPARSE_EMULATION_CASE(dilated_staged_chunks)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

@@ -73,23 +73,6 @@ TEST(ActSparseFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
   EXPECT_EQ(act_sparse().check_support(p, h100(), to_spec(staged_shuffles)),
             "block_staged reads halos from shared memory (sparse_mode 3), one channel ahead (no unroll2, load_batch 1); "
             "got sparse_mode 2, unroll2 false, load_batch 1");
-  ActSparseParams tiled_unrolled = params_of<ActSparseParams>(s);
-  tiled_unrolled.warp_tiles = true;
-  tiled_unrolled.unroll2 = true;
-  EXPECT_EQ(act_sparse().check_support(p, h100(), to_spec(tiled_unrolled)),
-            "warp_tiles reads halos one channel ahead through shared memory (sparse_mode 3; no unroll2, load_batch 1 "
-            "or block_staged); got sparse_mode 3, unroll2 true, load_batch 1, block_staged false");
-}
-
-// A warp per block beyond the layer's tiles would have none.
-TEST(ActSparseFamily, DeclinesWarpTilesThatLeaveAWarpWithoutATile) {
-  Problem p = cusnn_layers().front();
-  ActSparseParams a{.tile_h = 2, .tile_w = 2, .k_per_lane = 1, .warps = 4, .warp_tiles = true};
-  EXPECT_EQ(act_sparse().check_support(p, h100(), to_spec(a)), std::nullopt);
-  Problem tiny = p;
-  tiny.input = {1, 2, 2};
-  EXPECT_EQ(act_sparse().check_support(tiny, h100(), to_spec(a)),
-            "warp_tiles: 4 warps per block, more than the layer has output tiles (1)");
 }
 
 // Blocks that split the input channels add into the output with atomics: declined with an epilogue.
@@ -147,7 +130,7 @@ TEST(ActSparseFamily, IsTheDefaultWhereTheProblemExpectsZerosAndSkippingPays) {
   EXPECT_NE(default_choice(pointwise, h100()).family, "act_sparse");
 }
 
-TEST(ActSparseFamily, OffersUnrolledAndBatchedTwinsOfTheBestGeometriesAfterTheFirstEightThenWarpTiles) {
+TEST(ActSparseFamily, OffersTheChannelLoopUnrolledAndLoadedInBatchesAsTwinsOfTheBestGeometriesAfterTheFirstEight) {
   for (const int n : {1, 8}) {
     Problem p = cusnn_layers().front();
     p.n = n;
@@ -163,11 +146,10 @@ TEST(ActSparseFamily, OffersUnrolledAndBatchedTwinsOfTheBestGeometriesAfterTheFi
     };
     const auto plain = [](const KernelSpec& s) {
       const ActSparseParams a = params_of<ActSparseParams>(s);
-      return !a.unroll2 && a.load_batch == 1 && !a.warp_tiles;
+      return !a.unroll2 && a.load_batch == 1;
     };
     for (const KernelSpec& s : specs)  // the block-staged loop is not offered (measured slower)
       EXPECT_FALSE(params_of<ActSparseParams>(s).block_staged) << kernel_name(s);
-    const auto tiled = [](const KernelSpec& s) { return params_of<ActSparseParams>(s).warp_tiles; };
     for (std::size_t i = 0; i < 8; ++i) EXPECT_TRUE(plain(specs[i])) << kernel_name(specs[i]);
     const std::size_t twins = 48 / 6;
     for (std::size_t i = 0; i < twins; ++i) {
@@ -178,7 +160,7 @@ TEST(ActSparseFamily, OffersUnrolledAndBatchedTwinsOfTheBestGeometriesAfterTheFi
     // Then the batched twins of the same geometries, in the same order (a geometry whose warps have one channel has
     // none), each batch the warp's channels rounded up to a power of 2, at most 8, or the largest that fits.
     std::size_t next = 0, batched = 0;
-    for (std::size_t i = 8 + twins; i < specs.size() && !plain(specs[i]) && !tiled(specs[i]); ++i, ++batched) {
+    for (std::size_t i = 8 + twins; i < specs.size() && !plain(specs[i]); ++i, ++batched) {
       const ActSparseParams a = params_of<ActSparseParams>(specs[i]);
       EXPECT_FALSE(a.unroll2) << kernel_name(specs[i]);
       while (next < twins && geometry_of(specs[next]) != geometry_of(specs[i])) ++next;
@@ -193,12 +175,7 @@ TEST(ActSparseFamily, OffersUnrolledAndBatchedTwinsOfTheBestGeometriesAfterTheFi
       ++next;
     }
     EXPECT_GT(batched, 0u);
-    // Then warp-tile geometries of their own (a tile per warp over taps staged once per block), the rest plain.
-    for (std::size_t i = 8 + twins + batched; i < 8 + 2 * twins + batched; ++i) {
-      EXPECT_TRUE(tiled(specs[i])) << kernel_name(specs[i]);
-      EXPECT_GT(params_of<ActSparseParams>(specs[i]).warps, 1) << kernel_name(specs[i]);
-    }
-    for (std::size_t i = 8 + 2 * twins + batched; i < specs.size(); ++i) EXPECT_TRUE(plain(specs[i])) << i;
+    for (std::size_t i = 8 + twins + batched; i < specs.size(); ++i) EXPECT_TRUE(plain(specs[i])) << i;
   }
 }
 
