@@ -52,7 +52,7 @@ CONVGEN_PARAM("sc", "1..64", "blocks splitting the input channels (atomic adds i
 constexpr int SPLIT_C = 1;
 CONVGEN_PARAM("dm", "0..128", "nonzeros in a channel's halo from which the dense loop runs (0: from the cost model)")
 constexpr int DENSE_AT = 0;
-CONVGEN_PARAM("sm", "0,1,2,3", "sparse loop: 3 halo in shared memory, read by groups (gs) + per-position tests; "
+CONVGEN_PARAM("sm", "0,1,2,3", "sparse loop: 3 halo in shared memory, read by 8 (2 x float4) + per-position branches; "
               "2 the same with 8 shuffles; 0 one shuffle per nonzero; 1 ffs loop + switch")
 constexpr int SPARSE_MODE = 3;
 CONVGEN_PARAM("ur", "bool", "unroll the channel loop by 2 (two register sets, no copies between channels)")
@@ -63,9 +63,6 @@ constexpr int LOAD_BATCH = 1;
 CONVGEN_PARAM("bs", "bool", "the block stages its channels' halos in shared memory and lists the channels with a "
               "nonzero, which its warps take in turn (sparse loop 3, one channel ahead)")
 constexpr bool BLOCK_STAGED = false;
-CONVGEN_PARAM("gs", "4,8", "halo positions per nonzero test of the sparse loop 3 (ptxas predicates a group's FMAs: "
-              "the FMAs of every position of a group with a nonzero issue)")
-constexpr int GROUP = 8;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -118,7 +115,6 @@ static_assert(SPARSE_MODE >= 0 && SPARSE_MODE <= 3, "SPARSE_MODE must be 0 to 3"
 static_assert(LOAD_BATCH == 1 || LOAD_BATCH == 2 || LOAD_BATCH == 4 || LOAD_BATCH == 8,
               "LOAD_BATCH must be 1, 2, 4 or 8");
 static_assert(LOAD_BATCH == 1 || !UNROLL2, "the channel loop is unrolled by 2 or loaded in batches, not both");
-static_assert(GROUP == 4 || GROUP == 8, "GROUP must be 4 or 8");
 static_assert(!BLOCK_STAGED || (SPARSE_MODE == 3 && !UNROLL2 && LOAD_BATCH == 1),
               "the block-staged channel loop reads halos from shared memory (sparse loop 3), one channel ahead");
 
@@ -237,25 +233,22 @@ __device__ __forceinline__ void sparse_grouped(Acc& acc, const Taps& f, const fl
   }
 }
 
-// The groups of GROUP positions of a halo in shared memory (s_channel, 16-byte aligned): a group with a nonzero is
-// read with GROUP / 4 float4 broadcasts, then each set bit's FMAs run behind its test. ptxas turns those tests into
-// predicates (R2P): every FMA of a live group issues, so a smaller group wastes fewer slots on its zeros and costs
-// more group tests.
+// The groups of 8 positions of a halo in shared memory (s_channel, 16-byte aligned): a group with a nonzero is read
+// with two float4 broadcasts, then each set bit's FMAs run behind its branch.
 __device__ __forceinline__ void sparse_groups(Acc& acc, const Taps& f, const unsigned (&mask)[HALO_REGS],
                                               const float* s_channel) {
-  constexpr unsigned GROUP_BITS = (1u << GROUP) - 1u;
 #pragma unroll
   for (int j = 0; j < HALO_REGS; ++j) {
 #pragma unroll
-    for (int g = 0; g < 32 / GROUP; ++g) {
-      if (j * 32 + g * GROUP >= HALO || ((mask[j] >> (g * GROUP)) & GROUP_BITS) == 0) continue;
-      float x[GROUP];
+    for (int g = 0; g < 4; ++g) {
+      if (j * 32 + g * 8 >= HALO || ((mask[j] >> (g * 8)) & 0xffu) == 0) continue;
+      float x[8];
+      convgen::load_floats<4>(x, s_channel + j * 32 + g * 8);
+      convgen::load_floats<4>(x + 4, s_channel + j * 32 + g * 8 + 4);
 #pragma unroll
-      for (int i = 0; i < GROUP; i += 4) convgen::load_floats<4>(x + i, s_channel + j * 32 + g * GROUP + i);
-#pragma unroll
-      for (int b = 0; b < GROUP; ++b) {
-        const int pos = j * 32 + g * GROUP + b;
-        if (pos < HALO && (mask[j] & (1u << (g * GROUP + b))) != 0) apply(acc, f, x[b], pos);
+      for (int b = 0; b < 8; ++b) {
+        const int pos = j * 32 + g * 8 + b;
+        if (pos < HALO && (mask[j] & (1u << (g * 8 + b))) != 0) apply(acc, f, x[b], pos);
       }
     }
   }

@@ -19,7 +19,7 @@
 namespace convgen::act_sparse {
 
 
-// Field order = CONVGEN_PARAM declaration order in templates/act_sparse.cu (th tw tk wp sc dm sm ur relu lb bs gs).
+// Field order = CONVGEN_PARAM declaration order in templates/act_sparse.cu (th tw tk wp sc dm sm ur relu lb bs).
 struct Params {
   int tile_h = 4;          // th: output rows per warp tile
   int tile_w = 7;          // tw: output columns per warp tile
@@ -32,7 +32,6 @@ struct Params {
   bool relu_on_load = false;
   int load_batch = 1;      // lb: input channels a warp loads at once before computing them (1: one channel ahead)
   bool block_staged = false;  // bs: the block stages its channels' halos in shared memory and lists the live ones
-  int group = 8;              // gs: halo positions per nonzero test of sparse loop 3 (a live group's FMAs all issue)
   bool operator==(const Params&) const = default;
 };
 
@@ -187,7 +186,6 @@ std::optional<std::string> check_support(const Problem& pr, const Gpu& gpu, cons
   if (p.sparse_mode < 0 || p.sparse_mode > 3) return fmt::format("sparse_mode must be 0 to 3, got {}", p.sparse_mode);
   if (p.load_batch != 1 && p.load_batch != 2 && p.load_batch != 4 && p.load_batch != 8)
     return fmt::format("load_batch must be 1, 2, 4 or 8, got {}", p.load_batch);
-  if (p.group != 4 && p.group != 8) return fmt::format("group must be 4 or 8, got {}", p.group);
   if (p.load_batch > 1 && p.unroll2)
     return "the channel loop is unrolled by 2 (unroll2) or loaded in batches (load_batch > 1), not both";
   if (p.block_staged && (p.sparse_mode != 3 || p.unroll2 || p.load_batch != 1))
@@ -264,9 +262,9 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
   // Sparse loop (mode 2, as measured best): per group of 8 positions a test; a group with a nonzero (probability
   // 1 - z^8 for independent zeros) shuffles all 8 and tests each bit; each nonzero then costs its FMAs. Its
   // dependent chain is one shuffle latency (~40 cycles) per nonzero group.
-  const double groups = std::ceil(d.halo / static_cast<double>(p.group));
-  const double live_groups = groups * (1 - std::pow(zero_fraction, p.group));
-  const double sparse = 2 * groups + live_groups * 3 * p.group + d.halo * density * (1 + a);
+  const double groups = std::ceil(d.halo / 8.0);
+  const double live_groups = groups * (1 - std::pow(zero_fraction, 8));
+  const double sparse = 2 * groups + live_groups * (8 + 2 * 8) + d.halo * density * (1 + a);
   const double dense = d.halo * (1 + a);
   const bool sparse_wins = sparse < dense;
   // A warp's tap load (float4, or one float per tap for R * S < 4) moves up to 32 * 16 bytes through the SM's
@@ -340,16 +338,19 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
   // the cusnn layers at batches 1 to 8 (0, 50 and 90% zeros, blob and uniform; 96 layer-batches), it was never the
   // fastest by more than 1.5%, and its best ran 0.76-0.89x as fast as the plain loop's best on the geometric mean
   // (bench/results/h200/act-sparse-staged-2026-11-30/).
-  // Nor are warp tiles (each warp a pixel tile of its own over the block's channels, their taps copied into shared
-  // memory once per block, which cut the taps' L2 traffic): measured on the H200 over the cusnn layers (90% blob zeros
-  // at batches 1 to 8, 70% at 1 and 8) their best ran 0.46x and 0.52x as fast as the plain loop's best, never the
-  // fastest; ncu showed the plain loop bound by issue (about 5 warp instructions per useful FMA), not by L2
+  // Nor are warp tiles (each warp a pixel tile of its own over the block's channels, their taps copied into shared memory
+  // once per block, which cut the taps' L2 traffic): measured on the H200 over the cusnn layers (90% blob zeros at
+  // batches 1 to 8, 70% at 1 and 8) their best ran 0.46x and 0.52x as fast as the plain loop's best, never the fastest;
+  // ncu showed the plain loop bound by issue (about 5 warp instructions per useful FMA), not by L2
   // (bench/results/h200/act-sparse-warp-tiles-2026-11-30/, convgen b64af28).
+  // Testing the shared halo 4 positions at a time instead of 8 (ptxas predicates a live group's FMAs, so every one of
+  // them issues) measured as twins of the first 8 geometries: 0.99x on the geometric mean over 384 pairs, the fastest
+  // on 2 of 48 layer-batches (bench/results/h200/act-sparse-groups-of-4-2026-11-30/, convgen 6d924c8).
   constexpr std::size_t kUnrollAfter = 8;
   const std::size_t twins = limit >= 2 * kUnrollAfter ? limit / 6 : 0;
   std::vector<Params> out;
   std::size_t taken = 0;
-  for (; taken < ranked.size() && taken + 3 * twins < limit; ++taken) out.push_back(ranked[taken].second);
+  for (; taken < ranked.size() && taken + 2 * twins < limit; ++taken) out.push_back(ranked[taken].second);
   std::vector<Params> added;
   for (std::size_t i = 0; i < std::min(twins, out.size()); ++i) {
     Params twin = out[i];
@@ -366,13 +367,6 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
         added.push_back(twin);
         break;
       }
-  }
-  // And their twins testing 4 halo positions at a time instead of 8 (group: ptxas predicates a live group's FMAs,
-  // so every FMA of it issues), which the estimate cannot rank either.
-  for (std::size_t i = 0; i < std::min(twins, out.size()); ++i) {
-    Params twin = out[i];
-    twin.group = 4;
-    if (!check_support(pr, gpu, twin)) added.push_back(twin);
   }
   // Slots a geometry without a batched twin left: the next geometries of the ranking.
   for (; taken < ranked.size() && out.size() + added.size() < limit; ++taken) out.push_back(ranked[taken].second);
@@ -402,7 +396,7 @@ constexpr double kWarpIssueRate = 0.25;
 as::Params to_logic(const ActSparseParams& s) {
   return {.tile_h = s.tile_h, .tile_w = s.tile_w, .k_per_lane = s.k_per_lane, .warps = s.warps, .split_c = s.split_c,
           .dense_at = s.dense_at, .sparse_mode = s.sparse_mode, .unroll2 = s.unroll2, .relu_on_load = s.relu_on_load,
-          .load_batch = s.load_batch, .block_staged = s.block_staged, .group = s.group};
+          .load_batch = s.load_batch, .block_staged = s.block_staged};
 }
 ActSparseParams from_logic(const as::Params& p) {
   ActSparseParams s;
@@ -417,7 +411,6 @@ ActSparseParams from_logic(const as::Params& p) {
   s.relu_on_load = p.relu_on_load;
   s.load_batch = p.load_batch;
   s.block_staged = p.block_staged;
-  s.group = p.group;
   return s;
 }
 
@@ -467,9 +460,9 @@ class ActSparse final : public Family {
     const int tp = a.tile_h * a.tile_w;
     const double channels_per_warp = std::ceil(std::ceil(static_cast<double>(p.c) / a.split_c) / a.warps);
     const double dense_fma = static_cast<double>(tp) * rs * a.k_per_lane;
-    const double groups = std::ceil(halo / static_cast<double>(a.group)), live = groups * (1 - std::pow(z, a.group));
+    const double groups = std::ceil(halo / 8.0), live = groups * (1 - std::pow(z, 8));
     const double sparse_fma = dense_fma * (1 - z);
-    const bool sparse = 2 * groups + live * (2 + 2 * a.group) + halo * (1 - z) < halo + dense_fma - sparse_fma;
+    const bool sparse = 2 * groups + live * 18 + halo * (1 - z) < halo + dense_fma - sparse_fma;
     const double per_warp = channels_per_warp * a.warps;
     const std::int64_t blocks = std::int64_t{g.grid[0]} * g.grid[1] * g.grid[2];
     return {.blocks = blocks,
@@ -479,9 +472,9 @@ class ActSparse final : public Family {
             .dram_bytes = static_cast<double>(min_bytes(p)),
             .flops_per_block = 2.0 * 32 * a.k_per_lane * tp * rs * per_warp * (sparse ? 1 - z : 1),
             .fma_instructions = per_warp * (sparse ? sparse_fma : dense_fma),
-            .shared_load_instructions = per_warp * (sparse ? a.group / 4.0 * live + std::ceil(halo / 32.0) : halo),
+            .shared_load_instructions = per_warp * (sparse ? 2 * live + std::ceil(halo / 32.0) : halo),
             .global_load_instructions = per_warp * (std::ceil(halo / 32.0) + as::tap_loads(p, a)),
-            .address_instructions = per_warp * (sparse ? 2 * groups + a.group * live : 4),
+            .address_instructions = per_warp * (sparse ? 2 * groups + 8 * live : 4),
             .main_loop_steps = static_cast<int>(std::ceil(channels_per_warp / a.load_batch)),
             .pipelined = a.load_batch == 1,
             .warp_issue_rate = kWarpIssueRate,
@@ -493,10 +486,9 @@ class ActSparse final : public Family {
   // configurations close to what was measured (bench/results/h200/act_sparse).
   CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
 
-  // lb (load_batch) came after the names of 2026-11-29 and earlier, bs (block_staged) after those of 2026-11-30's
-  // fifteenth session, gs (group) after its sixteenth's; their kernels loaded one channel ahead (lb 1), each warp its
-  // own channels (bs 0), 8 halo positions per test (gs 8).
-  std::size_t params_added_later() const override { return 3; }
+  // lb (load_batch) came after the names of 2026-11-29 and earlier, bs (block_staged) after those of 2026-11-30;
+  // their kernels loaded one channel ahead (lb 1), each warp its own channels (bs 0).
+  std::size_t params_added_later() const override { return 2; }
 
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
     if (auto a = act_sparse::default_params(p, gpu, p.act_sparsity)) return to_spec(from_logic(*a));

@@ -102,29 +102,6 @@ TEST(ActSparseBlockStaged, TheDefaultGeometryBlockStagedCompilesForSm80AndSm90) 
   EXPECT_EQ(compiled, 6);
 }
 
-// ... and its shared-halo loop testing 4 positions at a time (gs 4), offered as a twin only: the default geometry
-// with it, on the first 6 corpus layers act_sparse serves.
-TEST(ActSparseGroupsOf4, TheDefaultGeometryWithGroupsOf4CompilesForSm80AndSm90) {
-  const Gpu gpu = h100();
-  int compiled = 0;
-  for (const Layer& layer : edge_cases().layers) {
-    const auto spec = family("act_sparse").default_spec(layer.problem, gpu);
-    if (!spec) continue;
-    ActSparseParams group4 = params_of<ActSparseParams>(*spec);
-    group4.group = 4;
-    group4.sparse_mode = 3;
-    if (family("act_sparse").check_support(layer.problem, gpu, to_spec(group4))) continue;
-    const KernelSource source = family("act_sparse").render(layer.problem, to_spec(group4));
-    for (const char* arch : {"sm_80", "sm_90"}) {
-      Cubin cubin;
-      ASSERT_NO_THROW(cubin = compile(to_program(source), {.arch = arch})) << layer.name << " " << arch;
-      EXPECT_FALSE(cubin.image.empty());
-    }
-    if (++compiled == 6) break;
-  }
-  EXPECT_EQ(compiled, 6);
-}
-
 TEST(SuiteLayers, TheDefaultChoiceForOneLayerOfEverySuiteCompilesForSm90) {
   const Gpu gpu = h100();
   for (const auto& file : suite_files()) {

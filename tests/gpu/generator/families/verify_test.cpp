@@ -70,8 +70,7 @@ TEST_F(GpuVerify, EveryFamilyAndRepresentativeConfigurationIsCorrectOnTheEdgeCas
 // Activations with zeros where ReLU leaves them. The activation-sparse family: every pattern at 0, 50, 90, 99 and 100%
 // zeros, its representative configurations, each of its sparse loops with the dense loop forced off (dense_at
 // 128), so both of its paths meet every pattern, the first configuration with its other channel loop (ur), and block-
-// staged (bs) and groups of 4 (gs 4), each with and without its dense loop. The dense families: one fraction per
-// pattern.
+// staged (bs) with and without its dense loop. The dense families: one fraction per pattern.
 TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFraction) {
   std::uint64_t seed = 5000;
   std::vector<TensorSource> sources, few_sources = {SparseRandom{SparsityPattern::uniform, 0.5},
@@ -111,15 +110,6 @@ TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFr
         for (int dense_at : {0, 128}) {
           staged.values[index_of_dense_at] = dense_at;
           if (!family->check_support(layer.problem, gpu_, staged)) specs.push_back(staged);
-        }
-        // The first's geometry testing 4 halo positions at a time (gs 4, sparse loop 3), with and without its dense
-        // loop.
-        KernelSpec group4 = specs.front();
-        group4.values[index_of("gs")] = 4;
-        group4.values[index_of_mode] = 3;
-        for (int dense_at : {0, 128}) {
-          group4.values[index_of_dense_at] = dense_at;
-          if (!family->check_support(layer.problem, gpu_, group4)) specs.push_back(group4);
         }
       }
       for (const KernelSpec& spec : specs)

@@ -2,8 +2,7 @@
 // float64 reference: the family's plan (the pack_filter setup into the persistent buffer, split-C's zeroed output,
 // the main launch) on activations with uniform, channel and blob zeros from dense to all zero. Every sparse loop
 // (shared halo, grouped shuffles, one shuffle per nonzero, ffs + switch), the dense loop forced and never taken, the
-// channel loop unrolled by 2, channels loaded in batches, the block-staged loop (in one chunk and in several), the
-// shared-halo loop testing 4 positions at a time, ReLU
+// channel loop unrolled by 2, channels loaded in batches, the block-staged loop (in one chunk and in several), ReLU
 // on load, 1 to 4 output channels per lane, warps and blocks splitting the input channels, 1x1 and 3x3, stride 2,
 // dilation 2, both layouts, K and tiles that fill no warp, and an epilogue. The warp
 // instructions the template uses (__ballot_sync, __shfl_sync, __syncwarp) exchange through the warp's slots at a
@@ -108,7 +107,6 @@ struct MakeWarps {
   constexpr bool UNROLL2 = kSpec.unroll2, RELU_ON_LOAD = kSpec.relu_on_load;                                   \
   constexpr int LOAD_BATCH = kSpec.load_batch;                                                                 \
   constexpr bool BLOCK_STAGED = kSpec.block_staged;                                                            \
-  constexpr int GROUP = kSpec.group;                                                                           \
   }                                                                                                            \
   }                                                                                                            \
   namespace act_sparse_emulation::NAME {                                                                       \
@@ -119,14 +117,11 @@ struct MakeWarps {
 #define ACT_SPARSE_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU) \
   ACT_SPARSE_BATCHED_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, 1)
 #define ACT_SPARSE_BATCHED_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB) \
-  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB, false, 8)
+  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB, false)
 // The same with a block that stages its channels' halos and lists the live ones (bs 1, sm 3, ur 0, lb 1).
 #define ACT_SPARSE_STAGED_SPEC(TH, TW, TK, WP, SC, DM, RELU) \
-  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, 3, false, RELU, 1, true, 8)
-// The shared-halo loop (sm 3) testing 4 halo positions at a time (gs 4), plain or block-staged.
-#define ACT_SPARSE_GROUP4_SPEC(TH, TW, TK, WP, SC, DM, UR, BS) \
-  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, 3, UR, false, 1, BS, 4)
-#define ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB, BS, GS)                                \
+  ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, 3, false, RELU, 1, true)
+#define ACT_SPARSE_FULL_SPEC(TH, TW, TK, WP, SC, DM, SM, UR, RELU, LB, BS)                                    \
   (convgen::ActSparseParams{.tile_h = TH,                                                                   \
                             .tile_w = TW,                                                                   \
                             .k_per_lane = TK,                                                               \
@@ -137,8 +132,7 @@ struct MakeWarps {
                             .unroll2 = UR,                                                                  \
                             .relu_on_load = RELU,                                                           \
                             .load_batch = LB,                                                               \
-                            .block_staged = BS,                                                             \
-                            .group = GS})
+                            .block_staged = BS})
 
 using convgen::Layout;
 using Shape = convgen::testing_support::LiteralShape;
@@ -275,20 +269,6 @@ ACT_SPARSE_EMULATED(dilated_staged_chunks, DILATED, ACT_SPARSE_STAGED_SPEC(4, 4,
 ACT_SPARSE_END(dilated_staged_chunks)
 #undef CONVGEN_ACT_SPARSE_STAGE_BYTES
 
-// Groups of 4: the odd input (halo 6x9 = 54: the last group of the second mask word partial), unrolled by 2; and
-// block-staged, channels-last, stride 2.
-ACT_SPARSE_EMULATED(odd_group4_ur, ODD_3X3(Layout::nchw), ACT_SPARSE_GROUP4_SPEC(4, 7, 1, 2, 1, 0, true, false))
-#define CONVGEN_ENTRY kernel_odd_group4_ur
-#include "templates/act_sparse.cu"
-#undef CONVGEN_ENTRY
-ACT_SPARSE_END(odd_group4_ur)
-ACT_SPARSE_EMULATED(stride2_nhwc_group4_staged, STRIDE2_NHWC,
-                    ACT_SPARSE_GROUP4_SPEC(2, 2, 2, 2, 1, 0, false, true))
-#define CONVGEN_ENTRY kernel_stride2_nhwc_group4_staged
-#include "templates/act_sparse.cu"
-#undef CONVGEN_ENTRY
-ACT_SPARSE_END(stride2_nhwc_group4_staged)
-
 namespace convgen {
 namespace {
 
@@ -399,8 +379,7 @@ INSTANTIATE_TEST_SUITE_P(
                     ACT_SPARSE_EMULATION_CASE(pointwise_s2_split3), ACT_SPARSE_EMULATION_CASE(epilogue_sm3),
                     ACT_SPARSE_EMULATION_CASE(odd_batch4), ACT_SPARSE_EMULATION_CASE(stride2_nhwc_batch8),
                     ACT_SPARSE_EMULATION_CASE(odd_staged), ACT_SPARSE_EMULATION_CASE(stride2_nhwc_staged_split),
-                    ACT_SPARSE_EMULATION_CASE(dilated_staged_chunks), ACT_SPARSE_EMULATION_CASE(odd_group4_ur),
-                    ACT_SPARSE_EMULATION_CASE(stride2_nhwc_group4_staged)),
+                    ACT_SPARSE_EMULATION_CASE(dilated_staged_chunks)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

@@ -130,7 +130,7 @@ TEST(ActSparseFamily, IsTheDefaultWhereTheProblemExpectsZerosAndSkippingPays) {
   EXPECT_NE(default_choice(pointwise, h100()).family, "act_sparse");
 }
 
-TEST(ActSparseFamily, OffersUnrolledBatchedAndGroupsOf4TwinsOfTheBestGeometriesAfterTheFirstEight) {
+TEST(ActSparseFamily, OffersTheChannelLoopUnrolledAndLoadedInBatchesAsTwinsOfTheBestGeometriesAfterTheFirstEight) {
   for (const int n : {1, 8}) {
     Problem p = cusnn_layers().front();
     p.n = n;
@@ -146,7 +146,7 @@ TEST(ActSparseFamily, OffersUnrolledBatchedAndGroupsOf4TwinsOfTheBestGeometriesA
     };
     const auto plain = [](const KernelSpec& s) {
       const ActSparseParams a = params_of<ActSparseParams>(s);
-      return !a.unroll2 && a.load_batch == 1 && a.group == 8;
+      return !a.unroll2 && a.load_batch == 1;
     };
     for (const KernelSpec& s : specs)  // the block-staged loop is not offered (measured slower)
       EXPECT_FALSE(params_of<ActSparseParams>(s).block_staged) << kernel_name(s);
@@ -160,8 +160,7 @@ TEST(ActSparseFamily, OffersUnrolledBatchedAndGroupsOf4TwinsOfTheBestGeometriesA
     // Then the batched twins of the same geometries, in the same order (a geometry whose warps have one channel has
     // none), each batch the warp's channels rounded up to a power of 2, at most 8, or the largest that fits.
     std::size_t next = 0, batched = 0;
-    for (std::size_t i = 8 + twins; i < specs.size() && !plain(specs[i]) && params_of<ActSparseParams>(specs[i]).group == 8;
-         ++i, ++batched) {
+    for (std::size_t i = 8 + twins; i < specs.size() && !plain(specs[i]); ++i, ++batched) {
       const ActSparseParams a = params_of<ActSparseParams>(specs[i]);
       EXPECT_FALSE(a.unroll2) << kernel_name(specs[i]);
       while (next < twins && geometry_of(specs[next]) != geometry_of(specs[i])) ++next;
@@ -176,15 +175,7 @@ TEST(ActSparseFamily, OffersUnrolledBatchedAndGroupsOf4TwinsOfTheBestGeometriesA
       ++next;
     }
     EXPECT_GT(batched, 0u);
-    // Then the same geometries testing 4 halo positions at a time (gs 4), in the same order; the rest plain.
-    for (std::size_t i = 0; i < twins; ++i) {
-      const KernelSpec& twin = specs[8 + twins + batched + i];
-      EXPECT_EQ(params_of<ActSparseParams>(twin).group, 4) << kernel_name(twin);
-      ActSparseParams back = params_of<ActSparseParams>(twin);
-      back.group = 8;
-      EXPECT_EQ(to_spec(back), specs[i]) << kernel_name(twin);
-    }
-    for (std::size_t i = 8 + 2 * twins + batched; i < specs.size(); ++i) EXPECT_TRUE(plain(specs[i])) << i;
+    for (std::size_t i = 8 + twins + batched; i < specs.size(); ++i) EXPECT_TRUE(plain(specs[i])) << i;
   }
 }
 
