@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """network_table: whole-network time and energy, dense against sparse, from two `convgen bench` JSON reports.
 
-Usage: bench/network_table.py DENSE.json SPARSE.json > network.md
+Usage: bench/network_table.py DENSE.json[.gz] SPARSE.json[.gz] > network.md
 
 DENSE.json is a run on dense activations (`--act-sparsity 0`), SPARSE.json a run of the same suite and batches
 where each layer's activation has its expected zeros (no --act-sparsity: the shapes file's act_sparsity column).
@@ -10,6 +10,7 @@ where both sides were captured), for cuDNN's best route on the dense input, ours
 sparse input (and cuDNN's best on the sparse input, which does not skip zeros), with the energies the same way.
 A layer that either run could not compare is left out of every total of its group and named below the table.
 """
+import gzip
 import json
 import math
 import sys
@@ -33,7 +34,15 @@ def layer_times(row):
 
 
 def rows_by_layer(path):
-    report = json.load(open(path))
+    """The report at path (plain or gzipped JSON, as published) and its rows by (suite, batch, layer)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt") as f:
+            report = json.load(f)
+    except (OSError, ValueError) as error:
+        sys.exit(f"network_table: error: cannot read {path} as a `convgen bench` report: {error}")
+    if not isinstance(report, dict) or "rows" not in report:
+        sys.exit(f"network_table: error: {path} is not a `convgen bench` report (it has no rows)")
     rows = OrderedDict()
     for row in report["rows"]:
         rows[(row["suite"], row["batch"], row["layer"])] = row
