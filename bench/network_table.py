@@ -10,11 +10,11 @@ where both sides were captured), for cuDNN's best route on the dense input, ours
 sparse input (and cuDNN's best on the sparse input, which does not skip zeros), with the energies the same way.
 A layer that either run could not compare is left out of every total of its group and named below the table.
 """
-import gzip
-import json
 import math
 import sys
 from collections import OrderedDict
+
+from report_file import read_report
 
 
 def headline(entry, mode):
@@ -34,15 +34,8 @@ def layer_times(row):
 
 
 def rows_by_layer(path):
-    """The report at path (plain or gzipped JSON, as published) and its rows by (suite, batch, layer)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    try:
-        with opener(path, "rt") as f:
-            report = json.load(f)
-    except (OSError, ValueError) as error:
-        sys.exit(f"network_table: error: cannot read {path} as a `convgen bench` report: {error}")
-    if not isinstance(report, dict) or "rows" not in report:
-        sys.exit(f"network_table: error: {path} is not a `convgen bench` report (it has no rows)")
+    """The report at path and its rows by (suite, batch, layer)."""
+    report = read_report(path, "network_table")
     rows = OrderedDict()
     for row in report["rows"]:
         rows[(row["suite"], row["batch"], row["layer"])] = row

@@ -15,20 +15,15 @@ Usage:
 Every speedup is the report's own: cuDNN's best verified route ÷ ours, timed in the same run, in the row's headline
 mode (graph replay where both sides were captured). Rows without a speedup (a side failed) are left out and counted.
 """
-import gzip
-import json
 import math
 import sys
 from collections import defaultdict
 
+from report_file import read_report
+
 
 def load(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        report = json.load(f)
-    if not isinstance(report, dict) or "rows" not in report:
-        sys.exit(f"sparsity_table: error: {path} is not a `convgen bench` report (it has no rows)")
-    return report
+    return read_report(path, "sparsity_table")
 
 
 def geomean(values):

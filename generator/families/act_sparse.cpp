@@ -338,10 +338,10 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
   // the cusnn layers at batches 1 to 8 (0, 50 and 90% zeros, blob and uniform; 96 layer-batches), it was never the
   // fastest by more than 1.5%, and its best ran 0.76-0.89x as fast as the plain loop's best on the geometric mean
   // (bench/results/h200/act-sparse-staged-2026-11-30/).
-  // Nor are warp tiles (each warp a pixel tile of its own over the block's channels, their taps copied into shared memory
-  // once per block, which cut the taps' L2 traffic): measured on the H200 over the cusnn layers (90% blob zeros at
-  // batches 1 to 8, 70% at 1 and 8) their best ran 0.46x and 0.52x as fast as the plain loop's best, never the fastest;
-  // ncu showed the plain loop bound by issue (about 5 warp instructions per useful FMA), not by L2
+  // Nor are warp tiles (each warp a pixel tile of its own over the block's channels, their taps copied into shared
+  // memory once per block, which cut the taps' L2 traffic): measured on the H200 over the cusnn layers (90% blob zeros
+  // at batches 1 to 8, 70% at 1 and 8) their best ran 0.46x and 0.52x as fast as the plain loop's best, never the
+  // fastest; ncu showed the plain loop bound by issue (about 5 warp instructions per useful FMA), not by L2
   // (bench/results/h200/act-sparse-warp-tiles-2026-11-30/, convgen b64af28).
   // Testing the shared halo 4 positions at a time instead of 8 (ptxas predicates a live group's FMAs, so every one of
   // them issues) measured as twins of the first 8 geometries: 0.99x on the geometric mean over 384 pairs, the fastest
