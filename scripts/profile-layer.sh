@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # profile-layer: on a GPU machine (build/ carried, scripts/pack-build.sh): every candidate of one layer measured
 # (`convgen tune --budget 0`), the measurements listed, and Nsight Compute's profile of the fastest kernel and of the
-# kernels named in KERNELS (space-separated), each launched by `convgen run`. What to read before guessing why a
-# layer is slow (DESIGN.md's benchmark protocol).
+# kernels named in KERNELS (space-separated), each launched by `convgen run`: OUT/ncu-LAYER-nBATCH-KERNEL.ncu-rep
+# (every section) and .txt (its details page). What to read before guessing why a layer is slow (DESIGN.md's
+# benchmark protocol).
 #   Usage: scripts/profile-layer.sh OUT SHAPES LAYER BATCH [tune and run options, e.g. --weight-sparsity 0.9]
 #   Environment: FAMILY (only this family's candidates), KERNELS (more kernels to profile), NCU (ncu's path).
 set -uo pipefail
@@ -29,13 +30,15 @@ best=$("$convgen" db list --db "$db" 2>/dev/null | awk '$NF == "us" { print $(NF
 echo "fastest: ${best:-none}"
 
 for kernel in $best ${KERNELS:-}; do
-  # The first launch of the kernel's main entry (setup entries end in their suffix), with the sections that say
-  # what bounds it: throughput, memory, issue stalls, occupancy, launch shape.
-  "$ncu" --kernel-name-base function -k "regex:^${kernel}\$" -c 1 \
-    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
-    --section LaunchStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+  # The first launch of the kernel's main entry (setup entries end in their suffix), every section (`--set full`:
+  # throughput, memory, issue stalls, occupancy, launch shape, source counters), kept as a report that
+  # `ncu --import` opens on any machine with Nsight Compute (its source page: where the issue slots and stalls go),
+  # and printed as the details page.
+  report="$out/ncu-$layer-n$batch-$kernel"
+  "$ncu" --kernel-name-base function -k "regex:^${kernel}\$" -c 1 --set full -o "$report" -f \
     "$convgen" run --shapes "$shapes" --layer "$layer" --batch "$batch" --kernel "$kernel" "$@" \
-    > "$out/ncu-$layer-n$batch-$kernel.txt" 2>&1
+    > "$report.log" 2>&1
+  "$ncu" --import "$report.ncu-rep" --page details > "$report.txt" 2>&1
   grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Block Size|Grid Size|Warp Cycles Per Issued" \
     "$out/ncu-$layer-n$batch-$kernel.txt" | sed "s/^/$kernel: /"
 done
