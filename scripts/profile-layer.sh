@@ -40,5 +40,5 @@ for kernel in $best ${KERNELS:-}; do
     > "$report.log" 2>&1
   "$ncu" --import "$report.ncu-rep" --page details > "$report.txt" 2>&1
   grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Block Size|Grid Size|Warp Cycles Per Issued" \
-    "$out/ncu-$layer-n$batch-$kernel.txt" | sed "s/^/$kernel: /"
+    "$report.txt" | sed "s/^/$kernel: /"
 done
