@@ -1,6 +1,8 @@
 // conv_kernel: renders and compiles a convolution kernel through the JIT cache, loads it and runs its launch plan.
 #include "conv/conv_kernel.hpp"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <cstdlib>
@@ -18,6 +20,7 @@
 #include "generator/render.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
+#include "conv/zero_pass.hpp"
 
 namespace convgen {
 
@@ -165,10 +168,20 @@ struct ConvLauncher::Loaded {
   Module module;
   std::map<std::string, Kernel> kernels;           // by entry suffix
   std::map<CUdeviceptr, DeviceBuffer> persistent;  // by the filter prepared into it
+  std::optional<Module> zero_module;               // the zero pass (zero_pass.hpp), where the plan has a zero step
+  std::optional<Kernel> zero_kernel;
 };
 
 ConvLauncher::ConvLauncher(const BuiltKernel& kernel) : kernel_(kernel) {
-  loaded_ = std::make_unique<Loaded>(Loaded{Module(kernel.cubin, kernel.source.entry), {}, {}});
+  loaded_ = std::make_unique<Loaded>(Loaded{Module(kernel.cubin, kernel.source.entry), {}, {}, {}, {}});
+  const auto zeroes = [](const std::vector<LaunchStep>& steps) {
+    return std::any_of(steps.begin(), steps.end(),
+                       [](const LaunchStep& s) { return s.kind == LaunchStep::Kind::zero; });
+  };
+  if ((zeroes(kernel.plan.setup) || zeroes(kernel.plan.run)) && zero_step_by_kernel()) {
+    loaded_->zero_module.emplace(zero_pass_cubin(kernel.cubin.arch), "convgen_zero_pass.cu");
+    loaded_->zero_kernel.emplace(loaded_->zero_module->kernel(kZeroPassEntry));
+  }
   const std::optional<int> carveout = smem_carveout_from_environment();
   for (const auto* steps : {&kernel.plan.setup, &kernel.plan.run})
     for (const LaunchStep& step : *steps) {
@@ -259,8 +272,9 @@ CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, const
   return map;
 }
 
-void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string, Kernel>& kernels, const Bindings& bind,
-               CUstream stream) {
+// `zero_kernel`: the zero pass that runs zero steps, where it is loaded; a memset where not.
+void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string, Kernel>& kernels,
+               const std::optional<Kernel>& zero_kernel, const Bindings& bind, CUstream stream) {
   for (const LaunchStep& step : steps) {
     if (step.kind == LaunchStep::Kind::tensor_map) {
       // Encoded on the host, copied in stream order (the steps after it, and every call, see it) and waited for, so
@@ -272,7 +286,17 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
     }
     if (step.kind == LaunchStep::Kind::zero) {
       const std::int64_t bytes = bind.bytes_of(step.buffer);
-      CONVGEN_CU_CHECK(driver().cuMemsetD8Async(bind.resolve(step.buffer), 0, static_cast<std::size_t>(bytes), stream));
+      if (zero_kernel) {
+        CUdeviceptr address = bind.resolve(step.buffer);
+        auto count = static_cast<unsigned long long>(bytes);
+        std::array<void*, 2> args = {&address, &count};
+        convgen::launch(*zero_kernel,
+                        zero_pass_config(bytes, has_early_launch(bind.kernel.cubin.arch) && early_launch_enabled()),
+                        args, stream);
+      } else {
+        CONVGEN_CU_CHECK(
+            driver().cuMemsetD8Async(bind.resolve(step.buffer), 0, static_cast<std::size_t>(bytes), stream));
+      }
       continue;
     }
     const EntryDecl& entry = entry_decl(bind.kernel, step.entry_suffix);
@@ -302,7 +326,7 @@ void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
                      DeviceBuffer(static_cast<std::size_t>(std::max<std::int64_t>(kernel_.plan.persistent_bytes(), 4))))
             .first;
   const Bindings bind{.kernel = kernel_, .filter = filter, .persistent = buffer->second.ptr()};
-  run_steps(kernel_.plan.setup, loaded_->kernels, bind, stream);
+  run_steps(kernel_.plan.setup, loaded_->kernels, loaded_->zero_kernel, bind, stream);
 }
 
 bool ConvLauncher::prepared(CUdeviceptr filter) const {
@@ -334,7 +358,7 @@ void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdevicept
                       .workspace = workspace,
                       .persistent = persistent,
                       .epilogue = used};
-  run_steps(kernel_.plan.run, loaded_->kernels, bind, stream);
+  run_steps(kernel_.plan.run, loaded_->kernels, loaded_->zero_kernel, bind, stream);
 }
 
 }  // namespace convgen
