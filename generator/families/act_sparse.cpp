@@ -295,8 +295,10 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
   const double l2_gbs = 2 * (gpu.dram_bandwidth_gbs > 0 ? gpu.dram_bandwidth_gbs : 1000);
   us = std::max(us, l2_bytes / (l2_gbs * 1e3));
   if (p.split_c > 1) {
-    // Atomic adds of every split's tile in L2 (~1 per clock per 2 slices), plus the zeroing launch.
-    us += static_cast<double>(output_elements(pr)) * p.split_c / (64.0 * clock_mhz) + 1.0;
+    // Atomic adds of every split's tile in L2 (~1 per clock per 2 slices), plus the zero pass before the kernel
+    // (conv/zero_pass.hpp, launched early: 0.4 us a call less than the memset node it replaced, measured on the H200
+    // on dense_128to32_7 at batch 1, bench/results/h200/zero-pass-2026-11-30/; so 0.6 where the memset was 1.0).
+    us += static_cast<double>(output_elements(pr)) * p.split_c / (64.0 * clock_mhz) + 0.6;
   }
   return us;
 }
