@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <string_view>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -19,7 +17,6 @@
 #include "convgen/error.hpp"
 #include "generator/analysis.hpp"
 #include "reference/reference.hpp"
-#include "runtime/driver.hpp"
 #include "runtime/module.hpp"
 #include "runtime/paths.hpp"
 
@@ -40,25 +37,6 @@ std::string error_text(const std::exception_ptr& error) {
   } catch (const std::exception& e) {
     return e.what();
   }
-}
-
-// The current context's settings that a library may change and leave changed for the work after it (diagnostics:
-// CONVGEN_BENCH_TRACE_CONTEXT=1 prints them around each layer's timing).
-std::string context_settings() {
-  const auto limit = [](CUlimit which) {
-    std::size_t value = 0;
-    return driver().cuCtxGetLimit(&value, which) == CUDA_SUCCESS ? fmt::format("{}", value) : std::string("?");
-  };
-  CUfunc_cache cache = CU_FUNC_CACHE_PREFER_NONE;
-  const bool cache_known = driver().cuCtxGetCacheConfig(&cache) == CUDA_SUCCESS;
-  return fmt::format("persisting L2 {} B, max L2 fetch granularity {} B, stack {} B, cache config {}",
-                     limit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE), limit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY),
-                     limit(CU_LIMIT_STACK_SIZE), cache_known ? fmt::format("{}", static_cast<int>(cache)) : "?");
-}
-
-bool environment_flag(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && std::string_view(value) == "1";
 }
 
 // Whether ours may come from `family`: every family when `families` is empty, else the named ones.
@@ -211,8 +189,6 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
     // The descriptor lacks a peak or the bandwidth: the row has no floor (0), the report shows a dash.
   }
 
-  if (environment_flag("CONVGEN_BENCH_TRACE_CONTEXT"))
-    fmt::print(stderr, "{} n{}: at the start: {}\n", layer.name, p.n, context_settings());
   stage("compiling ours");
   std::vector<BuildRequest> requests;
   std::vector<KernelSpec> specs = our_candidates(p, gpu_, options_.candidates_per_family, options_.families);
@@ -291,13 +267,6 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
     ours_candidate.resize(ours.size());
   }
 
-  if (environment_flag("CONVGEN_BENCH_RESET_CONTEXT")) {
-    CONVGEN_CU_CHECK(driver().cuCtxResetPersistingL2Cache());
-    CONVGEN_CU_CHECK(driver().cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0));
-    CONVGEN_CU_CHECK(driver().cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_NONE));
-  }
-  if (environment_flag("CONVGEN_BENCH_TRACE_CONTEXT"))
-    fmt::print(stderr, "{} n{}: before timing: {}\n", layer.name, p.n, context_settings());
   stage(fmt::format("timing {} cuDNN routes and {} of ours", cudnn_count, candidates.size() - cudnn_count));
   TimingOptions timing = options_.timing;
   timing.buffer_sets = row.buffer_sets;
@@ -339,17 +308,14 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
     row.cudnn_also = time_cudnn_also(p, *options_.cudnn_also, gpu_, options_, activation, filter, seed, timing, stream);
   }
 
-  if (environment_flag("CONVGEN_BENCH_TRACE_CONTEXT"))
-    fmt::print(stderr, "{} n{}: after timing: {}\n", layer.name, p.n, context_settings());
-  const bool energy = std::getenv("CONVGEN_BENCH_ENERGY") == nullptr || std::string_view(std::getenv("CONVGEN_BENCH_ENERGY")) != "0";
   stage("energy");
-  if (best_ours && energy) {
+  if (best_ours) {
     const Candidate& c = timed[*ours_candidate[*best_ours]];
     const EnergyMeasurement e = energy_per_call(nvml_, [&] { c.enqueue(stream.get(), 0); }, stream.get());
     row.ours.energy_mj = e.mj_per_call;
     row.ours.energy_note = e.unavailable;
   }
-  if (const auto best = energy ? cudnn_best(row) : std::nullopt) {
+  if (const auto best = cudnn_best(row)) {
     const auto it = std::find(candidate_cudnn_entry.begin(), candidate_cudnn_entry.end(), *best);
     const Candidate& c = timed[static_cast<std::size_t>(it - candidate_cudnn_entry.begin())];
     const EnergyMeasurement e = energy_per_call(nvml_, [&] { c.enqueue(stream.get(), 0); }, stream.get());

@@ -3,17 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <optional>
-#include <string_view>
-#include <utility>
-#include <vector>
 
 #include <fmt/format.h>
 
 #include "convgen/error.hpp"
-#include "runtime/driver.hpp"
 
 namespace convgen {
 
@@ -114,67 +109,38 @@ ConvMeasurement::ConvMeasurement(const Problem& p, const ConvInputs& inputs, int
   reference_ = compute_reference(p, inputs_, inputs.seed);
   sets_.reserve(static_cast<std::size_t>(buffer_sets));
   const auto bytes = [&](TensorRole role) { return static_cast<std::size_t>(tensor_bytes(p, role)); };
-  // The tensors of a set, in order: where each set's data comes from (null: the output, not uploaded).
-  std::vector<std::pair<CUdeviceptr BufferSet::*, const HostTensor*>> tensors = {
-      {&BufferSet::activation, &inputs_.activation},
-      {&BufferSet::filter, &inputs_.filter},
-      {&BufferSet::output, nullptr}};
-  if (p.epilogue.bias) tensors.emplace_back(&BufferSet::bias, &inputs_.bias);
-  if (reads_residual(p.epilogue)) tensors.emplace_back(&BufferSet::residual, &inputs_.residual);
-  const auto size_of = [&](const std::pair<CUdeviceptr BufferSet::*, const HostTensor*>& t) {
-    return t.second ? t.second->size_bytes() : bytes(TensorRole::output);
+  const auto uploaded = [](const HostTensor& tensor) {
+    DeviceBuffer buffer(tensor.size_bytes());
+    buffer.upload_bytes(tensor.bytes().data(), tensor.size_bytes());
+    return buffer;
   };
-  constexpr std::size_t kAlign = 256;
-  const auto aligned = [](std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; };
-  const bool one_allocation = buffer_sets_in_one_allocation();
-  std::size_t set_bytes = 0;
-  for (const auto& t : tensors) set_bytes += aligned(std::max<std::size_t>(size_of(t), 1));
-  if (one_allocation) storage_.emplace_back(set_bytes * static_cast<std::size_t>(buffer_sets));
   for (int i = 0; i < buffer_sets; ++i) {
-    BufferSet set;
-    std::size_t offset = set_bytes * static_cast<std::size_t>(i);
-    for (const auto& t : tensors) {
-      const std::size_t n = size_of(t);
-      CUdeviceptr address = 0;
-      if (one_allocation) {
-        address = storage_.front().ptr() + offset;
-        offset += aligned(std::max<std::size_t>(n, 1));
-      } else {
-        address = storage_.emplace_back(n).ptr();
-      }
-      if (t.second && n > 0) CONVGEN_CU_CHECK(driver().cuMemcpyHtoD(address, t.second->bytes().data(), n));
-      set.*t.first = address;
-    }
-    sets_.push_back(set);
+    sets_.push_back({uploaded(inputs_.activation), uploaded(inputs_.filter), DeviceBuffer(bytes(TensorRole::output)),
+                     std::nullopt, std::nullopt});
+    if (p.epilogue.bias) sets_.back().bias.emplace(uploaded(inputs_.bias));
+    if (reads_residual(p.epilogue)) sets_.back().residual.emplace(uploaded(inputs_.residual));
   }
-}
-
-bool buffer_sets_in_one_allocation() {
-  static const bool one = [] {
-    const char* value = std::getenv("CONVGEN_BUFFER_ARENA");
-    if (value == nullptr || *value == '\0' || std::string_view(value) == "1") return true;
-    if (std::string_view(value) == "0") return false;
-    throw InputError(fmt::format("CONVGEN_BUFFER_ARENA: expected 0 or 1, got '{}'", value));
-  }();
-  return one;
 }
 
 ConvPointers ConvMeasurement::pointers(int set) const {
   const BufferSet& b = sets_.at(static_cast<std::size_t>(set));
-  return {.activation = b.activation, .filter = b.filter, .output = b.output, .bias = b.bias, .residual = b.residual};
+  return {.activation = b.activation.ptr(),
+          .filter = b.filter.ptr(),
+          .output = b.output.ptr(),
+          .bias = b.bias ? b.bias->ptr() : 0,
+          .residual = b.residual ? b.residual->ptr() : 0};
 }
 
 Verification ConvMeasurement::verify(const ConvCandidate& candidate, Stream& stream) {
-  const BufferSet& set = sets_.front();
-  const std::size_t output_bytes = scratch_.size_bytes();
+  BufferSet& set = sets_.front();
   // All-ones bytes are a NaN in fp32, fp16 and bf16 alike: an output the candidate never writes fails.
-  CONVGEN_CU_CHECK(driver().cuMemsetD8Async(set.output, 0xff, output_bytes, stream.get()));
+  set.output.fill_u8(0xff, stream.get());
   Event start, stop;
   start.record(stream.get());
   candidate.launch(pointers(0), stream.get());
   stop.record(stream.get());
   stream.synchronize();
-  CONVGEN_CU_CHECK(driver().cuMemcpyDtoH(scratch_.bytes().data(), set.output, output_bytes));
+  set.output.download_bytes(scratch_.bytes().data(), scratch_.size_bytes());
 
   Verification v;
   v.kernel_ms = Event::elapsed_ms(start, stop);

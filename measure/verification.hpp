@@ -74,16 +74,11 @@ ReferenceOutputs compute_reference(const Problem& p, const InputTensors& inputs,
 // and residual where the epilogue reads them).
 std::int64_t buffer_set_bytes(const Problem& p);
 
-// One buffer set: the device addresses of one call's tensors (bias and residual 0 where the epilogue does not read
-// them), inside the measurement's storage.
+// One buffer set: the tensors of one call (bias and residual only where the epilogue reads them).
 struct BufferSet {
-  CUdeviceptr activation = 0, filter = 0, output = 0, bias = 0, residual = 0;
+  DeviceBuffer activation, filter, output;
+  std::optional<DeviceBuffer> bias, residual;
 };
-
-// Whether a measurement's buffer sets lie in one allocation, one after the other (the default), or each tensor in an
-// allocation of its own (CONVGEN_BUFFER_ARENA=0), read once: an A/B switch. Any other value than 0 or 1 is an
-// InputError naming the variable.
-bool buffer_sets_in_one_allocation();
 
 // The pipeline for one problem on the current device:
 //   ConvMeasurement m(problem, {.activation = SparseRandom{SparsityPattern::blob, 0.7}}, sets);
@@ -142,7 +137,6 @@ class ConvMeasurement {
   std::string identity_;
   ReferenceOutputs reference_;
   std::vector<BufferSet> sets_;
-  std::vector<DeviceBuffer> storage_;  // the sets' memory: one allocation, or one per tensor
   HostTensor scratch_;  // the downloaded output
 };
 
