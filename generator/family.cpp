@@ -132,15 +132,24 @@ LaunchPlan with_early_launch(LaunchPlan plan) {
   return plan;
 }
 
-bool has_early_launch(std::string_view arch) {
-  if (!arch.starts_with("sm_")) return false;
+namespace {
+
+// 90 for "sm_90" and "sm_90a", 0 for what is no sm_ architecture.
+int sm_number(std::string_view arch) {
+  if (!arch.starts_with("sm_")) return 0;
   int major_minor = 0;
   for (char c : arch.substr(3)) {
     if (c < '0' || c > '9') break;
     major_minor = major_minor * 10 + (c - '0');
   }
-  return major_minor >= 90;
+  return major_minor;
 }
+
+}  // namespace
+
+bool has_early_launch(std::string_view arch) { return sm_number(arch) >= 90; }
+
+bool has_thread_block_clusters(std::string_view arch) { return sm_number(arch) >= 90; }
 
 void add_split_k_reduce(LaunchPlan& plan, std::int64_t outputs, int split_k, int reduce_threads) {
   if (split_k <= 1) return;

@@ -122,6 +122,9 @@ LaunchPlan with_early_launch(LaunchPlan plan);
 // waits compile to nothing).
 bool has_early_launch(std::string_view arch);
 
+// Whether `arch` has thread-block clusters and distributed shared memory: sm_90 and later.
+bool has_thread_block_clusters(std::string_view arch);
+
 // Whether a kernel step launches early on `arch`: it allows it, and the architecture has it.
 inline bool launches_early(const LaunchStep& step, std::string_view arch) {
   return step.early_launch && has_early_launch(arch);

@@ -29,7 +29,8 @@
 // Grid: x = N * TILES_H * TILES_W output tiles, y = ceil(K / KW) channel groups, z = SPLIT_C input-channel splits.
 // Block: WARPS warps that split the block's input channels; they sum their accumulators in shared memory (shared
 // atomics), then the block writes its tile: plain stores when SPLIT_C == 1, else global atomic adds into an output
-// the caller zeroed (the launch plan's zero step).
+// the caller zeroed (the launch plan's zero step), or, with CLUSTER_REDUCE, the tile's SPLIT_C blocks form a cluster
+// and each stores a share of the tile summed from all of their shared memories.
 #include "interface.cuh"
 #include "epilogue.cuh"
 
@@ -63,11 +64,15 @@ constexpr int LOAD_BATCH = 1;
 CONVGEN_PARAM("bs", "bool", "the block stages its channels' halos in shared memory and lists the channels with a "
               "nonzero, which its warps take in turn (sparse loop 3, one channel ahead)")
 constexpr bool BLOCK_STAGED = false;
+CONVGEN_PARAM("cr", "bool", "the SPLIT_C blocks of a tile (2 to 8) are one cluster and add their partial tiles from "
+              "each other's shared memory: no zeroed output, no atomics, the epilogue applied (sm_90)")
+constexpr bool CLUSTER_REDUCE = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
 
 #include "common.cuh"
+#include "cluster.cuh"
 
 namespace act_sparse {
 
@@ -96,8 +101,16 @@ static_assert(HALO_REGS <= 4, "the input halo of a warp tile must have at most 1
 static_assert(K_PER_LANE == 1 || K_PER_LANE == 2 || K_PER_LANE == 4, "K_PER_LANE must be 1, 2 or 4");
 static_assert(WARPS >= 1 && WARPS <= 16, "WARPS must be 1 to 16");
 static_assert(SPLIT_C >= 1 && SPLIT_C <= C, "SPLIT_C must be 1 to C");
-static_assert(SPLIT_C == 1 || convgen::is_identity_epilogue<cfg::Epilogue>(),
-              "SPLIT_C adds partial sums into the output with atomics: an epilogue needs the whole sum (SPLIT_C 1)");
+static_assert(SPLIT_C == 1 || CLUSTER_REDUCE || convgen::is_identity_epilogue<cfg::Epilogue>(),
+              "SPLIT_C adds partial sums into the output with atomics: an epilogue needs the whole sum (SPLIT_C 1, or "
+              "the cluster's reduction)");
+static_assert(!CLUSTER_REDUCE || (SPLIT_C >= 2 && SPLIT_C <= 8),
+              "CLUSTER_REDUCE needs SPLIT_C 2 to 8 (a portable cluster)");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+static_assert(!CLUSTER_REDUCE, "CLUSTER_REDUCE needs thread-block clusters (sm_90 and later)");
+#endif
+// The blocks of a cluster: the SPLIT_C splits of a tile along the grid's z (the cluster rank is the split).
+constexpr int CLUSTER_SIZE = CLUSTER_REDUCE ? SPLIT_C : 1;
 static_assert((long long)N * C * H * W <= convgen::kIntMax && (long long)N * K * P * Q <= convgen::kIntMax,
               "act_sparse indexes tensors with int: each must have fewer than 2^31 elements");
 
@@ -455,7 +468,21 @@ extern "C" __global__ void __launch_bounds__(256)
   g_packed_filter[i] = CHANNELS_LAST ? g_filter[(k * RS + rs) * C + c] : g_filter[(k * C + c) * RS + rs];
 }
 
-extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
+// With CLUSTER_REDUCE, a cluster of CLUSTER_SIZE blocks along z: the prelude defines CONVGEN_ACT_SPARSE_CLUSTER_SIZE
+// (the family's render) for those kernels only, so that every other kernel is launched as it was, without a cluster.
+#ifdef CONVGEN_ACT_SPARSE_CLUSTER_SIZE
+static_assert(CONVGEN_ACT_SPARSE_CLUSTER_SIZE == act_sparse::CLUSTER_SIZE,
+              "the prelude's CONVGEN_ACT_SPARSE_CLUSTER_SIZE is CLUSTER_SIZE");
+#else
+static_assert(act_sparse::CLUSTER_SIZE == 1, "CLUSTER_REDUCE needs the prelude's CONVGEN_ACT_SPARSE_CLUSTER_SIZE");
+#endif
+#if defined(CONVGEN_ACT_SPARSE_CLUSTER_SIZE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CONVGEN_ACT_SPARSE_CLUSTER __cluster_dims__(1, 1, CONVGEN_ACT_SPARSE_CLUSTER_SIZE)
+#else
+#define CONVGEN_ACT_SPARSE_CLUSTER
+#endif
+
+extern "C" __global__ void __launch_bounds__(act_sparse::THREADS) CONVGEN_ACT_SPARSE_CLUSTER
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_packed_filter,
                   float* __restrict__ g_output, const float* __restrict__ g_bias,
                   const float* __restrict__ g_residual) {
@@ -616,6 +643,28 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS)
             s_sum[(t * 32 + lane) * LDP + i * TILE_W + j] = acc[t][i][j];
         }
     __syncthreads();
+    if constexpr (CLUSTER_REDUCE) {
+      // The cluster's barrier publishes every block's s_sum; block r adds the r-th share of the tile's elements from
+      // each block's s_sum, in rank order (the same sums whatever the timing), and stores it through the epilogue.
+      // A second barrier keeps each block's shared memory until the others have read it.
+      convgen::cluster::sync();
+      constexpr int SHARE = (KW * TP + SPLIT_C - 1) / SPLIT_C;
+      const int first = (int)convgen::cluster::rank() * SHARE;
+      const int end = first + SHARE < KW * TP ? first + SHARE : KW * TP;
+      for (int e = first + (int)threadIdx.x; e < end; e += THREADS) {
+        const int kl = CHANNELS_LAST ? e % KW : e / TP;
+        const int pix = CHANNELS_LAST ? e / KW : e % TP;
+        const int k = k0 + kl, p = p0 + pix / TILE_W, q = q0 + pix % TILE_W;
+        if (k >= K || p >= P || q >= Q) continue;
+        float value = 0.0f;
+#pragma unroll
+        for (int r = 0; r < SPLIT_C; ++r) value += convgen::cluster::load(&s_sum[kl * LDP + pix], (unsigned)r);
+        const int o = CHANNELS_LAST ? out_image + (p * Q + q) * K + k : out_image + (k * P + p) * Q + q;
+        g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(value, g_bias, g_residual, k, o);
+      }
+      convgen::cluster::sync();
+      return;
+    }
     // Pixels fastest for channels-first outputs, channels fastest for channels-last: neighbouring threads write
     // neighbouring elements.
     for (int e = (int)threadIdx.x; e < KW * TP; e += THREADS) {

@@ -8,18 +8,21 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "act_sparse_params.hpp"  // generated from templates/act_sparse.cu
 #include "generator/family.hpp"
+#include "convgen/error.hpp"
+#include "generator/render.hpp"
 
 // The template's logic, independent of the Family API (mirrors the constants of templates/act_sparse.cu).
 namespace convgen::act_sparse {
 
 
-// Field order = CONVGEN_PARAM declaration order in templates/act_sparse.cu (th tw tk wp sc dm sm ur relu lb bs).
+// Field order = CONVGEN_PARAM declaration order in templates/act_sparse.cu (th tw tk wp sc dm sm ur relu lb bs cr).
 struct Params {
   int tile_h = 4;          // th: output rows per warp tile
   int tile_w = 7;          // tw: output columns per warp tile
@@ -32,6 +35,7 @@ struct Params {
   bool relu_on_load = false;
   int load_batch = 1;      // lb: input channels a warp loads at once before computing them (1: one channel ahead)
   bool block_staged = false;  // bs: the block stages its channels' halos in shared memory and lists the live ones
+  bool cluster_reduce = false;  // cr: a tile's split_c blocks are a cluster and add their partial tiles (sm_90)
   bool operator==(const Params&) const = default;
 };
 
@@ -175,9 +179,14 @@ std::optional<std::string> check_support(const Problem& pr, const Gpu& gpu, cons
     return fmt::format("warps must be 1, 2, 4, 8 or 16, got {}", p.warps);
   if (p.split_c < 1 || p.split_c > 64 || p.split_c > pr.c)
     return fmt::format("split_c must be 1 to min(64, C = {}), got {}", pr.c, p.split_c);
+  if (p.cluster_reduce && (p.split_c < 2 || p.split_c > 8))
+    return fmt::format("cluster_reduce needs split_c 2 to 8 (a portable cluster), got {}", p.split_c);
+  if (p.cluster_reduce && !has_thread_block_clusters(gpu.arch))
+    return fmt::format("cluster_reduce needs thread-block clusters (sm_90 and later), not {}", gpu.arch);
   // Blocks that split the input channels add into a zeroed output with atomics: none sees the whole sum an epilogue
-  // applies to. Declined (as igemm's split-K, generator/families/igemm.cpp says why) rather than a second pass.
-  if (p.split_c > 1 && !is_identity(pr.epilogue))
+  // applies to. Declined (as igemm's split-K, generator/families/igemm.cpp says why) rather than a second pass; in a
+  // cluster (cluster_reduce) a block sums the whole and applies it.
+  if (p.split_c > 1 && !p.cluster_reduce && !is_identity(pr.epilogue))
     return fmt::format(
         "split_c {} adds partial sums into the output with atomics; the epilogue {} needs the whole "
         "sum (split_c 1)",
@@ -237,7 +246,7 @@ Geometry geometry(const Problem& pr, const Params& p) {
   const Derived d = derive(pr, p);
   return {.grid = {static_cast<unsigned>(d.tiles), static_cast<unsigned>(d.k_groups), static_cast<unsigned>(p.split_c)},
           .block = {static_cast<unsigned>(32 * p.warps), 1, 1},
-          .zero_output_first = p.split_c > 1};
+          .zero_output_first = p.split_c > 1 && !p.cluster_reduce};
 }
 
 namespace {
@@ -294,7 +303,11 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
       0.5 * static_cast<double>(warps_total) * d.c_per_warp * (d.halo + d.kw * rs_pad(pr)) * 4.0;
   const double l2_gbs = 2 * (gpu.dram_bandwidth_gbs > 0 ? gpu.dram_bandwidth_gbs : 1000);
   us = std::max(us, l2_bytes / (l2_gbs * 1e3));
-  if (p.split_c > 1) {
+  if (p.split_c > 1 && p.cluster_reduce) {
+    // Each block reads its share of the tile from every block's shared memory, at about one float per clock per SM
+    // (distributed shared memory), between two cluster barriers.
+    us += static_cast<double>(output_elements(pr)) * p.split_c / (std::max(gpu.sm_count, 1) * clock_mhz) + 0.1;
+  } else if (p.split_c > 1) {
     // Atomic adds of every split's tile in L2 (~1 per clock per 2 slices), plus the zero pass before the kernel
     // (conv/zero_pass.hpp, launched early: 0.4 us a call less than the memset node it replaced, measured on the H200
     // on dense_128to32_7 at batch 1, bench/results/h200/zero-pass-2026-11-30/; so 0.6 where the memset was 1.0).
@@ -370,10 +383,24 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
         break;
       }
   }
+  // The geometries that split channels across 2 to 8 blocks, again as one cluster per tile (cluster_reduce: no zero
+  // pass, no atomics), up to kUnrollAfter of them, where the GPU has clusters. Not measured yet against the atomics.
+  if (twins > 0 && has_thread_block_clusters(gpu.arch)) {
+    std::size_t clustered = 0;
+    for (std::size_t i = 0; i < out.size() && clustered < kUnrollAfter; ++i) {
+      Params twin = out[i];
+      if (twin.split_c < 2 || twin.split_c > 8) continue;
+      twin.cluster_reduce = true;
+      if (check_support(pr, gpu, twin)) continue;
+      added.push_back(twin);
+      ++clustered;
+    }
+  }
   // Slots a geometry without a batched twin left: the next geometries of the ranking.
   for (; taken < ranked.size() && out.size() + added.size() < limit; ++taken) out.push_back(ranked[taken].second);
   out.insert(out.begin() + static_cast<std::ptrdiff_t>(std::min(kUnrollAfter, out.size())), added.begin(),
              added.end());
+  if (out.size() > limit) out.resize(limit);  // the clustered twins take the last geometries' places
   return out;
 }
 
@@ -398,7 +425,7 @@ constexpr double kWarpIssueRate = 0.25;
 as::Params to_logic(const ActSparseParams& s) {
   return {.tile_h = s.tile_h, .tile_w = s.tile_w, .k_per_lane = s.k_per_lane, .warps = s.warps, .split_c = s.split_c,
           .dense_at = s.dense_at, .sparse_mode = s.sparse_mode, .unroll2 = s.unroll2, .relu_on_load = s.relu_on_load,
-          .load_batch = s.load_batch, .block_staged = s.block_staged};
+          .load_batch = s.load_batch, .block_staged = s.block_staged, .cluster_reduce = s.cluster_reduce};
 }
 ActSparseParams from_logic(const as::Params& p) {
   ActSparseParams s;
@@ -413,6 +440,7 @@ ActSparseParams from_logic(const as::Params& p) {
   s.relu_on_load = p.relu_on_load;
   s.load_batch = p.load_batch;
   s.block_staged = p.block_staged;
+  s.cluster_reduce = p.cluster_reduce;
   return s;
 }
 
@@ -423,6 +451,20 @@ class ActSparse final : public Family {
   std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& spec) const override {
     if (spec.family != ActSparseParams::family) return fmt::format("kernel {} is not an act_sparse kernel", spec.family);
     return act_sparse::check_support(p, gpu, to_logic(params_of<ActSparseParams>(spec)));
+  }
+
+  // The template's prelude, and for split channels reduced in a cluster (cr1) the cluster's size as a macro: the
+  // entry's __cluster_dims__ attribute is there for those kernels only.
+  KernelSource render(const Problem& p, const KernelSpec& spec) const override {
+    KernelSource source = render_kernel(p, spec, interface());
+    const ActSparseParams s = params_of<ActSparseParams>(spec);
+    if (s.cluster_reduce) {
+      const std::string line = fmt::format("#define CONVGEN_ACT_SPARSE_CLUSTER_SIZE {}\n", s.split_c);
+      const std::size_t after = source.text.find("#define CONVGEN_PRELUDE 1\n");
+      if (after == std::string::npos) throw Error("act_sparse: the rendered prelude has no CONVGEN_PRELUDE line");
+      source.text.insert(after + std::string_view("#define CONVGEN_PRELUDE 1\n").size(), line);
+    }
+    return source;
   }
 
   std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
@@ -490,7 +532,7 @@ class ActSparse final : public Family {
 
   // lb (load_batch) came after the names of 2026-11-29 and earlier, bs (block_staged) after those of 2026-11-30;
   // their kernels loaded one channel ahead (lb 1), each warp its own channels (bs 0).
-  std::size_t params_added_later() const override { return 2; }
+  std::size_t params_added_later() const override { return 3; }
 
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
     if (auto a = act_sparse::default_params(p, gpu, p.act_sparsity)) return to_spec(from_logic(*a));

@@ -1,6 +1,6 @@
 // families_corpus_test: every family × representative configurations × the edge-case corpus compiles to cubin
-// for sm_80 and sm_90, act_sparse's block-staged loop (not among its candidates) too, and the default choice of one
-// layer of every suite compiles for sm_90.
+// for sm_80 and sm_90, act_sparse's block-staged loop (not among its candidates) too, its splits reduced in a cluster
+// for sm_90 (refused for sm_80), and the default choice of one layer of every suite compiles for sm_90.
 #include <gtest/gtest.h>
 
 #include "act_sparse_params.hpp"
@@ -96,6 +96,35 @@ TEST(ActSparseBlockStaged, TheDefaultGeometryBlockStagedCompilesForSm80AndSm90) 
       Cubin cubin;
       ASSERT_NO_THROW(cubin = compile(to_program(source), {.arch = arch})) << layer.name << " " << arch;
       EXPECT_FALSE(cubin.image.empty());
+    }
+    if (++compiled == 6) break;
+  }
+  EXPECT_EQ(compiled, 6);
+}
+
+// act_sparse's split channels reduced in a cluster (cr 1) exist for sm_90 only: its default geometry split 4 ways in a
+// cluster compiles for sm_90 on the first 6 corpus layers it serves that way, without spills, and for sm_80 the
+// template refuses it (its static_assert) as the family does.
+TEST(ActSparseClusterReduce, TheDefaultGeometrySplitInAClusterCompilesForSm90AndIsRefusedForSm80) {
+  const Gpu gpu = h100();
+  int compiled = 0;
+  for (const Layer& layer : edge_cases().layers) {
+    const auto spec = family("act_sparse").default_spec(layer.problem, gpu);
+    if (!spec) continue;
+    ActSparseParams clustered = params_of<ActSparseParams>(*spec);
+    clustered.split_c = 4;
+    clustered.cluster_reduce = true;
+    if (family("act_sparse").check_support(layer.problem, gpu, to_spec(clustered))) continue;
+    const KernelSource source = family("act_sparse").render(layer.problem, to_spec(clustered));
+    Cubin cubin;
+    ASSERT_NO_THROW(cubin = compile(to_program(source), {.arch = "sm_90"})) << layer.name;
+    EXPECT_EQ(cubin.report.spill_store_bytes, 0) << layer.name;
+    try {
+      compile(to_program(source), {.arch = "sm_80"});
+      ADD_FAILURE() << layer.name << ": compiled for sm_80";
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("CLUSTER_REDUCE needs thread-block clusters"), std::string::npos)
+          << e.what();
     }
     if (++compiled == 6) break;
   }

@@ -60,7 +60,7 @@ const KernelImage kernels_1[] = {
 
 // dense_128to32_14: n1_c128_k32_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->32 3x3 s1 p1 at 14x14 -> 14x14, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0, from convgen's default choice (untuned); 49 registers, 0 bytes spilled, 2688 bytes static shared memory; plan: setup: kernel pack_filter; run: zero output, kernel; persistent 196608 B
+// sm_90 (NVIDIA H100 SXM5 80GB): act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0, from convgen's default choice (untuned); 49 registers, 0 bytes spilled, 2688 bytes static shared memory; plan: setup: kernel pack_filter; run: zero output, kernel; persistent 196608 B
 alignas(64) const unsigned char cubin_2_sm_90[] = {
 #include "cubins/02_dense_128to32_14_sm_90.inc"
 };
@@ -69,20 +69,20 @@ const PlanBuffer buffers_2_sm_90[] = {
 };
 const ArgBinding setup_2_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_2_sm_90[] = {
-    {Step::kernel, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_pack_filter", {192, 1, 1}, {256, 1, 1}, 0, setup_2_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0_pack_filter", {192, 1, 1}, {256, 1, 1}, 0, setup_2_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_2_sm_90_args1[] = {{Arg::activation, -1}, {Arg::buffer, 0}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_2_sm_90[] = {
     {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, nullptr, false},
-    {Step::kernel, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0", {49, 1, 2}, {512, 1, 1}, 0, run_2_sm_90_args1, 5, -1, nullptr, true},
+    {Step::kernel, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", {49, 1, 2}, {512, 1, 1}, 0, run_2_sm_90_args1, 5, -1, nullptr, true},
 };
 const KernelImage kernels_2[] = {
-    {90, cubin_2_sm_90, sizeof cubin_2_sm_90, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0", buffers_2_sm_90, 1, 0ULL, 196608ULL, setup_2_sm_90, 1, run_2_sm_90, 2},
+    {90, cubin_2_sm_90, sizeof cubin_2_sm_90, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", buffers_2_sm_90, 1, 0ULL, 196608ULL, setup_2_sm_90, 1, run_2_sm_90, 2},
 };
 
 // dense_128to32_7: n1_c128_k32_i1x7x7_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->32 3x3 s1 p1 at 7x7 -> 7x7, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0, from convgen's default choice (untuned); 38 registers, 0 bytes spilled, 256 bytes static shared memory; plan: setup: kernel pack_filter; run: zero output, kernel; persistent 196608 B
+// sm_90 (NVIDIA H100 SXM5 80GB): act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0, from convgen's default choice (untuned); 38 registers, 0 bytes spilled, 256 bytes static shared memory; plan: setup: kernel pack_filter; run: zero output, kernel; persistent 196608 B
 alignas(64) const unsigned char cubin_3_sm_90[] = {
 #include "cubins/03_dense_128to32_7_sm_90.inc"
 };
@@ -91,15 +91,15 @@ const PlanBuffer buffers_3_sm_90[] = {
 };
 const ArgBinding setup_3_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_3_sm_90[] = {
-    {Step::kernel, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_pack_filter", {192, 1, 1}, {256, 1, 1}, 0, setup_3_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0_pack_filter", {192, 1, 1}, {256, 1, 1}, 0, setup_3_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_3_sm_90_args1[] = {{Arg::activation, -1}, {Arg::buffer, 0}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_3_sm_90[] = {
     {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, nullptr, false},
-    {Step::kernel, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0", {49, 1, 2}, {512, 1, 1}, 0, run_3_sm_90_args1, 5, -1, nullptr, true},
+    {Step::kernel, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", {49, 1, 2}, {512, 1, 1}, 0, run_3_sm_90_args1, 5, -1, nullptr, true},
 };
 const KernelImage kernels_3[] = {
-    {90, cubin_3_sm_90, sizeof cubin_3_sm_90, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0", buffers_3_sm_90, 1, 0ULL, 196608ULL, setup_3_sm_90, 1, run_3_sm_90, 2},
+    {90, cubin_3_sm_90, sizeof cubin_3_sm_90, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", buffers_3_sm_90, 1, 0ULL, 196608ULL, setup_3_sm_90, 1, run_3_sm_90, 2},
 };
 
 // res_64to64_56: n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32

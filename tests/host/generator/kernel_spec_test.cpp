@@ -61,15 +61,16 @@ TEST(KernelSpec, MissingFieldIsRejected) {
 }
 
 TEST(KernelSpec, ANameWrittenBeforeAParameterWasAddedTakesItsDefault) {
-  // act_sparse's lb (load_batch) and bs (block_staged) came later; their defaults, one channel loaded ahead by each
-  // warp on its own, are what those kernels did.
+  // act_sparse's lb (load_batch), bs (block_staged) and cr (cluster_reduce) came later; their defaults, one channel
+  // loaded ahead by each warp on its own and split channels added with atomics, are what those kernels did.
   const KernelSpec old = parse_kernel_name("act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0_relu0");
   EXPECT_EQ(params_of<ActSparseParams>(old).load_batch, 1);
   EXPECT_FALSE(params_of<ActSparseParams>(old).block_staged);
+  EXPECT_FALSE(params_of<ActSparseParams>(old).cluster_reduce);
   EXPECT_EQ(params_of<ActSparseParams>(old).warps, 16);
-  EXPECT_EQ(kernel_name(old), "act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0_relu0_lb1_bs0");
+  EXPECT_EQ(kernel_name(old), "act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0_relu0_lb1_bs0_cr0");
   const KernelSpec with_lb = parse_kernel_name("act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0_relu0_lb4");
-  EXPECT_EQ(kernel_name(with_lb), "act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0_relu0_lb4_bs0");
+  EXPECT_EQ(kernel_name(with_lb), "act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0_relu0_lb4_bs0_cr0");
   // Only the parameters added last may be missing.
   EXPECT_EQ(input_error("act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0"),
             "kernel name 'act_sparse_th1_tw2_tk1_wp16_sc1_dm0_sm3_ur0': expected field '_relu<number>' at ''");

@@ -118,6 +118,59 @@ TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFr
     }
 }
 
+// act_sparse's split channels reduced in a thread-block cluster (cr1, sm_90 and later; skipped elsewhere): on every
+// corpus and cuSNN layer, the first representative configuration split 2, 4 and 8 ways in clusters, on dense, half-
+// zero uniform, 90%-zero blob and all-zero activations, and with the fused epilogue (bias + ReLU, and + residual),
+// which only the clustered splits serve; then every clustered candidate enumerate offers on cuSNN's layers.
+TEST_F(GpuVerify, ActSparseSplitsReducedInAClusterAreCorrect) {
+  if (!has_thread_block_clusters(gpu_.arch)) GTEST_SKIP() << "no thread-block clusters on " << gpu_.arch;
+  const Family& f = family("act_sparse");
+  const auto index_of = [&](std::string_view token) {
+    const auto& params = f.interface().params;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (params[i].token == token) return i;
+    throw Error(fmt::format("act_sparse declares no parameter '{}'", token));
+  };
+  const std::vector<TensorSource> sources = {DenseRandom{}, SparseRandom{SparsityPattern::uniform, 0.5},
+                                             SparseRandom{SparsityPattern::blob, 0.9},
+                                             SparseRandom{SparsityPattern::blob, 1.0}};
+  std::vector<Layer> layers = edge_cases().layers;
+  const Suite cusnn = load_suite(source_dir() / "shapes" / "cusnn.csv");
+  for (const Layer& layer : cusnn.layers) layers.push_back(layer);
+  std::uint64_t seed = 9000;
+  int verified = 0;
+  for (const Layer& layer : layers) {
+    const std::vector<KernelSpec> specs = representative_specs(f, layer.problem, gpu_, 1);
+    if (specs.empty()) continue;
+    for (int split : {2, 4, 8}) {
+      KernelSpec clustered = specs.front();
+      clustered.values[index_of("sc")] = split;
+      clustered.values[index_of("cr")] = 1;
+      if (f.check_support(layer.problem, gpu_, clustered)) continue;
+      for (const TensorSource& source : sources)
+        verify(fmt::format("{} {}", layer.name, describe(source)), layer.problem, clustered, seed++, source);
+      for (const char* epilogue : {"bias+relu", "bias+add+relu"}) {
+        Problem fused = layer.problem;
+        fused.epilogue = parse_epilogue(epilogue);
+        if (f.check_support(fused, gpu_, clustered)) continue;
+        verify(fmt::format("{} {}", layer.name, epilogue), fused, clustered, seed++,
+               SparseRandom{SparsityPattern::blob, 0.9});
+      }
+      ++verified;
+    }
+  }
+  for (const Layer& layer : cusnn.layers) {
+    Problem sparse = layer.problem;
+    sparse.act_sparsity = 0.9;
+    for (const KernelSpec& spec : f.enumerate(sparse, gpu_))
+      if (spec.values[index_of("cr")] == 1) {
+        verify(layer.name + " enumerated", sparse, spec, seed++, SparseRandom{SparsityPattern::blob, 0.9});
+        ++verified;
+      }
+  }
+  EXPECT_GE(verified, 20) << "too few clustered configurations were served";
+}
+
 TEST_F(GpuVerify, TheDefaultChoiceAndEachFamilysDefaultAreCorrectOnOneLayerOfEverySuite) {
   std::uint64_t seed = 1000;
   for (const auto& file : suite_files()) {

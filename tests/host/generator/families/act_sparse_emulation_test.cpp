@@ -41,6 +41,7 @@ struct float2 {
 struct float4 {
   float x, y, z, w;
 };
+#include "templates/cluster.cuh"
 #include "templates/common.cuh"
 #include "templates/interface.cuh"
 
@@ -107,6 +108,7 @@ struct MakeWarps {
   constexpr bool UNROLL2 = kSpec.unroll2, RELU_ON_LOAD = kSpec.relu_on_load;                                   \
   constexpr int LOAD_BATCH = kSpec.load_batch;                                                                 \
   constexpr bool BLOCK_STAGED = kSpec.block_staged;                                                            \
+  constexpr bool CLUSTER_REDUCE = kSpec.cluster_reduce;                                                        \
   }                                                                                                            \
   }                                                                                                            \
   namespace act_sparse_emulation::NAME {                                                                       \

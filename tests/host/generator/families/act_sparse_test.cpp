@@ -51,8 +51,9 @@ TEST(ActSparseFamily, PacksTheFilterOnceAndZeroesTheOutputOnlyWhenBlocksSplitThe
     EXPECT_TRUE(packed->persistent);
     EXPECT_GE(packed->bytes, filter_elements(p) * 4);
     EXPECT_EQ(plan.workspace_bytes(), 0);
-    const bool split = params_of<ActSparseParams>(s).split_c > 1;
-    EXPECT_EQ(plan.run.front().kind == LaunchStep::Kind::zero, split) << kernel_name(s);
+    // Split channels add into a zeroed output, unless the splits of a tile are a cluster (cr1).
+    const bool zeroed = params_of<ActSparseParams>(s).split_c > 1 && !params_of<ActSparseParams>(s).cluster_reduce;
+    EXPECT_EQ(plan.run.front().kind == LaunchStep::Kind::zero, zeroed) << kernel_name(s);
     EXPECT_EQ(plan.run.back().kind, LaunchStep::Kind::kernel);
   }
 }
@@ -79,14 +80,23 @@ TEST(ActSparseFamily, DeclinesWhatTheTemplateDoesNotServeWithAReason) {
 TEST(ActSparseFamily, DeclinesChannelSplitsWithAnEpilogue) {
   Problem p = cusnn_layers().front();
   const std::vector<KernelSpec> dense = act_sparse().enumerate(p, h100());
-  const auto split = std::find_if(dense.begin(), dense.end(),
-                                  [](const KernelSpec& s) { return params_of<ActSparseParams>(s).split_c > 1; });
+  const auto split = std::find_if(dense.begin(), dense.end(), [](const KernelSpec& s) {
+    return params_of<ActSparseParams>(s).split_c > 1 && !params_of<ActSparseParams>(s).cluster_reduce;
+  });
   ASSERT_NE(split, dense.end()) << "no channel-splitting candidate to decline";
   p.epilogue = parse_epilogue("bias+relu");
   EXPECT_EQ(act_sparse().check_support(p, h100(), *split),
             fmt::format("split_c {} adds partial sums into the output with atomics; the epilogue bias+relu needs the "
                         "whole sum (split_c 1)",
                         params_of<ActSparseParams>(*split).split_c));
+  // The same splits as one cluster a tile sum the whole in a block: served, where the GPU has clusters.
+  ActSparseParams c = params_of<ActSparseParams>(*split);
+  c.cluster_reduce = true;
+  const KernelSpec clustered = to_spec(c);
+  EXPECT_EQ(act_sparse().check_support(p, h100(), clustered), std::nullopt) << kernel_name(clustered);
+  EXPECT_FALSE(act_sparse().plan(p, clustered).zeroes_output_first());
+  EXPECT_EQ(act_sparse().check_support(p, load_gpu(source_dir() / "gpus" / "a100_sxm4.json"), clustered),
+            "cluster_reduce needs thread-block clusters (sm_90 and later), not sm_80");
   const std::vector<KernelSpec> specs = act_sparse().enumerate(p, h100());
   ASSERT_FALSE(specs.empty());
   for (const KernelSpec& s : specs) {
