@@ -358,6 +358,12 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
   // at batches 1 to 8, 70% at 1 and 8) their best ran 0.46x and 0.52x as fast as the plain loop's best, never the
   // fastest; ncu showed the plain loop bound by issue (about 5 warp instructions per useful FMA), not by L2
   // (bench/results/h200/act-sparse-warp-tiles-2026-11-30/, convgen b64af28).
+  // Nor are split channels reduced in a cluster (cluster_reduce: the tile's split blocks add their partial tiles from
+  // each other's shared memory, no zero pass, no atomics): as twins of the split geometries among the first 32,
+  // measured on the H200 over the cusnn layers at 90% blob zeros, batches 1 to 8, the atomics' best ÷ the cluster's
+  // best was 0.86 on the geometric mean over 23 problems, the cluster's fastest on 1 (by 1%)
+  // (bench/results/h200/act-sparse-cluster-reduce-2026-11-30/, convgen a46c105). It stays a verified template path
+  // (`--kernel`), the one that serves split channels with an epilogue.
   // Testing the shared halo 4 positions at a time instead of 8 (ptxas predicates a live group's FMAs, so every one of
   // them issues) measured as twins of the first 8 geometries: 0.99x on the geometric mean over 384 pairs, the fastest
   // on 2 of 48 layer-batches (bench/results/h200/act-sparse-groups-of-4-2026-11-30/, convgen 6d924c8).
@@ -383,24 +389,10 @@ std::vector<Params> enumerate(const Problem& pr, const Gpu& gpu, double zero_fra
         break;
       }
   }
-  // The geometries that split channels across 2 to 8 blocks, again as one cluster per tile (cluster_reduce: no zero
-  // pass, no atomics), up to kUnrollAfter of them, where the GPU has clusters. Not measured yet against the atomics.
-  if (twins > 0 && has_thread_block_clusters(gpu.arch)) {
-    std::size_t clustered = 0;
-    for (std::size_t i = 0; i < out.size() && clustered < kUnrollAfter; ++i) {
-      Params twin = out[i];
-      if (twin.split_c < 2 || twin.split_c > 8) continue;
-      twin.cluster_reduce = true;
-      if (check_support(pr, gpu, twin)) continue;
-      added.push_back(twin);
-      ++clustered;
-    }
-  }
   // Slots a geometry without a batched twin left: the next geometries of the ranking.
   for (; taken < ranked.size() && out.size() + added.size() < limit; ++taken) out.push_back(ranked[taken].second);
   out.insert(out.begin() + static_cast<std::ptrdiff_t>(std::min(kUnrollAfter, out.size())), added.begin(),
              added.end());
-  if (out.size() > limit) out.resize(limit);  // the clustered twins take the last geometries' places
   return out;
 }
 

@@ -121,7 +121,7 @@ TEST_F(GpuVerify, EveryFamilyIsCorrectOnSparseActivationsOfEveryPatternAndZeroFr
 // act_sparse's split channels reduced in a thread-block cluster (cr1, sm_90 and later; skipped elsewhere): on every
 // corpus and cuSNN layer, the first representative configuration split 2, 4 and 8 ways in clusters, on dense, half-
 // zero uniform, 90%-zero blob and all-zero activations, and with the fused epilogue (bias + ReLU, and + residual),
-// which only the clustered splits serve; then every clustered candidate enumerate offers on cuSNN's layers.
+// which only the clustered splits serve (a template path: enumerate does not offer it, measured slower).
 TEST_F(GpuVerify, ActSparseSplitsReducedInAClusterAreCorrect) {
   if (!has_thread_block_clusters(gpu_.arch)) GTEST_SKIP() << "no thread-block clusters on " << gpu_.arch;
   const Family& f = family("act_sparse");
@@ -158,15 +158,6 @@ TEST_F(GpuVerify, ActSparseSplitsReducedInAClusterAreCorrect) {
       }
       ++verified;
     }
-  }
-  for (const Layer& layer : cusnn.layers) {
-    Problem sparse = layer.problem;
-    sparse.act_sparsity = 0.9;
-    for (const KernelSpec& spec : f.enumerate(sparse, gpu_))
-      if (spec.values[index_of("cr")] == 1) {
-        verify(layer.name + " enumerated", sparse, spec, seed++, SparseRandom{SparsityPattern::blob, 0.9});
-        ++verified;
-      }
   }
   EXPECT_GE(verified, 20) << "too few clustered configurations were served";
 }
