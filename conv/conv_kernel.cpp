@@ -16,11 +16,11 @@
 
 #include <fmt/format.h>
 
+#include "conv/zero_pass.hpp"
 #include "convgen/error.hpp"
 #include "generator/render.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
-#include "conv/zero_pass.hpp"
 
 namespace convgen {
 

@@ -643,41 +643,35 @@ extern "C" __global__ void __launch_bounds__(act_sparse::THREADS) CONVGEN_ACT_SP
             s_sum[(t * 32 + lane) * LDP + i * TILE_W + j] = acc[t][i][j];
         }
     __syncthreads();
+    // The tile's elements this block stores: all of them, or with CLUSTER_REDUCE the r-th share of them (r its rank)
+    // once the cluster's barrier has published every block's s_sum, each summed from all of them in rank order (the
+    // same sums whatever the timing); a second barrier keeps its shared memory until the others have read it.
+    int first = 0, end = KW * TP;
     if constexpr (CLUSTER_REDUCE) {
-      // The cluster's barrier publishes every block's s_sum; block r adds the r-th share of the tile's elements from
-      // each block's s_sum, in rank order (the same sums whatever the timing), and stores it through the epilogue.
-      // A second barrier keeps each block's shared memory until the others have read it.
       convgen::cluster::sync();
       constexpr int SHARE = (KW * TP + SPLIT_C - 1) / SPLIT_C;
-      const int first = (int)convgen::cluster::rank() * SHARE;
-      const int end = first + SHARE < KW * TP ? first + SHARE : KW * TP;
-      for (int e = first + (int)threadIdx.x; e < end; e += THREADS) {
-        const int kl = CHANNELS_LAST ? e % KW : e / TP;
-        const int pix = CHANNELS_LAST ? e / KW : e % TP;
-        const int k = k0 + kl, p = p0 + pix / TILE_W, q = q0 + pix % TILE_W;
-        if (k >= K || p >= P || q >= Q) continue;
-        float value = 0.0f;
-#pragma unroll
-        for (int r = 0; r < SPLIT_C; ++r) value += convgen::cluster::load(&s_sum[kl * LDP + pix], (unsigned)r);
-        const int o = CHANNELS_LAST ? out_image + (p * Q + q) * K + k : out_image + (k * P + p) * Q + q;
-        g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(value, g_bias, g_residual, k, o);
-      }
-      convgen::cluster::sync();
-      return;
+      first = (int)convgen::cluster::rank() * SHARE;
+      end = first + SHARE < KW * TP ? first + SHARE : KW * TP;
     }
     // Pixels fastest for channels-first outputs, channels fastest for channels-last: neighbouring threads write
     // neighbouring elements.
-    for (int e = (int)threadIdx.x; e < KW * TP; e += THREADS) {
+    for (int e = first + (int)threadIdx.x; e < end; e += THREADS) {
       const int kl = CHANNELS_LAST ? e % KW : e / TP;
       const int pix = CHANNELS_LAST ? e / KW : e % TP;
       const int k = k0 + kl, p = p0 + pix / TILE_W, q = q0 + pix % TILE_W;
       if (k >= K || p >= P || q >= Q) continue;
       const int o = CHANNELS_LAST ? out_image + (p * Q + q) * K + k : out_image + (k * P + p) * Q + q;
-      const float value = s_sum[kl * LDP + pix];
-      if constexpr (SPLIT_C > 1)
+      float value = s_sum[kl * LDP + pix];
+      if constexpr (CLUSTER_REDUCE) {
+        value = 0.0f;
+#pragma unroll
+        for (int r = 0; r < SPLIT_C; ++r) value += convgen::cluster::load(&s_sum[kl * LDP + pix], (unsigned)r);
+      }
+      if constexpr (SPLIT_C > 1 && !CLUSTER_REDUCE)
         atomicAdd(g_output + o, value);
       else
         g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(value, g_bias, g_residual, k, o);
     }
+    if constexpr (CLUSTER_REDUCE) convgen::cluster::sync();
   }
 }
