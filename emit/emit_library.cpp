@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "conv/zero_pass.hpp"
 #include "convgen/error.hpp"
 #include "generator/embedded_templates.hpp"
 #include "generator/family.hpp"
@@ -94,6 +95,20 @@ std::string cubin_file(std::size_t index, const LibraryProblem& problem, const G
   return fmt::format("src/cubins/{:02}_{}_{}.inc", index, file_stem(problem.name), gpu.arch);
 }
 
+std::string zero_pass_file(const Gpu& gpu) { return fmt::format("src/cubins/zero_pass_{}.inc", gpu.arch); }
+
+// The zero pass's cubin for lib.gpus[g], or nullptr where the library has none (its zero steps then memset).
+const std::vector<char>* zero_pass_of(const LibraryDescription& lib, std::size_t g) {
+  return g < lib.zero_passes.size() && !lib.zero_passes[g].empty() ? &lib.zero_passes[g] : nullptr;
+}
+
+bool has_zero_step(const LaunchPlan& plan) {
+  for (const auto* steps : {&plan.setup, &plan.run})
+    for (const LaunchStep& step : *steps)
+      if (step.kind == LaunchStep::Kind::zero) return true;
+  return false;
+}
+
 // The most arguments an entry may take: the emitted run time binds them into a fixed array.
 constexpr std::size_t max_entry_arguments = 16;
 
@@ -107,8 +122,10 @@ std::string arg_binding(const LaunchPlan& plan, const std::string& arg, const st
 }
 
 // The steps of one kernel's setup or run as a C++ array named `array` (with the argument arrays it points to).
+// `output_bytes`: what zeroing the output clears; `zero_pass`: whether the library has the zero pass for the kernel's
+// architecture (a zero step then launches it, with its grid for the bytes it clears; else it is a memset).
 std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& steps, const std::string& array,
-                         bool setup) {
+                         bool setup, std::int64_t output_bytes, bool zero_pass) {
   const std::string where = fmt::format("{} ({})", k.built.source.entry, setup ? "setup" : "run");
   std::string args_text;
   std::string steps_text = fmt::format("const Step {}[] = {{\n", array);
@@ -126,8 +143,16 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
       } else if (setup) {
         throw Error(fmt::format("{}: a setup step cannot zero the output (setup runs once, without one)", where));
       }
+      if (!zero_pass) {
+        steps_text += fmt::format(
+            "    {{Step::zero, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, nullptr, false}},\n", buffer);
+        continue;
+      }
+      const std::int64_t bytes = buffer < 0 ? output_bytes : k.plan.buffers[static_cast<std::size_t>(buffer)].bytes;
+      const LaunchConfig c = zero_pass_config(bytes, has_early_launch(k.built.cubin.arch));
       steps_text += fmt::format(
-          "    {{Step::zero, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, nullptr, false}},\n", buffer);
+          "    {{Step::zero, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, 0, nullptr, 0, {}, nullptr, {}}},\n",
+          kZeroPassEntry, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], buffer, c.early);
       continue;
     }
     if (step.kind == LaunchStep::Kind::tensor_map) {
@@ -237,9 +262,12 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
                              b.persistent);
         out += "};\n";
       }
-      if (!k.plan.setup.empty()) out += render_steps(k, k.plan.setup, "setup_" + id, true);
+      const std::int64_t output_bytes = output_elements(p.problem) * element_bytes(p.problem.precision);
+      const bool zero_pass = zero_pass_of(lib, g) != nullptr;
+      if (!k.plan.setup.empty())
+        out += render_steps(k, k.plan.setup, "setup_" + id, true, output_bytes, zero_pass);
       if (k.plan.run.empty()) throw Error(fmt::format("{}: the plan has no run step", k.built.source.entry));
-      out += render_steps(k, k.plan.run, "run_" + id, false);
+      out += render_steps(k, k.plan.run, "run_" + id, false, output_bytes, zero_pass);
     }
     out += fmt::format("const KernelImage kernels_{}[] = {{\n", i);
     for (std::size_t g = 0; g < lib.gpus.size(); ++g) {
@@ -257,6 +285,19 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
     }
     out += "};\n";
   }
+  std::string zero_pass_table;
+  for (std::size_t g = 0; g < lib.gpus.size(); ++g) {
+    const std::vector<char>* cubin = zero_pass_of(lib, g);
+    if (cubin == nullptr) continue;
+    const std::string& arch = lib.gpus[g].arch;
+    out += fmt::format(
+        "\n// The zero pass for {}: the kernel of the zero steps (clears a buffer the plan's kernels accumulate into)\n"
+        "alignas(64) const unsigned char zero_pass_{}[] = {{\n#include \"cubins/{}\"\n}};\n",
+        arch, arch, std::filesystem::path(zero_pass_file(lib.gpus[g])).filename().string());
+    zero_pass_table += fmt::format("    {{{}, zero_pass_{}, sizeof zero_pass_{}}},\n",
+                                   compute_capability(lib.gpus[g]), arch, arch);
+  }
+  if (!zero_pass_table.empty()) out += "const ZeroPassImage zero_pass_images[] = {\n" + zero_pass_table + "};\n";
   out += "\n}  // namespace\n\nconst ProblemEntry problems[] = {\n";
   for (std::size_t i = 0; i < lib.problems.size(); ++i) {
     const Problem& q = lib.problems[i].problem;
@@ -269,6 +310,10 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
         c_string(lib.problems[i].name), output_elements(q) * element_bytes(q.precision), i, lib.gpus.size());
   }
   out += "};\nconst std::size_t problem_count = sizeof problems / sizeof problems[0];\n";
+  out += zero_pass_table.empty()
+             ? "const ZeroPassImage* const zero_passes = nullptr;\nconst std::size_t zero_pass_count = 0;\n"
+             : "const ZeroPassImage* const zero_passes = zero_pass_images;\n"
+               "const std::size_t zero_pass_count = sizeof zero_pass_images / sizeof zero_pass_images[0];\n";
   out += fmt::format("const char* const architectures = \"{}\";\n\n}}  // namespace {}_internal\n", arch_list(lib.gpus),
                      lib.name);
   return out;
@@ -439,6 +484,14 @@ LibraryDescription build_library(std::string_view name, const Suite& suite, cons
     for (const std::string& f : failures) message += "\n  " + f;
     throw Error(message);
   }
+  // The zero pass, for each architecture whose plans have a zero step (compiled once per process and architecture).
+  lib.zero_passes.resize(gpus.size());
+  for (std::size_t g = 0; g < gpus.size(); ++g)
+    for (const LibraryProblem& p : lib.problems)
+      if (has_zero_step(p.kernels[g].plan)) {
+        lib.zero_passes[g] = zero_pass_cubin(gpus[g].arch).image;
+        break;
+      }
   return lib;
 }
 
@@ -482,6 +535,11 @@ std::map<std::string, std::string> render_library(const LibraryDescription& lib)
           cubin_array_text(k.cubin.image);
     }
   }
+  for (std::size_t g = 0; g < lib.gpus.size(); ++g)
+    if (const std::vector<char>* cubin = zero_pass_of(lib, g))
+      files[zero_pass_file(lib.gpus[g])] =
+          fmt::format("// {}: the zero pass for {}, {} bytes\n", kZeroPassEntry, lib.gpus[g].arch, cubin->size()) +
+          cubin_array_text(*cubin);
   return files;
 }
 

@@ -46,11 +46,13 @@ struct TensorMap {
 };
 
 // One operation of a plan: launch an entry of the kernel's cubin, zero the output or a plan buffer, or (setup) encode
-// the filter's tensor map into a persistent buffer.
+// the filter's tensor map into a persistent buffer. A zero step with an entry launches the library's zero pass for
+// the architecture (ZeroPassImage: arguments the buffer and its bytes, the grid and block given); without one it is a
+// memset.
 struct Step {
   enum Kind : unsigned char { kernel, zero, tensor_map };
   Kind kind;
-  const char* entry;  // kernel: the symbol
+  const char* entry;  // kernel: the symbol; zero: the zero pass's, or nullptr (a memset)
   unsigned grid[3];
   unsigned block[3];
   unsigned dynamic_smem_bytes;
@@ -58,8 +60,17 @@ struct Step {
   std::size_t arg_count;
   int zero_buffer;       // zero: -1 for the output, else an index into KernelImage::buffers; tensor_map: its buffer
   const TensorMap* map;  // tensor_map: the map
-  bool early_launch;     // kernel: launched early (programmatic stream serialization; the kernel waits for the
-                         // stream's previous kernel before it touches global memory)
+  bool early_launch;     // kernel and zero pass: launched early (programmatic stream serialization; the kernel
+                         // waits for the stream's previous kernel before it touches global memory)
+};
+
+// The zero pass compiled for one architecture: convgen_zero_bytes(unsigned char* out, unsigned long long bytes)
+// zeroes `bytes` bytes at `out` after the stream's previous kernel, so that it can be launched early like the plans'
+// kernels (a memset node cannot: the chain of early launches breaks before and after it).
+struct ZeroPassImage {
+  int arch;  // compute capability of the cubin, as KernelImage::arch
+  const unsigned char* cubin;
+  std::size_t cubin_bytes;
 };
 
 // One problem's kernel compiled for one architecture, with its plan: setup steps run once when an op is created,
@@ -90,6 +101,10 @@ struct ProblemEntry {
 
 extern const ProblemEntry problems[];
 extern const std::size_t problem_count;
+
+// The zero pass of each architecture whose plans have zero steps with an entry (nullptr and 0 when none has).
+extern const ZeroPassImage* const zero_passes;
+extern const std::size_t zero_pass_count;
 
 // The architectures the library has cubins for, as "sm_80, sm_90", for messages.
 extern const char* const architectures;

@@ -73,7 +73,7 @@ const Step setup_2_sm_90[] = {
 };
 const ArgBinding run_2_sm_90_args1[] = {{Arg::activation, -1}, {Arg::buffer, 0}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_2_sm_90[] = {
-    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, nullptr, false},
+    {Step::zero, "convgen_zero_bytes", {7, 1, 1}, {256, 1, 1}, 0, nullptr, 0, -1, nullptr, true},
     {Step::kernel, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", {49, 1, 2}, {512, 1, 1}, 0, run_2_sm_90_args1, 5, -1, nullptr, true},
 };
 const KernelImage kernels_2[] = {
@@ -95,7 +95,7 @@ const Step setup_3_sm_90[] = {
 };
 const ArgBinding run_3_sm_90_args1[] = {{Arg::activation, -1}, {Arg::buffer, 0}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_3_sm_90[] = {
-    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, nullptr, false},
+    {Step::zero, "convgen_zero_bytes", {2, 1, 1}, {256, 1, 1}, 0, nullptr, 0, -1, nullptr, true},
     {Step::kernel, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", {49, 1, 2}, {512, 1, 1}, 0, run_3_sm_90_args1, 5, -1, nullptr, true},
 };
 const KernelImage kernels_3[] = {
@@ -210,6 +210,14 @@ const KernelImage kernels_7[] = {
     {90, cubin_7_sm_90, sizeof cubin_7_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", buffers_7_sm_90, 3, 2097152ULL, 16777216ULL, setup_7_sm_90, 1, run_7_sm_90, 3},
 };
 
+// The zero pass for sm_90: the kernel of the zero steps (clears a buffer the plan's kernels accumulate into)
+alignas(64) const unsigned char zero_pass_sm_90[] = {
+#include "cubins/zero_pass_sm_90.inc"
+};
+const ZeroPassImage zero_pass_images[] = {
+    {90, zero_pass_sm_90, sizeof zero_pass_sm_90},
+};
+
 }  // namespace
 
 const ProblemEntry problems[] = {
@@ -231,6 +239,8 @@ const ProblemEntry problems[] = {
      "res_512to512_7", 100352ULL, kernels_7, 1},
 };
 const std::size_t problem_count = sizeof problems / sizeof problems[0];
+const ZeroPassImage* const zero_passes = zero_pass_images;
+const std::size_t zero_pass_count = sizeof zero_pass_images / sizeof zero_pass_images[0];
 const char* const architectures = "sm_90";
 
 }  // namespace cusnn_sm90_internal

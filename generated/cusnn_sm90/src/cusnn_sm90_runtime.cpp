@@ -92,16 +92,19 @@ const Driver& driver() {
   return d;
 }
 
-// A kernel image loaded into one context: the function of every kernel step of its setup and run.
+// A kernel image loaded into one context: the function of every kernel step of its setup and run, and of every
+// zero step that launches the zero pass (nullptr for a memset and a tensor map).
 struct LoadedImage {
-  std::vector<CUfunction> setup;  // setup[i] for image.setup[i] (nullptr for a zero step)
+  std::vector<CUfunction> setup;  // setup[i] for image.setup[i]
   std::vector<CUfunction> run;
 };
 
-// Per context: its device's compute capability and the kernel images loaded into it so far.
+// Per context: its device's compute capability, the kernel images loaded into it so far, and the zero pass of each
+// architecture it has loaded.
 struct ContextState {
   int arch = 0;
   std::map<const KernelImage*, LoadedImage> images;  // never erased: ops point into it
+  std::map<int, CUfunction> zero_passes;             // by KernelImage::arch
 };
 
 struct State {
@@ -249,10 +252,34 @@ std::string no_arch_message(int arch) {
          " only";
 }
 
-// Returns the function of one kernel step, from a module already loaded. Mutex held.
-cusnn_sm90_status get_function(const Driver& d, CUmodule module, const KernelImage& image, const Step& step,
-                          CUfunction* function) {
+// Returns the zero pass for `arch` in the context, loading it on first use. Mutex held.
+cusnn_sm90_status zero_pass_function(const Driver& d, ContextState& context, int arch, CUfunction* function) {
+  if (auto it = context.zero_passes.find(arch); it != context.zero_passes.end()) {
+    *function = it->second;
+    return CUSNN_SM90_SUCCESS;
+  }
+  for (std::size_t i = 0; i < cusnn_sm90_internal::zero_pass_count; ++i) {
+    const cusnn_sm90_internal::ZeroPassImage& image = cusnn_sm90_internal::zero_passes[i];
+    if (image.arch != arch) continue;
+    CUmodule module = nullptr;  // stays loaded for the context's life
+    CUresult result = d.cuModuleLoadData(&module, image.cubin);
+    if (result == CUDA_SUCCESS) result = d.cuModuleGetFunction(function, module, "convgen_zero_bytes");
+    if (result != CUDA_SUCCESS)
+      return fail(CUSNN_SM90_ERROR_CUDA,
+                  "loading the zero pass (sm_" + std::to_string(arch) + ") failed: " + error_text(d, result));
+    context.zero_passes.emplace(arch, *function);
+    return CUSNN_SM90_SUCCESS;
+  }
+  return fail(CUSNN_SM90_ERROR_CUDA, "the library has no zero pass for sm_" + std::to_string(arch) +
+                                    ", which a plan's zero step launches (the emitted files are inconsistent)");
+}
+
+// Returns the function of one kernel step, from a module already loaded, or the zero pass of a zero step that
+// launches it. Mutex held.
+cusnn_sm90_status get_function(const Driver& d, ContextState& context, CUmodule module, const KernelImage& image,
+                          const Step& step, CUfunction* function) {
   *function = nullptr;
+  if (step.kind == Step::zero && step.entry != nullptr) return zero_pass_function(d, context, image.arch, function);
   if (step.kind != Step::kernel) return CUSNN_SM90_SUCCESS;
   CUresult result = d.cuModuleGetFunction(function, module, step.entry);
   if (result != CUDA_SUCCESS)
@@ -281,11 +308,11 @@ cusnn_sm90_status load_image(const Driver& d, ContextState& context, const Kerne
   functions.setup.resize(image.setup_count);
   functions.run.resize(image.run_count);
   for (std::size_t i = 0; i < image.setup_count; ++i)
-    if (const cusnn_sm90_status status = get_function(d, module, image, image.setup[i], &functions.setup[i]);
+    if (const cusnn_sm90_status status = get_function(d, context, module, image, image.setup[i], &functions.setup[i]);
         status != CUSNN_SM90_SUCCESS)
       return status;
   for (std::size_t i = 0; i < image.run_count; ++i)
-    if (const cusnn_sm90_status status = get_function(d, module, image, image.run[i], &functions.run[i]);
+    if (const cusnn_sm90_status status = get_function(d, context, module, image, image.run[i], &functions.run[i]);
         status != CUSNN_SM90_SUCCESS)
       return status;
   // The module stays loaded for the context's life.
@@ -314,6 +341,29 @@ cusnn_sm90_status check_epilogue(const char* call, const cusnn_sm90_problem& p, 
 CUdeviceptr buffer_pointer(const KernelImage& image, int buffer, const Pointers& p) {
   const cusnn_sm90_internal::PlanBuffer& b = image.buffers[buffer];
   return (b.persistent ? p.persistent : p.workspace) + b.offset;
+}
+
+// Launches a kernel or zero step's function with its grid, block and shared memory, early where the step says.
+CUresult launch_step(const Driver& d, const Step& step, CUfunction function, void** args, CUstream stream) {
+  if (!step.early_launch)
+    return d.cuLaunchKernel(function, step.grid[0], step.grid[1], step.grid[2], step.block[0], step.block[1],
+                            step.block[2], step.dynamic_smem_bytes, stream, args, nullptr);
+  // It may start while the stream's previous kernel ends: the kernel waits for it.
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attribute.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = step.grid[0];
+  config.gridDimY = step.grid[1];
+  config.gridDimZ = step.grid[2];
+  config.blockDimX = step.block[0];
+  config.blockDimY = step.block[1];
+  config.blockDimZ = step.block[2];
+  config.sharedMemBytes = step.dynamic_smem_bytes;
+  config.hStream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return d.cuLaunchKernelEx(&config, function, args, nullptr);
 }
 
 // Enqueues `count` steps of a plan on `stream`. No mutex needed: everything it reads is immutable.
@@ -362,13 +412,19 @@ cusnn_sm90_status run_steps(const Driver& d, const ProblemEntry& entry, const Ke
       continue;
     }
     if (step.kind == Step::zero) {
-      const CUdeviceptr target = step.zero_buffer < 0 ? p.output : buffer_pointer(image, step.zero_buffer, p);
-      const unsigned long long bytes =
-          step.zero_buffer < 0 ? entry.output_bytes : image.buffers[step.zero_buffer].bytes;
-      result = bytes % 4 == 0 ? d.cuMemsetD32Async(target, 0, bytes / 4, stream)
-                              : d.cuMemsetD8Async(target, 0, bytes, stream);
+      CUdeviceptr target = step.zero_buffer < 0 ? p.output : buffer_pointer(image, step.zero_buffer, p);
+      unsigned long long bytes = step.zero_buffer < 0 ? entry.output_bytes : image.buffers[step.zero_buffer].bytes;
+      const char* how = "the zero pass";
+      if (functions[i] != nullptr) {
+        void* args[2] = {&target, &bytes};
+        result = launch_step(d, step, functions[i], args, stream);
+      } else {
+        how = bytes % 4 == 0 ? "cuMemsetD32Async" : "cuMemsetD8Async";
+        result = bytes % 4 == 0 ? d.cuMemsetD32Async(target, 0, bytes / 4, stream)
+                                : d.cuMemsetD8Async(target, 0, bytes, stream);
+      }
       if (result != CUDA_SUCCESS)
-        return fail(CUSNN_SM90_ERROR_CUDA, std::string("cuMemsetD32Async (zeroing ") +
+        return fail(CUSNN_SM90_ERROR_CUDA, std::string(how) + " (zeroing " +
                                           (step.zero_buffer < 0 ? "the output" : image.buffers[step.zero_buffer].name) +
                                           ") failed: " + error_text(d, result));
       continue;
@@ -402,26 +458,7 @@ cusnn_sm90_status run_steps(const Driver& d, const ProblemEntry& entry, const Ke
       }
       args[a] = &values[a];
     }
-    if (step.early_launch) {  // may start while the stream's previous kernel ends: the kernel waits for it
-      CUlaunchAttribute attribute{};
-      attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-      attribute.value.programmaticStreamSerializationAllowed = 1;
-      CUlaunchConfig config{};
-      config.gridDimX = step.grid[0];
-      config.gridDimY = step.grid[1];
-      config.gridDimZ = step.grid[2];
-      config.blockDimX = step.block[0];
-      config.blockDimY = step.block[1];
-      config.blockDimZ = step.block[2];
-      config.sharedMemBytes = step.dynamic_smem_bytes;
-      config.hStream = stream;
-      config.attrs = &attribute;
-      config.numAttrs = 1;
-      result = d.cuLaunchKernelEx(&config, functions[i], args, nullptr);
-    } else {
-      result = d.cuLaunchKernel(functions[i], step.grid[0], step.grid[1], step.grid[2], step.block[0], step.block[1],
-                                step.block[2], step.dynamic_smem_bytes, stream, args, nullptr);
-    }
+    result = launch_step(d, step, functions[i], args, stream);
     if (result != CUDA_SUCCESS)
       return fail(CUSNN_SM90_ERROR_CUDA, std::string("cuLaunchKernel of ") + step.entry + " for problem " +
                                         key_of(entry.problem) + " failed: " + error_text(d, result));

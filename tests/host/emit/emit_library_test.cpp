@@ -251,6 +251,55 @@ TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArgum
       << readme;
 }
 
+// With the zero pass for its architecture, a zero step launches it early with the grid zero_pass_config gives for the
+// bytes it clears (a plan buffer's, or the output's), and the library embeds its cubin once.
+TEST(EmitLibrary, RenderLibraryLaunchesTheZeroPassForZeroStepsWhereItHasOne) {
+  const Problem big{.n = 1, .c = 8, .k = 64, .input = {1, 64, 64}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const Problem small{.n = 1, .c = 8, .k = 8, .input = {1, 8, 8}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  LibraryKernel zeroes_output = fake_kernel(big, "sm_90", {'\x7f'});  // 1 MiB of fp32 output zeroed first
+  zeroes_output.entries = {{"", {"activation", "filter", "output"}}};
+  LibraryKernel zeroes_buffer = fake_kernel(small, "sm_90", {'\x7f'});
+  zeroes_buffer.plan = plan_with_setup();  // zeroes its 64-byte buffer "partial"
+  zeroes_buffer.entries = {{"pack", {"filter", "packed"}},
+                           {"", {"activation", "packed", "output", "scratch", "partial"}}};
+  LibraryDescription lib{.name = "net",
+                         .suite = "s",
+                         .gpus = {gpu("h100_sxm")},
+                         .problems = {{.name = "x", .problem = big, .kernels = {zeroes_output}},
+                                      {.name = "y", .problem = small, .kernels = {zeroes_buffer}}},
+                         .zero_passes = {{'\x01', '\x02'}}};
+  const auto files = render_library(lib);
+  const std::string& kernels = files.at("src/net_kernels.cpp");
+  const std::string entry = "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1";
+  EXPECT_NE(kernels.find("const Step run_0_sm_90[] = {\n"
+                         "    {Step::zero, \"convgen_zero_bytes\", {256, 1, 1}, {256, 1, 1}, 0, nullptr, 0, -1, "
+                         "nullptr, true},\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("const Step run_1_sm_90[] = {\n"
+                         "    {Step::zero, \"convgen_zero_bytes\", {1, 1, 1}, {256, 1, 1}, 0, nullptr, 0, 2, nullptr, "
+                         "true},\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("alignas(64) const unsigned char zero_pass_sm_90[] = {\n#include \"cubins/zero_pass_sm_90.inc\"\n"
+                         "};\nconst ZeroPassImage zero_pass_images[] = {\n    {90, zero_pass_sm_90, sizeof "
+                         "zero_pass_sm_90},\n};\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("const ZeroPassImage* const zero_passes = zero_pass_images;\n"), std::string::npos) << kernels;
+  EXPECT_EQ(files.at("src/cubins/zero_pass_sm_90.inc"), "// convgen_zero_bytes: the zero pass for sm_90, 2 bytes\n"
+                                                         "0x01,0x02,\n");
+  // The same library without the zero pass zeroes with a memset, and embeds none.
+  lib.zero_passes.clear();
+  const auto plain = render_library(lib);
+  EXPECT_NE(plain.at("src/net_kernels.cpp")
+                .find("    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, nullptr, false},\n"),
+            std::string::npos);
+  EXPECT_NE(plain.at("src/net_kernels.cpp").find("const ZeroPassImage* const zero_passes = nullptr;\n"),
+            std::string::npos);
+  EXPECT_EQ(plain.count("src/cubins/zero_pass_sm_90.inc"), 0u);
+}
+
 TEST(EmitLibrary, RenderLibraryRefusesASetupStepThatBindsAPerCallTensor) {
   const Problem p{.n = 1, .c = 8, .k = 8, .input = {1, 8, 8}, .filter = {1, 3, 3}};
   LibraryKernel k = fake_kernel(p, "sm_90", {'\x7f'});
@@ -271,7 +320,8 @@ TEST(EmitLibrary, RenderLibraryRefusesASetupStepThatBindsAPerCallTensor) {
   }
 }
 
-// The emitted table and run time compile for a plan with setup steps, buffers and a zeroed scratch buffer.
+// The emitted table and run time compile for a plan with setup steps, buffers and a scratch buffer zeroed by the
+// zero pass.
 TEST(EmitLibrary, AnEmittedPlanWithSetupAndBuffersCompiles) {
   const Problem p{.n = 1, .c = 8, .k = 8, .input = {1, 8, 8}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   LibraryKernel k = fake_kernel(p, "sm_90", {'\x7f'});
@@ -280,7 +330,8 @@ TEST(EmitLibrary, AnEmittedPlanWithSetupAndBuffersCompiles) {
   const LibraryDescription lib{.name = "net",
                                .suite = "s",
                                .gpus = {gpu("h100_sxm")},
-                               .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
+                               .problems = {{.name = "x", .problem = p, .kernels = {k}}},
+                               .zero_passes = {{'\x7f'}}};
   const fs::path dir = temp_dir("plan");
   write_library(dir / "net", render_library(lib));
   const Result r = cmake_build(dir / "net", dir / "build", "-DNET_BUILD_EXAMPLE=OFF -DNET_INSTALL=OFF");
