@@ -57,8 +57,8 @@ TEST(DefaultChoice, FollowsEachFamilysRankForTheProblem) {
                           .groups = 64};
   EXPECT_EQ(default_choice(wide, h100()).family, "winograd_gemm");
   EXPECT_EQ(default_choice(small, h100()).family, "act_sparse");  // dense: its dense loop, no im2col gather
-  EXPECT_EQ(default_choice(stem, h100()).family, "igemm");        // 3 channels, but a 7x7 filter's long reduction
-  EXPECT_EQ(default_choice(tiny_stem, h100()).family, "direct");
+  EXPECT_EQ(default_choice(stem, h100()).family, "stem");         // 3 channels, 236 MFLOP: patch and filter staged
+  EXPECT_EQ(default_choice(tiny_stem, h100()).family, "direct");  // 3 channels, under 1 MFLOP
   EXPECT_EQ(default_choice(strided_1x1, h100()).family, "igemm");
   EXPECT_EQ(default_choice(depthwise, h100()).family, "direct");
 }

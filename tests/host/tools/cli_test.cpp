@@ -44,12 +44,14 @@ TEST(Cli, AnalyzeDefaultsListsEveryFamilyInTheOrderOfTheDefaultChoice) {
   const std::string strided = "n1_c64_k64_i1x56x56_f1x3x3_s1x2x2_p0x1x1_d1x1x1_g1_nchw_fp32";
   const Result r = run_convgen("analyze --gpu h100_sxm --defaults --problem " + stem + " --problem " + strided);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::size_t stem_at = r.output.find(stem + " " + stem + " -> igemm_");
+  const std::size_t stem_at = r.output.find(stem + " " + stem + " -> stem_");
   const std::size_t strided_at = r.output.find(strided + " " + strided + " -> act_sparse_");
   ASSERT_NE(stem_at, std::string::npos) << r.output;
   ASSERT_NE(strided_at, std::string::npos) << r.output;
-  // The stem's block: igemm (rank 0) before direct (1), fp32 problems refused by the tensor-core families, with why.
+  // The stem's block: stem (rank -1) before igemm (0) before direct (1), fp32 problems refused by the tensor-core
+  // families, with why.
   const std::string block = r.output.substr(stem_at, strided_at - stem_at);
+  EXPECT_LT(block.find(" stem "), block.find(" igemm ")) << block;
   EXPECT_LT(block.find(" igemm "), block.find(" direct ")) << block;
   EXPECT_NE(block.find("igemm_tc       -  (precision fp32 is not supported by igemm_tc"), std::string::npos) << block;
   const Result both = run_convgen("analyze --gpu h100_sxm --shapes " + shapes("cusnn.csv") + " --problem " + stem);
