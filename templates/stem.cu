@@ -115,6 +115,31 @@ static_assert(1LL * cfg::N * cfg::C * cfg::H * cfg::W < 2147483647LL &&
                   1LL * cfg::N * cfg::K * cfg::P * cfg::Q < 2147483647LL && 1LL * cfg::K * cfg::C * TAPS < 2147483647LL,
               "stem indexes tensors with int");
 
+constexpr int PATCH_STAGED = cfg::C * PATCH_ROWS * cfg::STRIDE_W * PHASE_COLS;  // patch words staged, by phase
+
+// Stages TOTAL words into shared memory: word e (e = tid, tid + THREADS, ...) is load(e, at), stored at s[at]. A
+// thread issues up to STAGE_BATCH loads before it stores any of them, so their latencies overlap instead of adding.
+constexpr int STAGE_BATCH = 24;
+template <int TOTAL, class Load>
+__device__ __forceinline__ void stage(int tid, float* s, Load load) {
+  constexpr int ITEMS = (TOTAL + THREADS - 1) / THREADS;
+  constexpr int BATCH = ITEMS < STAGE_BATCH ? ITEMS : STAGE_BATCH;
+  STEM_UNROLL(1)
+  for (int first = 0; first < ITEMS; first += BATCH) {
+    float v[BATCH];
+    int at[BATCH];
+    STEM_UNROLL_ALL
+    for (int i = 0; i < BATCH; ++i) {
+      const int e = tid + (first + i) * THREADS;
+      at[i] = -1;
+      if (e < TOTAL) v[i] = load(e, at[i]);
+    }
+    STEM_UNROLL_ALL
+    for (int i = 0; i < BATCH; ++i)
+      if (at[i] >= 0) s[at[i]] = v[i];
+  }
+}
+
 // Four consecutive filter values: one 16-byte shared load.
 struct alignas(16) Float4 {
   float v[4];
@@ -130,8 +155,10 @@ extern "C" __global__ void __launch_bounds__(stem::THREADS)
                   const float* __restrict__ g_residual) {
   using namespace stem;
   (void)g_workspace;
-  alignas(16) __shared__ float s_patch[PATCH_FLOATS];
-  alignas(16) __shared__ float s_filter[FILTER_FLOATS];
+  // The filter ([c][r][s][k]: FILTER_FLOATS, a multiple of 4) and after it the patch, staged in one pass.
+  alignas(16) __shared__ float s_stage[FILTER_FLOATS + PATCH_FLOATS];
+  const float* s_filter = s_stage;
+  const float* s_patch = s_stage + FILTER_FLOATS;
   convgen::wait_for_previous_grid();  // launched early (grid_dependency.cuh): the stream's previous kernel first
   convgen::allow_next_grid_at_start();
 
@@ -143,29 +170,35 @@ extern "C" __global__ void __launch_bounds__(stem::THREADS)
   const int k0 = static_cast<int>(blockIdx.y) * BLOCK_K;
   const int n = static_cast<int>(blockIdx.z);
 
-  // The patch: input rows p0 * STRIDE_H - PAD_H + row, columns q0 * STRIDE_W - PAD_W + col; zeros outside the image.
-  // Consecutive threads take consecutive columns (coalesced loads).
+  // One staging pass (its loads in flight together): the filter of the block's channels as [c][tap][k], channels past
+  // K zero, consecutive threads taking consecutive channels k (consecutive shared words: no bank conflict; each reads
+  // its channel's row of the filter, from L2); then the patch: input rows p0 * STRIDE_H - PAD_H + row, columns
+  // q0 * STRIDE_W - PAD_W + col, zeros outside the image (and past the patch's last column), walked in the order it is
+  // stored: each row's columns of phase 0, then of phase 1 ... (consecutive threads, consecutive shared words).
   const int h0 = p0 * cfg::STRIDE_H - cfg::PAD_H;
   const int w0 = q0 * cfg::STRIDE_W - cfg::PAD_W;
   const float* image = g_activation + n * cfg::C * cfg::H * cfg::W;
-  for (int e = tid; e < cfg::C * PATCH_ROWS * PATCH_COLS; e += THREADS) {
-    const int col = e % PATCH_COLS;
-    const int row = e / PATCH_COLS % PATCH_ROWS;
-    const int c = e / (PATCH_COLS * PATCH_ROWS);
+  stage<FILTER_FLOATS + PATCH_STAGED>(tid, s_stage, [&](int e, int& at) {
+    if (e < FILTER_FLOATS) {
+      const int m = e % BLOCK_K;
+      const int ct = e / BLOCK_K;  // c * TAPS + tap
+      const int k = k0 + m;
+      at = e;
+      return k < cfg::K ? __ldg(g_filter + k * cfg::C * TAPS + ct) : 0.0f;
+    }
+    e -= FILTER_FLOATS;
+    const int j = e % PHASE_COLS;
+    const int phase = e / PHASE_COLS % cfg::STRIDE_W;
+    const int row = e / (PHASE_COLS * cfg::STRIDE_W) % PATCH_ROWS;
+    const int c = e / (PHASE_COLS * cfg::STRIDE_W * PATCH_ROWS);
+    const int col = j * cfg::STRIDE_W + phase;
     const int h = h0 + row;
     const int w = w0 + col;
-    const bool inside = static_cast<unsigned>(h) < unsigned(cfg::H) && static_cast<unsigned>(w) < unsigned(cfg::W);
-    s_patch[(c * PATCH_ROWS + row) * ROW_PITCH + col % cfg::STRIDE_W * PHASE_COLS + col / cfg::STRIDE_W] =
-        inside ? __ldg(image + (c * cfg::H + h) * cfg::W + w) : 0.0f;
-  }
-  // The filter of the block's channels, read in its own order ((k * C + c) * TAPS + tap: contiguous for a channel),
-  // stored as [c][tap][k]; channels past K are zero.
-  for (int e = tid; e < FILTER_FLOATS; e += THREADS) {
-    const int ct = e % (cfg::C * TAPS);  // c * TAPS + tap
-    const int m = e / (cfg::C * TAPS);
-    const int k = k0 + m;
-    s_filter[ct * BLOCK_K + m] = k < cfg::K ? __ldg(g_filter + k * cfg::C * TAPS + ct) : 0.0f;
-  }
+    at = FILTER_FLOATS + (c * PATCH_ROWS + row) * ROW_PITCH + phase * PHASE_COLS + j;
+    const bool inside = col < PATCH_COLS && static_cast<unsigned>(h) < unsigned(cfg::H) &&
+                        static_cast<unsigned>(w) < unsigned(cfg::W);
+    return inside ? __ldg(image + (c * cfg::H + h) * cfg::W + w) : 0.0f;
+  });
   __syncthreads();
 
   const int lane = tid % 32;

@@ -38,8 +38,8 @@ constexpr double kStageLatencyUs = 0.8;
 // mean 1.07x), with 8 1.09-1.28x (1.16x).
 constexpr double kWarpsToHideLatency = 24;
 // First in the default choice from this much work on: below it the stem's fixed cost (staging, one wave) loses to
-// direct's (ResNet-20's 3x3 stem at batch 1, 0.9 MFLOP: stem 1.98 us against direct's 1.68; at batch 32, 28 MFLOP:
-// 4.01 against 4.69; ResNet-50's 7x7 stem, 236 and 1,888 MFLOP: 1.37x and 1.49x faster than igemm).
+// direct's (ResNet-20's 3x3 stem at batch 1, 0.9 MFLOP: stem 1.74 us against direct's 1.68; at batch 32, 28 MFLOP:
+// 3.45 against 4.68; ResNet-50's 7x7 stem, 236 and 1,888 MFLOP: 1.44x and 1.44x faster than igemm).
 constexpr double kMinFlopsFirst = 8e6;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
