@@ -106,13 +106,15 @@ struct EmulationCase {
   Problem problem;
   StemParams spec;
   Kernel kernel;
+  int smem_bytes;  // the template's static shared memory (its s_stage)
 };
 
 void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
 
 #define STEM_EMULATION_CASE(NAME)                                                                                     \
   EmulationCase {                                                                                                     \
-#NAME, convgen_emulation::NAME::kProblem, convgen_emulation::NAME::kSpec, &convgen_emulation::NAME::stem_kernel_##NAME \
+#NAME, convgen_emulation::NAME::kProblem, convgen_emulation::NAME::kSpec, &convgen_emulation::NAME::stem_kernel_##NAME, \
+        4 * (convgen_emulation::NAME::stem::FILTER_FLOATS + convgen_emulation::NAME::stem::PATCH_FLOATS)                  \
   }
 
 class StemEmulation : public testing::TestWithParam<EmulationCase> {};
@@ -139,6 +141,8 @@ TEST_P(StemEmulation, MatchesTheReferenceOnEveryOutput) {
   }
   std::vector<float> output(static_cast<std::size_t>(output_elements(c.problem)),
                             std::numeric_limits<float>::quiet_NaN());
+  // The family's view of the block (its shared-memory check and the cost model's occupancy) is the template's.
+  EXPECT_EQ(family("stem").cost_features(c.problem, spec).smem_bytes_per_block, c.smem_bytes);
   const LaunchPlan plan = family("stem").plan(c.problem, spec);
   ASSERT_EQ(plan.run.size(), 1u);
   EXPECT_TRUE(plan.run.front().early_launch);
