@@ -212,6 +212,9 @@ class Stem final : public Family {
     if (t.registers > kMaxRegisters || (gpu.max_regs_per_thread > 0 && t.registers > gpu.max_regs_per_thread))
       return fmt::format("an estimated {} registers per thread ({} accumulators) would spill", t.registers,
                          s.thread_p * s.thread_k);
+    if (gpu.regs_per_block > 0 && std::int64_t{t.registers} * t.threads > gpu.regs_per_block)
+      return fmt::format("an estimated {} registers per thread x {} threads exceed the {} registers per block",
+                         t.registers, t.threads, gpu.regs_per_block);
     // Index and grid limits.
     if (activation_elements(p) > kIntMax || output_elements(p) > kIntMax || filter_elements(p) > kIntMax)
       return "stem indexes tensors with int: the activation, filter and output must have fewer than 2^31 elements";

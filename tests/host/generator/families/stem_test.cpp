@@ -98,6 +98,13 @@ TEST(StemFamily, RefusesWhatItDoesNotServeWithTheReason) {
   const KernelSpec big = to_spec(StemParams{.block_q = 32, .thread_p = 8, .thread_k = 16, .warps_p = 1, .warps_k = 1});
   EXPECT_EQ(stem().check_support(p, gpu, big).value_or(""),
             "an estimated 189 registers per thread (128 accumulators) would spill");
+  // A grayscale stem: 6 rows of 16 channels a thread need a 17-value column, an estimated 153 registers; 512 threads
+  // of that exceed a block's 65,536 (the patch and filter of one channel fit in shared memory).
+  Problem gray = p;
+  gray.c = 1;
+  const KernelSpec tall = to_spec(StemParams{.block_q = 16, .thread_p = 6, .thread_k = 16, .warps_p = 4, .warps_k = 4});
+  EXPECT_EQ(stem().check_support(gray, gpu, tall).value_or(""),
+            "an estimated 153 registers per thread x 512 threads exceed the 65536 registers per block");
   // 64 channels of a 7x7 filter over 3 channels and a 29-row patch: past 48 KiB.
   const KernelSpec wide = to_spec(StemParams{.block_q = 32, .thread_p = 4, .thread_k = 16, .warps_p = 4, .warps_k = 4});
   EXPECT_NE(stem().check_support(p, gpu, wide).value_or("").find("bytes of shared memory"), std::string::npos);
