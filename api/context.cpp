@@ -5,6 +5,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -107,6 +108,8 @@ struct ConvContext::Impl {
   std::shared_ptr<const ConvOp> load(const Problem& problem, const KernelSpec& spec, ChosenBy chosen_by);
   std::shared_ptr<const ConvOp> load(const BuiltKernel& kernel, ChosenBy chosen_by);
   std::shared_ptr<const ConvOp> from_cost_model(const Problem& problem, TuningDb& db);
+  // Counts a built operation in the stats (under mutex).
+  void count(const ConvOp& op);
 };
 
 namespace {
@@ -218,19 +221,7 @@ const ConvOp& ConvContext::conv(const Problem& problem) {
     try {
       std::shared_ptr<const ConvOp> op = impl_->build(problem);
       std::lock_guard lock(impl_->mutex);
-      Stats& s = impl_->stats;
-      ++s.built;
-      switch (op->chosen_by()) {
-        case ChosenBy::database:
-          ++s.database_hits;
-          break;
-        case ChosenBy::tuned_now:
-          ++s.tuned;
-          break;
-        case ChosenBy::cost_model:
-          ++s.model_only;
-          break;
-      }
+      impl_->count(*op);
       promise.set_value(std::move(op));
     } catch (...) {
       // The waiting threads get this failure; later asks try again.
@@ -242,6 +233,63 @@ const ConvOp& ConvContext::conv(const Problem& problem) {
     }
   }
   return *future.get();
+}
+
+void ConvContext::Impl::count(const ConvOp& op) {
+  ++stats.built;
+  switch (op.chosen_by()) {
+    case ChosenBy::database:
+      ++stats.database_hits;
+      break;
+    case ChosenBy::tuned_now:
+      ++stats.tuned;
+      break;
+    case ChosenBy::cost_model:
+      ++stats.model_only;
+      break;
+  }
+}
+
+int ConvContext::prepare(const std::vector<Problem>& problems) {
+  if (impl_->options.policy != TuningPolicy::tune_on_first_use) return 0;
+  impl_->runtime_context.make_current();
+  TuningDb db = TuningDb::open(impl_->database);
+  std::lock_guard tuning(impl_->tune_mutex);
+  std::vector<const Problem*> todo;
+  {
+    std::set<std::string> seen;
+    std::lock_guard lock(impl_->mutex);
+    for (const Problem& problem : problems) {
+      if (!validate(problem).empty()) continue;
+      const std::string key = problem_key(problem);
+      if (!seen.insert(key).second || impl_->ops.contains(key)) continue;
+      todo.push_back(&problem);
+    }
+  }
+  std::erase_if(todo, [&](const Problem* problem) { return db.best(impl_->gpu, *problem).has_value(); });
+  if (todo.empty()) return 0;
+
+  Tuner tuner(impl_->gpu, impl_->cache, impl_->pool, &db, coefficients_for(&db, impl_->gpu), impl_->options.device);
+  const TuneOptions options{.budget = impl_->options.tune_budget, .record = true};
+  // The CLI's pipeline depth: the candidates of up to this many problems compile while one is measured.
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t j = 0; j < std::min(todo.size(), kAhead + 1); ++j) tuner.prefetch(*todo[j], options);
+  int tuned = 0;
+  for (std::size_t j = 0; j < todo.size(); ++j) {
+    const Problem& problem = *todo[j];
+    const TuneResult result = tuner.tune(problem, options);
+    if (j + kAhead + 1 < todo.size()) tuner.prefetch(*todo[j + kAhead + 1], options);
+    if (!result.best || result.from_db) continue;  // conv() tries again (or loads the record another process made)
+    std::shared_ptr<const ConvOp> op = impl_->load(problem, result.candidates[*result.best].spec, ChosenBy::tuned_now);
+    std::promise<std::shared_ptr<const ConvOp>> ready;
+    ready.set_value(op);
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->ops.emplace(problem_key(problem), ready.get_future().share()).second) {
+      impl_->count(*op);
+      ++tuned;
+    }
+  }
+  return tuned;
 }
 
 const Gpu& ConvContext::gpu() const { return impl_->gpu; }

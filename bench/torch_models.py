@@ -6,11 +6,15 @@ tuning time of both tuners.
 Usage: PYTHONPATH=build/python bench/torch_models.py [--models resnet50,densenet121] [--batch 1,8]
            [--precision fp32,fp16] [--out DIR] [--runs 50] [--budget 4] [--database FILE] [--no-compile] [--sparse]
            [--no-fuse] [--profile-host]
+       bench/torch_models.py --merge DIR1,DIR2,... --out DIR    (one report of several runs' rows, e.g. one per GPU:
+                                                                 bench/torch_models_lanes.sh)
 
 Per model, batch and precision (random weights, torch.manual_seed(0), nothing downloaded; eval, inference_mode):
   eager          the model as it is: PyTorch's convolutions (cuDNN) with its dispatch; no graph
   compiled       torch.compile(mode="max-autotune"), which replays CUDA graphs of its own (inductor's cudagraphs);
-                 its tuning time is the first call's wall time (compile + autotune)
+                 its tuning time is the first call's wall time (compile + autotune). Measured last: while it tunes
+                 the report is rewritten every 10 s with the time spent so far, so a run cut short by a time limit
+                 keeps the row's other columns and says "not finished (tuning > T)"
   convgen        convgen.torch.convert(copy) then convgen.torch.tune(converted, x) (its tuning time), then run:
                  every kernel launched from Python on each call; no graph. Each convolution fused with its BatchNorm,
                  residual add and ReLU (convert's fusion), unless --no-fuse
@@ -35,8 +39,10 @@ with the BatchNorm, add and ReLU it stands for).
 import argparse
 import copy
 import json
+import os
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -149,24 +155,16 @@ def example(batch, precision):
     return x.to(memory_format=torch.channels_last) if precision == "fp16" else x
 
 
-def measure(name, batch, precision, args):
+def measure(name, batch, precision, args, checkpoint):
+    """One row: eager, convgen (tuned, plain and graph), then max-autotune. `checkpoint(row)` writes the report with
+    the row as it stands: after convgen's part, and every few seconds while max-autotune tunes (with the time spent
+    so far as a lower bound), so a run cut short keeps what it measured and how long max-autotune had run."""
     row = {"model": name, "batch": batch, "precision": precision}
     model = build(name, precision)
     x = example(batch, precision)
     with torch.inference_mode():
         want = model(x)
     row["eager_us"] = time_forward(model, x, args.runs)
-
-    if not args.no_compile:
-        torch._dynamo.reset()
-        compiled = torch.compile(copy.deepcopy(model), mode="max-autotune")
-        start = time.perf_counter()
-        with torch.inference_mode():
-            got = compiled(x)
-        torch.cuda.synchronize()
-        row["compile_tuning_s"] = time.perf_counter() - start
-        row["compiled_rel_l2"] = rel_l2(got, want)
-        row["compiled_us"] = time_forward(compiled, x, args.runs)
 
     sparsity = ct.observe_act_sparsity(model, x) if args.sparse else None
     converted = ct.convert(copy.deepcopy(model), act_sparsity=sparsity, fuse=not args.no_fuse)
@@ -195,8 +193,35 @@ def measure(name, batch, precision, args):
     row["convgen_fallbacks"] = sum(1 for s in summary if s["chosen_by"] == "pytorch")
     row["convgen_kernels"] = summary
     limit = LIMITS[precision]
-    row["verified"] = (row["convgen_rel_l2"] <= limit and row["convgen_graph_rel_l2"] <= limit
-                       and row.get("compiled_rel_l2", 0.0) <= limit)
+    row["verified"] = row["convgen_rel_l2"] <= limit and row["convgen_graph_rel_l2"] <= limit
+    del graph, static_x, static_y, converted
+
+    if not args.no_compile:
+        torch._dynamo.reset()
+        compiled = torch.compile(copy.deepcopy(model), mode="max-autotune")
+        start = time.perf_counter()
+        done = threading.Event()
+
+        def watch():  # the time spent so far, for a run cut short while max-autotune tunes
+            while not done.wait(10.0):
+                row["compile_tuning_s_so_far"] = time.perf_counter() - start
+                checkpoint(row)
+
+        checkpoint(row)
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            with torch.inference_mode():
+                got = compiled(x)
+            torch.cuda.synchronize()
+        finally:
+            done.set()
+            watcher.join()
+        row["compile_tuning_s"] = time.perf_counter() - start
+        row.pop("compile_tuning_s_so_far", None)
+        row["compiled_rel_l2"] = rel_l2(got, want)
+        row["compiled_us"] = time_forward(compiled, x, args.runs)
+        row["verified"] = row["verified"] and row["compiled_rel_l2"] <= limit
     return row
 
 
@@ -206,12 +231,24 @@ def table(rows):
              "tuning ratio | rel L2 convgen, +graph | verified |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        compiled = f"{r['compiled_us']:.1f} ({r['compile_tuning_s']:.0f})" if "compiled_us" in r else "—"
+        if "verified" not in r:  # a row whose convgen part did not finish: nothing to show
+            continue
+        if "compiled_us" in r:
+            compiled = f"{r['compiled_us']:.1f} ({r['compile_tuning_s']:.0f})"
+        elif "compile_tuning_s_so_far" in r:
+            compiled = f"not finished (tuning > {r['compile_tuning_s_so_far']:.0f})"
+        else:
+            compiled = "—"
         ok = r["verified"]
         vs_eager = f"{r['eager_us'] / r['convgen_us']:.2f}×" if ok else "FAILED"
         vs_eager_graph = f"{r['eager_us'] / r['convgen_graph_us']:.2f}×" if ok else "FAILED"
         vs_compiled = f"{r['compiled_us'] / r['convgen_graph_us']:.2f}×" if ok and "compiled_us" in r else "—"
-        tuning = f"{r['convgen_tuning_s'] / r['compile_tuning_s']:.2f}" if "compile_tuning_s" in r else "—"
+        if "compile_tuning_s" in r:
+            tuning = f"{r['convgen_tuning_s'] / r['compile_tuning_s']:.2f}"
+        elif "compile_tuning_s_so_far" in r:
+            tuning = f"< {r['convgen_tuning_s'] / r['compile_tuning_s_so_far']:.2f}"
+        else:
+            tuning = "—"
         lines.append(f"| {r['model']} | {r['batch']} | {r['precision']} | {r['eager_us']:.1f} | {compiled} | "
                      f"{r['convgen_us']:.1f} ({r['convgen_tuning_s']:.0f}) | {r['convgen_graph_us']:.1f} | "
                      f"{vs_eager} | {vs_eager_graph} | {vs_compiled} | {tuning} | {r['convgen_rel_l2']:.1e}, "
@@ -251,7 +288,12 @@ def main():
                         help="convert module by module: no BatchNorm, add or ReLU fused into the convolutions")
     parser.add_argument("--profile-host", action="store_true",
                         help="also time the host side of each forward and convolution call, eager and convgen")
+    parser.add_argument("--merge", default=None,
+                        help="comma-separated folders of earlier runs: write one report of their rows to --out")
     args = parser.parse_args()
+    if args.merge:
+        merge(args.merge.split(","), Path(args.out), args)
+        return
     if not torch.cuda.is_available():
         sys.exit("torch_models: no CUDA device")
     for precision in args.precision.split(","):
@@ -263,23 +305,52 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     provenance = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                   "torchvision": torchvision.__version__, "cudnn": torch.backends.cudnn.version(),
-                  "convgen": convgen.version(), "commit": convgen.commit(), "command": " ".join(sys.argv)}
+                  "convgen": convgen.version(), "commit": convgen.commit(), "command": " ".join(sys.argv),
+                  "cores": len(os.sched_getaffinity(0)),
+                  "inductor_compile_threads": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "default")}
     rows = []
     for name in args.models.split(","):
         for precision in args.precision.split(","):
             for batch in (int(b) for b in args.batch.split(",")):
                 print(f"== {name} batch {batch} {precision}", flush=True)
-                rows.append(measure(name, batch, precision, args))
+                rows.append({"model": name, "batch": batch, "precision": precision})
+
+                def checkpoint(row):  # the rows so far, this one as it stands
+                    rows[-1] = row
+                    write_report(out, provenance, rows, args)
+
+                rows[-1] = measure(name, batch, precision, args, checkpoint)
                 print(table(rows[-1:]).splitlines()[-1], flush=True)
                 write_report(out, provenance, rows, args)  # after each row: a run cut short keeps what it measured
     print(f"wrote {out / 'torch_models.md'}")
+
+
+def merge(folders, out, args):
+    """One report of the rows of several runs (the first run's provenance, every run's command)."""
+    provenance, rows, commands = None, [], []
+    for folder in folders:
+        path = Path(folder) / "torch_models.json"
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            sys.exit(f"torch_models: --merge: {path}: {error}")
+        provenance = provenance or dict(report["provenance"])
+        commands.append(report["provenance"]["command"])
+        rows.extend(report["rows"])
+    provenance["command"] = " ; ".join(commands)
+    out.mkdir(parents=True, exist_ok=True)
+    args.profile_host = any("host_convs" in r for r in rows)
+    write_report(out, provenance, rows, args)
+    print(f"wrote {out / 'torch_models.md'} ({len(rows)} rows from {len(folders)} runs)")
 
 
 def write_report(out, provenance, rows, args):
     (out / "torch_models.json").write_text(json.dumps({"provenance": provenance, "rows": rows}, indent=1))
     header = (f"# torchvision models: PyTorch eager, torch.compile(max-autotune), convgen, convgen+graph\n\n"
               f"{provenance['gpu']}, PyTorch {provenance['torch']}, cuDNN {provenance['cudnn']}, convgen "
-              f"{provenance['convgen']} ({provenance['commit']}). Command: `{provenance['command']}`\n\n")
+              f"{provenance['convgen']} ({provenance['commit']}); {provenance.get('cores', '?')} cores, inductor "
+              f"compile threads {provenance.get('inductor_compile_threads', 'default')}. "
+              f"Command: `{provenance['command']}`\n\n")
     host = ("\nHost time with the GPU work left out (--profile-host; how: bench/torch_models.py's doc):\n\n"
             + host_table(rows)) if args.profile_host else ""
     (out / "torch_models.md").write_text(header + GRAPHS_NOTE + table(rows) + host)

@@ -244,6 +244,15 @@ NB_MODULE(_convgen, m) {
             return context.conv(problem);
           },
           "problem"_a, nb::rv_policy::reference_internal, "the op for a problem, built on first ask by the policy")
+      .def(
+          "prepare",
+          [](ConvContext& context, const std::vector<Problem>& problems) {
+            nb::gil_scoped_release release;  // compiles and tunes: other Python threads go on
+            return context.prepare(problems);
+          },
+          "problems"_a,
+          "tunes, in one pipeline (the next problems' candidates compile while one is measured), the problems "
+          "tune_on_first_use would tune on their first conv(); returns how many were tuned now")
       .def_prop_ro("device", [](const ConvContext& c) { return c.options().device; })
       .def_prop_ro("gpu_name", [](const ConvContext& c) { return c.gpu().name; })
       .def_prop_ro("policy", [](const ConvContext& c) { return std::string(to_string(c.options().policy)); })

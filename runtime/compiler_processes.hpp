@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/compiler.hpp"
+#include "runtime/thread_pool.hpp"
 #include "runtime/worker_process.hpp"
 
 namespace convgen {
@@ -52,7 +53,7 @@ class CompilerProcesses {
     std::int64_t compiles = 0;  // requests answered (with a cubin or a compile error)
   };
 
-  CompilerProcesses(std::filesystem::path worker, unsigned max_workers = std::thread::hardware_concurrency());
+  CompilerProcesses(std::filesystem::path worker, unsigned max_workers = usable_cores());
   ~CompilerProcesses();
   CompilerProcesses(const CompilerProcesses&) = delete;
   CompilerProcesses& operator=(const CompilerProcesses&) = delete;
@@ -87,7 +88,7 @@ class CompilerProcesses {
 // be running then.
 class WorkerCompiles {
  public:
-  explicit WorkerCompiles(unsigned max_workers = std::thread::hardware_concurrency());
+  explicit WorkerCompiles(unsigned max_workers = usable_cores());
   ~WorkerCompiles();
   WorkerCompiles(const WorkerCompiles&) = delete;
   WorkerCompiles& operator=(const WorkerCompiles&) = delete;

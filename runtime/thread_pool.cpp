@@ -1,9 +1,21 @@
 // thread_pool: worker loop, queueing and shutdown of the fixed thread pool.
 #include "runtime/thread_pool.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 
 namespace convgen {
+
+unsigned usable_cores() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) {
+    const int count = CPU_COUNT(&mask);
+    if (count > 0) return static_cast<unsigned>(count);
+  }
+  return std::max(std::thread::hardware_concurrency(), 1u);
+}
 
 ThreadPool::ThreadPool(unsigned threads) {
   const unsigned count = std::max(threads, 1u);

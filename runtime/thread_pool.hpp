@@ -13,14 +13,20 @@
 
 namespace convgen {
 
+// The cores this process may run on: the count of its CPU affinity mask, which taskset, Slurm's task binding and a
+// container's cpuset narrow (std::thread::hardware_concurrency counts every online core of the machine, whatever
+// the mask), else hardware_concurrency(); at least 1. The default worker count of compile pools: on a machine
+// shared by several processes each sized to its own cores, none oversubscribes the others'.
+unsigned usable_cores();
+
 // A fixed set of threads taking tasks in submission order. The destructor runs every task already submitted,
 // then joins.
 //   ThreadPool pool(4);
 //   std::future<int> answer = pool.submit([] { return 42; });
 class ThreadPool {
  public:
-  // Starts `threads` workers (at least one; hardware_concurrency() may report 0).
-  explicit ThreadPool(unsigned threads = std::thread::hardware_concurrency());
+  // Starts `threads` workers (at least one).
+  explicit ThreadPool(unsigned threads = usable_cores());
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -150,6 +150,16 @@ class ConvContext {
   // kernel works for the problem. A failed build is not cached: the next ask tries again.
   const ConvOp& conv(const Problem& problem);
 
+  // Tunes, ahead of their first conv(), the problems of `problems` (a model's convolutions, say) that the
+  // tune_on_first_use policy would tune there: those not built yet, valid, and without a record in the database.
+  // They are tuned one after another as conv() would, but in one pipeline: while one is measured, the candidates of
+  // the next ones compile (as `convgen tune` does), so a model's first tune is not the sum of its layers' compiles.
+  // Each problem tuned becomes its operation (chosen by "tuned now"), which conv() then returns. Repeated, invalid
+  // and already known problems are skipped (conv() reports an invalid one); one whose tuning finds no working kernel
+  // is left for conv() to try again and report. Under the other policies nothing is done. Returns how many problems
+  // were tuned now.
+  int prepare(const std::vector<Problem>& problems);
+
   // Returns the device's properties (query_device).
   const Gpu& gpu() const;
   const ContextOptions& options() const;

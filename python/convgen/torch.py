@@ -48,6 +48,9 @@ from . import ConvContext, Error, InputError, Problem
 
 _contexts = {}
 _context_options = {}
+# While tune() collects a model's problems: the (device, Problem) of every new plan, whose call PyTorch runs.
+_collecting = None
+_COLLECTING = "collecting the problems to tune (convgen.torch.tune)"
 
 
 def configure(**options):
@@ -258,6 +261,10 @@ def _new_plan(owner, rank, input, weight, stride, padding, dilation, groups, act
     why = _unservable_epilogue(input, weight, bias, residual, (problem.n, problem.k, *problem.output))
     if why:
         return _Plan(why)
+    if _collecting is not None:
+        # tune()'s first pass: note the problem, let PyTorch run this call (the plan is dropped afterwards).
+        _collecting.append((input.device, problem))
+        return _Plan(_COLLECTING)
     try:
         op = context(input.device).conv(problem)
     except (Error, InputError) as error:
@@ -578,10 +585,13 @@ def observe_act_sparsity(model, example_input, *, floor=0.05):
 
 
 def tune(model, example_input, *, database=None, budget=None):
-    """Tunes every convolution `model` runs on `example_input` (one forward pass, no gradient) into the tuning
-    database (the CLI's unless `database`), measuring at most `budget` candidates per layer (the context's
-    tune_budget, 10, unless given). Returns one dict per convgen module: layer, problem, kernel, chosen_by,
-    plus the layers PyTorch ran (fallbacks) with why."""
+    """Tunes every convolution `model` runs on `example_input` into the tuning database (the CLI's unless
+    `database`), measuring at most `budget` candidates per layer (the context's tune_budget, 10, unless given).
+    Two passes, no gradient: the first notes each convolution's problem (PyTorch runs them), then the problems are
+    tuned in one pipeline (ConvContext.prepare: the next layers' candidates compile while one is measured), and the
+    second builds every module's op. Returns one dict per convgen module: layer, problem, kernel, chosen_by, plus
+    the layers PyTorch ran (fallbacks) with why."""
+    global _collecting
     options = dict(_context_options)
     options["policy"] = "tune_on_first_use"
     if database is not None:
@@ -592,8 +602,24 @@ def tune(model, example_input, *, database=None, budget=None):
     configure(**options)
     try:
         modules = [(name, m) for name, m in model.named_modules() if isinstance(m, _ConvgenConv)]
-        for _, m in modules:
-            m._plans.clear()
+        _collecting = []
+        try:
+            for _, m in modules:
+                m._plans.clear()
+            with torch.no_grad():
+                model(example_input)
+        finally:
+            collected, _collecting = _collecting, None
+            for _, m in modules:
+                m._plans.clear()
+                m.fallbacks = 0
+                m.last_fallback = ""
+            _functional_plans.clear()
+        by_device = {}
+        for device, problem in collected:
+            by_device.setdefault(device, []).append(problem)
+        for device, problems in by_device.items():
+            context(device).prepare(problems)
         with torch.no_grad():
             model(example_input)
         torch.cuda.synchronize()

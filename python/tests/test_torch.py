@@ -2,6 +2,8 @@
 
 On the GPU every comparison is with torch.nn.functional's convolution on the same tensors, in strict fp32 (TF32 off
 for both) or in the half precisions with DESIGN.md's tolerances."""
+import copy
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -111,6 +113,7 @@ class StubOp:
 class StubContext:
     def __init__(self, needs_prepare=False, error=None):
         self.asked = []
+        self.prepared = []  # the problem keys of each prepare() call
         self.needs_prepare = needs_prepare
         self.error = error
         self.epilogue_error = None  # raised for problems with an epilogue only
@@ -122,6 +125,10 @@ class StubContext:
         if self.epilogue_error and problem.epilogue != "none":
             raise self.epilogue_error
         return StubOp(problem, self.needs_prepare)
+
+    def prepare(self, problems):
+        self.prepared.append([problem.key() for problem in problems])
+        return len(problems)
 
     def epilogues(self):
         return [convgen.Problem.from_key(key).epilogue for key in self.asked]
@@ -855,6 +862,24 @@ def test_a_fused_residual_in_another_layout_than_the_input_is_copied_and_matches
     torch.cuda.synchronize()
     assert fused.conv.fallbacks == 0 and fused.conv.ops()[0][0].endswith("_nhwc_fp32_ebias+add+relu")
     assert rel_l2(got, want) < 1e-5
+
+
+def test_tune_collects_every_problem_first_then_prepares_them_in_one_call_then_builds_the_ops(stub_device, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 1), nn.Conv2d(16, 16, 1)).eval()
+    converted = ct.convert(copy.deepcopy(model), fuse=False)
+    x = torch.randn(1, 8, 12, 12)
+    summary = ct.tune(converted, x, budget=3)
+    keys = [s["problem"] for s in summary]
+    # One prepare with each module's problem in the order the forward met them (the two 1x1 layers share one:
+    # prepare skips repeats), before any op was asked for; then each module asked for its op once.
+    assert stub_device.prepared == [[keys[0], keys[1], keys[2]]]
+    assert keys[1] == keys[2] and stub_device.asked == keys
+    assert [s["layer"] for s in summary] == ["0", "2", "3"]
+    assert all(m.fallbacks == 0 for m in converted.modules() if isinstance(m, ct.Conv2d))
+    # The collecting pass ran PyTorch's convolutions: the modules' plans from it are gone, the ops are the stub's.
+    assert all(s["kernel"] == "stub_kernel" for s in summary)
 
 
 @pytest.mark.gpu

@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
       "convgen-compile-throughput: NVRTC compiles per second with K at once, in K threads of one process against K "
       "worker processes (convgen-nvrtc-worker), and each compile's time; no GPU needed"};
   std::string shapes, gpu_file = "gpus/h100_sxm.json", worker_option;
-  std::vector<unsigned> concurrency = {1, std::max(1u, std::thread::hardware_concurrency())};
+  std::vector<unsigned> concurrency = {1, usable_cores()};
   std::vector<std::string> modes = {"threads", "processes"};
   bool all = false;
   std::size_t limit = 0;
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
         "{} distinct kernels ({}), {} cores, NVRTC {}; per kernel: from the call to its return (a worker's "
         "round trip included); start: one small compile per slot at once, before the timed ones (starts the "
         "workers).\n\n",
-        programs.size(), all ? "every candidate" : "each layer's default", std::thread::hardware_concurrency(),
+        programs.size(), all ? "every candidate" : "each layer's default", usable_cores(),
         nvrtc_version());
     fmt::print("| round | {}|--:|{}", kHeader, kAlignment);
     // Rounds alternate the modes' order, so that neither always runs first on a machine whose load drifts.

@@ -93,7 +93,7 @@ void run_emit_lib(const Options& opts) {
   }
 
   JitCache cache(opts.no_cache ? std::nullopt : std::optional(user_cache_dir() / "jit"));
-  ThreadPool pool(opts.jobs != 0 ? opts.jobs : std::thread::hardware_concurrency());
+  ThreadPool pool(opts.jobs != 0 ? opts.jobs : usable_cores());
   Progress progress("compiling", distinct_problems(suite).size() * gpus.size());
   const LibraryDescription library =
       build_library(opts.name, suite, gpus, cache, pool, choice, [&](const std::string& item) { progress.step(item); });
@@ -145,7 +145,7 @@ void add_emit_lib_command(CLI::App& app) {
   add_act_sparsity_option(cmd, opts->act_sparsity);
   add_epilogue_option(cmd, opts->epilogue);
   add_weight_options(cmd, opts->weights);
-  cmd->add_option("--jobs", opts->jobs, "Parallel compiles (0: one per core)");
+  cmd->add_option("--jobs", opts->jobs, "Parallel compiles (0: one per core this process may run on)");
   cmd->add_flag("--no-cache", opts->no_cache, "Do not read or write the on-disk JIT cache");
   cmd->callback([opts] { run_emit_lib(*opts); });
 }

@@ -84,7 +84,7 @@ void run_generate(const Options& opts) {
   }
 
   JitCache cache(opts.no_cache ? std::nullopt : std::optional(user_cache_dir() / "jit"));
-  ThreadPool pool(opts.jobs > 0 ? opts.jobs : std::thread::hardware_concurrency());
+  ThreadPool pool(opts.jobs > 0 ? opts.jobs : usable_cores());
   Progress progress("compiling", requests.size());
   const std::vector<BuildOutcome> outcomes = build_kernels(requests, gpu, cache, pool, [&](std::size_t i) {
     progress.step(fmt::format("{} {}", request_layer[i]->name, kernel_name(requests[i].spec)));
@@ -152,7 +152,7 @@ void add_generate_command(CLI::App& app) {
   add_precision_layout_options(cmd, opts->precision, opts->layout);
   cmd->add_option("--kernel", opts->kernel, "Use this kernel (canonical name) instead of the default choice");
   cmd->add_flag("--all", opts->all, "Emit every candidate configuration of every family, not only the default");
-  cmd->add_option("--jobs", opts->jobs, "Parallel compiles (0: one per core)");
+  cmd->add_option("--jobs", opts->jobs, "Parallel compiles (0: one per core this process may run on)");
   cmd->add_flag("--no-cache", opts->no_cache, "Do not read or write the on-disk JIT cache");
   cmd->callback([opts] { run_generate(*opts); });
 }

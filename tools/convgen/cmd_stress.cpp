@@ -332,7 +332,7 @@ void run_stress(const Options& opts) {
   } else {
     // Chunks of problems: the kernels of chunk i + 1 compile (on the pool: worker processes) while chunk i runs.
     // Each chunk has its JIT cache object, so that the cubins of a long run are not all kept in memory.
-    ThreadPool pool(opts.jobs > 0 ? opts.jobs : std::thread::hardware_concurrency());
+    ThreadPool pool(opts.jobs > 0 ? opts.jobs : usable_cores());
     std::vector<std::pair<std::size_t, std::size_t>> chunks;  // [first, last) of cases
     for (std::size_t first = 0; first < cases.size();) {
       std::size_t last = first;
@@ -461,7 +461,7 @@ void add_stress_command(CLI::App& app) {
   cmd->add_flag("--no-compile", opts->no_compile,
                 "With --dry-run: only list each problem's kernels, one line each, without compiling");
   cmd->add_flag("--no-cache", opts->no_cache, "Compile without the disk JIT cache");
-  cmd->add_option("--jobs", opts->jobs, "Concurrent compiles (default: one per hardware thread)");
+  cmd->add_option("--jobs", opts->jobs, "Concurrent compiles (default: one per core this process may run on)");
   cmd->callback([opts] { run_stress(*opts); });
 }
 

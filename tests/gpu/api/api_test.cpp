@@ -118,6 +118,38 @@ TEST_F(ApiGpu, EightThreadsAskingForOneProblemBuildItOnce) {
   EXPECT_EQ(reader.stats(), (ConvContext::Stats{.built = 1, .database_hits = 1, .tuned = 0, .model_only = 0}));
 }
 
+TEST_F(ApiGpu, PrepareTunesEveryNewProblemOnceInOnePipelineAndConvReturnsThoseOps) {
+  ConvContext context(options(TuningPolicy::tune_on_first_use));
+  std::vector<Problem> problems = {small_problem(), small_problem(), small_problem(), small_problem()};
+  problems[1].k = 16;
+  problems[2].padding = {0, 0, 0};
+  problems[3].c = 0;  // invalid: skipped, conv() reports it
+  const Problem repeated = problems[1];
+  problems.push_back(repeated);
+
+  EXPECT_EQ(context.prepare(problems), 3);
+  EXPECT_EQ(context.stats(), (ConvContext::Stats{.built = 3, .database_hits = 0, .tuned = 3, .model_only = 0}));
+  for (std::size_t i = 0; i < 3; ++i) {
+    const ConvOp& op = context.conv(problems[i]);
+    EXPECT_EQ(op.source(), "tuned now");
+    EXPECT_EQ(op.problem(), problems[i]);
+    const ErrorStats error = run_and_compare(op);
+    EXPECT_TRUE(passes(error, Precision::fp32)) << op.kernel_name() << ": rel_l2 " << error.rel_l2;
+  }
+  EXPECT_EQ(context.stats().built, 3);  // conv() built nothing more
+  EXPECT_THROW(context.conv(problems[3]), InputError);
+  EXPECT_EQ(context.prepare(problems), 0);  // all known now
+
+  // Recorded: another context on the same database tunes nothing and serves them from it.
+  ConvContext other(options(TuningPolicy::tune_on_first_use));
+  EXPECT_EQ(other.prepare(problems), 0);
+  EXPECT_EQ(other.conv(problems[2]).source(), "database");
+  // Other policies do nothing.
+  ConvContext model_only(options(TuningPolicy::cost_model_only));
+  EXPECT_EQ(model_only.prepare({small_problem()}), 0);
+  EXPECT_EQ(model_only.stats().built, 0);
+}
+
 TEST_F(ApiGpu, DifferentProblemsFromManyThreadsEachBuildOnceAndVerify) {
   ConvContext context(options(TuningPolicy::cost_model_only));
   std::vector<Problem> problems = {small_problem(), small_problem(), small_problem()};

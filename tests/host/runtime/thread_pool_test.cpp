@@ -1,6 +1,8 @@
 // thread_pool_test: results and exceptions come back through futures, tasks run in parallel, shutdown drains.
 #include "runtime/thread_pool.hpp"
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -55,6 +57,27 @@ TEST(ThreadPool, DestructorRunsEveryQueuedTask) {
 TEST(ThreadPool, HasAtLeastOneWorker) {
   EXPECT_EQ(ThreadPool(0).size(), 1u);
   EXPECT_GE(ThreadPool().size(), 1u);
+}
+
+TEST(UsableCores, CountsTheAffinityMaskNotTheMachinesCores) {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  EXPECT_EQ(usable_cores(), static_cast<unsigned>(CPU_COUNT(&mask)));
+  // Narrowed to one core (in a thread of its own: the mask is per thread), as `taskset -c N` would.
+  int first = 0;
+  while (!CPU_ISSET(first, &mask)) ++first;
+  unsigned narrowed = 0, pool_size = 0;
+  std::thread([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return;
+    narrowed = usable_cores();
+    pool_size = ThreadPool().size();
+  }).join();
+  EXPECT_EQ(narrowed, 1u);
+  EXPECT_EQ(pool_size, 1u);
 }
 
 }  // namespace

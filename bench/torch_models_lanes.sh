@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# torch_models_lanes: bench/torch_models.py for several (model, batch, precision) at once, one lane per GPU. Lane i
+# runs on GPU i alone (CUDA_VISIBLE_DEVICES) and on the i-th equal slice of the cores (taskset: inductor's compile
+# workers and convgen's compile pool both size themselves to it), from cold caches of its own (convgen's JIT cache
+# and database, inductor's and Triton's caches), into OUT/lane-I; then one report of every lane in OUT
+# (torch_models.py --merge). LANE_TIMEOUT (seconds, default none) ends each lane's python with SIGTERM: a lane cut
+# short keeps its rows, and a max-autotune still tuning is reported with the time it had spent.
+# Usage: bench/torch_models_lanes.sh OUT LANE [LANE ...] [-- torch_models.py arguments]
+#   LANE: MODEL:BATCH:PRECISION, e.g. bench/torch_models_lanes.sh OUT resnet50:1:fp32 resnet50:8:fp16 -- --runs 30
+set -euo pipefail
+out=${1:?usage: bench/torch_models_lanes.sh OUT LANE [LANE ...] [-- torch_models.py arguments]}
+shift
+lanes=()
+while (($#)) && [[ $1 != -- ]]; do
+  [[ $1 =~ ^[a-z0-9_]+:[0-9]+:(fp32|fp16)$ ]] || { echo "torch_models_lanes: lane '$1': expected MODEL:BATCH:fp32|fp16" >&2; exit 2; }
+  lanes+=("$1"); shift
+done
+[[ ${1:-} == -- ]] && shift
+((${#lanes[@]})) || { echo "torch_models_lanes: no lane given" >&2; exit 2; }
+gpus=$(nvidia-smi -L | grep -c '^GPU ')
+((${#lanes[@]} <= gpus)) || { echo "torch_models_lanes: ${#lanes[@]} lanes for $gpus GPUs" >&2; exit 2; }
+cores=($(taskset -pc $$ | sed 's/.*: //' | tr ',' '\n' | while IFS=- read -r lo hi; do seq "$lo" "${hi:-$lo}"; done))
+per_lane=$((${#cores[@]} / ${#lanes[@]}))
+here=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+pids=() folders=()
+for i in "${!lanes[@]}"; do
+  IFS=: read -r model batch precision <<< "${lanes[$i]}"
+  lane=$out/lane-$i && rm -rf "$lane" && mkdir -p "$lane"
+  mine=$(IFS=,; echo "${cores[*]:$((i * per_lane)):$per_lane}")
+  echo "lane $i: $model batch $batch $precision on GPU $i, cores $mine"
+  limit=()
+  [[ -n ${LANE_TIMEOUT:-} ]] && limit=(timeout "$LANE_TIMEOUT")
+  (cd "$here" && CUDA_VISIBLE_DEVICES=$i CONVGEN_CACHE_DIR=$lane/jit TORCHINDUCTOR_CACHE_DIR=$lane/inductor \
+     TRITON_CACHE_DIR=$lane/triton "${limit[@]}" taskset -c "$mine" python3 bench/torch_models.py --models "$model" \
+     --batch "$batch" --precision "$precision" --database "$lane/tuning.sqlite" --out "$lane" "$@" \
+     > "$lane/log.txt" 2>&1; echo "lane $i exited with $?" >> "$lane/log.txt") &
+  pids+=($!) folders+=("$lane")
+done
+wait "${pids[@]}"
+tail -n 3 "$out"/lane-*/log.txt
+present=()
+for f in "${folders[@]}"; do [[ -f $f/torch_models.json ]] && present+=("$f"); done
+((${#present[@]})) || { echo "torch_models_lanes: no lane wrote a report" >&2; exit 1; }
+(cd "$here" && python3 bench/torch_models.py --merge "$(IFS=,; echo "${present[*]}")" --out "$out")
+cat "$out/torch_models.md"
