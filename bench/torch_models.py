@@ -46,14 +46,19 @@ import threading
 import time
 from pathlib import Path
 
-import torch
-import torchvision
-
-import convgen
-import convgen.torch as ct
-
 LIMITS = {"fp32": 1e-4, "fp16": 2e-2}
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
+DTYPES = {"fp32": "float32", "fp16": "float16"}  # torch's names
+# PyTorch, torchvision and convgen, imported by import_frameworks() where a run measures (--merge needs none of them)
+torch = torchvision = convgen = ct = None
+
+
+def import_frameworks():
+    global torch, torchvision, convgen, ct
+    import torch
+    import torchvision
+
+    import convgen
+    import convgen.torch as ct
 
 
 def rel_l2(got, want):
@@ -143,7 +148,7 @@ def profile_host(model, converted, x, runs):
 
 def build(name, precision):
     torch.manual_seed(0)
-    model = getattr(torchvision.models, name)(weights=None).cuda().eval().to(DTYPES[precision])
+    model = getattr(torchvision.models, name)(weights=None).cuda().eval().to(getattr(torch, DTYPES[precision]))
     if precision == "fp16":
         model = model.to(memory_format=torch.channels_last)
     return model
@@ -151,7 +156,7 @@ def build(name, precision):
 
 def example(batch, precision):
     torch.manual_seed(1)
-    x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=DTYPES[precision])
+    x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=getattr(torch, DTYPES[precision]))
     return x.to(memory_format=torch.channels_last) if precision == "fp16" else x
 
 
@@ -165,7 +170,18 @@ def measure(name, batch, precision, args, checkpoint):
     with torch.inference_mode():
         want = model(x)
     row["eager_us"] = time_forward(model, x, args.runs)
+    limit = LIMITS[precision]
+    if args.compile_only:
+        row["compile_only"] = True
+        row["verified"] = True  # the compiled model's check below
+    else:
+        measure_convgen(row, model, x, want, precision, args)
+    if not args.no_compile:
+        measure_compiled(row, model, x, want, limit, args, checkpoint)
+    return row
 
+
+def measure_convgen(row, model, x, want, precision, args):
     sparsity = ct.observe_act_sparsity(model, x) if args.sparse else None
     converted = ct.convert(copy.deepcopy(model), act_sparsity=sparsity, fuse=not args.no_fuse)
     row["fused"] = not args.no_fuse
@@ -194,35 +210,37 @@ def measure(name, batch, precision, args, checkpoint):
     row["convgen_kernels"] = summary
     limit = LIMITS[precision]
     row["verified"] = row["convgen_rel_l2"] <= limit and row["convgen_graph_rel_l2"] <= limit
-    del graph, static_x, static_y, converted
 
-    if not args.no_compile:
-        torch._dynamo.reset()
-        compiled = torch.compile(copy.deepcopy(model), mode="max-autotune")
-        start = time.perf_counter()
-        done = threading.Event()
 
-        def watch():  # the time spent so far, for a run cut short while max-autotune tunes
-            while not done.wait(10.0):
-                row["compile_tuning_s_so_far"] = time.perf_counter() - start
-                checkpoint(row)
+def measure_compiled(row, model, x, want, limit, args, checkpoint):
+    """max-autotune's columns of `row`. With --compile-only its caches may hold an earlier run's work (TORCHINDUCTOR_
+    CACHE_DIR and TRITON_CACHE_DIR kept): its tuning time is then this run's part, which --merge adds to the time the
+    earlier run had spent."""
+    torch._dynamo.reset()
+    compiled = torch.compile(copy.deepcopy(model), mode="max-autotune")
+    start = time.perf_counter()
+    done = threading.Event()
 
-        checkpoint(row)
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        try:
-            with torch.inference_mode():
-                got = compiled(x)
-            torch.cuda.synchronize()
-        finally:
-            done.set()
-            watcher.join()
-        row["compile_tuning_s"] = time.perf_counter() - start
-        row.pop("compile_tuning_s_so_far", None)
-        row["compiled_rel_l2"] = rel_l2(got, want)
-        row["compiled_us"] = time_forward(compiled, x, args.runs)
-        row["verified"] = row["verified"] and row["compiled_rel_l2"] <= limit
-    return row
+    def watch():  # the time spent so far, for a run cut short while max-autotune tunes
+        while not done.wait(10.0):
+            row["compile_tuning_s_so_far"] = time.perf_counter() - start
+            checkpoint(row)
+
+    checkpoint(row)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        with torch.inference_mode():
+            got = compiled(x)
+        torch.cuda.synchronize()
+    finally:
+        done.set()
+        watcher.join()
+    row["compile_tuning_s"] = time.perf_counter() - start
+    row.pop("compile_tuning_s_so_far", None)
+    row["compiled_rel_l2"] = rel_l2(got, want)
+    row["compiled_us"] = time_forward(compiled, x, args.runs)
+    row["verified"] = row["verified"] and row["compiled_rel_l2"] <= limit
 
 
 def table(rows):
@@ -233,10 +251,17 @@ def table(rows):
     for r in rows:
         if "verified" not in r:  # a row whose convgen part did not finish: nothing to show
             continue
+        if r.get("compile_only"):  # max-autotune alone (a resumed tune); --merge joins it to its convgen row
+            done = (f"{r['compiled_us']:.1f} ({r['compile_tuning_s']:.0f} this run)" if "compiled_us" in r else
+                    f"not finished (tuning > {r.get('compile_tuning_s_so_far', 0):.0f} this run)")
+            lines.append(f"| {r['model']} | {r['batch']} | {r['precision']} | {r['eager_us']:.1f} | {done} | — | — | "
+                         f"— | — | — | — | — | {'yes' if r['verified'] else 'NO'} |")
+            continue
+        runs = f" in {r['compile_runs']} runs" if r.get("compile_runs", 1) > 1 else ""
         if "compiled_us" in r:
-            compiled = f"{r['compiled_us']:.1f} ({r['compile_tuning_s']:.0f})"
+            compiled = f"{r['compiled_us']:.1f} ({r['compile_tuning_s']:.0f}{runs})"
         elif "compile_tuning_s_so_far" in r:
-            compiled = f"not finished (tuning > {r['compile_tuning_s_so_far']:.0f})"
+            compiled = f"not finished (tuning > {r['compile_tuning_s_so_far']:.0f}{runs})"
         else:
             compiled = "—"
         ok = r["verified"]
@@ -288,12 +313,15 @@ def main():
                         help="convert module by module: no BatchNorm, add or ReLU fused into the convolutions")
     parser.add_argument("--profile-host", action="store_true",
                         help="also time the host side of each forward and convolution call, eager and convgen")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="measure eager and max-autotune only (resuming a tune cut short: --merge joins the rows)")
     parser.add_argument("--merge", default=None,
                         help="comma-separated folders of earlier runs: write one report of their rows to --out")
     args = parser.parse_args()
     if args.merge:
         merge(args.merge.split(","), Path(args.out), args)
         return
+    import_frameworks()
     if not torch.cuda.is_available():
         sys.exit("torch_models: no CUDA device")
     for precision in args.precision.split(","):
@@ -325,6 +353,28 @@ def main():
     print(f"wrote {out / 'torch_models.md'}")
 
 
+def join_resumed_compile(rows, row):
+    """Appends `row` to `rows`, except a --compile-only row whose (model, batch, precision) is there already: its
+    max-autotune columns then complete that row, whose tune it resumed: the tuning times add up (the earlier run's
+    time so far, and this one's), the forward time and error are this run's."""
+    key = (row["model"], row["batch"], row["precision"])
+    earlier = next((r for r in rows if (r["model"], r["batch"], r["precision"]) == key and not r.get("compile_only")),
+                   None)
+    if not row.get("compile_only") or earlier is None:
+        rows.append(row)
+        return
+    spent_before = earlier.pop("compile_tuning_s_so_far", 0.0) + earlier.get("compile_tuning_s_before", 0.0)
+    earlier["compile_runs"] = earlier.get("compile_runs", 1) + 1
+    earlier["eager_us_compile_run"] = row["eager_us"]
+    if "compiled_us" in row:
+        earlier["compile_tuning_s"] = spent_before + row["compile_tuning_s"]
+        earlier["compiled_us"] = row["compiled_us"]
+        earlier["compiled_rel_l2"] = row["compiled_rel_l2"]
+        earlier["verified"] = earlier["verified"] and row["verified"]
+    else:
+        earlier["compile_tuning_s_so_far"] = spent_before + row.get("compile_tuning_s_so_far", 0.0)
+
+
 def merge(folders, out, args):
     """One report of the rows of several runs (the first run's provenance, every run's command)."""
     provenance, rows, commands = None, [], []
@@ -336,7 +386,8 @@ def merge(folders, out, args):
             sys.exit(f"torch_models: --merge: {path}: {error}")
         provenance = provenance or dict(report["provenance"])
         commands.append(report["provenance"]["command"])
-        rows.extend(report["rows"])
+        for row in report["rows"]:
+            join_resumed_compile(rows, row)
     provenance["command"] = " ; ".join(commands)
     out.mkdir(parents=True, exist_ok=True)
     args.profile_host = any("host_convs" in r for r in rows)

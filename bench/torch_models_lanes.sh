@@ -4,7 +4,10 @@
 # workers and convgen's compile pool both size themselves to it), from cold caches of its own (convgen's JIT cache
 # and database, inductor's and Triton's caches), into OUT/lane-I; then one report of every lane in OUT
 # (torch_models.py --merge). LANE_TIMEOUT (seconds, default none) ends each lane's python with SIGTERM: a lane cut
-# short keeps its rows, and a max-autotune still tuning is reported with the time it had spent.
+# short keeps its rows, and a max-autotune still tuning is reported with the time it had spent. LANE_CACHES (a
+# folder) keeps each lane's caches in LANE_CACHES/lane-I instead, emptied at the start; with RESUME=1 they are kept
+# and each lane measures eager and max-autotune only (--compile-only), resuming a max-autotune tune that a limit cut
+# short: `torch_models.py --merge FIRST_OUT,THIS_OUT` joins the two runs' rows (the tuning times add up).
 # Usage: bench/torch_models_lanes.sh OUT LANE [LANE ...] [-- torch_models.py arguments]
 #   LANE: MODEL:BATCH:PRECISION, e.g. bench/torch_models_lanes.sh OUT resnet50:1:fp32 resnet50:8:fp16 -- --runs 30
 set -euo pipefail
@@ -27,13 +30,21 @@ pids=() folders=()
 for i in "${!lanes[@]}"; do
   IFS=: read -r model batch precision <<< "${lanes[$i]}"
   lane=$out/lane-$i && rm -rf "$lane" && mkdir -p "$lane"
+  caches=$lane
+  if [[ -n ${LANE_CACHES:-} ]]; then
+    caches=$LANE_CACHES/lane-$i
+    [[ -n ${RESUME:-} ]] || rm -rf "$caches"
+    mkdir -p "$caches"
+  fi
+  resume=()
+  [[ -n ${RESUME:-} ]] && resume=(--compile-only)
   mine=$(IFS=,; echo "${cores[*]:$((i * per_lane)):$per_lane}")
   echo "lane $i: $model batch $batch $precision on GPU $i, cores $mine"
   limit=()
   [[ -n ${LANE_TIMEOUT:-} ]] && limit=(timeout "$LANE_TIMEOUT")
-  (cd "$here" && CUDA_VISIBLE_DEVICES=$i CONVGEN_CACHE_DIR=$lane/jit TORCHINDUCTOR_CACHE_DIR=$lane/inductor \
-     TRITON_CACHE_DIR=$lane/triton "${limit[@]}" taskset -c "$mine" python3 bench/torch_models.py --models "$model" \
-     --batch "$batch" --precision "$precision" --database "$lane/tuning.sqlite" --out "$lane" "$@" \
+  (cd "$here" && CUDA_VISIBLE_DEVICES=$i CONVGEN_CACHE_DIR=$caches/jit TORCHINDUCTOR_CACHE_DIR=$caches/inductor \
+     TRITON_CACHE_DIR=$caches/triton "${limit[@]}" taskset -c "$mine" python3 bench/torch_models.py --models "$model" \
+     --batch "$batch" --precision "$precision" --database "$lane/tuning.sqlite" --out "$lane" "${resume[@]}" "$@" \
      > "$lane/log.txt" 2>&1; echo "lane $i exited with $?" >> "$lane/log.txt") &
   pids+=($!) folders+=("$lane")
 done

@@ -167,7 +167,13 @@ void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epi
 struct ConvLauncher::Loaded {
   Module module;
   std::map<std::string, Kernel> kernels;           // by entry suffix
-  std::map<CUdeviceptr, DeviceBuffer> persistent;  // by the filter prepared into it
+  struct Prepared {
+    DeviceBuffer buffer;
+    // The plan's tensor maps are in `buffer`. They depend on the filter's address alone, not on its values: a
+    // prepare() again (the filter's values changed, or a graph capture records the setup) leaves them.
+    bool tensor_maps_written = false;
+  };
+  std::map<CUdeviceptr, Prepared> persistent;  // by the filter prepared into it
   std::optional<Module> zero_module;               // the zero pass (zero_pass.hpp), where the plan has a zero step
   std::optional<Kernel> zero_kernel;
 };
@@ -203,6 +209,7 @@ struct Bindings {
   const BuiltKernel& kernel;
   CUdeviceptr activation = 0, filter = 0, output = 0, workspace = 0, persistent = 0;
   EpiloguePointers epilogue;
+  bool tensor_maps_written = false;  // the setup's tensor map steps have nothing to do
 
   CUdeviceptr resolve(std::string_view name) const {
     if (name == "activation") return activation;
@@ -277,8 +284,17 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
                const std::optional<Kernel>& zero_kernel, const Bindings& bind, CUstream stream) {
   for (const LaunchStep& step : steps) {
     if (step.kind == LaunchStep::Kind::tensor_map) {
+      if (bind.tensor_maps_written) continue;
       // Encoded on the host, copied in stream order (the steps after it, and every call, see it) and waited for, so
-      // that the host's map may go.
+      // that the host's map may go: neither the copy of a host variable nor the wait can be recorded in a graph.
+      CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+      CONVGEN_CU_CHECK(driver().cuStreamIsCapturing(stream, &capture));
+      if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+        throw ApiError(fmt::format(
+            "{}: its setup encodes a tensor map of the filter at 0x{:x} on the host, which a CUDA graph capture "
+            "cannot record: prepare with this filter once before capturing (later prepares, captured or not, "
+            "keep its map)",
+            bind.kernel.source.entry, bind.filter));
       const CUtensorMap map = encode_tensor_map(step.tensor_map, bind.filter, bind.kernel.source.entry);
       CONVGEN_CU_CHECK(driver().cuMemcpyHtoDAsync(bind.resolve(step.buffer), &map, sizeof map, stream));
       CONVGEN_CU_CHECK(driver().cuStreamSynchronize(stream));
@@ -318,15 +334,19 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
 }  // namespace
 
 void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
-  auto buffer = loaded_->persistent.find(filter);
-  if (buffer == loaded_->persistent.end())
-    buffer =
-        loaded_->persistent
-            .emplace(filter,
-                     DeviceBuffer(static_cast<std::size_t>(std::max<std::int64_t>(kernel_.plan.persistent_bytes(), 4))))
-            .first;
-  const Bindings bind{.kernel = kernel_, .filter = filter, .persistent = buffer->second.ptr()};
+  auto found = loaded_->persistent.find(filter);
+  if (found == loaded_->persistent.end())
+    found = loaded_->persistent
+                .emplace(filter, Loaded::Prepared{.buffer = DeviceBuffer(static_cast<std::size_t>(
+                                                      std::max<std::int64_t>(kernel_.plan.persistent_bytes(), 4)))})
+                .first;
+  Loaded::Prepared& prepared = found->second;
+  const Bindings bind{.kernel = kernel_,
+                      .filter = filter,
+                      .persistent = prepared.buffer.ptr(),
+                      .tensor_maps_written = prepared.tensor_maps_written};
   run_steps(kernel_.plan.setup, loaded_->kernels, loaded_->zero_kernel, bind, stream);
+  prepared.tensor_maps_written = true;
 }
 
 bool ConvLauncher::prepared(CUdeviceptr filter) const {
@@ -345,7 +365,7 @@ void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdevicept
           fmt::format("{}: its launch plan has a one-time setup; call prepare(filter) before launch with "
                       "that filter",
                       kernel_.source.entry));
-    persistent = found->second.ptr();
+    persistent = found->second.buffer.ptr();
   }
   check_epilogue_pointers(kernel_.problem, epilogue);
   // A pointer the epilogue does not read is not passed on: the kernel never reads it, and null says so.

@@ -106,7 +106,9 @@ class ConvLauncher {
 
   // Enqueues the plan's one-time setup on `stream`, reading `filter` into its own persistent buffers (allocated on
   // its first prepare, kept until the launcher goes). Call it again when that filter's values change. A plan without
-  // setup needs no call.
+  // setup needs no call. The setup's tensor maps (the filter read by TMA) depend on the filter's address alone: they
+  // are written by the first prepare with a filter, outside any CUDA graph capture (a capture cannot record their
+  // copy from the host: ApiError), and later prepares, captured or not, keep them.
   void prepare(CUdeviceptr filter, CUstream stream);
 
   // Enqueues one convolution on `stream`: the plan's run steps (zeroing the output first when the kernel
