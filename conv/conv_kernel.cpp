@@ -279,6 +279,12 @@ CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, const
   return map;
 }
 
+bool capturing(CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CONVGEN_CU_CHECK(driver().cuStreamIsCapturing(stream, &status));
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 // `zero_kernel`: the zero pass that runs zero steps, where it is loaded; a memset where not.
 void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string, Kernel>& kernels,
                const std::optional<Kernel>& zero_kernel, const Bindings& bind, CUstream stream) {
@@ -287,9 +293,7 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
       if (bind.tensor_maps_written) continue;
       // Encoded on the host, copied in stream order (the steps after it, and every call, see it) and waited for, so
       // that the host's map may go: neither the copy of a host variable nor the wait can be recorded in a graph.
-      CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-      CONVGEN_CU_CHECK(driver().cuStreamIsCapturing(stream, &capture));
-      if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+      if (capturing(stream))
         throw ApiError(fmt::format(
             "{}: its setup encodes a tensor map of the filter at 0x{:x} on the host, which a CUDA graph capture "
             "cannot record: prepare with this filter once before capturing (later prepares, captured or not, "
@@ -335,6 +339,12 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
 
 void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
   auto found = loaded_->persistent.find(filter);
+  if (found == loaded_->persistent.end() && capturing(stream))
+    throw ApiError(fmt::format(
+        "{}: the first prepare with the filter at 0x{:x} allocates its prepared copy (and writes its tensor maps "
+        "from the host), which a CUDA graph capture cannot record: prepare with this filter once before capturing "
+        "(later prepares, captured or not, keep its buffers and maps)",
+        kernel_.source.entry, filter));
   if (found == loaded_->persistent.end())
     found = loaded_->persistent
                 .emplace(filter, Loaded::Prepared{.buffer = DeviceBuffer(static_cast<std::size_t>(

@@ -126,11 +126,17 @@ TEST_F(IgemmWgmmaGpu, TheFilterByTmaIsCorrectOnTheEdgeCaseCorpus) {
 // for byte the plain calls'.
 TEST_F(IgemmWgmmaGpu, TheFilterByTmaPreparedAgainInAGraphCaptureKeepsItsMap) {
   const Problem p = parse_problem_key("n1_c64_k64_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nhwc_fp16");
-  IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(*wgmma_.default_spec(p, gpu_));
-  t.tma_filter = true;
-  const KernelSpec spec = to_spec(t);
-  ASSERT_FALSE(wgmma_.check_support(p, gpu_, spec).has_value());
-  const BuiltKernel kernel = build_kernel(p, spec, gpu_, cache_);
+  // The first configuration the search space offers with the filter by TMA, one output tile a block, no split.
+  std::optional<KernelSpec> spec;
+  for (const KernelSpec& s : wgmma_.enumerate(p, gpu_)) {
+    const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(s);
+    if (t.tma_filter && !t.tma_activation && t.split_k == 1 && t.multicast <= 1 && !t.halo) {
+      spec = s;
+      break;
+    }
+  }
+  ASSERT_TRUE(spec.has_value()) << "enumerate offers no filter by TMA for " << problem_key(p);
+  const BuiltKernel kernel = build_kernel(p, *spec, gpu_, cache_);
   const auto bytes = [](std::int64_t elements) { return static_cast<std::size_t>(elements) * 2; };
   DeviceBuffer activation(bytes(activation_elements(p))), filter(bytes(filter_elements(p)));
   DeviceBuffer plain_out(bytes(output_elements(p))), graph_out(bytes(output_elements(p)));
