@@ -5,7 +5,7 @@ tuning time of both tuners.
 
 Usage: PYTHONPATH=build/python bench/torch_models.py [--models resnet50,densenet121] [--batch 1,8]
            [--precision fp32,fp16] [--out DIR] [--runs 50] [--budget 4] [--database FILE] [--no-compile] [--sparse]
-           [--no-fuse] [--profile-host]
+           [--no-fuse] [--frozen-weights] [--profile-host]
        bench/torch_models.py --merge DIR1,DIR2,... --out DIR    (one report of several runs' rows, e.g. one per GPU:
                                                                  bench/torch_models_lanes.sh)
 
@@ -183,8 +183,10 @@ def measure(name, batch, precision, args, checkpoint):
 
 def measure_convgen(row, model, x, want, precision, args):
     sparsity = ct.observe_act_sparsity(model, x) if args.sparse else None
-    converted = ct.convert(copy.deepcopy(model), act_sparsity=sparsity, fuse=not args.no_fuse)
+    converted = ct.convert(copy.deepcopy(model), act_sparsity=sparsity, fuse=not args.no_fuse,
+                           frozen_weights=args.frozen_weights)
     row["fused"] = not args.no_fuse
+    row["frozen_weights"] = args.frozen_weights
     start = time.perf_counter()
     summary = ct.tune(converted, x, database=args.database, budget=args.budget)
     row["convgen_tuning_s"] = time.perf_counter() - start
@@ -281,6 +283,8 @@ def table(rows):
     return "\n".join(lines) + "\n"
 
 
+FROZEN_NOTE = ("convgen+graph here converts with frozen_weights=True (--frozen-weights): its replays read the filter "
+               "copies (winograd's transformed filters, packed ones) prepared before the capture.\n\n")
 GRAPHS_NOTE = ("Graphs: max-autotune and convgen+graph replay CUDA graphs (max-autotune its own, inductor's "
                "cudagraphs; convgen+graph the converted model captured with torch.cuda.graph after warm-up); eager "
                "and convgen launch every kernel from Python on each call.\n\n")
@@ -311,6 +315,9 @@ def main():
     parser.add_argument("--sparse", action="store_true", help="declare observed activation sparsity to convgen")
     parser.add_argument("--no-fuse", action="store_true",
                         help="convert module by module: no BatchNorm, add or ReLU fused into the convolutions")
+    parser.add_argument("--frozen-weights", action="store_true",
+                        help="convert with frozen_weights=True: the CUDA graph replays the filter copies prepared "
+                             "before capture instead of preparing them in every replay")
     parser.add_argument("--profile-host", action="store_true",
                         help="also time the host side of each forward and convolution call, eager and convgen")
     parser.add_argument("--compile-only", action="store_true",
@@ -404,7 +411,8 @@ def write_report(out, provenance, rows, args):
               f"Command: `{provenance['command']}`\n\n")
     host = ("\nHost time with the GPU work left out (--profile-host; how: bench/torch_models.py's doc):\n\n"
             + host_table(rows)) if args.profile_host else ""
-    (out / "torch_models.md").write_text(header + GRAPHS_NOTE + table(rows) + host)
+    frozen = FROZEN_NOTE if any(r.get("frozen_weights") for r in rows) else ""
+    (out / "torch_models.md").write_text(header + GRAPHS_NOTE + frozen + table(rows) + host)
 
 
 if __name__ == "__main__":

@@ -173,12 +173,14 @@ class _Plan:
     other check than the gradient."""
 
     __slots__ = ("why", "op", "problem", "run", "prepare", "copy_input", "copy_weight", "copy_residual",
-                 "output_shape", "output_strides", "dtype", "device", "memory_format", "device_index", "prepared")
+                 "output_shape", "output_strides", "dtype", "device", "memory_format", "device_index", "prepared",
+                 "frozen")
 
-    def __init__(self, why="", op=None, problem=None, input=None, weight=None, residual=None):
+    def __init__(self, why="", op=None, problem=None, input=None, weight=None, residual=None, frozen=False):
         self.why = why
         self.op = op
         self.problem = problem
+        self.frozen = frozen  # the owner's frozen_weights: a capture does not prepare a prepared filter again
         if op is None:
             return
         rank = input.dim() - 2
@@ -274,7 +276,7 @@ def _new_plan(owner, rank, input, weight, stride, padding, dilation, groups, act
         # without its record, a tuning whose candidates all failed): PyTorch runs the call, as for what convgen does
         # not serve.
         return _Plan(f"no convgen kernel for epilogue '{epilogue}': {error}")
-    return _Plan("", op, problem, input, weight, residual)
+    return _Plan("", op, problem, input, weight, residual, frozen=getattr(owner, "frozen_weights", False))
 
 
 def _owner_name(owner):
@@ -294,11 +296,12 @@ def _launch(plan, input, weight, bias, residual=None):
         # The op keeps a prepared copy per filter pointer, so modules sharing it (same problem, other weights) each
         # prepare once. It is prepared again when the pointer now holds another tensor (one freed, another allocated
         # there) or the same one changed in place (its version moved), and inside a CUDA graph capture, so that every
-        # replay prepares the filter's values of its own time.
+        # replay prepares the filter's values of its own time, unless the owner's weights are frozen (frozen_weights:
+        # then a replay reads the copy prepared before the capture).
         pointer, version = weight.data_ptr(), weight._version
         seen = plan.prepared.get(pointer)
         if (seen is None or seen[0]() is not weight or seen[1] != version
-                or torch.cuda.is_current_stream_capturing()):
+                or (not plan.frozen and torch.cuda.is_current_stream_capturing())):
             plan.prepare(pointer, stream)
             plan.prepared[pointer] = (weakref.ref(weight), version)
     if residual is None:
@@ -376,7 +379,7 @@ class _ConvgenConv:
 
     _rank = 2
 
-    def _convgen_init(self, act_sparsity, weight_sparse, act, add_residual):
+    def _convgen_init(self, act_sparsity, weight_sparse, act, add_residual, frozen_weights=False):
         if not 0.0 <= act_sparsity <= 1.0:
             raise ValueError(f"act_sparsity: {act_sparsity}, expected a zero fraction in [0, 1]")
         if act not in _ACTIVATIONS:
@@ -385,20 +388,25 @@ class _ConvgenConv:
         self.weight_sparse = bool(weight_sparse)
         self.act = act
         self.add_residual = bool(add_residual)
+        # The weights change no more (inference): a CUDA graph captured after the first call replays the filter
+        # copies prepared then (winograd's transformed filter, a packed one), instead of preparing them again in
+        # every replay. An in-place change made outside a capture is still seen at the next call; one made between
+        # replays is not.
+        self.frozen_weights = bool(frozen_weights)
         self.fallbacks = 0
         self.last_fallback = ""
         self._plans = {}  # by _signature (and the residual's, and the filter version when its pattern is baked)
 
     @classmethod
     def from_module(cls, module, *, act_sparsity=0.0, weight_sparse=False, batch_norm=None, act=None,
-                    add_residual=False):
+                    add_residual=False, frozen_weights=False):
         """A convgen module sharing `module`'s weight and bias (a torch.nn.Conv2d or Conv3d), or, given the
         `batch_norm` that follows it (eval mode), owning the two folded into one weight and bias (fold_batch_norm);
         `act` and `add_residual` as the constructor's."""
         new = cls(module.in_channels, module.out_channels, module.kernel_size, module.stride, module.padding,
                   module.dilation, module.groups, module.bias is not None or batch_norm is not None,
                   module.padding_mode, device="meta", dtype=module.weight.dtype, act_sparsity=act_sparsity,
-                  weight_sparse=weight_sparse, act=act, add_residual=add_residual)
+                  weight_sparse=weight_sparse, act=act, add_residual=add_residual, frozen_weights=frozen_weights)
         if batch_norm is None:
             new.weight = module.weight
             new.bias = module.bias
@@ -482,13 +490,15 @@ class _ConvgenConv:
 class Conv2d(_ConvgenConv, nn.Conv2d):
     """torch.nn.Conv2d on convgen's kernels (where it serves the call; see the module's doc). `act` ('relu',
     'relu6') and `add_residual` (forward(input, residual)) fuse what follows the convolution into its epilogue:
-    act(conv(input) + bias + residual)."""
+    act(conv(input) + bias + residual). `frozen_weights`: the weights change no more (inference), so a CUDA graph
+    captured after a first call replays the filter copy prepared then instead of preparing it in every replay."""
 
     _rank = 2
 
-    def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, act=None, add_residual=False, **kwargs):
+    def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, act=None, add_residual=False,
+                 frozen_weights=False, **kwargs):
         nn.Conv2d.__init__(self, *args, **kwargs)
-        self._convgen_init(act_sparsity, weight_sparse, act, add_residual)
+        self._convgen_init(act_sparsity, weight_sparse, act, add_residual, frozen_weights)
 
 
 class Conv3d(_ConvgenConv, nn.Conv3d):
@@ -497,16 +507,17 @@ class Conv3d(_ConvgenConv, nn.Conv3d):
 
     _rank = 3
 
-    def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, act=None, add_residual=False, **kwargs):
+    def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, act=None, add_residual=False,
+                 frozen_weights=False, **kwargs):
         nn.Conv3d.__init__(self, *args, **kwargs)
-        self._convgen_init(act_sparsity, weight_sparse, act, add_residual)
+        self._convgen_init(act_sparsity, weight_sparse, act, add_residual, frozen_weights)
 
 
 _CONVGEN_TYPES = {nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
 _RANKS = {nn.Conv2d: 2, nn.Conv3d: 3}
 
 
-def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None):
+def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None, frozen_weights=False):
     """Runs every torch.nn.Conv2d and Conv3d of `model` on convgen; returns the converted model.
 
     Fused (a model in eval mode that torch.fx traces; `fuse=True` insists, `fuse=False` never fuses): a new module
@@ -525,7 +536,9 @@ def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None):
     are swapped in place, sharing their parameters, and `model` is returned.
 
     act_sparsity: a zero fraction for every convolution, or {qualified module name: fraction}; weight_sparse: True,
-    or a set of qualified names, for filters whose pattern convgen bakes into the kernel. Modules of other types,
+    or a set of qualified names, for filters whose pattern convgen bakes into the kernel; frozen_weights: the weights
+    change no more (inference): CUDA graphs captured after a first call replay the filter copies prepared then
+    instead of preparing them again in every replay (the modules' frozen_weights). Modules of other types,
     subclasses of Conv2d/Conv3d included, are left as they are."""
     def fraction(name):
         if isinstance(act_sparsity, dict):
@@ -537,7 +550,8 @@ def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None):
 
     def make_module(name, module, batch_norm=None, act=None, add_residual=False):
         return _CONVGEN_TYPES[type(module)].from_module(module, act_sparsity=fraction(name), weight_sparse=baked(name),
-                                                        batch_norm=batch_norm, act=act, add_residual=add_residual)
+                                                        batch_norm=batch_norm, act=act, add_residual=add_residual,
+                                                        frozen_weights=frozen_weights)
 
     if type(model) in _CONVGEN_TYPES:  # a bare Conv2d/Conv3d: its replacement is the answer, nothing to fuse
         return make_module("", model)

@@ -269,6 +269,29 @@ def test_a_filter_with_one_time_work_is_prepared_again_when_changed_in_place_and
     assert len(op.prepares) == 4 and len(op.runs) == 5
 
 
+def test_frozen_weights_are_not_prepared_again_in_a_capture_but_an_in_place_change_outside_one_still_is(stub_device):
+    stub_device.needs_prepare = True
+    conv = ct.convert(nn.Conv2d(8, 16, 3, padding=1, bias=False).eval(), frozen_weights=True)
+    assert conv.frozen_weights
+    x = torch.randn(1, 8, 10, 12)
+    with torch.no_grad():
+        conv(x)
+        (op,) = [plan.op for plan in conv._plans.values()]
+        stub_device.state["capturing"] = True
+        conv(x)
+        conv(x)
+        assert op.prepares == [conv.weight.data_ptr()]  # the first call only: the captures replay its copy
+        stub_device.state["capturing"] = False
+        conv.weight.mul_(2.0)
+        conv(x)
+    assert len(op.prepares) == 2 and len(op.runs) == 4
+    # convert passes it to every module it makes, fused or not; the default is off.
+    model = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 8, 1)).eval()
+    frozen = [m.frozen_weights for m in ct.convert(model, frozen_weights=True).modules() if isinstance(m, ct.Conv2d)]
+    assert frozen == [True, True]
+    assert not any(m.frozen_weights for m in ct.convert(model).modules() if isinstance(m, ct.Conv2d))
+
+
 def test_filters_sharing_an_op_are_each_prepared_once_and_a_new_tensor_at_a_known_pointer_again(stub_device):
     stub_device.needs_prepare = True
     x, w1, w2 = torch.randn(1, 8, 10, 12), torch.randn(16, 8, 3, 3), torch.randn(16, 8, 3, 3)
