@@ -12,6 +12,7 @@
 #include "conv/conv_kernel.hpp"
 #include "generator/kernel_spec.hpp"
 #include "measure/verify.hpp"
+#include "runtime/compiler_processes.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/jit_cache.hpp"
@@ -25,6 +26,18 @@ namespace convgen {
 
 std::filesystem::path default_cache_dir() { return default_jit_cache_dir(); }
 std::filesystem::path default_database() { return TuningDb::default_path(); }
+
+WorkerChoice compile_in_worker_processes(std::optional<std::filesystem::path> worker) {
+  static std::mutex mutex;
+  static std::optional<WorkerChoice> chosen;
+  std::lock_guard lock(mutex);
+  if (chosen) return *chosen;
+  const NvrtcWorkerLookup lookup = find_nvrtc_worker(worker);
+  chosen = WorkerChoice{.worker = lookup.worker, .missing_reason = lookup.missing_reason};
+  // Never destroyed: it must outlive every ConvContext, whose compiles may still run while statics are destroyed.
+  if (lookup.worker) new WorkerCompiles(usable_cores(), lookup.worker);
+  return *chosen;
+}
 
 struct ConvOp::Impl {
   const Context* runtime_context;  // the device's primary context, owned by the ConvContext

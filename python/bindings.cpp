@@ -270,6 +270,18 @@ NB_MODULE(_convgen, m) {
         return d;
       });
 
+  m.def(
+      "compile_in_worker_processes",
+      [](std::optional<std::string> worker) {
+        std::optional<std::filesystem::path> path;
+        if (worker) path = std::filesystem::path(*worker);
+        const WorkerChoice choice = compile_in_worker_processes(path);
+        return std::make_tuple(choice.worker ? std::optional<std::string>(choice.worker->string()) : std::nullopt,
+                               choice.missing_reason);
+      },
+      "worker"_a = nb::none(),
+      "compile this process's kernels in NVRTC worker processes from now on; returns (the worker used or None, why "
+      "there is none)");
   m.def("dlpack_info", &dlpack_info, "tensor"_a,
         "(pointer, shape, strides in elements, (dtype code, bits), device type, device id) of a DLPack tensor");
 }

@@ -23,11 +23,15 @@ bool is_executable_file(const std::filesystem::path& path) {
 
 }  // namespace
 
-NvrtcWorkerLookup find_nvrtc_worker() {
+NvrtcWorkerLookup find_nvrtc_worker(const std::optional<std::filesystem::path>& given) {
   if (const char* chosen = std::getenv("CONVGEN_NVRTC_WORKER"); chosen != nullptr && *chosen != '\0') {
     if (std::string_view(chosen) == "none") return {};
     if (is_executable_file(chosen)) return {.worker = std::filesystem::path(chosen)};
     return {.missing_reason = fmt::format("CONVGEN_NVRTC_WORKER={} is no executable file", chosen)};
+  }
+  if (given) {
+    if (is_executable_file(*given)) return {.worker = *given};
+    return {.missing_reason = fmt::format("{} is no executable file", given->string())};
   }
   std::error_code ec;
   const std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -128,7 +132,8 @@ std::vector<pid_t> CompilerProcesses::idle_worker_ids() const {
   return ids;
 }
 
-WorkerCompiles::WorkerCompiles(unsigned max_workers) : max_workers_(max_workers) {
+WorkerCompiles::WorkerCompiles(unsigned max_workers, std::optional<std::filesystem::path> worker)
+    : max_workers_(max_workers), given_worker_(std::move(worker)) {
   set_cache_compiler(
       [this](const Program& program, const CompileOptions& options) { return compile(program, options); });
 }
@@ -146,7 +151,7 @@ void WorkerCompiles::compile_here_from_now_on(const std::string& reason) {
 
 Cubin WorkerCompiles::compile(const Program& program, const CompileOptions& options) {
   std::call_once(started_, [this] {
-    NvrtcWorkerLookup lookup = find_nvrtc_worker();
+    NvrtcWorkerLookup lookup = find_nvrtc_worker(given_worker_);
     if (lookup.worker)
       processes_ = std::make_unique<CompilerProcesses>(*lookup.worker, max_workers_);
     else

@@ -31,10 +31,10 @@ struct NvrtcWorkerLookup {
   std::string missing_reason;  // when no worker: what was looked for; "" when CONVGEN_NVRTC_WORKER=none chose none
 };
 
-// Finds the worker: $CONVGEN_NVRTC_WORKER when set and not empty ("none": compile in this process), else
-// convgen-nvrtc-worker in the running program's folder (/proc/self/exe's). A file that is not there or not
-// executable is no worker.
-NvrtcWorkerLookup find_nvrtc_worker();
+// Finds the worker: $CONVGEN_NVRTC_WORKER when set and not empty ("none": compile in this process), else `given`
+// when there is one (a library that ships the worker beside itself), else convgen-nvrtc-worker in the running
+// program's folder (/proc/self/exe's). A file that is not there or not executable is no worker.
+NvrtcWorkerLookup find_nvrtc_worker(const std::optional<std::filesystem::path>& given = std::nullopt);
 
 // A pool of NVRTC worker processes: each concurrent compile() takes an idle worker or starts one (lazily, up to
 // `max_workers`; callers beyond that wait for one to be free), sends it the program and options, and returns its
@@ -88,7 +88,9 @@ class CompilerProcesses {
 // be running then.
 class WorkerCompiles {
  public:
-  explicit WorkerCompiles(unsigned max_workers = usable_cores());
+  // `worker`: find_nvrtc_worker's `given`.
+  explicit WorkerCompiles(unsigned max_workers = usable_cores(),
+                          std::optional<std::filesystem::path> worker = std::nullopt);
   ~WorkerCompiles();
   WorkerCompiles(const WorkerCompiles&) = delete;
   WorkerCompiles& operator=(const WorkerCompiles&) = delete;
@@ -99,6 +101,7 @@ class WorkerCompiles {
   void compile_here_from_now_on(const std::string& reason);
 
   unsigned max_workers_;
+  std::optional<std::filesystem::path> given_worker_;
   std::once_flag started_;
   std::unique_ptr<CompilerProcesses> processes_;  // set once, in started_
   std::atomic<bool> in_process_{false};

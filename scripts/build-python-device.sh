@@ -15,5 +15,6 @@ fi
 cxx=${CXX_FOR_PYTHON:-/usr/bin/g++}
 [[ -x $cxx ]] || cxx=${CXX:-c++}
 cmake -S python -B build/python-device -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$PWD/build/prefix" -DPython_EXECUTABLE="$(command -v python3)" -Wno-dev "${sqlite_hints[@]}"
+  -DCMAKE_PREFIX_PATH="$PWD/build/prefix" -DPython_EXECUTABLE="$(command -v python3)" -Wno-dev "${sqlite_hints[@]}" \
+  -DCONVGEN_NVRTC_WORKER="$PWD/build/tools/convgen/convgen-nvrtc-worker"
 cmake --build build/python-device

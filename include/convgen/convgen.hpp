@@ -46,6 +46,18 @@ struct ContextOptions {
 std::filesystem::path default_cache_dir();
 std::filesystem::path default_database();
 
+// Compiles the kernels this process builds from now on (every ConvContext's) in NVRTC worker processes
+// (convgen-nvrtc-worker), as many at once as the process may use cores: NVRTC in many threads of one process does
+// not scale, in processes it does (docs/architecture.md, Worker compiles). The worker: $CONVGEN_NVRTC_WORKER when set
+// ('none': compile in this process), else `worker`, else the one beside the running program. Returns the worker it
+// will use, or why there is none (then compiles stay in this process, as before). Lasts as long as the process;
+// a second call changes nothing and returns the first's answer.
+struct WorkerChoice {
+  std::optional<std::filesystem::path> worker;
+  std::string missing_reason;  // when no worker; empty for CONVGEN_NVRTC_WORKER=none
+};
+WorkerChoice compile_in_worker_processes(std::optional<std::filesystem::path> worker = std::nullopt);
+
 // How a ConvOp's kernel was chosen.
 enum class ChosenBy { database, tuned_now, cost_model };
 

@@ -14,6 +14,8 @@ each convolution with the BatchNorm, residual add and ReLU after it) and `tune(m
 arrive as `convgen.InputError` (a ValueError), `convgen.NoDeviceError`, `convgen.ApiError` or `convgen.Error`
 (RuntimeErrors), with the C++ message.
 """
+from pathlib import Path
+
 from ._convgen import (  # noqa: F401 (re-exported)
     ApiError,
     ConvContext,
@@ -23,6 +25,7 @@ from ._convgen import (  # noqa: F401 (re-exported)
     NoDeviceError,
     Problem,
     commit,
+    compile_in_worker_processes,
     default_cache_dir,
     default_database,
     version,
@@ -44,3 +47,9 @@ def _conv(context, problem):
 ConvContext.conv = _conv
 # ConvOp.run: tensors in, checked against the problem (device, dtype, shape, layout, contiguity), no copy.
 ConvOp.run = run_op
+
+# Kernels compile in NVRTC worker processes (NVRTC does not scale across threads of one process): the worker shipped
+# beside this package (a wheel's, or the build folder's staged copy), $CONVGEN_NVRTC_WORKER when set ('none': in this
+# process). Without one they compile in this process's threads, as before. (worker path or None, why there is none)
+_worker = Path(__file__).with_name("convgen-nvrtc-worker")
+worker_compiles = compile_in_worker_processes(str(_worker) if _worker.is_file() else None)

@@ -201,6 +201,20 @@ TEST(FindNvrtcWorker, TakesTheEnvironmentVariableFirst) {
   }
 }
 
+TEST(FindNvrtcWorker, ThenTheGivenWorkerThenBesideTheRunningProgram) {
+  {
+    const ScopedEnvironment unset("CONVGEN_NVRTC_WORKER", nullptr);
+    EXPECT_EQ(find_nvrtc_worker(kFakeWorker).worker, kFakeWorker);
+    const NvrtcWorkerLookup missing = find_nvrtc_worker(std::filesystem::path("/nonexistent/worker"));
+    EXPECT_FALSE(missing.worker);
+    EXPECT_EQ(missing.missing_reason, "/nonexistent/worker is no executable file");
+  }
+  {  // the variable still wins, "none" too
+    const ScopedEnvironment none("CONVGEN_NVRTC_WORKER", "none");
+    EXPECT_FALSE(find_nvrtc_worker(kFakeWorker).worker);
+  }
+}
+
 TEST(FindNvrtcWorker, ElseLooksBesideTheRunningProgram) {
   const ScopedEnvironment unset("CONVGEN_NVRTC_WORKER", nullptr);
   const NvrtcWorkerLookup lookup = find_nvrtc_worker();
