@@ -5,7 +5,7 @@ tuning time of both tuners.
 
 Usage: PYTHONPATH=build/python bench/torch_models.py [--models resnet50,densenet121] [--batch 1,8]
            [--precision fp32,fp16] [--out DIR] [--runs 50] [--budget 4] [--database FILE] [--no-compile] [--sparse]
-           [--no-fuse] [--frozen-weights] [--profile-host]
+           [--no-fuse] [--frozen-weights] [--frozen-ab] [--profile-host]
        bench/torch_models.py --merge DIR1,DIR2,... --out DIR    (one report of several runs' rows, e.g. one per GPU:
                                                                  bench/torch_models_lanes.sh)
 
@@ -204,6 +204,19 @@ def measure_convgen(row, model, x, want, precision, args):
     graph.replay()
     row["convgen_graph_rel_l2"] = rel_l2(static_y, want2)
     row["convgen_graph_us"] = time_call(graph.replay, args.runs)
+    if args.frozen_ab and not args.frozen_weights:
+        # The same converted model with its weights declared frozen (each plan's flag, as convert(frozen_weights=True)
+        # would have set it): captured again, its replays read the filter copies prepared before the capture.
+        del graph
+        for module in converted.modules():
+            for plan in getattr(module, "_plans", {}).values():
+                plan.frozen = True
+        frozen_graph, frozen_x, frozen_y = capture(converted, x)
+        with torch.inference_mode():
+            frozen_x.copy_(x2)
+        frozen_graph.replay()
+        row["convgen_frozen_graph_rel_l2"] = rel_l2(frozen_y, want2)
+        row["convgen_frozen_graph_us"] = time_call(frozen_graph.replay, args.runs)
     if args.profile_host:
         row.update(profile_host(model, converted, x, args.runs))
         print(host_table([row]).splitlines()[-1], flush=True)
@@ -211,7 +224,8 @@ def measure_convgen(row, model, x, want, precision, args):
     row["convgen_fallbacks"] = sum(1 for s in summary if s["chosen_by"] == "pytorch")
     row["convgen_kernels"] = summary
     limit = LIMITS[precision]
-    row["verified"] = row["convgen_rel_l2"] <= limit and row["convgen_graph_rel_l2"] <= limit
+    row["verified"] = (row["convgen_rel_l2"] <= limit and row["convgen_graph_rel_l2"] <= limit
+                       and row.get("convgen_frozen_graph_rel_l2", 0.0) <= limit)
 
 
 def measure_compiled(row, model, x, want, limit, args, checkpoint):
@@ -267,6 +281,7 @@ def table(rows):
         else:
             compiled = "—"
         ok = r["verified"]
+        frozen = (f" (frozen: {r['convgen_frozen_graph_us']:.1f})" if "convgen_frozen_graph_us" in r else "")
         vs_eager = f"{r['eager_us'] / r['convgen_us']:.2f}×" if ok else "FAILED"
         vs_eager_graph = f"{r['eager_us'] / r['convgen_graph_us']:.2f}×" if ok else "FAILED"
         vs_compiled = f"{r['compiled_us'] / r['convgen_graph_us']:.2f}×" if ok and "compiled_us" in r else "—"
@@ -277,7 +292,7 @@ def table(rows):
         else:
             tuning = "—"
         lines.append(f"| {r['model']} | {r['batch']} | {r['precision']} | {r['eager_us']:.1f} | {compiled} | "
-                     f"{r['convgen_us']:.1f} ({r['convgen_tuning_s']:.0f}) | {r['convgen_graph_us']:.1f} | "
+                     f"{r['convgen_us']:.1f} ({r['convgen_tuning_s']:.0f}) | {r['convgen_graph_us']:.1f}{frozen} | "
                      f"{vs_eager} | {vs_eager_graph} | {vs_compiled} | {tuning} | {r['convgen_rel_l2']:.1e}, "
                      f"{r['convgen_graph_rel_l2']:.1e} | {'yes' if ok else 'NO'} |")
     return "\n".join(lines) + "\n"
@@ -318,6 +333,9 @@ def main():
     parser.add_argument("--frozen-weights", action="store_true",
                         help="convert with frozen_weights=True: the CUDA graph replays the filter copies prepared "
                              "before capture instead of preparing them in every replay")
+    parser.add_argument("--frozen-ab", action="store_true",
+                        help="also capture and time the converted model with its weights declared frozen (a column "
+                             "of its own): the graph with and without preparing the filters in every replay")
     parser.add_argument("--profile-host", action="store_true",
                         help="also time the host side of each forward and convolution call, eager and convgen")
     parser.add_argument("--compile-only", action="store_true",
