@@ -339,17 +339,18 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
 
 void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
   auto found = loaded_->persistent.find(filter);
-  if (found == loaded_->persistent.end() && capturing(stream))
-    throw ApiError(fmt::format(
-        "{}: the first prepare with the filter at 0x{:x} allocates its prepared copy (and writes its tensor maps "
-        "from the host), which a CUDA graph capture cannot record: prepare with this filter once before capturing "
-        "(later prepares, captured or not, keep its buffers and maps)",
-        kernel_.source.entry, filter));
-  if (found == loaded_->persistent.end())
+  if (found == loaded_->persistent.end()) {
+    if (capturing(stream))
+      throw ApiError(fmt::format(
+          "{}: the first prepare with the filter at 0x{:x} allocates its prepared copy (and writes its tensor maps "
+          "from the host), which a CUDA graph capture cannot record: prepare with this filter once before "
+          "capturing (later prepares, captured or not, keep its buffers and maps)",
+          kernel_.source.entry, filter));
     found = loaded_->persistent
                 .emplace(filter, Loaded::Prepared{.buffer = DeviceBuffer(static_cast<std::size_t>(
                                                       std::max<std::int64_t>(kernel_.plan.persistent_bytes(), 4)))})
                 .first;
+  }
   Loaded::Prepared& prepared = found->second;
   const Bindings bind{.kernel = kernel_,
                       .filter = filter,
