@@ -181,7 +181,13 @@ void DeviceBuffer::check_fits(std::size_t bytes, const char* what) const {
 
 void DeviceBuffer::upload_bytes(const void* data, std::size_t bytes) {
   check_fits(bytes, "upload");
-  if (bytes > 0) CONVGEN_CU_CHECK(driver().cuMemcpyHtoD(ptr_, data, bytes));
+  if (bytes == 0) return;
+  // cuMemcpyHtoD from pageable memory returns once the bytes are staged, before the DMA has landed, and orders only
+  // against the legacy stream: a kernel then launched on a non-blocking stream (convgen's Stream) could read the
+  // buffer half written. Copy on the legacy stream and wait for it, so the upload has landed when this returns (seen
+  // on the H200 with several test processes sharing the GPU: the first of two chained calls read a partial input).
+  CONVGEN_CU_CHECK(driver().cuMemcpyHtoDAsync(ptr_, data, bytes, CU_STREAM_LEGACY));
+  CONVGEN_CU_CHECK(driver().cuStreamSynchronize(CU_STREAM_LEGACY));
 }
 
 void DeviceBuffer::download_bytes(void* data, std::size_t bytes) const {

@@ -145,7 +145,8 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
   // Copy host data to the start of the buffer, or the start of the buffer to the host. InputError when the
-  // host side is larger than the buffer.
+  // host side is larger than the buffer. An upload has landed when it returns (work on any stream sees it); a
+  // download waits for the legacy stream only, so synchronize the stream that wrote the buffer first.
   void upload(std::span<const float> values);
   void download(std::span<float> values) const;
   void upload_bytes(const void* data, std::size_t bytes);
