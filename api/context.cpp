@@ -9,8 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "conv/affine_concat.hpp"
 #include "conv/conv_kernel.hpp"
 #include "generator/kernel_spec.hpp"
+#include "generator/launch_plan.hpp"
 #include "measure/verify.hpp"
 #include "runtime/compiler_processes.hpp"
 #include "runtime/device.hpp"
@@ -109,6 +111,13 @@ struct ConvContext::Impl {
   Stats stats;
   // Tuning times kernels on the GPU: two problems tuned at once would disturb each other's measurements.
   std::mutex tune_mutex;
+  // affine_concat's programs loaded in this context, by (precision's element type, vector width).
+  struct AffineConcatKernel {
+    Module module;
+    Kernel kernel;
+  };
+  std::mutex affine_concat_mutex;
+  std::map<std::pair<int, int>, std::unique_ptr<AffineConcatKernel>> affine_concat_kernels;
 
   explicit Impl(ContextOptions opts)
       : options(std::move(opts)),
@@ -209,6 +218,27 @@ ConvContext::~ConvContext() {
     if (impl_) impl_->runtime_context.make_current();
   } catch (const Error&) {  // nothing better to do in a destructor
   }
+}
+
+void ConvContext::affine_concat(const AffineConcat& pass, CUstream stream) {
+  check_affine_concat(pass);
+  impl_->runtime_context.make_current();
+  const int vector = affine_concat_vector(pass);
+  const Precision precision = pass.precision == Precision::tf32 ? Precision::fp32 : pass.precision;
+  const Kernel* kernel = nullptr;
+  {
+    const std::lock_guard lock(impl_->affine_concat_mutex);
+    auto& loaded = impl_->affine_concat_kernels[{static_cast<int>(precision), vector}];
+    if (!loaded) {
+      const Program program = affine_concat_program(precision, vector);
+      Module module(affine_concat_cubin(impl_->gpu.arch, precision, vector), program.name);
+      Kernel entry = module.kernel(kAffineConcatEntry);
+      loaded = std::make_unique<Impl::AffineConcatKernel>(Impl::AffineConcatKernel{std::move(module), entry});
+    }
+    kernel = &loaded->kernel;
+  }
+  const bool early = has_early_launch(impl_->gpu.arch) && early_launch_enabled();
+  launch_affine_concat(*kernel, pass, plan_affine_concat(pass, vector, early), stream);
 }
 
 const ConvOp& ConvContext::conv(const Problem& problem) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "convgen/affine_concat.hpp"
 #include "convgen/enum_names.hpp"
 #include "convgen/gpu.hpp"
 #include "convgen/problem.hpp"
@@ -171,6 +172,11 @@ class ConvContext {
   // is left for conv() to try again and report. Under the other policies nothing is done. Returns how many problems
   // were tuned now.
   int prepare(const std::vector<Problem>& problems);
+
+  // Enqueues the pre-activation pass `pass` on `stream` (convgen/affine_concat.hpp: DenseNet's concatenation →
+  // BatchNorm → ReLU as one kernel), compiling its program on first use (once per element type and vector width).
+  // Throws InputError for a pass that check_affine_concat refuses.
+  void affine_concat(const AffineConcat& pass, CUstream stream);
 
   // Returns the device's properties (query_device).
   const Gpu& gpu() const;

@@ -1,7 +1,7 @@
 // host_cuda: what the host emulation tests need to run a kernel template with a host compiler. The CUDA words the
-// templates use (the function qualifiers as nothing, threadIdx, blockIdx, blockDim, __syncthreads, __ldg), the cfg
-// constants the generator's prelude renders for a problem, and a launcher that runs a grid block after block, a
-// std::thread per CUDA thread. A block's threads run at once and meet at a barrier, so `static` is a faithful
+// templates use (the function qualifiers as nothing, threadIdx, blockIdx, blockDim, gridDim, __syncthreads, __ldg),
+// the cfg constants the generator's prelude renders for a problem, and a launcher that runs a grid block after block,
+// a std::thread per CUDA thread. A block's threads run at once and meet at a barrier, so `static` is a faithful
 // __shared__ where a test defines it so (igemm_tc's test gives its dynamic shared memory a checked buffer instead).
 // Include it before the template; a test's own namespace takes these names with `using namespace
 // convgen::host_cuda;`, so a template included inside it finds them.
@@ -42,6 +42,7 @@ struct Dim3 {
 inline thread_local Dim3 threadIdx;
 inline thread_local Dim3 blockIdx;
 inline thread_local Dim3 blockDim;
+inline thread_local Dim3 gridDim;
 inline std::barrier<>* block_barrier = nullptr;
 inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 inline float __ldg(const float* address) { return *address; }
@@ -82,6 +83,7 @@ void launch(const LaunchGeometry& geometry, Body body, Setup setup_block = {}) {
             threadIdx = {t, 0, 0};
             blockIdx = {x, y, z};
             blockDim = {geometry.block[0], geometry.block[1], geometry.block[2]};
+            gridDim = {geometry.grid[0], geometry.grid[1], geometry.grid[2]};
             body();
           });
       }

@@ -1,0 +1,210 @@
+// affine_concat_gpu_test: ConvContext::affine_concat on the GPU (convgen/affine_concat.hpp): DenseNet's concatenation
+// → BatchNorm → ReLU as one pass, in fp32, fp16 and bf16, both layouts, the vector widths the pass picks, more inputs
+// than one launch takes, on a non-blocking stream right after a kernel that writes an input (an identity pass) (the
+// pass launches early on sm_90: it must wait for it); every output element equal, bit for bit, to the host's loop over
+// the concatenation (a NaN equal to a NaN).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "convgen/convgen.hpp"
+#include "convgen/error.hpp"
+#include "reference/host_tensor.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/module.hpp"
+
+namespace convgen {
+namespace {
+
+namespace fs = std::filesystem;
+
+class AffineConcatGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
+    static std::atomic<int> counter{0};
+    scratch_ = fs::temp_directory_path() / fmt::format("convgen-affine-concat-test-{}-{}", getpid(), counter++);
+    fs::remove_all(scratch_);
+    fs::create_directories(scratch_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!scratch_.empty()) fs::remove_all(scratch_, ec);
+  }
+  ContextOptions options() const {
+    return {
+        .cache_dir = scratch_ / "jit", .database = scratch_ / "tuning.sqlite", .policy = TuningPolicy::cost_model_only};
+  }
+  fs::path scratch_;
+};
+
+std::uint16_t bits16(float value, Precision precision) {
+  return precision == Precision::fp16 ? float_to_half(value) : float_to_bfloat16(value);
+}
+float from16(std::uint16_t bits, Precision precision) {
+  return precision == Precision::fp16 ? half_to_float(bits) : bfloat16_to_float(bits);
+}
+
+// Host tensors of the element type, as bytes.
+std::vector<unsigned char> encode(const std::vector<float>& values, Precision precision) {
+  const int element = element_bytes(precision);
+  std::vector<unsigned char> bytes(values.size() * element);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (element == 2) {
+      const std::uint16_t b = bits16(values[i], precision);
+      std::memcpy(bytes.data() + 2 * i, &b, 2);
+    } else {
+      std::memcpy(bytes.data() + 4 * i, &values[i], 4);
+    }
+  }
+  return bytes;
+}
+float decode(const std::vector<unsigned char>& bytes, std::size_t i, Precision precision) {
+  if (element_bytes(precision) == 2) {
+    std::uint16_t b;
+    std::memcpy(&b, bytes.data() + 2 * i, 2);
+    return from16(b, precision);
+  }
+  float v;
+  std::memcpy(&v, bytes.data() + 4 * i, 4);
+  return v;
+}
+
+struct Case {
+  Precision precision;
+  bool channels_last;
+  std::vector<int> channels;
+  int batch;
+  std::int64_t pixels;
+  Activation act;
+};
+
+// Runs the case through the context and returns how many output elements differ from the host's loop.
+int run_case(ConvContext& context, const Case& c) {
+  const int element = element_bytes(c.precision);
+  std::mt19937 random(11);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  Stream stream;
+  std::vector<std::vector<float>> host_inputs;
+  std::vector<DeviceBuffer> inputs;
+  AffineConcat pass{
+      .batch = c.batch, .pixels = c.pixels, .precision = c.precision, .channels_last = c.channels_last, .act = c.act};
+  for (int channels : c.channels) {
+    std::vector<float> values(static_cast<std::size_t>(c.batch) * c.pixels * channels);
+    for (float& v : values) v = normal(random);
+    values[0] = std::numeric_limits<float>::quiet_NaN();
+    // Rounded to the type, as the device holds them.
+    for (std::size_t i = 0; i < values.size(); ++i)
+      values[i] = decode(encode({values[i]}, c.precision), 0, c.precision);
+    const auto bytes = encode(values, c.precision);
+    inputs.emplace_back(bytes.size());
+    inputs.back().upload_bytes(bytes.data(), bytes.size());
+    host_inputs.push_back(values);
+    pass.inputs.push_back(inputs.back().ptr());
+    pass.channels.push_back(channels);
+  }
+  const auto out_channels = static_cast<int>(pass.out_channels());
+  std::vector<float> scale(out_channels), shift(out_channels);
+  for (int k = 0; k < out_channels; ++k) scale[k] = normal(random), shift[k] = normal(random);
+  DeviceBuffer d_scale(4 * out_channels), d_shift(4 * out_channels);
+  d_scale.upload(scale);
+  d_shift.upload(shift);
+  const std::size_t out_count = static_cast<std::size_t>(c.batch) * c.pixels * out_channels;
+  DeviceBuffer output(out_count * element);
+  pass.output = output.ptr();
+  pass.scale = d_scale.ptr();
+  pass.shift = d_shift.ptr();
+  // The last input is written by a kernel just before the pass, on its stream (an identity pass from a staged copy):
+  // a pass that read before that kernel ended would see the 0xff bytes (NaN) it replaces.
+  const auto last = encode(host_inputs.back(), c.precision);
+  DeviceBuffer staged(last.size());
+  staged.upload_bytes(last.data(), last.size());
+  const int last_channels = c.channels.back();
+  DeviceBuffer ones(4 * last_channels), zeros(4 * last_channels);
+  ones.upload(std::vector<float>(last_channels, 1.0f));
+  zeros.upload(std::vector<float>(last_channels, 0.0f));
+  inputs.back().fill_u8(0xff, stream.get());
+  context.affine_concat({.inputs = {staged.ptr()},
+                         .channels = {last_channels},
+                         .output = inputs.back().ptr(),
+                         .scale = ones.ptr(),
+                         .shift = zeros.ptr(),
+                         .batch = c.batch,
+                         .pixels = c.pixels,
+                         .precision = c.precision,
+                         .channels_last = c.channels_last},
+                        stream.get());
+  context.affine_concat(pass, stream.get());
+  stream.synchronize();
+  std::vector<unsigned char> got(out_count * element);
+  output.download_bytes(got.data(), got.size());
+
+  int wrong = 0;
+  const float inf = std::numeric_limits<float>::infinity();
+  const float lo = c.act == Activation::none ? -inf : 0.0f, hi = c.act == Activation::relu6 ? 6.0f : inf;
+  for (int n = 0; n < c.batch; ++n)
+    for (std::int64_t p = 0; p < c.pixels; ++p) {
+      int channel = 0;
+      for (std::size_t i = 0; i < c.channels.size(); ++i)
+        for (int ci = 0; ci < c.channels[i]; ++ci, ++channel) {
+          const std::size_t in_index = c.channels_last
+                                           ? (n * c.pixels + p) * c.channels[i] + ci
+                                           : (static_cast<std::size_t>(n) * c.channels[i] + ci) * c.pixels + p;
+          const std::size_t out_index = c.channels_last
+                                            ? (n * c.pixels + p) * out_channels + channel
+                                            : (static_cast<std::size_t>(n) * out_channels + channel) * c.pixels + p;
+          float v = std::fma(scale[channel], host_inputs[i][in_index], shift[channel]);
+          v = v < lo ? lo : v;
+          v = v > hi ? hi : v;
+          const auto expected = encode({v}, c.precision);
+          const float value = decode(got, out_index, c.precision);
+          const bool same = std::isnan(v)
+                                ? std::isnan(value)  // a NaN's bits are the conversion's own
+                                : std::memcmp(expected.data(), got.data() + out_index * element, element) == 0;
+          if (!same && ++wrong <= 5)
+            ADD_FAILURE() << fmt::format("{} {}: n {} pixel {} channel {}: expected {}, got {}", c.precision,
+                                         c.channels_last ? "channels-last" : "channels-first", n, p, channel, v, value);
+        }
+    }
+  return wrong;
+}
+
+TEST_F(AffineConcatGpu, EveryTypeAndLayoutMatchesTheHostLoopBitForBit) {
+  ConvContext context(options());
+  const std::vector<int> dense_block = {64, 32, 32, 32, 32, 32};
+  std::vector<int> many(70, 8);
+  many[3] = 16;
+  for (const Case& c : {Case{Precision::fp16, true, dense_block, 8, 56 * 56, Activation::relu},
+                        Case{Precision::fp16, false, dense_block, 2, 14 * 14, Activation::relu},
+                        Case{Precision::fp32, false, dense_block, 3, 7 * 7, Activation::relu6},
+                        Case{Precision::fp32, true, {3, 5, 7}, 2, 9, Activation::none},
+                        Case{Precision::bf16, true, {16, 8}, 4, 28 * 28, Activation::relu},
+                        Case{Precision::fp16, true, many, 2, 7 * 7, Activation::relu},
+                        Case{Precision::fp32, true, {512}, 1, 1 << 16, Activation::relu}})
+    EXPECT_EQ(run_case(context, c), 0) << fmt::format("{} inputs, {}", c.channels.size(), c.precision);
+}
+
+TEST_F(AffineConcatGpu, ABadPassIsRefusedBeforeAnythingIsEnqueued) {
+  ConvContext context(options());
+  const AffineConcat pass{.inputs = {256}, .channels = {4, 4}, .output = 256, .scale = 256, .shift = 256};
+  try {
+    context.affine_concat(pass, nullptr);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "affine_concat: 1 inputs but 2 channel counts: expected one count per input");
+  }
+}
+
+}  // namespace
+}  // namespace convgen
