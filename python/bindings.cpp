@@ -253,6 +253,31 @@ NB_MODULE(_convgen, m) {
           "problems"_a,
           "tunes, in one pipeline (the next problems' candidates compile while one is measured), the problems "
           "tune_on_first_use would tune on their first conv(); returns how many were tuned now")
+      .def(
+          "affine_concat_pointers",
+          [](ConvContext& context, const std::vector<std::uintptr_t>& inputs, const std::vector<int>& channels,
+             std::uintptr_t output, std::uintptr_t scale, std::uintptr_t shift, int batch, std::int64_t pixels,
+             const std::string& precision, bool channels_last, const std::string& act, float clip_lo, float clip_hi,
+             std::uintptr_t stream) {
+            AffineConcat pass{.channels = channels,
+                              .output = output,
+                              .scale = scale,
+                              .shift = shift,
+                              .batch = batch,
+                              .pixels = pixels,
+                              .precision = parse_name<Precision>(precision, "precision"),
+                              .channels_last = channels_last,
+                              .act = parse_name<Activation>(act, "act"),
+                              .clip_lo = clip_lo,
+                              .clip_hi = clip_hi};
+            pass.inputs.assign(inputs.begin(), inputs.end());
+            context.affine_concat(pass, reinterpret_cast<CUstream>(stream));
+          },
+          "inputs"_a, "channels"_a, "output"_a, "scale"_a, "shift"_a, "batch"_a, "pixels"_a, "precision"_a,
+          "channels_last"_a, "act"_a, "clip_lo"_a = 0.0f, "clip_hi"_a = 0.0f, "stream"_a = 0,
+          "enqueues output[:, c] = act(scale[c] * concat(inputs)[:, c] + shift[c]) (convgen/affine_concat.hpp) on "
+          "device pointers: inputs contiguous, of channels[i] channels each, in the layout channels_last says; scale "
+          "and shift fp32; act 'none', 'relu', 'relu6' or 'clip'")
       .def_prop_ro("device", [](const ConvContext& c) { return c.options().device; })
       .def_prop_ro("gpu_name", [](const ConvContext& c) { return c.gpu().name; })
       .def_prop_ro("policy", [](const ConvContext& c) { return std::string(to_string(c.options().policy)); })

@@ -1,4 +1,5 @@
-"""_fusion: a model traced by torch.fx, its Conv → BatchNorm → add → ReLU chains folded into convgen modules.
+"""_fusion: a model traced by torch.fx, its Conv → BatchNorm → add → ReLU chains folded into convgen modules, then
+its pre-activations ([torch.cat →] BatchNorm → ReLU, `fuse_pre_activations`) into one pass each.
 
 convgen.torch.convert calls `fuse`; this file knows the graph patterns, convgen.torch the modules. A chain starts at
 a call of an exact torch.nn.Conv2d/Conv3d and takes, each only where the value before it has no other user:
@@ -78,6 +79,65 @@ def fuse(traced, convolutions, make_module):
     traced.graph.lint()
     traced.recompile()
     return traced
+
+
+_ANY_BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+_CONCATENATIONS = {torch.cat, getattr(torch, "concat", torch.cat), getattr(torch, "concatenate", torch.cat)}
+
+
+def fuse_pre_activations(traced, make_module):
+    """Folds each BatchNorm → ReLU (or ReLU6) of `traced` (a GraphModule, changed in place and returned) that no
+    convolution's chain took, with the channel concatenation before it where there is one (torch.cat(list, 1) whose
+    only user is the BatchNorm: DenseNet's layers and transitions), into one module call: make_module(batch_norm,
+    act) -> a module called with the concatenation's list, or with the BatchNorm's one input. The BatchNorm must be
+    in eval mode with running statistics, and its output used by the activation alone."""
+    modules = dict(traced.named_modules())
+    references = _references(traced.graph)
+    changed = False
+    for node in list(traced.graph.nodes):
+        if node.op != "call_module":
+            continue
+        batch_norm = modules.get(node.target)
+        if type(batch_norm) not in _ANY_BATCH_NORMS or batch_norm.training or batch_norm.running_mean is None \
+                or batch_norm.running_var is None or len(node.args) != 1 or node.kwargs \
+                or not isinstance(node.args[0], fx.Node):
+            continue
+        user = _only_user(node)
+        act = None if user is None else _activation(user, node, modules)
+        if act is None or not _untouched_between(node, user):
+            continue
+        source = node.args[0]
+        chain, inputs = [node, user], source
+        parts = _concatenated(source)
+        if parts is not None and _only_user(source) is node and _untouched_between(source, node):
+            chain.insert(0, source)
+            inputs = parts
+        module = make_module(batch_norm, act)
+        name = node.target if references[node.target] == 1 else _free_name(traced, node.target + "_fused")
+        traced.add_submodule(name, module)
+        with traced.graph.inserting_before(user):
+            fused = traced.graph.call_module(name, (inputs,))
+        user.replace_all_uses_with(fused)
+        for absorbed in reversed(chain):
+            traced.graph.erase_node(absorbed)
+        changed = True
+    if changed:
+        traced.delete_all_unused_submodules()
+        traced.graph.lint()
+        traced.recompile()
+    return traced
+
+
+def _concatenated(node):
+    """The list of tensors (Nodes) `node` concatenates along dimension 1, or None when it is no such torch.cat."""
+    if node.op != "call_function" or node.target not in _CONCATENATIONS or not node.args:
+        return None
+    options = dict(zip(("tensors", "dim"), node.args)) | dict(node.kwargs)
+    parts = options.get("tensors")
+    if set(options) != {"tensors", "dim"} or options["dim"] != 1 or not isinstance(parts, (list, tuple)) \
+            or not parts or not all(isinstance(part, fx.Node) for part in parts):
+        return None
+    return list(parts)
 
 
 def _references(graph):

@@ -373,6 +373,133 @@ def fold_batch_norm(weight, bias, batch_norm):
         return folded_weight, shift.to(weight.dtype)
 
 
+def _fold_affine(batch_norm):
+    """BatchNorm's running statistics (eval mode) as a per-channel (scale, shift) in float32: gamma / sqrt(var + eps)
+    and beta - mean * scale, computed in float64 (new tensors on the BatchNorm's device)."""
+    with torch.inference_mode(False), torch.no_grad():
+        scale = (batch_norm.running_var.double() + batch_norm.eps).rsqrt()
+        if batch_norm.weight is not None:
+            scale = scale * batch_norm.weight.double()
+        shift = -batch_norm.running_mean.double() * scale
+        if batch_norm.bias is not None:
+            shift = shift + batch_norm.bias.double()
+        return scale.float(), shift.float()
+
+
+class _AffinePlan:
+    """What AffineConcat's calls of one input signature share: why convgen does not serve them ('' when it does), or
+    the output's shape, dtype, layout and device, the channel counts, batch, pixels and precision."""
+    __slots__ = ("why", "shape", "dtype", "device", "memory_format", "device_index", "channels", "batch", "pixels",
+                 "precision", "channels_last", "run")
+
+    def __init__(self, why=""):
+        self.why = why
+
+
+class AffineConcat(nn.Module):
+    """act(batch_norm(torch.cat(inputs, 1))) in one convgen pass: the pre-activation of DenseNet's layers (a channel
+    concatenation, a BatchNorm in eval mode, a ReLU), or of a pre-activation ResNet (one input), where PyTorch makes
+    three launches and three passes over the tensor. `convert` puts one in place of each such sequence it finds.
+
+    The BatchNorm's running statistics are folded into a per-channel scale and shift (float32) when the module is made
+    (as `convert` folds a BatchNorm into a convolution), and the module always computes with them: eval semantics,
+    whatever `train()` says. Called with a list (or tuple) of tensors, or one tensor: contiguous CUDA tensors of one
+    dtype (float32, float16, bfloat16), device, batch and extent, all channels-first or all channels-last; the output
+    is in their layout. Any other call runs PyTorch (torch.cat, F.batch_norm with the running statistics, the
+    activation) and counts in `fallbacks`. act: 'relu', 'relu6' or None."""
+
+    def __init__(self, batch_norm, act="relu"):
+        super().__init__()
+        if act not in _ACTIVATIONS:
+            raise ValueError(f"act: {act!r}, expected None, 'relu' or 'relu6'")
+        if batch_norm.running_mean is None or batch_norm.running_var is None:
+            raise ValueError("AffineConcat: the BatchNorm keeps no running statistics (track_running_stats=False)")
+        self.batch_norm = batch_norm
+        scale, shift = _fold_affine(batch_norm)
+        self.register_buffer("scale", scale, persistent=False)
+        self.register_buffer("shift", shift, persistent=False)
+        self.act = act
+        self.fallbacks = 0
+        self.last_fallback = ""
+        self._plans = {}
+
+    def forward(self, inputs):
+        tensors = inputs if isinstance(inputs, (list, tuple)) else (inputs,)
+        key = tuple((t.shape, t.stride(), t.dtype, t.device) for t in tensors)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan_for(tensors)
+        why = plan.why
+        if not why and _grad_enabled() and any(t.requires_grad for t in tensors):
+            why = _GRAD_WANTED
+        if why:
+            self.fallbacks += 1
+            self.last_fallback = why
+            return self._pytorch_forward(tensors)
+        scale, shift = self.scale, self.shift
+        if scale.device != plan.device:
+            self.fallbacks += 1
+            self.last_fallback = f"scale and shift on {scale.device}, the inputs on {plan.device}"
+            return self._pytorch_forward(tensors)
+        output = torch.empty(plan.shape, dtype=plan.dtype, device=plan.device, memory_format=plan.memory_format)
+        plan.run([t.data_ptr() for t in tensors], plan.channels, output.data_ptr(), scale.data_ptr(),
+                 shift.data_ptr(), plan.batch, plan.pixels, plan.precision, plan.channels_last, self.act or "none",
+                 0.0, 0.0, _raw_stream(plan.device_index))
+        return output
+
+    def _pytorch_forward(self, tensors):
+        x = torch.cat(list(tensors), 1) if len(tensors) > 1 else tensors[0]
+        bn = self.batch_norm
+        y = F.batch_norm(x, bn.running_mean, bn.running_var, bn.weight, bn.bias, False, 0.0, bn.eps)
+        return y if self.act is None else _ACTIVATIONS[self.act](y)
+
+    def _plan_for(self, tensors):
+        first = tensors[0]
+        rank = first.dim() - 2
+        for t in tensors:
+            if not t.is_cuda:
+                return _AffinePlan(f"an input on {t.device}")
+            if t.device != first.device or t.dtype != first.dtype:
+                return _AffinePlan("inputs of different devices or dtypes")
+            if t.dim() != first.dim() or t.shape[0] != first.shape[0] or t.shape[2:] != first.shape[2:]:
+                return _AffinePlan("inputs of different batch or extent")
+        precision = _PRECISIONS.get(first.dtype, "fp32" if first.dtype == torch.float32 else None)
+        if precision is None:
+            return _AffinePlan(f"dtype {first.dtype}")
+        if rank < 1 or first.dim() > 5:
+            return _AffinePlan(f"{first.dim()}-D inputs (expected N, C and 1 to 3 extents)")
+        channels = [int(t.shape[1]) for t in tensors]
+        if sum(channels) != self.scale.numel():
+            return _AffinePlan(f"{sum(channels)} channels in, the BatchNorm has {self.scale.numel()}")
+        # Each input's layout: channels-first, channels-last, or either (one channel, or one pixel).
+        memory_format = _CHANNELS_LAST.get(rank)
+        layouts = set()
+        for t in tensors:
+            first_ok = t.is_contiguous()
+            last_ok = memory_format is not None and t.is_contiguous(memory_format=memory_format)
+            if not first_ok and not last_ok:
+                return _AffinePlan("an input in neither dense layout")
+            if first_ok != last_ok:
+                layouts.add(last_ok)
+        if len(layouts) > 1:
+            return _AffinePlan("inputs in different layouts")
+        plan = _AffinePlan()
+        plan.channels_last = layouts == {True}
+        plan.memory_format = memory_format if plan.channels_last else torch.contiguous_format
+        plan.shape = (first.shape[0], sum(channels), *first.shape[2:])
+        plan.dtype, plan.device = first.dtype, first.device
+        plan.device_index = first.device.index if first.device.index is not None else torch.cuda.current_device()
+        plan.channels, plan.batch, plan.precision = channels, int(first.shape[0]), precision
+        plan.pixels = 1
+        for extent in first.shape[2:]:
+            plan.pixels *= int(extent)
+        plan.run = context(plan.device_index).affine_concat_pointers
+        return plan
+
+    def extra_repr(self):
+        return f"{self.scale.numel()}, act={self.act!r}"
+
+
 class _ConvgenConv:
     """What Conv2d and Conv3d share: the op per input signature, the fallback count, the sparse declarations, the
     epilogue (bias, residual add, activation) fused into the kernel."""
@@ -571,7 +698,8 @@ def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None, frozen_
                           f"convolutions are swapped one by one, nothing is fused (convert(..., fuse=False) says so "
                           f"without this warning)", stacklevel=2)
         else:
-            return _fusion.fuse(traced, _RANKS, make_module)
+            fused = _fusion.fuse(traced, _RANKS, make_module)
+            return _fusion.fuse_pre_activations(fused, AffineConcat)
     for name, module in list(model.named_modules()):
         if type(module) in _CONVGEN_TYPES:
             parent_name, _, child = name.rpartition(".")

@@ -117,6 +117,7 @@ class StubContext:
         self.needs_prepare = needs_prepare
         self.error = error
         self.epilogue_error = None  # raised for problems with an epilogue only
+        self.passes = []  # the arguments of each affine_concat_pointers call
 
     def conv(self, problem):
         self.asked.append(problem.key())
@@ -125,6 +126,9 @@ class StubContext:
         if self.epilogue_error and problem.epilogue != "none":
             raise self.epilogue_error
         return StubOp(problem, self.needs_prepare)
+
+    def affine_concat_pointers(self, *args):
+        self.passes.append(args)  # computes nothing
 
     def prepare(self, problems):
         self.prepared.append([problem.key() for problem in problems])
@@ -508,7 +512,9 @@ class TwoUsersAfterBatchNorm(TwoUsers):
 
 def test_a_value_with_two_users_ends_the_chain(stub_device):
     model = ct.convert(TwoUsers().eval())
-    assert isinstance(model.bn, nn.BatchNorm2d) and model.conv.act is None
+    assert model.conv.act is None
+    # The BatchNorm and the ReLU after it are a pre-activation of the conv's output then: one pass.
+    assert isinstance(model.bn, ct.AffineConcat) and isinstance(model.bn.batch_norm, nn.BatchNorm2d)
     model = ct.convert(TwoUsersAfterBatchNorm().eval())
     assert not hasattr(model, "bn") and model.conv.act is None and not model.conv.add_residual
     with torch.no_grad():
@@ -715,13 +721,101 @@ def test_a_fused_resnet50_computes_the_original_where_pytorch_runs_it():
 def test_torchvisions_densenet121_traces_and_fuses_each_convolution_followed_by_its_norm():
     torchvision = pytest.importorskip("torchvision")
     model = torchvision.models.densenet121(weights=None).eval()
+    set_batch_norms_apart_from_identity(model)
     fused = ct.convert(model)
     convs = [m for m in fused.modules() if isinstance(m, ct.Conv2d)]
     assert len(convs) == 120
     assert sum(m.act == "relu" for m in convs) == 59  # conv0 and each dense layer's first convolution
+    # Each dense layer's and transition's concatenation → norm → ReLU, and the last norm → F.relu: one pass each.
+    passes = [m for m in fused.modules() if isinstance(m, ct.AffineConcat)]
+    assert len(passes) == 58 + 3 + 1 and all(m.act == "relu" for m in passes)
+    assert sum(isinstance(m, nn.BatchNorm2d) for m in fused.modules()) == len(passes)  # each inside its pass
+    assert not any(node.target is torch.cat for node in fused.graph.nodes)  # a block's own cat feeds its transition
     x = torch.randn(1, 3, 64, 64)
     with torch.no_grad():
         assert rel_l2(fused(x), model(x)) < 1e-5
+    assert all(m.fallbacks == 1 and m.last_fallback == "an input on cpu" for m in passes)
+
+
+class DenseLayer(nn.Module):
+    """DenseNet's layer, pre-activation: cat → BatchNorm → ReLU → 1x1 conv."""
+
+    def __init__(self, channels=(8, 4), growth=6):
+        super().__init__()
+        self.norm = nn.BatchNorm2d(sum(channels))
+        self.relu = nn.ReLU(inplace=True)
+        self.conv = nn.Conv2d(sum(channels), growth, 1, bias=False)
+
+    def forward(self, a, b):
+        return self.conv(self.relu(self.norm(torch.cat([a, b], 1))))
+
+
+def test_a_concatenation_batch_norm_and_relu_become_one_pass_given_the_inputs_pointers(stub_device):
+    model = DenseLayer().eval()
+    set_batch_norms_apart_from_identity(model)
+    fused = ct.convert(model)
+    assert isinstance(fused.norm, ct.AffineConcat) and fused.norm.act == "relu"
+    bn = model.norm
+    g = (bn.running_var.double() + bn.eps).rsqrt() * bn.weight.double()
+    assert torch.allclose(fused.norm.scale, g.float())
+    assert torch.allclose(fused.norm.shift, (bn.bias.double() - bn.running_mean.double() * g).float())
+    a, b = torch.randn(2, 8, 5, 7), torch.randn(2, 4, 5, 7)
+    with torch.no_grad():
+        fused(a, b)
+    (inputs, channels, output, scale, shift, batch, pixels, precision, channels_last, act, lo, hi, stream), = \
+        stub_device.passes
+    assert inputs == [a.data_ptr(), b.data_ptr()] and channels == [8, 4] and (batch, pixels) == (2, 35)
+    assert (scale, shift) == (fused.norm.scale.data_ptr(), fused.norm.shift.data_ptr())
+    assert (precision, channels_last, act, stream) == ("fp32", False, "relu", 0x5EED)
+    assert fused.norm.fallbacks == 0
+
+
+def test_a_pass_follows_its_inputs_layout_and_runs_pytorch_for_mixed_ones(stub_device):
+    bn = nn.BatchNorm2d(12).eval()
+    set_batch_norms_apart_from_identity(bn)
+    module = ct.AffineConcat(bn, "relu6")
+    a = torch.randn(2, 8, 5, 7).to(memory_format=torch.channels_last)
+    b = torch.randn(2, 4, 5, 7).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        out = module([a, b])
+        assert out.shape == (2, 12, 5, 7) and out.is_contiguous(memory_format=torch.channels_last)
+        assert stub_device.passes[-1][8] is True and stub_device.passes[-1][9] == "relu6"
+        one = torch.randn(2, 1, 5, 7)  # one channel: dense in both layouts, so it goes with the other
+        module([a, torch.randn(2, 3, 5, 7).to(memory_format=torch.channels_last), one])
+        assert stub_device.passes[-1][1] == [8, 3, 1] and stub_device.passes[-1][8] is True
+        want = F.relu6(bn(torch.cat([a, b.contiguous()], 1)))
+        assert rel_l2(module([a, b.contiguous()]), want) < 1e-6
+        assert module.last_fallback == "inputs in different layouts"
+        module([a, torch.randn(2, 4, 5, 14)[..., ::2]])
+        assert module.last_fallback == "an input in neither dense layout"
+        with pytest.raises(RuntimeError, match="running_mean should contain 13 elements not 12"):
+            module([a, torch.randn(2, 5, 5, 7)])  # PyTorch's own error for the call
+        assert module.last_fallback == "13 channels in, the BatchNorm has 12"
+    assert module.fallbacks == 3 and len(stub_device.passes) == 2
+
+
+def test_a_concatenation_with_another_user_stays_and_its_output_is_the_passs_one_input(stub_device):
+    class Twice(DenseLayer):
+        def forward(self, a, b):
+            x = torch.cat([a, b], 1)
+            return self.conv(self.relu(self.norm(x))), x
+
+    fused = ct.convert(Twice().eval())
+    assert isinstance(fused.norm, ct.AffineConcat)
+    assert sum(node.target is torch.cat for node in fused.graph.nodes) == 1
+    a, b = torch.randn(1, 8, 3, 3), torch.randn(1, 4, 3, 3)
+    with torch.no_grad():
+        fused(a, b)
+    assert stub_device.passes[-1][1] == [12]
+
+
+def test_a_batch_norm_in_training_mode_or_without_a_relu_is_left_to_pytorch():
+    model = DenseLayer().eval()
+    model.relu = nn.Sigmoid()
+    fused = ct.convert(model)
+    assert isinstance(fused.norm, nn.BatchNorm2d)
+    with pytest.raises(ValueError, match="act: 'gelu', expected None, 'relu' or 'relu6'"):
+        ct.AffineConcat(nn.BatchNorm2d(4), "gelu")
 
 
 # Edge cases: (n, c, k, input, filter, stride, padding, dilation, groups).
@@ -826,6 +920,55 @@ def test_a_converted_resnet50_matches_the_original(strict_fp32):
     convs = [m for m in model.modules() if isinstance(m, ct.Conv2d)]
     assert len(convs) == 53 and all(m.fallbacks == 0 for m in convs)
     assert rel_l2(got, want) < 1e-4
+
+
+@pytest.mark.gpu
+@cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+def test_a_pass_matches_pytorchs_cat_batch_norm_and_relu_on_the_gpu(strict_fp32, dtype, channels_last):
+    torch.manual_seed(3)
+    channels = [64, 32, 32, 3, 32]  # DenseNet's growth, and an odd one (no vector then)
+    bn = nn.BatchNorm2d(sum(channels))
+    set_batch_norms_apart_from_identity(bn)
+    bn = bn.cuda().eval()
+    module = ct.AffineConcat(bn, "relu").cuda()
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    for batch, extent in ((1, 7), (8, 28)):
+        inputs = [torch.randn(batch, c, extent, extent, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
+                  for c in channels]
+        with torch.no_grad():
+            got = module(inputs)
+            want = torch.relu(F.batch_norm(torch.cat(inputs, 1).float(), bn.running_mean, bn.running_var, bn.weight,
+                                           bn.bias, False, 0.0, bn.eps))
+        torch.cuda.synchronize()
+        assert module.fallbacks == 0, module.last_fallback
+        assert got.dtype == dtype and got.is_contiguous(memory_format=fmt)
+        assert rel_l2(got, want) < (1e-6 if dtype == torch.float32 else 1e-2)
+
+
+@pytest.mark.gpu
+@cuda
+@pytest.mark.parametrize("dtype,tolerance", [(torch.float32, 1e-4), (torch.float16, 2e-2)], ids=["fp32", "fp16"])
+def test_a_fused_densenet121_matches_the_eager_model_with_every_pre_activation_one_pass(strict_fp32, dtype, tolerance):
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(7)
+    model = torchvision.models.densenet121(weights=None).cuda()
+    set_batch_norms_apart_from_identity(model)
+    model = model.eval().to(dtype)
+    x = torch.randn(2, 3, 224, 224, device="cuda", dtype=dtype)
+    if dtype == torch.float16:
+        model, x = model.to(memory_format=torch.channels_last), x.to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        want = model(x)
+        fused = ct.convert(model)
+        got = fused(x)
+    torch.cuda.synchronize()
+    passes = [m for m in fused.modules() if isinstance(m, ct.AffineConcat)]
+    convs = [m for m in fused.modules() if isinstance(m, ct.Conv2d)]
+    assert len(passes) == 62 and all(m.fallbacks == 0 for m in passes), [m.last_fallback for m in passes]
+    assert len(convs) == 120 and all(m.fallbacks == 0 for m in convs), [m.last_fallback for m in convs]
+    assert rel_l2(got, want) < tolerance
 
 
 def resnet50_with_statistics(dtype=torch.float32):
