@@ -21,6 +21,8 @@ residual), a ReLU or ReLU6. The fused module (a Conv2d with `act` and `add_resid
 as a second input) runs them in the kernel's epilogue: output = act(conv + bias + residual); where convgen does not
 serve a call, PyTorch computes the same sequence. At batch 1 a model is bound by PyTorch's host time per call: eager
 ResNet-50 makes 171 such calls for its 53 convolutions, 53 BatchNorms, 49 ReLUs and 16 adds, the fused model 53.
+Then each pre-activation left (a channel concatenation, a BatchNorm, a ReLU: DenseNet's; or a BatchNorm and a ReLU)
+becomes one `AffineConcat`, a single convgen pass where PyTorch made three launches.
 Models in training mode, or that fx cannot trace, are converted module by module, without fusion (see `convert`).
 
 A call costs little on the host: a module keeps a plan per input signature (shape, strides, dtype, device of input
@@ -656,7 +658,9 @@ def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None, frozen_
     fused with nothing shares its parameters. Modules keep their qualified names (the convolution's; one called at
     several places is `<name>_fused` where fused), so `act_sparsity`, `weight_sparse`, `tune` and `fallbacks` name
     layers as before; the BatchNorm modules are gone
-    from the result (load weights before converting). The fused model is for inference: train() brings no batch
+    from the result (load weights before converting). Then each BatchNorm → ReLU (or ReLU6) left, with the channel
+    concatenation before it where there is one, becomes an `AffineConcat` (one pass; it keeps the BatchNorm as a
+    child, at the BatchNorm's name). The fused model is for inference: train() brings no batch
     statistics back.
 
     Not fused (training mode, `fuse=False`, or a model fx cannot trace: then a warning says why): the convolutions
