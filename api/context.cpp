@@ -111,7 +111,7 @@ struct ConvContext::Impl {
   Stats stats;
   // Tuning times kernels on the GPU: two problems tuned at once would disturb each other's measurements.
   std::mutex tune_mutex;
-  // affine_concat's programs loaded in this context, by (precision's element type, vector width).
+  // affine_concat's programs loaded in this context, by (precision, vector width): every width of a precision at once.
   struct AffineConcatKernel {
     Module module;
     Kernel kernel;
@@ -228,14 +228,27 @@ void ConvContext::affine_concat(const AffineConcat& pass, CUstream stream) {
   const Kernel* kernel = nullptr;
   {
     const std::lock_guard lock(impl_->affine_concat_mutex);
-    auto& loaded = impl_->affine_concat_kernels[{static_cast<int>(precision), vector}];
-    if (!loaded) {
-      const Program program = affine_concat_program(precision, vector);
-      Module module(affine_concat_cubin(impl_->gpu.arch, precision, vector), program.name);
-      Kernel entry = module.kernel(kAffineConcatEntry);
-      loaded = std::make_unique<Impl::AffineConcatKernel>(Impl::AffineConcatKernel{std::move(module), entry});
+    auto found = impl_->affine_concat_kernels.find({static_cast<int>(precision), vector});
+    if (found == impl_->affine_concat_kernels.end()) {
+      // Every vector width of the type at once: a later call whose addresses allow another width (inside a CUDA
+      // graph capture, say, which can load no module) finds it loaded.
+      if (stream_capturing(stream))
+        throw ApiError(fmt::format(
+            "affine_concat: its {} programs are not loaded yet, which a CUDA graph capture cannot do: run a pass of "
+            "this type once before capturing",
+            precision));
+      for (int width : {1, 2, 4, 8}) {
+        if (width * element_bytes(precision) > 16) continue;
+        const Program program = affine_concat_program(precision, width);
+        Module module(affine_concat_cubin(impl_->gpu.arch, precision, width), program.name);
+        Kernel entry = module.kernel(kAffineConcatEntry);
+        impl_->affine_concat_kernels.emplace(
+            std::pair{static_cast<int>(precision), width},
+            std::make_unique<Impl::AffineConcatKernel>(Impl::AffineConcatKernel{std::move(module), entry}));
+      }
+      found = impl_->affine_concat_kernels.find({static_cast<int>(precision), vector});
     }
-    kernel = &loaded->kernel;
+    kernel = &found->second->kernel;
   }
   const bool early = has_early_launch(impl_->gpu.arch) && early_launch_enabled();
   launch_affine_concat(*kernel, pass, plan_affine_concat(pass, vector, early), stream);

@@ -166,7 +166,7 @@ void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epi
 
 struct ConvLauncher::Loaded {
   Module module;
-  std::map<std::string, Kernel> kernels;           // by entry suffix
+  std::map<std::string, Kernel> kernels;  // by entry suffix
   struct Prepared {
     DeviceBuffer buffer;
     // The plan's tensor maps are in `buffer`. They depend on the filter's address alone, not on its values: a
@@ -174,7 +174,7 @@ struct ConvLauncher::Loaded {
     bool tensor_maps_written = false;
   };
   std::map<CUdeviceptr, Prepared> persistent;  // by the filter prepared into it
-  std::optional<Module> zero_module;               // the zero pass (zero_pass.hpp), where the plan has a zero step
+  std::optional<Module> zero_module;           // the zero pass (zero_pass.hpp), where the plan has a zero step
   std::optional<Kernel> zero_kernel;
 };
 
@@ -279,12 +279,6 @@ CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, const
   return map;
 }
 
-bool capturing(CUstream stream) {
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  CONVGEN_CU_CHECK(driver().cuStreamIsCapturing(stream, &status));
-  return status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 // `zero_kernel`: the zero pass that runs zero steps, where it is loaded; a memset where not.
 void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string, Kernel>& kernels,
                const std::optional<Kernel>& zero_kernel, const Bindings& bind, CUstream stream) {
@@ -293,7 +287,7 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
       if (bind.tensor_maps_written) continue;
       // Encoded on the host, copied in stream order (the steps after it, and every call, see it) and waited for, so
       // that the host's map may go: neither the copy of a host variable nor the wait can be recorded in a graph.
-      if (capturing(stream))
+      if (stream_capturing(stream))
         throw ApiError(fmt::format(
             "{}: its setup encodes a tensor map of the filter at 0x{:x} on the host, which a CUDA graph capture "
             "cannot record: prepare with this filter once before capturing (later prepares, captured or not, "
@@ -340,7 +334,7 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
 void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
   auto found = loaded_->persistent.find(filter);
   if (found == loaded_->persistent.end()) {
-    if (capturing(stream))
+    if (stream_capturing(stream))
       throw ApiError(fmt::format(
           "{}: the first prepare with the filter at 0x{:x} allocates its prepared copy (and writes its tensor maps "
           "from the host), which a CUDA graph capture cannot record: prepare with this filter once before "

@@ -282,4 +282,10 @@ Graph& Graph::operator=(Graph&& other) noexcept {
 
 void Graph::launch(CUstream stream) const { CONVGEN_CU_CHECK(driver().cuGraphLaunch(exec_, stream)); }
 
+bool stream_capturing(CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CONVGEN_CU_CHECK(driver().cuStreamIsCapturing(stream, &status));
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 }  // namespace convgen

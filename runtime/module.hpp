@@ -185,6 +185,10 @@ struct LaunchConfig {
 //   launch(axpy, {.grid = {n / 256, 1, 1}, .block = {256, 1, 1}}, args, stream.get());
 void launch(const Kernel& kernel, const LaunchConfig& config, std::span<void*> args, CUstream stream);
 
+// Whether `stream` is being captured into a CUDA graph (what it may not do then: synchronize, copy from the host,
+// load a module).
+bool stream_capturing(CUstream stream);
+
 // An executable graph: the work a function issued on a stream, captured once and replayed at the GPU's pace.
 //   Graph graph = Graph::capture(stream.get(), [&] { launch(axpy, config, args, stream.get()); });
 //   graph.launch(stream.get());

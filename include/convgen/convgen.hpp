@@ -174,8 +174,9 @@ class ConvContext {
   int prepare(const std::vector<Problem>& problems);
 
   // Enqueues the pre-activation pass `pass` on `stream` (convgen/affine_concat.hpp: DenseNet's concatenation →
-  // BatchNorm → ReLU as one kernel), compiling its program on first use (once per element type and vector width).
-  // Throws InputError for a pass that check_affine_concat refuses.
+  // BatchNorm → ReLU as one kernel), compiling its programs on the first pass of each element type (every vector
+  // width then). Throws InputError for a pass that check_affine_concat refuses, ApiError for the first pass of a type
+  // inside a CUDA graph capture (which cannot load a module).
   void affine_concat(const AffineConcat& pass, CUstream stream);
 
   // Returns the device's properties (query_device).

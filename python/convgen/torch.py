@@ -485,6 +485,11 @@ class AffineConcat(nn.Module):
                 layouts.add(last_ok)
         if len(layouts) > 1:
             return _AffinePlan("inputs in different layouts")
+        if torch.cuda.is_current_stream_capturing():
+            # The pass's programs load on its first call of a dtype, which a CUDA graph capture cannot record.
+            raise RuntimeError(f"convgen.torch: inputs of shapes {[tuple(t.shape) for t in tensors]} ({first.dtype}) "
+                               f"are new to an AffineConcat during CUDA graph capture: call it once on such inputs "
+                               f"before capturing")
         plan = _AffinePlan()
         plan.channels_last = layouts == {True}
         plan.memory_format = memory_format if plan.channels_last else torch.contiguous_format

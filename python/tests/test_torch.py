@@ -794,6 +794,18 @@ def test_a_pass_follows_its_inputs_layout_and_runs_pytorch_for_mixed_ones(stub_d
     assert module.fallbacks == 3 and len(stub_device.passes) == 2
 
 
+def test_a_pass_of_new_inputs_during_graph_capture_is_refused_and_a_known_one_runs(stub_device):
+    module = ct.AffineConcat(nn.BatchNorm2d(6).eval())
+    a, b = torch.randn(1, 2, 3, 3), torch.randn(1, 4, 3, 3)
+    with torch.no_grad():
+        module([a, b])
+        stub_device.state["capturing"] = True
+        module([a, b])
+        with pytest.raises(RuntimeError, match=r"are new to an AffineConcat during CUDA graph capture: call it once"):
+            module([b, a])
+    assert len(stub_device.passes) == 2
+
+
 def test_a_concatenation_with_another_user_stays_and_its_output_is_the_passs_one_input(stub_device):
     class Twice(DenseLayer):
         def forward(self, a, b):

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -193,6 +194,45 @@ TEST_F(AffineConcatGpu, EveryTypeAndLayoutMatchesTheHostLoopBitForBit) {
                         Case{Precision::fp16, true, many, 2, 7 * 7, Activation::relu},
                         Case{Precision::fp32, true, {512}, 1, 1 << 16, Activation::relu}})
     EXPECT_EQ(run_case(context, c), 0) << fmt::format("{} inputs, {}", c.channels.size(), c.precision);
+}
+
+TEST_F(AffineConcatGpu, AFirstPassInACaptureIsRefusedAndOneAfterItReplaysOnNewValues) {
+  ConvContext context(options());
+  Stream stream;
+  const int channels = 16;
+  const std::int64_t count = 2 * 9 * channels;
+  DeviceBuffer input(4 * count), output(4 * count), scale(4 * channels), shift(4 * channels);
+  scale.upload(std::vector<float>(channels, 2.0f));
+  shift.upload(std::vector<float>(channels, -1.0f));
+  const AffineConcat pass{.inputs = {input.ptr()},
+                          .channels = {channels},
+                          .output = output.ptr(),
+                          .scale = scale.ptr(),
+                          .shift = shift.ptr(),
+                          .batch = 2,
+                          .pixels = 9,
+                          .channels_last = true,
+                          .act = Activation::relu};
+  try {
+    Graph::capture(stream.get(), [&] { context.affine_concat(pass, stream.get()); });
+    FAIL() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_STREQ(e.what(),
+                 "affine_concat: its fp32 programs are not loaded yet, which a CUDA graph capture cannot do: run a "
+                 "pass of this type once before capturing");
+  }
+  input.upload(std::vector<float>(count, 1.0f));
+  context.affine_concat(pass, stream.get());  // warm-up: loads every fp32 width
+  Graph graph = Graph::capture(stream.get(), [&] { context.affine_concat(pass, stream.get()); });
+  for (float value : {3.0f, -4.0f}) {
+    input.upload(std::vector<float>(count, value));
+    graph.launch(stream.get());
+    stream.synchronize();
+    std::vector<float> got(count);
+    output.download(got);
+    const float want = std::max(0.0f, 2.0f * value - 1.0f);
+    EXPECT_EQ(std::count(got.begin(), got.end(), want), count) << "input " << value;
+  }
 }
 
 TEST_F(AffineConcatGpu, ABadPassIsRefusedBeforeAnythingIsEnqueued) {
