@@ -4,14 +4,11 @@
 // pass launches early on sm_90: it must wait for it); every output element equal, bit for bit, to the host's loop over
 // the concatenation (a NaN equal to a NaN).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <random>
 #include <vector>
@@ -24,31 +21,13 @@
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
+#include "support/concatenation.hpp"
+#include "support/context_test.hpp"
 
 namespace convgen {
 namespace {
 
-namespace fs = std::filesystem;
-
-class AffineConcatGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
-    static std::atomic<int> counter{0};
-    scratch_ = fs::temp_directory_path() / fmt::format("convgen-affine-concat-test-{}-{}", getpid(), counter++);
-    fs::remove_all(scratch_);
-    fs::create_directories(scratch_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!scratch_.empty()) fs::remove_all(scratch_, ec);
-  }
-  ContextOptions options() const {
-    return {
-        .cache_dir = scratch_ / "jit", .database = scratch_ / "tuning.sqlite", .policy = TuningPolicy::cost_model_only};
-  }
-  fs::path scratch_;
-};
+class AffineConcatGpu : public testing_support::ContextTest {};
 
 std::uint16_t bits16(float value, Precision precision) {
   return precision == Precision::fp16 ? float_to_half(value) : float_to_bfloat16(value);
@@ -154,30 +133,21 @@ int run_case(ConvContext& context, const Case& c) {
   int wrong = 0;
   const float inf = std::numeric_limits<float>::infinity();
   const float lo = c.act == Activation::none ? -inf : 0.0f, hi = c.act == Activation::relu6 ? 6.0f : inf;
-  for (int n = 0; n < c.batch; ++n)
-    for (std::int64_t p = 0; p < c.pixels; ++p) {
-      int channel = 0;
-      for (std::size_t i = 0; i < c.channels.size(); ++i)
-        for (int ci = 0; ci < c.channels[i]; ++ci, ++channel) {
-          const std::size_t in_index = c.channels_last
-                                           ? (n * c.pixels + p) * c.channels[i] + ci
-                                           : (static_cast<std::size_t>(n) * c.channels[i] + ci) * c.pixels + p;
-          const std::size_t out_index = c.channels_last
-                                            ? (n * c.pixels + p) * out_channels + channel
-                                            : (static_cast<std::size_t>(n) * out_channels + channel) * c.pixels + p;
-          float v = std::fma(scale[channel], host_inputs[i][in_index], shift[channel]);
-          v = v < lo ? lo : v;
-          v = v > hi ? hi : v;
-          const auto expected = encode({v}, c.precision);
-          const float value = decode(got, out_index, c.precision);
-          const bool same = std::isnan(v)
-                                ? std::isnan(value)  // a NaN's bits are the conversion's own
-                                : std::memcmp(expected.data(), got.data() + out_index * element, element) == 0;
-          if (!same && ++wrong <= 5)
-            ADD_FAILURE() << fmt::format("{} {}: n {} pixel {} channel {}: expected {}, got {}", c.precision,
-                                         c.channels_last ? "channels-last" : "channels-first", n, p, channel, v, value);
-        }
-    }
+  testing_support::for_each_concatenated(
+      c.channels, c.batch, c.pixels, c.channels_last,
+      [&](std::size_t i, std::size_t in_index, std::size_t out_index, int channel) {
+        float v = std::fma(scale[channel], host_inputs[i][in_index], shift[channel]);
+        v = v < lo ? lo : v;
+        v = v > hi ? hi : v;
+        const auto expected = encode({v}, c.precision);
+        const float value = decode(got, out_index, c.precision);
+        const bool same = std::isnan(v) ? std::isnan(value)  // a NaN's bits are the conversion's own
+                                        : std::memcmp(expected.data(), got.data() + out_index * element, element) == 0;
+        if (!same && ++wrong <= 5)
+          ADD_FAILURE() << fmt::format("{} {}: output element {} (channel {}): expected {}, got {}", c.precision,
+                                       c.channels_last ? "channels-last" : "channels-first", out_index, channel, v,
+                                       value);
+      });
   return wrong;
 }
 

@@ -2,11 +2,8 @@
 // the op runs on typed device pointers (float, or 16-bit bits for half and bfloat16) and matches the reference; a
 // pointer of the wrong element size is refused.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstdint>
-#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -16,31 +13,12 @@
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
+#include "support/context_test.hpp"
 
 namespace convgen {
 namespace {
 
-namespace fs = std::filesystem;
-
-class ApiPrecisionGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
-    static std::atomic<int> counter{0};
-    scratch_ = fs::temp_directory_path() / fmt::format("convgen-api-precision-test-{}-{}", getpid(), counter++);
-    fs::remove_all(scratch_);
-    fs::create_directories(scratch_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!scratch_.empty()) fs::remove_all(scratch_, ec);
-  }
-  ContextOptions options() const {
-    return {.cache_dir = scratch_ / "jit", .database = scratch_ / "tuning.sqlite",
-            .policy = TuningPolicy::cost_model_only};
-  }
-  fs::path scratch_;
-};
+class ApiPrecisionGpu : public testing_support::ContextTest {};
 
 // Runs `op` through the verification pipeline with typed pointers of element type T.
 template <class T>

@@ -3,7 +3,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -17,6 +16,7 @@
 #include "reference/reference.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
+#include "support/scratch_dir.hpp"
 #include "tuner/tuning_db.hpp"
 
 namespace convgen {
@@ -25,22 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // A fresh folder under the temporary directory, removed at the end of the test.
-class ScratchDir {
- public:
-  ScratchDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / fmt::format("convgen-api-test-{}-{}", getpid(), counter++);
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
+struct ScratchDir : testing_support::ScratchDir {
+  ScratchDir() : testing_support::ScratchDir("convgen-api-test") {}
 };
 
 Problem small_problem() { return parse_problem_key("n1_c32_k32_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32"); }

@@ -19,18 +19,12 @@
 #include "conv/affine_concat.hpp"
 #include "convgen/error.hpp"
 #include "reference/host_tensor.hpp"
+#include "support/concatenation.hpp"
 #include "support/host_cuda.hpp"
 
 // ---- The CUDA vocabulary of the header, for a host compiler (support/host_cuda.hpp) ------------------------------
 #define __align__(n) __attribute__((aligned(n)))
-// templates/element.cuh on the host: the same conversions (reference/host_tensor's, round to nearest even).
-#define CONVGEN_ELEMENT_CUH
-namespace convgen::element {
-inline float fp16_to_float(unsigned short bits) { return convgen::half_to_float(bits); }
-inline unsigned short float_to_fp16(float value) { return convgen::float_to_half(value); }
-inline float bf16_to_float(unsigned short bits) { return convgen::bfloat16_to_float(bits); }
-inline unsigned short float_to_bf16(float value) { return convgen::float_to_bfloat16(value); }
-}  // namespace convgen::element
+#include "support/host_element.hpp"  // templates/element.cuh on the host
 namespace convgen::affine_concat {
 using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): the header's CUDA words
 }  // namespace convgen::affine_concat
@@ -171,29 +165,19 @@ int run_case(const Case& c) {
 
   const auto [lo, hi] = affine_concat_clamp(pass);
   int wrong = 0;
-  for (int n = 0; n < c.batch; ++n)
-    for (std::int64_t p = 0; p < c.pixels; ++p) {
-      int channel = 0;
-      for (std::size_t i = 0; i < c.channels.size(); ++i)
-        for (int ci = 0; ci < c.channels[i]; ++ci, ++channel) {
-          const std::size_t in_index = c.channels_last
-                                           ? (n * c.pixels + p) * c.channels[i] + ci
-                                           : (static_cast<std::size_t>(n) * c.channels[i] + ci) * c.pixels + p;
-          const std::size_t out_index = c.channels_last
-                                            ? (n * c.pixels + p) * out_channels + channel
-                                            : (static_cast<std::size_t>(n) * out_channels + channel) * c.pixels + p;
-          float v = std::fma(load(scale.data, channel, Precision::fp32), load(inputs[i].data, in_index, c.precision),
-                             load(shift.data, channel, Precision::fp32));
-          if (v < lo) v = lo;
-          if (v > hi) v = hi;
-          Buffer expected(4);
-          store(expected.data, 0, v, c.precision);
-          if (std::memcmp(expected.data, output.data + out_index * element, element) != 0 && ++wrong <= 5)
-            ADD_FAILURE() << fmt::format("n {} pixel {} channel {}: expected {}, got {}", n, p, channel,
-                                         load(expected.data, 0, c.precision),
-                                         load(output.data, out_index, c.precision));
-        }
-    }
+  testing_support::for_each_concatenated(
+      c.channels, c.batch, c.pixels, c.channels_last,
+      [&](std::size_t i, std::size_t in_index, std::size_t out_index, int channel) {
+        float v = std::fma(load(scale.data, channel, Precision::fp32), load(inputs[i].data, in_index, c.precision),
+                           load(shift.data, channel, Precision::fp32));
+        if (v < lo) v = lo;
+        if (v > hi) v = hi;
+        Buffer expected(4);
+        store(expected.data, 0, v, c.precision);
+        if (std::memcmp(expected.data, output.data + out_index * element, element) != 0 && ++wrong <= 5)
+          ADD_FAILURE() << fmt::format("output element {} (channel {}): expected {}, got {}", out_index, channel,
+                                       load(expected.data, 0, c.precision), load(output.data, out_index, c.precision));
+      });
   return wrong;
 }
 

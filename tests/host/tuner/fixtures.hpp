@@ -1,41 +1,24 @@
 // fixtures: what the tuner tests share: a scratch folder, GPU descriptors, problems and measurements.
 #pragma once
 
-#include <unistd.h>
-
-#include <atomic>
 #include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "convgen/problem.hpp"
-#include "generator/gpu_json.hpp"
 #include "direct_params.hpp"
+#include "generator/gpu_json.hpp"
 #include "generator/kernel_spec.hpp"
 #include "igemm_params.hpp"
+#include "support/scratch_dir.hpp"
 #include "tuner/tuning_db.hpp"
 
 namespace convgen::testing_tuner {
 
 // A fresh folder under the temporary directory, removed at the end of the test.
-class ScratchDir {
- public:
-  ScratchDir() {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() / fmt::format("convgen-tuner-test-{}-{}", getpid(), counter++);
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
+struct ScratchDir : testing_support::ScratchDir {
+  ScratchDir() : testing_support::ScratchDir("convgen-tuner-test") {}
 };
 
 inline Gpu gpu_file(const char* name) { return load_gpu(std::string(CONVGEN_SOURCE_DIR) + "/gpus/" + name + ".json"); }

@@ -40,14 +40,7 @@ struct uint2 {
 #include "templates/common.cuh"
 #include "templates/interface.cuh"
 
-// templates/element.cuh on the host: the same conversions (reference/host_tensor's, round to nearest even).
-#define CONVGEN_ELEMENT_CUH
-namespace convgen::element {
-inline float fp16_to_float(unsigned short bits) { return convgen::half_to_float(bits); }
-inline unsigned short float_to_fp16(float value) { return convgen::float_to_half(value); }
-inline float bf16_to_float(unsigned short bits) { return convgen::bfloat16_to_float(bits); }
-inline unsigned short float_to_bf16(float value) { return convgen::float_to_bfloat16(value); }
-}  // namespace convgen::element
+#include "support/host_element.hpp"  // templates/element.cuh on the host
 
 namespace igemm_emulation {
 using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): the template's CUDA words
