@@ -8,6 +8,9 @@
 # folder) keeps each lane's caches in LANE_CACHES/lane-I instead, emptied at the start; with RESUME=1 they are kept
 # and each lane measures eager and max-autotune only (--compile-only), resuming a max-autotune tune that a limit cut
 # short: `torch_models.py --merge FIRST_OUT,THIS_OUT` joins the two runs' rows (the tuning times add up).
+# Across machines (a later session): SAVE_CACHES=DIR writes each lane's inductor and Triton caches to
+# DIR/lane-I-caches.tgz when the lanes end, and RESTORE_CACHES=DIR unpacks them into LANE_CACHES/lane-I before a
+# RESUME=1 run (carry DIR there: a tarball must stay under the 16 MiB a returned file may have).
 # Usage: bench/torch_models_lanes.sh OUT LANE [LANE ...] [-- torch_models.py arguments]
 #   LANE: MODEL:BATCH:PRECISION, e.g. bench/torch_models_lanes.sh OUT resnet50:1:fp32 resnet50:8:fp16 -- --runs 30
 set -euo pipefail
@@ -36,6 +39,10 @@ for i in "${!lanes[@]}"; do
     [[ -n ${RESUME:-} ]] || rm -rf "$caches"
     mkdir -p "$caches"
   fi
+  if [[ -n ${RESTORE_CACHES:-} && -f $RESTORE_CACHES/lane-$i-caches.tgz ]]; then
+    tar -C "$caches" -xzf "$RESTORE_CACHES/lane-$i-caches.tgz"
+    echo "lane $i: caches restored from $RESTORE_CACHES/lane-$i-caches.tgz"
+  fi
   resume=()
   [[ -n ${RESUME:-} ]] && resume=(--compile-only)
   mine=$(IFS=,; echo "${cores[*]:$((i * per_lane)):$per_lane}")
@@ -45,10 +52,22 @@ for i in "${!lanes[@]}"; do
   (cd "$here" && CUDA_VISIBLE_DEVICES=$i CONVGEN_CACHE_DIR=$caches/jit TORCHINDUCTOR_CACHE_DIR=$caches/inductor \
      TRITON_CACHE_DIR=$caches/triton "${limit[@]}" taskset -c "$mine" python3 bench/torch_models.py --models "$model" \
      --batch "$batch" --precision "$precision" --database "$lane/tuning.sqlite" --out "$lane" "${resume[@]}" "$@" \
-     > "$lane/log.txt" 2>&1; echo "lane $i exited with $?" >> "$lane/log.txt") &
+     > "$lane/log.txt" 2>&1 && status=0 || status=$?; echo "lane $i exited with $status" >> "$lane/log.txt") &
   pids+=($!) folders+=("$lane")
 done
-wait "${pids[@]}"
+wait "${pids[@]}" || true  # a lane's own status is in its log
+if [[ -n ${SAVE_CACHES:-} ]]; then
+  mkdir -p "$SAVE_CACHES"
+  for i in "${!lanes[@]}"; do
+    caches=$out/lane-$i
+    [[ -n ${LANE_CACHES:-} ]] && caches=$LANE_CACHES/lane-$i
+    present=()
+    for d in inductor triton; do [[ -d $caches/$d ]] && present+=("$d"); done
+    ((${#present[@]})) || continue
+    tar -C "$caches" -czf "$SAVE_CACHES/lane-$i-caches.tgz" "${present[@]}"
+    echo "lane $i: caches saved, $(du -h "$SAVE_CACHES/lane-$i-caches.tgz" | cut -f1)"
+  done
+fi
 tail -n 3 "$out"/lane-*/log.txt
 present=()
 for f in "${folders[@]}"; do [[ -f $f/torch_models.json ]] && present+=("$f"); done
