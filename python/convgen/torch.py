@@ -425,6 +425,14 @@ class AffineConcat(nn.Module):
         self.last_fallback = ""
         self._plans = {}
 
+    def _apply(self, fn, *args, **kwargs):
+        # .half(), .to(dtype) or .cuda() reach the BatchNorm and the buffers: the kernel reads float32, so the scale
+        # and shift are folded again from the BatchNorm as it now is, on its new device.
+        super()._apply(fn, *args, **kwargs)
+        scale, shift = _fold_affine(self.batch_norm)
+        self.scale, self.shift = scale.to(self.scale.device), shift.to(self.shift.device)
+        return self
+
     def forward(self, inputs):
         tensors = inputs if isinstance(inputs, (list, tuple)) else (inputs,)
         key = tuple((t.shape, t.stride(), t.dtype, t.device) for t in tensors)

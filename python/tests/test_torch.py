@@ -806,6 +806,16 @@ def test_a_pass_of_new_inputs_during_graph_capture_is_refused_and_a_known_one_ru
     assert len(stub_device.passes) == 2
 
 
+def test_a_pass_keeps_a_float32_scale_and_shift_when_the_model_is_made_half():
+    bn = nn.BatchNorm2d(6)
+    set_batch_norms_apart_from_identity(bn)
+    module = ct.AffineConcat(bn.eval()).half()
+    assert module.scale.dtype == module.shift.dtype == torch.float32
+    assert module.batch_norm.running_var.dtype == torch.float16
+    scale, shift = ct._fold_affine(module.batch_norm)  # folded from the BatchNorm as it now is
+    assert torch.equal(module.scale, scale) and torch.equal(module.shift, shift)
+
+
 def test_a_concatenation_with_another_user_stays_and_its_output_is_the_passs_one_input(stub_device):
     class Twice(DenseLayer):
         def forward(self, a, b):
