@@ -356,35 +356,36 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
 _ACTIVATIONS = {None: None, "relu": torch.relu, "relu6": F.relu6}
 
 
+def _batch_norm_affine(batch_norm):
+    """BatchNorm's running statistics (eval mode) as a per-channel affine map in float64: (g, beta - mean * g),
+    g = gamma / sqrt(var + eps)."""
+    scale = (batch_norm.running_var.double() + batch_norm.eps).rsqrt()
+    if batch_norm.weight is not None:
+        scale = scale * batch_norm.weight.double()
+    shift = -batch_norm.running_mean.double() * scale
+    if batch_norm.bias is not None:
+        shift = shift + batch_norm.bias.double()
+    return scale, shift
+
+
 def fold_batch_norm(weight, bias, batch_norm):
     """The weight and bias of one convolution computing batch_norm(conv(x, weight, bias)) with BatchNorm's running
     statistics (eval mode): weight * g and (bias - mean) * g + beta, g = gamma / sqrt(var + eps). Computed in float64
     and rounded once to the weight's dtype; new tensors in the weight's layout (the arguments are not changed)."""
     with torch.inference_mode(False), torch.no_grad():
-        scale = (batch_norm.running_var.double() + batch_norm.eps).rsqrt()
-        if batch_norm.weight is not None:
-            scale = scale * batch_norm.weight.double()
-        shift = -batch_norm.running_mean.double()
+        scale, shift = _batch_norm_affine(batch_norm)
         if bias is not None:
-            shift = shift + bias.double()
-        shift = shift * scale
-        if batch_norm.bias is not None:
-            shift = shift + batch_norm.bias.double()
+            shift = shift + bias.double() * scale
         folded_weight = torch.empty_like(weight)  # the weight's dtype, device and strides (channels_last stays so)
         folded_weight.copy_(weight.double() * scale.view(-1, *([1] * (weight.dim() - 1))))
         return folded_weight, shift.to(weight.dtype)
 
 
 def _fold_affine(batch_norm):
-    """BatchNorm's running statistics (eval mode) as a per-channel (scale, shift) in float32: gamma / sqrt(var + eps)
-    and beta - mean * scale, computed in float64 (new tensors on the BatchNorm's device)."""
+    """_batch_norm_affine rounded once to float32 (new tensors on the BatchNorm's device): AffineConcat's scale and
+    shift."""
     with torch.inference_mode(False), torch.no_grad():
-        scale = (batch_norm.running_var.double() + batch_norm.eps).rsqrt()
-        if batch_norm.weight is not None:
-            scale = scale * batch_norm.weight.double()
-        shift = -batch_norm.running_mean.double() * scale
-        if batch_norm.bias is not None:
-            shift = shift + batch_norm.bias.double()
+        scale, shift = _batch_norm_affine(batch_norm)
         return scale.float(), shift.float()
 
 
