@@ -50,6 +50,18 @@ std::vector<unsigned char> encode(const std::vector<float>& values, Precision pr
   }
   return bytes;
 }
+// The bit pattern of `value` in the element type (rounded to nearest even for the 16-bit types).
+std::uint32_t element_bits(float value, Precision precision) {
+  if (element_bytes(precision) == 2) return bits16(value, precision);
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  return bits;
+}
+std::uint32_t stored_bits(const std::vector<unsigned char>& bytes, std::size_t i, Precision precision) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, bytes.data() + element_bytes(precision) * i, element_bytes(precision));
+  return bits;
+}
 float decode(const std::vector<unsigned char>& bytes, std::size_t i, Precision precision) {
   if (element_bytes(precision) == 2) {
     std::uint16_t b;
@@ -85,8 +97,8 @@ int run_case(ConvContext& context, const Case& c) {
     for (float& v : values) v = normal(random);
     values[0] = std::numeric_limits<float>::quiet_NaN();
     // Rounded to the type, as the device holds them.
-    for (std::size_t i = 0; i < values.size(); ++i)
-      values[i] = decode(encode({values[i]}, c.precision), 0, c.precision);
+    if (element == 2)
+      for (float& v : values) v = from16(bits16(v, c.precision), c.precision);
     const auto bytes = encode(values, c.precision);
     inputs.emplace_back(bytes.size());
     inputs.back().upload_bytes(bytes.data(), bytes.size());
@@ -139,10 +151,9 @@ int run_case(ConvContext& context, const Case& c) {
         float v = std::fma(scale[channel], host_inputs[i][in_index], shift[channel]);
         v = v < lo ? lo : v;
         v = v > hi ? hi : v;
-        const auto expected = encode({v}, c.precision);
         const float value = decode(got, out_index, c.precision);
         const bool same = std::isnan(v) ? std::isnan(value)  // a NaN's bits are the conversion's own
-                                        : std::memcmp(expected.data(), got.data() + out_index * element, element) == 0;
+                                        : element_bits(v, c.precision) == stored_bits(got, out_index, c.precision);
         if (!same && ++wrong <= 5)
           ADD_FAILURE() << fmt::format("{} {}: output element {} (channel {}): expected {}, got {}", c.precision,
                                        c.channels_last ? "channels-last" : "channels-first", out_index, channel, v,
@@ -162,7 +173,7 @@ TEST_F(AffineConcatGpu, EveryTypeAndLayoutMatchesTheHostLoopBitForBit) {
                         Case{Precision::fp32, true, {3, 5, 7}, 2, 9, Activation::none},
                         Case{Precision::bf16, true, {16, 8}, 4, 28 * 28, Activation::relu},
                         Case{Precision::fp16, true, many, 2, 7 * 7, Activation::relu},
-                        Case{Precision::fp32, true, {512}, 1, 1 << 16, Activation::relu}})
+                        Case{Precision::fp32, true, {512}, 1, 1 << 14, Activation::relu}})
     EXPECT_EQ(run_case(context, c), 0) << fmt::format("{} inputs, {}", c.channels.size(), c.precision);
 }
 
