@@ -5,6 +5,7 @@
 // The outputs must match bit for bit: a misplaced element cannot hide in a tolerance. Also the pass's checks.
 #include <math.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -75,7 +76,8 @@ void store(unsigned char* data, std::size_t index, float value, Precision precis
 
 template <int E, int V>
 void emulate_launch(const AffineConcat& pass, const AffineConcatLaunch& launch) {
-  const auto [lo, hi] = affine_concat_clamp(pass);
+  const std::array<float, 2> clamp = affine_concat_clamp(pass);
+  const float lo = clamp[0], hi = clamp[1];  // not a structured binding: lambdas capture them from C++20 on
   const LaunchGeometry geometry{.grid = launch.config.grid, .block = launch.config.block};
   host_cuda::launch(geometry, [&] {
     affine_concat::Segments segments;
@@ -163,7 +165,8 @@ int run_case(const Case& c) {
       emulate_element<0>(pass, vector, launch);
   }
 
-  const auto [lo, hi] = affine_concat_clamp(pass);
+  const std::array<float, 2> clamp = affine_concat_clamp(pass);
+  const float lo = clamp[0], hi = clamp[1];  // not a structured binding: lambdas capture them from C++20 on
   int wrong = 0;
   testing_support::for_each_concatenated(
       c.channels, c.batch, c.pixels, c.channels_last,
