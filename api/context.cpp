@@ -164,7 +164,10 @@ std::shared_ptr<const ConvOp> ConvContext::Impl::load(const BuiltKernel& kernel,
 
 std::shared_ptr<const ConvOp> ConvContext::Impl::from_cost_model(const Problem& problem, TuningDb& db) {
   Tuner tuner(gpu, cache, pool, &db, coefficients_for(&db, gpu), options.device);
-  const TuneResult ranked = tuner.rank_only(problem);
+  // The candidates tune_on_first_use would compile with the same budget (the families' defaults, then the model's
+  // best before any compile): compiling every candidate only for its ptxas report made a model's first call the
+  // slowest of the three policies (a converted fp16 DenseNet-121: about 150 candidates a problem).
+  const TuneResult ranked = tuner.rank_only(problem, compile_limit({.budget = options.tune_budget}));
   // Nothing is timed, but one verification launch per candidate keeps a wrong kernel from being served.
   std::vector<std::string> failures;
   for (const CandidateOutcome& candidate : ranked.candidates) {

@@ -223,6 +223,10 @@ def measure_convgen(row, model, x, want, precision, args):
     row["convgen_layers"] = len(summary)
     row["convgen_fallbacks"] = sum(1 for s in summary if s["chosen_by"] == "pytorch")
     row["convgen_kernels"] = summary
+    # The pre-activation passes (concatenation → BatchNorm → ReLU as one kernel) and the calls PyTorch ran instead.
+    passes = [m for m in converted.modules() if isinstance(m, ct.AffineConcat)]
+    row["convgen_passes"] = len(passes)
+    row["convgen_pass_fallbacks"] = sum(m.fallbacks for m in passes)
     limit = LIMITS[precision]
     row["verified"] = (row["convgen_rel_l2"] <= limit and row["convgen_graph_rel_l2"] <= limit
                        and row.get("convgen_frozen_graph_rel_l2", 0.0) <= limit)

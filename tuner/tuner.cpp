@@ -290,9 +290,9 @@ Tuner::Prepared Tuner::prepare(const Problem& problem, const std::vector<std::st
   return prepared;
 }
 
-TuneResult Tuner::rank_only(const Problem& problem) {
+TuneResult Tuner::rank_only(const Problem& problem, int compile_limit) {
   const auto start = Clock::now();
-  TuneResult result = prepare(problem).result;
+  TuneResult result = prepare(problem, {}, compile_limit).result;
   result.wall_ms = ms_since(start);
   return result;
 }

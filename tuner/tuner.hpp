@@ -164,9 +164,10 @@ class Tuner {
   // cannot estimate (they would not build) are left out unless a default.
   std::vector<KernelSpec> compile_order(const Problem& problem, const std::vector<KernelSpec>& candidates) const;
 
-  // Ranks by the model without measuring (compiles every candidate for its ptxas report): the cost-model-only
-  // policy.
-  TuneResult rank_only(const Problem& problem);
+  // Ranks by the model without measuring: compiles the candidates worth compiling under `compile_limit` (0: every
+  // candidate; else the first that many in compile_order, as tune() keeps them) for their ptxas reports, and orders
+  // those by the model's estimate with the report. The cost-model-only policy, and `convgen analyze --candidates`.
+  TuneResult rank_only(const Problem& problem, int compile_limit = 0);
 
   const Gpu& gpu() const { return gpu_; }
   const Coefficients& coefficients() const { return coefficients_; }

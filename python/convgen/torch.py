@@ -795,5 +795,5 @@ def tune(model, example_input, *, database=None, budget=None):
         configure(**saved)
 
 
-__all__ = ["Conv2d", "Conv3d", "conv2d", "conv3d", "convert", "observe_act_sparsity", "tune", "configure", "context",
-           "problem_for", "servable", "fold_batch_norm"]
+__all__ = ["Conv2d", "Conv3d", "AffineConcat", "conv2d", "conv3d", "convert", "observe_act_sparsity", "tune",
+           "configure", "context", "problem_for", "servable", "fold_batch_norm"]

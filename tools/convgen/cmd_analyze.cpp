@@ -24,9 +24,10 @@ std::string largest_of(const Prediction& p) {
 }
 
 // Prints every family's candidates per layer ranked by the cost model, compiling each for its ptxas report through
-// the JIT cache. The coefficients are the database's calibration for the GPU when `db_path` names a database that
-// has one, else the defaults.
-void print_candidates(const Suite& suite, const Gpu& gpu, const std::string& db_path) {
+// the JIT cache; with a `compile_limit`, only the first that many in the order tune compiles them (what the
+// cost-model-only policy ranks). The coefficients are the database's calibration for the GPU when `db_path` names a
+// database that has one, else the defaults.
+void print_candidates(const Suite& suite, const Gpu& gpu, const std::string& db_path, int compile_limit) {
   Coefficients coefficients;
   std::string source = "the default coefficients";
   if (!db_path.empty()) {
@@ -45,9 +46,10 @@ void print_candidates(const Suite& suite, const Gpu& gpu, const std::string& db_
   std::string text;
   for (const Layer& layer : suite.layers) {
     progress.step(layer.name);
-    const TuneResult r = tuner.rank_only(layer.problem);
-    text += fmt::format("\n{} ({}): {} candidates, predicted with {}\n", layer.name, problem_key(layer.problem),
-                        r.candidates.size(), source);
+    const TuneResult r = tuner.rank_only(layer.problem, compile_limit);
+    text += fmt::format("\n{} ({}): {} candidates{}, predicted with {}\n", layer.name, problem_key(layer.problem),
+                        r.candidates.size(),
+                        compile_limit > 0 ? fmt::format(" (compile limit {})", compile_limit) : std::string(), source);
     text += fmt::format("{:>4}  {:<44} {:>12} {:>7} {:>9} {:<15} {:>4} {:>7}\n", "rank", "kernel", "predicted us",
                         "waves", "blocks/SM", "largest term", "regs", "smem");
     for (std::size_t i = 0; i < r.candidates.size(); ++i) {
@@ -96,6 +98,7 @@ void add_analyze_command(CLI::App& app) {
     std::string epilogue;
     WeightOptions weights;
     bool candidates = false;
+    int compile_limit = 0;
     bool defaults = false;
   };
   auto opts = std::make_shared<Options>();
@@ -120,6 +123,12 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_flag("--candidates", opts->candidates,
                 "Also list, per layer, every family's candidates ranked by the cost model's predicted time (with "
                 "waves, resident blocks per SM and the largest term), compiling each for its ptxas report");
+  cmd->add_option("--compile", opts->compile_limit,
+                  "With --candidates: rank only the first N candidates in the order tune compiles them (the "
+                  "families' defaults, then the model's best before compiling), as the cost_model_only policy does "
+                  "with N = max(16, 4 x its tune budget); 0: every candidate")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--db", opts->db,
                   "With --candidates: predict with this tuning database's calibration for the GPU (default: the "
                   "model's default coefficients)");
@@ -147,7 +156,7 @@ void add_analyze_command(CLI::App& app) {
     const NetworkAnalysis analysis = analyze(suite, gpu);
     fmt::print("{} on {} ({})\n", suite.name, gpu.name, gpu.arch);
     fmt::print("{}", format_analysis_table(analysis, gpu));
-    if (opts->candidates) print_candidates(suite, gpu, opts->db);
+    if (opts->candidates) print_candidates(suite, gpu, opts->db, opts->compile_limit);
     if (opts->defaults) print_defaults(suite, gpu);
     if (!opts->json.empty()) write_output_file(opts->json, analysis_to_json(analysis, gpu) + "\n");
   });

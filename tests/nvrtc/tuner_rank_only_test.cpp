@@ -1,0 +1,59 @@
+// tuner_rank_only_test: Tuner::rank_only compiles the candidates a compile limit keeps (the ones tune would compile)
+// and ranks those by the model with their ptxas reports: the cost-model-only policy's choice.
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "generator/family.hpp"
+#include "generator/gpu_json.hpp"
+#include "runtime/jit_cache.hpp"
+#include "runtime/thread_pool.hpp"
+#include "tuner/tuner.hpp"
+
+namespace convgen {
+namespace {
+
+const std::filesystem::path kSourceDir = CONVGEN_SOURCE_DIR;
+
+TEST(RankOnly, UnderACompileLimitRanksTheCandidatesTuneWouldCompileWithTheirReports) {
+  const Gpu gpu = load_gpu(kSourceDir / "gpus/h100_sxm.json");
+  const Problem p = parse_problem_key("n1_c16_k16_i1x12x12_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32");
+  JitCache cache(std::nullopt);
+  ThreadPool pool(2);
+  Tuner tuner(gpu, cache, pool, nullptr, {}, 0);
+  const std::vector<KernelSpec> all = tuning_candidates(p, gpu);
+  constexpr int kLimit = 16;
+  ASSERT_GT(all.size(), static_cast<std::size_t>(kLimit));
+  const std::vector<KernelSpec> kept = tuner.worth_compiling(p, all, kLimit);
+
+  const TuneResult ranked = tuner.rank_only(p, kLimit);
+  ASSERT_EQ(ranked.candidates.size(), kept.size());
+  std::vector<KernelSpec> defaults;
+  for (const Family* f : all_families())
+    if (auto spec = f->default_spec(p, gpu)) defaults.push_back(*spec);
+  std::size_t compiled = 0;
+  for (std::size_t i = 0; i < ranked.candidates.size(); ++i) {
+    const CandidateOutcome& c = ranked.candidates[i];
+    EXPECT_NE(std::find(kept.begin(), kept.end(), c.spec), kept.end()) << kernel_name(c.spec);
+    if (!c.prediction) continue;
+    ++compiled;
+    EXPECT_GT(c.report.registers, 0) << kernel_name(c.spec);  // ranked with its ptxas report
+  }
+  EXPECT_GE(compiled, kept.size() - 2);
+  // The families' defaults first (the tuner's safety net), then the rest by predicted time.
+  std::size_t first_other = 0;
+  while (first_other < ranked.candidates.size() &&
+         std::find(defaults.begin(), defaults.end(), ranked.candidates[first_other].spec) != defaults.end())
+    ++first_other;
+  EXPECT_GE(first_other, 1u);
+  for (std::size_t i = first_other + 1; i < ranked.candidates.size(); ++i) {
+    const auto& a = ranked.candidates[i - 1].prediction;
+    const auto& b = ranked.candidates[i].prediction;
+    if (a && b) EXPECT_LE(a->time_us, b->time_us) << i;
+  }
+}
+
+}  // namespace
+}  // namespace convgen
