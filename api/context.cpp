@@ -164,21 +164,27 @@ std::shared_ptr<const ConvOp> ConvContext::Impl::load(const BuiltKernel& kernel,
 
 std::shared_ptr<const ConvOp> ConvContext::Impl::from_cost_model(const Problem& problem, TuningDb& db) {
   Tuner tuner(gpu, cache, pool, &db, coefficients_for(&db, gpu), options.device);
-  // The candidates tune_on_first_use would compile with the same budget (the families' defaults, then the model's
-  // best before any compile): compiling every candidate only for its ptxas report made a model's first call the
-  // slowest of the three policies (a converted fp16 DenseNet-121: about 150 candidates a problem).
-  const TuneResult ranked = tuner.rank_only(problem, compile_limit({.budget = options.tune_budget}));
-  // Nothing is timed, but one verification launch per candidate keeps a wrong kernel from being served.
+  // The model's order puts the families' defaults first (the tuner's safety net), so the choice is the default it
+  // predicts fastest that verifies: those are compiled first, alone (a compile limit of 1 keeps every default and
+  // nothing else). Only where none of them works are the next candidates ranked, those a tune with the same budget
+  // would compile. Compiling every candidate for its ptxas report made a converted fp16 DenseNet-121's first call
+  // compile about 150 kernels a problem for the same choice.
   std::vector<std::string> failures;
-  for (const CandidateOutcome& candidate : ranked.candidates) {
-    if (candidate.status != MeasurementStatus::ok) continue;                       // did not compile
-    const BuiltKernel kernel = build_kernel(problem, candidate.spec, gpu, cache);  // a JIT cache hit
-    try {
-      const Verification v = verify_on_gpu(kernel, expected_inputs(problem));
-      if (v.passed) return load(kernel, ChosenBy::cost_model);
-      failures.push_back(v.failure);
-    } catch (const ApiError& e) {  // e.g. refused for resources the model did not foresee
-      failures.push_back(fmt::format("{}: {}", kernel_name(candidate.spec), e.what()));
+  std::set<std::string> tried;
+  for (const int limit : {1, compile_limit({.budget = options.tune_budget})}) {
+    const TuneResult ranked = tuner.rank_only(problem, limit);
+    // Nothing is timed, but one verification launch per candidate keeps a wrong kernel from being served.
+    for (const CandidateOutcome& candidate : ranked.candidates) {
+      if (!tried.insert(kernel_name(candidate.spec)).second) continue;
+      if (candidate.status != MeasurementStatus::ok) continue;                       // did not compile
+      const BuiltKernel kernel = build_kernel(problem, candidate.spec, gpu, cache);  // a JIT cache hit
+      try {
+        const Verification v = verify_on_gpu(kernel, expected_inputs(problem));
+        if (v.passed) return load(kernel, ChosenBy::cost_model);
+        failures.push_back(v.failure);
+      } catch (const ApiError& e) {  // e.g. refused for resources the model did not foresee
+        failures.push_back(fmt::format("{}: {}", kernel_name(candidate.spec), e.what()));
+      }
     }
   }
   throw Error(fmt::format("no candidate kernel for problem '{}' on {} compiled and verified ({} tried{}{})",

@@ -21,7 +21,7 @@ namespace convgen {
 // How a ConvContext chooses the kernel for a problem it has not built yet.
 enum class TuningPolicy {
   database_only,      // the tuning database's best for (GPU, problem); InputError when it has none
-  cost_model_only,    // the cost model's top-ranked candidate that compiles and verifies; nothing is timed
+  cost_model_only,    // the default configuration the cost model ranks first that compiles and verifies; nothing timed
   tune_on_first_use,  // the database's best, else tune now (measure up to tune_budget candidates) and record it
 };
 

@@ -1,5 +1,6 @@
-// tuner_rank_only_test: Tuner::rank_only compiles the candidates a compile limit keeps (the ones tune would compile)
-// and ranks those by the model with their ptxas reports: the cost-model-only policy's choice.
+// tuner_rank_only_test: Tuner::rank_only compiles the candidates a compile limit keeps (the ones tune would compile;
+// the families' defaults alone under a limit of 1, what the cost-model-only policy chooses from) and ranks those by
+// the model with their ptxas reports.
 #include <algorithm>
 #include <filesystem>
 #include <vector>
@@ -52,6 +53,26 @@ TEST(RankOnly, UnderACompileLimitRanksTheCandidatesTuneWouldCompileWithTheirRepo
     const auto& a = ranked.candidates[i - 1].prediction;
     const auto& b = ranked.candidates[i].prediction;
     if (a && b) EXPECT_LE(a->time_us, b->time_us) << i;
+  }
+}
+
+TEST(RankOnly, ALimitOfOneRanksTheFamiliesDefaultsAloneAsTheCostModelOnlyPolicyDoes) {
+  const Gpu gpu = load_gpu(kSourceDir / "gpus/h200.json");
+  const Problem p = parse_problem_key("n2_c96_k32_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nhwc_fp16");
+  JitCache cache(std::nullopt);
+  ThreadPool pool(2);
+  Tuner tuner(gpu, cache, pool, nullptr, {}, 0);
+  std::vector<KernelSpec> defaults;
+  for (const Family* f : all_families())
+    if (auto spec = f->default_spec(p, gpu)) defaults.push_back(*spec);
+  ASSERT_GE(defaults.size(), 2u);  // several families serve it: a choice to rank
+  const TuneResult ranked = tuner.rank_only(p, 1);
+  ASSERT_EQ(ranked.candidates.size(), defaults.size());
+  for (std::size_t i = 0; i < ranked.candidates.size(); ++i) {
+    const CandidateOutcome& c = ranked.candidates[i];
+    EXPECT_NE(std::find(defaults.begin(), defaults.end(), c.spec), defaults.end()) << kernel_name(c.spec);
+    ASSERT_TRUE(c.prediction) << kernel_name(c.spec) << ": " << c.error;
+    if (i > 0) EXPECT_LE(ranked.candidates[i - 1].prediction->time_us, c.prediction->time_us) << i;
   }
 }
 

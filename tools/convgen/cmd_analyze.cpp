@@ -24,8 +24,8 @@ std::string largest_of(const Prediction& p) {
 }
 
 // Prints every family's candidates per layer ranked by the cost model, compiling each for its ptxas report through
-// the JIT cache; with a `compile_limit`, only the first that many in the order tune compiles them (what the
-// cost-model-only policy ranks). The coefficients are the database's calibration for the GPU when `db_path` names a
+// the JIT cache; with a `compile_limit`, only the first that many in the order tune compiles them (the families'
+// defaults always among them). The coefficients are the database's calibration for the GPU when `db_path` names a
 // database that has one, else the defaults.
 void print_candidates(const Suite& suite, const Gpu& gpu, const std::string& db_path, int compile_limit) {
   Coefficients coefficients;
@@ -125,8 +125,9 @@ void add_analyze_command(CLI::App& app) {
                 "waves, resident blocks per SM and the largest term), compiling each for its ptxas report");
   cmd->add_option("--compile", opts->compile_limit,
                   "With --candidates: rank only the first N candidates in the order tune compiles them (the "
-                  "families' defaults, then the model's best before compiling), as the cost_model_only policy does "
-                  "with N = max(16, 4 x its tune budget); 0: every candidate")
+                  "families' defaults, always kept, then the model's best before compiling): a tune compiles "
+                  "max(16, 4 x budget); 1 keeps the defaults alone, what the cost_model_only policy ranks first; 0: "
+                  "every candidate")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--db", opts->db,
