@@ -9,8 +9,9 @@
 # and each lane measures eager and max-autotune only (--compile-only), resuming a max-autotune tune that a limit cut
 # short: `torch_models.py --merge FIRST_OUT,THIS_OUT` joins the two runs' rows (the tuning times add up).
 # Across machines (a later session): SAVE_CACHES=DIR writes each lane's inductor and Triton caches to
-# DIR/lane-I-caches.tgz when the lanes end, and RESTORE_CACHES=DIR unpacks them into LANE_CACHES/lane-I before a
-# RESUME=1 run (carry DIR there: a tarball must stay under the 16 MiB a returned file may have).
+# DIR/lane-I-caches.tgz when the lanes end (over 15 MiB, more than a returned file may have: inductor's autotuning
+# results alone, its cache/ folder), with their sizes in DIR/lane-I-caches.txt; RESTORE_CACHES=DIR unpacks them into
+# LANE_CACHES/lane-I before a RESUME=1 run (carry DIR there).
 # Usage: bench/torch_models_lanes.sh OUT LANE [LANE ...] [-- torch_models.py arguments]
 #   LANE: MODEL:BATCH:PRECISION, e.g. bench/torch_models_lanes.sh OUT resnet50:1:fp32 resnet50:8:fp16 -- --runs 30
 set -euo pipefail
@@ -64,7 +65,15 @@ if [[ -n ${SAVE_CACHES:-} ]]; then
     present=()
     for d in inductor triton; do [[ -d $caches/$d ]] && present+=("$d"); done
     ((${#present[@]})) || continue
+    du -sk "$caches"/inductor/* "$caches"/triton 2>/dev/null | sort -rn > "$SAVE_CACHES/lane-$i-caches.txt" || true
     tar -C "$caches" -czf "$SAVE_CACHES/lane-$i-caches.tgz" "${present[@]}"
+    if (($(stat -c %s "$SAVE_CACHES/lane-$i-caches.tgz") > 15 * 1024 * 1024)) && [[ -d $caches/inductor/cache ]]; then
+      # Too big to come back (a DenseNet-121 fp16 tune left 79 MB, the compiled kernels of every choice): only the
+      # autotuning results (inductor's cache/: each choice's measured time), so that a resumed max-autotune
+      # benchmarks nothing it already measured and compiles only what it picks.
+      tar -C "$caches" -czf "$SAVE_CACHES/lane-$i-caches.tgz" inductor/cache
+      echo "lane $i: the caches are too big to return: inductor's autotuning results alone saved"
+    fi
     echo "lane $i: caches saved, $(du -h "$SAVE_CACHES/lane-$i-caches.tgz" | cut -f1)"
   done
 fi
