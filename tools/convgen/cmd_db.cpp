@@ -1,4 +1,4 @@
-// cmd_db: `convgen db list|show|export|import|merge|calibrate|replay|compile-limit|prune`: read and maintain the tuning database.
+// cmd_db: `convgen db list|show|export|import|merge|calibrate|replay|choices|compile-limit|prune`: read and maintain the tuning database.
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -20,6 +20,7 @@
 #include "tools/convgen/commands.hpp"
 #include "tools/export_file/export_file.hpp"
 #include "tuner/calibration.hpp"
+#include "tuner/choice_replay.hpp"
 #include "tuner/cost_model.hpp"
 #include "tuner/search_order.hpp"
 #include "tuner/tuner.hpp"
@@ -327,6 +328,36 @@ void replay(const std::string& db_path, const std::vector<std::string>& exports,
   fmt::print("\n");
 }
 
+// `db choices`: the choices made without tuning (first-run default, cost_model_only, the model over everything
+// measured) against the fastest measured, per problem and in all.
+void choices(const std::string& db_path, const std::vector<std::string>& exports, const std::string& gpu_filter) {
+  std::string source;
+  const std::vector<MeasurementRecord> records = load_measurements(db_path, exports, gpu_filter, source);
+  const ChoiceReplay r = replay_choices(records);
+  std::string gpu_shown;
+  for (const ProblemChoices& p : r.problems) {
+    if (describe_gpu(p.gpu) != gpu_shown) fmt::print("{}\n", gpu_shown = describe_gpu(p.gpu));
+    const double fastest = p.fastest.measured_us;
+    fmt::print("  {}  first run {:.3f}x {}; cost_model_only {:.3f}x {}; model over all {:.3f}x {}; fastest {:.3f} us {} "
+               "of {} measured, {} defaults\n",
+               problem_key(p.problem), p.first_run.measured_us / fastest, p.first_run.kernel,
+               p.cost_model.measured_us / fastest, p.cost_model.kernel, p.model_all.measured_us / fastest,
+               p.model_all.kernel, fastest, p.fastest.kernel, p.measured, p.defaults);
+  }
+  if (r.problems.empty()) {
+    fmt::print("{}: no problem whose families' defaults were all measured ({} with some missing)\n", source,
+               r.incomplete);
+    return;
+  }
+  fmt::print("over {} problems of {} (the model with its default coefficients), the time of each choice over the "
+             "fastest measured, geometric mean: first-run default {:.3f}x, cost_model_only {:.3f}x (the first-run "
+             "default for {}), the model's first of everything measured {:.3f}x",
+             r.problems.size(), source, r.first_run_ratio, r.cost_model_ratio, r.cost_model_is_first_run,
+             r.model_all_ratio);
+  if (r.incomplete > 0) fmt::print("; {} problems left out (a family's default not measured)", r.incomplete);
+  fmt::print("\n");
+}
+
 // `db compile-limit`: where each problem's fastest measured kernel stands in the order the tuner compiles candidates
 // in (Tuner::compile_order: the families' defaults, then the model's estimate without a ptxas report), and how many
 // problems each compile limit would have kept it for. A tune compiles the first `--compile` of that order and
@@ -565,6 +596,18 @@ void add_db_command(CLI::App& app) {
                          "Read the measurements of these `db export` files (plain or gzipped) instead of --db");
   replay_cmd->callback(
       [opts, replay_exports, replay_family] { replay(opts->db, *replay_exports, *replay_family, opts->gpu); });
+
+  auto choices_exports = std::make_shared<std::vector<std::string>>();
+  CLI::App* choices_cmd = db->add_subcommand(
+      "choices",
+      "The choices made without tuning, replayed on measurements: per problem whose families' defaults were all "
+      "measured, the first-run default, the cost_model_only policy's (the defaults ranked by the model) and the "
+      "model's first of everything measured, each against the fastest measured; no GPU needed");
+  add_db_option(choices_cmd, opts->db);
+  add_gpu_filter(choices_cmd, opts->gpu);
+  choices_cmd->add_option("--export", *choices_exports,
+                          "Read the measurements of these `db export` files (plain or gzipped) instead of --db");
+  choices_cmd->callback([opts, choices_exports] { choices(opts->db, *choices_exports, opts->gpu); });
 
   auto limit_exports = std::make_shared<std::vector<std::string>>();
   auto limit_families = std::make_shared<std::vector<std::string>>();

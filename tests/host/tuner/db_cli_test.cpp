@@ -1,5 +1,5 @@
-// db_cli_test: `convgen db list|show|export|import|calibrate|replay|compile-limit|prune` end to end, on databases filled through the
-// library.
+// db_cli_test: `convgen db list|show|export|import|calibrate|replay|choices|compile-limit|prune` end to end, on
+// databases filled through the library.
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -131,6 +131,25 @@ TEST(DbCli, ReplayPrintsEachProblemsPickAgainstTheFastestAndTheGeometricMean) {
   r = run_convgen("db replay --family nonesuch --db " + (dir / "r.sqlite").string());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.output, "nonesuch")) << r.output;
+}
+
+TEST(DbCli, ChoicesPrintsTheChoicesWithoutTuningAgainstTheFastestOnAPublishedTune) {
+  // ResNet-50 fp32 at batch 1 and 8, tuned on two H200s (every family's default measured in each first round): the
+  // figures bench/results/h200/cost-model-only-defaults-2026-12-01/ publishes. A change of the defaults or of the
+  // model's default coefficients moves them: measure, then publish the new ones here and there.
+  const std::string published = std::string(CONVGEN_SOURCE_DIR) +
+                                "/bench/results/h200/tune-scaling-2026-11-29/merged-measurements.json.gz";
+  const Result r = run_convgen("db choices --export " + published);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "over 35 problems of")) << r.output;
+  EXPECT_TRUE(contains(r.output, "first-run default 1.098x, cost_model_only 1.092x (the first-run default for 25), "
+                                 "the model's first of everything measured 1.328x; 11 problems left out"))
+      << r.output;
+  const Result none = run_convgen("db choices --export " + std::string(CONVGEN_SOURCE_DIR) +
+                                  "/bench/results/h200/bulk-output-2026-11-29/resnet50-fp16-n8-measurements.json.gz");
+  ASSERT_EQ(none.exit_code, 0) << none.output;
+  EXPECT_TRUE(contains(none.output, "no problem whose families' defaults were all measured (23 with some missing)"))
+      << none.output;
 }
 
 TEST(DbCli, CompileLimitPlacesTheFastestInTheCompileOrderAndSaysWhatEachLimitCosts) {
