@@ -35,4 +35,11 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
+// This process's own folder under the temporary directory, made on first use and removed at exit: for the files a
+// test writes under a fixed name, which two test runs sharing a machine would otherwise both write.
+inline const std::filesystem::path& process_scratch() {
+  static const ScratchDir dir("convgen-test-process");
+  return dir.path();
+}
+
 }  // namespace convgen::testing_support

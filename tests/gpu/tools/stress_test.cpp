@@ -12,13 +12,14 @@
 #include "generator/family.hpp"
 #include "runtime/driver.hpp"
 #include "support/run_convgen.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace convgen {
 namespace {
 
 // Runs `convgen stress ARGS`, expects no failure, and adds each family's verified kernels to `verified`.
 void expect_no_failure(const std::string& args, std::map<std::string, int>& verified) {
-  const auto out = std::filesystem::temp_directory_path() / "convgen_gpu_stress_test.json";
+  const auto out = testing_support::process_scratch() / "convgen_gpu_stress_test.json";
   std::filesystem::remove(out);
   const testing_support::CommandResult r = testing_support::run_convgen("stress " + args + " --out " + out.string());
   if (const auto summary = r.output.find("# convgen stress"); summary != std::string::npos)

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "support/errors.hpp"
+#include "support/scratch_dir.hpp"
 #include <nlohmann/json.hpp>
 
 #include "convgen/error.hpp"
@@ -188,7 +189,7 @@ TEST(GpuJson, PathsAreTakenAsGiven) {
 }
 
 TEST(GpuJson, UnknownNameListsTheKnownOnes) {
-  const auto dir = std::filesystem::temp_directory_path() / "convgen_gpu_json_test_names";
+  const auto dir = testing_support::process_scratch() / "convgen_gpu_json_test_names";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "b.json") << "{}";

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "support/errors.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace convgen {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 using testing_support::input_error;
 
 std::filesystem::path write_file(const std::string& name, const std::string& bytes) {
-  const auto path = std::filesystem::temp_directory_path() / ("convgen_npy_test_" + name);
+  const auto path = testing_support::process_scratch() / ("convgen_npy_test_" + name);
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }
@@ -45,7 +46,7 @@ TEST(Npy, ReadsAHeaderAsNumpyWritesIt) {
 }
 
 TEST(Npy, EveryWrongFileIsNamedWithWhatWasExpected) {
-  const auto missing = std::filesystem::temp_directory_path() / "convgen_npy_test_missing.npy";
+  const auto missing = testing_support::process_scratch() / "convgen_npy_test_missing.npy";
   std::filesystem::remove(missing);
   EXPECT_EQ(input_error([&] { read_npy(missing); }),
             missing.string() + ": no such file (expected a float32 .npy file)");

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 #include "support/run_convgen.hpp"
+#include "support/scratch_dir.hpp"
 
 #include "runtime/driver.hpp"
 
@@ -88,7 +89,7 @@ TEST(Cli, AnalyzeTakesThePrecisionAndLayoutOfEveryLayer) {
 }
 
 TEST(Cli, GenerateWritesSourceCubinAndManifestForEachLayer) {
-  const auto out = std::filesystem::temp_directory_path() / "convgen_cli_test_generate";
+  const auto out = testing_support::process_scratch() / "convgen_cli_test_generate";
   std::filesystem::remove_all(out);
   const Result r = run_convgen("generate --no-cache --shapes " + shapes("resnet20_cifar.csv") +
                                " --gpu a100_sxm4 --out " + out.string());
@@ -109,7 +110,7 @@ TEST(Cli, GenerateWritesSourceCubinAndManifestForEachLayer) {
 // On sm_90 channels-last tf32, fp16 and bf16 go to igemm_wgmma (compiled for sm_90a); every precision on sm_80 to
 // igemm_tc.
 TEST(Cli, GenerateInTf32Fp16AndBf16ChoosesTheTensorCoreFamilyForSm80AndSm90) {
-  const auto out = std::filesystem::temp_directory_path() / "convgen_cli_test_generate_precision";
+  const auto out = testing_support::process_scratch() / "convgen_cli_test_generate_precision";
   for (const char* gpu : {"a100_sxm4", "h100_sxm"})
     for (const char* precision : {"tf32", "fp16", "bf16"}) {
       std::filesystem::remove_all(out);
@@ -145,7 +146,7 @@ TEST(Cli, AnUnknownPrecisionOrLayoutNamesTheChoices) {
 }
 
 TEST(Cli, ABadShapesFileFailsWithFileLineAndReason) {
-  const auto path = std::filesystem::temp_directory_path() / "convgen_cli_bad.csv";
+  const auto path = testing_support::process_scratch() / "convgen_cli_bad.csv";
   std::ofstream(path) << "name,n,c,k,h,w,r,s,stride\nbad,1,3,8,8,8,3,3,0\n";
   const Result r = run_convgen("analyze --shapes " + path.string() + " --gpu h100_sxm");
   EXPECT_EQ(r.exit_code, 1);
@@ -185,7 +186,7 @@ TEST(Cli, AnalyzeReadsTheSeerListAndTheSeedsBchwnListByTheirFirstLine) {
 
 // convgen links no ONNX: `import onnx` runs convgen-onnx-import beside it, and says how to get it where it is missing.
 TEST(Cli, ConvgenLinksNoOnnxAndImportOnnxWithoutTheImporterSaysHowToBuildIt) {
-  const auto dir = std::filesystem::temp_directory_path() / "convgen_cli_no_importer";
+  const auto dir = testing_support::process_scratch() / "convgen_cli_no_importer";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(std::string(CONVGEN_BINARY_DIR) + "/tools/convgen/convgen", dir / "convgen");
@@ -225,7 +226,7 @@ TEST(Cli, TheBinariesNameNoPathOfTheBuildMachine) {
 // A program convgen runs (here the plot interpreter, chosen by $CONVGEN_PYTHON) that crashes is named with its
 // signal, and convgen exits as a shell would (128 + the signal), instead of ending with no word.
 TEST(Cli, AProgramConvgenRunsThatCrashesIsNamedWithItsSignal) {
-  const auto script = std::filesystem::temp_directory_path() / "convgen_cli_crashing_python.sh";
+  const auto script = testing_support::process_scratch() / "convgen_cli_crashing_python.sh";
   std::ofstream(script) << "#!/bin/sh\nkill -SEGV $$\n";
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
   const Result r = run_convgen("plot report.json", "CONVGEN_PYTHON=" + script.string());
@@ -237,7 +238,7 @@ TEST(Cli, AProgramConvgenRunsThatCrashesIsNamedWithItsSignal) {
 
 // Away from the source tree, with no $CONVGEN_DATA_ROOT, short names resolve to the embedded gpus/ and shapes/.
 TEST(Cli, ShortGpuAndShapesNamesResolveWithoutASourceTree) {
-  const auto dir = std::filesystem::temp_directory_path() / "convgen_cli_no_source";
+  const auto dir = testing_support::process_scratch() / "convgen_cli_no_source";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string convgen = std::string(CONVGEN_BINARY_DIR) + "/tools/convgen/convgen";
@@ -275,7 +276,7 @@ TEST(Cli, ShortGpuAndShapesNamesResolveWithoutASourceTree) {
 // `convgen fold` writes a shapes file that analyze reads back, prints the intensity before and after, and refuses a
 // batch the factor does not divide.
 TEST(Cli, FoldWritesTheFoldedSuiteAndItsArithmeticIntensity) {
-  const auto out = std::filesystem::temp_directory_path() / "convgen_cli_fold.csv";
+  const auto out = testing_support::process_scratch() / "convgen_cli_fold.csv";
   std::filesystem::remove(out);
   const Result r = run_convgen("fold --shapes " + shapes("noscope_taipei.csv") + " --factor 4 --batch 1024 --out " +
                                out.string());
@@ -298,7 +299,7 @@ TEST(Cli, FoldWritesTheFoldedSuiteAndItsArithmeticIntensity) {
 }
 
 TEST(Cli, WeightsFromNpyFilesAreCheckedAndMadeFiltersArePruned) {
-  const auto dir = std::filesystem::temp_directory_path() / "convgen_cli_weights";
+  const auto dir = testing_support::process_scratch() / "convgen_cli_weights";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const auto csv = dir / "two.csv";

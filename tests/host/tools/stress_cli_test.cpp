@@ -11,6 +11,7 @@
 
 #include "runtime/driver.hpp"
 #include "support/run_convgen.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace convgen {
 namespace {
@@ -45,7 +46,7 @@ TEST(StressCli, DryRunListsEveryProblemsKernelsTheSameWayForASeed) {
 }
 
 TEST(StressCli, DryRunCompilesEveryKernelAndWritesTheJsonSummary) {
-  const auto out = std::filesystem::temp_directory_path() / "convgen_stress_cli_test.json";
+  const auto out = testing_support::process_scratch() / "convgen_stress_cli_test.json";
   std::filesystem::remove(out);
   const CommandResult r = run_convgen(
       "stress --dry-run --no-cache --gpu h100_sxm --count 4 --seed 3 "

@@ -15,6 +15,7 @@
 
 #include "support/errors.hpp"
 #include "support/run_convgen.hpp"
+#include "support/scratch_dir.hpp"
 
 #include "convgen/error.hpp"
 
@@ -24,6 +25,7 @@ namespace {
 using testing_support::input_error;
 using Dims = std::vector<std::int64_t>;
 constexpr int kFloat = onnx::TensorProto_DataType_FLOAT;
+using testing_support::process_scratch;
 
 // A Conv's weight and attributes; empty attributes are left out of the node (ONNX's defaults).
 struct ConvSpec {
@@ -115,7 +117,7 @@ class ModelBuilder {
 
   // Writes the model to a file under the temporary folder; returns its path.
   std::filesystem::path write(const std::string& file_name) const {
-    const auto path = std::filesystem::temp_directory_path() / file_name;
+    const auto path = process_scratch() / file_name;
     std::ofstream(path, std::ios::binary) << model_.SerializeAsString();
     return path;
   }
@@ -418,7 +420,7 @@ TEST(OnnxImport, TwoIdenticalConvsMergeIntoOneRowAndTheFileLoadsBackEqual) {
 }
 
 TEST(OnnxImport, NotOnnxAndTruncatedFilesAreRefused) {
-  const auto dir = std::filesystem::temp_directory_path();
+  const auto dir = process_scratch();
   std::ofstream(dir / "convgen_onnx_text.onnx") << "name,n,c,k,h,w,r,s\nconv,1,64,64,56,56,3,3\n";
   EXPECT_EQ(input_error([&] { import_onnx_file(dir / "convgen_onnx_text.onnx", "x"); }),
             (dir / "convgen_onnx_text.onnx").string() +
@@ -511,7 +513,7 @@ TEST(OnnxImport, ResNet50GivesTheLayersOfShapesResnet50) {
 
 TEST(OnnxImport, ConvgenImportOnnxWritesAShapesFileConvgenLoads) {
   const std::filesystem::path model = resnet50().write("convgen_onnx_resnet50.onnx");
-  const auto csv = std::filesystem::temp_directory_path() / "convgen_onnx_resnet50.csv";
+  const auto csv = process_scratch() / "convgen_onnx_resnet50.csv";
   testing_support::CommandResult r =
       testing_support::run_convgen("import onnx " + model.string() + " --out " + csv.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
