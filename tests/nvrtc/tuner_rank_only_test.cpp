@@ -3,6 +3,7 @@
 // the model with their ptxas reports.
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -18,22 +19,36 @@ namespace {
 
 const std::filesystem::path kSourceDir = CONVGEN_SOURCE_DIR;
 
-TEST(RankOnly, UnderACompileLimitRanksTheCandidatesTuneWouldCompileWithTheirReports) {
-  const Gpu gpu = load_gpu(kSourceDir / "gpus/h100_sxm.json");
+// A tuner on a GPU descriptor, without a database or JIT cache folder, and the families' defaults for a problem.
+class RankOnly : public testing::Test {
+ protected:
+  void use_gpu(const char* descriptor) { gpu_ = load_gpu(kSourceDir / "gpus" / descriptor); }
+  Tuner& tuner() { return tuner_.emplace(gpu_, cache_, pool_, nullptr, Coefficients{}, 0); }
+  std::vector<KernelSpec> defaults(const Problem& p) const {
+    std::vector<KernelSpec> specs;
+    for (const Family* f : all_families())
+      if (auto spec = f->default_spec(p, gpu_)) specs.push_back(*spec);
+    return specs;
+  }
+
+  Gpu gpu_;
+  JitCache cache_{std::nullopt};
+  ThreadPool pool_{2};
+  std::optional<Tuner> tuner_;
+};
+
+TEST_F(RankOnly, UnderACompileLimitRanksTheCandidatesTuneWouldCompileWithTheirReports) {
+  use_gpu("h100_sxm.json");
   const Problem p = parse_problem_key("n1_c16_k16_i1x12x12_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32");
-  JitCache cache(std::nullopt);
-  ThreadPool pool(2);
-  Tuner tuner(gpu, cache, pool, nullptr, {}, 0);
-  const std::vector<KernelSpec> all = tuning_candidates(p, gpu);
+  Tuner& tuner = this->tuner();
+  const std::vector<KernelSpec> all = tuning_candidates(p, gpu_);
   constexpr int kLimit = 16;
   ASSERT_GT(all.size(), static_cast<std::size_t>(kLimit));
   const std::vector<KernelSpec> kept = tuner.worth_compiling(p, all, kLimit);
 
   const TuneResult ranked = tuner.rank_only(p, kLimit);
   ASSERT_EQ(ranked.candidates.size(), kept.size());
-  std::vector<KernelSpec> defaults;
-  for (const Family* f : all_families())
-    if (auto spec = f->default_spec(p, gpu)) defaults.push_back(*spec);
+  const std::vector<KernelSpec> defaults = this->defaults(p);
   std::size_t compiled = 0;
   for (std::size_t i = 0; i < ranked.candidates.size(); ++i) {
     const CandidateOutcome& c = ranked.candidates[i];
@@ -56,15 +71,11 @@ TEST(RankOnly, UnderACompileLimitRanksTheCandidatesTuneWouldCompileWithTheirRepo
   }
 }
 
-TEST(RankOnly, ALimitOfOneRanksTheFamiliesDefaultsAloneAsTheCostModelOnlyPolicyDoes) {
-  const Gpu gpu = load_gpu(kSourceDir / "gpus/h200.json");
+TEST_F(RankOnly, ALimitOfOneRanksTheFamiliesDefaultsAloneAsTheCostModelOnlyPolicyDoes) {
+  use_gpu("h200.json");
   const Problem p = parse_problem_key("n2_c96_k32_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nhwc_fp16");
-  JitCache cache(std::nullopt);
-  ThreadPool pool(2);
-  Tuner tuner(gpu, cache, pool, nullptr, {}, 0);
-  std::vector<KernelSpec> defaults;
-  for (const Family* f : all_families())
-    if (auto spec = f->default_spec(p, gpu)) defaults.push_back(*spec);
+  Tuner& tuner = this->tuner();
+  const std::vector<KernelSpec> defaults = this->defaults(p);
   ASSERT_GE(defaults.size(), 2u);  // several families serve it: a choice to rank
   const TuneResult ranked = tuner.rank_only(p, 1);
   ASSERT_EQ(ranked.candidates.size(), defaults.size());

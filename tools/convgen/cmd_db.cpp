@@ -77,6 +77,15 @@ void add_gpu_filter(CLI::App* cmd, std::string& gpu) {
   cmd->add_option("--gpu", gpu, "Only this GPU: a part of its name (any case) or its arch, matching one GPU");
 }
 
+// The options of the commands that read measurements without a GPU (replay, choices, compile-limit): --db, --gpu and
+// --export, whose files are read instead of the database when given.
+void add_measurement_source(CLI::App* cmd, std::string& db, std::string& gpu, std::vector<std::string>& exports) {
+  add_db_option(cmd, db);
+  add_gpu_filter(cmd, gpu);
+  cmd->add_option("--export", exports,
+                  "Read the measurements of these `db export` files (plain or gzipped) instead of --db");
+}
+
 void list(const std::string& db_path, const std::string& gpu_filter) {
   const TuningDb db = open_db(db_path);
   const auto best = db.list_best(match_gpu(db, gpu_filter));
@@ -589,11 +598,8 @@ void add_db_command(CLI::App& app) {
       "Replay a family's search order (its candidates, best estimate first) on measurements: per problem, the first "
       "measured candidate in that order (what the cost model picks among them) against the fastest measured; no GPU "
       "needed");
-  add_db_option(replay_cmd, opts->db);
-  add_gpu_filter(replay_cmd, opts->gpu);
+  add_measurement_source(replay_cmd, opts->db, opts->gpu, *replay_exports);
   replay_cmd->add_option("--family", *replay_family, "The family whose order to replay, e.g. igemm_wgmma")->required();
-  replay_cmd->add_option("--export", *replay_exports,
-                         "Read the measurements of these `db export` files (plain or gzipped) instead of --db");
   replay_cmd->callback(
       [opts, replay_exports, replay_family] { replay(opts->db, *replay_exports, *replay_family, opts->gpu); });
 
@@ -603,10 +609,7 @@ void add_db_command(CLI::App& app) {
       "The choices made without tuning, replayed on measurements: per problem whose families' defaults were all "
       "measured, the first-run default, the cost_model_only policy's (the defaults ranked by the model) and the "
       "model's first of everything measured, each against the fastest measured; no GPU needed");
-  add_db_option(choices_cmd, opts->db);
-  add_gpu_filter(choices_cmd, opts->gpu);
-  choices_cmd->add_option("--export", *choices_exports,
-                          "Read the measurements of these `db export` files (plain or gzipped) instead of --db");
+  add_measurement_source(choices_cmd, opts->db, opts->gpu, *choices_exports);
   choices_cmd->callback([opts, choices_exports] { choices(opts->db, *choices_exports, opts->gpu); });
 
   auto limit_exports = std::make_shared<std::vector<std::string>>();
@@ -615,10 +618,7 @@ void add_db_command(CLI::App& app) {
       "compile-limit",
       "Where each problem's fastest measured kernel stands in the order tune compiles candidates in, and for how "
       "many problems each compile limit (tune --compile) would have kept it; no GPU needed");
-  add_db_option(limit_cmd, opts->db);
-  add_gpu_filter(limit_cmd, opts->gpu);
-  limit_cmd->add_option("--export", *limit_exports,
-                        "Read the measurements of these `db export` files (plain or gzipped) instead of --db");
+  add_measurement_source(limit_cmd, opts->db, opts->gpu, *limit_exports);
   limit_cmd
       ->add_option("--family", *limit_families,
                    "The families the tune had (its --family), comma-separated (default: every family)")
