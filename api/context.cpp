@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "api/build_ahead.hpp"
 #include "conv/affine_concat.hpp"
 #include "conv/conv_kernel.hpp"
 #include "generator/kernel_spec.hpp"
@@ -130,6 +131,13 @@ struct ConvContext::Impl {
   std::shared_ptr<const ConvOp> load(const Problem& problem, const KernelSpec& spec, ChosenBy chosen_by);
   std::shared_ptr<const ConvOp> load(const BuiltKernel& kernel, ChosenBy chosen_by);
   std::shared_ptr<const ConvOp> from_cost_model(const Problem& problem, TuningDb& db);
+  // prepare() under tune_on_first_use: tunes the problems without a record in one pipeline.
+  int tune_ahead(std::vector<const Problem*> todo);
+  // prepare() of problems chosen as `choice` says (database_only: their records; cost_model_only: the defaults the
+  // model ranks): compiles those kernels at once, then builds each problem's op as conv() would.
+  int build_ahead(const std::vector<const Problem*>& todo, TuningPolicy choice);
+  // Makes `op` the problem's operation unless conv() built one first (then false); counts it in the stats.
+  bool add_ready(const Problem& problem, std::shared_ptr<const ConvOp> op);
   // Counts a built operation in the stats (under mutex).
   void count(const ConvOp& op);
 };
@@ -316,10 +324,7 @@ void ConvContext::Impl::count(const ConvOp& op) {
 }
 
 int ConvContext::prepare(const std::vector<Problem>& problems) {
-  if (impl_->options.policy != TuningPolicy::tune_on_first_use) return 0;
   impl_->runtime_context.make_current();
-  TuningDb db = TuningDb::open(impl_->database);
-  std::lock_guard tuning(impl_->tune_mutex);
   std::vector<const Problem*> todo;
   {
     std::set<std::string> seen;
@@ -331,30 +336,72 @@ int ConvContext::prepare(const std::vector<Problem>& problems) {
       todo.push_back(&problem);
     }
   }
-  std::erase_if(todo, [&](const Problem* problem) { return db.best(impl_->gpu, *problem).has_value(); });
+  if (todo.empty()) return 0;
+  if (impl_->options.policy != TuningPolicy::tune_on_first_use) return impl_->build_ahead(todo, impl_->options.policy);
+  // Those with a record load it (compiled at once), the others are tuned.
+  std::vector<const Problem*> recorded;
+  {
+    const TuningDb db = TuningDb::open(impl_->database);
+    for (const Problem* problem : todo)
+      if (db.best(impl_->gpu, *problem)) recorded.push_back(problem);
+  }
+  std::erase_if(todo,
+                [&](const Problem* p) { return std::find(recorded.begin(), recorded.end(), p) != recorded.end(); });
+  const int loaded = recorded.empty() ? 0 : impl_->build_ahead(recorded, TuningPolicy::database_only);
+  return loaded + (todo.empty() ? 0 : impl_->tune_ahead(todo));
+}
+
+bool ConvContext::Impl::add_ready(const Problem& problem, std::shared_ptr<const ConvOp> op) {
+  std::promise<std::shared_ptr<const ConvOp>> ready;
+  ready.set_value(op);
+  std::lock_guard lock(mutex);
+  if (!ops.emplace(problem_key(problem), ready.get_future().share()).second) return false;  // conv() built it first
+  count(*op);
+  return true;
+}
+
+int ConvContext::Impl::tune_ahead(std::vector<const Problem*> todo) {
+  TuningDb db = TuningDb::open(database);
+  std::lock_guard tuning(tune_mutex);
+  // Another ConvContext (or process) may have tuned some while this thread waited: conv() loads those.
+  std::erase_if(todo, [&](const Problem* problem) { return db.best(gpu, *problem).has_value(); });
   if (todo.empty()) return 0;
 
-  Tuner tuner(impl_->gpu, impl_->cache, impl_->pool, &db, coefficients_for(&db, impl_->gpu), impl_->options.device);
-  const TuneOptions options{.budget = impl_->options.tune_budget, .record = true};
+  Tuner tuner(gpu, cache, pool, &db, coefficients_for(&db, gpu), options.device);
+  const TuneOptions tune_options{.budget = options.tune_budget, .record = true};
   // The CLI's pipeline depth: the candidates of up to this many problems compile while one is measured.
   constexpr std::size_t kAhead = 8;
-  for (std::size_t j = 0; j < std::min(todo.size(), kAhead + 1); ++j) tuner.prefetch(*todo[j], options);
+  for (std::size_t j = 0; j < std::min(todo.size(), kAhead + 1); ++j) tuner.prefetch(*todo[j], tune_options);
   int tuned = 0;
   for (std::size_t j = 0; j < todo.size(); ++j) {
     const Problem& problem = *todo[j];
-    const TuneResult result = tuner.tune(problem, options);
-    if (j + kAhead + 1 < todo.size()) tuner.prefetch(*todo[j + kAhead + 1], options);
+    const TuneResult result = tuner.tune(problem, tune_options);
+    if (j + kAhead + 1 < todo.size()) tuner.prefetch(*todo[j + kAhead + 1], tune_options);
     if (!result.best || result.from_db) continue;  // conv() tries again (or loads the record another process made)
-    std::shared_ptr<const ConvOp> op = impl_->load(problem, result.candidates[*result.best].spec, ChosenBy::tuned_now);
-    std::promise<std::shared_ptr<const ConvOp>> ready;
-    ready.set_value(op);
-    std::lock_guard lock(impl_->mutex);
-    if (impl_->ops.emplace(problem_key(problem), ready.get_future().share()).second) {
-      impl_->count(*op);
-      ++tuned;
-    }
+    tuned += add_ready(problem, load(problem, result.candidates[*result.best].spec, ChosenBy::tuned_now));
   }
   return tuned;
+}
+
+int ConvContext::Impl::build_ahead(const std::vector<const Problem*>& todo, TuningPolicy choice) {
+  {
+    // Every problem's kernels at once on the pool, into the JIT cache: the builds below then find them there. A
+    // kernel that fails to compile fails again in build(), which reports it.
+    TuningDb db = TuningDb::open(database);
+    const Tuner tuner(gpu, cache, pool, &db, coefficients_for(&db, gpu), options.device);
+    build_kernels(kernels_to_build_ahead(todo, choice, db, tuner), gpu, cache, pool);
+  }
+  int built = 0;
+  for (const Problem* problem : todo) {
+    std::shared_ptr<const ConvOp> op;
+    try {
+      op = build(*problem);
+    } catch (const Error&) {  // no record, nothing verified: conv() tries again and reports it
+      continue;
+    }
+    built += add_ready(*problem, std::move(op));
+  }
+  return built;
 }
 
 const Gpu& ConvContext::gpu() const { return impl_->gpu; }

@@ -251,8 +251,9 @@ NB_MODULE(_convgen, m) {
             return context.prepare(problems);
           },
           "problems"_a,
-          "tunes, in one pipeline (the next problems' candidates compile while one is measured), the problems "
-          "tune_on_first_use would tune on their first conv(); returns how many were tuned now")
+          "builds the problems ahead of their first conv(): the kernels the policy's choices need compile at once "
+          "(recorded bests; under cost_model_only the families' defaults), and under tune_on_first_use those "
+          "without a record are tuned in one pipeline; returns how many were built now")
       .def(
           "affine_concat_pointers",
           [](ConvContext& context, const std::vector<std::uintptr_t>& inputs, const std::vector<int>& channels,

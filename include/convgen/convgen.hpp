@@ -163,14 +163,16 @@ class ConvContext {
   // kernel works for the problem. A failed build is not cached: the next ask tries again.
   const ConvOp& conv(const Problem& problem);
 
-  // Tunes, ahead of their first conv(), the problems of `problems` (a model's convolutions, say) that the
-  // tune_on_first_use policy would tune there: those not built yet, valid, and without a record in the database.
-  // They are tuned one after another as conv() would, but in one pipeline: while one is measured, the candidates of
-  // the next ones compile (as `convgen tune` does), so a model's first tune is not the sum of its layers' compiles.
-  // Each problem tuned becomes its operation (chosen by "tuned now"), which conv() then returns. Repeated, invalid
-  // and already known problems are skipped (conv() reports an invalid one); one whose tuning finds no working kernel
-  // is left for conv() to try again and report. Under the other policies nothing is done. Returns how many problems
-  // were tuned now.
+  // Builds, ahead of their first conv(), the problems of `problems` not built yet (a model's convolutions, say), so
+  // that a model's first calls do not build them one at a time. The kernels the choices need (each problem's
+  // recorded best; under cost_model_only the families' defaults the model ranks) are compiled all at once on the
+  // compile pool, then each problem's operation is built as conv() would build it. Under tune_on_first_use, the
+  // problems without a record in the database are tuned one after another as conv() would, but in one pipeline:
+  // while one is measured, the candidates of the next ones compile (as `convgen tune` does), so a model's first tune
+  // is not the sum of its layers' compiles; each becomes its operation (chosen by "tuned now").
+  // Repeated, invalid and already built problems are skipped (conv() reports an invalid one); one that cannot be
+  // built now (no working kernel, no record) is left for conv() to try again and report. Returns how many problems
+  // were built now.
   int prepare(const std::vector<Problem>& problems);
 
   // Enqueues the pre-activation pass `pass` on `stream` (convgen/affine_concat.hpp: DenseNet's concatenation →

@@ -52,7 +52,7 @@ _contexts = {}
 _context_options = {}
 # While tune() collects a model's problems: the (device, Problem) of every new plan, whose call PyTorch runs.
 _collecting = None
-_COLLECTING = "collecting the problems to tune (convgen.torch.tune)"
+_COLLECTING = "collecting the problems to build ahead (convgen.torch.prepare, tune)"
 
 
 def configure(**options):
@@ -744,14 +744,52 @@ def observe_act_sparsity(model, example_input, *, floor=0.05):
     return {name: round(f, 2) for name, f in fractions.items() if f >= floor}
 
 
+def prepare(model, example_input):
+    """Builds, ahead of the model's first calls, every convolution `model` runs on `example_input`, under the policy
+    `configure` set (ConvContext.prepare): the kernels the policy's choices need are compiled all at once (each
+    problem's recorded best; under cost_model_only the families' defaults), and under tune_on_first_use the problems
+    without a record are tuned in one pipeline. Two passes, no gradient: the first notes each convolution's problem
+    (PyTorch runs them), the second builds every module's op. Returns one dict per convgen module: layer, problem,
+    kernel, chosen_by, plus the layers PyTorch ran (fallbacks) with why."""
+    global _collecting
+    modules = [(name, m) for name, m in model.named_modules() if isinstance(m, _ConvgenConv)]
+    _collecting = []
+    try:
+        for _, m in modules:
+            m._plans.clear()
+        with torch.no_grad():
+            model(example_input)
+    finally:
+        collected, _collecting = _collecting, None
+        for _, m in modules:
+            m._plans.clear()
+            m.fallbacks = 0
+            m.last_fallback = ""
+        _functional_plans.clear()
+    by_device = {}
+    for device, problem in collected:
+        by_device.setdefault(device, []).append(problem)
+    for device, problems in by_device.items():
+        context(device).prepare(problems)
+    with torch.no_grad():
+        model(example_input)
+    torch.cuda.synchronize()
+    summary = []
+    for name, m in modules:
+        for key, kernel, chosen_by in m.ops():
+            summary.append({"layer": name, "problem": key, "kernel": kernel, "chosen_by": chosen_by})
+        if not m.ops() and m.fallbacks:
+            summary.append({"layer": name, "problem": None, "kernel": None, "chosen_by": "pytorch",
+                            "why": m.last_fallback})
+    return summary
+
+
 def tune(model, example_input, *, database=None, budget=None):
     """Tunes every convolution `model` runs on `example_input` into the tuning database (the CLI's unless
-    `database`), measuring at most `budget` candidates per layer (the context's tune_budget, 10, unless given).
-    Two passes, no gradient: the first notes each convolution's problem (PyTorch runs them), then the problems are
-    tuned in one pipeline (ConvContext.prepare: the next layers' candidates compile while one is measured), and the
-    second builds every module's op. Returns one dict per convgen module: layer, problem, kernel, chosen_by, plus
-    the layers PyTorch ran (fallbacks) with why."""
-    global _collecting
+    `database`), measuring at most `budget` candidates per layer (the context's tune_budget, 10, unless given):
+    `prepare` under the tune_on_first_use policy, whatever `configure` set (restored after). The problems are tuned
+    in one pipeline (ConvContext.prepare: the next layers' candidates compile while one is measured). Returns
+    prepare's summary."""
     options = dict(_context_options)
     options["policy"] = "tune_on_first_use"
     if database is not None:
@@ -761,39 +799,10 @@ def tune(model, example_input, *, database=None, budget=None):
     saved = dict(_context_options)
     configure(**options)
     try:
-        modules = [(name, m) for name, m in model.named_modules() if isinstance(m, _ConvgenConv)]
-        _collecting = []
-        try:
-            for _, m in modules:
-                m._plans.clear()
-            with torch.no_grad():
-                model(example_input)
-        finally:
-            collected, _collecting = _collecting, None
-            for _, m in modules:
-                m._plans.clear()
-                m.fallbacks = 0
-                m.last_fallback = ""
-            _functional_plans.clear()
-        by_device = {}
-        for device, problem in collected:
-            by_device.setdefault(device, []).append(problem)
-        for device, problems in by_device.items():
-            context(device).prepare(problems)
-        with torch.no_grad():
-            model(example_input)
-        torch.cuda.synchronize()
-        summary = []
-        for name, m in modules:
-            for key, kernel, chosen_by in m.ops():
-                summary.append({"layer": name, "problem": key, "kernel": kernel, "chosen_by": chosen_by})
-            if not m.ops() and m.fallbacks:
-                summary.append({"layer": name, "problem": None, "kernel": None, "chosen_by": "pytorch",
-                                "why": m.last_fallback})
-        return summary
+        return prepare(model, example_input)
     finally:
         configure(**saved)
 
 
-__all__ = ["Conv2d", "Conv3d", "AffineConcat", "conv2d", "conv3d", "convert", "observe_act_sparsity", "tune",
-           "configure", "context", "problem_for", "servable", "fold_batch_norm"]
+__all__ = ["Conv2d", "Conv3d", "AffineConcat", "conv2d", "conv3d", "convert", "observe_act_sparsity", "prepare",
+           "tune", "configure", "context", "problem_for", "servable", "fold_batch_norm"]

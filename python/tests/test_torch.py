@@ -993,6 +993,23 @@ def test_a_fused_densenet121_matches_the_eager_model_with_every_pre_activation_o
     assert rel_l2(got, want) < tolerance
 
 
+@pytest.mark.gpu
+@cuda
+def test_prepare_under_cost_model_only_builds_every_layer_before_the_first_call(strict_fp32):
+    torch.manual_seed(8)
+    model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 24, 1), nn.ReLU(),
+                          nn.Conv2d(24, 8, 3, stride=2, padding=1)).cuda().eval()
+    converted = ct.convert(copy.deepcopy(model))
+    x = torch.randn(2, 8, 15, 15, device="cuda")
+    summary = ct.prepare(converted, x)
+    assert [s["chosen_by"] for s in summary] == ["cost model"] * 3
+    assert ct.context().stats()["model_only"] >= 3
+    with torch.no_grad():
+        got, want = converted(x), model(x)
+    torch.cuda.synchronize()
+    assert rel_l2(got, want) < 1e-5
+
+
 def resnet50_with_statistics(dtype=torch.float32):
     """A torchvision ResNet-50 in eval mode whose BatchNorms hold statistics and affine parameters other than 0 and 1,
     so that folding them changes values. Near those (a ResNet-50 whose statistics are its activations' own amplifies
@@ -1068,6 +1085,22 @@ def test_tune_collects_every_problem_first_then_prepares_them_in_one_call_then_b
     assert all(m.fallbacks == 0 for m in converted.modules() if isinstance(m, ct.Conv2d))
     # The collecting pass ran PyTorch's convolutions: the modules' plans from it are gone, the ops are the stub's.
     assert all(s["kernel"] == "stub_kernel" for s in summary)
+
+
+def test_prepare_builds_every_problem_ahead_under_the_configured_policy_and_tune_restores_it(stub_device,
+                                                                                            monkeypatch):
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
+    seen = []
+    monkeypatch.setattr(ct, "configure", lambda **options: seen.append(dict(options)))
+    model = ct.convert(nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.Conv2d(16, 16, 1)).eval(), fuse=False)
+    x = torch.randn(1, 8, 12, 12)
+    summary = ct.prepare(model, x)
+    assert seen == []  # the policy configure set stays
+    keys = [s["problem"] for s in summary]
+    assert stub_device.prepared == [keys] and stub_device.asked == keys and len(keys) == 2
+    ct.tune(model, x, budget=2)
+    assert seen[0]["policy"] == "tune_on_first_use" and seen[0]["tune_budget"] == 2
+    assert "policy" not in seen[1]  # restored: what configure had before (nothing here)
 
 
 @pytest.mark.gpu

@@ -104,12 +104,18 @@ TEST_F(ApiGpu, EightThreadsAskingForOneProblemBuildItOnce) {
   EXPECT_EQ(reader.stats(), (ConvContext::Stats{.built = 1, .database_hits = 1, .tuned = 0, .model_only = 0}));
 }
 
-TEST_F(ApiGpu, PrepareTunesEveryNewProblemOnceInOnePipelineAndConvReturnsThoseOps) {
-  ConvContext context(options(TuningPolicy::tune_on_first_use));
+// Three valid problems, then an invalid one (prepare skips it, conv() reports it).
+std::vector<Problem> three_problems_and_an_invalid_one() {
   std::vector<Problem> problems = {small_problem(), small_problem(), small_problem(), small_problem()};
   problems[1].k = 16;
   problems[2].padding = {0, 0, 0};
-  problems[3].c = 0;  // invalid: skipped, conv() reports it
+  problems[3].c = 0;
+  return problems;
+}
+
+TEST_F(ApiGpu, PrepareTunesEveryNewProblemOnceInOnePipelineAndConvReturnsThoseOps) {
+  ConvContext context(options(TuningPolicy::tune_on_first_use));
+  std::vector<Problem> problems = three_problems_and_an_invalid_one();
   const Problem repeated = problems[1];
   problems.push_back(repeated);
 
@@ -126,14 +132,34 @@ TEST_F(ApiGpu, PrepareTunesEveryNewProblemOnceInOnePipelineAndConvReturnsThoseOp
   EXPECT_THROW(context.conv(problems[3]), InputError);
   EXPECT_EQ(context.prepare(problems), 0);  // all known now
 
-  // Recorded: another context on the same database tunes nothing and serves them from it.
-  ConvContext other(options(TuningPolicy::tune_on_first_use));
-  EXPECT_EQ(other.prepare(problems), 0);
-  EXPECT_EQ(other.conv(problems[2]).source(), "database");
-  // Other policies do nothing.
-  ConvContext model_only(options(TuningPolicy::cost_model_only));
-  EXPECT_EQ(model_only.prepare({small_problem()}), 0);
-  EXPECT_EQ(model_only.stats().built, 0);
+  // Recorded: another context on the same database tunes nothing and builds them from it, in prepare().
+  for (const TuningPolicy policy : {TuningPolicy::tune_on_first_use, TuningPolicy::database_only}) {
+    ConvContext other(options(policy));
+    EXPECT_EQ(other.prepare(problems), 3) << to_string(policy);
+    EXPECT_EQ(other.stats(), (ConvContext::Stats{.built = 3, .database_hits = 3, .tuned = 0, .model_only = 0}));
+    EXPECT_EQ(other.conv(problems[2]).source(), "database");
+    EXPECT_EQ(other.stats().built, 3);
+  }
+}
+
+TEST_F(ApiGpu, PrepareUnderCostModelOnlyCompilesEveryProblemsDefaultsAtOnceAndBuildsVerifiedOps) {
+  ConvContext context(options(TuningPolicy::cost_model_only));
+  std::vector<Problem> problems = three_problems_and_an_invalid_one();
+  EXPECT_EQ(context.prepare(problems), 3);
+  EXPECT_EQ(context.stats(), (ConvContext::Stats{.built = 3, .database_hits = 0, .tuned = 0, .model_only = 3}));
+  for (std::size_t i = 0; i < 3; ++i) {
+    const ConvOp& op = context.conv(problems[i]);
+    EXPECT_EQ(op.source(), "cost model");
+    const ErrorStats error = run_and_compare(op);
+    EXPECT_TRUE(passes(error, Precision::fp32)) << op.kernel_name() << ": rel_l2 " << error.rel_l2;
+  }
+  EXPECT_EQ(context.stats().built, 3);
+  EXPECT_THROW(context.conv(problems[3]), InputError);
+  EXPECT_EQ(context.prepare(problems), 0);
+  // database_only without records builds nothing, and conv() then names the problem.
+  ConvContext database_only(options(TuningPolicy::database_only));
+  EXPECT_EQ(database_only.prepare(problems), 0);
+  EXPECT_THROW(database_only.conv(problems[0]), InputError);
 }
 
 TEST_F(ApiGpu, DifferentProblemsFromManyThreadsEachBuildOnceAndVerify) {
