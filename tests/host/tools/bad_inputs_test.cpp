@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "support/run_convgen.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace convgen {
 namespace {
@@ -99,7 +100,7 @@ TEST_P(BadInputs, PrintTheDocumentedMessageAndExitCode) {
   const BadInput& row = GetParam();
   ASSERT_TRUE(row.command.starts_with("convgen ")) << row.command;
   // In a scratch copy of the fixtures: commands that write (--out, --db) write there, and HOME points there too.
-  const auto scratch = std::filesystem::temp_directory_path() / ("convgen-bad-inputs-" + row.name);
+  const auto scratch = testing_support::process_scratch() / ("convgen-bad-inputs-" + row.name);
   std::filesystem::remove_all(scratch);
   std::filesystem::copy(std::string(CONVGEN_SOURCE_DIR) + "/tests/host/tools/bad_inputs", scratch,
                         std::filesystem::copy_options::recursive);
