@@ -15,9 +15,9 @@
 namespace convgen {
 
 // The kernels to build for `problems` under `policy`: database_only, the database's best for each problem that has
-// one (the others are left to conv(), which reports them); cost_model_only, every default configuration the tuner's
-// compile order keeps under a limit of 1 (what Tuner::rank_only(problem, 1) compiles). Nothing for
-// tune_on_first_use, whose tunes compile their own candidates.
+// one that this convgen can read (the others are left to conv(), which reports them); cost_model_only, every default
+// configuration the tuner's compile order keeps under a limit of 1 (what Tuner::rank_only(problem, 1) compiles).
+// Nothing for tune_on_first_use, whose tunes compile their own candidates.
 std::vector<BuildRequest> kernels_to_build_ahead(std::span<const Problem* const> problems, TuningPolicy policy,
                                                  const TuningDb& db, const Tuner& tuner);
 

@@ -67,6 +67,13 @@ TEST_F(BuildAhead, DatabaseOnlyCompilesEachRecordedBestAndLeavesTheUnrecordedToC
   EXPECT_EQ(kernel_name(requests[0].spec), best);
 }
 
+TEST_F(BuildAhead, ARecordThisConvgenCannotReadIsLeftToConv) {
+  db_.record({.gpu = gpu_, .problem = fp32_, .kernel = "igemm_m999", .median_us = 9.0, .samples_us = {9.0}});
+  ASSERT_TRUE(db_.best(gpu_, fp32_));
+  const std::vector<const Problem*> problems{&fp32_};
+  EXPECT_TRUE(kernels_to_build_ahead(problems, TuningPolicy::database_only, db_, tuner_).empty());
+}
+
 TEST_F(BuildAhead, TuningOnFirstUseCompilesNothingHere) {
   const std::vector<const Problem*> problems{&fp32_, &fp16_};
   EXPECT_TRUE(kernels_to_build_ahead(problems, TuningPolicy::tune_on_first_use, db_, tuner_).empty());
