@@ -97,6 +97,52 @@ std::string cubin_file(std::size_t index, const LibraryProblem& problem, const G
 
 std::string zero_pass_file(const Gpu& gpu) { return fmt::format("src/cubins/zero_pass_{}.inc", gpu.arch); }
 
+// What kernel k depends on of its problem's own filter (none where the problem has none).
+FilterDependence kernel_filter_check(const Problem& problem, const LibraryKernel& k) {
+  if (problem.weights.pattern.empty()) return FilterDependence::none;
+  return family(k.built.spec.family).filter_dependence(k.built.spec);
+}
+
+// What the library checks of a filter given for problem p (the most any of its kernels depends on; none for a problem
+// without a filter of its own).
+FilterDependence filter_check(const LibraryProblem& p) {
+  FilterDependence most = FilterDependence::none;
+  if (p.problem.weights.pattern.empty()) return most;
+  for (const LibraryKernel& k : p.kernels) most = std::max(most, kernel_filter_check(p.problem, k));
+  if (most != FilterDependence::none && !p.problem.weights.values)
+    throw InputError(
+        fmt::format("{}: its kernels were made for filter pattern {}, whose values the library needs to "
+                    "check the filters it is given, and the problem carries only the pattern",
+                    p.name, p.problem.weights.pattern));
+  return most;
+}
+
+std::string filter_file(std::size_t index, const LibraryProblem& problem, std::string_view what) {
+  return fmt::format("src/filters/{:02}_{}_{}.inc", index, file_stem(problem.name), what);
+}
+
+// The nonzero mask of a filter, a bit per element (element i: bit i % 8 of byte i / 8), as cubin_array_text writes
+// bytes.
+std::vector<char> nonzero_mask(const std::vector<float>& values) {
+  std::vector<char> mask((values.size() + 7) / 8, 0);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i] != 0.0f) mask[i / 8] = static_cast<char>(mask[i / 8] | (1 << (i % 8)));
+  return mask;
+}
+
+// The nonzero values of a filter in element order, as exact hexadecimal float literals, eight a line.
+std::string nonzero_values_text(const std::vector<float>& values) {
+  std::string out;
+  std::size_t written = 0;
+  for (const float v : values) {
+    if (v == 0.0f) continue;
+    out += fmt::format("{:a}f,", v);
+    out += ++written % 8 == 0 ? "\n" : " ";
+  }
+  if (!out.empty() && out.back() == ' ') out.back() = '\n';
+  return out;
+}
+
 // The zero pass's cubin for lib.gpus[g], or nullptr where the library has none (its zero steps then memset).
 const std::vector<char>* zero_pass_of(const LibraryDescription& lib, std::size_t g) {
   return g < lib.zero_passes.size() && !lib.zero_passes[g].empty() ? &lib.zero_passes[g] : nullptr;
@@ -277,13 +323,28 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
         return present ? fmt::format("{}, {}", name, count) : std::string("nullptr, 0");
       };
       out +=
-          fmt::format("    {{{}, cubin_{}, sizeof cubin_{}, \"{}\", {}, {}ULL, {}ULL, {}, {}}},\n",
+          fmt::format("    {{{}, cubin_{}, sizeof cubin_{}, \"{}\", {}, {}ULL, {}ULL, {}, {}, {}}},\n",
                       compute_capability(lib.gpus[g]), id, id, k.built.source.entry,
                       array(!k.plan.buffers.empty(), "buffers_" + id, k.plan.buffers.size()), k.plan.workspace_bytes(),
                       k.plan.persistent_bytes(), array(!k.plan.setup.empty(), "setup_" + id, k.plan.setup.size()),
-                      array(true, "run_" + id, k.plan.run.size()));
+                      array(true, "run_" + id, k.plan.run.size()), static_cast<int>(kernel_filter_check(p.problem, k)));
     }
     out += "};\n";
+    const FilterDependence check = filter_check(p);
+    if (check != FilterDependence::none) {
+      const auto inc = [&](std::string_view what) {
+        return std::filesystem::path(filter_file(i, p, what)).filename().string();
+      };
+      out += fmt::format(
+          "// The filter's nonzeros (pattern {}): a filter given for the problem must have none elsewhere\n"
+          "const unsigned char weight_mask_{}[] = {{\n#include \"filters/{}\"\n}};\n",
+          p.problem.weights.pattern, i, inc("mask"));
+      if (check == FilterDependence::values)
+        out += fmt::format(
+            "// Their values, which a kernel has in its code: a filter given for the problem must have them\n"
+            "const float weight_values_{}[] = {{\n#include \"filters/{}\"\n}};\n",
+            i, inc("values"));
+    }
   }
   std::string zero_pass_table;
   for (std::size_t g = 0; g < lib.gpus.size(); ++g) {
@@ -301,13 +362,16 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
   out += "\n}  // namespace\n\nconst ProblemEntry problems[] = {\n";
   for (std::size_t i = 0; i < lib.problems.size(); ++i) {
     const Problem& q = lib.problems[i].problem;
+    const FilterDependence check = filter_check(lib.problems[i]);
     out += fmt::format(
         "    {{{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},\n"
-        "     {}, {}ULL, kernels_{}, {}}},\n",
+        "     {}, {}ULL, kernels_{}, {}, \"{}\", {}, {}, {}ULL}},\n",
         q.n, q.c, q.k, q.input.d, q.input.h, q.input.w, q.filter.d, q.filter.h, q.filter.w, q.stride.d, q.stride.h,
         q.stride.w, q.padding.d, q.padding.h, q.padding.w, q.dilation.d, q.dilation.h, q.dilation.w, q.groups,
         layout_enum(up, q.layout), precision_enum(up, q.precision), epilogue_initializer(up, q.epilogue),
-        c_string(lib.problems[i].name), output_elements(q) * element_bytes(q.precision), i, lib.gpus.size());
+        c_string(lib.problems[i].name), output_elements(q) * element_bytes(q.precision), i, lib.gpus.size(),
+        q.weights.pattern, check != FilterDependence::none ? fmt::format("weight_mask_{}", i) : "nullptr",
+        check == FilterDependence::values ? fmt::format("weight_values_{}", i) : "nullptr", filter_elements(q));
   }
   out += "};\nconst std::size_t problem_count = sizeof problems / sizeof problems[0];\n";
   out += zero_pass_table.empty()
@@ -533,6 +597,18 @@ std::map<std::string, std::string> render_library(const LibraryDescription& lib)
           fmt::format("// {}: {} for {} ({}), {} bytes\n", k.source.entry, lib.gpus[g].arch, problem_key(p.problem),
                       one_line(p.name), k.cubin.image.size()) +
           cubin_array_text(k.cubin.image);
+    }
+    const FilterDependence check = filter_check(p);
+    if (check != FilterDependence::none) {
+      const std::vector<float>& values = *p.problem.weights.values;
+      files[filter_file(i, p, "mask")] =
+          fmt::format("// the nonzeros of {}'s filter (pattern {}), a bit per element of {}\n", one_line(p.name),
+                      p.problem.weights.pattern, values.size()) +
+          cubin_array_text(nonzero_mask(values));
+      if (check == FilterDependence::values)
+        files[filter_file(i, p, "values")] =
+            fmt::format("// the values of {}'s filter's nonzeros, in element order\n", one_line(p.name)) +
+            nonzero_values_text(values);
     }
   }
   for (std::size_t g = 0; g < lib.gpus.size(); ++g)

@@ -17,6 +17,8 @@ KernelSource Family::render(const Problem& problem, const KernelSpec& spec) cons
   return render_kernel(problem, spec, interface());
 }
 
+FilterDependence Family::filter_dependence(const KernelSpec&) const { return FilterDependence::none; }
+
 const std::vector<const Family*>& all_families() {
   static const std::vector<const Family*> families = [] {
     std::vector<const Family*> list = registered_families();

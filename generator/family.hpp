@@ -59,6 +59,9 @@ struct CostFeatures {
 // shared_loads, global_loads, address, serial_steps, pipelined_steps, waves, atomics, extra_launches, dram, launch).
 using CostWeights = std::array<double, 11>;
 
+// How much of a problem's own filter a kernel depends on (Family::filter_dependence), weakest first.
+enum class FilterDependence { none, pattern, values };
+
 // One kind of kernel: its template (templates/<name>.cu, whose declared interface the build scans) plus one C++
 // file (generator/families/<name>.cpp) defining `const Family& <name>_family()`. The build generates the registry
 // from those file names; nothing else names a family.
@@ -91,6 +94,13 @@ class Family {
   // tuning database keeps a filter's pattern hash, not its values, so `db calibrate` cannot recompute such a
   // family's features from its measurements and leaves them out.
   virtual bool cost_features_need_filter_values() const { return false; }
+
+  // What of the problem's own filter (Problem::weights) the kernel's code or plan was made for, beyond its shape: a
+  // filter given at run time must agree with it (a library that embeds the kernel checks that it does, emit-lib).
+  //   none:    any filter of the shape (the default: the kernel reads every value of the filter it is given);
+  //   pattern: the filter's nonzeros must lie within the problem's pattern (baked positions, a packed layout);
+  //   values:  the same, and each of them must have the problem's value (the values are immediates in the code).
+  virtual FilterDependence filter_dependence(const KernelSpec& spec) const;
 
   // Returns the cost model's weights for this family until a calibration of the GPU includes it; never all zero
   // (a family must not be predicted at 0 µs and ranked first for want of a calibration).

@@ -59,7 +59,11 @@ typedef enum {
   CGLIB_ERROR_NO_KERNEL_FOR_ARCH = 4, /* the problem is known, but no cubin was emitted for this GPU's architecture */
   CGLIB_ERROR_CUDA = 5,               /* a CUDA driver call failed (the message names it and the error) */
   CGLIB_ERROR_INVALID_ARGUMENT = 6,   /* a null problem or pointer, or an op used in another CUDA context */
-  CGLIB_ERROR_NEEDS_OP = 7            /* the problem's plan has setup steps or needs a workspace: use an op */
+  CGLIB_ERROR_NEEDS_OP = 7,           /* the problem's plan has setup steps, needs a workspace or checks its
+                                         filter: use an op */
+  CGLIB_ERROR_FILTER_MISMATCH = 8     /* the problem's kernels were made for another filter (emit-lib --weights):
+                                         this one has a nonzero where that one has a zero, or another value where
+                                         the kernel has the value in its code */
 } cglib_status;
 
 /* Memory layout of activation and output; the filter follows it (KCRS for channels-first, KRSC for channels-last). */
@@ -124,8 +128,8 @@ typedef cglib_status (*cglib_fallback_fn)(const cglib_problem* problem, unsigned
 
 /* Enqueues the forward convolution of `problem` on `stream`: output = conv(activation, filter), every tensor
  * dense in the problem's layout. Returns CGLIB_SUCCESS when the work was enqueued; errors of the kernel itself
- * surface at the next synchronization, as with any CUDA launch. Serves problems whose plan has no setup and needs
- * no workspace; others return CGLIB_ERROR_NEEDS_OP (use cglib_op_create). */
+ * surface at the next synchronization, as with any CUDA launch. Serves problems whose plan has no setup, needs no
+ * workspace and whose kernel checks no filter of its own; others return CGLIB_ERROR_NEEDS_OP (use cglib_op_create). */
 cglib_status cglib_conv_forward(const cglib_problem* problem, unsigned long long activation, unsigned long long filter,
                                 unsigned long long output, void* stream);
 
@@ -143,7 +147,11 @@ typedef struct cglib_op_s* cglib_op;
 /* Creates an op for `problem` (an emitted one: the fallback is not consulted) in the calling thread's current
  * context: loads its kernel, allocates the plan's persistent buffers and runs its setup steps on `stream`, then
  * waits for them, so the op can run on any stream of the context. The filter must stay valid and unchanged while
- * the op lives (most plans read it on every call). Writes the op to *op (NULL on failure). */
+ * the op lives (most plans read it on every call). Writes the op to *op (NULL on failure).
+ * A problem emitted with a filter of its own (emit-lib --weights or --weight-sparsity) whose kernel depends on it
+ * (its nonzeros' positions, or their values, in the code) reads the filter to the host once, after waiting for
+ * `stream`, and refuses one the kernel was not made for (CGLIB_ERROR_FILTER_MISMATCH); where layers of one shape
+ * were emitted with different filters, the op takes the kernel made for the filter given. */
 cglib_status cglib_op_create(const cglib_problem* problem, unsigned long long filter, void* stream, cglib_op* op);
 
 /* Returns the bytes of device workspace every cglib_op_run of `op` needs (0: none; pass 0 as the workspace). */
@@ -186,6 +194,16 @@ size_t cglib_problem_count(void);
 const cglib_problem* cglib_problem_at(size_t i);
 /* Returns the name of the layer problem i came from (several names, comma separated, when layers share it). */
 const char* cglib_problem_name(size_t i);
+
+/* Returns the pattern hash (16 hex digits, as convgen's problem keys write it after "_w") of the filter problem i was
+ * emitted for ("" when it was emitted without one), or NULL when i >= cglib_problem_count(). */
+const char* cglib_problem_weight_pattern(size_t i);
+
+/* Checks a filter in host memory (the problem's filter layout and precision) against what the problem's kernels were
+ * made for, as cglib_op_create does with a device filter: CGLIB_SUCCESS when one of them serves it (always, for a
+ * problem emitted without a filter of its own); CGLIB_ERROR_FILTER_MISMATCH, the first element that differs in
+ * cglib_last_error_message(), when none does. */
+cglib_status cglib_check_filter(const cglib_problem* problem, const void* host_filter);
 
 /* Returns the kernel (its canonical convgen name) that serves `problem` on compute capability `arch` (e.g. 90 for
  * sm_90), or NULL when there is none. */

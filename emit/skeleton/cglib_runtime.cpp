@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -34,7 +35,7 @@ using cglib_internal::Step;
   X(cuCtxGetDevice) X(cuDevicePrimaryCtxRetain) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuFuncSetAttribute) \
   X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuMemsetD32Async) X(cuMemsetD8Async) X(cuGetErrorName) X(cuGetErrorString) \
   X(cuMemAlloc) X(cuMemFree) X(cuStreamSynchronize) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuMemcpyHtoDAsync) \
-  X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
+  X(cuMemcpyDtoH) X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
 // clang-format on
 
 struct Driver {
@@ -202,6 +203,121 @@ const ProblemEntry* find_problem(const cglib_problem& p) {
   for (std::size_t i = 0; i < cglib_internal::problem_count; ++i)
     if (same_problem(cglib_internal::problems[i].problem, p)) return &cglib_internal::problems[i];
   return nullptr;
+}
+
+// Every entry of the problem: several where layers of one shape were emitted with filters of their own that the
+// kernels depend on (their patterns differ).
+std::vector<const ProblemEntry*> find_problems(const cglib_problem& p) {
+  std::vector<const ProblemEntry*> entries;
+  for (std::size_t i = 0; i < cglib_internal::problem_count; ++i)
+    if (same_problem(cglib_internal::problems[i].problem, p)) entries.push_back(&cglib_internal::problems[i]);
+  return entries;
+}
+
+bool channels_last(cglib_layout layout) {
+  return layout == CGLIB_LAYOUT_NWC || layout == CGLIB_LAYOUT_NHWC || layout == CGLIB_LAYOUT_NDHWC;
+}
+
+std::size_t element_bytes(cglib_precision precision) {
+  return precision == CGLIB_PRECISION_FP16 || precision == CGLIB_PRECISION_BF16 ? 2 : 4;
+}
+
+// Filter element i of the problem (in its precision) as a float.
+float filter_value(const cglib_problem& p, const unsigned char* filter, unsigned long long i) {
+  if (element_bytes(p.precision) == 4) {
+    float v = 0;
+    std::memcpy(&v, filter + i * 4, 4);
+    return v;
+  }
+  std::uint16_t h = 0;
+  std::memcpy(&h, filter + i * 2, 2);
+  std::uint32_t bits = 0;
+  if (p.precision == CGLIB_PRECISION_BF16) {
+    bits = std::uint32_t{h} << 16;
+  } else {  // IEEE half: sign, 5 exponent bits, 10 mantissa bits
+    const std::uint32_t sign = std::uint32_t{h & 0x8000u} << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    if (exponent == 0x1f) {
+      bits = sign | 0x7f800000u | (mantissa << 13);
+    } else if (exponent != 0) {
+      bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    } else {  // zero or subnormal: mantissa * 2^-24
+      const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+      std::memcpy(&bits, &magnitude, 4);
+      bits |= sign;
+    }
+  }
+  float v = 0;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+// A float as the shortest text that reads back ("0.25", "-1e-08").
+std::string float_text(float value) {
+  char buffer[32];
+  const std::to_chars_result r = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, r.ec == std::errc() ? r.ptr : buffer);
+}
+
+// "element 17 (k 0, c 1, r 2, s 2)": filter element i's coordinates in the problem's filter layout (K C [T] [R] S,
+// or K [T] [R] S C channels-last), as convgen names them.
+std::string element_text(const cglib_problem& p, unsigned long long i) {
+  const int rank = p.layout == CGLIB_LAYOUT_NCW || p.layout == CGLIB_LAYOUT_NWC       ? 1
+                   : p.layout == CGLIB_LAYOUT_NCDHW || p.layout == CGLIB_LAYOUT_NDHWC ? 3
+                                                                                      : 2;
+  std::vector<std::pair<char, long long>> dims = {{'k', p.k}};
+  if (!channels_last(p.layout)) dims.push_back({'c', p.c / p.groups});
+  if (rank == 3) dims.push_back({'t', p.t});
+  if (rank >= 2) dims.push_back({'r', p.r});
+  dims.push_back({'s', p.s});
+  if (channels_last(p.layout)) dims.push_back({'c', p.c / p.groups});
+  std::vector<long long> coords(dims.size());
+  unsigned long long rest = i;
+  for (std::size_t d = dims.size(); d-- > 0;) {
+    coords[d] = static_cast<long long>(rest % static_cast<unsigned long long>(dims[d].second));
+    rest /= static_cast<unsigned long long>(dims[d].second);
+  }
+  std::string text = "element " + std::to_string(i) + " (";
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    text += (d == 0 ? "" : ", ") + std::string(1, dims[d].first) + " " + std::to_string(coords[d]);
+  return text + ")";
+}
+
+// The most an entry's kernels check of a filter (KernelImage::filter_check).
+unsigned char filter_check_of(const ProblemEntry& entry) {
+  unsigned char most = 0;
+  for (std::size_t i = 0; i < entry.kernel_count; ++i)
+    if (entry.kernels[i].filter_check > most) most = entry.kernels[i].filter_check;
+  return most;
+}
+
+// Checks a filter in host memory against what the entry's kernel depends on (`check`: KernelImage::filter_check):
+// "" when the kernel serves it, else the first element that differs, and how.
+std::string filter_mismatch(const ProblemEntry& entry, unsigned char check, const unsigned char* filter) {
+  if (check == 0 || entry.weight_mask == nullptr) return "";
+  const cglib_problem& p = entry.problem;
+  unsigned long long nonzero = 0;  // the nonzeros of the entry's filter before element i
+  for (unsigned long long i = 0; i < entry.filter_elements; ++i) {
+    const bool in_pattern = (entry.weight_mask[i / 8] >> (i % 8)) & 1u;
+    const float v = filter_value(p, filter, i);
+    const std::string layer = "layer " + std::string(entry.name) + " (filter pattern " + entry.weight_pattern + "): ";
+    if (!in_pattern && v != 0.0f)
+      return layer + element_text(p, i) + " is " + float_text(v) +
+             " where the filter its kernel was made for has a zero";
+    if (!in_pattern) continue;
+    if (check >= 2 && entry.weight_values != nullptr && !(v == entry.weight_values[nonzero]))
+      return layer + element_text(p, i) + " is " + float_text(v) + " where its kernel has " +
+             float_text(entry.weight_values[nonzero]) + " in its code";
+    ++nonzero;
+  }
+  return "";
+}
+
+// The message of a filter that none of the problem's entries serves.
+cglib_status filter_refused(const char* call, const cglib_problem& p, const std::string& mismatches) {
+  return fail(CGLIB_ERROR_FILTER_MISMATCH, std::string(call) + ": problem " + key_of(p) +
+                                               ": the filter given is not one this library's kernels for the problem "
+                                               "were made for (emit-lib --weights):" +
+                                               mismatches);
 }
 
 // A cubin for sm_XY runs on devices of the same major version and a minor version of at least Y: the highest such.
@@ -558,6 +674,12 @@ cglib_status cglib_conv_forward_epilogue(const cglib_problem* problem, unsigned 
   if (entry == nullptr) return unknown_problem(*problem);
   if (activation == 0 || filter == 0 || output == 0)
     return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_conv_forward: a device pointer is 0");
+  if (filter_check_of(*entry) != 0)
+    return fail(CGLIB_ERROR_NEEDS_OP, "problem " + key_of(*problem) + " (" + entry->name +
+                                          "): its kernels were made for the layer's own filter (pattern " +
+                                          entry->weight_pattern +
+                                          "); run it through cglib_op_create, which checks the filter once, and "
+                                          "cglib_op_run");
   if (const cglib_status status = check_epilogue("cglib_conv_forward", entry->problem, bias, residual);
       status != CGLIB_SUCCESS)
     return status;
@@ -588,17 +710,41 @@ cglib_status cglib_op_create(const cglib_problem* problem, unsigned long long fi
   if (op == nullptr) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_create: op is NULL");
   *op = nullptr;
   if (problem == nullptr) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_create: problem is NULL");
-  const ProblemEntry* entry = find_problem(*problem);
-  if (entry == nullptr) return unknown_problem(*problem);
+  const std::vector<const ProblemEntry*> entries = find_problems(*problem);
+  if (entries.empty()) return unknown_problem(*problem);
   if (filter == 0) return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_op_create: the filter pointer is 0");
   const Driver& d = driver();
   CUcontext context = nullptr;
+  const ProblemEntry* entry = nullptr;
   const KernelImage* image = nullptr;
   const LoadedImage* loaded = nullptr;
-  if (const cglib_status status = prepare(d, *entry, &context, &image, &loaded); status != CGLIB_SUCCESS) return status;
+  CUresult result = CUDA_SUCCESS;
+  // The first entry whose kernel serves the filter; the filter is read to the host once, where a kernel checks it.
+  std::vector<unsigned char> host_filter;
+  std::string mismatches;
+  for (const ProblemEntry* candidate : entries) {
+    if (const cglib_status status = prepare(d, *candidate, &context, &image, &loaded); status != CGLIB_SUCCESS)
+      return status;
+    if (image->filter_check != 0) {
+      if (host_filter.empty()) {
+        host_filter.resize(candidate->filter_elements * element_bytes(problem->precision));
+        if ((result = d.cuStreamSynchronize(static_cast<CUstream>(stream))) != CUDA_SUCCESS)
+          return cuda_fail(d, "cuStreamSynchronize (before reading the filter to check it)", result);
+        if ((result = d.cuMemcpyDtoH(host_filter.data(), filter, host_filter.size())) != CUDA_SUCCESS)
+          return cuda_fail(d, "cuMemcpyDtoH (the filter, to check it)", result);
+      }
+      const std::string why = filter_mismatch(*candidate, image->filter_check, host_filter.data());
+      if (!why.empty()) {
+        mismatches += "\n  " + why;
+        continue;
+      }
+    }
+    entry = candidate;
+    break;
+  }
+  if (entry == nullptr) return filter_refused("cglib_op_create", *problem, mismatches);
   Pointers pointers;
   pointers.filter = filter;
-  CUresult result = CUDA_SUCCESS;
   if (image->persistent_bytes > 0 &&
       (result = d.cuMemAlloc(&pointers.persistent, image->persistent_bytes)) != CUDA_SUCCESS)
     return fail(CGLIB_ERROR_CUDA, "cuMemAlloc of " + std::to_string(image->persistent_bytes) +
@@ -712,7 +858,9 @@ const char* cglib_status_string(cglib_status status) {
     case CGLIB_ERROR_INVALID_ARGUMENT:
       return "CGLIB_ERROR_INVALID_ARGUMENT: a null problem or pointer, or an op used in another context";
     case CGLIB_ERROR_NEEDS_OP:
-      return "CGLIB_ERROR_NEEDS_OP: the problem's plan needs an op (setup or workspace)";
+      return "CGLIB_ERROR_NEEDS_OP: the problem's plan needs an op (setup, workspace or a filter to check)";
+    case CGLIB_ERROR_FILTER_MISMATCH:
+      return "CGLIB_ERROR_FILTER_MISMATCH: the filter is not one the problem's kernels were made for";
   }
   return "unknown cglib status";
 }
@@ -733,6 +881,26 @@ const cglib_problem* cglib_problem_at(size_t i) {
 
 const char* cglib_problem_name(size_t i) {
   return i < cglib_internal::problem_count ? cglib_internal::problems[i].name : nullptr;
+}
+
+const char* cglib_problem_weight_pattern(size_t i) {
+  return i < cglib_internal::problem_count ? cglib_internal::problems[i].weight_pattern : nullptr;
+}
+
+cglib_status cglib_check_filter(const cglib_problem* problem, const void* host_filter) {
+  last_error.clear();
+  if (problem == nullptr || host_filter == nullptr)
+    return fail(CGLIB_ERROR_INVALID_ARGUMENT, "cglib_check_filter: the problem or the filter is NULL");
+  const std::vector<const ProblemEntry*> entries = find_problems(*problem);
+  if (entries.empty()) return unknown_problem(*problem);
+  std::string mismatches;
+  for (const ProblemEntry* entry : entries) {
+    const std::string why =
+        filter_mismatch(*entry, filter_check_of(*entry), static_cast<const unsigned char*>(host_filter));
+    if (why.empty()) return CGLIB_SUCCESS;
+    mismatches += "\n  " + why;
+  }
+  return filter_refused("cglib_check_filter", *problem, mismatches);
 }
 
 const char* cglib_kernel_name(const cglib_problem* problem, int arch) {

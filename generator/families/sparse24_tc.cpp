@@ -183,6 +183,10 @@ class Sparse24Tc final : public Family {
     return features(p, params_of<Sparse24TcParams>(spec));
   }
 
+  // The pack entry keeps 2 values of each chunk of 4: a filter with more nonzeros in a chunk than its problem's
+  // pattern has would lose some.
+  FilterDependence filter_dependence(const KernelSpec&) const override { return FilterDependence::pattern; }
+
   // Until a calibration has its own: igemm_tc's weights (an mma.sp m16n8k32 takes the tensor cores as long as a
   // dense m16n8k16: the fma term counts it once).
   CostWeights default_cost_weights() const override {

@@ -496,6 +496,12 @@ class WeightSparse final : public Family {
   // The FMAs, loads and table entries above are counted from the filter's nonzeros.
   bool cost_features_need_filter_values() const override { return true; }
 
+  // The nonzeros' positions are in the code (or, for the tables, laid out for them at op creation); with iv1 their
+  // values too.
+  FilterDependence filter_dependence(const KernelSpec& spec) const override {
+    return params_of<WeightSparseParams>(spec).immediates ? FilterDependence::values : FilterDependence::pattern;
+  }
+
   CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
 
   // The first of enumerate's order, but not a staged table. That variant is verified on the GPU (and clean under

@@ -88,6 +88,10 @@ struct KernelImage {
   std::size_t setup_count;
   const Step* run;
   std::size_t run_count;
+  // What the kernel depends on of the problem's own filter (convgen's FilterDependence), checked at op creation: 0
+  // nothing but its shape, 1 its nonzeros lie within ProblemEntry::weight_mask, 2 those and their values
+  // (ProblemEntry::weight_values: the kernel has them in its code).
+  unsigned char filter_check;
 };
 
 // One problem the library serves, and its kernel for each architecture.
@@ -97,6 +101,13 @@ struct ProblemEntry {
   unsigned long long output_bytes;  // what a zero step of the output clears
   const KernelImage* kernels;
   std::size_t kernel_count;
+  // The problem's own filter, where it was emitted with one (emit-lib --weights, --weight-sparsity): convgen's pattern
+  // hash ("" when none); its nonzeros, a bit per filter element in the problem's filter layout (element i is bit i % 8
+  // of byte i / 8), where a kernel checks them; their values in element order, where a kernel has them in its code.
+  const char* weight_pattern;
+  const unsigned char* weight_mask;    // nullptr when no kernel checks the filter
+  const float* weight_values;          // nullptr when no kernel has the values in its code
+  unsigned long long filter_elements;  // the filter's elements (K C/g T R S)
 };
 
 extern const ProblemEntry problems[];

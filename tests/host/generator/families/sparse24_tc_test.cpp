@@ -67,6 +67,12 @@ TEST(Sparse24TcFamily, ServesOnlyFp16AndBf16ProblemsCarryingATwoFourFilterOnSm80
   EXPECT_NE(sparse24_tc().check_support(p, turing, s)->find("sm_80 or later"), std::string::npos);
 }
 
+// Its pack keeps 2 values of 4: a library that embeds the kernel must refuse a filter with a nonzero outside the
+// pattern (emit-lib).
+TEST(Sparse24TcFamily, DependsOnItsFiltersPattern) {
+  EXPECT_EQ(sparse24_tc().filter_dependence(spec(64, 64, 64)), FilterDependence::pattern);
+}
+
 TEST(Sparse24TcFamily, ChecksFieldValuesAndSixteenByteLoads) {
   const Gpu gpu = h100();
   const Problem p = two_four_problem();

@@ -52,6 +52,17 @@ std::size_t count(const std::string& text, const std::string& pattern) {
       std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
+// What a library that embeds the kernel must check of a filter it is given (emit-lib): the nonzeros' positions,
+// and with the values as immediates those too; every other family reads any filter.
+TEST(WeightSparseFamily, DependsOnItsFiltersPatternAndWithImmediatesOnItsValues) {
+  EXPECT_EQ(weight_sparse().filter_dependence(to_spec(params(128, 4, false))), FilterDependence::pattern);
+  EXPECT_EQ(weight_sparse().filter_dependence(to_spec(params(128, 4, true))), FilterDependence::values);
+  EXPECT_EQ(weight_sparse().filter_dependence(to_spec(table_params(128, 1, 1))), FilterDependence::pattern);
+  for (const char* dense : {"igemm", "direct", "act_sparse", "winograd_gemm", "pointwise", "igemm_wgmma"})
+    for (const KernelSpec& spec : family(dense).enumerate(kLayer, h100()))
+      EXPECT_EQ(family(dense).filter_dependence(spec), FilterDependence::none) << kernel_name(spec);
+}
+
 TEST(WeightSparseFamily, ServesOnlyProblemsThatCarryTheirFilter) {
   const KernelSpec s = to_spec(params(128, 4, true));
   EXPECT_EQ(weight_sparse().check_support(kLayer, h100(), s),
