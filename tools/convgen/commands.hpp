@@ -10,6 +10,8 @@ void add_analyze_command(CLI::App& app);
 void add_gpu_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+// `bench` in a build without cuDNN: listed, and refusing with how to get it.
+void add_bench_unavailable_command(CLI::App& app);
 void add_emit_lib_command(CLI::App& app);
 void add_db_command(CLI::App& app);
 void add_tune_command(CLI::App& app);

@@ -50,7 +50,11 @@ int main(int argc, char** argv) {
   convgen::cli::add_analyze_command(app);
   convgen::cli::add_gpu_command(app);
   convgen::cli::add_run_command(app);
+#ifdef CONVGEN_HAVE_CUDNN
   convgen::cli::add_bench_command(app);
+#else
+  convgen::cli::add_bench_unavailable_command(app);
+#endif
   convgen::cli::add_emit_lib_command(app);
   convgen::cli::add_db_command(app);
   convgen::cli::add_tune_command(app);
