@@ -15,4 +15,5 @@ with torch.inference_mode():
     for layer in convgen.torch.tune(converted, x, budget=4):  # measured once, then read from the database
         print(layer["layer"], layer["kernel"], layer["chosen_by"])
     got = converted(x)
-print(f"max |convgen - pytorch| = {(got - want).abs().max().item():.2e}")
+error = ((got - want).norm() / want.norm()).item()
+print(f"max |convgen - pytorch| = {(got - want).abs().max().item():.2e}, relative L2 error {error:.2e}")

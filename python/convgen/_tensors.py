@@ -2,7 +2,8 @@
 
 One check for every source: PyTorch tensors are read directly (cheapest), other DLPack tensors (CuPy, JAX, NumPy)
 through the extension's `dlpack_info`, objects with only `__cuda_array_interface__` (Numba) from that dictionary.
-Nothing is copied: a tensor in the wrong layout or not contiguous is refused with what was expected.
+Nothing is copied: a tensor in the wrong layout or not contiguous is refused with what was expected. The work runs
+on the given stream or the framework's current one, and DLPack producers are asked for their tensors on it.
 """
 from dataclasses import dataclass
 
@@ -12,6 +13,7 @@ from . import _convgen
 _DLPACK_DTYPES = {(2, 32): "float32", (2, 16): "float16", (4, 16): "bfloat16", (2, 64): "float64",
                   (0, 32): "int32", (0, 64): "int64", (0, 8): "int8", (1, 8): "uint8"}
 _DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 13: "cuda_managed"}
+_DLPACK_CUDA_DEVICES = (2, 13)  # device memory a stream orders: kDLCUDA, kDLCUDAManaged
 _CAI_DTYPES = {"<f4": "float32", "<f2": "float16", "<f8": "float64", "<i4": "int32", "<i8": "int64"}
 _TORCH_DTYPES = {"torch.float32": "float32", "torch.float16": "float16", "torch.bfloat16": "bfloat16",
                  "torch.float64": "float64"}
@@ -31,15 +33,32 @@ class TensorInfo:
     is_torch: bool = False
 
 
-def tensor_info(tensor):
-    """The TensorInfo of a PyTorch tensor, a DLPack tensor or an object with __cuda_array_interface__."""
-    module = type(tensor).__module__ or ""
-    if module.startswith("torch") and hasattr(tensor, "data_ptr"):
+def _is_torch(tensor):
+    return (type(tensor).__module__ or "").startswith("torch") and hasattr(tensor, "data_ptr")
+
+
+def _dlpack_capsule(tensor, stream):
+    """The tensor's DLPack capsule. A CUDA tensor is asked for it on the stream the work will run on (`stream`, a
+    CUstream as an int; DLPack spells the legacy default stream 1), so that its producer (CuPy, JAX) orders its
+    pending writes before that stream's work; other devices take no stream."""
+    device = tensor.__dlpack_device__()[0] if hasattr(tensor, "__dlpack_device__") else None
+    if stream is None or device not in _DLPACK_CUDA_DEVICES:
+        return tensor.__dlpack__()
+    try:
+        return tensor.__dlpack__(stream=1 if stream == 0 else stream)
+    except TypeError:  # a producer older than the stream argument (array API < v2021.12)
+        return tensor.__dlpack__()
+
+
+def tensor_info(tensor, stream=None):
+    """The TensorInfo of a PyTorch tensor, a DLPack tensor or an object with __cuda_array_interface__. `stream`: the
+    CUstream (an int) the work will run on, passed to a DLPack producer as the array API says (see _dlpack_capsule)."""
+    if _is_torch(tensor):
         return TensorInfo(tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()),
                           _TORCH_DTYPES.get(str(tensor.dtype), str(tensor.dtype).removeprefix("torch.")),
                           tensor.device.type, tensor.device.index or 0, True)
     if hasattr(tensor, "__dlpack__"):
-        pointer, shape, strides, dtype, device_type, device_id = _convgen.dlpack_info(tensor)
+        pointer, shape, strides, dtype, device_type, device_id = _convgen.dlpack_info(_dlpack_capsule(tensor, stream))
         return TensorInfo(pointer, tuple(shape), tuple(strides), _DLPACK_DTYPES.get(tuple(dtype), f"dlpack{dtype}"),
                           _DLPACK_DEVICES.get(device_type, f"device type {device_type}"), device_id)
     cai = getattr(tensor, "__cuda_array_interface__", None)
@@ -131,7 +150,7 @@ def check_bias(info, problem, device_id):
                          f"values (k) for {problem.describe()}")
 
 
-def check_epilogue_tensors(op, bias, residual, device_id=0):
+def check_epilogue_tensors(op, bias, residual, device_id=0, stream=None):
     """The pointers of the epilogue's bias and residual (0 where not given), each checked against the problem; one
     its epilogue does not read is refused (its absence where read is the C++ run's error)."""
     epilogue = op.problem.epilogue
@@ -143,7 +162,7 @@ def check_epilogue_tensors(op, bias, residual, device_id=0):
             continue
         if term not in terms:
             raise ValueError(f"{role}: given, but the problem's epilogue '{epilogue}' reads none (its term '{term}')")
-        info = tensor_info(tensor)
+        info = tensor_info(tensor, stream)
         if role == "bias":
             check_bias(info, op.problem, device_id)
         else:
@@ -152,24 +171,34 @@ def check_epilogue_tensors(op, bias, residual, device_id=0):
     return pointers
 
 
-def check_tensors(op, activation, filter, output, device_id=0):
-    """The TensorInfos of the three tensors, each checked against the op's problem."""
+def check_tensors(op, activation, filter, output, device_id=0, stream=None):
+    """The TensorInfos of the three tensors, each checked against the op's problem (`stream`: the one the work will
+    run on, for DLPack producers)."""
     infos = []
     for role, tensor in (("activation", activation), ("filter", filter), ("output", output)):
-        info = tensor_info(tensor)
+        info = tensor_info(tensor, stream)
         check_tensor(role, info, op.problem, device_id)
         infos.append(info)
     return infos
 
 
-def stream_handle(stream, infos):
-    """A CUstream as an int: the given one (an int, a torch.cuda.Stream, a CuPy stream), else PyTorch's current
-    stream when the tensors are PyTorch's, else 0 (the legacy default stream)."""
+def resolve_stream(stream, tensors):
+    """The CUstream (an int) to run on: the given one (an int, a torch.cuda.Stream, a CuPy stream), else the current
+    stream of the tensors' framework: PyTorch's, CuPy's, or the stream an object's __cuda_array_interface__ names
+    (Numba's), else 0 (the legacy default stream; a JAX array is exported to it, see _dlpack_capsule)."""
     if stream is None:
-        if any(info.is_torch for info in infos):
-            import torch
+        for tensor in tensors:
+            if _is_torch(tensor):
+                import torch
 
-            return torch.cuda.current_stream(infos[0].device_id).cuda_stream
+                return torch.cuda.current_stream(tensor.device.index).cuda_stream
+            if (type(tensor).__module__ or "").startswith("cupy"):
+                import cupy
+
+                return int(cupy.cuda.get_current_stream().ptr)
+            cai = getattr(tensor, "__cuda_array_interface__", None) if not hasattr(tensor, "__dlpack__") else None
+            if cai is not None and cai.get("stream") is not None:
+                return int(cai["stream"])  # 1 and 2 are the driver's CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
         return 0
     if isinstance(stream, int):
         return stream
@@ -182,11 +211,12 @@ def stream_handle(stream, infos):
 
 def run_op(op, activation, filter, output, stream=None, *, bias=None, residual=None):
     """op.run(activation, filter, output, stream=None, *, bias=None, residual=None): enqueues the convolution on
-    tensors checked against the problem (device, dtype, shape, layout, contiguity; nothing copied). The stream:
-    PyTorch's current one for PyTorch tensors, else the legacy default stream, unless given. `bias` (K values) and
+    tensors checked against the problem (device, dtype, shape, layout, contiguity; nothing copied). The stream: the
+    given one, else the tensors' framework's current one (resolve_stream); DLPack producers are asked for their
+    tensors on it. `bias` (K values) and
     `residual` (the output's shape and layout) are for a problem whose epilogue reads them ('bias+add+relu')."""
     device_id = getattr(op, "device", 0)
-    infos = check_tensors(op, activation, filter, output, device_id)
-    bias_pointer, residual_pointer = check_epilogue_tensors(op, bias, residual, device_id)
-    op.run_pointers(infos[0].pointer, infos[1].pointer, infos[2].pointer, stream_handle(stream, infos), bias_pointer,
-                    residual_pointer)
+    handle = resolve_stream(stream, [t for t in (activation, filter, output, bias, residual) if t is not None])
+    infos = check_tensors(op, activation, filter, output, device_id, handle)
+    bias_pointer, residual_pointer = check_epilogue_tensors(op, bias, residual, device_id, handle)
+    op.run_pointers(infos[0].pointer, infos[1].pointer, infos[2].pointer, handle, bias_pointer, residual_pointer)

@@ -1,5 +1,6 @@
 """The README's Python example is examples/python/resnet50.py as it is, and it runs (on a GPU with torchvision)."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,4 +24,8 @@ def test_the_readme_example_runs():
     env = dict(os.environ, CONVGEN_EXAMPLE_BATCH="1")
     result = subprocess.run([sys.executable, str(EXAMPLE)], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert "max |convgen - pytorch|" in result.stdout
+    # PyTorch computes its convolutions in TF32 by default and convgen follows it (tf32 problems), so the bound is
+    # TF32's after ResNet-50's 53 convolutions, FP32's where TF32 is off; a wrong kernel is off by about 1.
+    found = re.search(r"max \|convgen - pytorch\| = \S+, relative L2 error (\S+)\n", result.stdout)
+    assert found, result.stdout
+    assert float(found.group(1)) < (1e-2 if torch.backends.cudnn.allow_tf32 else 1e-4), result.stdout

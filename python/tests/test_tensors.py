@@ -150,3 +150,72 @@ def test_a_tensor_on_another_device_is_refused():
     info = _tensors.TensorInfo(0x1000, (2, 8, 10, 12), (960, 120, 12, 1), "float32", "cuda", 0)
     with pytest.raises(ValueError, match=r"^activation: on CUDA device 0, expected device 1 \(the context's\)$"):
         _tensors.check_tensor("activation", info, op.problem, op.device)
+
+
+class DlpackCudaArray:
+    """A DLPack producer on a CUDA device, recording the stream it is asked to export on (as CuPy and JAX are); its
+    capsule is a NumPy array's, so the exported tensor reads as on the CPU."""
+
+    def __init__(self, shape, device_type=2, takes_stream=True):
+        self.array = np.zeros(shape, np.float32)
+        self.device_type = device_type
+        self.takes_stream = takes_stream
+        self.streams = []
+
+    def __dlpack_device__(self):
+        return (self.device_type, 0)
+
+    def __dlpack__(self, **kwargs):
+        if "stream" in kwargs and not self.takes_stream:
+            raise TypeError("__dlpack__() got an unexpected keyword argument 'stream'")
+        self.streams.append(kwargs.get("stream", "none"))
+        return self.array.__dlpack__()
+
+
+def test_a_dlpack_producer_on_cuda_is_asked_for_its_tensor_on_the_stream_the_work_runs_on():
+    cuda = DlpackCudaArray((2, 3))
+    _tensors.tensor_info(cuda, 0)  # the legacy default stream, which DLPack spells 1
+    _tensors.tensor_info(cuda, 0xCAFE)
+    _tensors.tensor_info(cuda)  # no stream to order against
+    assert cuda.streams == [1, 0xCAFE, "none"]
+    host = DlpackCudaArray((2, 3), device_type=1)  # a CPU producer takes no stream
+    _tensors.tensor_info(host, 0xCAFE)
+    old = DlpackCudaArray((2, 3), takes_stream=False)  # a producer older than the stream argument
+    info = _tensors.tensor_info(old, 0xCAFE)
+    assert host.streams == ["none"] and old.streams == ["none"] and info.shape == (2, 3)
+
+
+def test_run_asks_every_dlpack_tensor_for_the_stream_it_runs_on():
+    op = RecordingOp(nchw_problem())
+    tensors = [DlpackCudaArray(shape) for shape in ((2, 8, 10, 12), (16, 8, 3, 3), (2, 16, 10, 12))]
+    with pytest.raises(ValueError, match=r"^activation: on cpu"):  # the stand-ins export NumPy's CPU capsules
+        convgen.run_op(op, *tensors, 0xBEEF)
+    assert tensors[0].streams == [0xBEEF]
+
+
+def test_without_a_stream_the_work_runs_on_the_stream_a_cuda_array_interface_names():
+    op = RecordingOp(nchw_problem())
+    activation = CudaArray((2, 8, 10, 12))
+    activation.__cuda_array_interface__["stream"] = 0xF00D  # the producer's stream (Numba's current)
+    convgen.run_op(op, activation, CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 10, 12)))
+    per_thread = CudaArray((2, 8, 10, 12))
+    per_thread.__cuda_array_interface__["stream"] = 2  # CU_STREAM_PER_THREAD, taken as the driver takes it
+    convgen.run_op(op, per_thread, CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 10, 12)))
+    convgen.run_op(op, activation, CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 10, 12)), 0x55)  # given: it wins
+    assert [call[3] for call in op.calls] == [0xF00D, 2, 0x55]
+
+
+def test_without_a_stream_cupy_arrays_run_on_cupys_current_stream(monkeypatch):
+    import sys
+    import types
+
+    class Stream:
+        ptr = 0xC0FFEE
+
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: Stream())
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    CupyArray = type("ndarray", (CudaArray,), {"__module__": "cupy._core.core"})  # CuPy's array type, by module
+    op = RecordingOp(nchw_problem())
+    convgen.run_op(op, CupyArray((2, 8, 10, 12)), CupyArray((16, 8, 3, 3)), CupyArray((2, 16, 10, 12)))
+    assert op.calls[0][3] == 0xC0FFEE

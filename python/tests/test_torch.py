@@ -171,6 +171,36 @@ def test_a_module_builds_its_op_once_per_input_signature_and_passes_pointers_wit
     assert y.shape == (2, 16, 10, 12) and y.is_contiguous() and y.dtype == x.dtype
 
 
+def test_a_pruned_module_asks_for_a_problem_carrying_its_filters_pattern_in_the_problems_layout(stub_device):
+    conv = ct.Conv2d(8, 16, 3, padding=1, bias=False, weight_sparse=True).eval()
+    with torch.no_grad():
+        conv.weight.mul_((torch.rand_like(conv.weight) < 0.1).float())  # about 90% zeros
+        x = torch.randn(2, 8, 10, 12)
+        conv(x)
+        conv(x)  # the same filter: the same plan
+        conv(x.contiguous(memory_format=torch.channels_last))
+    plain = ct.problem_for(x, conv.weight, (1, 1), (1, 1), (1, 1), 1)
+    nchw = plain.with_weights(conv.weight.detach().numpy()).key()
+    nhwc_plain = ct.problem_for(x.contiguous(memory_format=torch.channels_last), conv.weight, (1, 1), (1, 1), (1, 1), 1)
+    nhwc = nhwc_plain.with_weights(conv.weight.detach().permute(0, 2, 3, 1).contiguous().numpy()).key()
+    assert stub_device.asked == [nchw, nhwc] and "_w" in nchw and nchw.split("_w")[1] != nhwc.split("_w")[1]
+    assert conv.fallbacks == 0 and "weight_sparse=True" in repr(conv)
+    with torch.no_grad():  # pruned further in place: the pattern is read again
+        conv.weight[0].zero_()
+        conv(x)
+    again = plain.with_weights(conv.weight.detach().numpy()).key()
+    assert stub_device.asked[-1] == again and again != nchw
+
+
+def test_convert_bakes_the_filters_of_the_modules_it_is_told_to(stub_device):
+    model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1, bias=False), nn.Conv2d(8, 8, 1, bias=False)).eval()
+    converted = ct.convert(model, weight_sparse={"1"}, fuse=False)
+    assert [m.weight_sparse for m in converted] == [False, True]
+    with torch.no_grad():
+        converted(torch.randn(1, 4, 6, 6))
+    assert ["_w" in key for key in stub_device.asked] == [False, True]
+
+
 def test_a_new_input_shape_builds_a_new_op_and_the_old_one_is_kept(stub_device):
     conv = ct.Conv2d(8, 16, 3, stride=2, padding=1).eval()
     with torch.no_grad():
