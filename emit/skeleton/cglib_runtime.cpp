@@ -295,18 +295,18 @@ unsigned char filter_check_of(const ProblemEntry& entry) {
 std::string filter_mismatch(const ProblemEntry& entry, unsigned char check, const unsigned char* filter) {
   if (check == 0 || entry.weight_mask == nullptr) return "";
   const cglib_problem& p = entry.problem;
+  const auto differs = [&](unsigned long long i, float v, const std::string& how) {
+    return "layer " + std::string(entry.name) + " (filter pattern " + entry.weight_pattern +
+           "): " + element_text(p, i) + " is " + float_text(v) + how;
+  };
   unsigned long long nonzero = 0;  // the nonzeros of the entry's filter before element i
   for (unsigned long long i = 0; i < entry.filter_elements; ++i) {
     const bool in_pattern = (entry.weight_mask[i / 8] >> (i % 8)) & 1u;
     const float v = filter_value(p, filter, i);
-    const std::string layer = "layer " + std::string(entry.name) + " (filter pattern " + entry.weight_pattern + "): ";
-    if (!in_pattern && v != 0.0f)
-      return layer + element_text(p, i) + " is " + float_text(v) +
-             " where the filter its kernel was made for has a zero";
+    if (!in_pattern && v != 0.0f) return differs(i, v, " where the filter its kernel was made for has a zero");
     if (!in_pattern) continue;
     if (check >= 2 && entry.weight_values != nullptr && !(v == entry.weight_values[nonzero]))
-      return layer + element_text(p, i) + " is " + float_text(v) + " where its kernel has " +
-             float_text(entry.weight_values[nonzero]) + " in its code";
+      return differs(i, v, " where its kernel has " + float_text(entry.weight_values[nonzero]) + " in its code");
     ++nonzero;
   }
   return "";
