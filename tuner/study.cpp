@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "convgen/error.hpp"
+#include "generator/analysis.hpp"
 #include "runtime/jit_cache.hpp"
 
 namespace convgen {
@@ -149,18 +150,30 @@ std::string study_markdown(const StudyReport& report) {
                       100 * s.share_best_in_top10, fmt_s(s.mean_exhaustive_cold_ms), fmt_s(s.mean_guided_warm_ms),
                       fmt_s(s.mean_guided_cold_ms));
 
-  md += "\n## Layers\n\nTimes in µs per call; wall times in seconds (compile phase in parentheses).\n\n"
-        "| suite | batch | layer | candidates | failed | exhaustive best | µs | guided pick | µs | ratio | guided measured "
-        "| Spearman | top 10 | exhaustive cold s | guided warm s | guided cold s | note |\n"
-        "|---|---:|---|---:|---:|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---|\n";
-  for (const StudyLayer& l : report.layers)
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} ({}) | {} ({}) | {} |\n",
-                      l.suite, l.batch, l.layer, l.candidates, l.failed, l.exhaustive_kernel, fmt_us(l.exhaustive_us),
-                      l.guided_kernel, fmt_us(l.guided_us), l.ratio > 0 ? fmt::format("{:.3f}", l.ratio) : "–",
-                      l.guided_measured, std::isfinite(l.spearman) ? fmt::format("{:.2f}", l.spearman) : "–",
-                      l.best_in_top10 ? "yes" : "no", fmt_s(l.exhaustive_cold_ms), fmt_s(l.exhaustive_compile_ms),
-                      fmt_s(l.guided_warm_ms), fmt_s(l.guided_warm_compile_ms), fmt_s(l.guided_cold_ms),
-                      fmt_s(l.guided_cold_compile_ms), l.note);
+  md +=
+      "\n## Layers\n\nTimes in µs per call; wall times in seconds (compile phase in parentheses). Floor: the layer's "
+      "roofline floor on the GPU (max of FLOPs at the precision's peak and the fewest bytes at DRAM bandwidth; "
+      "Winograd's fewer multiplies in parentheses where it applies), and the exhaustive best ÷ it.\n\n"
+      "| suite | batch | layer | candidates | failed | exhaustive best | µs | floor µs | ÷ floor | guided pick | µs | "
+      "ratio | guided measured | Spearman | top 10 | exhaustive cold s | guided warm s | guided cold s | note |\n"
+      "|---|---:|---|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---|\n";
+  for (const StudyLayer& l : report.layers) {
+    const std::string floor = l.floor_us <= 0 ? "–"
+                              : l.winograd_floor_us > 0
+                                  ? fmt::format("{:.2f} ({:.2f})", l.floor_us, l.winograd_floor_us)
+                                  : fmt::format("{:.2f}", l.floor_us);
+    const std::string over_floor =
+        l.floor_us > 0 && l.exhaustive_us > 0 ? fmt::format("{:.1f}", l.exhaustive_us / l.floor_us) : "–";
+    md += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} ({}) | {} "
+        "({}) | {} |\n",
+        l.suite, l.batch, l.layer, l.candidates, l.failed, l.exhaustive_kernel, fmt_us(l.exhaustive_us), floor,
+        over_floor, l.guided_kernel, fmt_us(l.guided_us), l.ratio > 0 ? fmt::format("{:.3f}", l.ratio) : "–",
+        l.guided_measured, std::isfinite(l.spearman) ? fmt::format("{:.2f}", l.spearman) : "–",
+        l.best_in_top10 ? "yes" : "no", fmt_s(l.exhaustive_cold_ms), fmt_s(l.exhaustive_compile_ms),
+        fmt_s(l.guided_warm_ms), fmt_s(l.guided_warm_compile_ms), fmt_s(l.guided_cold_ms),
+        fmt_s(l.guided_cold_compile_ms), l.note);
+  }
   return md;
 }
 
@@ -204,6 +217,13 @@ std::vector<StudyLayer> run_study(const Suite& suite, const Gpu& gpu, const Stud
       row.batch = p.n;
       row.guided_cold_ms = guided_cold.wall_ms;
       row.guided_cold_compile_ms = guided_cold.compile_wall_ms;
+      try {
+        const LayerAnalysis roofline = analyze_layer({.name = layer.name, .problem = p}, gpu);
+        row.floor_us = roofline.floor_us;
+        row.winograd_floor_us = roofline.winograd_floor_us;
+      } catch (const InputError&) {
+        // The descriptor lacks a peak or the bandwidth: no floor (0), the report shows a dash.
+      }
       rows.push_back(std::move(row));
     }
   }

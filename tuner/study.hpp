@@ -53,7 +53,9 @@ struct StudyLayer {
   double exhaustive_cold_ms = 0, exhaustive_compile_ms = 0;
   double guided_warm_ms = 0, guided_warm_compile_ms = 0;
   double guided_cold_ms = 0, guided_cold_compile_ms = 0;
-  std::string note;  // why a figure is missing
+  double floor_us = 0;           // the layer's roofline floor on the GPU (generator/analysis.hpp); 0: unknown
+  double winograd_floor_us = 0;  // the same with Winograd's fewer multiplies; 0 where it does not apply
+  std::string note;              // why a figure is missing
 };
 
 // Compares an exhaustive and a guided tune of the same problem; fills every field but the suite, layer, batch

@@ -305,5 +305,26 @@ TEST(StudyMarkdown, HasTheSummaryRowOfEachSuiteAndBatch) {
   EXPECT_NE(md.find("direct: shared_loads 9.61, "), std::string::npos) << md;
 }
 
+// Each layer's row has its roofline floor (Winograd's beside it where it applies) and the exhaustive best over it.
+TEST(StudyMarkdown, EachLayerHasItsRooflineFloorAndTheBestOverIt) {
+  const StudyReport report{
+      .gpu = "NVIDIA H200 (sm_90, 132 SMs)",
+      .command_line = "convgen tune-study",
+      .layers = {
+          {.suite = "cusnn",
+           .layer = "conv1",
+           .batch = 1,
+           .exhaustive_kernel = "k",
+           .exhaustive_us = 12.5,
+           .floor_us = 2.5,
+           .winograd_floor_us = 0.75},
+          {.suite = "cusnn", .layer = "conv2", .batch = 1, .exhaustive_kernel = "k", .exhaustive_us = 9, .floor_us = 3},
+          {.suite = "cusnn", .layer = "conv3", .batch = 1, .note = "no candidate verified"}}};
+  const std::string md = study_markdown(report);
+  EXPECT_NE(md.find("| cusnn | 1 | conv1 | 0 | 0 | k | 12.5 | 2.50 (0.75) | 5.0 | "), std::string::npos) << md;
+  EXPECT_NE(md.find("| cusnn | 1 | conv2 | 0 | 0 | k | 9.0 | 3.00 | 3.0 | "), std::string::npos) << md;
+  EXPECT_NE(md.find("| cusnn | 1 | conv3 | 0 | 0 |  | – | – | – | "), std::string::npos) << md;
+}
+
 }  // namespace
 }  // namespace convgen
