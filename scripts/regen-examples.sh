@@ -1,12 +1,17 @@
 #!/bin/sh
-# regen-examples: regenerates generated/cusnn_sm90, the checked-in example library (a host test diffs it with a fresh emit).
+# regen-examples: regenerates the checked-in example libraries (a host test diffs them with a fresh emit):
+#   generated/cusnn_sm90         the cusnn suite on sm_90, convgen's default choices
+#   generated/weight_twins_sm90  two layers of one shape with pruned filters of their own (examples/weight_twins:
+#                                emit-lib --weights), each baked into its kernel; the library tells them apart
 #
-#   scripts/regen-examples.sh [OUT]     OUT defaults to generated/cusnn_sm90; $CONVGEN names the convgen binary
+#   scripts/regen-examples.sh [OUT]     OUT defaults to generated/; $CONVGEN names the convgen binary
 #                                       (default build/tools/convgen/convgen)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 convgen=${CONVGEN:-$root/build/tools/convgen/convgen}
-out=${1:-$root/generated/cusnn_sm90}
-# Emit into a fresh folder so no file of an older emit lingers.
-rm -rf "$out"
-"$convgen" emit-lib --shapes "$root/shapes/cusnn.csv" --gpu h100_sxm --name cusnn_sm90 --out "$out"
+out=${1:-$root/generated}
+# Emit into fresh folders so no file of an older emit lingers.
+rm -rf "$out/cusnn_sm90" "$out/weight_twins_sm90"
+"$convgen" emit-lib --shapes "$root/shapes/cusnn.csv" --gpu h100_sxm --name cusnn_sm90 --out "$out/cusnn_sm90"
+"$convgen" emit-lib --shapes "$root/examples/weight_twins/weight_twins.csv" --gpu h100_sxm --name weight_twins_sm90 \
+  --weights "$root/examples/weight_twins" --out "$out/weight_twins_sm90"

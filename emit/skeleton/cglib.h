@@ -34,8 +34,8 @@
  *
  * with a workspace of cglib_op_workspace_size(op) bytes (0 when the plan needs none).
  *
- * cglib_conv_forward(&p, activation, filter, output, stream) runs a problem in one call when its plan has no setup
- * and needs no workspace (CGLIB_ERROR_NEEDS_OP otherwise).
+ * cglib_conv_forward(&p, activation, filter, output, stream) runs a problem in one call when its plan has no setup,
+ * no persistent buffers and needs no workspace (CGLIB_ERROR_NEEDS_OP otherwise).
  *
  * A problem may fuse an epilogue into the kernel's store (p.epilogue: output = act(alpha * conv + beta * residual +
  * bias[k])); its bias (K values) and residual (the output's shape, layout and type) are given to
@@ -128,8 +128,9 @@ typedef cglib_status (*cglib_fallback_fn)(const cglib_problem* problem, unsigned
 
 /* Enqueues the forward convolution of `problem` on `stream`: output = conv(activation, filter), every tensor
  * dense in the problem's layout. Returns CGLIB_SUCCESS when the work was enqueued; errors of the kernel itself
- * surface at the next synchronization, as with any CUDA launch. Serves problems whose plan has no setup, needs no
- * workspace and whose kernel checks no filter of its own; others return CGLIB_ERROR_NEEDS_OP (use cglib_op_create). */
+ * surface at the next synchronization, as with any CUDA launch. Serves problems whose plan has no setup, no
+ * persistent buffers and needs no workspace, and whose kernel checks no filter of its own; others return
+ * CGLIB_ERROR_NEEDS_OP (use cglib_op_create). */
 cglib_status cglib_conv_forward(const cglib_problem* problem, unsigned long long activation, unsigned long long filter,
                                 unsigned long long output, void* stream);
 

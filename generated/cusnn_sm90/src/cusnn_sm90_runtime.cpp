@@ -688,13 +688,16 @@ cusnn_sm90_status cusnn_sm90_conv_forward_epilogue(const cusnn_sm90_problem* pro
   const KernelImage* image = nullptr;
   const LoadedImage* loaded = nullptr;
   if (const cusnn_sm90_status status = prepare(d, *entry, &context, &image, &loaded); status != CUSNN_SM90_SUCCESS) return status;
-  if (image->setup_count > 0 || image->workspace_bytes > 0)
-    return fail(CUSNN_SM90_ERROR_NEEDS_OP, "problem " + key_of(*problem) + " (" + entry->name + "): kernel " +
-                                          image->kernel + " (sm_" + std::to_string(image->arch) + ") " +
-                                          (image->setup_count > 0 ? "has a one-time setup"
-                                                                  : "needs " + std::to_string(image->workspace_bytes) +
-                                                                        " bytes of workspace") +
-                                          "; run it through cusnn_sm90_op_create and cusnn_sm90_op_run");
+  // Persistent buffers live in an op, even where no setup step fills them (the kernel binds them all the same).
+  if (image->setup_count > 0 || image->workspace_bytes > 0 || image->persistent_bytes > 0)
+    return fail(CUSNN_SM90_ERROR_NEEDS_OP,
+                "problem " + key_of(*problem) + " (" + entry->name + "): kernel " + image->kernel + " (sm_" +
+                    std::to_string(image->arch) + ") " +
+                    (image->setup_count > 0 ? std::string("has a one-time setup")
+                     : image->workspace_bytes > 0
+                         ? "needs " + std::to_string(image->workspace_bytes) + " bytes of workspace"
+                         : "keeps " + std::to_string(image->persistent_bytes) + " bytes of persistent buffers") +
+                    "; run it through cusnn_sm90_op_create and cusnn_sm90_op_run");
   Pointers pointers;
   pointers.activation = activation;
   pointers.filter = filter;

@@ -1,6 +1,7 @@
-// emit_library_gpu_test: the checked-in example library (generated/cusnn_sm90) on the GPU: every layer through an op
+// emit_library_gpu_test: the checked-in example libraries on the GPU. generated/cusnn_sm90: every layer through an op
 // (create, run, destroy) and the one-shot call against the float64 reference and against the JIT path running the
-// same kernel, and the time per call through both.
+// same kernel, and the time per call through both. generated/weight_twins_sm90: each layer's own pruned filter through
+// an op of the one shape, and a filter neither kernel was made for refused.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -12,17 +13,21 @@
 
 #include "conv/conv_kernel.hpp"
 #include "cusnn_sm90.h"
-#include "igemm_params.hpp"
 #include "generator/gpu_json.hpp"
 #include "generator/shapes.hpp"
+#include "igemm_params.hpp"
+#include "reference/npy.hpp"
 #include "reference/reference.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
+#include "weight_twins_sm90.h"
 
 namespace convgen {
 namespace {
 
-Problem to_problem(const cusnn_sm90_problem& p) {
+// A library's problem as convgen's (the emitted C structs of every library have these fields).
+template <class LibraryProblem>
+Problem to_problem(const LibraryProblem& p) {
   return {.n = p.n,
           .c = p.c,
           .k = p.k,
@@ -123,7 +128,7 @@ TEST(EmitLibraryGpu, EveryCusnnLayerThroughTheLibraryMatchesTheReferenceAndTheJi
     d_output.download(from_library);
     // The one-shot call serves a plan with no setup and no workspace, and refuses the others (they need an op).
     d_output.fill_u32(0x7fc00000u, stream.get());
-    if (workspace == 0 && built.plan.setup.empty()) {
+    if (workspace == 0 && built.plan.setup.empty() && built.plan.persistent_bytes() == 0) {
       ASSERT_EQ(run_one_shot(), CUSNN_SM90_SUCCESS) << cusnn_sm90_last_error_message();
       stream.synchronize();
       d_output.download(from_one_shot);
@@ -235,6 +240,64 @@ TEST(EmitLibraryGpu, TheCxxOpRunsALayerAndThrowsForAnUnknownProblem) {
   d_output.download(output);  // synchronous: the legacy default stream
   const ErrorStats stats = compare(output, reference_conv(problem, activation, filter));
   EXPECT_TRUE(passes(stats, problem.precision)) << "rel L2 " << stats.rel_l2;
+}
+
+// Two layers of one shape emitted with pruned filters of their own (examples/weight_twins), each baked into its
+// kernel: an op created with either filter takes the kernel made for it and computes the reference with it; a filter
+// with a nonzero outside both patterns is refused at creation.
+TEST(EmitLibraryGpu, AnOpTakesTheKernelMadeForTheFilterItIsGivenAndRefusesAnother) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
+  Context context(0);
+  if (weight_twins_sm90_check_device() != WEIGHT_TWINS_SM90_SUCCESS)
+    GTEST_SKIP() << "the library cannot run here: " << weight_twins_sm90_last_error_message();
+  ASSERT_EQ(weight_twins_sm90_problem_count(), 2u);
+  const weight_twins_sm90_problem& shape = *weight_twins_sm90_problem_at(0);
+  const Problem problem = to_problem(shape);
+  const std::string folder = std::string(CONVGEN_SOURCE_DIR) + "/examples/weight_twins/";
+  const std::vector<float> a = read_npy(folder + "a.npy").values, b = read_npy(folder + "b.npy").values;
+  std::vector<float> activation(static_cast<std::size_t>(activation_elements(problem)));
+  fill_random(activation, 11);
+  DeviceBuffer d_activation(activation.size() * 4), d_output(static_cast<std::size_t>(output_elements(problem)) * 4);
+  d_activation.upload(activation);
+  Stream stream;
+  for (const std::vector<float>* filter : {&a, &b, &a}) {
+    DeviceBuffer d_filter(filter->size() * 4);
+    d_filter.upload(*filter);
+    weight_twins_sm90_op op = nullptr;
+    ASSERT_EQ(weight_twins_sm90_op_create(&shape, d_filter.ptr(), stream.get(), &op), WEIGHT_TWINS_SM90_SUCCESS)
+        << weight_twins_sm90_last_error_message();
+    DeviceBuffer d_workspace(std::max<std::size_t>(weight_twins_sm90_op_workspace_size(op), 256));
+    d_output.fill_u32(0x7fc00000u, stream.get());
+    ASSERT_EQ(
+        weight_twins_sm90_op_run(op, d_activation.ptr(), d_output.ptr(),
+                                 weight_twins_sm90_op_workspace_size(op) > 0 ? d_workspace.ptr() : 0, stream.get()),
+        WEIGHT_TWINS_SM90_SUCCESS)
+        << weight_twins_sm90_last_error_message();
+    stream.synchronize();
+    std::vector<float> output(static_cast<std::size_t>(output_elements(problem)));
+    d_output.download(output);
+    const ErrorStats stats = compare(output, reference_conv(problem, activation, *filter));
+    EXPECT_TRUE(passes(stats, problem.precision))
+        << (filter == &a ? "a" : "b") << "'s filter: rel L2 " << stats.rel_l2 << ", NaN " << stats.nan_count;
+    EXPECT_EQ(weight_twins_sm90_op_destroy(op), WEIGHT_TWINS_SM90_SUCCESS);
+  }
+  // a's filter with a nonzero where neither a's nor b's has one.
+  std::vector<float> other = a;
+  std::size_t extra = 0;
+  while (extra < a.size() && (a[extra] != 0.0f || b[extra] != 0.0f)) ++extra;
+  ASSERT_LT(extra, a.size());
+  other[extra] = 0.5f;
+  DeviceBuffer d_other(other.size() * 4);
+  d_other.upload(other);
+  weight_twins_sm90_op op = nullptr;
+  EXPECT_EQ(weight_twins_sm90_op_create(&shape, d_other.ptr(), stream.get(), &op),
+            WEIGHT_TWINS_SM90_ERROR_FILTER_MISMATCH);
+  EXPECT_EQ(op, nullptr);
+  EXPECT_NE(std::string(weight_twins_sm90_last_error_message())
+                .find(" is 0.5 where the filter its kernel was made for "
+                      "has a zero"),
+            std::string::npos)
+      << weight_twins_sm90_last_error_message();
 }
 
 }  // namespace

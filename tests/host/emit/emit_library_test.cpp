@@ -871,14 +871,13 @@ TEST(EmitLibraryCli, ATwoFourLibraryInFp16ChecksTheHalfFilterItIsGiven) {
   fs::remove_all(dir);
 }
 
-// generated/cusnn_sm90 must be what scripts/regen-examples.sh writes today, byte for byte.
-TEST(EmitLibraryCli, CheckedInExampleLibraryIsWhatRegenExamplesWritesToday) {
+// generated/cusnn_sm90 and generated/weight_twins_sm90 must be what scripts/regen-examples.sh writes today, byte for
+// byte.
+TEST(EmitLibraryCli, CheckedInExampleLibrariesAreWhatRegenExamplesWritesToday) {
   const fs::path dir = temp_dir("regen");
-  const fs::path fresh = dir / "cusnn_sm90";
   const Result r = run("CONVGEN=" + convgen_binary() + " CONVGEN_CACHE_DIR=" + (dir / "cache").string() + " sh " +
-                       (source_dir() / "scripts" / "regen-examples.sh").string() + " " + fresh.string());
+                       (source_dir() / "scripts" / "regen-examples.sh").string() + " " + dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const fs::path checked_in = source_dir() / "generated" / "cusnn_sm90";
   const auto files_under = [](const fs::path& root) {
     std::set<std::string> files;
     if (!fs::exists(root)) return files;
@@ -889,16 +888,19 @@ TEST(EmitLibraryCli, CheckedInExampleLibraryIsWhatRegenExamplesWritesToday) {
     }
     return files;
   };
-  const std::set<std::string> want = files_under(fresh);
-  const std::set<std::string> have = files_under(checked_in);
-  const std::string fix = "; run scripts/regen-examples.sh (after building convgen) and commit generated/cusnn_sm90";
-  for (const std::string& f : want)
-    if (!have.contains(f)) ADD_FAILURE() << "generated/cusnn_sm90/" << f << " is missing" << fix;
-  for (const std::string& f : have)
-    if (!want.contains(f)) ADD_FAILURE() << "generated/cusnn_sm90/" << f << " is no longer emitted" << fix;
-  for (const std::string& f : want)
-    if (have.contains(f) && read(fresh / f) != read(checked_in / f))
-      ADD_FAILURE() << "generated/cusnn_sm90/" << f << " is stale" << fix;
+  for (const std::string library : {"cusnn_sm90", "weight_twins_sm90"}) {
+    const std::set<std::string> want = files_under(dir / library);
+    EXPECT_FALSE(want.empty()) << library << " was not emitted";
+    const std::set<std::string> have = files_under(source_dir() / "generated" / library);
+    const std::string fix = "; run scripts/regen-examples.sh (after building convgen) and commit generated/" + library;
+    for (const std::string& f : want)
+      if (!have.contains(f)) ADD_FAILURE() << "generated/" << library << "/" << f << " is missing" << fix;
+    for (const std::string& f : have)
+      if (!want.contains(f)) ADD_FAILURE() << "generated/" << library << "/" << f << " is no longer emitted" << fix;
+    for (const std::string& f : want)
+      if (have.contains(f) && read(dir / library / f) != read(source_dir() / "generated" / library / f))
+        ADD_FAILURE() << "generated/" << library << "/" << f << " is stale" << fix;
+  }
   fs::remove_all(dir);
 }
 
