@@ -30,6 +30,14 @@ namespace convgen {
 std::filesystem::path default_cache_dir() { return default_jit_cache_dir(); }
 std::filesystem::path default_database() { return TuningDb::default_path(); }
 
+std::optional<int> pointer_device(CUdeviceptr pointer) {
+  if (!cuda_available()) return std::nullopt;
+  int ordinal = -1;
+  if (driver().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer) != CUDA_SUCCESS)
+    return std::nullopt;
+  return ordinal;
+}
+
 WorkerChoice compile_in_worker_processes(std::optional<std::filesystem::path> worker) {
   static std::mutex mutex;
   static std::optional<WorkerChoice> chosen;

@@ -308,6 +308,9 @@ NB_MODULE(_convgen, m) {
       "worker"_a = nb::none(),
       "compile this process's kernels in NVRTC worker processes from now on; returns (the worker used or None, why "
       "there is none)");
+  m.def(
+      "pointer_device", [](std::uintptr_t pointer) { return pointer_device(static_cast<CUdeviceptr>(pointer)); },
+      "pointer"_a, "the CUDA device ordinal of a device pointer, or None (no driver, or an address it does not know)");
   m.def("dlpack_info", &dlpack_info, "tensor"_a,
         "(pointer, shape, strides in elements, (dtype code, bits), device type, device id) of a DLPack tensor");
 }

@@ -23,7 +23,8 @@ namespace convgen {
   X(cuMemsetD8Async) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuStreamBeginCapture) \
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) \
-  X(cuGetErrorName) X(cuGetErrorString) X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
+  X(cuGetErrorName) X(cuGetErrorString) X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col) \
+  X(cuPointerGetAttribute)
 // clang-format on
 
 #define CONVGEN_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

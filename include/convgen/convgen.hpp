@@ -59,6 +59,11 @@ struct WorkerChoice {
 };
 WorkerChoice compile_in_worker_processes(std::optional<std::filesystem::path> worker = std::nullopt);
 
+// Returns the ordinal of the CUDA device whose memory `pointer` is (the driver's cuPointerGetAttribute), or nothing
+// where there is no usable driver or the driver does not know the address (host memory, a stale pointer): how a tensor
+// that names no device of its own (__cuda_array_interface__) is checked against a context's device.
+std::optional<int> pointer_device(CUdeviceptr pointer);
+
 // How a ConvOp's kernel was chosen.
 enum class ChosenBy { database, tuned_now, cost_model };
 

@@ -67,9 +67,11 @@ def tensor_info(tensor, stream=None):
         itemsize = int(cai["typestr"][2:])
         strides = cai.get("strides")
         strides = _contiguous_strides(shape) if strides is None else tuple(s // itemsize for s in strides)
-        # The interface says nothing of the ordinal: the pointer's own device (the current one, for Numba and CuPy).
-        return TensorInfo(int(cai["data"][0]), shape, strides, _CAI_DTYPES.get(cai["typestr"], cai["typestr"]),
-                          "cuda", -1)
+        # The interface names no device: the driver says whose memory the pointer is (-1 where it cannot: no driver).
+        pointer = int(cai["data"][0])
+        device_id = _convgen.pointer_device(pointer)
+        return TensorInfo(pointer, shape, strides, _CAI_DTYPES.get(cai["typestr"], cai["typestr"]), "cuda",
+                          -1 if device_id is None else device_id)
     raise TypeError(f"expected a CUDA tensor with __dlpack__ or __cuda_array_interface__ (PyTorch, CuPy, JAX, "
                     f"Numba), got {type(tensor).__module__}.{type(tensor).__qualname__}")
 

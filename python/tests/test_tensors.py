@@ -219,3 +219,14 @@ def test_without_a_stream_cupy_arrays_run_on_cupys_current_stream(monkeypatch):
     op = RecordingOp(nchw_problem())
     convgen.run_op(op, CupyArray((2, 8, 10, 12)), CupyArray((16, 8, 3, 3)), CupyArray((2, 16, 10, 12)))
     assert op.calls[0][3] == 0xC0FFEE
+
+
+def test_a_cuda_array_interface_tensor_is_on_the_device_the_driver_says_its_pointer_is(monkeypatch):
+    op = RecordingOp(nchw_problem())
+    args = (CudaArray((2, 8, 10, 12)), CudaArray((16, 8, 3, 3)), CudaArray((2, 16, 10, 12)))
+    assert convgen._convgen.pointer_device(0x7000_0000) is None  # no driver here, or no such allocation
+    convgen.run_op(op, *args)  # the device unknown: not refused
+    monkeypatch.setattr(_tensors._convgen, "pointer_device", lambda pointer: 1)
+    with pytest.raises(ValueError, match=r"^activation: on CUDA device 1, expected device 0 \(the context's\)$"):
+        convgen.run_op(op, *args)
+    assert len(op.calls) == 1

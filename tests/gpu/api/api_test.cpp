@@ -68,6 +68,15 @@ class ApiGpu : public ::testing::Test {
   ScratchDir scratch_;
 };
 
+// Device memory is on the context's device; host memory the driver does not know is on none.
+TEST_F(ApiGpu, PointerDeviceNamesTheDeviceOfDeviceMemory) {
+  Context context(0);
+  DeviceBuffer buffer(256);
+  EXPECT_EQ(pointer_device(buffer.ptr()), 0);
+  std::vector<float> host(4);
+  EXPECT_EQ(pointer_device(reinterpret_cast<CUdeviceptr>(host.data())), std::nullopt);
+}
+
 TEST_F(ApiGpu, TheReadmeExampleTunesOnFirstRunAndReadsTheDatabaseOnTheNext) {
   const std::string command =
       fmt::format("CONVGEN_DATA_DIR='{}' CONVGEN_CACHE_DIR='{}' '{}/examples/api/convgen_api_example'",

@@ -67,6 +67,12 @@ TEST(ConvContext, WithoutAGpuThrowsNoDeviceErrorSayingWhy) {
   }
 }
 
+TEST(PointerDevice, IsNothingWithoutADriverOrForAnAddressItDoesNotKnow) {
+  EXPECT_EQ(pointer_device(0), std::nullopt);
+  int on_the_stack = 0;
+  EXPECT_EQ(pointer_device(reinterpret_cast<CUdeviceptr>(&on_the_stack)), std::nullopt);
+}
+
 TEST(ConvContext, RefusesANegativeTuneBudgetBeforeTouchingTheDevice) {
   try {
     ConvContext context({.tune_budget = -1});
