@@ -68,13 +68,12 @@ class ApiGpu : public ::testing::Test {
   ScratchDir scratch_;
 };
 
-// Device memory is on the context's device; host memory the driver does not know is on none.
+// Device memory is on the context's device. (Pageable host memory is not asserted on: with HMM the driver may know
+// it.)
 TEST_F(ApiGpu, PointerDeviceNamesTheDeviceOfDeviceMemory) {
   Context context(0);
   DeviceBuffer buffer(256);
   EXPECT_EQ(pointer_device(buffer.ptr()), 0);
-  std::vector<float> host(4);
-  EXPECT_EQ(pointer_device(reinterpret_cast<CUdeviceptr>(host.data())), std::nullopt);
 }
 
 TEST_F(ApiGpu, TheReadmeExampleTunesOnFirstRunAndReadsTheDatabaseOnTheNext) {
