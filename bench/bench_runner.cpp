@@ -60,9 +60,9 @@ std::vector<KernelSpec> our_candidates(const Problem& p, const Gpu& gpu, int per
   }
   for (const Family* f : all_families()) {
     if (!wanted(f->name())) continue;
-    if (auto s = f->default_spec(p, gpu)) add(*s);
+    if (auto s = default_spec_for(*f, p, gpu)) add(*s);
     int taken = 0;
-    for (const KernelSpec& s : f->enumerate(p, gpu)) {
+    for (const KernelSpec& s : candidates_for(*f, p, gpu)) {
       if (taken++ >= per_family) break;
       add(s);
     }
@@ -214,7 +214,7 @@ BenchRow LayerBench::run(const std::string& suite, const Layer& layer, const Pro
   const TensorSource filter = options_.filter ? *options_.filter : expected_filter(p);
   ConvMeasurement measurement(p, {.activation = activation, .filter = filter, .seed = seed}, row.buffer_sets);
   row.activation = describe(activation);
-  row.zero_fraction = zero_fraction(measurement.inputs().activation);
+  row.zero_fraction = loaded_zero_fraction(p, measurement.inputs().activation);
   Stream stream;
 
   // Verify every route and candidate; the verified ones become timing candidates.

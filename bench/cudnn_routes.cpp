@@ -518,6 +518,9 @@ struct CudnnBaseline::Impl {
   std::vector<std::string> warnings;
   bool fused = false;                     // the problem has an epilogue: the fused legacy call, no graph routes
   std::optional<DeviceBuffer> zero_bias;  // the fused call's bias when the epilogue has none
+  // relu_on_load: every route first writes max(0, x) here (cudnnActivationForward) and convolves that.
+  std::optional<DeviceBuffer> relu_input;
+  ActivationDesc relu_pass;
 
   Impl(const Problem& p, const CudnnOptions& o)
       : problem(p),
@@ -529,6 +532,16 @@ struct CudnnBaseline::Impl {
         operation(make_graph_operation(p, shape)),
         fused(!is_identity(p.epilogue)) {
     check_output_dims();
+    if (p.relu_on_load) {
+      relu_input.emplace(static_cast<std::size_t>(activation_elements(p)) *
+                         static_cast<std::size_t>(element_bytes(p.precision)));
+      CONVGEN_CUDNN_CHECK(
+          cudnnSetActivationDescriptor(relu_pass.get(), CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+      warnings.push_back(
+          "relu_on_load: cuDNN's convolutions do not apply max(0, x) as they load; every route runs "
+          "cudnnActivationForward (ReLU) into a scratch tensor first, as a caller without that fusion would, and its "
+          "time includes that pass");
+    }
     add_legacy_routes();
     if (fused) {
       if (!p.epilogue.bias) {
@@ -769,6 +782,13 @@ void CudnnBaseline::launch(std::size_t route_index, CUdeviceptr x, CUdeviceptr w
                                  route.workspace_bytes));
   // CUstream and cudaStream_t are the same type.
   CONVGEN_CUDNN_CHECK(cudnnSetStream(impl.handle.get(), stream));
+  if (impl.relu_input) {
+    const float one = 1, zero = 0;
+    CONVGEN_CUDNN_CHECK(cudnnActivationForward(impl.handle.get(), impl.relu_pass.get(), &one, impl.legacy.x.get(),
+                                               device_pointer(x), &zero, impl.legacy.x.get(),
+                                               device_pointer(impl.relu_input->ptr())));
+    x = impl.relu_input->ptr();
+  }
   if (route.route == "legacy_fused") {
     // y = act(alpha1 * conv + alpha2 * z + bias): z is the residual, or y itself with alpha2 = 0 (z may alias y).
     const float alpha1 = static_cast<float>(epilogue.alpha);

@@ -110,6 +110,8 @@ std::string legacy_fused_exclusion(const Epilogue& epilogue);
 // Routes are listed in a fixed order: the 8 legacy algorithms (always, with their status), then graph
 // configurations in order of first appearance in heuristics A, B, the fallback list and the enumeration; a
 // configuration offered by several sources appears once, with every source named in `algo`.
+// A problem that applies max(0, x) on load (relu_on_load), which no cuDNN convolution does, is served as a caller
+// without that fusion would: each launch runs cudnnActivationForward into a scratch tensor, then the route on it.
 //   Context context(0);
 //   CudnnBaseline cudnn(problem);
 //   for (std::size_t i = 0; i < cudnn.routes().size(); ++i)

@@ -267,16 +267,16 @@ std::string problem_key(const Problem& p) {
                      p.input.d, p.input.h, p.input.w, p.filter.d, p.filter.h, p.filter.w, p.stride.d, p.stride.h,
                      p.stride.w, p.padding.d, p.padding.h, p.padding.w, p.dilation.d, p.dilation.h, p.dilation.w,
                      p.groups, p.layout, p.precision) +
-         (zeros != 0 ? fmt::format("_z{}", zeros) : std::string()) +
+         (zeros != 0 ? fmt::format("_z{}", zeros) : std::string()) + (p.relu_on_load ? "_relu" : "") +
          (p.weights.pattern.empty() ? std::string() : "_w" + p.weights.pattern) +
          (is_identity(p.epilogue) ? std::string() : "_e" + to_string(p.epilogue));
 }
 
 Problem parse_problem_key(std::string_view key) {
   const auto tokens = split(key, '_');
-  if (tokens.size() < 11 || tokens.size() > 14)
+  if (tokens.size() < 11 || tokens.size() > 15)
     throw InputError(
-        fmt::format("problem key '{}': expected 11 to 14 fields separated by '_', got {}", key, tokens.size()));
+        fmt::format("problem key '{}': expected 11 to 15 fields separated by '_', got {}", key, tokens.size()));
   const auto field = [&](int i, char prefix) {
     if (tokens[i].empty() || tokens[i][0] != prefix)
       throw InputError(
@@ -304,8 +304,8 @@ Problem parse_problem_key(std::string_view key) {
                                  enum_choices<Precision>()));
   p.layout = *layout;
   p.precision = *precision;
-  // Then the optional sparsity bucket "z<percent>", filter pattern "w<16 hex digits>" and epilogue "e<text>", in that
-  // order.
+  // Then the optional sparsity bucket "z<percent>", "relu" (max(0, x) on load), filter pattern "w<16 hex digits>" and
+  // epilogue "e<text>", in that order.
   std::size_t next = 11;
   if (next < tokens.size() && !tokens[next].empty() && tokens[next][0] == 'z') {
     const int zeros = parse_int(field(static_cast<int>(next), 'z'), key);
@@ -313,6 +313,10 @@ Problem parse_problem_key(std::string_view key) {
       throw InputError(
           fmt::format("problem key '{}': sparsity bucket '{}' must be a multiple of 5 in 5..100", key, tokens[next]));
     p.act_sparsity = zeros / 100.0;
+    ++next;
+  }
+  if (next < tokens.size() && tokens[next] == "relu") {
+    p.relu_on_load = true;
     ++next;
   }
   if (next < tokens.size() && !tokens[next].empty() && tokens[next][0] == 'w') {
@@ -339,7 +343,7 @@ Problem parse_problem_key(std::string_view key) {
   if (next != tokens.size())
     throw InputError(
         fmt::format("problem key '{}': unexpected field '{}' after the precision (expected z<bucket>, "
-                    "w<pattern> then e<epilogue>)",
+                    "relu, w<pattern> then e<epilogue>)",
                     key, tokens[next]));
   // A key read back from a database or a manifest is outside data too: every caller may divide by groups.
   if (const std::string reason = validate(p); !reason.empty())
@@ -373,6 +377,7 @@ std::string describe(const Problem& p) {
   }
   text += fmt::format(", n{}", p.n);
   if (p.act_sparsity != 0) text += fmt::format(", {:.0f}% zeros", p.act_sparsity * 100);
+  if (p.relu_on_load) text += ", max(0, x) on load";
   if (!is_identity(p.epilogue)) text += ", epilogue " + to_string(p.epilogue);
   if (p.weights.values) {
     const auto zeros = std::count(p.weights.values->begin(), p.weights.values->end(), 0.0f);

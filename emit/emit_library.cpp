@@ -364,13 +364,14 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
     const Problem& q = lib.problems[i].problem;
     const FilterDependence check = filter_check(lib.problems[i]);
     out += fmt::format(
-        "    {{{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},\n"
+        "    {{{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}},\n"
         "     {}, {}ULL, kernels_{}, {}, \"{}\", {}, {}, {}ULL}},\n",
         q.n, q.c, q.k, q.input.d, q.input.h, q.input.w, q.filter.d, q.filter.h, q.filter.w, q.stride.d, q.stride.h,
         q.stride.w, q.padding.d, q.padding.h, q.padding.w, q.dilation.d, q.dilation.h, q.dilation.w, q.groups,
         layout_enum(up, q.layout), precision_enum(up, q.precision), epilogue_initializer(up, q.epilogue),
-        c_string(lib.problems[i].name), output_elements(q) * element_bytes(q.precision), i, lib.gpus.size(),
-        q.weights.pattern, check != FilterDependence::none ? fmt::format("weight_mask_{}", i) : "nullptr",
+        static_cast<int>(q.relu_on_load), c_string(lib.problems[i].name),
+        output_elements(q) * element_bytes(q.precision), i, lib.gpus.size(), q.weights.pattern,
+        check != FilterDependence::none ? fmt::format("weight_mask_{}", i) : "nullptr",
         check == FilterDependence::values ? fmt::format("weight_values_{}", i) : "nullptr", filter_elements(q));
   }
   out += "};\nconst std::size_t problem_count = sizeof problems / sizeof problems[0];\n";

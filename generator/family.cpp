@@ -47,10 +47,28 @@ const Family& family(std::string_view name) {
 
 std::string compile_arch(const KernelSpec& spec, const Gpu& gpu) { return family(spec.family).compile_arch(gpu); }
 
+std::optional<std::string> refusal_of(const Family& family, const Problem& problem) {
+  if (problem.relu_on_load && !family.applies_relu_on_load())
+    return fmt::format("{} kernels do not apply max(0, x) as they load the activation (relu_on_load); act_sparse's do",
+                       family.name());
+  return std::nullopt;
+}
+
+std::vector<KernelSpec> candidates_for(const Family& family, const Problem& problem, const Gpu& gpu) {
+  if (refusal_of(family, problem)) return {};
+  return family.enumerate(problem, gpu);
+}
+
+std::optional<KernelSpec> default_spec_for(const Family& family, const Problem& problem, const Gpu& gpu) {
+  if (refusal_of(family, problem)) return std::nullopt;
+  return family.default_spec(problem, gpu);
+}
+
 std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu, const KernelSpec& spec) {
   if (std::string reason = validate(problem); !reason.empty()) return "invalid problem: " + reason;
   const Family* f = find_family(spec.family);
   if (!f) return fmt::format("unknown kernel family '{}', expected one of {}", spec.family, family_names());
+  if (std::optional<std::string> reason = refusal_of(*f, problem)) return reason;
   if (spec.values.size() != f->interface().params.size())
     return fmt::format("a {} kernel has {} parameters, got {}", spec.family, f->interface().params.size(),
                        spec.values.size());
@@ -63,6 +81,7 @@ namespace {
 // configuration (the first constraint that fails: the precision, the layout, the GPU's instructions, ...), else
 // that none of its candidates fits.
 std::string why_unserved(const Family& f, const Problem& problem, const Gpu& gpu) {
+  if (std::optional<std::string> reason = refusal_of(f, problem)) return *reason;
   KernelSpec defaults{.family = std::string(f.name())};
   for (const ParamDecl& p : f.interface().params) defaults.values.push_back(p.default_value);
   if (std::optional<std::string> reason = f.check_support(problem, gpu, defaults)) return *reason;
@@ -90,7 +109,7 @@ std::vector<FamilyDefault> family_defaults(const Problem& problem, const Gpu& gp
   std::vector<FamilyDefault> out;
   for (const Family* f : in_default_order(problem)) {
     FamilyDefault d{.family = std::string(f->name()), .rank = f->default_rank(problem)};
-    d.spec = f->default_spec(problem, gpu);
+    d.spec = default_spec_for(*f, problem, gpu);
     if (!d.spec) d.reason = why_unserved(*f, problem, gpu);
     out.push_back(std::move(d));
   }
@@ -107,7 +126,7 @@ KernelSpec default_choice(const Problem& problem, const Gpu& gpu) {
   require_valid(problem);
   std::string reasons;
   for (const Family* f : in_default_order(problem)) {
-    if (auto spec = f->default_spec(problem, gpu)) return *spec;
+    if (auto spec = default_spec_for(*f, problem, gpu)) return *spec;
     reasons += fmt::format("; {}: {}", f->name(), why_unserved(*f, problem, gpu));
   }
   throw InputError(fmt::format("no family serves {}{}", problem_key(problem), reasons));

@@ -112,6 +112,11 @@ class Family {
   // Returns the family's place in default_choice's order for this problem: lower is tried first.
   virtual int default_rank(const Problem& problem) const = 0;
 
+  // Whether the family's kernels can apply max(0, x) to the activation as they load it (Problem::relu_on_load). A
+  // problem asking for it is served by no configuration of a family that cannot: refusal_of, candidates_for and
+  // default_spec_for below say so where enumerate and default_spec are asked.
+  virtual bool applies_relu_on_load() const { return false; }
+
   // Returns the architecture NVRTC compiles this family's kernels for on `gpu`: the GPU's own (default), or its
   // arch-specific variant (sm_90a) for a family that uses instructions only that variant has (wgmma).
   virtual std::string compile_arch(const Gpu& gpu) const { return gpu.arch; }
@@ -139,6 +144,17 @@ std::string family_names();
 
 // The architecture NVRTC compiles `spec` for on `gpu` (its family's compile_arch).
 std::string compile_arch(const KernelSpec& spec, const Gpu& gpu);
+
+// Why no configuration of the family can serve the problem whatever its shape (it asks for max(0, x) on load and
+// the family cannot apply it), or nothing.
+std::optional<std::string> refusal_of(const Family& family, const Problem& problem);
+
+// The family's candidates for the problem (Family::enumerate), none where refusal_of refuses it: every caller that
+// lists candidates across families asks here.
+std::vector<KernelSpec> candidates_for(const Family& family, const Problem& problem, const Gpu& gpu);
+
+// The family's configuration without tuning (Family::default_spec), nothing where refusal_of refuses the problem.
+std::optional<KernelSpec> default_spec_for(const Family& family, const Problem& problem, const Gpu& gpu);
 
 // Checks that `spec` belongs to a family that supports it; nothing or the reason.
 std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu, const KernelSpec& spec);

@@ -16,10 +16,10 @@ namespace convgen {
 namespace {
 
 // Every column the format knows, in the order write_suite_csv writes them.
-constexpr std::array<std::string_view, 20> kColumns = {
-    "name",       "n",       "c",   "k",        "d",      "h",      "w",         "t",     "r",
-    "s",          "stride",  "pad", "dilation", "groups", "layout", "precision", "count", "act_sparsity",
-    "input_relu", "epilogue"};
+constexpr std::array<std::string_view, 21> kColumns = {
+    "name",       "n",        "c",           "k",        "d",      "h",      "w",         "t",     "r",
+    "s",          "stride",   "pad",         "dilation", "groups", "layout", "precision", "count", "act_sparsity",
+    "input_relu", "epilogue", "relu_on_load"};
 constexpr std::array<std::string_view, 8> kRequired = {"name", "n", "c", "k", "h", "w", "r", "s"};
 
 std::string column_list() {
@@ -87,11 +87,12 @@ E named(const Row& row, std::string_view column, E fallback) {
   return *value;
 }
 
-bool input_relu(const Row& row) {
-  const auto text = row.get("input_relu");
+// A 0/1 column, 0 when absent.
+bool flag(const Row& row, std::string_view column) {
+  const auto text = row.get(column);
   if (!text || *text == "0") return false;
   if (*text == "1") return true;
-  row.fail("column 'input_relu' must be 0 or 1, got '{}'", *text);
+  row.fail("column '{}' must be 0 or 1, got '{}'", column, *text);
 }
 
 // Reads the epilogue column: "none", or terms joined by '+' (convgen::parse_epilogue: "bias+add+relu").
@@ -130,9 +131,10 @@ Layer parse_layer(const Row& row) {
     p.act_sparsity = *zeros;
   }
   p.epilogue = epilogue(row);
+  p.relu_on_load = flag(row, "relu_on_load");
   const int count = positive(row, "count", 1);
   if (const std::string reason = validate(p); !reason.empty()) row.fail("{}", reason);
-  return {.name = std::string(name), .problem = p, .count = count, .input_relu = input_relu(row)};
+  return {.name = std::string(name), .problem = p, .count = count, .input_relu = flag(row, "input_relu")};
 }
 
 // Writes stride, pad or dilation as one integer when every dim of the layout's rank agrees, else per dim.
@@ -210,11 +212,12 @@ std::string write_suite_csv(const Suite& suite) {
                       "line breaks, a leading '#' or surrounding blanks",
                       name));
     const Problem& p = layer.problem;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, p.n, p.c, p.k, p.input.d,
-                       p.input.h, p.input.w, p.filter.d, p.filter.h, p.filter.w, spatial_field(p.stride, p.layout),
-                       spatial_field(p.padding, p.layout), spatial_field(p.dilation, p.layout), p.groups, p.layout,
-                       p.precision, layer.count, p.act_sparsity, static_cast<int>(layer.input_relu),
-                       to_string(p.epilogue));
+    out +=
+        fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, p.n, p.c, p.k, p.input.d,
+                    p.input.h, p.input.w, p.filter.d, p.filter.h, p.filter.w, spatial_field(p.stride, p.layout),
+                    spatial_field(p.padding, p.layout), spatial_field(p.dilation, p.layout), p.groups, p.layout,
+                    p.precision, layer.count, p.act_sparsity, static_cast<int>(layer.input_relu), to_string(p.epilogue),
+                    static_cast<int>(p.relu_on_load));
   }
   return out;
 }

@@ -65,7 +65,8 @@ Epilogue parse_epilogue_keyword(const std::string& text) {
 Problem make_problem(int n, int c, int k, const std::vector<int>& input, const std::vector<int>& filter,
                      const std::optional<std::vector<int>>& stride, const std::optional<std::vector<int>>& padding,
                      const std::optional<std::vector<int>>& dilation, int groups, const std::string& layout,
-                     const std::string& precision, double act_sparsity, const std::string& epilogue) {
+                     const std::string& precision, double act_sparsity, const std::string& epilogue,
+                     bool relu_on_load) {
   Problem p;
   p.n = n;
   p.c = c;
@@ -87,6 +88,7 @@ Problem make_problem(int n, int c, int k, const std::vector<int>& input, const s
   p.groups = groups;
   p.act_sparsity = act_sparsity;
   p.epilogue = parse_epilogue_keyword(epilogue);
+  p.relu_on_load = relu_on_load;
   if (const std::string why = validate(p); !why.empty()) throw InputError("invalid problem: " + why);
   return p;
 }
@@ -132,11 +134,12 @@ NB_MODULE(_convgen, m) {
   nb::class_<Problem>(m, "Problem", "One forward convolution: shape, layout, precision, expected activation sparsity")
       .def(nb::new_(&make_problem), "n"_a, "c"_a, "k"_a, "input"_a, "filter"_a, "stride"_a = nb::none(),
            "padding"_a = nb::none(), "dilation"_a = nb::none(), "groups"_a = 1, "layout"_a = "nchw",
-           "precision"_a = "fp32", "act_sparsity"_a = 0.0, "epilogue"_a = "none",
+           "precision"_a = "fp32", "act_sparsity"_a = 0.0, "epilogue"_a = "none", "relu_on_load"_a = false,
            "Problem(n, c, k, input, filter, stride=None, padding=None, dilation=None, groups=1, layout='nchw', "
-           "precision='fp32', act_sparsity=0.0, epilogue='none'): extents as tuples of the layout's rank, (h, w) for "
-           "nchw/nhwc; epilogue as text ('bias+add+relu': output = act(alpha*conv + beta*residual + bias)); "
-           "ValueError names what is wrong")
+           "precision='fp32', act_sparsity=0.0, epilogue='none', relu_on_load=False): extents as tuples of the "
+           "layout's rank, (h, w) for nchw/nhwc; epilogue as text ('bias+add+relu': output = act(alpha*conv + "
+           "beta*residual + bias)); relu_on_load: the kernel applies max(0, x) to the activation as it loads it "
+           "(act_sparse kernels only); ValueError names what is wrong")
       .def_static(
           "from_key", [](const std::string& key) { return parse_problem_key(key); }, "key"_a,
           "parses a problem key (Problem.key())")
@@ -145,6 +148,7 @@ NB_MODULE(_convgen, m) {
       .def_ro("k", &Problem::k)
       .def_ro("groups", &Problem::groups)
       .def_ro("act_sparsity", &Problem::act_sparsity)
+      .def_ro("relu_on_load", &Problem::relu_on_load)
       .def_prop_ro("rank", [](const Problem& p) { return rank(p.layout); })
       .def_prop_ro("input", [](const Problem& p) { return dims_to(p.input, rank(p.layout)); })
       .def_prop_ro("filter", [](const Problem& p) { return dims_to(p.filter, rank(p.layout)); })

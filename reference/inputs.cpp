@@ -195,11 +195,21 @@ HostTensor make_tensor(const Problem& p, TensorRole role, const TensorSource& so
   }
   HostTensor tensor = HostTensor::for_problem(p, role);
   fill_random(tensor, seed);
+  const bool before_relu = p.relu_on_load && role == TensorRole::activation;
+  const HostTensor dense = before_relu ? tensor : HostTensor{};
   if (const auto* sparse = std::get_if<SparseRandom>(&source)) {
     if (!(sparse->zero_fraction >= 0 && sparse->zero_fraction <= 1))
       throw InputError(fmt::format("zero fraction must be in [0, 1], got {}", sparse->zero_fraction));
     zero_by_pattern(tensor, planes_of(p, role), *sparse, seed);
   }
+  // An activation the kernel passes through max(0, x) as it loads it (relu_on_load) is the producer's output before
+  // its ReLU: negative where the ReLU will leave a zero, positive elsewhere, so the zero fraction the kernel sees is
+  // the source's.
+  if (before_relu)
+    for (std::int64_t i = 0; i < tensor.size(); ++i) {
+      const float v = tensor.get(i);
+      tensor.set(i, v == 0 ? -std::fabs(dense.get(i)) : std::fabs(v));
+    }
   return tensor;
 }
 
@@ -249,6 +259,14 @@ double zero_fraction(const HostTensor& tensor) {
   std::int64_t zeros = 0;
   for (std::int64_t i = 0; i < tensor.size(); ++i) zeros += tensor.get(i) == 0.0f;
   return static_cast<double>(zeros) / static_cast<double>(tensor.size());
+}
+
+double loaded_zero_fraction(const Problem& p, const HostTensor& activation) {
+  if (!p.relu_on_load) return zero_fraction(activation);
+  if (activation.size() == 0) return 0;
+  std::int64_t zeros = 0;
+  for (std::int64_t i = 0; i < activation.size(); ++i) zeros += !(activation.get(i) > 0.0f);
+  return static_cast<double>(zeros) / static_cast<double>(activation.size());
 }
 
 }  // namespace convgen

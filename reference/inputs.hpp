@@ -113,4 +113,8 @@ std::string describe(const TensorSource& source);
 // Returns the fraction of elements that are exactly zero (0 for an empty tensor).
 double zero_fraction(const HostTensor& tensor);
 
+// The fraction of the activation a kernel of `p` sees as zero: zero_fraction, or with relu_on_load the fraction at
+// or below 0 (NaN included), which max(0, x) makes zero.
+double loaded_zero_fraction(const Problem& p, const HostTensor& activation);
+
 }  // namespace convgen

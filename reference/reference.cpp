@@ -58,8 +58,11 @@ class Indexer {
         for (std::int64_t s = 0; s < p_.filter.w; ++s) {
           const std::int64_t w = q * p_.stride.w - p_.padding.w + s * p_.dilation.w;
           if (w < 0 || w >= p_.input.w) continue;
-          for (std::int64_t c = 0; c < cg_; ++c)
-            sum += activation_data(activation(n, first_channel + c, d, h, w)) * filter_data(filter(k, c, t, r, s));
+          for (std::int64_t c = 0; c < cg_; ++c) {
+            double x = activation_data(activation(n, first_channel + c, d, h, w));
+            if (p_.relu_on_load && x < 0) x = 0;  // the problem convolves max(0, x)
+            sum += x * filter_data(filter(k, c, t, r, s));
+          }
         }
       }
     }

@@ -3,6 +3,8 @@
 # Usage (repository root, GPU machine, build carried): scripts/bench-act-sparse.sh OUT PART...
 #   cusnn:PATTERN:ZEROS:BATCHES   cusnn at each zero fraction of ZEROS (e.g. 0,0.5) and batch of BATCHES (1,2,4,8),
 #                                 zeros in PATTERN (uniform, channel or blob); e.g. cusnn:blob:0,0.5:1,2,4,8
+#   relu-on-load:PATTERN:ZEROS:BATCHES   the same with --relu-on-load: the input is the producer's output before its
+#                                 ReLU, which our kernels apply as they load it and cuDNN's routes as a pass first
 #   tune:PATTERN:ZEROS:BATCHES    every act_sparse candidate of the cusnn layers measured on PATTERN zeros at each
 #                                 zero fraction and batch, the best kept in the tuning database $DB (required)
 #   network-resnet50  resnet50, batch 1 and 8: dense, then each layer's act_sparsity from the shapes file
@@ -52,6 +54,10 @@ for part in "$@"; do
     cusnn:*:*:*)
       IFS=: read -r _ pattern zeros batches <<< "$part"
       bench "cusnn-$pattern" --shapes shapes/cusnn.csv --batch "$batches" --act-sparsity "$zeros" --sparsity-pattern "$pattern" ;;
+    relu-on-load:*:*:*)
+      IFS=: read -r _ pattern zeros batches <<< "$part"
+      bench "cusnn-relu-on-load-$pattern" --shapes shapes/cusnn.csv --batch "$batches" --act-sparsity "$zeros" \
+        --sparsity-pattern "$pattern" --relu-on-load ;;
     network-resnet50) network "$part" resnet50 1; network "$part" resnet50 8 ;;
     network-resnet50-n1) network "$part" resnet50 1 ;;
     network-resnet50-n8) network "$part" resnet50 8 ;;

@@ -190,7 +190,7 @@ DefaultAccuracy default_accuracy(std::span<const CalibrationRow> rows, const Gpu
     for (const auto& [key, m] : problems) {
       if (m.fastest.size() < 2) continue;
       ++f.problems;
-      const std::optional<KernelSpec> chosen = family(name).default_spec(*m.problem, gpu);
+      const std::optional<KernelSpec> chosen = default_spec_for(family(name), *m.problem, gpu);
       const auto it = chosen ? m.fastest.find(kernel_name(*chosen)) : m.fastest.end();
       if (it == m.fastest.end()) continue;
       double best = it->second;

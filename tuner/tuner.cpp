@@ -129,8 +129,8 @@ std::vector<KernelSpec> tuning_candidates(const Problem& problem, const Gpu& gpu
   std::vector<KernelSpec> specs;
   for (const Family* f : all_families())
     if (wanted(f))
-    for (const KernelSpec& s : f->enumerate(problem, gpu))
-      if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+      for (const KernelSpec& s : candidates_for(*f, problem, gpu))
+        if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   return specs;
 }
 
@@ -202,7 +202,7 @@ std::vector<KernelSpec> defaults_among(const Problem& problem, const Gpu& gpu,
                                        const std::vector<KernelSpec>& candidates) {
   std::vector<KernelSpec> defaults;
   for (const Family* f : all_families())
-    if (auto spec = f->default_spec(problem, gpu))
+    if (auto spec = default_spec_for(*f, problem, gpu))
       if (std::find(candidates.begin(), candidates.end(), *spec) != candidates.end() &&
           std::find(defaults.begin(), defaults.end(), *spec) == defaults.end())
         defaults.push_back(*spec);
@@ -272,7 +272,7 @@ Tuner::Prepared Tuner::prepare(const Problem& problem, const std::vector<std::st
   std::vector<std::size_t> order = candidate_order(predictions);
   std::vector<KernelSpec> defaults;
   for (const Family* f : all_families())
-    if (auto spec = f->default_spec(problem, gpu_)) defaults.push_back(*spec);
+    if (auto spec = default_spec_for(*f, problem, gpu_)) defaults.push_back(*spec);
   std::stable_partition(order.begin(), order.end(), [&](std::size_t i) {
     return predictions[i] && std::find(defaults.begin(), defaults.end(), outcomes[i].spec) != defaults.end();
   });

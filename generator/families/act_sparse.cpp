@@ -442,7 +442,12 @@ class ActSparse final : public Family {
 
   std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& spec) const override {
     if (spec.family != ActSparseParams::family) return fmt::format("kernel {} is not an act_sparse kernel", spec.family);
-    return act_sparse::check_support(p, gpu, to_logic(params_of<ActSparseParams>(spec)));
+    const as::Params a = to_logic(params_of<ActSparseParams>(spec));
+    // relu1 computes the convolution of max(0, x): the problem's own, and only its.
+    if (a.relu_on_load != p.relu_on_load)
+      return a.relu_on_load ? "relu1 applies max(0, x) on load, which the problem does not ask for (relu_on_load 0)"
+                            : "the problem asks for max(0, x) on load (relu_on_load), which only relu1 applies";
+    return act_sparse::check_support(p, gpu, a);
   }
 
   // The template's prelude, and for split channels reduced in a cluster (cr1) the cluster's size as a macro: the
@@ -464,7 +469,8 @@ class ActSparse final : public Family {
     // 48: the model's ranking near the top is rough (on the cusnn layers at 70% zeros, batches 1 to 8, the best of
     // its first 24 measured on an H100 was 7% to 51% faster than the best of its first 4), and a layer's candidates
     // compile and measure in about 2 s there.
-    for (const auto& a : act_sparse::enumerate(p, gpu, p.act_sparsity, 48)) specs.push_back(to_spec(from_logic(a)));
+    for (const auto& a : act_sparse::enumerate(p, gpu, p.act_sparsity, 48, p.relu_on_load))
+      specs.push_back(to_spec(from_logic(a)));
     return specs;
   }
 
@@ -522,12 +528,15 @@ class ActSparse final : public Family {
   // configurations close to what was measured (bench/results/h200/act_sparse).
   CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
 
+  // relu1: every halo value passes through max(0, x) as it is loaded.
+  bool applies_relu_on_load() const override { return true; }
+
   // lb (load_batch) came after the names of 2026-11-29 and earlier, bs (block_staged) after those of 2026-11-30;
   // their kernels loaded one channel ahead (lb 1), each warp its own channels (bs 0).
   std::size_t params_added_later() const override { return 3; }
 
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
-    if (auto a = act_sparse::default_params(p, gpu, p.act_sparsity)) return to_spec(from_logic(*a));
+    if (auto a = act_sparse::default_params(p, gpu, p.act_sparsity, p.relu_on_load)) return to_spec(from_logic(*a));
     return std::nullopt;
   }
 

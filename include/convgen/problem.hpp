@@ -141,6 +141,11 @@ struct Problem {
   // decides which kernel is best (activation-sparse kernels skip zeros), so the tuner measures on inputs of this
   // sparsity and the problem key carries its bucket (act_sparsity_bucket).
   double act_sparsity = 0;
+  // max(0, x) applied to every activation value as the kernel loads it: the problem is the convolution of the
+  // activation's ReLU, for an input an unfused producer wrote before its ReLU (act_sparsity is then the expected
+  // fraction of values at or below 0). Spares the separate ReLU pass; only a family that applies it serves such a
+  // problem (Family::applies_relu_on_load). Part of the key ("_relu").
+  bool relu_on_load = false;
   // The filter, where the problem carries one: part of the key (its pattern), since kernels may bake it.
   ProblemWeights weights;
   // What the kernel applies at its store (bias, residual, activation); the identity by default. Part of the key
@@ -175,17 +180,19 @@ std::int64_t min_bytes(const Problem& p);
 std::string validate(const Problem& p);
 
 // Returns the canonical problem key, e.g. "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32", with
-// "_z<bucket>" appended when the act_sparsity bucket is not 0 ("..._nchw_fp32_z50"), "_w<pattern>" when the
-// problem carries a filter and "_e<epilogue>" when its epilogue is not the identity ("..._fp32_ebias+add+relu"). It
-// encodes every field (the sparsity as its bucket, the filter as its pattern) and parses back with
-// parse_problem_key (act_sparsity = bucket / 100; weights with the pattern and no values).
+// "_z<bucket>" appended when the act_sparsity bucket is not 0 ("..._nchw_fp32_z50"), "_relu" when it applies
+// max(0, x) on load ("..._fp32_z50_relu"), "_w<pattern>" when the problem carries a filter and "_e<epilogue>" when its
+// epilogue is not the identity ("..._fp32_ebias+add+relu"). It encodes every field (the sparsity as its bucket, the
+// filter as its pattern) and parses back with parse_problem_key (act_sparsity = bucket / 100; weights with the pattern
+// and no values).
 std::string problem_key(const Problem& p);
 
 // Parses a key written by problem_key; throws InputError naming what was wrong.
 Problem parse_problem_key(std::string_view key);
 
 // Returns a short human description, e.g. "64->64 3x3 s1 p1 at 56x56 -> 56x56, n1" (", 50% zeros" appended when
-// act_sparsity is not 0, ", epilogue bias+relu" when the epilogue is not the identity).
+// act_sparsity is not 0, ", max(0, x) on load" with relu_on_load, ", epilogue bias+relu" when the epilogue is not the
+// identity).
 std::string describe(const Problem& p);
 
 }  // namespace convgen

@@ -36,7 +36,7 @@ def test_a_key_parses_back_to_the_same_problem():
 
 
 def test_errors_are_value_errors_with_the_cpp_message():
-    with pytest.raises(convgen.InputError, match=r"^problem key 'nope': expected 11 to 14 fields separated by '_', "
+    with pytest.raises(convgen.InputError, match=r"^problem key 'nope': expected 11 to 15 fields separated by '_', "
                                                  r"got 1$"):
         convgen.Problem.from_key("nope")
     with pytest.raises(ValueError, match=r"^filter: 3 extents given, the 2-D layout takes 2$"):
@@ -83,6 +83,15 @@ def test_an_epilogue_is_part_of_the_problem_its_key_and_its_description():
     assert p.describe() == plain.describe() + ", epilogue bias+add+relu"
     assert plain.with_epilogue("alpha:0.5+add:2+clip:-1:1").epilogue == "alpha:0.5+add:2+clip:-1:1"
     assert plain.with_epilogue("bias+relu6").with_weights(np.ones((64, 64, 3, 3), np.float32)).epilogue == "bias+relu6"
+
+
+def test_relu_on_load_is_part_of_the_problem_its_key_and_its_description():
+    plain = convgen.Problem(1, 64, 64, input=(56, 56), filter=(3, 3), padding=(1, 1), act_sparsity=0.5)
+    p = convgen.Problem(1, 64, 64, input=(56, 56), filter=(3, 3), padding=(1, 1), act_sparsity=0.5, relu_on_load=True)
+    assert not plain.relu_on_load and p.relu_on_load
+    assert p.key() == plain.key() + "_relu" and convgen.Problem.from_key(p.key()) == p
+    assert p != plain and hash(p) != hash(plain)
+    assert p.describe() == plain.describe() + ", max(0, x) on load"
 
 
 def test_a_bad_epilogue_is_a_value_error_with_the_cpp_message():

@@ -61,8 +61,8 @@ inline std::vector<std::filesystem::path> suite_files() {
 inline std::vector<KernelSpec> representative_specs(const Family& family, const Problem& problem, const Gpu& gpu,
                                                     std::size_t extra) {
   std::vector<KernelSpec> specs;
-  if (auto spec = family.default_spec(problem, gpu)) specs.push_back(*spec);
-  for (const KernelSpec& s : family.enumerate(problem, gpu)) {
+  if (auto spec = default_spec_for(family, problem, gpu)) specs.push_back(*spec);
+  for (const KernelSpec& s : candidates_for(family, problem, gpu)) {
     if (specs.size() > extra) break;
     if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   }

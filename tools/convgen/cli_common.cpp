@@ -140,23 +140,35 @@ void add_early_launch_option(CLI::App* cmd) {
       ->check(CLI::IsMember({"on", "off"}));
 }
 
-void add_epilogue_option(CLI::App* cmd, std::string& epilogue) {
-  cmd->add_option("--epilogue", epilogue,
+void add_fusion_options(CLI::App* cmd, FusionOptions& fusion) {
+  cmd->add_option("--epilogue", fusion.epilogue,
                   "Fuse into every layer's store: output = act(alpha*conv + beta*residual + bias), written 'none' or "
                   "terms joined by '+': alpha:A, bias, add (beta 1) or add:B, then relu, relu6 or clip:LO:HI, e.g. "
                   "bias+add+relu (default: the shapes file's epilogue column, else none)");
+  cmd->add_flag("--relu-on-load", fusion.relu_on_load,
+                "Every layer's activation is a producer's output before its ReLU: the kernel applies max(0, x) as it "
+                "loads it (only act_sparse kernels do; default: the shapes file's relu_on_load column, else off)");
 }
 
-Suite with_epilogue(Suite suite, const std::string& epilogue) {
-  if (epilogue.empty()) return suite;
+Suite with_fusion(Suite suite, const FusionOptions& fusion) {
+  if (fusion.relu_on_load)
+    for (Layer& layer : suite.layers) layer.problem.relu_on_load = true;
+  if (fusion.epilogue.empty()) return suite;
   Epilogue e;
   try {
-    e = parse_epilogue(epilogue);
+    e = parse_epilogue(fusion.epilogue);
   } catch (const InputError& error) {
     throw InputError(fmt::format("--epilogue: {}", error.what()));
   }
   for (Layer& layer : suite.layers) layer.problem.epilogue = e;
   return suite;
+}
+
+std::vector<std::string> fusion_arguments(const FusionOptions& fusion) {
+  std::vector<std::string> args;
+  if (!fusion.epilogue.empty()) args.insert(args.end(), {"--epilogue", fusion.epilogue});
+  if (fusion.relu_on_load) args.push_back("--relu-on-load");
+  return args;
 }
 
 void add_weight_options(CLI::App* cmd, WeightOptions& weights) {

@@ -49,13 +49,23 @@ void add_act_sparsity_option(CLI::App* cmd, std::optional<double>& act_sparsity)
 // (conv_kernel.hpp's set_early_launch; off also sets CONVGEN_EARLY_LAUNCH=0 for the worker processes).
 void add_early_launch_option(CLI::App* cmd);
 
-// Adds --epilogue TEXT: the epilogue fused into every layer's store (with_epilogue applies it).
-void add_epilogue_option(CLI::App* cmd, std::string& epilogue);
+// What a kernel fuses around every layer's convolution: --epilogue TEXT at its store, --relu-on-load max(0, x) as it
+// loads the activation.
+struct FusionOptions {
+  std::string epilogue;       // "" keeps each layer's shapes file column
+  bool relu_on_load = false;  // false keeps each layer's relu_on_load column
+};
 
-// Applies --epilogue to every layer ("" keeps each layer's shapes file column, else the identity): "none", or terms
-// joined by '+' ("bias+add+relu", "alpha:0.5+add:2+clip:-1:1"; convgen::parse_epilogue). Throws InputError
-// "--epilogue: <what was wrong>" listing the terms.
-Suite with_epilogue(Suite suite, const std::string& epilogue);
+// Adds --epilogue TEXT and --relu-on-load (with_fusion applies them).
+void add_fusion_options(CLI::App* cmd, FusionOptions& fusion);
+
+// Applies the fusion options to every layer: --epilogue ("" keeps each layer's shapes file column, else the
+// identity) is "none", or terms joined by '+' ("bias+add+relu", "alpha:0.5+add:2+clip:-1:1"; convgen::parse_epilogue);
+// --relu-on-load sets Problem::relu_on_load. Throws InputError "--epilogue: <what was wrong>" listing the terms.
+Suite with_fusion(Suite suite, const FusionOptions& fusion);
+
+// The options again as command-line arguments (for a command that names another): {"--epilogue", T, "--relu-on-load"}.
+std::vector<std::string> fusion_arguments(const FusionOptions& fusion);
 
 // The layers' own filters: read from DIR/<layer>.npy (float32 in the layer's filter layout), or made: seeded
 // random weights magnitude-pruned per output channel to a zero fraction ("0.9"), or to 2:4 ("2:4": two of every

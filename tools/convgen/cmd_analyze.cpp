@@ -95,7 +95,7 @@ void add_analyze_command(CLI::App& app) {
     std::vector<std::string> problems;
     int batch = 0;
     std::optional<double> act_sparsity;
-    std::string epilogue;
+    FusionOptions fusion;
     WeightOptions weights;
     bool candidates = false;
     int compile_limit = 0;
@@ -117,7 +117,7 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--layer", opts->layer, "Only the layer of this name (with --candidates: compile only its candidates)");
   add_precision_layout_options(cmd, opts->precision, opts->layout);
   add_act_sparsity_option(cmd, opts->act_sparsity);
-  add_epilogue_option(cmd, opts->epilogue);
+  add_fusion_options(cmd, opts->fusion);
   add_weight_options(cmd, opts->weights);
   cmd->add_option("--json", opts->json, "Also write the analysis as JSON to this file");
   cmd->add_flag("--candidates", opts->candidates,
@@ -148,10 +148,9 @@ void add_analyze_command(CLI::App& app) {
       throw InputError("analyze: give --shapes FILE or --problem KEY");
     }
     const Suite suite = with_layer_weights(
-        with_epilogue(
-            with_precision_and_layout(select_layers(layers, opts->batch, opts->layer, opts->act_sparsity),
-                                      opts->precision, opts->layout),
-            opts->epilogue),
+        with_fusion(with_precision_and_layout(select_layers(layers, opts->batch, opts->layer, opts->act_sparsity),
+                                              opts->precision, opts->layout),
+                    opts->fusion),
         opts->weights);
     const Gpu gpu = load_gpu_descriptor(opts->gpu, true);
     const NetworkAnalysis analysis = analyze(suite, gpu);

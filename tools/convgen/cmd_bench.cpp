@@ -25,7 +25,7 @@ struct Options {
   std::vector<int> batches;
   std::vector<std::string> families;
   std::vector<double> act_sparsity;
-  std::string epilogue;  // zero fractions of every layer's activation; empty: the shapes file's
+  FusionOptions fusion;
   std::string pattern = "blob";
   WeightOptions weights;
   bool warm = false;
@@ -44,7 +44,7 @@ void run_bench_command(const Options& opts, const std::string& command_line) {
   WeightOptions weights = opts.weights;
   weights.seed = opts.seed;
   const Suite file_suite =
-      with_layer_weights(with_epilogue(select_layers(load_shapes(opts.shapes), 0, opts.layer), opts.epilogue), weights);
+      with_layer_weights(with_fusion(select_layers(load_shapes(opts.shapes), 0, opts.layer), opts.fusion), weights);
   BenchOptions options{.batches = opts.batches,
                        .warm = opts.warm,
                        .chain = opts.chain,
@@ -229,7 +229,7 @@ void add_bench_command(CLI::App& app) {
                   "Zero fractions of every layer's activation, e.g. 0,0.5,0.7,0.9: one run each, both sides on the "
                   "same input (default: each layer's act_sparsity column of the shapes file, else dense)")
       ->delimiter(',');
-  add_epilogue_option(cmd, opts->epilogue);
+  add_fusion_options(cmd, opts->fusion);
   cmd->add_option("--sparsity-pattern", opts->pattern, "Where the zeros lie: uniform, channel or blob")
       ->capture_default_str();
   cmd->add_flag("--warm", opts->warm, "Allow L2 residency (default: rotate buffer sets past twice the L2)");

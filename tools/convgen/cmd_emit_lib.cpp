@@ -23,7 +23,7 @@ struct Options {
   std::vector<std::string> gpus;
   int batch = 0;
   std::optional<double> act_sparsity;
-  std::string epilogue;
+  FusionOptions fusion;
   WeightOptions weights;
   unsigned jobs = 0;
   bool no_cache = false;
@@ -36,7 +36,7 @@ std::string tune_command(const Options& opts) {
   if (!opts.precision.empty()) args.insert(args.end(), {"--precision", opts.precision});
   if (!opts.layout.empty()) args.insert(args.end(), {"--layout", opts.layout});
   if (opts.act_sparsity) args.insert(args.end(), {"--act-sparsity", fmt::format("{}", *opts.act_sparsity)});
-  if (!opts.epilogue.empty()) args.insert(args.end(), {"--epilogue", opts.epilogue});
+  for (std::string& arg : fusion_arguments(opts.fusion)) args.push_back(std::move(arg));
   args.insert(args.end(), {"--db", opts.db});
   return shell_join(args);
 }
@@ -66,10 +66,9 @@ void run_emit_lib(const Options& opts) {
   check_library_name(opts.name);
   const auto start = std::chrono::steady_clock::now();
   const Suite suite = with_layer_weights(
-      with_epilogue(
-          with_precision_and_layout(select_layers(load_shapes(opts.shapes), opts.batch, "", opts.act_sparsity),
-                                    opts.precision, opts.layout),
-          opts.epilogue),
+      with_fusion(with_precision_and_layout(select_layers(load_shapes(opts.shapes), opts.batch, "", opts.act_sparsity),
+                                            opts.precision, opts.layout),
+                  opts.fusion),
       opts.weights);
   std::vector<Gpu> gpus;
   for (const std::string& g : opts.gpus) gpus.push_back(load_gpu_descriptor(g, false));
@@ -143,7 +142,7 @@ void add_emit_lib_command(CLI::App& app) {
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
   add_precision_layout_options(cmd, opts->precision, opts->layout);
   add_act_sparsity_option(cmd, opts->act_sparsity);
-  add_epilogue_option(cmd, opts->epilogue);
+  add_fusion_options(cmd, opts->fusion);
   add_weight_options(cmd, opts->weights);
   cmd->add_option("--jobs", opts->jobs, "Parallel compiles (0: one per core this process may run on)");
   cmd->add_flag("--no-cache", opts->no_cache, "Do not read or write the on-disk JIT cache");

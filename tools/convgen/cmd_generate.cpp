@@ -19,7 +19,7 @@ struct Options {
   std::string shapes, gpu = "h100_sxm", out = "generated", layer, kernel, precision, layout;
   int batch = 0;
   std::optional<double> act_sparsity;
-  std::string epilogue;
+  FusionOptions fusion;
   WeightOptions weights;
   unsigned jobs = 0;
   bool all = false, no_cache = false;
@@ -57,10 +57,10 @@ nlohmann::json manifest_entry(const Layer& layer, const BuiltKernel& k, const st
 
 void run_generate(const Options& opts) {
   const Suite suite = with_layer_weights(
-      with_epilogue(
+      with_fusion(
           with_precision_and_layout(select_layers(load_shapes(opts.shapes), opts.batch, opts.layer, opts.act_sparsity),
                                     opts.precision, opts.layout),
-          opts.epilogue),
+          opts.fusion),
       opts.weights);
   const Gpu gpu = load_gpu_descriptor(opts.gpu, false);
 
@@ -73,7 +73,7 @@ void run_generate(const Options& opts) {
       specs.push_back(parse_kernel_name(opts.kernel));
     } else if (opts.all) {
       for (const Family* f : all_families())
-        for (const KernelSpec& s : f->enumerate(layer.problem, gpu)) specs.push_back(s);
+        for (const KernelSpec& s : candidates_for(*f, layer.problem, gpu)) specs.push_back(s);
     } else {
       specs.push_back(default_choice(layer.problem, gpu));
     }
@@ -146,7 +146,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--out", opts->out, "Output folder")->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size for every layer (0 keeps the file's)");
   add_act_sparsity_option(cmd, opts->act_sparsity);
-  add_epilogue_option(cmd, opts->epilogue);
+  add_fusion_options(cmd, opts->fusion);
   add_weight_options(cmd, opts->weights);
   cmd->add_option("--layer", opts->layer, "Only this layer");
   add_precision_layout_options(cmd, opts->precision, opts->layout);

@@ -17,7 +17,7 @@ struct Options {
   std::string shapes, layer, problem, kernel, gpu = "live", precision, layout;
   int batch = 0;
   std::optional<double> act_sparsity;
-  std::string epilogue;
+  FusionOptions fusion;
   WeightOptions weights;
   std::string pattern = "blob";
   std::uint64_t seed = 1;
@@ -57,7 +57,7 @@ void run_run(const Options& opts) {
     throw InputError("run: give --shapes FILE with --layer NAME, or --problem KEY");
   }
   // Layout first: a layer's filter is read (or made) in its final layout.
-  suite = with_epilogue(with_precision_and_layout(std::move(suite), opts.precision, opts.layout), opts.epilogue);
+  suite = with_fusion(with_precision_and_layout(std::move(suite), opts.precision, opts.layout), opts.fusion);
   WeightOptions weights = opts.weights;
   weights.seed = opts.seed;
   suite = with_layer_weights(suite, weights);
@@ -85,7 +85,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--gpu", opts->gpu, "GPU descriptor; the present device's properties win")->capture_default_str();
   cmd->add_option("--batch", opts->batch, "Batch size (0 keeps the file's)");
   add_act_sparsity_option(cmd, opts->act_sparsity);
-  add_epilogue_option(cmd, opts->epilogue);
+  add_fusion_options(cmd, opts->fusion);
   cmd->add_option("--sparsity-pattern", opts->pattern, "Where the activation's zeros lie: uniform, channel or blob")
       ->capture_default_str();
   cmd->add_option("--precision", opts->precision, "Run in fp32, tf32, fp16 or bf16 (default: the file's or key's)");

@@ -64,7 +64,7 @@ struct TuneArgs {
   std::vector<int> batches;
   std::string layer, gpus = "0", db, out, record, pattern = "blob", precision, layout, shard;
   std::optional<double> act_sparsity;
-  std::string epilogue;
+  FusionOptions fusion;
   WeightOptions weights;
   std::vector<std::string> families;
   int budget = 10, samples = 10, calls = 10;
@@ -90,9 +90,9 @@ std::vector<Job> jobs_of(const TuneArgs& a) {
     WeightOptions weights = a.weights;
     weights.seed = a.seed;
     const Suite suite = with_layer_weights(
-        with_epilogue(with_precision_and_layout(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity),
-                                                a.precision, a.layout),
-                      a.epilogue),
+        with_fusion(with_precision_and_layout(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity), a.precision,
+                                              a.layout),
+                    a.fusion),
         weights);
     for (int batch : batches)
       for (const Layer& layer : suite.layers) {
@@ -301,9 +301,9 @@ void run_tune_study(const TuneArgs& a) {
     WeightOptions weights = a.weights;
     weights.seed = a.seed;
     const Suite suite = with_layer_weights(
-        with_epilogue(with_precision_and_layout(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity),
-                                                a.precision, a.layout),
-                      a.epilogue),
+        with_fusion(with_precision_and_layout(select_layers(load_shapes(file), 0, a.layer, a.act_sparsity), a.precision,
+                                              a.layout),
+                    a.fusion),
         weights);
     Progress progress(fmt::format("tune-study {}", suite.name),
                       suite.layers.size() * std::max<std::size_t>(1, a.batches.size()));
@@ -330,7 +330,7 @@ void add_common_options(CLI::App* cmd, TuneArgs& a) {
   cmd->add_option("--calls", a.calls, "Calls per timing sample")->capture_default_str();
   cmd->add_option("--seed", a.seed, "Seed of the verification inputs")->capture_default_str();
   add_act_sparsity_option(cmd, a.act_sparsity);
-  add_epilogue_option(cmd, a.epilogue);
+  add_fusion_options(cmd, a.fusion);
   add_weight_options(cmd, a.weights);
 }
 

@@ -221,21 +221,21 @@ const ZeroPassImage zero_pass_images[] = {
 }  // namespace
 
 const ProblemEntry problems[] = {
-    {{1, 128, 32, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
+    {{1, 128, 32, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}, 0},
      "dense_128to32_56", 401408ULL, kernels_0, 1, "", nullptr, nullptr, 36864ULL},
-    {{1, 128, 32, 1, 28, 28, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
+    {{1, 128, 32, 1, 28, 28, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}, 0},
      "dense_128to32_28", 100352ULL, kernels_1, 1, "", nullptr, nullptr, 36864ULL},
-    {{1, 128, 32, 1, 14, 14, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
+    {{1, 128, 32, 1, 14, 14, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}, 0},
      "dense_128to32_14", 25088ULL, kernels_2, 1, "", nullptr, nullptr, 36864ULL},
-    {{1, 128, 32, 1, 7, 7, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
+    {{1, 128, 32, 1, 7, 7, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}, 0},
      "dense_128to32_7", 6272ULL, kernels_3, 1, "", nullptr, nullptr, 36864ULL},
-    {{1, 64, 64, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
+    {{1, 64, 64, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}, 0},
      "res_64to64_56", 802816ULL, kernels_4, 1, "", nullptr, nullptr, 36864ULL},
-    {{1, 128, 128, 1, 28, 28, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
+    {{1, 128, 128, 1, 28, 28, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}, 0},
      "res_128to128_28", 401408ULL, kernels_5, 1, "", nullptr, nullptr, 147456ULL},
-    {{1, 256, 256, 1, 14, 14, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
+    {{1, 256, 256, 1, 14, 14, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}, 0},
      "res_256to256_14", 200704ULL, kernels_6, 1, "", nullptr, nullptr, 589824ULL},
-    {{1, 512, 512, 1, 7, 7, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}},
+    {{1, 512, 512, 1, 7, 7, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, CUSNN_SM90_LAYOUT_NCHW, CUSNN_SM90_PRECISION_FP32, {0}, 0},
      "res_512to512_7", 100352ULL, kernels_7, 1, "", nullptr, nullptr, 2359296ULL},
 };
 const std::size_t problem_count = sizeof problems / sizeof problems[0];

@@ -196,7 +196,8 @@ bool same_problem(const cusnn_sm90_problem& a, const cusnn_sm90_problem& b) {
          a.s == b.s && a.stride_d == b.stride_d && a.stride_h == b.stride_h && a.stride_w == b.stride_w &&
          a.pad_d == b.pad_d && a.pad_h == b.pad_h && a.pad_w == b.pad_w && a.dilation_d == b.dilation_d &&
          a.dilation_h == b.dilation_h && a.dilation_w == b.dilation_w && a.groups == b.groups && a.layout == b.layout &&
-         a.precision == b.precision && same_epilogue(a.epilogue, b.epilogue);
+         a.precision == b.precision && same_epilogue(a.epilogue, b.epilogue) &&
+         (a.relu_on_load != 0) == (b.relu_on_load != 0);
 }
 
 const ProblemEntry* find_problem(const cusnn_sm90_problem& p) {
@@ -922,6 +923,7 @@ size_t cusnn_sm90_problem_key(const cusnn_sm90_problem* p, char* buffer, size_t 
       p->d, p->h, p->w, p->t, p->r, p->s, p->stride_d, p->stride_h, p->stride_w, p->pad_d, p->pad_h, p->pad_w,
       p->dilation_d, p->dilation_h, p->dilation_w, p->groups, layout_name(p->layout), precision_name(p->precision));
   std::string text(key, length > 0 ? static_cast<size_t>(length) : 0);
+  if (p->relu_on_load != 0) text += "_relu";
   if (!is_identity(p->epilogue)) text += "_e" + epilogue_text(p->epilogue);
   const size_t full = text.size();
   if (buffer != nullptr && size > 0) {

@@ -118,6 +118,9 @@ typedef struct {
   weight_twins_sm90_layout layout;
   weight_twins_sm90_precision precision;
   weight_twins_sm90_epilogue epilogue;
+  /* 1: the activation is a producer's output before its ReLU and the kernel applies max(0, x) as it loads it
+   * (convgen's relu_on_load, `--relu-on-load`); 0: it convolves the activation as it is. */
+  int relu_on_load;
 } weight_twins_sm90_problem;
 
 /* Called for a problem the library has no kernel for, with the arguments of weight_twins_sm90_conv_forward and the pointer
@@ -211,8 +214,9 @@ weight_twins_sm90_status weight_twins_sm90_check_filter(const weight_twins_sm90_
 const char* weight_twins_sm90_kernel_name(const weight_twins_sm90_problem* problem, int arch);
 
 /* Writes the canonical convgen problem key ("n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32", with
- * "_e<epilogue>" as convgen writes it when the epilogue is not the identity: "..._fp32_ebias+add+relu") into
- * `buffer` (truncated to `size` bytes, always terminated); returns the key's full length. */
+ * "_relu" when it applies max(0, x) on load and "_e<epilogue>" as convgen writes it when the epilogue is not the
+ * identity: "..._fp32_ebias+add+relu") into `buffer` (truncated to `size` bytes, always terminated); returns the key's
+ * full length. */
 size_t weight_twins_sm90_problem_key(const weight_twins_sm90_problem* problem, char* buffer, size_t size);
 
 #ifdef __cplusplus

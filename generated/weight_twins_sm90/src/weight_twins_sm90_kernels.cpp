@@ -59,9 +59,9 @@ const float weight_values_1[] = {
 }  // namespace
 
 const ProblemEntry problems[] = {
-    {{1, 4, 8, 1, 12, 12, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, WEIGHT_TWINS_SM90_LAYOUT_NCHW, WEIGHT_TWINS_SM90_PRECISION_FP32, {0}},
+    {{1, 4, 8, 1, 12, 12, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, WEIGHT_TWINS_SM90_LAYOUT_NCHW, WEIGHT_TWINS_SM90_PRECISION_FP32, {0}, 0},
      "a", 4608ULL, kernels_0, 1, "9359409639b2f1ff", weight_mask_0, weight_values_0, 288ULL},
-    {{1, 4, 8, 1, 12, 12, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, WEIGHT_TWINS_SM90_LAYOUT_NCHW, WEIGHT_TWINS_SM90_PRECISION_FP32, {0}},
+    {{1, 4, 8, 1, 12, 12, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, WEIGHT_TWINS_SM90_LAYOUT_NCHW, WEIGHT_TWINS_SM90_PRECISION_FP32, {0}, 0},
      "b", 4608ULL, kernels_1, 1, "c7309389a95876b5", weight_mask_1, weight_values_1, 288ULL},
 };
 const std::size_t problem_count = sizeof problems / sizeof problems[0];

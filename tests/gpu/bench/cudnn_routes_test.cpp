@@ -45,8 +45,10 @@ class CudnnRoutes : public testing::Test {
   std::vector<RouteResult> run_all(const Problem& problem, const CudnnBaseline& cudnn, bool print = true) {
     const auto& routes = cudnn.routes();
     // The pipeline makes the inputs in the problem's element type (fp16 values rounded), so the reference sees
-    // exactly what the GPU does, and poisons the output before every run.
-    ConvMeasurement measurement(problem, {.seed = 1});
+    // exactly what the GPU does, and poisons the output before every run. Zeros where the problem expects them (for
+    // relu_on_load, negatives there).
+    ConvMeasurement measurement(problem,
+                                {.activation = expected_activation(problem, SparsityPattern::uniform), .seed = 1});
     DeviceBuffer workspace(std::max<std::size_t>(cudnn.max_workspace_bytes(), 4));
 
     std::vector<RouteResult> results(routes.size());
@@ -197,6 +199,30 @@ TEST_F(CudnnRoutes, AnEpilogueIsServedByTheLegacyFusedCallVerifiedAgainstTheSame
                                              "not built"),
                 std::string::npos);
     }
+  }
+}
+
+// relu_on_load, which no cuDNN convolution fuses: every route runs a ReLU pass into a scratch tensor first, so the
+// routes that pass verification compute the convolution of max(0, x) on an input with negatives.
+TEST_F(CudnnRoutes, ReluOnLoadIsServedWithAReluPassFirstAndVerifiedAgainstTheRectifiedReference) {
+  for (Problem problem : {Problem{.c = 64, .k = 64, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1}},
+                          Problem{.n = 2,
+                          .c = 32,
+                          .k = 48,
+                          .input = {1, 9, 9},
+                          .filter = {1, 3, 3},
+                          .padding = {0, 1, 1},
+                          .layout = Layout::nhwc}}) {
+    problem.act_sparsity = 0.5;
+    problem.relu_on_load = true;
+    const CudnnBaseline cudnn(problem);
+    const std::vector<RouteResult> results = run_all(problem, cudnn);
+    int passed = 0;
+    for (const RouteResult& r : results) passed += r.passed;
+    EXPECT_GE(passed, 3) << problem_key(problem);
+    bool warned = false;
+    for (const std::string& w : cudnn.warnings()) warned |= w.find("cudnnActivationForward") != std::string::npos;
+    EXPECT_TRUE(warned);
   }
 }
 

@@ -169,7 +169,7 @@ TEST(EmitLibrary, RenderLibraryWritesEveryFileUnderTheLibrarysNameWithNoPlacehol
   EXPECT_NE(
       kernels.find(
           "{{2, 8, 16, 1, 10, 12, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, MYNET_LAYOUT_NCHW, "
-          "MYNET_PRECISION_FP32, {0}},\n     \"conv \\\"one\\\"\", 15360ULL, kernels_0, 2, \"\", nullptr, nullptr, "
+          "MYNET_PRECISION_FP32, {0}, 0},\n     \"conv \\\"one\\\"\", 15360ULL, kernels_0, 2, \"\", nullptr, nullptr, "
           "1152ULL},"),
       std::string::npos)
       << kernels;
@@ -194,7 +194,7 @@ TEST(EmitLibrary, RenderLibraryWritesTheEpilogueOfAProblemAndBindsItsBiasAndResi
                                .gpus = {gpu("h100_sxm")},
                                .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
   const std::string kernels = render_library(lib).at("src/net_kernels.cpp");
-  EXPECT_NE(kernels.find("NET_LAYOUT_NCHW, NET_PRECISION_FP32, {1, 0.5, 2.0, 1, NET_ACTIVATION_CLIP, -1.0, 6.0}},"),
+  EXPECT_NE(kernels.find("NET_LAYOUT_NCHW, NET_PRECISION_FP32, {1, 0.5, 2.0, 1, NET_ACTIVATION_CLIP, -1.0, 6.0}, 0},"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, "
@@ -202,6 +202,26 @@ TEST(EmitLibrary, RenderLibraryWritesTheEpilogueOfAProblemAndBindsItsBiasAndResi
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("// x: " + problem_key(p) + "\n"), std::string::npos) << kernels;
+}
+
+// A problem that applies max(0, x) on load is another problem to dispatch: its entry says so (the last field of the
+// cglib_problem), and the runtime compares that field and writes "_relu" into the key as convgen does.
+TEST(EmitLibrary, RenderLibraryWritesReluOnLoadIntoTheProblemItDispatchesOn) {
+  Problem p{.n = 1, .c = 8, .k = 8, .input = {1, 8, 8}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  p.relu_on_load = true;
+  const LibraryDescription lib{
+      .name = "net",
+      .suite = "s",
+      .gpus = {gpu("h100_sxm")},
+      .problems = {{.name = "x", .problem = p, .kernels = {fake_kernel(p, "sm_90", {'\x7f'})}}}};
+  const auto files = render_library(lib);
+  const std::string kernels = files.at("src/net_kernels.cpp");
+  EXPECT_NE(kernels.find("NET_LAYOUT_NCHW, NET_PRECISION_FP32, {0}, 1},"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("// x: " + problem_key(p) + "\n"), std::string::npos) << kernels;
+  const std::string runtime = files.at("src/net_runtime.cpp");
+  EXPECT_NE(runtime.find("(a.relu_on_load != 0) == (b.relu_on_load != 0)"), std::string::npos);
+  EXPECT_NE(runtime.find("if (p->relu_on_load != 0) text += \"_relu\";"), std::string::npos);
+  EXPECT_NE(files.at("include/net.h").find("int relu_on_load;"), std::string::npos);
 }
 
 // A problem emitted with its own filter: where its kernel depends on the filter (weight_sparse: the nonzeros'

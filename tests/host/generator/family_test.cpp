@@ -82,6 +82,55 @@ TEST(DefaultChoice, FamilyDefaultsListEveryFamilyByRankAndTheFirstServingOneIsTh
   EXPECT_THROW(family_defaults(invalid, h100()), InputError);
 }
 
+// max(0, x) on load (relu_on_load): act_sparse alone applies it, with relu1 kernels; every other family is refused
+// by name wherever candidates are asked for, and a relu1 kernel is refused for a problem that does not ask for it.
+TEST(ReluOnLoad, OnlyActSparsesRelu1KernelsServeItAndOnlyThem) {
+  Problem p{.n = 2, .c = 64, .k = 64, .input = {1, 28, 28}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  p.act_sparsity = 0.7;
+  p.relu_on_load = true;
+  const Family& act_sparse = family("act_sparse");
+  const std::size_t relu = [&] {
+    const auto& params = act_sparse.interface().params;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (params[i].token == "relu") return i;
+    return params.size();
+  }();
+  ASSERT_LT(relu, act_sparse.interface().params.size());
+  const KernelSpec chosen = default_choice(p, h100());
+  EXPECT_EQ(chosen.family, "act_sparse");
+  EXPECT_EQ(chosen.values[relu], 1);
+  const std::vector<KernelSpec> candidates = candidates_for(act_sparse, p, h100());
+  ASSERT_FALSE(candidates.empty());
+  for (const KernelSpec& spec : candidates) {
+    EXPECT_EQ(spec.values[relu], 1) << kernel_name(spec);
+    EXPECT_EQ(check_support(p, h100(), spec), std::nullopt) << kernel_name(spec);
+  }
+  for (const Family* f : all_families()) {
+    if (f == &act_sparse) continue;
+    EXPECT_TRUE(candidates_for(*f, p, h100()).empty()) << f->name();
+    EXPECT_EQ(default_spec_for(*f, p, h100()), std::nullopt) << f->name();
+    const std::string reason = std::string(f->name()) +
+                               " kernels do not apply max(0, x) as they load the activation (relu_on_load); "
+                               "act_sparse's do";
+    EXPECT_EQ(refusal_of(*f, p), reason);
+    if (auto plain_spec = f->default_spec(Problem{p.n, p.c, p.k, p.input, p.filter, p.stride, p.padding}, h100()))
+      EXPECT_EQ(check_support(p, h100(), *plain_spec), reason);
+  }
+  for (const FamilyDefault& d : family_defaults(p, h100()))
+    if (d.family != "act_sparse") EXPECT_NE(d.reason.find("do not apply max(0, x)"), std::string::npos) << d.family;
+  // The same kernel on the problem without relu_on_load is refused: it would rectify an input that is not to be.
+  Problem plain = p;
+  plain.relu_on_load = false;
+  EXPECT_EQ(check_support(plain, h100(), chosen),
+            "relu1 applies max(0, x) on load, which the problem does not ask for (relu_on_load 0)");
+  const KernelSpec plain_choice = default_choice(plain, h100());
+  if (plain_choice.family == "act_sparse") {
+    EXPECT_EQ(plain_choice.values[relu], 0);
+    EXPECT_EQ(check_support(p, h100(), plain_choice),
+              "the problem asks for max(0, x) on load (relu_on_load), which only relu1 applies");
+  }
+}
+
 TEST(LaunchPlan, CarvesBuffersFromTheWorkspaceAndThePersistentBlockAligned) {
   LaunchPlan plan;
   plan.buffers = {{.name = "a", .bytes = 10, .persistent = false},

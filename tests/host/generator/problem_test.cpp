@@ -120,7 +120,7 @@ TEST(Problem, KeysRoundTripIn1d2dAnd3d) {
 
 TEST(Problem, KeyWithTooFewFieldsIsRejected) {
   EXPECT_EQ(input_error([] { parse_problem_key("n1_c64_k64"); }),
-            "problem key 'n1_c64_k64': expected 11 to 14 fields separated by '_', got 3");
+            "problem key 'n1_c64_k64': expected 11 to 15 fields separated by '_', got 3");
 }
 
 TEST(Problem, KeyCarriesTheSparsityBucketOnlyWhenNotZero) {
@@ -225,8 +225,31 @@ TEST(Problem, KeyWithABadOrNonCanonicalEpilogueIsRejected) {
             "problem key '" + base + "_enone': epilogue 'none' is not in its canonical form '(no field)'");
   EXPECT_EQ(input_error([&] { parse_problem_key(base + "_ebias_z50"); }),
             "problem key '" + base +
-                "_ebias_z50': unexpected field 'z50' after the precision (expected z<bucket>, w<pattern> then "
-                "e<epilogue>)");
+                "_ebias_z50': unexpected field 'z50' after the precision (expected z<bucket>, relu, w<pattern> "
+                "then e<epilogue>)");
+}
+
+TEST(Problem, KeyCarriesReluOnLoadAfterTheSparsityAndReadsItBack) {
+  Problem p{.c = 64, .k = 64, .input = {1, 56, 56}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  p.relu_on_load = true;
+  EXPECT_EQ(problem_key(p), "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_relu");
+  EXPECT_EQ(parse_problem_key(problem_key(p)), p);
+  EXPECT_EQ(describe(p), "64->64 3x3 s1 p1 at 56x56 -> 56x56, n1, max(0, x) on load");
+  p.act_sparsity = 0.5;
+  p.weights.pattern = "0123456789abcdef";
+  p.epilogue = {.bias = true, .act = Activation::relu};
+  EXPECT_EQ(problem_key(p),
+            "n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_z50_relu_w0123456789abcdef_ebias+relu");
+  EXPECT_EQ(parse_problem_key(problem_key(p)), p);
+  Problem plain = p;
+  plain.relu_on_load = false;
+  EXPECT_NE(problem_key(plain), problem_key(p));
+  EXPECT_FALSE(plain == p);
+  // Out of its place, it is an unexpected field.
+  EXPECT_EQ(
+      input_error([] { parse_problem_key("n1_c8_k8_i1x5x5_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_ebias_relu"); }),
+      "problem key 'n1_c8_k8_i1x5x5_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_ebias_relu': unexpected field 'relu' "
+      "after the precision (expected z<bucket>, relu, w<pattern> then e<epilogue>)");
 }
 
 TEST(Problem, ValidateRefusesAMalformedEpilogue) {

@@ -101,10 +101,10 @@ TEST(Shapes, WrittenCsvParsesBackEqual) {
   const std::string csv = write_suite_csv(suite);
   EXPECT_EQ(csv,
             "name,n,c,k,d,h,w,t,r,s,stride,pad,dilation,groups,layout,precision,count,act_sparsity,input_relu,"
-            "epilogue\n"
-            "a,2,16,32,1,12,16,1,3,3,1x2,1,2,4,nhwc,bf16,3,0.55,0,none\n"
-            "b,1,4,8,9,9,9,3,3,3,2,1x0x1,1,1,ndhwc,tf32,1,0,0,none\n"
-            "c,3,8,16,1,1,50,1,1,5,2,2,1,8,ncw,fp16,7,1,0,none\n");
+            "epilogue,relu_on_load\n"
+            "a,2,16,32,1,12,16,1,3,3,1x2,1,2,4,nhwc,bf16,3,0.55,0,none,0\n"
+            "b,1,4,8,9,9,9,3,3,3,2,1x0x1,1,1,ndhwc,tf32,1,0,0,none,0\n"
+            "c,3,8,16,1,1,50,1,1,5,2,2,1,8,ncw,fp16,7,1,0,none,0\n");
   EXPECT_EQ(parse_suite(csv, "elsewhere/mixed.csv"), suite);
 }
 
@@ -160,7 +160,7 @@ TEST(Shapes, ActSparsityMustBeAZeroFraction) {
 TEST(Shapes, UnknownColumnListsTheKnownOnes) {
   EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,strides\na,1,1,1,4,4,3,3,1\n"),
             "shapes/x.csv:1: unknown column 'strides', expected one of name, n, c, k, d, h, w, t, r, s, stride, pad, "
-            "dilation, groups, layout, precision, count, act_sparsity, input_relu, epilogue");
+            "dilation, groups, layout, precision, count, act_sparsity, input_relu, epilogue, relu_on_load");
 }
 
 TEST(Shapes, InputReluAndEpilogueSayWhatSurroundsTheLayerAndRoundTrip) {
@@ -182,9 +182,23 @@ TEST(Shapes, InputReluAndEpilogueSayWhatSurroundsTheLayerAndRoundTrip) {
   EXPECT_FALSE(plain.layers[0].input_relu);
   EXPECT_TRUE(is_identity(plain.layers[0].problem.epilogue));
   const std::string csv = write_suite_csv(suite);
-  EXPECT_NE(csv.find(",1,bias+add+relu\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",0,alpha:0.5+add:2+clip:-1:6\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",1,bias+add+relu,0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0,alpha:0.5+add:2+clip:-1:6,0\n"), std::string::npos) << csv;
   EXPECT_EQ(parse_suite(csv, "shapes/x.csv"), suite);
+}
+
+TEST(Shapes, ReluOnLoadAsksTheKernelToRectifyTheActivationAndRoundTrips) {
+  const Suite suite = parse_suite(
+      "name,n,c,k,h,w,r,s,act_sparsity,relu_on_load\n"
+      "a,1,8,8,4,4,3,3,0.7,1\n"
+      "b,1,8,8,4,4,3,3,0.7,0\n",
+      "shapes/x.csv");
+  EXPECT_TRUE(suite.layers[0].problem.relu_on_load);
+  EXPECT_FALSE(suite.layers[1].problem.relu_on_load);
+  EXPECT_EQ(merge_identical_layers(suite.layers).size(), 2u);  // a different problem, not a duplicate
+  EXPECT_EQ(parse_suite(write_suite_csv(suite), "shapes/x.csv"), suite);
+  EXPECT_EQ(parse_error("name,n,c,k,h,w,r,s,relu_on_load\na,1,1,1,4,4,3,3,true\n"),
+            "shapes/x.csv:2: column 'relu_on_load' must be 0 or 1, got 'true'");
 }
 
 TEST(Shapes, BadInputReluOrEpilogueIsRejected) {

@@ -73,6 +73,27 @@ TEST(Inputs, NonzeroValuesAreTheDenseOnes) {
   }
 }
 
+// With relu_on_load the activation is what a producer wrote before its ReLU: where the source has a zero, the
+// negated magnitude of the dense value; elsewhere the magnitude. So max(0, x) gives back exactly the source's zeros.
+TEST(Inputs, AnActivationLoadedThroughAReluIsNegativeWhereTheSourceIsZero) {
+  for (Problem p : kShapes)
+    for (SparsityPattern pattern : kPatterns)
+      for (double fraction : {0.0, 0.5, 0.9, 1.0}) {
+        const HostTensor source = activation(p, pattern, fraction, 7);
+        const HostTensor dense = make_tensor(p, TensorRole::activation, DenseRandom{}, 7);
+        p.relu_on_load = true;
+        const HostTensor before_relu = activation(p, pattern, fraction, 7);
+        EXPECT_EQ(zero_fraction(before_relu), 0.0);
+        EXPECT_EQ(loaded_zero_fraction(p, before_relu), zero_fraction(source));
+        for (std::int64_t i = 0; i < source.size(); ++i) {
+          const float expected = source.get(i) == 0.0f ? -std::fabs(dense.get(i)) : std::fabs(source.get(i));
+          ASSERT_EQ(before_relu.get(i), expected) << problem_key(p) << " " << i;
+        }
+        p.relu_on_load = false;
+        EXPECT_EQ(loaded_zero_fraction(p, source), zero_fraction(source));
+      }
+}
+
 TEST(Inputs, ChannelPatternZeroesWholeChannelsOnly) {
   for (const Problem& p : kShapes) {
     const HostTensor t = activation(p, SparsityPattern::channel, 0.5);

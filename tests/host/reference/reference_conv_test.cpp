@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -38,6 +39,30 @@ TEST(ReferenceConv, ThreeByThreeWithPaddingSumsTheNeighbourhood) {
   const Problem p{.input = {1, 3, 3}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   EXPECT_EQ(run(p, {1, 2, 3, 4, 5, 6, 7, 8, 9}, std::vector<float>(9, 1.0f)),
             (Values{12, 21, 16, 27, 45, 33, 24, 39, 28}));
+}
+
+TEST(ReferenceConv, ReluOnLoadConvolvesTheRectifiedActivation) {
+  Problem p{.c = 2, .k = 1, .input = {1, 2, 2}};
+  p.relu_on_load = true;
+  EXPECT_EQ(run(p, {1, -2, 3, -4, -5, 6, 0, 8}, {2, -1}), (Values{2, -6, 6, -8}));
+  // The same as the plain problem on max(0, x), in every layout and with groups, padding and stride.
+  for (Layout layout : {Layout::nchw, Layout::nhwc}) {
+    Problem q{.n = 2,
+              .c = 8,
+              .k = 6,
+              .input = {1, 7, 6},
+              .filter = {1, 3, 3},
+              .stride = {1, 2, 1},
+              .padding = {0, 1, 1},
+              .groups = 2,
+              .layout = layout};
+    const std::vector<float> x = random_data(activation_elements(q), 3), w = random_data(filter_elements(q), 4);
+    std::vector<float> rectified = x;
+    for (float& v : rectified) v = std::max(v, 0.0f);
+    const Values plain = run(q, rectified, w);
+    q.relu_on_load = true;
+    expect_near_all(run(q, x, w), plain, 0);
+  }
 }
 
 TEST(ReferenceConv, IsCrossCorrelationNotFlippedConvolution) {

@@ -162,6 +162,53 @@ TEST_F(GpuVerify, ActSparseSplitsReducedInAClusterAreCorrect) {
   EXPECT_GE(verified, 20) << "too few clustered configurations were served";
 }
 
+// max(0, x) applied as the activation is loaded (relu_on_load, act_sparse's relu1): the input is the producer's
+// output before its ReLU (negative where the ReLU leaves a zero), on every corpus and cuSNN layer, every pattern at
+// 0, 50, 90, 99 and 100% zeros, the default and first representative configurations and the first block-staged;
+// and with a fused bias + ReLU epilogue. Every other family refuses such a problem.
+TEST_F(GpuVerify, ActSparseAppliesReluOnLoadToAnUnrectifiedInput) {
+  const Family& f = family("act_sparse");
+  const auto index_of = [&](std::string_view token) {
+    const auto& params = f.interface().params;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (params[i].token == token) return i;
+    throw Error(fmt::format("act_sparse declares no parameter '{}'", token));
+  };
+  std::vector<TensorSource> sources;
+  for (SparsityPattern pattern : {SparsityPattern::uniform, SparsityPattern::channel, SparsityPattern::blob})
+    for (double zeros : {0.0, 0.5, 0.9, 0.99, 1.0}) sources.push_back(SparseRandom{pattern, zeros});
+  std::vector<Layer> layers = edge_cases().layers;
+  for (const Layer& layer : load_suite(source_dir() / "shapes" / "cusnn.csv").layers) layers.push_back(layer);
+  std::uint64_t seed = 12000;
+  int served = 0;
+  for (const Layer& layer : layers) {
+    Problem problem = layer.problem;
+    problem.relu_on_load = true;
+    for (const Family* other : all_families())
+      if (other != &f) EXPECT_TRUE(candidates_for(*other, problem, gpu_).empty()) << other->name();
+    std::vector<KernelSpec> specs = representative_specs(f, problem, gpu_, 1);
+    if (specs.empty()) continue;
+    KernelSpec staged = specs.front();
+    staged.values[index_of("bs")] = 1;
+    staged.values[index_of("sm")] = 3;
+    staged.values[index_of("ur")] = 0;
+    staged.values[index_of("lb")] = 1;
+    if (!f.check_support(problem, gpu_, staged)) specs.push_back(staged);
+    ++served;
+    for (const KernelSpec& spec : specs) {
+      ASSERT_EQ(spec.values[index_of("relu")], 1) << kernel_name(spec);
+      for (const TensorSource& source : sources)
+        verify(fmt::format("{} relu on load {}", layer.name, describe(source)), problem, spec, seed++, source);
+    }
+    Problem fused = problem;
+    fused.epilogue = parse_epilogue("bias+relu");
+    if (auto spec = default_spec_for(f, fused, gpu_))
+      verify(fmt::format("{} relu on load, bias+relu", layer.name), fused, *spec, seed++,
+             SparseRandom{SparsityPattern::blob, 0.7});
+  }
+  EXPECT_GE(served, 20) << "act_sparse served too few layers with relu_on_load";
+}
+
 TEST_F(GpuVerify, TheDefaultChoiceAndEachFamilysDefaultAreCorrectOnOneLayerOfEverySuite) {
   std::uint64_t seed = 1000;
   for (const auto& file : suite_files()) {
