@@ -37,7 +37,9 @@ what to do.
 
 Sparse families: `act_sparsity=0.5` declares the zero fraction a module's input is expected to have (one that follows
 a ReLU), which the context's tuner measures with; `weight_sparse=True` bakes the module's filter pattern into the
-kernel (for pruned weights; the filter is then read once per change of `weight`).
+kernel (for pruned weights; the filter is then read once per change of `weight`). `relu_on_load=True` takes the input
+before its ReLU: the kernel applies max(0, x) as it loads it (act_sparse kernels, fp32; PyTorch runs relu then the
+convolution where convgen has no such kernel), so the model needs no ReLU of its own there.
 """
 import warnings
 import weakref
@@ -150,15 +152,16 @@ def servable(input, weight, padding, rank):
 
 
 def problem_for(input, weight, stride, padding, dilation, groups, act_sparsity=0.0, weights_baked=False,
-                epilogue="none"):
+                epilogue="none", relu_on_load=False):
     """The convgen Problem of a PyTorch convolution call (input and weight as given to F.convNd), with the epilogue
-    text fused into it ('bias', 'bias+add+relu'; see convgen.Problem)."""
+    text fused into it ('bias', 'bias+add+relu'; see convgen.Problem) and max(0, x) applied on load when
+    relu_on_load."""
     rank = input.dim() - 2
     layout = _LAYOUTS[rank][1 if _channels_last(input, rank) else 0]
     problem = Problem(input.shape[0], input.shape[1], weight.shape[0], input=tuple(input.shape[2:]),
                       filter=tuple(weight.shape[2:]), stride=stride, padding=padding, dilation=dilation,
                       groups=groups, layout=layout, precision=_precision(input.dtype), act_sparsity=act_sparsity,
-                      epilogue=epilogue)
+                      epilogue=epilogue, relu_on_load=relu_on_load)
     if weights_baked:
         filter = weight.detach().float()
         if layout in ("nwc", "nhwc", "ndhwc"):
@@ -244,9 +247,9 @@ def _unservable_epilogue(input, weight, bias, residual, output_shape):
 
 
 def _new_plan(owner, rank, input, weight, stride, padding, dilation, groups, act_sparsity, weights_baked, bias=None,
-              residual=None, act=None):
+              residual=None, act=None, relu_on_load=False):
     """The _Plan of a signature not seen before: the checks, the problem with its epilogue (the bias, the residual
-    add, the activation), the op (chosen and compiled now)."""
+    add, the activation) and max(0, x) on load, the op (chosen and compiled now)."""
     why = _unservable(input, weight, padding, rank)
     if why:
         return _Plan(why)
@@ -261,7 +264,8 @@ def _new_plan(owner, rank, input, weight, stride, padding, dilation, groups, act
                            f"kernel would be chosen and compiled inside the capture; call it once on such an input "
                            f"before capturing")
     epilogue = _epilogue(bias, residual, act)
-    problem = problem_for(input, weight, stride, padding, dilation, groups, act_sparsity, weights_baked, epilogue)
+    problem = problem_for(input, weight, stride, padding, dilation, groups, act_sparsity, weights_baked, epilogue,
+                          relu_on_load)
     why = _unservable_epilogue(input, weight, bias, residual, (problem.n, problem.k, *problem.output))
     if why:
         return _Plan(why)
@@ -272,6 +276,10 @@ def _new_plan(owner, rank, input, weight, stride, padding, dilation, groups, act
     try:
         op = context(input.device).conv(problem)
     except (Error, InputError) as error:
+        if relu_on_load:
+            # Only act_sparse applies max(0, x) on load (fp32, ungrouped 1-D and 2-D): elsewhere PyTorch runs the
+            # ReLU, then the convolution.
+            return _Plan(f"no convgen kernel applies max(0, x) on load here: {error}")
         if epilogue == "none":
             raise
         # Every family applies the epilogue, but a policy may still find no kernel for this problem (database_only
@@ -322,34 +330,38 @@ _FUNCTIONAL_PLANS_MAX = 4096
 _functional_plans = {}
 
 
-def _conv(rank, input, weight, bias, stride, padding, dilation, groups, act_sparsity=0.0):
+def _conv(rank, input, weight, bias, stride, padding, dilation, groups, act_sparsity=0.0, relu_on_load=False):
     stride, dilation = _tuple(stride, rank), _tuple(dilation, rank)
     padding_key = padding if isinstance(padding, str) else _tuple(padding, rank)
     key = (_signature(input, weight, bias), None if bias is None else _tensor_signature(bias), rank, stride,
-           padding_key, dilation, groups, act_sparsity)
+           padding_key, dilation, groups, act_sparsity, relu_on_load)
     plan = _functional_plans.get(key)
     if plan is None:
         pad = _padding(padding, rank, tuple(weight.shape[2:]), stride, dilation)
-        plan = _new_plan(rank, rank, input, weight, stride, pad, dilation, groups, act_sparsity, False, bias)
+        plan = _new_plan(rank, rank, input, weight, stride, pad, dilation, groups, act_sparsity, False, bias,
+                         relu_on_load=relu_on_load)
         if len(_functional_plans) >= _FUNCTIONAL_PLANS_MAX:
             _functional_plans.clear()
         _functional_plans[key] = plan
     if plan.why or (_grad_enabled() and (input.requires_grad or weight.requires_grad
                                          or (bias is not None and bias.requires_grad))):
-        return getattr(F, f"conv{rank}d")(input, weight, bias, stride, padding, dilation, groups)
+        return getattr(F, f"conv{rank}d")(torch.relu(input) if relu_on_load else input, weight, bias, stride, padding,
+                                          dilation, groups)
     return _launch(plan, input, weight, bias)
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act_sparsity=0.0):
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act_sparsity=0.0,
+           relu_on_load=False):
     """torch.nn.functional.conv2d's arguments; convgen's kernel where it serves the call, PyTorch's otherwise. The
-    bias is added in the kernel's epilogue."""
-    return _conv(2, input, weight, bias, stride, padding, dilation, groups, act_sparsity)
+    bias is added in the kernel's epilogue; with relu_on_load the convolution is of max(0, input)."""
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups, act_sparsity, relu_on_load)
 
 
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act_sparsity=0.0):
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act_sparsity=0.0,
+           relu_on_load=False):
     """torch.nn.functional.conv3d's arguments; convgen's kernel where it serves the call, PyTorch's otherwise. The
-    bias is added in the kernel's epilogue."""
-    return _conv(3, input, weight, bias, stride, padding, dilation, groups, act_sparsity)
+    bias is added in the kernel's epilogue; with relu_on_load the convolution is of max(0, input)."""
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups, act_sparsity, relu_on_load)
 
 
 # The activations a module fuses into its epilogue, and PyTorch's own for its fallback.
@@ -522,7 +534,7 @@ class _ConvgenConv:
 
     _rank = 2
 
-    def _convgen_init(self, act_sparsity, weight_sparse, act, add_residual, frozen_weights=False):
+    def _convgen_init(self, act_sparsity, weight_sparse, act, add_residual, frozen_weights=False, relu_on_load=False):
         if not 0.0 <= act_sparsity <= 1.0:
             raise ValueError(f"act_sparsity: {act_sparsity}, expected a zero fraction in [0, 1]")
         if act not in _ACTIVATIONS:
@@ -531,6 +543,7 @@ class _ConvgenConv:
         self.weight_sparse = bool(weight_sparse)
         self.act = act
         self.add_residual = bool(add_residual)
+        self.relu_on_load = bool(relu_on_load)  # the input comes before its ReLU: max(0, x) applied on load
         # The weights change no more (inference): a CUDA graph captured after the first call replays the filter
         # copies prepared then (winograd's transformed filter, a packed one), instead of preparing them again in
         # every replay. An in-place change made outside a capture is still seen at the next call; one made between
@@ -542,14 +555,15 @@ class _ConvgenConv:
 
     @classmethod
     def from_module(cls, module, *, act_sparsity=0.0, weight_sparse=False, batch_norm=None, act=None,
-                    add_residual=False, frozen_weights=False):
+                    add_residual=False, frozen_weights=False, relu_on_load=False):
         """A convgen module sharing `module`'s weight and bias (a torch.nn.Conv2d or Conv3d), or, given the
         `batch_norm` that follows it (eval mode), owning the two folded into one weight and bias (fold_batch_norm);
-        `act` and `add_residual` as the constructor's."""
+        `act`, `add_residual` and `relu_on_load` as the constructor's."""
         new = cls(module.in_channels, module.out_channels, module.kernel_size, module.stride, module.padding,
                   module.dilation, module.groups, module.bias is not None or batch_norm is not None,
                   module.padding_mode, device="meta", dtype=module.weight.dtype, act_sparsity=act_sparsity,
-                  weight_sparse=weight_sparse, act=act, add_residual=add_residual, frozen_weights=frozen_weights)
+                  weight_sparse=weight_sparse, act=act, add_residual=add_residual, frozen_weights=frozen_weights,
+                  relu_on_load=relu_on_load)
         if batch_norm is None:
             new.weight = module.weight
             new.bias = module.bias
@@ -595,8 +609,9 @@ class _ConvgenConv:
 
     def _pytorch_forward(self, input, weight, bias, residual):
         """The module's result by PyTorch, as the layers it stands for computed it (for a call convgen does not
-        serve): the convolution, then the residual added, then the activation."""
-        output = self._conv_forward(input, weight, bias)
+        serve): the ReLU of the input where it is taken before it, the convolution, then the residual added, then the
+        activation."""
+        output = self._conv_forward(torch.relu(input) if self.relu_on_load else input, weight, bias)
         if residual is not None:
             output = output + residual
         return output if self.act is None else _ACTIVATIONS[self.act](output)
@@ -610,7 +625,7 @@ class _ConvgenConv:
             return _Plan("padding_mode " + self.padding_mode)
         pad = _padding(self.padding, self._rank, self.kernel_size, self.stride, self.dilation)
         return _new_plan(self, self._rank, input, weight, self.stride, pad, self.dilation, self.groups,
-                         self.act_sparsity, self.weight_sparse, bias, residual, self.act)
+                         self.act_sparsity, self.weight_sparse, bias, residual, self.act, self.relu_on_load)
 
     def ops(self):
         """The (problem key, kernel name, how it was chosen) of each op this module built."""
@@ -627,21 +642,23 @@ class _ConvgenConv:
             extra += f", act_sparsity={self.act_sparsity}"
         if self.weight_sparse:
             extra += ", weight_sparse=True"
+        if self.relu_on_load:
+            extra += ", relu_on_load=True"
         return extra
 
 
 class Conv2d(_ConvgenConv, nn.Conv2d):
     """torch.nn.Conv2d on convgen's kernels (where it serves the call; see the module's doc). `act` ('relu',
     'relu6') and `add_residual` (forward(input, residual)) fuse what follows the convolution into its epilogue:
-    act(conv(input) + bias + residual). `frozen_weights`: the weights change no more (inference), so a CUDA graph
+    act(conv(input) + bias + residual); `relu_on_load` the ReLU before it: conv(max(0, input)). `frozen_weights`: the weights change no more (inference), so a CUDA graph
     captured after a first call replays the filter copy prepared then instead of preparing it in every replay."""
 
     _rank = 2
 
     def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, act=None, add_residual=False,
-                 frozen_weights=False, **kwargs):
+                 frozen_weights=False, relu_on_load=False, **kwargs):
         nn.Conv2d.__init__(self, *args, **kwargs)
-        self._convgen_init(act_sparsity, weight_sparse, act, add_residual, frozen_weights)
+        self._convgen_init(act_sparsity, weight_sparse, act, add_residual, frozen_weights, relu_on_load)
 
 
 class Conv3d(_ConvgenConv, nn.Conv3d):
@@ -651,9 +668,9 @@ class Conv3d(_ConvgenConv, nn.Conv3d):
     _rank = 3
 
     def __init__(self, *args, act_sparsity=0.0, weight_sparse=False, act=None, add_residual=False,
-                 frozen_weights=False, **kwargs):
+                 frozen_weights=False, relu_on_load=False, **kwargs):
         nn.Conv3d.__init__(self, *args, **kwargs)
-        self._convgen_init(act_sparsity, weight_sparse, act, add_residual, frozen_weights)
+        self._convgen_init(act_sparsity, weight_sparse, act, add_residual, frozen_weights, relu_on_load)
 
 
 _CONVGEN_TYPES = {nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}

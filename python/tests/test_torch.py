@@ -63,6 +63,22 @@ def test_observed_sparsity_is_the_zero_fraction_of_each_convolutions_input():
     assert ct.observe_act_sparsity(model, x) == {"2": 0.5}
 
 
+def test_relu_on_load_convolves_the_inputs_relu_where_pytorch_runs_the_call():
+    torch.manual_seed(5)
+    x = torch.randn(2, 8, 9, 9)  # on the CPU: PyTorch runs the call, with the ReLU the kernel would apply on load
+    conv = ct.Conv2d(8, 4, 3, padding=1, relu_on_load=True).eval()
+    with torch.no_grad():
+        want = F.conv2d(torch.relu(x), conv.weight, conv.bias, 1, 1)
+        assert torch.equal(conv(x), want) and not torch.equal(F.conv2d(x, conv.weight, conv.bias, 1, 1), want)
+        assert conv.fallbacks == 1
+        assert torch.equal(ct.conv2d(x, conv.weight, conv.bias, 1, 1, relu_on_load=True), want)
+        assert torch.equal(ct.conv2d(x, conv.weight, conv.bias, 1, 1), F.conv2d(x, conv.weight, conv.bias, 1, 1))
+    assert "relu_on_load=True" in repr(conv) and "relu_on_load" not in repr(ct.Conv2d(8, 4, 3))
+    assert ct.Conv2d.from_module(nn.Conv2d(8, 4, 3), relu_on_load=True).relu_on_load
+    problem = ct.problem_for(x, conv.weight, (1, 1), (1, 1), (1, 1), 1, 0.5, relu_on_load=True)
+    assert problem.relu_on_load and problem.key().endswith("_z50_relu")
+
+
 def test_act_sparsity_out_of_range_is_refused():
     with pytest.raises(ValueError, match=r"^act_sparsity: 1.5, expected a zero fraction in \[0, 1\]$"):
         ct.Conv2d(3, 4, 3, act_sparsity=1.5)
@@ -936,6 +952,24 @@ def test_a_3d_convolution_matches_pytorch(strict_fp32):
     with torch.no_grad():
         got, want = ct.conv3d(x, w, None, 1, 1), F.conv3d(x, w, None, 1, 1)
     assert rel_l2(got, want) < 1e-5
+
+
+@pytest.mark.gpu
+@cuda
+def test_relu_on_load_runs_act_sparses_relu1_kernel_in_fp32_and_falls_back_in_fp16(strict_fp32):
+    torch.manual_seed(6)
+    x = torch.randn(1, 32, 28, 28, device="cuda")  # half of it negative: the kernel's ReLU leaves zeros there
+    conv = ct.Conv2d(32, 32, 3, padding=1, relu_on_load=True, act_sparsity=0.5).cuda().eval()
+    with torch.no_grad():
+        got, want = conv(x), F.conv2d(torch.relu(x), conv.weight, conv.bias, 1, 1)
+    assert conv.fallbacks == 0 and rel_l2(got, want) < 1e-5
+    ((key, kernel, _),) = conv.ops()
+    assert key.endswith("_relu") and kernel.startswith("act_sparse_") and "_relu1_" in kernel
+    half = ct.Conv2d(32, 32, 3, padding=1, relu_on_load=True).cuda().half().eval()
+    with torch.no_grad():
+        got = half(x.half())
+        want = F.conv2d(torch.relu(x.double()), half.weight.double(), half.bias.double(), 1, 1)
+    assert half.fallbacks == 1 and "max(0, x) on load" in half.last_fallback and rel_l2(got, want) < 1e-2
 
 
 @pytest.mark.gpu
