@@ -48,10 +48,12 @@ const Family& family(std::string_view name) {
 std::string compile_arch(const KernelSpec& spec, const Gpu& gpu) { return family(spec.family).compile_arch(gpu); }
 
 std::optional<std::string> refusal_of(const Family& family, const Problem& problem) {
-  if (problem.relu_on_load && !family.applies_relu_on_load())
-    return fmt::format("{} kernels do not apply max(0, x) as they load the activation (relu_on_load); act_sparse's do",
-                       family.name());
-  return std::nullopt;
+  if (!problem.relu_on_load || family.applies_relu_on_load()) return std::nullopt;
+  std::string those;  // the registered families that do, by name
+  for (const Family* f : all_families())
+    if (f->applies_relu_on_load()) those += fmt::format("{}{}'s", those.empty() ? "" : ", ", f->name());
+  return fmt::format("{} kernels do not apply max(0, x) as they load the activation (relu_on_load); {} do",
+                     family.name(), those.empty() ? "no family's" : those);
 }
 
 std::vector<KernelSpec> candidates_for(const Family& family, const Problem& problem, const Gpu& gpu) {
