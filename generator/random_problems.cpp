@@ -86,7 +86,7 @@ void check_options(const RandomProblemOptions& o) {
   if (o.precisions.empty()) throw InputError("random problems: no precision to draw from");
   if (o.max_macs < 4096)
     throw InputError(fmt::format("random problems: max_macs must be at least 4096, got {}", o.max_macs));
-  for (const double share : {o.act_sparse_share, o.weight_sparse_share, o.epilogue_share})
+  for (const double share : {o.act_sparse_share, o.weight_sparse_share, o.epilogue_share, o.relu_on_load_share})
     if (!(share >= 0 && share <= 1))
       throw InputError(fmt::format("random problems: a share must be in [0, 1], got {}", share));
 }
@@ -207,6 +207,8 @@ RandomProblem random_problem(std::uint64_t seed, int index, const RandomProblemO
   if (draw.chance(options.weight_sparse_share)) out.weight_sparsity = std::array{0.5, 0.8, 0.95}[weight_zeros];
   out.two_four = out.weight_sparsity == 0.5 && (precision == Precision::fp16 || precision == Precision::bf16);
   if (draw.chance(options.epilogue_share)) p.epilogue = draw_epilogue(draw);
+  // Drawn last, so that the earlier draws of a seed are those of a generator without it.
+  if (p.act_sparsity > 0 && draw.chance(options.relu_on_load_share)) p.relu_on_load = true;
 
   // The construction keeps every problem valid; a reason here is a bug of the generator's.
   if (const std::string reason = validate(p); !reason.empty())
@@ -278,6 +280,7 @@ std::vector<std::pair<std::string_view, std::string>> coverage_buckets(const Ran
                            : m < (1 << 22) ? "2^20-2^22"
                                            : ">= 2^22");
   out.emplace_back("activation zeros", fmt::format("{}%", act_sparsity_bucket(p)));
+  out.emplace_back("ReLU on load", p.relu_on_load ? "yes" : "no");
   out.emplace_back("filter zeros",
                    rp.two_four ? "2:4" : fmt::format("{}%", static_cast<int>(rp.weight_sparsity * 100 + 0.5)));
   const Epilogue& e = p.epilogue;
@@ -306,6 +309,7 @@ const std::vector<CoverageAxis>& coverage_axes() {
         {"K/g", {"1", "2-4", "5-16", "17-64", "65+"}},
         {"MACs", {"< 2^16", "2^16-2^20", "2^20-2^22", ">= 2^22"}},
         {"activation zeros", {"0%", "50%", "70%", "90%"}},
+        {"ReLU on load", {"no", "yes"}},
         {"filter zeros", {"0%", "50%", "2:4", "80%", "95%"}},
         {"epilogue", {"none", "alpha", "bias", "add", "relu", "relu6", "clip"}},
     };

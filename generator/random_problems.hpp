@@ -21,6 +21,9 @@ struct RandomProblemOptions {
   double act_sparse_share = 0.2;                       // problems that expect zeros in their activation (50, 70 or 90%)
   double weight_sparse_share = 0.15;  // problems verified on a pruned filter of their own (50, 80 or 95% zeros)
   double epilogue_share = 0.25;       // problems with a fused epilogue (bias, residual, activation)
+  // Of the problems that expect zeros: those whose input comes before its ReLU, which the kernel applies on load
+  // (relu_on_load; served by the families that apply it, where they serve the shape).
+  double relu_on_load_share = 0.3;
   bool operator==(const RandomProblemOptions&) const = default;
 };
 

@@ -135,6 +135,7 @@ TEST(RandomProblems, FiveHundredCoverEveryKindOfShape) {
       {"K/g", {"1", "2-4", "5-16", "17-64", "65+"}},
       {"MACs", {"< 2^16", "2^16-2^20", "2^20-2^22", ">= 2^22"}},
       {"activation zeros", {"0%", "50%", "70%", "90%"}},
+      {"ReLU on load", {"no", "yes"}},
       {"filter zeros", {"0%", "50%", "2:4", "80%", "95%"}},
       {"epilogue", {"none", "alpha", "bias", "add", "relu", "relu6", "clip"}},
   };
@@ -163,12 +164,34 @@ TEST(RandomProblems, EveryFamilyServesSomeOfFiveHundred) {
   for (const RandomProblem& rp : random_problems(1, 500, {.precisions = {Precision::fp32, Precision::fp16}})) {
     const Problem p = with_its_filter(rp);
     for (const Family* f : all_families())
-      if (const auto spec = f->default_spec(p, gpu)) {
+      if (const auto spec = default_spec_for(*f, p, gpu)) {
         ++served[std::string(f->name())];
         EXPECT_EQ(check_support(p, gpu, *spec), std::nullopt) << problem_key(p) << ": " << kernel_name(*spec);
       }
   }
   for (const Family* f : all_families()) EXPECT_GE(served[std::string(f->name())], 5) << f->name();
+}
+
+// Only problems that expect zeros take their input before the ReLU, in about the share asked for, each with an
+// activation sparsity; act_sparse serves some of them, and no other family any.
+TEST(RandomProblems, SomeSparseProblemsTakeTheirInputBeforeItsRelu) {
+  const Gpu gpu = testing_support::h100();
+  int sparse = 0, before_relu = 0, served = 0;
+  for (const RandomProblem& rp : random_problems(3, 1000, {.ranks = {1, 2, 3}})) {
+    if (rp.problem.act_sparsity > 0) ++sparse;
+    if (!rp.problem.relu_on_load) continue;
+    ++before_relu;
+    EXPECT_GT(rp.problem.act_sparsity, 0) << problem_key(rp.problem);
+    EXPECT_TRUE(problem_key(rp.problem).find("_relu") != std::string::npos);
+    for (const Family* f : all_families())
+      if (default_spec_for(*f, rp.problem, gpu)) {
+        EXPECT_TRUE(f->applies_relu_on_load()) << f->name() << " " << problem_key(rp.problem);
+        ++served;
+      }
+  }
+  EXPECT_NEAR(before_relu, 0.3 * sparse, 0.1 * sparse) << sparse << " sparse";
+  EXPECT_GE(served, 5);
+  for (const RandomProblem& rp : random_problems(3, 200, {.relu_on_load_share = 0})) EXPECT_FALSE(rp.problem.relu_on_load);
 }
 
 TEST(RandomProblems, CoverageBucketsOfAKnownProblem) {
@@ -199,6 +222,7 @@ TEST(RandomProblems, CoverageBucketsOfAKnownProblem) {
       {"K/g", "1"},
       {"MACs", "< 2^16"},
       {"activation zeros", "0%"},
+      {"ReLU on load", "no"},
       {"filter zeros", "80%"},
       {"epilogue", "bias"},
       {"epilogue", "relu"},
@@ -217,6 +241,8 @@ TEST(RandomProblems, OptionsItCannotServeAreNamed) {
             "random problems: max_macs must be at least 4096, got 100");
   EXPECT_EQ(input_error([] { random_problem(1, 0, {.epilogue_share = 1.5}); }),
             "random problems: a share must be in [0, 1], got 1.5");
+  EXPECT_EQ(input_error([] { random_problem(1, 0, {.relu_on_load_share = -0.5}); }),
+            "random problems: a share must be in [0, 1], got -0.5");
 }
 
 }  // namespace
