@@ -1,5 +1,6 @@
 """_fusion: a model traced by torch.fx, its Conv → BatchNorm → add → ReLU chains folded into convgen modules, then
-its pre-activations ([torch.cat →] BatchNorm → ReLU, `fuse_pre_activations`) into one pass each.
+its pre-activations ([torch.cat →] BatchNorm → ReLU, `fuse_pre_activations`) into one pass each, then, where asked,
+each ReLU left whose users are all convolutions into those convolutions' loads (`fuse_relus_on_load`).
 
 convgen.torch.convert calls `fuse`; this file knows the graph patterns, convgen.torch the modules. A chain starts at
 a call of an exact torch.nn.Conv2d/Conv3d and takes, each only where the value before it has no other user:
@@ -120,6 +121,41 @@ def fuse_pre_activations(traced, make_module):
         user.replace_all_uses_with(fused)
         for absorbed in reversed(chain):
             traced.graph.erase_node(absorbed)
+        changed = True
+    if changed:
+        traced.delete_all_unused_submodules()
+        traced.graph.lint()
+        traced.recompile()
+    return traced
+
+
+def fuse_relus_on_load(traced, convolution_types, wanted):
+    """Drops each ReLU of `traced` (a GraphModule, changed in place and returned) whose every user is a call of a
+    module of `convolution_types` that `wanted(name)` accepts, called at that place alone with the ReLU's output as
+    its input (not as its residual too): those modules then take the ReLU's input and apply max(0, x) as they load it (their
+    relu_on_load). Not where a node between the ReLU and a convolution may write into a tensor (the convolution now
+    reads the ReLU's input later than the ReLU did), nor an in-place ReLU whose input has another user (that user
+    reads the rectified values)."""
+    modules = dict(traced.named_modules())
+    references = _references(traced.graph)
+    changed = False
+    for node in list(traced.graph.nodes):
+        if not node.args or not isinstance(node.args[0], fx.Node) or _activation(node, node.args[0], modules) != "relu":
+            continue
+        source = node.args[0]
+        if _writes(node) and len(source.users) != 1:
+            continue
+        users = list(node.users)
+        if not users or not all(
+                user.op == "call_module" and isinstance(modules.get(user.target), convolution_types)
+                and user.args[0] is node and node not in user.args[1:] and not user.kwargs
+                and references[user.target] == 1 and wanted(user.target)
+                and _untouched_between(node, user) for user in users):
+            continue
+        for user in users:
+            modules[user.target].relu_on_load = True
+            user.replace_input_with(node, source)
+        traced.graph.erase_node(node)
         changed = True
     if changed:
         traced.delete_all_unused_submodules()

@@ -677,7 +677,7 @@ _CONVGEN_TYPES = {nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
 _RANKS = {nn.Conv2d: 2, nn.Conv3d: 3}
 
 
-def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None, frozen_weights=False):
+def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None, frozen_weights=False, relu_on_load=False):
     """Runs every torch.nn.Conv2d and Conv3d of `model` on convgen; returns the converted model.
 
     Fused (a model in eval mode that torch.fx traces; `fuse=True` insists, `fuse=False` never fuses): a new module
@@ -700,8 +700,12 @@ def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None, frozen_
     act_sparsity: a zero fraction for every convolution, or {qualified module name: fraction}; weight_sparse: True,
     or a set of qualified names, for filters whose pattern convgen bakes into the kernel; frozen_weights: the weights
     change no more (inference): CUDA graphs captured after a first call replay the filter copies prepared then
-    instead of preparing them again in every replay (the modules' frozen_weights). Modules of other types,
-    subclasses of Conv2d/Conv3d included, are left as they are."""
+    instead of preparing them again in every replay (the modules' frozen_weights); relu_on_load (fused models only):
+    True, or a set of qualified names, for convolutions that take a ReLU's output where every user of that ReLU is
+    such a convolution: the ReLU is dropped and they apply max(0, x) as they load its input (act_sparse kernels
+    in fp32; elsewhere their fallback runs the ReLU, so nothing is gained there; at batch 8 a dense kernel after a
+    fused ReLU can be faster: bench/results/h200/relu-on-load-2026-12-01/). Modules of other types, subclasses of
+    Conv2d/Conv3d included, are left as they are."""
     def fraction(name):
         if isinstance(act_sparsity, dict):
             return act_sparsity.get(name, 0.0)
@@ -733,8 +737,14 @@ def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None, frozen_
                           f"convolutions are swapped one by one, nothing is fused (convert(..., fuse=False) says so "
                           f"without this warning)", stacklevel=2)
         else:
-            fused = _fusion.fuse(traced, _RANKS, make_module)
-            return _fusion.fuse_pre_activations(fused, AffineConcat)
+            fused = _fusion.fuse_pre_activations(_fusion.fuse(traced, _RANKS, make_module), AffineConcat)
+            if not relu_on_load:
+                return fused
+            return _fusion.fuse_relus_on_load(fused, _ConvgenConv, lambda name: relu_on_load is True or (
+                not isinstance(relu_on_load, bool) and name in relu_on_load))
+    if relu_on_load:
+        warnings.warn("convgen.torch.convert: relu_on_load drops ReLUs from a fused model only (eval mode, traced by "
+                      "torch.fx): this model's ReLUs stay", stacklevel=2)
     for name, module in list(model.named_modules()):
         if type(module) in _CONVGEN_TYPES:
             parent_name, _, child = name.rpartition(".")

@@ -79,6 +79,68 @@ def test_relu_on_load_convolves_the_inputs_relu_where_pytorch_runs_the_call():
     assert problem.relu_on_load and problem.key().endswith("_z50_relu")
 
 
+class ReluThenConvs(nn.Module):
+    """A ReLU whose users are two convolutions, one whose user is a convolution and the output, and an in-place
+    ReLU of a tensor the output reads too."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c, self.d = (nn.Conv2d(4, 4, 3, padding=1) for _ in range(4))
+
+    def forward(self, x):
+        r = torch.relu(x)
+        y = self.a(r) + self.b(r)       # r: two convolutions, nothing else
+        s = F.relu(y)
+        z = self.c(s) + s               # s: a convolution and the add
+        t = y * 2
+        u = torch.relu_(t)              # in place on t, which nothing else reads: fine
+        return z + self.d(u)
+
+
+def _relus(graph_module):
+    return [n for n in graph_module.graph.nodes
+            if n.target in (torch.relu, F.relu, torch.relu_) or (n.op == "call_method" and n.target == "relu")]
+
+
+def test_convert_with_relu_on_load_drops_the_relus_whose_users_are_all_convolutions():
+    torch.manual_seed(7)
+    model = ReluThenConvs().eval()
+    x = torch.randn(2, 4, 8, 8)
+    with torch.no_grad():
+        want = model(x)
+        converted = ct.convert(model, relu_on_load=True)
+        got = converted(x)  # on the CPU: each module's fallback applies the ReLU it took over
+    assert [m.relu_on_load for m in (converted.a, converted.b, converted.c, converted.d)] == [True, True, False, True]
+    assert len(_relus(converted)) == 1  # s's: the add reads it too
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-5)
+    named = ct.convert(model, relu_on_load={"a", "b"})
+    assert [m.relu_on_load for m in (named.a, named.b, named.c, named.d)] == [True, True, False, False]
+    assert len(_relus(named)) == 2
+    plain = ct.convert(model)
+    assert not any(m.relu_on_load for m in (plain.a, plain.b, plain.c, plain.d)) and len(_relus(plain)) == 3
+    with pytest.warns(UserWarning, match="relu_on_load drops ReLUs from a fused model only"):
+        ct.convert(ReluThenConvs(), relu_on_load=True)  # training mode: swapped one by one, nothing fused
+
+
+def test_an_in_place_relu_of_a_tensor_read_elsewhere_stays():
+    class Shared(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 4, 1)
+
+        def forward(self, x):
+            y = x * 1
+            r = torch.relu_(y)   # y is rectified in place: the add below reads the rectified values
+            return self.conv(r) + y
+
+    model = Shared().eval()
+    converted = ct.convert(model, relu_on_load=True)
+    assert not converted.conv.relu_on_load and len(_relus(converted)) == 1
+    x = torch.randn(1, 4, 5, 5)
+    with torch.no_grad():
+        assert torch.allclose(converted(x), model(x), rtol=1e-5, atol=1e-5)
+
+
 def test_act_sparsity_out_of_range_is_refused():
     with pytest.raises(ValueError, match=r"^act_sparsity: 1.5, expected a zero fraction in \[0, 1\]$"):
         ct.Conv2d(3, 4, 3, act_sparsity=1.5)
@@ -970,6 +1032,23 @@ def test_relu_on_load_runs_act_sparses_relu1_kernel_in_fp32_and_falls_back_in_fp
         got = half(x.half())
         want = F.conv2d(torch.relu(x.double()), half.weight.double(), half.bias.double(), 1, 1)
     assert half.fallbacks == 1 and "max(0, x) on load" in half.last_fallback and rel_l2(got, want) < 1e-2
+
+
+@pytest.mark.gpu
+@cuda
+def test_a_model_converted_with_relu_on_load_matches_the_original_and_its_convolutions_apply_the_relu(strict_fp32):
+    torch.manual_seed(8)
+    # A Dropout (the identity in eval mode) between the BatchNorm and the ReLU: the first conv's chain stops at the
+    # BatchNorm, so the ReLU is left for the second conv to apply on load.
+    model = nn.Sequential(nn.Conv2d(16, 32, 1), nn.BatchNorm2d(32), nn.Dropout(), nn.ReLU(),
+                          nn.Conv2d(32, 32, 3, padding=1)).cuda().eval()
+    x = torch.randn(1, 16, 28, 28, device="cuda")
+    converted = ct.convert(model, relu_on_load=True, act_sparsity={"4": 0.5})
+    with torch.no_grad():
+        got, want = converted(x), model(x)
+    assert rel_l2(got, want) < 1e-5
+    conv = converted.get_submodule("4")
+    assert conv.relu_on_load and conv.fallbacks == 0 and "_relu1_" in conv.ops()[0][1]
 
 
 @pytest.mark.gpu
