@@ -22,16 +22,20 @@ int main(int argc, char** argv) {
   std::string model;
   std::string out;
   std::optional<double> relu_sparsity;
+  bool relu_on_load = false;
   app.add_option("model", model, "The ONNX model (.onnx)")->required();
   app.add_option("--out,-o", out, "The shapes file to write (default: standard output); its stem names the suite");
   app.add_option("--relu-act-sparsity", relu_sparsity,
                  "Set act_sparsity to this zero fraction, in [0, 1], for every layer whose input is a Relu's output")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--relu-on-load", relu_on_load,
+               "Mark relu_on_load on every layer whose input is a Relu that no conv's epilogue applies and that only "
+               "Convs read: that Relu can be dropped, the kernels applying max(0, x) as they load their input");
   CLI11_PARSE(app, argc, argv);
   try {
     const std::filesystem::path model_path(model);
     const std::string suite_name = (out.empty() ? model_path : std::filesystem::path(out)).stem().string();
-    convgen::Suite suite = convgen::import_onnx_file(model_path, suite_name);
+    convgen::Suite suite = convgen::import_onnx_file(model_path, suite_name, relu_on_load);
     if (relu_sparsity)
       for (convgen::Layer& layer : suite.layers)
         if (layer.input_relu) layer.problem.act_sparsity = *relu_sparsity;

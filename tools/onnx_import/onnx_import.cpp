@@ -305,7 +305,7 @@ onnx::ModelProto parse_onnx_model(std::string_view bytes, std::string_view file_
   return model;
 }
 
-std::vector<Layer> onnx_conv_layers(onnx::ModelProto model, std::string_view file_name) {
+std::vector<Layer> onnx_conv_layers(onnx::ModelProto model, std::string_view file_name, bool relu_on_load) {
   const onnx::GraphProto* graph = &model.graph();
   std::vector<int> convs;
   for (int i = 0; i < graph->node_size(); ++i)
@@ -342,6 +342,8 @@ std::vector<Layer> onnx_conv_layers(onnx::ModelProto model, std::string_view fil
 
   std::vector<Layer> layers;
   std::set<std::string> names;
+  std::set<int> relus_in_epilogues;  // the Relu nodes some conv's epilogue applies
+  std::vector<int> input_relus;      // per layer: the Relu node its X comes from, or -1
   for (std::size_t ordinal = 0; ordinal < convs.size(); ++ordinal) {
     const int index = convs[ordinal];
     const onnx::NodeProto& node = graph->node(index);
@@ -349,6 +351,7 @@ std::vector<Layer> onnx_conv_layers(onnx::ModelProto model, std::string_view fil
 
     const auto from = producer.find(node.input(0));
     layer.input_relu = from != producer.end() && is_onnx_op(graph->node(from->second), "Relu");
+    input_relus.push_back(layer.input_relu ? from->second : -1);
     // The epilogue fused into the conv's store: its own bias, then one Add (a residual) and a Relu that alone
     // consume the value, stopping after the Relu: act(conv + bias + residual).
     Epilogue& epilogue = layer.problem.epilogue;
@@ -361,6 +364,7 @@ std::vector<Layer> onnx_conv_layers(onnx::ModelProto model, std::string_view fil
         epilogue.beta = 1;
       } else if (is_onnx_op(next, "Relu")) {
         epilogue.act = Activation::relu;
+        relus_in_epilogues.insert(users[0]);
         break;
       } else {
         break;
@@ -377,15 +381,30 @@ std::vector<Layer> onnx_conv_layers(onnx::ModelProto model, std::string_view fil
     layer.name = unique;
     layers.push_back(std::move(layer));
   }
+  if (relu_on_load)
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      // The Relu can go, its consumers applying it on load: no conv's epilogue applies it, and every consumer of its
+      // output is a Conv reading it as X alone (not a graph output, not another operator, not a filter or bias).
+      const int relu = input_relus[i];
+      if (relu < 0 || relus_in_epilogues.contains(relu) || graph->node(relu).output_size() < 1) continue;
+      const std::string& value = graph->node(relu).output(0);
+      const std::vector<int>& users = consumers[value];
+      const bool only_conv_inputs = std::all_of(users.begin(), users.end(), [&](int user) {
+        if (user < 0 || !is_onnx_op(graph->node(user), "Conv")) return false;
+        const onnx::NodeProto& conv = graph->node(user);
+        return conv.input(0) == value && std::count(conv.input().begin(), conv.input().end(), value) == 1;
+      });
+      layers[i].problem.relu_on_load = only_conv_inputs;
+    }
   return layers;
 }
 
-Suite import_onnx_file(const std::filesystem::path& path, std::string_view suite_name) {
+Suite import_onnx_file(const std::filesystem::path& path, std::string_view suite_name, bool relu_on_load) {
   const std::optional<std::string> bytes = read_text_file(path);
   if (!bytes) throw InputError(fmt::format("{}: cannot open ONNX model", path.string()));
   const std::string file = path.string();
   return {.name = std::string(suite_name),
-          .layers = merge_identical_layers(onnx_conv_layers(parse_onnx_model(*bytes, file), file))};
+          .layers = merge_identical_layers(onnx_conv_layers(parse_onnx_model(*bytes, file), file, relu_on_load))};
 }
 
 }  // namespace convgen

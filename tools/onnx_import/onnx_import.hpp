@@ -32,11 +32,13 @@ onnx::ModelProto parse_onnx_model(std::string_view bytes, std::string_view file_
 //   nodes "conv<i>" (i counts Conv nodes from 1), made unique with "_2", "_3" ...
 // Throws InputError "<file>: node '<name>' (Conv): <what>" for a Conv it cannot read (missing shape, unsupported
 // data type or rank, padding it cannot serve), and "<file>: no Conv node ..." for a model without one.
-std::vector<Layer> onnx_conv_layers(onnx::ModelProto model, std::string_view file_name);
+// With relu_on_load, a layer whose X is a Relu's output that no conv's epilogue applies and that only Convs read (as
+// their X) takes relu_on_load: the deployment drops that Relu and the kernel applies max(0, x) as it loads X.
+std::vector<Layer> onnx_conv_layers(onnx::ModelProto model, std::string_view file_name, bool relu_on_load = false);
 
-// Reads an .onnx file into a suite named `suite_name`: onnx_conv_layers, identical layers merged
+// Reads an .onnx file into a suite named `suite_name`: onnx_conv_layers (with relu_on_load), identical layers merged
 // (merge_identical_layers). Throws InputError as those do, and "<file>: cannot open ONNX model".
 //   Suite suite = import_onnx_file("resnet50.onnx", "resnet50");
-Suite import_onnx_file(const std::filesystem::path& path, std::string_view suite_name);
+Suite import_onnx_file(const std::filesystem::path& path, std::string_view suite_name, bool relu_on_load = false);
 
 }  // namespace convgen

@@ -6,6 +6,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -392,6 +393,26 @@ TEST(OnnxImport, ReluBeforeAndBiasAddReluAfterAreFlagged) {
   EXPECT_EQ(layers[2].problem.epilogue, Epilogue{.bias = true});
 }
 
+// --relu-on-load: a Relu that no conv's epilogue applies and that only Convs read (as X) is dropped into them.
+TEST(OnnxImport, ReluOnLoadMarksTheConvsOfARelusThatOnlyConvsReadAndNoEpilogueApplies) {
+  ModelBuilder b;
+  b.input("x", {1, 16, 8, 8});
+  const ConvSpec spec{.k = 16, .c_per_group = 16, .kernel = {3, 3}, .pads = {1, 1, 1, 1}};
+  const std::string r0 = b.relu("relu0", "x");  // read by convs a and b only
+  const std::string a = b.conv("a", r0, spec);  // a -> Relu (a's epilogue) -> conv c
+  b.output(b.add("add0", b.conv("c", b.relu("relu1", a), spec), b.conv("b", r0, spec)));
+  const std::string r2 = b.relu("relu2", b.add("add1", "x", "x"));  // read by conv d and a graph output
+  b.output(b.conv("d", r2, spec));
+  b.output(r2);
+  const std::vector<Layer> marked = onnx_conv_layers(b.model(), "m.onnx", true);
+  ASSERT_EQ(marked.size(), 4u);
+  std::map<std::string, bool> relu_on_load;
+  for (const Layer& layer : marked) relu_on_load[layer.name] = layer.problem.relu_on_load;
+  EXPECT_EQ(relu_on_load, (std::map<std::string, bool>{{"a", true}, {"b", true}, {"c", false}, {"d", false}}));
+  for (const Layer& layer : marked) EXPECT_TRUE(layer.input_relu) << layer.name;
+  for (const Layer& layer : layers_of(b)) EXPECT_FALSE(layer.problem.relu_on_load) << layer.name;  // not asked
+}
+
 TEST(OnnxImport, NamesAreSanitisedAndMadeUnique) {
   ModelBuilder b;
   b.input("x", {1, 4, 8, 8});
@@ -532,6 +553,7 @@ TEST(OnnxImport, ConvgenImportOnnxWritesAShapesFileConvgenLoads) {
   r = testing_support::run_convgen("import onnx --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("--relu-act-sparsity"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--relu-on-load"), std::string::npos) << r.output;
   std::filesystem::remove(model);
   std::filesystem::remove(csv);
 }
