@@ -126,11 +126,17 @@ bool direct_before_igemm(const Problem& p) {
 
 KernelSpec default_choice(const Problem& problem, const Gpu& gpu) {
   require_valid(problem);
-  std::string reasons;
+  std::string reasons, refused;  // refused: the families refusal_of turns away, named once
   for (const Family* f : in_default_order(problem)) {
     if (auto spec = default_spec_for(*f, problem, gpu)) return *spec;
-    reasons += fmt::format("; {}: {}", f->name(), why_unserved(*f, problem, gpu));
+    if (refusal_of(*f, problem))
+      refused += fmt::format("{}{}", refused.empty() ? "" : ", ", f->name());
+    else
+      reasons += fmt::format("; {}: {}", f->name(), why_unserved(*f, problem, gpu));
   }
+  if (!refused.empty())
+    reasons += fmt::format("; {}: {} kernels do not apply max(0, x) as they load the activation (relu_on_load)",
+                           refused, refused.find(',') == std::string::npos ? "its" : "their");
   throw InputError(fmt::format("no family serves {}{}", problem_key(problem), reasons));
 }
 

@@ -443,11 +443,12 @@ class ActSparse final : public Family {
   std::optional<std::string> check_support(const Problem& p, const Gpu& gpu, const KernelSpec& spec) const override {
     if (spec.family != ActSparseParams::family) return fmt::format("kernel {} is not an act_sparse kernel", spec.family);
     const as::Params a = to_logic(params_of<ActSparseParams>(spec));
+    if (std::optional<std::string> reason = act_sparse::check_support(p, gpu, a)) return reason;
     // relu1 computes the convolution of max(0, x): the problem's own, and only its.
     if (a.relu_on_load != p.relu_on_load)
       return a.relu_on_load ? "relu1 applies max(0, x) on load, which the problem does not ask for (relu_on_load 0)"
                             : "the problem asks for max(0, x) on load (relu_on_load), which only relu1 applies";
-    return act_sparse::check_support(p, gpu, a);
+    return std::nullopt;
   }
 
   // The template's prelude, and for split channels reduced in a cluster (cr1) the cluster's size as a macro: the

@@ -129,6 +129,22 @@ TEST(ReluOnLoad, OnlyActSparsesRelu1KernelsServeItAndOnlyThem) {
     EXPECT_EQ(check_support(p, h100(), plain_choice),
               "the problem asks for max(0, x) on load (relu_on_load), which only relu1 applies");
   }
+  // Where act_sparse does not serve the shape either, the error gives its own reason, then names the others once.
+  Problem half = p;
+  half.precision = Precision::fp16;
+  half.layout = Layout::nhwc;
+  try {
+    default_choice(half, h100());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("; act_sparse: precision fp16 is not supported by act_sparse (fp32 only); "), std::string::npos)
+        << what;
+    EXPECT_NE(what.find(": their kernels do not apply max(0, x) as they load the activation (relu_on_load)"),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("act_sparse's do"), std::string::npos) << what;
+  }
 }
 
 TEST(LaunchPlan, CarvesBuffersFromTheWorkspaceAndThePersistentBlockAligned) {
