@@ -7,6 +7,9 @@
 #                                 ReLU, which our kernels apply as they load it and cuDNN's routes as a pass first
 #   tune:PATTERN:ZEROS:BATCHES    every act_sparse candidate of the cusnn layers measured on PATTERN zeros at each
 #                                 zero fraction and batch, the best kept in the tuning database $DB (required)
+#   tune-relu-on-load:PATTERN:ZEROS:BATCHES   the same for the layers taking their input before its ReLU
+#                                 (--relu-on-load: relu1 candidates), into the same $DB; then relu-on-load:... and
+#                                 cusnn:... with DB set compare the tuned relu1 and relu0 kernels
 #   network-resnet50  resnet50, batch 1 and 8: dense, then each layer's act_sparsity from the shapes file
 #   network-resnet50-n1, network-resnet50-n8, network-densenet121-n1, network-densenet121-n8   one batch per part
 # Each part writes OUT/<part>/ (reports and a log); the network parts also OUT/<part>/network_n<batch>.md
@@ -51,6 +54,15 @@ for part in "$@"; do
           --family act_sparse --budget 0 --db "$DB" >> "$out/tune-$pattern/tune.log" 2>&1 || status=1
       done
       "$convgen" db show --db "$DB" > "$out/tune-$pattern/measurements.txt" 2>&1 || status=1 ;;
+    tune-relu-on-load:*:*:*)
+      IFS=: read -r _ pattern zeros batches <<< "$part"
+      [[ -n ${DB:-} ]] || { echo "bench-act-sparse: $part needs DB (the tuning database to write)" >&2; exit 2; }
+      mkdir -p "$out/tune-relu-on-load-$pattern"
+      for z in ${zeros//,/ }; do
+        echo "== $(date -u +%FT%TZ) convgen tune --act-sparsity $z --relu-on-load" >> "$out/tune-relu-on-load-$pattern/tune.log"
+        "$convgen" tune --shapes shapes/cusnn.csv --batch "$batches" --act-sparsity "$z" --sparsity-pattern "$pattern" \
+          --relu-on-load --family act_sparse --budget 0 --db "$DB" >> "$out/tune-relu-on-load-$pattern/tune.log" 2>&1 || status=1
+      done ;;
     cusnn:*:*:*)
       IFS=: read -r _ pattern zeros batches <<< "$part"
       bench "cusnn-$pattern" --shapes shapes/cusnn.csv --batch "$batches" --act-sparsity "$zeros" --sparsity-pattern "$pattern" ;;
