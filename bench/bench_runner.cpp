@@ -60,9 +60,9 @@ std::vector<KernelSpec> our_candidates(const Problem& p, const Gpu& gpu, int per
   }
   for (const Family* f : all_families()) {
     if (!wanted(f->name())) continue;
-    if (auto s = default_spec_for(*f, p, gpu)) add(*s);
+    if (auto s = f->default_spec(p, gpu)) add(*s);
     int taken = 0;
-    for (const KernelSpec& s : candidates_for(*f, p, gpu)) {
+    for (const KernelSpec& s : f->enumerate(p, gpu)) {
       if (taken++ >= per_family) break;
       add(s);
     }

@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "conv/zero_pass.hpp"
+#include "conv/plan_passes.hpp"
 #include "convgen/error.hpp"
 #include "generator/render.hpp"
 #include "runtime/driver.hpp"
@@ -115,8 +115,11 @@ BuiltKernel build_kernel(const Problem& problem, const KernelSpec& spec, const G
   if (id)
     if (const std::shared_ptr<const BuiltKernel> kept = cache.recall<BuiltKernel>(*id)) return *kept;
   const Family& f = family(spec.family);
-  BuiltKernel kernel{
-      .problem = problem, .spec = spec, .source = f.render(problem, spec), .cubin = {}, .plan = f.plan(problem, spec)};
+  BuiltKernel kernel{.problem = problem,
+                     .spec = spec,
+                     .source = f.render(problem, spec),
+                     .cubin = {},
+                     .plan = plan_for(problem, spec)};
   kernel.cubin = cache.get_or_compile(to_program(kernel.source), options);
   // A module with several entries (a setup or reduce pass): the report that matters to the cost model and the spill
   // checks is the main entry's, wherever ptxas printed it.
@@ -174,20 +177,25 @@ struct ConvLauncher::Loaded {
     bool tensor_maps_written = false;
   };
   std::map<CUdeviceptr, Prepared> persistent;  // by the filter prepared into it
-  std::optional<Module> zero_module;           // the zero pass (zero_pass.hpp), where the plan has a zero step
-  std::optional<Kernel> zero_kernel;
+  // The plan passes (plan_passes.hpp), where the plan has a relu step or a zero step that launches the zero pass.
+  std::optional<Module> passes;
+  std::optional<Kernel> zero_kernel;  // where zero steps launch the zero pass (else they memset)
+  std::optional<Kernel> relu_kernel;  // where the plan has a relu step
 };
 
 ConvLauncher::ConvLauncher(const BuiltKernel& kernel) : kernel_(kernel) {
-  loaded_ = std::make_unique<Loaded>(Loaded{Module(kernel.cubin, kernel.source.entry), {}, {}, {}, {}});
-  const auto zeroes = [](const std::vector<LaunchStep>& steps) {
-    return std::any_of(steps.begin(), steps.end(),
-                       [](const LaunchStep& s) { return s.kind == LaunchStep::Kind::zero; });
+  loaded_ = std::make_unique<Loaded>(Loaded{Module(kernel.cubin, kernel.source.entry), {}, {}, {}, {}, {}});
+  const auto has = [&](LaunchStep::Kind kind) {
+    for (const auto* steps : {&kernel.plan.setup, &kernel.plan.run})
+      for (const LaunchStep& s : *steps)
+        if (s.kind == kind) return true;
+    return false;
   };
-  if ((zeroes(kernel.plan.setup) || zeroes(kernel.plan.run)) && zero_step_by_kernel()) {
-    loaded_->zero_module.emplace(zero_pass_cubin(kernel.cubin.arch), "convgen_zero_pass.cu");
-    loaded_->zero_kernel.emplace(loaded_->zero_module->kernel(kZeroPassEntry));
-  }
+  const bool zero_pass = has(LaunchStep::Kind::zero) && zero_step_by_kernel();
+  const bool relu_pass = has(LaunchStep::Kind::relu);
+  if (zero_pass || relu_pass) loaded_->passes.emplace(plan_passes_cubin(kernel.cubin.arch), "convgen_plan_passes.cu");
+  if (zero_pass) loaded_->zero_kernel.emplace(loaded_->passes->kernel(kZeroPassEntry));
+  if (relu_pass) loaded_->relu_kernel.emplace(loaded_->passes->kernel(relu_pass_entry(kernel.problem.precision)));
   const std::optional<int> carveout = smem_carveout_from_environment();
   for (const auto* steps : {&kernel.plan.setup, &kernel.plan.run})
     for (const LaunchStep& step : *steps) {
@@ -204,7 +212,8 @@ ConvLauncher::~ConvLauncher() = default;
 
 namespace {
 
-// The device pointers a plan's steps bind by name.
+// The device pointers a plan's steps bind by name. `activation` is the caller's: kernel steps read the plan's
+// activation_buffer in its place where it names one (the relu step fills it from the caller's).
 struct Bindings {
   const BuiltKernel& kernel;
   CUdeviceptr activation = 0, filter = 0, output = 0, workspace = 0, persistent = 0;
@@ -212,7 +221,8 @@ struct Bindings {
   bool tensor_maps_written = false;  // the setup's tensor map steps have nothing to do
 
   CUdeviceptr resolve(std::string_view name) const {
-    if (name == "activation") return activation;
+    if (name == "activation")
+      return kernel.plan.activation_buffer.empty() ? activation : resolve(kernel.plan.activation_buffer);
     if (name == "bias") return epilogue.bias;
     if (name == "residual") return epilogue.residual;
     if (name == "filter") return filter;
@@ -229,7 +239,9 @@ struct Bindings {
   std::int64_t bytes_of(std::string_view name) const {
     if (name == "output") return output_elements(kernel.problem) * element_bytes(kernel.problem.precision);
     const PlanBuffer* b = kernel.plan.find(std::string(name));
-    if (!b) throw Error(fmt::format("{}: no buffer '{}' in the launch plan to zero", kernel.source.entry, name));
+    if (!b)
+      throw Error(
+          fmt::format("{}: no buffer '{}' in the launch plan for a zero or relu step", kernel.source.entry, name));
     return b->bytes;
   }
 };
@@ -279,10 +291,26 @@ CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, const
   return map;
 }
 
-// `zero_kernel`: the zero pass that runs zero steps, where it is loaded; a memset where not.
+// `zero_kernel`: the zero pass that runs zero steps, where it is loaded; a memset where not. `relu_kernel`: the
+// relu pass of the plan's relu steps.
 void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string, Kernel>& kernels,
-               const std::optional<Kernel>& zero_kernel, const Bindings& bind, CUstream stream) {
+               const std::optional<Kernel>& zero_kernel, const std::optional<Kernel>& relu_kernel, const Bindings& bind,
+               CUstream stream) {
   for (const LaunchStep& step : steps) {
+    if (step.kind == LaunchStep::Kind::relu) {
+      if (!relu_kernel || bind.activation == 0)
+        throw Error(fmt::format("{}: a relu step runs on every call, with the caller's activation; not in a setup",
+                                bind.kernel.source.entry));
+      const std::int64_t bytes = bind.bytes_of(step.buffer);
+      CUdeviceptr in = bind.activation;
+      CUdeviceptr out = bind.resolve(step.buffer);
+      auto count = static_cast<unsigned long long>(bytes);
+      std::array<void*, 3> args = {&in, &out, &count};
+      convgen::launch(*relu_kernel,
+                      relu_pass_config(bytes, has_early_launch(bind.kernel.cubin.arch) && early_launch_enabled()), args,
+                      stream);
+      continue;
+    }
     if (step.kind == LaunchStep::Kind::tensor_map) {
       if (bind.tensor_maps_written) continue;
       // Encoded on the host, copied in stream order (the steps after it, and every call, see it) and waited for, so
@@ -350,7 +378,7 @@ void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
                       .filter = filter,
                       .persistent = prepared.buffer.ptr(),
                       .tensor_maps_written = prepared.tensor_maps_written};
-  run_steps(kernel_.plan.setup, loaded_->kernels, loaded_->zero_kernel, bind, stream);
+  run_steps(kernel_.plan.setup, loaded_->kernels, loaded_->zero_kernel, loaded_->relu_kernel, bind, stream);
   prepared.tensor_maps_written = true;
 }
 
@@ -383,7 +411,7 @@ void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdevicept
                       .workspace = workspace,
                       .persistent = persistent,
                       .epilogue = used};
-  run_steps(kernel_.plan.run, loaded_->kernels, loaded_->zero_kernel, bind, stream);
+  run_steps(kernel_.plan.run, loaded_->kernels, loaded_->zero_kernel, loaded_->relu_kernel, bind, stream);
 }
 
 }  // namespace convgen

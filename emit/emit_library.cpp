@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "conv/zero_pass.hpp"
+#include "conv/plan_passes.hpp"
 #include "convgen/error.hpp"
 #include "generator/embedded_templates.hpp"
 #include "generator/family.hpp"
@@ -95,7 +95,7 @@ std::string cubin_file(std::size_t index, const LibraryProblem& problem, const G
   return fmt::format("src/cubins/{:02}_{}_{}.inc", index, file_stem(problem.name), gpu.arch);
 }
 
-std::string zero_pass_file(const Gpu& gpu) { return fmt::format("src/cubins/zero_pass_{}.inc", gpu.arch); }
+std::string plan_passes_file(const Gpu& gpu) { return fmt::format("src/cubins/plan_passes_{}.inc", gpu.arch); }
 
 // What kernel k depends on of its problem's own filter (none where the problem has none).
 FilterDependence kernel_filter_check(const Problem& problem, const LibraryKernel& k) {
@@ -143,23 +143,25 @@ std::string nonzero_values_text(const std::vector<float>& values) {
   return out;
 }
 
-// The zero pass's cubin for lib.gpus[g], or nullptr where the library has none (its zero steps then memset).
-const std::vector<char>* zero_pass_of(const LibraryDescription& lib, std::size_t g) {
-  return g < lib.zero_passes.size() && !lib.zero_passes[g].empty() ? &lib.zero_passes[g] : nullptr;
+// The plan passes' cubin for lib.gpus[g], or nullptr where the library has none (its zero steps then memset).
+const std::vector<char>* plan_passes_of(const LibraryDescription& lib, std::size_t g) {
+  return g < lib.plan_passes.size() && !lib.plan_passes[g].empty() ? &lib.plan_passes[g] : nullptr;
 }
 
-bool has_zero_step(const LaunchPlan& plan) {
+bool has_pass_step(const LaunchPlan& plan) {
   for (const auto* steps : {&plan.setup, &plan.run})
     for (const LaunchStep& step : *steps)
-      if (step.kind == LaunchStep::Kind::zero) return true;
+      if (step.kind == LaunchStep::Kind::zero || step.kind == LaunchStep::Kind::relu) return true;
   return false;
 }
 
 // The most arguments an entry may take: the emitted run time binds them into a fixed array.
 constexpr std::size_t max_entry_arguments = 16;
 
-// What a kernel argument binds to, as the emitted table spells it: {Arg::x, buffer index or -1}.
+// What a kernel argument binds to, as the emitted table spells it: {Arg::x, buffer index or -1}. The activation is
+// the plan's activation_buffer where it names one (a ReLU prologue's).
 std::string arg_binding(const LaunchPlan& plan, const std::string& arg, const std::string& where) {
+  if (arg == "activation" && !plan.activation_buffer.empty()) return arg_binding(plan, plan.activation_buffer, where);
   for (const char* tensor : {"activation", "filter", "output", "workspace", "bias", "residual"})
     if (arg == tensor) return fmt::format("{{Arg::{}, -1}}", arg);
   for (std::size_t b = 0; b < plan.buffers.size(); ++b)
@@ -168,10 +170,11 @@ std::string arg_binding(const LaunchPlan& plan, const std::string& arg, const st
 }
 
 // The steps of one kernel's setup or run as a C++ array named `array` (with the argument arrays it points to).
-// `output_bytes`: what zeroing the output clears; `zero_pass`: whether the library has the zero pass for the kernel's
-// architecture (a zero step then launches it, with its grid for the bytes it clears; else it is a memset).
+// `output_bytes`: what zeroing the output clears; `passes`: whether the library has the plan passes for the kernel's
+// architecture (a zero step then launches the zero pass, with its grid for the bytes it clears, else it is a memset;
+// a relu step launches the relu pass, and needs them).
 std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& steps, const std::string& array,
-                         bool setup, std::int64_t output_bytes, bool zero_pass) {
+                         bool setup, std::int64_t output_bytes, bool passes) {
   const std::string where = fmt::format("{} ({})", k.built.source.entry, setup ? "setup" : "run");
   std::string args_text;
   std::string steps_text = fmt::format("const Step {}[] = {{\n", array);
@@ -189,7 +192,7 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
       } else if (setup) {
         throw Error(fmt::format("{}: a setup step cannot zero the output (setup runs once, without one)", where));
       }
-      if (!zero_pass) {
+      if (!passes) {
         steps_text += fmt::format(
             "    {{Step::zero, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, nullptr, false}},\n", buffer);
         continue;
@@ -199,6 +202,24 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
       steps_text += fmt::format(
           "    {{Step::zero, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, 0, nullptr, 0, {}, nullptr, {}}},\n",
           kZeroPassEntry, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], buffer, c.early);
+      continue;
+    }
+    if (step.kind == LaunchStep::Kind::relu) {
+      const auto it = std::find_if(k.plan.buffers.begin(), k.plan.buffers.end(),
+                                   [&](const PlanBuffer& b) { return b.name == step.buffer; });
+      if (setup || it == k.plan.buffers.end() || it->persistent)
+        throw Error(
+            fmt::format("{}: step {} writes max(0, x) of the activation into '{}': only a run step may, into a "
+                        "per-call buffer of the plan",
+                        where, s, step.buffer));
+      if (!passes)
+        throw Error(fmt::format("{}: its plan has a relu step and the library has no relu pass for {}", where,
+                                k.built.cubin.arch));
+      const LaunchConfig c = relu_pass_config(it->bytes, has_early_launch(k.built.cubin.arch));
+      steps_text +=
+          fmt::format("    {{Step::relu, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, 0, nullptr, 0, {}, nullptr, {}}},\n",
+                      relu_pass_entry(k.built.problem.precision), c.grid[0], c.grid[1], c.grid[2], c.block[0],
+                      c.block[1], c.block[2], it - k.plan.buffers.begin(), c.early);
       continue;
     }
     if (step.kind == LaunchStep::Kind::tensor_map) {
@@ -268,6 +289,8 @@ std::string describe_plan(const LaunchPlan& plan) {
       out += out.empty() ? "" : ", ";
       if (s.kind == LaunchStep::Kind::zero)
         out += "zero " + s.buffer;
+      else if (s.kind == LaunchStep::Kind::relu)
+        out += "relu activation into " + s.buffer;
       else if (s.kind == LaunchStep::Kind::tensor_map)
         out += "tensor map " + s.buffer;
       else
@@ -309,11 +332,10 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
         out += "};\n";
       }
       const std::int64_t output_bytes = output_elements(p.problem) * element_bytes(p.problem.precision);
-      const bool zero_pass = zero_pass_of(lib, g) != nullptr;
-      if (!k.plan.setup.empty())
-        out += render_steps(k, k.plan.setup, "setup_" + id, true, output_bytes, zero_pass);
+      const bool passes = plan_passes_of(lib, g) != nullptr;
+      if (!k.plan.setup.empty()) out += render_steps(k, k.plan.setup, "setup_" + id, true, output_bytes, passes);
       if (k.plan.run.empty()) throw Error(fmt::format("{}: the plan has no run step", k.built.source.entry));
-      out += render_steps(k, k.plan.run, "run_" + id, false, output_bytes, zero_pass);
+      out += render_steps(k, k.plan.run, "run_" + id, false, output_bytes, passes);
     }
     out += fmt::format("const KernelImage kernels_{}[] = {{\n", i);
     for (std::size_t g = 0; g < lib.gpus.size(); ++g) {
@@ -346,19 +368,20 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
             i, inc("values"));
     }
   }
-  std::string zero_pass_table;
+  std::string pass_table;
   for (std::size_t g = 0; g < lib.gpus.size(); ++g) {
-    const std::vector<char>* cubin = zero_pass_of(lib, g);
+    const std::vector<char>* cubin = plan_passes_of(lib, g);
     if (cubin == nullptr) continue;
     const std::string& arch = lib.gpus[g].arch;
     out += fmt::format(
-        "\n// The zero pass for {}: the kernel of the zero steps (clears a buffer the plan's kernels accumulate into)\n"
-        "alignas(64) const unsigned char zero_pass_{}[] = {{\n#include \"cubins/{}\"\n}};\n",
-        arch, arch, std::filesystem::path(zero_pass_file(lib.gpus[g])).filename().string());
-    zero_pass_table += fmt::format("    {{{}, zero_pass_{}, sizeof zero_pass_{}}},\n",
-                                   compute_capability(lib.gpus[g]), arch, arch);
+        "\n// The plan passes for {}: the kernels of the zero steps (clear a buffer the plan's kernels accumulate "
+        "into)\n// and of the relu steps (write max(0, x) of the activation into a buffer the plan's kernels read)\n"
+        "alignas(64) const unsigned char plan_passes_{}[] = {{\n#include \"cubins/{}\"\n}};\n",
+        arch, arch, std::filesystem::path(plan_passes_file(lib.gpus[g])).filename().string());
+    pass_table += fmt::format("    {{{}, plan_passes_{}, sizeof plan_passes_{}}},\n", compute_capability(lib.gpus[g]),
+                              arch, arch);
   }
-  if (!zero_pass_table.empty()) out += "const ZeroPassImage zero_pass_images[] = {\n" + zero_pass_table + "};\n";
+  if (!pass_table.empty()) out += "const PassImage pass_images[] = {\n" + pass_table + "};\n";
   out += "\n}  // namespace\n\nconst ProblemEntry problems[] = {\n";
   for (std::size_t i = 0; i < lib.problems.size(); ++i) {
     const Problem& q = lib.problems[i].problem;
@@ -375,10 +398,9 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
         check == FilterDependence::values ? fmt::format("weight_values_{}", i) : "nullptr", filter_elements(q));
   }
   out += "};\nconst std::size_t problem_count = sizeof problems / sizeof problems[0];\n";
-  out += zero_pass_table.empty()
-             ? "const ZeroPassImage* const zero_passes = nullptr;\nconst std::size_t zero_pass_count = 0;\n"
-             : "const ZeroPassImage* const zero_passes = zero_pass_images;\n"
-               "const std::size_t zero_pass_count = sizeof zero_pass_images / sizeof zero_pass_images[0];\n";
+  out += pass_table.empty() ? "const PassImage* const plan_passes = nullptr;\nconst std::size_t plan_pass_count = 0;\n"
+                            : "const PassImage* const plan_passes = pass_images;\n"
+                              "const std::size_t plan_pass_count = sizeof pass_images / sizeof pass_images[0];\n";
   out += fmt::format("const char* const architectures = \"{}\";\n\n}}  // namespace {}_internal\n", arch_list(lib.gpus),
                      lib.name);
   return out;
@@ -549,12 +571,13 @@ LibraryDescription build_library(std::string_view name, const Suite& suite, cons
     for (const std::string& f : failures) message += "\n  " + f;
     throw Error(message);
   }
-  // The zero pass, for each architecture whose plans have a zero step (compiled once per process and architecture).
-  lib.zero_passes.resize(gpus.size());
+  // The plan passes, for each architecture whose plans have a zero or relu step (compiled once per process and
+  // architecture).
+  lib.plan_passes.resize(gpus.size());
   for (std::size_t g = 0; g < gpus.size(); ++g)
     for (const LibraryProblem& p : lib.problems)
-      if (has_zero_step(p.kernels[g].plan)) {
-        lib.zero_passes[g] = zero_pass_cubin(gpus[g].arch).image;
+      if (has_pass_step(p.kernels[g].plan)) {
+        lib.plan_passes[g] = plan_passes_cubin(gpus[g].arch).image;
         break;
       }
   return lib;
@@ -613,9 +636,10 @@ std::map<std::string, std::string> render_library(const LibraryDescription& lib)
     }
   }
   for (std::size_t g = 0; g < lib.gpus.size(); ++g)
-    if (const std::vector<char>* cubin = zero_pass_of(lib, g))
-      files[zero_pass_file(lib.gpus[g])] =
-          fmt::format("// {}: the zero pass for {}, {} bytes\n", kZeroPassEntry, lib.gpus[g].arch, cubin->size()) +
+    if (const std::vector<char>* cubin = plan_passes_of(lib, g))
+      files[plan_passes_file(lib.gpus[g])] =
+          fmt::format("// {}, {} and {}: the plan passes for {}, {} bytes\n", kZeroPassEntry, kReluPass32Entry,
+                      kReluPass16Entry, lib.gpus[g].arch, cubin->size()) +
           cubin_array_text(*cubin);
   return files;
 }

@@ -68,10 +68,10 @@ struct LibraryDescription {
   std::string suite;      // the suite's name, for comments
   std::vector<Gpu> gpus;  // one per architecture, in --gpu order
   std::vector<LibraryProblem> problems;
-  // zero_passes[g]: the zero pass (conv/zero_pass.hpp) compiled for gpus[g], which the library launches for the zero
-  // steps of that architecture's plans (early, like the plans' kernels); empty where no plan has a zero step. A
-  // description without it (shorter than gpus) zeroes with a memset.
-  std::vector<std::vector<char>> zero_passes;
+  // plan_passes[g]: the plan passes (conv/plan_passes.hpp) compiled for gpus[g], which the library launches for the
+  // zero and relu steps of that architecture's plans (early, like the plans' kernels); empty where no plan has one.
+  // A description without them (shorter than gpus) zeroes with a memset, and refuses a plan with a relu step.
+  std::vector<std::vector<char>> plan_passes;
 };
 
 // Returns the distinct problems of a suite in suite order, each named by every layer that has it (the library

@@ -47,30 +47,29 @@ const Family& family(std::string_view name) {
 
 std::string compile_arch(const KernelSpec& spec, const Gpu& gpu) { return family(spec.family).compile_arch(gpu); }
 
-std::optional<std::string> refusal_of(const Family& family, const Problem& problem) {
-  if (!problem.relu_on_load || family.applies_relu_on_load()) return std::nullopt;
-  std::string those;  // the registered families that do, by name
-  for (const Family* f : all_families())
-    if (f->applies_relu_on_load()) those += fmt::format("{}{}'s", those.empty() ? "" : ", ", f->name());
-  return fmt::format("{} kernels do not apply max(0, x) as they load the activation (relu_on_load); {} do",
-                     family.name(), those.empty() ? "no family's" : those);
+bool needs_relu_prologue(const Problem& problem, const KernelSpec& spec) {
+  return problem.relu_on_load && !family(spec.family).applies_relu_on_load(spec);
 }
 
-std::vector<KernelSpec> candidates_for(const Family& family, const Problem& problem, const Gpu& gpu) {
-  if (refusal_of(family, problem)) return {};
-  return family.enumerate(problem, gpu);
+LaunchPlan plan_for(const Problem& problem, const KernelSpec& spec) {
+  LaunchPlan plan = family(spec.family).plan(problem, spec);
+  if (!needs_relu_prologue(problem, spec)) return plan;
+  return with_relu_prologue(std::move(plan), activation_elements(problem) * element_bytes(problem.precision));
 }
 
-std::optional<KernelSpec> default_spec_for(const Family& family, const Problem& problem, const Gpu& gpu) {
-  if (refusal_of(family, problem)) return std::nullopt;
-  return family.default_spec(problem, gpu);
+CostFeatures cost_features_for(const Problem& problem, const KernelSpec& spec) {
+  CostFeatures features = family(spec.family).cost_features(problem, spec);
+  if (needs_relu_prologue(problem, spec)) {
+    features.extra_launches += 1;
+    features.dram_bytes += 2.0 * static_cast<double>(activation_elements(problem) * element_bytes(problem.precision));
+  }
+  return features;
 }
 
 std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu, const KernelSpec& spec) {
   if (std::string reason = validate(problem); !reason.empty()) return "invalid problem: " + reason;
   const Family* f = find_family(spec.family);
   if (!f) return fmt::format("unknown kernel family '{}', expected one of {}", spec.family, family_names());
-  if (std::optional<std::string> reason = refusal_of(*f, problem)) return reason;
   if (spec.values.size() != f->interface().params.size())
     return fmt::format("a {} kernel has {} parameters, got {}", spec.family, f->interface().params.size(),
                        spec.values.size());
@@ -83,7 +82,6 @@ namespace {
 // configuration (the first constraint that fails: the precision, the layout, the GPU's instructions, ...), else
 // that none of its candidates fits.
 std::string why_unserved(const Family& f, const Problem& problem, const Gpu& gpu) {
-  if (std::optional<std::string> reason = refusal_of(f, problem)) return *reason;
   KernelSpec defaults{.family = std::string(f.name())};
   for (const ParamDecl& p : f.interface().params) defaults.values.push_back(p.default_value);
   if (std::optional<std::string> reason = f.check_support(problem, gpu, defaults)) return *reason;
@@ -111,7 +109,7 @@ std::vector<FamilyDefault> family_defaults(const Problem& problem, const Gpu& gp
   std::vector<FamilyDefault> out;
   for (const Family* f : in_default_order(problem)) {
     FamilyDefault d{.family = std::string(f->name()), .rank = f->default_rank(problem)};
-    d.spec = default_spec_for(*f, problem, gpu);
+    d.spec = f->default_spec(problem, gpu);
     if (!d.spec) d.reason = why_unserved(*f, problem, gpu);
     out.push_back(std::move(d));
   }
@@ -126,17 +124,11 @@ bool direct_before_igemm(const Problem& p) {
 
 KernelSpec default_choice(const Problem& problem, const Gpu& gpu) {
   require_valid(problem);
-  std::string reasons, refused;  // refused: the families refusal_of turns away, named once
+  std::string reasons;
   for (const Family* f : in_default_order(problem)) {
-    if (auto spec = default_spec_for(*f, problem, gpu)) return *spec;
-    if (refusal_of(*f, problem))
-      refused += fmt::format("{}{}", refused.empty() ? "" : ", ", f->name());
-    else
-      reasons += fmt::format("; {}: {}", f->name(), why_unserved(*f, problem, gpu));
+    if (auto spec = f->default_spec(problem, gpu)) return *spec;
+    reasons += fmt::format("; {}: {}", f->name(), why_unserved(*f, problem, gpu));
   }
-  if (!refused.empty())
-    reasons += fmt::format("; {}: {} kernels do not apply max(0, x) as they load the activation (relu_on_load)",
-                           refused, refused.find(',') == std::string::npos ? "its" : "their");
   throw InputError(fmt::format("no family serves {}{}", problem_key(problem), reasons));
 }
 
@@ -179,6 +171,16 @@ int sm_number(std::string_view arch) {
 bool has_early_launch(std::string_view arch) { return sm_number(arch) >= 90; }
 
 bool has_thread_block_clusters(std::string_view arch) { return sm_number(arch) >= 90; }
+
+LaunchPlan with_relu_prologue(LaunchPlan plan, std::int64_t activation_bytes) {
+  if (!plan.activation_buffer.empty()) throw Error("launch plan already has a ReLU prologue");
+  plan.buffers.push_back({.name = kRectifiedActivation, .bytes = activation_bytes});
+  const auto first_kernel = std::find_if(plan.run.begin(), plan.run.end(),
+                                         [](const LaunchStep& s) { return s.kind == LaunchStep::Kind::kernel; });
+  plan.run.insert(first_kernel, {.kind = LaunchStep::Kind::relu, .buffer = kRectifiedActivation});
+  plan.activation_buffer = kRectifiedActivation;
+  return plan;
+}
 
 void add_split_k_reduce(LaunchPlan& plan, std::int64_t outputs, int split_k, int reduce_threads) {
   if (split_k <= 1) return;

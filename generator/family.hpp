@@ -112,10 +112,9 @@ class Family {
   // Returns the family's place in default_choice's order for this problem: lower is tried first.
   virtual int default_rank(const Problem& problem) const = 0;
 
-  // Whether the family's kernels can apply max(0, x) to the activation as they load it (Problem::relu_on_load). A
-  // problem asking for it is served by no configuration of a family that cannot: refusal_of, candidates_for and
-  // default_spec_for below say so where enumerate and default_spec are asked.
-  virtual bool applies_relu_on_load() const { return false; }
+  // Whether a configuration applies max(0, x) to the activation as it loads it (a problem's relu_on_load). Every
+  // family serves such a problem: plan_for gives a configuration that does not a ReLU prologue (with_relu_prologue).
+  virtual bool applies_relu_on_load(const KernelSpec&) const { return false; }
 
   // Returns the architecture NVRTC compiles this family's kernels for on `gpu`: the GPU's own (default), or its
   // arch-specific variant (sm_90a) for a family that uses instructions only that variant has (wgmma).
@@ -145,16 +144,16 @@ std::string family_names();
 // The architecture NVRTC compiles `spec` for on `gpu` (its family's compile_arch).
 std::string compile_arch(const KernelSpec& spec, const Gpu& gpu);
 
-// Why no configuration of the family can serve the problem whatever its shape (it asks for max(0, x) on load and
-// the family cannot apply it), or nothing.
-std::optional<std::string> refusal_of(const Family& family, const Problem& problem);
+// How to run `spec` on `problem`: its family's plan, with a ReLU prologue where the problem asks for max(0, x) on load
+// and the configuration does not apply it (with_relu_prologue). Every caller that runs a kernel asks here.
+LaunchPlan plan_for(const Problem& problem, const KernelSpec& spec);
 
-// The family's candidates for the problem (Family::enumerate), none where refusal_of refuses it: every caller that
-// lists candidates across families asks here.
-std::vector<KernelSpec> candidates_for(const Family& family, const Problem& problem, const Gpu& gpu);
+// The cost model's features of `spec` on `problem`: its family's, plus the ReLU prologue's launch and traffic (the
+// activation read and written once) where plan_for adds one.
+CostFeatures cost_features_for(const Problem& problem, const KernelSpec& spec);
 
-// The family's configuration without tuning (Family::default_spec), nothing where refusal_of refuses the problem.
-std::optional<KernelSpec> default_spec_for(const Family& family, const Problem& problem, const Gpu& gpu);
+// Whether plan_for gives `spec` a ReLU prologue on `problem`.
+bool needs_relu_prologue(const Problem& problem, const KernelSpec& spec);
 
 // Checks that `spec` belongs to a family that supports it; nothing or the reason.
 std::optional<std::string> check_support(const Problem& problem, const Gpu& gpu, const KernelSpec& spec);

@@ -51,14 +51,18 @@ struct TensorMapSpec {
   bool operator==(const TensorMapSpec&) const = default;
 };
 
-// One operation of a plan: launch an entry point of the kernel's module, zero a buffer, or (a setup step) encode a
-// tensor map of the filter on the host and copy it into a persistent buffer.
+// One operation of a plan: launch an entry point of the kernel's module, zero a buffer, write max(0, x) of the
+// caller's activation into a buffer (the ReLU prologue of a relu_on_load problem whose kernel does not apply it as it
+// loads), or (a setup step) encode a tensor map of the filter on the host and copy it into a persistent buffer. Zero
+// and relu steps run the built-in passes of conv/plan_passes.hpp.
 struct LaunchStep {
-  enum class Kind { kernel, zero, tensor_map };
+  enum class Kind { kernel, zero, relu, tensor_map };
   Kind kind = Kind::kernel;
   std::string entry_suffix;  // kernel: "" for CONVGEN_ENTRY, else the CONVGEN_ENTRY_NAMED suffix
   LaunchGeometry geometry;   // kernel
-  std::string buffer;        // zero: "output" or a plan buffer's name; tensor_map: the persistent buffer it fills
+  // zero: "output" or a plan buffer's name; relu: the per-call buffer it writes; tensor_map: the persistent buffer
+  // it fills
+  std::string buffer;
   TensorMapSpec tensor_map;  // tensor_map: the map of the filter
   // kernel: may launch early, while the stream's previous kernel still runs (programmatic dependent launch, sm_90 and
   // later). Its template promises that every block executes griddepcontrol.wait (convgen::wait_for_previous_grid)
@@ -74,6 +78,9 @@ struct LaunchPlan {
   std::vector<PlanBuffer> buffers;
   std::vector<LaunchStep> setup;
   std::vector<LaunchStep> run;
+  // Where the run's kernel steps read the activation (their g_activation): empty for the caller's tensor, else the
+  // per-call buffer a relu step fills from it (with_relu_prologue).
+  std::string activation_buffer;
 
   // Alignment of every buffer within the workspace or the persistent block.
   static constexpr std::int64_t alignment = 256;
@@ -132,6 +139,15 @@ inline bool launches_early(const LaunchStep& step, std::string_view arch) {
 
 // A plan of one kernel launch (zeroing the output first when the kernel accumulates into it).
 LaunchPlan single_launch_plan(const LaunchGeometry& geometry, bool zero_output_first = false);
+
+// The name of the per-call buffer a ReLU prologue writes (with_relu_prologue).
+inline constexpr const char* kRectifiedActivation = "rectified_activation";
+
+// Returns `plan` with a ReLU prologue: a per-call buffer of the activation's `activation_bytes`, a relu step that
+// writes max(0, x) of the caller's activation into it before the first kernel step of `run` (after a zero step that
+// precedes it), and the kernel steps reading the activation from it. For a problem asking for max(0, x) on load
+// (Problem::relu_on_load) whose kernel does not apply it itself (Family::applies_relu_on_load).
+LaunchPlan with_relu_prologue(LaunchPlan plan, std::int64_t activation_bytes);
 
 // Split-K through a second pass, as the tensor-core templates do it: with split_k > 1 the main kernel writes fp32
 // partial sums of all `outputs` to the per-call buffer "partials" (split_k x outputs x 4 bytes, bound as

@@ -5,7 +5,7 @@
 // K_PER_LANE) for every pixel of the tile, so every lane needs the same activations and every zero test is
 // warp-uniform. Per input channel c the warp
 //   1. loads the channel's input halo (HALO_H x HALO_W values; lane l holds halo elements j * 32 + l),
-//      applying max(0, x) first when RELU_ON_LOAD;
+//      and takes max(0, x) of each value, where the channel is computed, when RELU_ON_LOAD;
 //   2. takes one __ballot_sync per 32 halo elements: the nonzero mask, and its population count;
 //   3. if the count reaches DENSE_MIN, runs the fully unrolled dense loop over every halo position (broadcast by
 //      __shfl_sync, FMAs into compile-time accumulator indices); else walks the set bits (ffs loop) and jumps
@@ -303,16 +303,21 @@ __device__ __forceinline__ void dense_all(Acc& acc, const Taps& f, const float (
 constexpr int CHANNEL_STEP = CHANNELS_LAST ? 1 : HW;
 constexpr int TAPS_STEP = VEC_TAPS ? K_PAD * RS_PAD : RS * K_PAD;
 
-// Loads this lane's elements of a channel's halo, from the channel's first element g_channel (max(0, x) applied
-// with RELU_ON_LOAD; zero outside the input).
+// Loads this lane's elements of a channel's halo, from the channel's first element g_channel (zero outside the
+// input). As loaded: RELU_ON_LOAD's max(0, x) is applied where the halo is used (rectified), not here. Here it
+// would wait for the load at once: the next channel's halo is loaded a channel ahead, and ptxas placed the max
+// right after its load, before the branches of the current channel's computation (SASS of relu1 on the H200: FMNMX
+// next to its LDG), so that the load's latency was no longer hidden.
 __device__ __forceinline__ void load_halo(float (&v)[HALO_REGS], const float* __restrict__ g_channel,
                                           const int (&spatial)[HALO_REGS]) {
 #pragma unroll
-  for (int j = 0; j < HALO_REGS; ++j) {
-    float x = spatial[j] >= 0 ? __ldg(g_channel + spatial[j]) : 0.0f;
-    if constexpr (RELU_ON_LOAD) x = fmaxf(x, 0.0f);
-    v[j] = x;
-  }
+  for (int j = 0; j < HALO_REGS; ++j) v[j] = spatial[j] >= 0 ? __ldg(g_channel + spatial[j]) : 0.0f;
+}
+
+// A loaded halo value as the convolution takes it: max(0, x) with RELU_ON_LOAD.
+__device__ __forceinline__ float rectified(float x) {
+  if constexpr (RELU_ON_LOAD) return fmaxf(x, 0.0f);
+  return x;
 }
 
 // Loads the lane's taps of a channel, from g_taps (the lane's first tap of the channel).
@@ -357,12 +362,14 @@ __device__ __forceinline__ void load_channel(float (&v)[HALO_REGS], Taps& f, con
   load_taps(f, g_taps);
 }
 
-__device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, const float (&v)[HALO_REGS], float* s_halo,
-                                                int lane) {
+__device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, const float (&loaded)[HALO_REGS],
+                                                float* s_halo, int lane) {
+  float v[HALO_REGS];
   unsigned mask[HALO_REGS];
   int count = 0;
 #pragma unroll
   for (int j = 0; j < HALO_REGS; ++j) {
+    v[j] = rectified(loaded[j]);
     mask[j] = __ballot_sync(FULL, v[j] != 0.0f);
     count += __popc(mask[j]);
   }
@@ -400,8 +407,9 @@ __device__ __forceinline__ void stage_channels(const float* __restrict__ g_first
       if (i >= chunk) break;
 #pragma unroll
       for (int j = 0; j < HALO_REGS; ++j) {
-        const unsigned mask = __ballot_sync(FULL, v[b][j] != 0.0f);
-        if (j * 32 + lane < HALO_STRIDE) s_stage[i * HALO_STRIDE + j * 32 + lane] = v[b][j];
+        const float x = rectified(v[b][j]);
+        const unsigned mask = __ballot_sync(FULL, x != 0.0f);
+        if (j * 32 + lane < HALO_STRIDE) s_stage[i * HALO_STRIDE + j * 32 + lane] = x;
         if (lane == 0) s_masks[i * HALO_REGS + j] = mask;
       }
     }

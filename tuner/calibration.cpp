@@ -64,13 +64,15 @@ CalibrationData calibration_data(const TuningDb& db, const Gpu& gpu, std::span<c
       problem = std::move(*refilled);
     }
     if (!excluded) problems.insert(problem_key(problem));
-    (excluded ? data.held_out : data.rows).push_back(
-        {.problem = problem,
-         .spec = spec,
-         .sample = {.family = spec.family,
-                    .features = family(spec.family).cost_features(problem, spec),
-                    .report = {.registers = m.registers, .spill_store_bytes = m.spill_bytes, .smem_bytes = m.smem_bytes},
-                    .measured_us = m.median_us}});
+    (excluded ? data.held_out : data.rows)
+        .push_back(
+            {.problem = problem,
+             .spec = spec,
+             .sample = {
+                 .family = spec.family,
+                 .features = cost_features_for(problem, spec),
+                 .report = {.registers = m.registers, .spill_store_bytes = m.spill_bytes, .smem_bytes = m.smem_bytes},
+                 .measured_us = m.median_us}});
   }
   data.problems = static_cast<int>(problems.size());
   return data;
@@ -190,7 +192,7 @@ DefaultAccuracy default_accuracy(std::span<const CalibrationRow> rows, const Gpu
     for (const auto& [key, m] : problems) {
       if (m.fastest.size() < 2) continue;
       ++f.problems;
-      const std::optional<KernelSpec> chosen = default_spec_for(family(name), *m.problem, gpu);
+      const std::optional<KernelSpec> chosen = family(name).default_spec(*m.problem, gpu);
       const auto it = chosen ? m.fastest.find(kernel_name(*chosen)) : m.fastest.end();
       if (it == m.fastest.end()) continue;
       double best = it->second;

@@ -33,7 +33,7 @@ std::optional<double> predicted_us(const std::string& name, const Measured& m, c
     const KernelSpec spec = parse_kernel_name(name);
     const Family& fam = family(spec.family);
     if (fam.cost_features_need_filter_values() && !problem.weights.values) return std::nullopt;
-    const Prediction p = predict(spec.family, fam.cost_features(problem, spec), m.report, gpu, coefficients);
+    const Prediction p = predict(spec.family, cost_features_for(problem, spec), m.report, gpu, coefficients);
     if (p.resident_blocks_per_sm == 0) return std::nullopt;
     return p.time_us;
   } catch (const InputError&) {

@@ -43,7 +43,7 @@ OrderReplay replay_search_order(const Family& family, std::span<const Measuremen
                    .best = fastest->first,
                    .best_us = fastest->second,
                    .measured = static_cast<int>(entry.kernels.size())};
-    for (const KernelSpec& spec : candidates_for(family, entry.problem, entry.gpu)) {
+    for (const KernelSpec& spec : family.enumerate(entry.problem, entry.gpu)) {
       const auto found = entry.kernels.find(kernel_name(spec));
       if (found == entry.kernels.end()) continue;
       if (pick.pick.empty()) {

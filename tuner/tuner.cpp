@@ -129,7 +129,7 @@ std::vector<KernelSpec> tuning_candidates(const Problem& problem, const Gpu& gpu
   std::vector<KernelSpec> specs;
   for (const Family* f : all_families())
     if (wanted(f))
-      for (const KernelSpec& s : candidates_for(*f, problem, gpu))
+      for (const KernelSpec& s : f->enumerate(problem, gpu))
         if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   return specs;
 }
@@ -202,7 +202,7 @@ std::vector<KernelSpec> defaults_among(const Problem& problem, const Gpu& gpu,
                                        const std::vector<KernelSpec>& candidates) {
   std::vector<KernelSpec> defaults;
   for (const Family* f : all_families())
-    if (auto spec = default_spec_for(*f, problem, gpu))
+    if (auto spec = f->default_spec(problem, gpu))
       if (std::find(candidates.begin(), candidates.end(), *spec) != candidates.end() &&
           std::find(defaults.begin(), defaults.end(), *spec) == defaults.end())
         defaults.push_back(*spec);
@@ -227,8 +227,7 @@ std::vector<KernelSpec> Tuner::compile_order(const Problem& problem, const std::
   std::vector<std::optional<Prediction>> predictions;
   for (const KernelSpec& s : candidates) {
     try {
-      predictions.push_back(
-          predict(s.family, family(s.family).cost_features(problem, s), PtxasReport{}, gpu_, coefficients_));
+      predictions.push_back(predict(s.family, cost_features_for(problem, s), PtxasReport{}, gpu_, coefficients_));
     } catch (const std::exception&) {
       predictions.push_back(std::nullopt);  // kept only if a default (below); it would fail its build anyway
     }
@@ -260,8 +259,7 @@ Tuner::Prepared Tuner::prepare(const Problem& problem, const std::vector<std::st
     const BuiltKernel& k = std::get<BuiltKernel>(built[i]);
     c.report = k.cubin.report;
     c.compile_ms = k.cubin.compile_ms;
-    c.prediction = predict(c.spec.family, family(c.spec.family).cost_features(problem, c.spec), k.cubin.report, gpu_,
-                           coefficients_);
+    c.prediction = predict(c.spec.family, cost_features_for(problem, c.spec), k.cubin.report, gpu_, coefficients_);
     predictions[i] = c.prediction;
   }
 
@@ -272,7 +270,7 @@ Tuner::Prepared Tuner::prepare(const Problem& problem, const std::vector<std::st
   std::vector<std::size_t> order = candidate_order(predictions);
   std::vector<KernelSpec> defaults;
   for (const Family* f : all_families())
-    if (auto spec = default_spec_for(*f, problem, gpu_)) defaults.push_back(*spec);
+    if (auto spec = f->default_spec(problem, gpu_)) defaults.push_back(*spec);
   std::stable_partition(order.begin(), order.end(), [&](std::size_t i) {
     return predictions[i] && std::find(defaults.begin(), defaults.end(), outcomes[i].spec) != defaults.end();
   });

@@ -45,29 +45,33 @@ struct TensorMap {
   unsigned pixels;
 };
 
-// One operation of a plan: launch an entry of the kernel's cubin, zero the output or a plan buffer, or (setup) encode
-// the filter's tensor map into a persistent buffer. A zero step with an entry launches the library's zero pass for
-// the architecture (ZeroPassImage: arguments the buffer and its bytes, the grid and block given); without one it is a
-// memset.
+// One operation of a plan: launch an entry of the kernel's cubin, zero the output or a plan buffer, write max(0, x)
+// of the call's activation into a per-call buffer (a ReLU prologue: the kernel steps then read that buffer as their
+// activation), or (setup) encode the filter's tensor map into a persistent buffer. A zero step with an entry launches
+// the library's zero pass for the architecture (in PassImage: arguments the buffer and its bytes, the grid and block
+// given); without one it is a memset. A relu step launches the relu pass its entry names (in PassImage: arguments
+// the activation, the buffer and its bytes).
 struct Step {
-  enum Kind : unsigned char { kernel, zero, tensor_map };
+  enum Kind : unsigned char { kernel, zero, relu, tensor_map };
   Kind kind;
-  const char* entry;  // kernel: the symbol; zero: the zero pass's, or nullptr (a memset)
+  const char* entry;  // kernel: the symbol; zero: the zero pass's, or nullptr (a memset); relu: the relu pass's
   unsigned grid[3];
   unsigned block[3];
   unsigned dynamic_smem_bytes;
   const ArgBinding* args;  // kernel: one per entry parameter, in order
   std::size_t arg_count;
-  int zero_buffer;       // zero: -1 for the output, else an index into KernelImage::buffers; tensor_map: its buffer
+  int zero_buffer;  // zero: -1 for the output, else an index into KernelImage::buffers; relu, tensor_map: its buffer
   const TensorMap* map;  // tensor_map: the map
-  bool early_launch;     // kernel and zero pass: launched early (programmatic stream serialization; the kernel
+  bool early_launch;     // kernel and pass: launched early (programmatic stream serialization; the kernel
                          // waits for the stream's previous kernel before it touches global memory)
 };
 
-// The zero pass compiled for one architecture: convgen_zero_bytes(unsigned char* out, unsigned long long bytes)
+// The plan passes compiled for one architecture: convgen_zero_bytes(unsigned char* out, unsigned long long bytes)
 // zeroes `bytes` bytes at `out` after the stream's previous kernel, so that it can be launched early like the plans'
-// kernels (a memset node cannot: the chain of early launches breaks before and after it).
-struct ZeroPassImage {
+// kernels (a memset node cannot: the chain of early launches breaks before and after it); convgen_relu_b32 and
+// convgen_relu_b16 (const void* in, void* out, unsigned long long bytes) write max(0, x) of each 32- or 16-bit
+// element of `in` to `out`, after the stream's previous kernel too.
+struct PassImage {
   int arch;  // compute capability of the cubin, as KernelImage::arch
   const unsigned char* cubin;
   std::size_t cubin_bytes;
@@ -113,9 +117,10 @@ struct ProblemEntry {
 extern const ProblemEntry problems[];
 extern const std::size_t problem_count;
 
-// The zero pass of each architecture whose plans have zero steps with an entry (nullptr and 0 when none has).
-extern const ZeroPassImage* const zero_passes;
-extern const std::size_t zero_pass_count;
+// The plan passes of each architecture whose plans have zero steps with an entry or relu steps (nullptr and 0 when
+// none has).
+extern const PassImage* const plan_passes;
+extern const std::size_t plan_pass_count;
 
 // The architectures the library has cubins for, as "sm_80, sm_90", for messages.
 extern const char* const architectures;

@@ -94,18 +94,18 @@ const Driver& driver() {
 }
 
 // A kernel image loaded into one context: the function of every kernel step of its setup and run, and of every
-// zero step that launches the zero pass (nullptr for a memset and a tensor map).
+// zero step that launches the zero pass and relu step (nullptr for a memset and a tensor map).
 struct LoadedImage {
   std::vector<CUfunction> setup;  // setup[i] for image.setup[i]
   std::vector<CUfunction> run;
 };
 
-// Per context: its device's compute capability, the kernel images loaded into it so far, and the zero pass of each
+// Per context: its device's compute capability, the kernel images loaded into it so far, and the plan passes of each
 // architecture it has loaded.
 struct ContextState {
   int arch = 0;
   std::map<const KernelImage*, LoadedImage> images;  // never erased: ops point into it
-  std::map<int, CUfunction> zero_passes;             // by KernelImage::arch
+  std::map<int, CUmodule> plan_passes;               // by KernelImage::arch
 };
 
 struct State {
@@ -369,34 +369,38 @@ std::string no_arch_message(int arch) {
          " only";
 }
 
-// Returns the zero pass for `arch` in the context, loading it on first use. Mutex held.
-cglib_status zero_pass_function(const Driver& d, ContextState& context, int arch, CUfunction* function) {
-  if (auto it = context.zero_passes.find(arch); it != context.zero_passes.end()) {
-    *function = it->second;
-    return CGLIB_SUCCESS;
-  }
-  for (std::size_t i = 0; i < cglib_internal::zero_pass_count; ++i) {
-    const cglib_internal::ZeroPassImage& image = cglib_internal::zero_passes[i];
-    if (image.arch != arch) continue;
+// Returns the plan pass `entry` for `arch` in the context, loading the passes' module on first use. Mutex held.
+cglib_status pass_function(const Driver& d, ContextState& context, int arch, const char* entry, CUfunction* function) {
+  auto it = context.plan_passes.find(arch);
+  if (it == context.plan_passes.end()) {
+    const cglib_internal::PassImage* image = nullptr;
+    for (std::size_t i = 0; i < cglib_internal::plan_pass_count; ++i)
+      if (cglib_internal::plan_passes[i].arch == arch) image = &cglib_internal::plan_passes[i];
+    if (image == nullptr)
+      return fail(CGLIB_ERROR_CUDA, "the library has no plan passes for sm_" + std::to_string(arch) +
+                                        ", which a plan's zero or relu step launches (the emitted files are "
+                                        "inconsistent)");
     CUmodule module = nullptr;  // stays loaded for the context's life
-    CUresult result = d.cuModuleLoadData(&module, image.cubin);
-    if (result == CUDA_SUCCESS) result = d.cuModuleGetFunction(function, module, "convgen_zero_bytes");
+    const CUresult result = d.cuModuleLoadData(&module, image->cubin);
     if (result != CUDA_SUCCESS)
       return fail(CGLIB_ERROR_CUDA,
-                  "loading the zero pass (sm_" + std::to_string(arch) + ") failed: " + error_text(d, result));
-    context.zero_passes.emplace(arch, *function);
-    return CGLIB_SUCCESS;
+                  "loading the plan passes (sm_" + std::to_string(arch) + ") failed: " + error_text(d, result));
+    it = context.plan_passes.emplace(arch, module).first;
   }
-  return fail(CGLIB_ERROR_CUDA, "the library has no zero pass for sm_" + std::to_string(arch) +
-                                    ", which a plan's zero step launches (the emitted files are inconsistent)");
+  const CUresult result = d.cuModuleGetFunction(function, it->second, entry);
+  if (result != CUDA_SUCCESS)
+    return fail(CGLIB_ERROR_CUDA, std::string("cuModuleGetFunction of the plan pass ") + entry + " (sm_" +
+                                      std::to_string(arch) + ") failed: " + error_text(d, result));
+  return CGLIB_SUCCESS;
 }
 
-// Returns the function of one kernel step, from a module already loaded, or the zero pass of a zero step that
-// launches it. Mutex held.
+// Returns the function of one kernel step, from a module already loaded, or the plan pass of a zero step that
+// launches it or of a relu step. Mutex held.
 cglib_status get_function(const Driver& d, ContextState& context, CUmodule module, const KernelImage& image,
                           const Step& step, CUfunction* function) {
   *function = nullptr;
-  if (step.kind == Step::zero && step.entry != nullptr) return zero_pass_function(d, context, image.arch, function);
+  if ((step.kind == Step::zero || step.kind == Step::relu) && step.entry != nullptr)
+    return pass_function(d, context, image.arch, step.entry, function);
   if (step.kind != Step::kernel) return CGLIB_SUCCESS;
   CUresult result = d.cuModuleGetFunction(function, module, step.entry);
   if (result != CUDA_SUCCESS)
@@ -544,6 +548,17 @@ cglib_status run_steps(const Driver& d, const ProblemEntry& entry, const KernelI
         return fail(CGLIB_ERROR_CUDA, std::string(how) + " (zeroing " +
                                           (step.zero_buffer < 0 ? "the output" : image.buffers[step.zero_buffer].name) +
                                           ") failed: " + error_text(d, result));
+      continue;
+    }
+    if (step.kind == Step::relu) {
+      CUdeviceptr in = p.activation;
+      CUdeviceptr out = buffer_pointer(image, step.zero_buffer, p);
+      unsigned long long bytes = image.buffers[step.zero_buffer].bytes;
+      void* args[3] = {&in, &out, &bytes};
+      result = launch_step(d, step, functions[i], args, stream);
+      if (result != CUDA_SUCCESS)
+        return fail(CGLIB_ERROR_CUDA, std::string("the relu pass (max(0, x) of the activation into ") +
+                                          image.buffers[step.zero_buffer].name + ") failed: " + error_text(d, result));
       continue;
     }
     CUdeviceptr values[16];

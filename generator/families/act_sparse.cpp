@@ -309,7 +309,7 @@ double estimate_us(const Problem& pr, const Gpu& gpu, const Params& p, double ze
     us += static_cast<double>(output_elements(pr)) * p.split_c / (std::max(gpu.sm_count, 1) * clock_mhz) + 0.1;
   } else if (p.split_c > 1) {
     // Atomic adds of every split's tile in L2 (~1 per clock per 2 slices), plus the zero pass before the kernel
-    // (conv/zero_pass.hpp, launched early: 0.4 us a call less than the memset node it replaced, measured on the H200
+    // (conv/plan_passes.hpp, launched early: 0.4 us a call less than the memset node it replaced, measured on the H200
     // on dense_128to32_7 at batch 1, bench/results/h200/zero-pass-2026-11-30/; so 0.6 where the memset was 1.0).
     us += static_cast<double>(output_elements(pr)) * p.split_c / (64.0 * clock_mhz) + 0.6;
   }
@@ -444,10 +444,10 @@ class ActSparse final : public Family {
     if (spec.family != ActSparseParams::family) return fmt::format("kernel {} is not an act_sparse kernel", spec.family);
     const as::Params a = to_logic(params_of<ActSparseParams>(spec));
     if (std::optional<std::string> reason = act_sparse::check_support(p, gpu, a)) return reason;
-    // relu1 computes the convolution of max(0, x): the problem's own, and only its.
-    if (a.relu_on_load != p.relu_on_load)
-      return a.relu_on_load ? "relu1 applies max(0, x) on load, which the problem does not ask for (relu_on_load 0)"
-                            : "the problem asks for max(0, x) on load (relu_on_load), which only relu1 applies";
+    // relu1 computes the convolution of max(0, x): a problem that asks for it. relu0 serves one too, behind the
+    // ReLU prologue plan_for gives it.
+    if (a.relu_on_load && !p.relu_on_load)
+      return "relu1 applies max(0, x) on load, which the problem does not ask for (relu_on_load 0)";
     return std::nullopt;
   }
 
@@ -530,7 +530,9 @@ class ActSparse final : public Family {
   CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
 
   // relu1: every halo value passes through max(0, x) as it is loaded.
-  bool applies_relu_on_load() const override { return true; }
+  bool applies_relu_on_load(const KernelSpec& spec) const override {
+    return params_of<ActSparseParams>(spec).relu_on_load;
+  }
 
   // lb (load_batch) came after the names of 2026-11-29 and earlier, bs (block_staged) after those of 2026-11-30;
   // their kernels loaded one channel ahead (lb 1), each warp its own channels (bs 0).
@@ -545,11 +547,15 @@ class ActSparse final : public Family {
   // 1x1 layers from batch 4 on run faster as igemm's GEMM). For dense problems, first too on 3x3 layers of 16 to 128
   // input channels (after winograd_gemm where it goes first): on the H200 its default beat igemm's on 19 of the 20
   // such layer-batches igemm was chosen for (1.26-1.91x, once 0.88x), as the dense loop of a warp's tile needs no
-  // im2col gather (bench/results/h200/default-choice-2026-11-29/); after igemm and direct otherwise.
+  // im2col gather (bench/results/h200/default-choice-2026-11-29/); after igemm and direct otherwise. Before every
+  // family where it pays for a problem that takes its input before its ReLU: its relu1 kernels spare the ReLU
+  // prologue the others run behind (a launch and the activation's traffic; the fused relu1 beat the ReLU pass +
+  // act_sparse on 18 of 24 cuSNN layer-batches, bench/results/h200/relu-on-load-2026-12-01/).
   int default_rank(const Problem& p) const override {
     const bool pays = act_sparsity_bucket(p) > 0 && (p.filter.h * p.filter.w > 1 || p.n <= 2);
     const bool dense_3x3 = p.precision == Precision::fp32 && p.groups == 1 && p.filter.d == 1 && p.filter.h == 3 &&
                            p.filter.w == 3 && p.c >= 16 && p.c <= 128;
+    if (pays && p.relu_on_load) return -3;
     return pays || dense_3x3 ? -1 : 2;
   }
 };

@@ -143,8 +143,9 @@ struct Problem {
   double act_sparsity = 0;
   // max(0, x) applied to every activation value as the kernel loads it: the problem is the convolution of the
   // activation's ReLU, for an input an unfused producer wrote before its ReLU (act_sparsity is then the expected
-  // fraction of values at or below 0). Spares the separate ReLU pass; only a family that applies it serves such a
-  // problem (Family::applies_relu_on_load). Part of the key ("_relu").
+  // fraction of values at or below 0). A kernel that applies it as it loads (Family::applies_relu_on_load) spares the
+  // separate ReLU pass; every other kernel runs behind one of its own plan (plan_for's ReLU prologue). Part of the
+  // key ("_relu").
   bool relu_on_load = false;
   // The filter, where the problem carries one: part of the key (its pattern), since kernels may bake it.
   ProblemWeights weights;

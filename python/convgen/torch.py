@@ -38,8 +38,9 @@ what to do.
 Sparse families: `act_sparsity=0.5` declares the zero fraction a module's input is expected to have (one that follows
 a ReLU), which the context's tuner measures with; `weight_sparse=True` bakes the module's filter pattern into the
 kernel (for pruned weights; the filter is then read once per change of `weight`). `relu_on_load=True` takes the input
-before its ReLU: the kernel applies max(0, x) as it loads it (act_sparse kernels, fp32; PyTorch runs relu then the
-convolution where convgen has no such kernel), so the model needs no ReLU of its own there.
+before its ReLU: the kernel applies max(0, x) as it loads it (act_sparse's relu1 kernels; every other kernel runs
+behind a ReLU pass into its workspace, which the tuner weighs against them), so the model needs no ReLU of its own
+there.
 """
 import warnings
 import weakref
@@ -276,10 +277,6 @@ def _new_plan(owner, rank, input, weight, stride, padding, dilation, groups, act
     try:
         op = context(input.device).conv(problem)
     except (Error, InputError) as error:
-        if relu_on_load:
-            # Only act_sparse applies max(0, x) on load (fp32, ungrouped 1-D and 2-D): elsewhere PyTorch runs the
-            # ReLU, then the convolution.
-            return _Plan(f"no convgen kernel applies max(0, x) on load here: {error}")
         if epilogue == "none":
             raise
         # Every family applies the epilogue, but a policy may still find no kernel for this problem (database_only

@@ -3,8 +3,12 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "convgen/error.hpp"
 #include "convgen/gpu.hpp"
 #include "generator/family.hpp"
 #include "generator/gpu_json.hpp"
@@ -61,12 +65,21 @@ inline std::vector<std::filesystem::path> suite_files() {
 inline std::vector<KernelSpec> representative_specs(const Family& family, const Problem& problem, const Gpu& gpu,
                                                     std::size_t extra) {
   std::vector<KernelSpec> specs;
-  if (auto spec = default_spec_for(family, problem, gpu)) specs.push_back(*spec);
-  for (const KernelSpec& s : candidates_for(family, problem, gpu)) {
+  if (auto spec = family.default_spec(problem, gpu)) specs.push_back(*spec);
+  for (const KernelSpec& s : family.enumerate(problem, gpu)) {
     if (specs.size() > extra) break;
     if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   }
   return specs;
+}
+
+// The index of a family's parameter by its token ("relu" for act_sparse's relu1); throws Error naming the family
+// where it declares none.
+inline std::size_t param_index(const Family& family, std::string_view token) {
+  const auto& params = family.interface().params;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (params[i].token == token) return i;
+  throw Error(fmt::format("{} declares no parameter '{}'", family.name(), token));
 }
 
 // Gtest-friendly parameter name: letters, digits and '_' only.

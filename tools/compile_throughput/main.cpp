@@ -51,7 +51,7 @@ std::vector<Program> suite_programs(const Suite& suite, const Gpu& gpu, bool all
     std::vector<KernelSpec> specs;
     if (all) {
       for (const Family* f : all_families())
-        for (const KernelSpec& spec : candidates_for(*f, layer.problem, gpu)) specs.push_back(spec);
+        for (const KernelSpec& spec : f->enumerate(layer.problem, gpu)) specs.push_back(spec);
     } else {
       specs.push_back(default_choice(layer.problem, gpu));
     }

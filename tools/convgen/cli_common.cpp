@@ -147,7 +147,8 @@ void add_fusion_options(CLI::App* cmd, FusionOptions& fusion) {
                   "bias+add+relu (default: the shapes file's epilogue column, else none)");
   cmd->add_flag("--relu-on-load", fusion.relu_on_load,
                 "Every layer's activation is a producer's output before its ReLU: the kernel applies max(0, x) as it "
-                "loads it (only act_sparse kernels do; default: the shapes file's relu_on_load column, else off)");
+                "loads it (act_sparse's relu1 kernels; the others run behind a ReLU pass; default: the shapes file's "
+                "relu_on_load column, else off)");
 }
 
 Suite with_fusion(Suite suite, const FusionOptions& fusion) {

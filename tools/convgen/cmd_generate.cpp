@@ -42,6 +42,7 @@ nlohmann::json manifest_entry(const Layer& layer, const BuiltKernel& k, const st
       {"block", g.block},
       {"dynamic_smem_bytes", g.dynamic_smem_bytes},
       {"zero_output_first", k.plan.zeroes_output_first()},
+      {"relu_prologue", !k.plan.activation_buffer.empty()},
       {"launches", k.plan.run.size()},
       {"setup_launches", k.plan.setup.size()},
       {"workspace_bytes", k.workspace_bytes()},
@@ -73,7 +74,7 @@ void run_generate(const Options& opts) {
       specs.push_back(parse_kernel_name(opts.kernel));
     } else if (opts.all) {
       for (const Family* f : all_families())
-        for (const KernelSpec& s : candidates_for(*f, layer.problem, gpu)) specs.push_back(s);
+        for (const KernelSpec& s : f->enumerate(layer.problem, gpu)) specs.push_back(s);
     } else {
       specs.push_back(default_choice(layer.problem, gpu));
     }

@@ -114,11 +114,11 @@ struct CaseResult {
 // The family's default kernel and, with `random_candidates`, that many others of its enumeration drawn from the
 // problem's seed (std::mt19937_64, our own mapping to an index). Nothing when the family serves no default.
 std::vector<Case> cases_of(int index, const StressProblem& sp, const Family& f, const Gpu& gpu, int random_candidates) {
-  const std::optional<KernelSpec> chosen = default_spec_for(f, sp.problem, gpu);
+  const std::optional<KernelSpec> chosen = f.default_spec(sp.problem, gpu);
   if (!chosen) return {};
   std::vector<Case> out{{.problem = index, .family = &f, .spec = *chosen}};
   if (random_candidates <= 0) return out;
-  std::vector<KernelSpec> others = candidates_for(f, sp.problem, gpu);
+  std::vector<KernelSpec> others = f.enumerate(sp.problem, gpu);
   std::erase(others, *chosen);
   std::uint64_t family_hash = 1469598103934665603ull;  // FNV-1a of the name
   for (const char ch : f.name()) family_hash = (family_hash ^ static_cast<unsigned char>(ch)) * 1099511628211ull;

@@ -210,12 +210,13 @@ const KernelImage kernels_7[] = {
     {90, cubin_7_sm_90, sizeof cubin_7_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", buffers_7_sm_90, 3, 2097152ULL, 16777216ULL, setup_7_sm_90, 1, run_7_sm_90, 3, 0},
 };
 
-// The zero pass for sm_90: the kernel of the zero steps (clears a buffer the plan's kernels accumulate into)
-alignas(64) const unsigned char zero_pass_sm_90[] = {
-#include "cubins/zero_pass_sm_90.inc"
+// The plan passes for sm_90: the kernels of the zero steps (clear a buffer the plan's kernels accumulate into)
+// and of the relu steps (write max(0, x) of the activation into a buffer the plan's kernels read)
+alignas(64) const unsigned char plan_passes_sm_90[] = {
+#include "cubins/plan_passes_sm_90.inc"
 };
-const ZeroPassImage zero_pass_images[] = {
-    {90, zero_pass_sm_90, sizeof zero_pass_sm_90},
+const PassImage pass_images[] = {
+    {90, plan_passes_sm_90, sizeof plan_passes_sm_90},
 };
 
 }  // namespace
@@ -239,8 +240,8 @@ const ProblemEntry problems[] = {
      "res_512to512_7", 100352ULL, kernels_7, 1, "", nullptr, nullptr, 2359296ULL},
 };
 const std::size_t problem_count = sizeof problems / sizeof problems[0];
-const ZeroPassImage* const zero_passes = zero_pass_images;
-const std::size_t zero_pass_count = sizeof zero_pass_images / sizeof zero_pass_images[0];
+const PassImage* const plan_passes = pass_images;
+const std::size_t plan_pass_count = sizeof pass_images / sizeof pass_images[0];
 const char* const architectures = "sm_90";
 
 }  // namespace cusnn_sm90_internal

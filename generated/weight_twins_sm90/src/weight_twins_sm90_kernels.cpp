@@ -65,8 +65,8 @@ const ProblemEntry problems[] = {
      "b", 4608ULL, kernels_1, 1, "c7309389a95876b5", weight_mask_1, weight_values_1, 288ULL},
 };
 const std::size_t problem_count = sizeof problems / sizeof problems[0];
-const ZeroPassImage* const zero_passes = nullptr;
-const std::size_t zero_pass_count = 0;
+const PassImage* const plan_passes = nullptr;
+const std::size_t plan_pass_count = 0;
 const char* const architectures = "sm_90";
 
 }  // namespace weight_twins_sm90_internal

@@ -1,7 +1,9 @@
 // emit_library_gpu_test: the checked-in example libraries on the GPU. generated/cusnn_sm90: every layer through an op
 // (create, run, destroy) and the one-shot call against the float64 reference and against the JIT path running the
 // same kernel, and the time per call through both. generated/weight_twins_sm90: each layer's own pruned filter through
-// an op of the one shape, and a filter neither kernel was made for refused.
+// an op of the one shape, and a filter neither kernel was made for refused. generated/relu_on_load_sm90: layers that
+// take their input before its ReLU, one kernel applying max(0, x) as it loads and two behind the ReLU prologue, on
+// an unrectified input against the reference of max(0, x) and the JIT path.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -16,8 +18,10 @@
 #include "generator/gpu_json.hpp"
 #include "generator/shapes.hpp"
 #include "igemm_params.hpp"
+#include "reference/inputs.hpp"
 #include "reference/npy.hpp"
 #include "reference/reference.hpp"
+#include "relu_on_load_sm90.h"
 #include "runtime/driver.hpp"
 #include "runtime/module.hpp"
 #include "weight_twins_sm90.h"
@@ -298,6 +302,72 @@ TEST(EmitLibraryGpu, AnOpTakesTheKernelMadeForTheFilterItIsGivenAndRefusesAnothe
                       "has a zero"),
             std::string::npos)
       << weight_twins_sm90_last_error_message();
+}
+
+// Each layer of relu_on_load_sm90 through an op on an input before its ReLU (negative where the ReLU leaves a zero):
+// the reference of max(0, x), and the JIT path's same kernel and plan (with or without its prologue) bit for bit.
+TEST(EmitLibraryGpu, LayersThatTakeTheirInputBeforeItsReluMatchTheReferenceBehindThePrologueOrNot) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_device_reason();
+  Context context(0);
+  if (relu_on_load_sm90_check_device() != RELU_ON_LOAD_SM90_SUCCESS)
+    GTEST_SKIP() << "the library cannot run here: " << relu_on_load_sm90_last_error_message();
+  Stream stream;
+  const Gpu h100 = load_gpu(std::string(CONVGEN_SOURCE_DIR) + "/gpus/h100_sxm.json");
+  const Suite suite = load_suite(std::string(CONVGEN_SOURCE_DIR) + "/examples/relu_on_load/relu_on_load.csv");
+  ASSERT_EQ(relu_on_load_sm90_problem_count(), suite.layers.size());
+  JitCache cache(std::nullopt);
+  int behind_a_prologue = 0;
+  for (std::size_t i = 0; i < relu_on_load_sm90_problem_count(); ++i) {
+    const relu_on_load_sm90_problem& lp = *relu_on_load_sm90_problem_at(i);
+    SCOPED_TRACE(relu_on_load_sm90_problem_name(i));
+    Problem problem = to_problem(lp);
+    problem.relu_on_load = lp.relu_on_load != 0;
+    ASSERT_TRUE(problem.relu_on_load);
+    problem.act_sparsity = suite.layers[i].problem.act_sparsity;  // not part of the C struct; the kernel's choice
+    const char* kernel = relu_on_load_sm90_kernel_name(&lp, 90);
+    ASSERT_NE(kernel, nullptr);
+    const BuiltKernel built = build_kernel(problem, parse_kernel_name(kernel), h100, cache);
+    behind_a_prologue += !built.plan.activation_buffer.empty();
+    ConvLauncher jit(built);
+    const HostTensor activation =
+        make_tensor(problem, TensorRole::activation, SparseRandom{SparsityPattern::blob, 0.5}, 300 + i);
+    const HostTensor filter = make_tensor(problem, TensorRole::filter, DenseRandom{}, 400 + i);
+    HostTensor from_library = HostTensor::for_problem(problem, TensorRole::output);
+    HostTensor from_jit = from_library;
+    DeviceBuffer d_activation(activation.size_bytes()), d_filter(filter.size_bytes()),
+        d_output(from_library.size_bytes());
+    d_activation.upload_bytes(activation.bytes().data(), activation.size_bytes());
+    d_filter.upload_bytes(filter.bytes().data(), filter.size_bytes());
+
+    relu_on_load_sm90_op op = nullptr;
+    ASSERT_EQ(relu_on_load_sm90_op_create(&lp, d_filter.ptr(), stream.get(), &op), RELU_ON_LOAD_SM90_SUCCESS)
+        << relu_on_load_sm90_last_error_message();
+    EXPECT_EQ(relu_on_load_sm90_op_workspace_size(op), static_cast<std::size_t>(built.plan.workspace_bytes()));
+    DeviceBuffer d_workspace(std::max<std::size_t>(relu_on_load_sm90_op_workspace_size(op), 256));
+    const CUdeviceptr workspace = relu_on_load_sm90_op_workspace_size(op) > 0 ? d_workspace.ptr() : 0;
+    d_output.fill_u32(0x7fc00000u, stream.get());
+    ASSERT_EQ(relu_on_load_sm90_op_run(op, d_activation.ptr(), d_output.ptr(), workspace, stream.get()),
+              RELU_ON_LOAD_SM90_SUCCESS)
+        << relu_on_load_sm90_last_error_message();
+    stream.synchronize();
+    d_output.download_bytes(from_library.bytes().data(), from_library.size_bytes());
+    EXPECT_EQ(relu_on_load_sm90_op_destroy(op), RELU_ON_LOAD_SM90_SUCCESS);
+
+    jit.prepare(d_filter.ptr(), stream.get());
+    DeviceBuffer d_jit_workspace(static_cast<std::size_t>(std::max<std::int64_t>(built.plan.workspace_bytes(), 256)));
+    d_output.fill_u32(0x7fc00000u, stream.get());
+    jit.launch(d_activation.ptr(), d_filter.ptr(), d_output.ptr(),
+               built.plan.workspace_bytes() > 0 ? d_jit_workspace.ptr() : 0, stream.get());
+    stream.synchronize();
+    d_output.download_bytes(from_jit.bytes().data(), from_jit.size_bytes());
+
+    const std::vector<double> reference = reference_conv(problem, activation, filter);
+    const ErrorStats stats = compare(from_library, reference);
+    EXPECT_TRUE(passes(stats, problem.precision))
+        << kernel << ": rel L2 " << stats.rel_l2 << ", NaN " << stats.nan_count;
+    if (!built.plan.zeroes_output_first()) EXPECT_EQ(from_library, from_jit) << kernel;
+  }
+  EXPECT_GE(behind_a_prologue, 2) << "the example's layers should run two kernels behind the ReLU prologue";
 }
 
 }  // namespace

@@ -341,8 +341,8 @@ TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArgum
       << readme;
 }
 
-// With the zero pass for its architecture, a zero step launches it early with the grid zero_pass_config gives for the
-// bytes it clears (a plan buffer's, or the output's), and the library embeds its cubin once.
+// With the plan passes for its architecture, a zero step launches the zero pass early with the grid zero_pass_config
+// gives for the bytes it clears (a plan buffer's, or the output's), and the library embeds their cubin once.
 TEST(EmitLibrary, RenderLibraryLaunchesTheZeroPassForZeroStepsWhereItHasOne) {
   const Problem big{.n = 1, .c = 8, .k = 64, .input = {1, 64, 64}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   const Problem small{.n = 1, .c = 8, .k = 8, .input = {1, 8, 8}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
@@ -357,7 +357,7 @@ TEST(EmitLibrary, RenderLibraryLaunchesTheZeroPassForZeroStepsWhereItHasOne) {
                          .gpus = {gpu("h100_sxm")},
                          .problems = {{.name = "x", .problem = big, .kernels = {zeroes_output}},
                                       {.name = "y", .problem = small, .kernels = {zeroes_buffer}}},
-                         .zero_passes = {{'\x01', '\x02'}}};
+                         .plan_passes = {{'\x01', '\x02'}}};
   const auto files = render_library(lib);
   const std::string& kernels = files.at("src/net_kernels.cpp");
   const std::string entry = "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1";
@@ -371,23 +371,62 @@ TEST(EmitLibrary, RenderLibraryLaunchesTheZeroPassForZeroStepsWhereItHasOne) {
                          "true},\n"),
             std::string::npos)
       << kernels;
-  EXPECT_NE(kernels.find("alignas(64) const unsigned char zero_pass_sm_90[] = {\n#include \"cubins/zero_pass_sm_90.inc\"\n"
-                         "};\nconst ZeroPassImage zero_pass_images[] = {\n    {90, zero_pass_sm_90, sizeof "
-                         "zero_pass_sm_90},\n};\n"),
+  EXPECT_NE(kernels.find("alignas(64) const unsigned char plan_passes_sm_90[] = {\n"
+                         "#include \"cubins/plan_passes_sm_90.inc\"\n"
+                         "};\nconst PassImage pass_images[] = {\n    {90, plan_passes_sm_90, sizeof "
+                         "plan_passes_sm_90},\n};\n"),
             std::string::npos)
       << kernels;
-  EXPECT_NE(kernels.find("const ZeroPassImage* const zero_passes = zero_pass_images;\n"), std::string::npos) << kernels;
-  EXPECT_EQ(files.at("src/cubins/zero_pass_sm_90.inc"), "// convgen_zero_bytes: the zero pass for sm_90, 2 bytes\n"
-                                                         "0x01,0x02,\n");
-  // The same library without the zero pass zeroes with a memset, and embeds none.
-  lib.zero_passes.clear();
+  EXPECT_NE(kernels.find("const PassImage* const plan_passes = pass_images;\n"), std::string::npos) << kernels;
+  EXPECT_EQ(files.at("src/cubins/plan_passes_sm_90.inc"),
+            "// convgen_zero_bytes, convgen_relu_b32 and convgen_relu_b16: the plan passes for sm_90, 2 bytes\n"
+            "0x01,0x02,\n");
+  // The same library without the plan passes zeroes with a memset, and embeds none.
+  lib.plan_passes.clear();
   const auto plain = render_library(lib);
   EXPECT_NE(plain.at("src/net_kernels.cpp")
                 .find("    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, nullptr, false},\n"),
             std::string::npos);
-  EXPECT_NE(plain.at("src/net_kernels.cpp").find("const ZeroPassImage* const zero_passes = nullptr;\n"),
-            std::string::npos);
-  EXPECT_EQ(plain.count("src/cubins/zero_pass_sm_90.inc"), 0u);
+  EXPECT_NE(plain.at("src/net_kernels.cpp").find("const PassImage* const plan_passes = nullptr;\n"), std::string::npos);
+  EXPECT_EQ(plain.count("src/cubins/plan_passes_sm_90.inc"), 0u);
+}
+
+// A ReLU prologue (relu_on_load, a kernel that does not apply it): the relu step launches the relu pass of the
+// problem's element width early, into the per-call buffer, with the grid relu_pass_config gives for its bytes; the
+// kernel's g_activation binds to that buffer. A library without the plan passes refuses the plan.
+TEST(EmitLibrary, AReluStepLaunchesTheReluPassAndTheKernelReadsItsBuffer) {
+  Problem p{.n = 1, .c = 8, .k = 8, .input = {1, 16, 16}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  p.relu_on_load = true;
+  p.precision = Precision::fp16;
+  p.layout = Layout::nhwc;
+  LibraryKernel k = fake_kernel(p, "sm_90", {'\x7f'});
+  k.plan = with_relu_prologue(single_launch_plan({.grid = {4, 1, 1}, .block = {128, 1, 1}}), 8 * 16 * 16 * 2);
+  k.entries = {{"", {"activation", "filter", "output"}}};
+  LibraryDescription lib{.name = "net",
+                         .suite = "s",
+                         .gpus = {gpu("h100_sxm")},
+                         .problems = {{.name = "x", .problem = p, .kernels = {k}}},
+                         .plan_passes = {{'\x01'}}};
+  const std::string kernels = render_library(lib).at("src/net_kernels.cpp");
+  EXPECT_NE(kernels.find("const ArgBinding run_0_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::filter, -1}, "
+                         "{Arg::output, -1}};\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("const Step run_0_sm_90[] = {\n"
+                         "    {Step::relu, \"convgen_relu_b16\", {1, 1, 1}, {256, 1, 1}, 0, nullptr, 0, 0, nullptr, "
+                         "true},\n"),
+            std::string::npos)
+      << kernels;
+  EXPECT_NE(kernels.find("    {\"rectified_activation\", 4096ULL, 0ULL, false},\n"), std::string::npos) << kernels;
+  lib.plan_passes.clear();
+  try {
+    render_library(lib);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("its plan has a relu step and the library has no relu pass for sm_90"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(EmitLibrary, RenderLibraryRefusesASetupStepThatBindsAPerCallTensor) {
@@ -421,7 +460,7 @@ TEST(EmitLibrary, AnEmittedPlanWithSetupAndBuffersCompiles) {
                                .suite = "s",
                                .gpus = {gpu("h100_sxm")},
                                .problems = {{.name = "x", .problem = p, .kernels = {k}}},
-                               .zero_passes = {{'\x7f'}}};
+                               .plan_passes = {{'\x7f'}}};
   const fs::path dir = temp_dir("plan");
   write_library(dir / "net", render_library(lib));
   const Result r = cmake_build(dir / "net", dir / "build", "-DNET_BUILD_EXAMPLE=OFF -DNET_INSTALL=OFF");
@@ -891,8 +930,8 @@ TEST(EmitLibraryCli, ATwoFourLibraryInFp16ChecksTheHalfFilterItIsGiven) {
   fs::remove_all(dir);
 }
 
-// generated/cusnn_sm90 and generated/weight_twins_sm90 must be what scripts/regen-examples.sh writes today, byte for
-// byte.
+// generated/cusnn_sm90, generated/weight_twins_sm90 and generated/relu_on_load_sm90 must be what
+// scripts/regen-examples.sh writes today, byte for byte.
 TEST(EmitLibraryCli, CheckedInExampleLibrariesAreWhatRegenExamplesWritesToday) {
   const fs::path dir = temp_dir("regen");
   const Result r = run("CONVGEN=" + convgen_binary() + " CONVGEN_CACHE_DIR=" + (dir / "cache").string() + " sh " +
@@ -908,7 +947,7 @@ TEST(EmitLibraryCli, CheckedInExampleLibrariesAreWhatRegenExamplesWritesToday) {
     }
     return files;
   };
-  for (const std::string library : {"cusnn_sm90", "weight_twins_sm90"}) {
+  for (const std::string library : {"cusnn_sm90", "weight_twins_sm90", "relu_on_load_sm90"}) {
     const std::set<std::string> want = files_under(dir / library);
     EXPECT_FALSE(want.empty()) << library << " was not emitted";
     const std::set<std::string> have = files_under(source_dir() / "generated" / library);

@@ -12,6 +12,7 @@ namespace convgen {
 namespace {
 
 using testing_support::h100;
+using testing_support::param_index;
 
 TEST(FamilyRegistry, ListsEveryFamilyOnceByNameWithItsTemplatesInterface) {
   const auto& families = all_families();
@@ -82,69 +83,82 @@ TEST(DefaultChoice, FamilyDefaultsListEveryFamilyByRankAndTheFirstServingOneIsTh
   EXPECT_THROW(family_defaults(invalid, h100()), InputError);
 }
 
-// max(0, x) on load (relu_on_load): act_sparse alone applies it, with relu1 kernels; every other family is refused
-// by name wherever candidates are asked for, and a relu1 kernel is refused for a problem that does not ask for it.
-TEST(ReluOnLoad, OnlyActSparsesRelu1KernelsServeItAndOnlyThem) {
+// max(0, x) on load (relu_on_load): act_sparse's relu1 kernels apply it as they load; every other configuration of
+// every family serves the problem too, behind a ReLU prologue (a relu step into a per-call buffer the kernel reads
+// as its activation) whose launch and traffic its cost features count. A relu1 kernel is refused for a problem that
+// does not ask for it.
+TEST(ReluOnLoad, Relu1KernelsApplyItAndEveryOtherKernelRunsBehindAReluPrologue) {
   Problem p{.n = 2, .c = 64, .k = 64, .input = {1, 28, 28}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   p.act_sparsity = 0.7;
   p.relu_on_load = true;
+  const std::int64_t activation_bytes = 2 * 64 * 28 * 28 * 4;
   const Family& act_sparse = family("act_sparse");
-  const std::size_t relu = [&] {
-    const auto& params = act_sparse.interface().params;
-    for (std::size_t i = 0; i < params.size(); ++i)
-      if (params[i].token == "relu") return i;
-    return params.size();
-  }();
-  ASSERT_LT(relu, act_sparse.interface().params.size());
+  const std::size_t relu = param_index(act_sparse, "relu");
   const KernelSpec chosen = default_choice(p, h100());
   EXPECT_EQ(chosen.family, "act_sparse");
   EXPECT_EQ(chosen.values[relu], 1);
-  const std::vector<KernelSpec> candidates = candidates_for(act_sparse, p, h100());
-  ASSERT_FALSE(candidates.empty());
-  for (const KernelSpec& spec : candidates) {
-    EXPECT_EQ(spec.values[relu], 1) << kernel_name(spec);
-    EXPECT_EQ(check_support(p, h100(), spec), std::nullopt) << kernel_name(spec);
-  }
+  EXPECT_TRUE(act_sparse.applies_relu_on_load(chosen));
+  EXPECT_EQ(plan_for(p, chosen), act_sparse.plan(p, chosen));
+  EXPECT_EQ(cost_features_for(p, chosen), act_sparse.cost_features(p, chosen));
+  for (const KernelSpec& spec : act_sparse.enumerate(p, h100())) EXPECT_EQ(spec.values[relu], 1) << kernel_name(spec);
+  int behind_a_prologue = 0;
   for (const Family* f : all_families()) {
-    if (f == &act_sparse) continue;
-    EXPECT_TRUE(candidates_for(*f, p, h100()).empty()) << f->name();
-    EXPECT_EQ(default_spec_for(*f, p, h100()), std::nullopt) << f->name();
-    const std::string reason = std::string(f->name()) +
-                               " kernels do not apply max(0, x) as they load the activation (relu_on_load); "
-                               "act_sparse's do";
-    EXPECT_EQ(refusal_of(*f, p), reason);
-    if (auto plain_spec = f->default_spec(Problem{p.n, p.c, p.k, p.input, p.filter, p.stride, p.padding}, h100()))
-      EXPECT_EQ(check_support(p, h100(), *plain_spec), reason);
+    std::optional<KernelSpec> spec = f->default_spec(p, h100());
+    if (f == &act_sparse) {  // relu0 serves it too, behind the prologue
+      spec = chosen;
+      spec->values[relu] = 0;
+    }
+    if (!spec) continue;
+    ++behind_a_prologue;
+    EXPECT_EQ(check_support(p, h100(), *spec), std::nullopt) << kernel_name(*spec);
+    EXPECT_TRUE(needs_relu_prologue(p, *spec)) << kernel_name(*spec);
+    const LaunchPlan own = f->plan(p, *spec);
+    const LaunchPlan plan = plan_for(p, *spec);
+    EXPECT_EQ(plan.activation_buffer, kRectifiedActivation) << kernel_name(*spec);
+    ASSERT_NE(plan.find(kRectifiedActivation), nullptr) << kernel_name(*spec);
+    EXPECT_EQ(plan.find(kRectifiedActivation)->bytes, activation_bytes);
+    EXPECT_FALSE(plan.find(kRectifiedActivation)->persistent);
+    EXPECT_GE(plan.workspace_bytes(), own.workspace_bytes() + activation_bytes);
+    EXPECT_EQ(plan.run.size(), own.run.size() + 1);
+    const auto relu_step = std::find_if(plan.run.begin(), plan.run.end(),
+                                        [](const LaunchStep& s) { return s.kind == LaunchStep::Kind::relu; });
+    const auto first_kernel = std::find_if(plan.run.begin(), plan.run.end(),
+                                           [](const LaunchStep& s) { return s.kind == LaunchStep::Kind::kernel; });
+    ASSERT_NE(relu_step, plan.run.end()) << kernel_name(*spec);
+    EXPECT_EQ(relu_step->buffer, kRectifiedActivation);
+    EXPECT_EQ(relu_step + 1, first_kernel) << kernel_name(*spec);
+    EXPECT_EQ(plan.zeroes_output_first(), own.zeroes_output_first()) << kernel_name(*spec);
+    EXPECT_EQ(plan.setup, own.setup);
+    const CostFeatures features = cost_features_for(p, *spec);
+    const CostFeatures bare = f->cost_features(p, *spec);
+    EXPECT_EQ(features.extra_launches, bare.extra_launches + 1) << kernel_name(*spec);
+    EXPECT_DOUBLE_EQ(features.dram_bytes, bare.dram_bytes + 2.0 * activation_bytes) << kernel_name(*spec);
+    Problem plain = p;
+    plain.relu_on_load = false;
+    if (!check_support(plain, h100(), *spec)) EXPECT_EQ(plan_for(plain, *spec), own) << kernel_name(*spec);
   }
+  EXPECT_GE(behind_a_prologue, 3);
   for (const FamilyDefault& d : family_defaults(p, h100()))
-    if (d.family != "act_sparse") EXPECT_NE(d.reason.find("do not apply max(0, x)"), std::string::npos) << d.family;
-  // The same kernel on the problem without relu_on_load is refused: it would rectify an input that is not to be.
+    EXPECT_EQ(d.reason.find("max(0, x)"), std::string::npos) << d.family << ": " << d.reason;
+  // The relu1 kernel on the problem without relu_on_load is refused: it would rectify an input that is not to be.
   Problem plain = p;
   plain.relu_on_load = false;
   EXPECT_EQ(check_support(plain, h100(), chosen),
             "relu1 applies max(0, x) on load, which the problem does not ask for (relu_on_load 0)");
-  const KernelSpec plain_choice = default_choice(plain, h100());
-  if (plain_choice.family == "act_sparse") {
-    EXPECT_EQ(plain_choice.values[relu], 0);
-    EXPECT_EQ(check_support(p, h100(), plain_choice),
-              "the problem asks for max(0, x) on load (relu_on_load), which only relu1 applies");
-  }
-  // Where act_sparse does not serve the shape either, the error gives its own reason, then names the others once.
-  Problem half = p;
-  half.precision = Precision::fp16;
-  half.layout = Layout::nhwc;
-  try {
-    default_choice(half, h100());
-    FAIL() << "expected InputError";
-  } catch (const InputError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("; act_sparse: precision fp16 is not supported by act_sparse (fp32 only); "), std::string::npos)
-        << what;
-    EXPECT_NE(what.find(": their kernels do not apply max(0, x) as they load the activation (relu_on_load)"),
-              std::string::npos)
-        << what;
-    EXPECT_EQ(what.find("act_sparse's do"), std::string::npos) << what;
-  }
+}
+
+// The prologue goes after a zero step that precedes the first kernel (the plan still zeroes its output first), and a
+// plan takes one prologue only.
+TEST(ReluOnLoad, ThePrologueGoesBeforeTheFirstKernelAndAfterAZeroStep) {
+  const LaunchPlan zeroing = single_launch_plan({.grid = {4, 1, 1}, .block = {128, 1, 1}}, true);
+  const LaunchPlan plan = with_relu_prologue(zeroing, 4096);
+  ASSERT_EQ(plan.run.size(), 3u);
+  EXPECT_EQ(plan.run[0].kind, LaunchStep::Kind::zero);
+  EXPECT_EQ(plan.run[1].kind, LaunchStep::Kind::relu);
+  EXPECT_EQ(plan.run[2].kind, LaunchStep::Kind::kernel);
+  EXPECT_TRUE(plan.zeroes_output_first());
+  EXPECT_EQ(plan.workspace_bytes(), 4096);
+  EXPECT_THROW(with_relu_prologue(plan, 4096), Error);
 }
 
 TEST(LaunchPlan, CarvesBuffersFromTheWorkspaceAndThePersistentBlockAligned) {

@@ -164,7 +164,7 @@ TEST(RandomProblems, EveryFamilyServesSomeOfFiveHundred) {
   for (const RandomProblem& rp : random_problems(1, 500, {.precisions = {Precision::fp32, Precision::fp16}})) {
     const Problem p = with_its_filter(rp);
     for (const Family* f : all_families())
-      if (const auto spec = default_spec_for(*f, p, gpu)) {
+      if (const auto spec = f->default_spec(p, gpu)) {
         ++served[std::string(f->name())];
         EXPECT_EQ(check_support(p, gpu, *spec), std::nullopt) << problem_key(p) << ": " << kernel_name(*spec);
       }
@@ -173,10 +173,11 @@ TEST(RandomProblems, EveryFamilyServesSomeOfFiveHundred) {
 }
 
 // Only problems that expect zeros take their input before the ReLU, in about the share asked for, each with an
-// activation sparsity; act_sparse serves some of them, and no other family any.
+// activation sparsity; several families serve them, act_sparse applying max(0, x) itself and the others behind a
+// ReLU prologue.
 TEST(RandomProblems, SomeSparseProblemsTakeTheirInputBeforeItsRelu) {
   const Gpu gpu = testing_support::h100();
-  int sparse = 0, before_relu = 0, served = 0;
+  int sparse = 0, before_relu = 0, applied = 0, behind_a_prologue = 0;
   for (const RandomProblem& rp : random_problems(3, 1000, {.ranks = {1, 2, 3}})) {
     if (rp.problem.act_sparsity > 0) ++sparse;
     if (!rp.problem.relu_on_load) continue;
@@ -184,13 +185,15 @@ TEST(RandomProblems, SomeSparseProblemsTakeTheirInputBeforeItsRelu) {
     EXPECT_GT(rp.problem.act_sparsity, 0) << problem_key(rp.problem);
     EXPECT_TRUE(problem_key(rp.problem).find("_relu") != std::string::npos);
     for (const Family* f : all_families())
-      if (default_spec_for(*f, rp.problem, gpu)) {
-        EXPECT_TRUE(f->applies_relu_on_load()) << f->name() << " " << problem_key(rp.problem);
-        ++served;
+      if (const auto spec = f->default_spec(rp.problem, gpu)) {
+        EXPECT_EQ(check_support(rp.problem, gpu, *spec), std::nullopt) << kernel_name(*spec);
+        (needs_relu_prologue(rp.problem, *spec) ? behind_a_prologue : applied) += 1;
+        EXPECT_EQ(plan_for(rp.problem, *spec).activation_buffer.empty(), !needs_relu_prologue(rp.problem, *spec));
       }
   }
   EXPECT_NEAR(before_relu, 0.3 * sparse, 0.1 * sparse) << sparse << " sparse";
-  EXPECT_GE(served, 5);
+  EXPECT_GE(applied, 5);
+  EXPECT_GE(behind_a_prologue, 5);
   for (const RandomProblem& rp : random_problems(3, 200, {.relu_on_load_share = 0})) EXPECT_FALSE(rp.problem.relu_on_load);
 }
 

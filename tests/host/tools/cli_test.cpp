@@ -131,6 +131,30 @@ TEST(Cli, GenerateInTf32Fp16AndBf16ChoosesTheTensorCoreFamilyForSm80AndSm90) {
   std::filesystem::remove_all(out);
 }
 
+// --relu-on-load on a GPU without a GPU: a sparse 3x3 layer takes act_sparse's relu1 kernel (no prologue), the same
+// layer in fp16 a tensor-core kernel behind the ReLU prologue, and the manifest says which.
+TEST(Cli, GenerateWithReluOnLoadSaysWhichKernelsRunBehindTheReluPrologue) {
+  const auto out = testing_support::process_scratch() / "convgen_cli_test_generate_relu";
+  for (const char* precision : {"fp32", "fp16"}) {
+    std::filesystem::remove_all(out);
+    const Result r = run_convgen(std::string("generate --no-cache --shapes ") + shapes("cusnn.csv") +
+                                 " --layer res_64to64_56 --act-sparsity 0.5 --relu-on-load --precision " + precision +
+                                 " --gpu h100_sxm --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::ifstream in(out / "manifest.json");
+    const auto manifest = nlohmann::json::parse(in);
+    ASSERT_EQ(manifest["kernels"].size(), 1u) << r.output;
+    const auto& k = manifest["kernels"][0];
+    const bool fp32 = std::string(precision) == "fp32";
+    EXPECT_NE(k["problem"].get<std::string>().find("_z50_relu"), std::string::npos) << k;
+    EXPECT_EQ(k["relu_prologue"], !fp32) << k;
+    if (fp32) EXPECT_NE(k["kernel"].get<std::string>().find("_relu1_"), std::string::npos) << k;
+    EXPECT_EQ(k["launches"].get<int>() >= 2, !fp32 || k["zero_output_first"].get<bool>()) << k;
+    EXPECT_EQ(k["workspace_bytes"].get<std::int64_t>() >= 64 * 56 * 56 * (fp32 ? 4 : 2), !fp32) << k;
+  }
+  std::filesystem::remove_all(out);
+}
+
 TEST(Cli, AnUnknownPrecisionOrLayoutNamesTheChoices) {
   Result r = run_convgen("generate --shapes " + shapes("cusnn.csv") + " --precision fp8");
   EXPECT_EQ(r.exit_code, 1);

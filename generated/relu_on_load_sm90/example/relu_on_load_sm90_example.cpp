@@ -1,0 +1,175 @@
+// relu_on_load_sm90_example.cpp: runs every convolution of the relu_on_load_sm90 library on the GPU and checks outputs against a CPU loop.
+//
+// Exit status: 0 every problem ran and matched, 1 a call failed or an output did not match, 2 no usable GPU (no
+// driver, no device, or no cubin for this GPU's architecture): the message says which.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "relu_on_load_sm90.h"
+
+namespace {
+
+struct Extents {
+  long long activation, filter, output;
+  int o, p, q;
+};
+
+Extents extents(const relu_on_load_sm90_problem& x) {
+  Extents e{};
+  e.o = (x.d + 2 * x.pad_d - x.dilation_d * (x.t - 1) - 1) / x.stride_d + 1;
+  e.p = (x.h + 2 * x.pad_h - x.dilation_h * (x.r - 1) - 1) / x.stride_h + 1;
+  e.q = (x.w + 2 * x.pad_w - x.dilation_w * (x.s - 1) - 1) / x.stride_w + 1;
+  e.activation = 1LL * x.n * x.c * x.d * x.h * x.w;
+  e.filter = 1LL * x.k * (x.c / x.groups) * x.t * x.r * x.s;
+  e.output = 1LL * x.n * x.k * e.o * e.p * e.q;
+  return e;
+}
+
+bool channels_last(relu_on_load_sm90_layout layout) {
+  return layout == RELU_ON_LOAD_SM90_LAYOUT_NWC || layout == RELU_ON_LOAD_SM90_LAYOUT_NHWC || layout == RELU_ON_LOAD_SM90_LAYOUT_NDHWC;
+}
+
+// One output element computed on the CPU in double precision; `index` is flat in the output's layout.
+double cpu_output(const relu_on_load_sm90_problem& x, const Extents& e, const std::vector<float>& activation,
+                  const std::vector<float>& filter, long long index) {
+  const bool last = channels_last(x.layout);
+  long long i = index;
+  int n, k, o, p, q;
+  if (last) {
+    k = static_cast<int>(i % x.k);
+    i /= x.k;
+    q = static_cast<int>(i % e.q);
+    i /= e.q;
+    p = static_cast<int>(i % e.p);
+    i /= e.p;
+    o = static_cast<int>(i % e.o);
+    n = static_cast<int>(i / e.o);
+  } else {
+    q = static_cast<int>(i % e.q);
+    i /= e.q;
+    p = static_cast<int>(i % e.p);
+    i /= e.p;
+    o = static_cast<int>(i % e.o);
+    i /= e.o;
+    k = static_cast<int>(i % x.k);
+    n = static_cast<int>(i / x.k);
+  }
+  const int cg = x.c / x.groups;
+  const int group = k / (x.k / x.groups);
+  double sum = 0;
+  for (int c = 0; c < cg; ++c)
+    for (int t = 0; t < x.t; ++t)
+      for (int r = 0; r < x.r; ++r)
+        for (int s = 0; s < x.s; ++s) {
+          const int z = o * x.stride_d - x.pad_d + t * x.dilation_d;
+          const int y = p * x.stride_h - x.pad_h + r * x.dilation_h;
+          const int w = q * x.stride_w - x.pad_w + s * x.dilation_w;
+          if (z < 0 || z >= x.d || y < 0 || y >= x.h || w < 0 || w >= x.w) continue;
+          const int ci = group * cg + c;
+          const long long a = last ? (((1LL * n * x.d + z) * x.h + y) * x.w + w) * x.c + ci
+                                   : (((1LL * n * x.c + ci) * x.d + z) * x.h + y) * x.w + w;
+          const long long f = last ? (((1LL * k * x.t + t) * x.r + r) * x.s + s) * cg + c
+                                   : (((1LL * k * cg + c) * x.t + t) * x.r + r) * x.s + s;
+          sum += static_cast<double>(activation[a]) * filter[f];
+        }
+  return sum;
+}
+
+bool cuda_ok(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return true;
+  std::fprintf(stderr, "relu_on_load_sm90_example: %s failed: %s\n", what, cudaGetErrorString(error));
+  return false;
+}
+
+}  // namespace
+
+int main() {
+  std::printf("relu_on_load_sm90: %zu problems\n", relu_on_load_sm90_problem_count());
+  const relu_on_load_sm90_status device = relu_on_load_sm90_check_device();
+  if (device != RELU_ON_LOAD_SM90_SUCCESS) {
+    std::fprintf(stderr, "relu_on_load_sm90_example: %s: %s\n", relu_on_load_sm90_status_string(device), relu_on_load_sm90_last_error_message());
+    return device == RELU_ON_LOAD_SM90_ERROR_CUDA ? 1 : 2;
+  }
+  int ordinal = 0, major = 0, minor = 0;
+  if (!cuda_ok(cudaGetDevice(&ordinal), "cudaGetDevice") ||
+      !cuda_ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal), "cudaDeviceGetAttribute") ||
+      !cuda_ok(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ordinal), "cudaDeviceGetAttribute"))
+    return 1;
+  const int arch = major * 10 + minor;
+  int failures = 0;
+  for (size_t i = 0; i < relu_on_load_sm90_problem_count(); ++i) {
+    const relu_on_load_sm90_problem& x = *relu_on_load_sm90_problem_at(i);
+    const Extents e = extents(x);
+    if (x.precision != RELU_ON_LOAD_SM90_PRECISION_FP32 && x.precision != RELU_ON_LOAD_SM90_PRECISION_TF32) {
+      std::printf("%-24s skipped (the example fills fp32 tensors only)\n", relu_on_load_sm90_problem_name(i));
+      continue;
+    }
+    std::vector<float> activation(e.activation), filter(e.filter), output(e.output);
+    unsigned state = 12345u + static_cast<unsigned>(i);
+    for (float& v : activation)
+      v = static_cast<float>((state = state * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+    for (float& v : filter) v = static_cast<float>((state = state * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+    void *d_activation = nullptr, *d_filter = nullptr, *d_output = nullptr;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    if (!cuda_ok(cudaMalloc(&d_activation, activation.size() * 4), "cudaMalloc") ||
+        !cuda_ok(cudaMalloc(&d_filter, filter.size() * 4), "cudaMalloc") ||
+        !cuda_ok(cudaMalloc(&d_output, output.size() * 4), "cudaMalloc") ||
+        !cuda_ok(cudaMemcpy(d_activation, activation.data(), activation.size() * 4, cudaMemcpyHostToDevice), "copy") ||
+        !cuda_ok(cudaMemcpy(d_filter, filter.data(), filter.size() * 4, cudaMemcpyHostToDevice), "copy") ||
+        !cuda_ok(cudaEventCreate(&start), "cudaEventCreate") || !cuda_ok(cudaEventCreate(&stop), "cudaEventCreate"))
+      return 1;
+    const auto a = reinterpret_cast<unsigned long long>(d_activation);
+    const auto f = reinterpret_cast<unsigned long long>(d_filter);
+    const auto o = reinterpret_cast<unsigned long long>(d_output);
+    // An op sets the problem's plan up once (its persistent buffers, its setup steps); each run needs a workspace
+    // of the size the op says.
+    relu_on_load_sm90_op op = nullptr;
+    void* d_workspace = nullptr;
+    relu_on_load_sm90_status status = relu_on_load_sm90_op_create(&x, f, nullptr, &op);
+    if (status == RELU_ON_LOAD_SM90_SUCCESS && relu_on_load_sm90_op_workspace_size(op) > 0 &&
+        !cuda_ok(cudaMalloc(&d_workspace, relu_on_load_sm90_op_workspace_size(op)), "cudaMalloc"))
+      return 1;
+    const auto ws = reinterpret_cast<unsigned long long>(d_workspace);
+    if (status == RELU_ON_LOAD_SM90_SUCCESS) status = relu_on_load_sm90_op_run(op, a, o, ws, nullptr);
+    // Then 20 calls between events: a rough time per call, not a benchmark.
+    cudaEventRecord(start, nullptr);
+    for (int call = 0; call < 20 && status == RELU_ON_LOAD_SM90_SUCCESS; ++call) status = relu_on_load_sm90_op_run(op, a, o, ws, nullptr);
+    cudaEventRecord(stop, nullptr);
+    if (status != RELU_ON_LOAD_SM90_SUCCESS) {
+      std::fprintf(stderr, "relu_on_load_sm90_example: %s: %s: %s\n", relu_on_load_sm90_problem_name(i), relu_on_load_sm90_status_string(status),
+                   relu_on_load_sm90_last_error_message());
+      return 1;
+    }
+    float ms = 0;
+    if (!cuda_ok(cudaEventSynchronize(stop), "running the kernels") ||
+        !cuda_ok(cudaMemcpy(output.data(), d_output, output.size() * 4, cudaMemcpyDeviceToHost), "copy"))
+      return 1;
+    cudaEventElapsedTime(&ms, start, stop);
+    // 16 outputs spread over the tensor, against the CPU in double precision.
+    double worst = 0;
+    for (int j = 0; j < 16; ++j) {
+      const long long index = e.output * j / 16;
+      const double want = cpu_output(x, e, activation, filter, index);
+      worst = std::fmax(worst, std::fabs(output[index] - want) / (std::fabs(want) + 1e-3));
+    }
+    const bool ok = worst < (x.precision == RELU_ON_LOAD_SM90_PRECISION_FP32 ? 1e-4 : 1e-2);
+    failures += ok ? 0 : 1;
+    std::printf("%-24s %-40s %8.1f us  %s (worst relative error %.1e)\n", relu_on_load_sm90_problem_name(i),
+                relu_on_load_sm90_kernel_name(&x, arch) ? relu_on_load_sm90_kernel_name(&x, arch) : "?", ms * 1000 / 20, ok ? "ok" : "MISMATCH",
+                worst);
+    if (relu_on_load_sm90_op_destroy(op) != RELU_ON_LOAD_SM90_SUCCESS) {
+      std::fprintf(stderr, "relu_on_load_sm90_example: relu_on_load_sm90_op_destroy: %s\n", relu_on_load_sm90_last_error_message());
+      return 1;
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    cudaFree(d_workspace);
+    cudaFree(d_activation);
+    cudaFree(d_filter);
+    cudaFree(d_output);
+  }
+  return failures == 0 ? 0 : 1;
+}
