@@ -362,14 +362,14 @@ __device__ __forceinline__ void load_channel(float (&v)[HALO_REGS], Taps& f, con
   load_taps(f, g_taps);
 }
 
-__device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, const float (&loaded)[HALO_REGS],
-                                                float* s_halo, int lane) {
-  float v[HALO_REGS];
+// `v`: the channel's halo as loaded, rectified here in place (RELU_ON_LOAD).
+__device__ __forceinline__ void compute_channel(Acc& acc, const Taps& f, float (&v)[HALO_REGS], float* s_halo,
+                                                int lane) {
   unsigned mask[HALO_REGS];
   int count = 0;
 #pragma unroll
   for (int j = 0; j < HALO_REGS; ++j) {
-    v[j] = rectified(loaded[j]);
+    v[j] = rectified(v[j]);
     mask[j] = __ballot_sync(FULL, v[j] != 0.0f);
     count += __popc(mask[j]);
   }
