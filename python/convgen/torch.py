@@ -699,10 +699,10 @@ def convert(model, *, act_sparsity=None, weight_sparse=False, fuse=None, frozen_
     change no more (inference): CUDA graphs captured after a first call replay the filter copies prepared then
     instead of preparing them again in every replay (the modules' frozen_weights); relu_on_load (fused models only):
     True, or a set of qualified names, for convolutions that take a ReLU's output where every user of that ReLU is
-    such a convolution: the ReLU is dropped and they apply max(0, x) as they load its input (act_sparse kernels
-    in fp32; elsewhere their fallback runs the ReLU, so nothing is gained there; at batch 8 a dense kernel after a
-    fused ReLU can be faster: bench/results/h200/relu-on-load-2026-12-01/). Modules of other types, subclasses of
-    Conv2d/Conv3d included, are left as they are."""
+    such a convolution: the ReLU is dropped and they apply max(0, x) to its input (act_sparse's relu1 kernels as
+    they load it; any other kernel behind a ReLU pass of its own, which the tuner weighs against them; a module
+    whose call PyTorch runs applies the ReLU in its fallback: bench/results/h200/relu-prologue-2026-12-01/). Modules
+    of other types, subclasses of Conv2d/Conv3d included, are left as they are."""
     def fraction(name):
         if isinstance(act_sparsity, dict):
             return act_sparsity.get(name, 0.0)
