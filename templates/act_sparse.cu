@@ -490,7 +490,17 @@ static_assert(act_sparse::CLUSTER_SIZE == 1, "CLUSTER_REDUCE needs the prelude's
 #define CONVGEN_ACT_SPARSE_CLUSTER
 #endif
 
-extern "C" __global__ void __launch_bounds__(act_sparse::THREADS) CONVGEN_ACT_SPARSE_CLUSTER
+// An A/B switch for measuring register pressure, not a tuning parameter: -DCONVGEN_ACT_SPARSE_MAX_REGISTERS=R in
+// CONVGEN_NVRTC_OPTIONS asks ptxas for at most R registers a thread (as many blocks per SM as R allows; NVRTC's
+// --maxrregcount is ignored where __launch_bounds__ is given). Unset: the threads alone bound the registers.
+#ifdef CONVGEN_ACT_SPARSE_MAX_REGISTERS
+#define CONVGEN_ACT_SPARSE_MIN_BLOCKS , (65536 / (act_sparse::THREADS * CONVGEN_ACT_SPARSE_MAX_REGISTERS) > 0 \
+                                          ? 65536 / (act_sparse::THREADS * CONVGEN_ACT_SPARSE_MAX_REGISTERS) : 1)
+#else
+#define CONVGEN_ACT_SPARSE_MIN_BLOCKS
+#endif
+
+extern "C" __global__ void __launch_bounds__(act_sparse::THREADS CONVGEN_ACT_SPARSE_MIN_BLOCKS) CONVGEN_ACT_SPARSE_CLUSTER
     CONVGEN_ENTRY(const float* __restrict__ g_activation, const float* __restrict__ g_packed_filter,
                   float* __restrict__ g_output, const float* __restrict__ g_bias,
                   const float* __restrict__ g_residual) {
