@@ -10,10 +10,14 @@
 #   tune-relu-on-load:PATTERN:ZEROS:BATCHES   the same for the layers taking their input before its ReLU
 #                                 (--relu-on-load: relu1 candidates), into the same $DB; then relu-on-load:... and
 #                                 cusnn:... with DB set compare the tuned relu1 and relu0 kernels
+#   tune-families-relu-on-load:PATTERN:ZEROS:BATCHES   the tuner's own search over every family (its default budget,
+#                                 or $BUDGET candidates measured a layer) for the layers taking their input before
+#                                 its ReLU, into $DB: relu1 kernels against every kernel behind the ReLU prologue
 #   network-resnet50  resnet50, batch 1 and 8: dense, then each layer's act_sparsity from the shapes file
 #   network-resnet50-n1, network-resnet50-n8, network-densenet121-n1, network-densenet121-n8   one batch per part
 # Each part writes OUT/<part>/ (reports and a log); the network parts also OUT/<part>/network_n<batch>.md
 # (bench/network_table.py: cuDNN dense, ours dense, ours sparse, time and energy).
+# BENCH_OPTIONS (words) are added to every bench, e.g. BENCH_OPTIONS="--finalists 4".
 # With DB set, every bench also measures the database's tuned choice of each layer (`convgen bench --db`).
 set -uo pipefail
 out=${1:?usage: scripts/bench-act-sparse.sh OUT PART...}
@@ -27,11 +31,12 @@ db=()
 [[ -n ${DB:-} ]] && db=(--db "$DB")
 
 bench() {  # bench PART ARGS...: one convgen bench run into OUT/PART
-  local part=$1
+  local part=$1 extra=()
   shift
+  [[ -n ${BENCH_OPTIONS:-} ]] && read -ra extra <<< "$BENCH_OPTIONS"
   mkdir -p "$out/$part"
-  echo "== $(date -u +%FT%TZ) convgen bench $*" >> "$out/$part/bench.log"
-  "$convgen" bench "$@" "${db[@]}" --out "$out/$part" >> "$out/$part/bench.log" 2>&1 || status=1
+  echo "== $(date -u +%FT%TZ) convgen bench $* ${extra[*]}" >> "$out/$part/bench.log"
+  "$convgen" bench "$@" "${extra[@]}" "${db[@]}" --out "$out/$part" >> "$out/$part/bench.log" 2>&1 || status=1
 }
 
 network() {  # network PART SUITE BATCH: dense and file-sparsity runs, then the whole-network table
@@ -62,6 +67,17 @@ for part in "$@"; do
         echo "== $(date -u +%FT%TZ) convgen tune --act-sparsity $z --relu-on-load" >> "$out/tune-relu-on-load-$pattern/tune.log"
         "$convgen" tune --shapes shapes/cusnn.csv --batch "$batches" --act-sparsity "$z" --sparsity-pattern "$pattern" \
           --relu-on-load --family act_sparse --budget 0 --db "$DB" >> "$out/tune-relu-on-load-$pattern/tune.log" 2>&1 || status=1
+      done ;;
+    tune-families-relu-on-load:*:*:*)
+      IFS=: read -r _ pattern zeros batches <<< "$part"
+      [[ -n ${DB:-} ]] || { echo "bench-act-sparse: $part needs DB (the tuning database to write)" >&2; exit 2; }
+      mkdir -p "$out/tune-families-relu-on-load-$pattern"
+      for z in ${zeros//,/ }; do
+        echo "== $(date -u +%FT%TZ) convgen tune --act-sparsity $z --relu-on-load" \
+          >> "$out/tune-families-relu-on-load-$pattern/tune.log"
+        "$convgen" tune --shapes shapes/cusnn.csv --batch "$batches" --act-sparsity "$z" --sparsity-pattern "$pattern" \
+          --relu-on-load ${BUDGET:+--budget "$BUDGET"} --db "$DB" \
+          >> "$out/tune-families-relu-on-load-$pattern/tune.log" 2>&1 || status=1
       done ;;
     cusnn:*:*:*)
       IFS=: read -r _ pattern zeros batches <<< "$part"
