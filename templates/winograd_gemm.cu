@@ -126,8 +126,21 @@ constexpr int B_PER_THREAD = B_VECS / THREADS;
 constexpr int STEPS = CG_PAD / BLOCK_K;
 constexpr int BUFFERS = CP_STAGES == 0 ? 2 : CP_STAGES;  // shared stages of the two slabs
 
-// Threads of the transform entries.
-constexpr int TRANSFORM_THREADS = 256;
+// Threads of the transform entries. 64, not 256: their grids are one thread per (channel, tile) and often less than a
+// wave, so small blocks spread them over every SM instead of two blocks on some SMs and one on the rest (Nsight
+// Compute on cuSNN's 128-channel 28x28 layer at batch 8 on the H200: SMs active 53-57% of the transforms' time).
+constexpr int TRANSFORM_THREADS = 64;
+
+// Channels-first rows move as vectors of VECTOR floats where a row's length and the tile allow it (a tile's TILE
+// columns then start VECTOR-aligned): the input transform loads the TILE middle columns of each patch row that way
+// (the PAD_W columns before them and the rest after them one by one), the output transform stores each row of its
+// tile that way. Uncoalesced scalar accesses, each lane a tile apart, made both transforms bound by their L1
+// wavefronts (the same profile: L1 busy about 95% of the SMs' active time). Checked at run time too: a tensor whose
+// address is not a multiple of the vector takes the scalar path.
+constexpr int VECTOR = CHANNELS_LAST || PAD_W > 2 ? 1 : TILE % 4 == 0 && W % 4 == 0 && Q % 4 == 0 ? 4
+                       : W % 2 == 0 && Q % 2 == 0                                         ? 2
+                                                                                          : 1;
+static_assert(TILE % VECTOR == 0, "a vector must not cross a tile's columns");
 
 #include "winograd_transforms.cuh"
 
@@ -160,6 +173,35 @@ __device__ __forceinline__ float depth_output(int od, int ad) {
 __device__ __forceinline__ int tile_depth(int rest) { return VOLUME ? (rest / TILES_PER_PLANE) * TILE_D : 0; }
 __device__ __forceinline__ int tile_in_plane(int rest) { return VOLUME ? rest % TILES_PER_PLANE : rest; }
 
+// Whether `p` is aligned to a VECTOR-float vector (a tensor inside a larger allocation may not be).
+__device__ __forceinline__ bool vector_aligned(const void* p) {
+  return reinterpret_cast<unsigned long long>(p) % (sizeof(float) * VECTOR) == 0;
+}
+
+// v = the VECTOR floats at `src` (aligned), or zeros where !inside.
+__device__ __forceinline__ void load_vector(float (&v)[VECTOR], const float* src, bool inside) {
+  if constexpr (VECTOR == 4) {
+    const float4 x = inside ? *reinterpret_cast<const float4*>(src) : float4{0.0f, 0.0f, 0.0f, 0.0f};
+    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+  } else if constexpr (VECTOR == 2) {
+    const float2 x = inside ? *reinterpret_cast<const float2*>(src) : float2{0.0f, 0.0f};
+    v[0] = x.x, v[1] = x.y;
+  } else {
+    v[0] = inside ? *src : 0.0f;
+  }
+}
+
+// The VECTOR floats of v to `dst` (aligned).
+__device__ __forceinline__ void store_vector(float* dst, const float (&v)[VECTOR]) {
+  if constexpr (VECTOR == 4) {
+    *reinterpret_cast<float4*>(dst) = float4{v[0], v[1], v[2], v[3]};
+  } else if constexpr (VECTOR == 2) {
+    *reinterpret_cast<float2*>(dst) = float2{v[0], v[1]};
+  } else {
+    *dst = v[0];
+  }
+}
+
 // r_d[i][j] = depth slice `slice` (0 in 2-D) of the input patch of channel c (of the whole tensor) and tile `tile`,
 // zero outside the input.
 __device__ __forceinline__ void load_patch(float (&r_d)[ALPHA][ALPHA], const float* __restrict__ g_activation, int c,
@@ -173,15 +215,41 @@ __device__ __forceinline__ void load_patch(float (&r_d)[ALPHA][ALPHA], const flo
   const bool depth_inside = (unsigned)d < (unsigned)D;
   // channels-last: (((n * D + d) * H + h) * W + w) * C + c; channels-first: (((n * C + c) * D + d) * H + h) * W + w
   const int base = CHANNELS_LAST ? (n * D + d) * H * W * C + c : ((n * C + c) * D + d) * H * W;
+  if constexpr (VECTOR > 1) {
+    // The patch's columns PAD_W .. PAD_W + TILE - 1 are the tile's own, w0 + PAD_W a multiple of TILE; W a multiple of
+    // VECTOR, so each of their vectors lies wholly inside the row or wholly past its end (a partial last tile's): no
+    // lane of a warp takes another path than its neighbours.
+    const bool vectors = vector_aligned(g_activation);
 #pragma unroll
-  for (int a = 0; a < ALPHA; ++a) {
-#pragma unroll
-    for (int b = 0; b < ALPHA; ++b) {
+    for (int a = 0; a < ALPHA; ++a) {
       const int h = h0 + a;
-      const int w = w0 + b;
-      const bool inside = depth_inside && (unsigned)h < (unsigned)H && (unsigned)w < (unsigned)W;
-      const int spatial = h * W + w;
-      r_d[a][b] = inside ? g_activation[CHANNELS_LAST ? base + spatial * C : base + spatial] : 0.0f;
+      const bool row_inside = depth_inside && (unsigned)h < (unsigned)H;
+      const float* row = g_activation + base + h * W;
+#pragma unroll
+      for (int b = 0; b < ALPHA; ++b) {
+        if (vectors && b >= PAD_W && b < PAD_W + TILE) {
+          if ((b - PAD_W) % VECTOR != 0) continue;  // loaded with the vector starting at its run
+          float v[VECTOR];
+          load_vector(v, row + w0 + b, row_inside && w0 + b < W);
+#pragma unroll
+          for (int j = 0; j < VECTOR; ++j) r_d[a][b + j] = v[j];
+        } else {
+          const int w = w0 + b;
+          r_d[a][b] = row_inside && (unsigned)w < (unsigned)W ? row[w] : 0.0f;
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int a = 0; a < ALPHA; ++a) {
+#pragma unroll
+      for (int b = 0; b < ALPHA; ++b) {
+        const int h = h0 + a;
+        const int w = w0 + b;
+        const bool inside = depth_inside && (unsigned)h < (unsigned)H && (unsigned)w < (unsigned)W;
+        const int spatial = h * W + w;
+        r_d[a][b] = inside ? g_activation[CHANNELS_LAST ? base + spatial * C : base + spatial] : 0.0f;
+      }
     }
   }
 }
@@ -449,14 +517,32 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
   const int plane = tile_in_plane(rest);
   const int p0 = (plane / TILES_W) * TILE;
   const int q0 = (plane % TILES_W) * TILE;
+  // Rows of the tile as vectors (channels-first, VECTOR > 1): Q a multiple of VECTOR, so each vector lies wholly
+  // inside the row or wholly past its end (a partial last tile's).
+  const bool vectors = VECTOR > 1 && vector_aligned(g_output);
 #pragma unroll
   for (int od = 0; od < TILE_D; ++od) {
 #pragma unroll
     for (int a = 0; a < TILE; ++a) {
+      const int d = d0 + od, p = p0 + a;
+      if (d >= O || p >= P) continue;
+      if (vectors) {
+#pragma unroll
+        for (int b = 0; b < TILE; b += VECTOR) {
+          if (q0 + b >= Q) continue;
+          const int o = (((n * K + k) * O + d) * P + p) * Q + q0 + b;
+          float v[VECTOR];
+#pragma unroll
+          for (int j = 0; j < VECTOR; ++j)
+            v[j] = convgen::apply_epilogue_fp32<cfg::Epilogue>(r_y[od][a][b + j], g_bias, g_residual, k, o + j);
+          store_vector(g_output + o, v);
+        }
+        continue;
+      }
 #pragma unroll
       for (int b = 0; b < TILE; ++b) {
-        const int d = d0 + od, p = p0 + a, q = q0 + b;
-        if (d >= O || p >= P || q >= Q) continue;
+        const int q = q0 + b;
+        if (q >= Q) continue;
         const int o = CHANNELS_LAST ? (((n * O + d) * P + p) * Q + q) * K + k : (((n * K + k) * O + d) * P + p) * Q + q;
         g_output[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(r_y[od][a][b], g_bias, g_residual, k, o);
       }

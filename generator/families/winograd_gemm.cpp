@@ -25,7 +25,7 @@ constexpr double kWarpIssueRate = 0.5;
 
 constexpr std::int64_t kIntMax = 2147483647;
 constexpr std::int64_t kGridYZMax = 65535;
-constexpr unsigned kTransformThreads = 256;  // the template's TRANSFORM_THREADS
+constexpr unsigned kTransformThreads = 64;  // the template's TRANSFORM_THREADS
 // As winograd's: grouped layers need at least 4 input channels per group (a GEMM step is 8 or 16 channels).
 constexpr int kMinGroupChannels = 4;
 // default_rank's bounds: the layers where winograd_gemm comes first in the default choice.

@@ -17,15 +17,15 @@ const PlanBuffer buffers_0_sm_90[] = {
 };
 const ArgBinding setup_0_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_0_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {16, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_0_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_0_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_0_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_0_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {400, 1, 1}, {256, 1, 1}, 0, run_0_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {1600, 1, 1}, {64, 1, 1}, 0, run_0_sm_90_args0, 2, -1, nullptr, true},
     {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", {25, 1, 16}, {64, 1, 1}, 0, run_0_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {98, 1, 1}, {256, 1, 1}, 0, run_0_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_0_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_0[] = {
     {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_0_sm_90, 3, 8192000ULL, 262144ULL, setup_0_sm_90, 1, run_0_sm_90, 3, 0},
@@ -44,15 +44,15 @@ const PlanBuffer buffers_1_sm_90[] = {
 };
 const ArgBinding setup_1_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_1_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {16, 1, 1}, {256, 1, 1}, 0, setup_1_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_1_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_1_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_1_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_1_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_1_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {112, 1, 1}, {256, 1, 1}, 0, run_1_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {448, 1, 1}, {64, 1, 1}, 0, run_1_sm_90_args0, 2, -1, nullptr, true},
     {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", {7, 1, 16}, {64, 1, 1}, 0, run_1_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {25, 1, 1}, {256, 1, 1}, 0, run_1_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {98, 1, 1}, {64, 1, 1}, 0, run_1_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_1[] = {
     {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_1_sm_90, 3, 2293760ULL, 262144ULL, setup_1_sm_90, 1, run_1_sm_90, 3, 0},
@@ -115,15 +115,15 @@ const PlanBuffer buffers_4_sm_90[] = {
 };
 const ArgBinding setup_4_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_4_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {16, 1, 1}, {256, 1, 1}, 0, setup_4_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_4_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_4_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_4_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_4_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_4_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {200, 1, 1}, {256, 1, 1}, 0, run_4_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {800, 1, 1}, {64, 1, 1}, 0, run_4_sm_90_args0, 2, -1, nullptr, true},
     {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", {25, 2, 16}, {64, 1, 1}, 0, run_4_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {196, 1, 1}, {256, 1, 1}, 0, run_4_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {784, 1, 1}, {64, 1, 1}, 0, run_4_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_4[] = {
     {90, cubin_4_sm_90, sizeof cubin_4_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_4_sm_90, 3, 6553600ULL, 262144ULL, setup_4_sm_90, 1, run_4_sm_90, 3, 0},
@@ -142,15 +142,15 @@ const PlanBuffer buffers_5_sm_90[] = {
 };
 const ArgBinding setup_5_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_5_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_filter", {64, 1, 1}, {256, 1, 1}, 0, setup_5_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_filter", {256, 1, 1}, {64, 1, 1}, 0, setup_5_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_5_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_5_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_5_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_5_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_input", {112, 1, 1}, {256, 1, 1}, 0, run_5_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_input", {448, 1, 1}, {64, 1, 1}, 0, run_5_sm_90_args0, 2, -1, nullptr, true},
     {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", {7, 2, 16}, {128, 1, 1}, 0, run_5_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_output", {98, 1, 1}, {256, 1, 1}, 0, run_5_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_5_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_5[] = {
     {90, cubin_5_sm_90, sizeof cubin_5_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", buffers_5_sm_90, 3, 3670016ULL, 1048576ULL, setup_5_sm_90, 1, run_5_sm_90, 3, 0},
@@ -169,15 +169,15 @@ const PlanBuffer buffers_6_sm_90[] = {
 };
 const ArgBinding setup_6_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_6_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_transform_filter", {256, 1, 1}, {256, 1, 1}, 0, setup_6_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_transform_filter", {1024, 1, 1}, {64, 1, 1}, 0, setup_6_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_6_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_6_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_6_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_6_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_transform_input", {64, 1, 1}, {256, 1, 1}, 0, run_6_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_transform_input", {256, 1, 1}, {64, 1, 1}, 0, run_6_sm_90_args0, 2, -1, nullptr, true},
     {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4", {1, 4, 16}, {256, 1, 1}, 0, run_6_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_transform_output", {49, 1, 1}, {256, 1, 1}, 0, run_6_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_transform_output", {196, 1, 1}, {64, 1, 1}, 0, run_6_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_6[] = {
     {90, cubin_6_sm_90, sizeof cubin_6_sm_90, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4", buffers_6_sm_90, 3, 2097152ULL, 4194304ULL, setup_6_sm_90, 1, run_6_sm_90, 3, 0},
@@ -196,15 +196,15 @@ const PlanBuffer buffers_7_sm_90[] = {
 };
 const ArgBinding setup_7_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_7_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_filter", {1024, 1, 1}, {256, 1, 1}, 0, setup_7_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_filter", {4096, 1, 1}, {64, 1, 1}, 0, setup_7_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_7_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_7_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_7_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_7_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_input", {64, 1, 1}, {256, 1, 1}, 0, run_7_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_input", {256, 1, 1}, {64, 1, 1}, 0, run_7_sm_90_args0, 2, -1, nullptr, true},
     {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", {1, 8, 16}, {128, 1, 1}, 0, run_7_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_output", {32, 1, 1}, {256, 1, 1}, 0, run_7_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_output", {128, 1, 1}, {64, 1, 1}, 0, run_7_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_7[] = {
     {90, cubin_7_sm_90, sizeof cubin_7_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", buffers_7_sm_90, 3, 2097152ULL, 16777216ULL, setup_7_sm_90, 1, run_7_sm_90, 3, 0},

@@ -7,9 +7,11 @@
 // are held to DESIGN.md's fp32 limit (1e-5), F(4x4, 3x3) and its 3-D form to 1e-4.
 #include <math.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include <fmt/format.h>
@@ -289,6 +291,86 @@ WINOGRAD_GEMM_CASE(f4_volume_ndhwc_batch2_cp3, VOLUME_NDHWC_BATCH2, WINOGRAD_GEM
 #undef CONVGEN_ENTRY
 WINOGRAD_GEMM_END(f4_volume_ndhwc_batch2_cp3)
 
+// Channels-first rows as vectors (the template's VECTOR): float4 rows with a fused bias, residual and ReLU, batch 2;
+// float2 where the width is not a multiple of 4 (and a last tile partial: 14 = 3 x 4 + 2, its row one by one), with
+// F(2x2), without padding and with padding 2 (the patch's two first columns one by one); float4 in 3-D. The float4
+// case runs again on tensors one float past an aligned address, which the run-time check sends down the scalar path.
+#define NCHW_VEC4_EPILOGUE       \
+  (Shape{.n = 2,                 \
+         .c = 6,                 \
+         .k = 9,                 \
+         .input = {1, 8, 12},    \
+         .filter = {1, 3, 3},    \
+         .padding = {0, 1, 1},   \
+         .layout = Layout::nchw, \
+         .epilogue = {.beta = 1.0, .bias = true, .act = convgen::Activation::relu}})
+#define NCHW_W14 \
+  (Shape{        \
+      .n = 1, .c = 5, .k = 7, .input = {1, 6, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .layout = Layout::nchw})
+#define NCHW_ODD_H_BATCH2 \
+  (Shape{                 \
+      .n = 2, .c = 9, .k = 5, .input = {1, 7, 10}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .layout = Layout::nchw})
+#define NCHW_PAD0_W12 \
+  (Shape{             \
+      .n = 1, .c = 4, .k = 6, .input = {1, 9, 12}, .filter = {1, 3, 3}, .padding = {0, 0, 0}, .layout = Layout::nchw})
+#define NCHW_PAD2_W8 \
+  (Shape{.n = 1, .c = 3, .k = 5, .input = {1, 6, 8}, .filter = {1, 3, 3}, .padding = {0, 2, 2}, .layout = Layout::nchw})
+#define NCDHW_W8 \
+  (Shape{        \
+      .n = 1, .c = 4, .k = 5, .input = {3, 5, 8}, .filter = {3, 3, 3}, .padding = {1, 1, 1}, .layout = Layout::ncdhw})
+
+WINOGRAD_GEMM_CASE(f4_vec4_nchw_epilogue, NCHW_VEC4_EPILOGUE, WINOGRAD_GEMM_SPEC_CP(4, 32, 32, 8, 4, 4, 3))
+#define CONVGEN_ENTRY wgemm_f4_vec4_nchw_epilogue
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_vec4_nchw_epilogue)
+
+WINOGRAD_GEMM_CASE(f4_vec2_w14, NCHW_W14, WINOGRAD_GEMM_SPEC(4, 32, 32, 8, 4, 4))
+#define CONVGEN_ENTRY wgemm_f4_vec2_w14
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_vec2_w14)
+
+WINOGRAD_GEMM_CASE(f2_vec2_odd_h_batch2, NCHW_ODD_H_BATCH2, WINOGRAD_GEMM_SPEC(2, 32, 32, 8, 4, 4))
+#define CONVGEN_ENTRY wgemm_f2_vec2_odd_h_batch2
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f2_vec2_odd_h_batch2)
+
+WINOGRAD_GEMM_CASE(f4_vec2_pad0_w12, NCHW_PAD0_W12, WINOGRAD_GEMM_SPEC(4, 32, 32, 8, 4, 4))
+#define CONVGEN_ENTRY wgemm_f4_vec2_pad0_w12
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_vec2_pad0_w12)
+
+WINOGRAD_GEMM_CASE(f4_vec2_pad2_w8, NCHW_PAD2_W8, WINOGRAD_GEMM_SPEC(4, 32, 32, 8, 4, 4))
+#define CONVGEN_ENTRY wgemm_f4_vec2_pad2_w8
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_vec2_pad2_w8)
+
+WINOGRAD_GEMM_CASE(f2_vec2_pad2_w8, NCHW_PAD2_W8, WINOGRAD_GEMM_SPEC(2, 32, 32, 8, 4, 4))
+#define CONVGEN_ENTRY wgemm_f2_vec2_pad2_w8
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f2_vec2_pad2_w8)
+
+WINOGRAD_GEMM_CASE(f4_vec4_volume, NCDHW_W8, WINOGRAD_GEMM_SPEC(4, 32, 32, 8, 4, 4))
+#define CONVGEN_ENTRY wgemm_f4_vec4_volume
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_vec4_volume)
+
+// The cases above take the vector paths they are named for (a test of the scalar path would pass as well).
+static_assert(winograd_gemm_emulation::f4_vec4_nchw_epilogue::winograd_gemm::VECTOR == 4);
+static_assert(winograd_gemm_emulation::f4_vec2_w14::winograd_gemm::VECTOR == 2);
+static_assert(winograd_gemm_emulation::f2_vec2_odd_h_batch2::winograd_gemm::VECTOR == 2);
+static_assert(winograd_gemm_emulation::f4_vec2_pad0_w12::winograd_gemm::VECTOR == 2);
+static_assert(winograd_gemm_emulation::f4_vec2_pad2_w8::winograd_gemm::VECTOR == 2);
+static_assert(winograd_gemm_emulation::f2_vec2_pad2_w8::winograd_gemm::VECTOR == 2);
+static_assert(winograd_gemm_emulation::f4_vec4_volume::winograd_gemm::VECTOR == 4);
+static_assert(winograd_gemm_emulation::f4_odd_pad1::winograd_gemm::VECTOR == 1);
+
 namespace convgen {
 namespace {
 
@@ -305,6 +387,7 @@ struct EmulationCase {
   InputTransform input;
   Gemm gemm;
   OutputTransform output;
+  bool misaligned = false;  // the activation, output and residual one float past a 16-byte boundary
 };
 
 void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
@@ -317,7 +400,29 @@ void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
         &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_output                                               \
   }
 
+#define WINOGRAD_GEMM_EMULATION_CASE_MISALIGNED(NAME)                                                                 \
+  EmulationCase {                                                                                                     \
+#NAME "_misaligned", winograd_gemm_emulation::NAME::kProblem, winograd_gemm_emulation::NAME::kSpec,               \
+        &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_filter,                                              \
+        &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_input, &winograd_gemm_emulation::NAME::wgemm_##NAME, \
+        &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_output, true                                         \
+  }
+
 using testing_support::floats_of;
+
+// `values` copied to one float past a 16-byte boundary (the vector paths' run-time check must refuse it), or kept.
+struct Placed {
+  std::vector<float> storage;
+  float* data = nullptr;
+};
+Placed placed(std::span<const float> values, bool misaligned, float fill = 0.0f) {
+  Placed p{.storage = std::vector<float>(values.size() + 4, fill)};
+  float* aligned = p.storage.data();
+  while (reinterpret_cast<std::uintptr_t>(aligned) % 16 != 0) ++aligned;
+  p.data = misaligned ? aligned + 1 : aligned;
+  std::copy(values.begin(), values.end(), p.data);
+  return p;
+}
 
 // Runs the family's plan on the host: the setup step into the persistent buffer and the run steps through the
 // workspace, every buffer poisoned with NaN first (an element a step leaves unwritten shows), the output too.
@@ -327,7 +432,10 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> persistent(static_cast<std::size_t>(plan.persistent_bytes() / 4), kNaN);
   std::vector<float> workspace(static_cast<std::size_t>(plan.workspace_bytes() / 4), kNaN);
-  std::vector<float> output(static_cast<std::size_t>(output_elements(c.problem)), kNaN);
+  const std::vector<float> poison(static_cast<std::size_t>(output_elements(c.problem)), kNaN);
+  Placed output = placed(poison, c.misaligned, kNaN);
+  const Placed input = placed(activation, c.misaligned);
+  const Placed added = placed(residual, c.misaligned);
   auto buffer = [&](const char* name) {
     const PlanBuffer* b = plan.find(name);
     EXPECT_NE(b, nullptr) << name;
@@ -342,20 +450,20 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
   }
   for (const LaunchStep& step : plan.run) {
     if (step.entry_suffix == "transform_input")
-      convgen::host_cuda::launch(step.geometry, [&] { c.input(activation.data(), buffer("transformed_input")); });
+      convgen::host_cuda::launch(step.geometry, [&] { c.input(input.data, buffer("transformed_input")); });
     else if (step.entry_suffix.empty())
       convgen::host_cuda::launch(step.geometry, [&] {
         c.gemm(buffer("transformed_filter"), buffer("transformed_input"), buffer("products"));
       });
     else if (step.entry_suffix == "transform_output")
       convgen::host_cuda::launch(step.geometry, [&] {
-        c.output(buffer("products"), output.data(), bias.empty() ? nullptr : bias.data(),
-                 residual.empty() ? nullptr : residual.data());
+        c.output(buffer("products"), output.data, bias.empty() ? nullptr : bias.data(),
+                 residual.empty() ? nullptr : added.data);
       });
     else
       ADD_FAILURE() << "unexpected step " << step.entry_suffix;
   }
-  return output;
+  return {output.data, output.data + poison.size()};
 }
 
 class WinogradGemmEmulation : public testing::TestWithParam<EmulationCase> {};
@@ -398,7 +506,12 @@ INSTANTIATE_TEST_SUITE_P(
                     WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc_cp3),
                     WINOGRAD_GEMM_EMULATION_CASE(f2_volume_odd_pad1), WINOGRAD_GEMM_EMULATION_CASE(f4_volume_odd_pad1),
                     WINOGRAD_GEMM_EMULATION_CASE(f2_volume_ndhwc_batch2),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_volume_ndhwc_batch2_cp3)),
+                    WINOGRAD_GEMM_EMULATION_CASE(f4_volume_ndhwc_batch2_cp3),
+                    WINOGRAD_GEMM_EMULATION_CASE(f4_vec4_nchw_epilogue),
+                    WINOGRAD_GEMM_EMULATION_CASE_MISALIGNED(f4_vec4_nchw_epilogue),
+                    WINOGRAD_GEMM_EMULATION_CASE(f4_vec2_w14), WINOGRAD_GEMM_EMULATION_CASE(f2_vec2_odd_h_batch2),
+                    WINOGRAD_GEMM_EMULATION_CASE(f4_vec2_pad0_w12), WINOGRAD_GEMM_EMULATION_CASE(f4_vec2_pad2_w8),
+                    WINOGRAD_GEMM_EMULATION_CASE(f2_vec2_pad2_w8), WINOGRAD_GEMM_EMULATION_CASE(f4_vec4_volume)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace
