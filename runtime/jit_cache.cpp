@@ -312,7 +312,9 @@ std::vector<CompileOutcome> compile_all(JitCache& cache, std::span<const Program
     try {
       outcomes.push_back({.result = future.get()});
     } catch (...) {
-      outcomes.push_back({.result = std::current_exception()});
+      // Set in place: GCC 12 warns falsely (-Wmaybe-uninitialized) about the Cubin alternative's strings when the
+      // variant is converted from the exception_ptr.
+      outcomes.emplace_back().result.emplace<std::exception_ptr>(std::current_exception());
     }
   }
   return outcomes;

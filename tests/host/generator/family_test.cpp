@@ -135,7 +135,9 @@ TEST(ReluOnLoad, Relu1KernelsApplyItAndEveryOtherKernelRunsBehindAReluPrologue) 
     EXPECT_DOUBLE_EQ(features.dram_bytes, bare.dram_bytes + 2.0 * activation_bytes) << kernel_name(*spec);
     Problem plain = p;
     plain.relu_on_load = false;
-    if (!check_support(plain, h100(), *spec)) EXPECT_EQ(plan_for(plain, *spec), own) << kernel_name(*spec);
+    if (!check_support(plain, h100(), *spec)) {
+      EXPECT_EQ(plan_for(plain, *spec), own) << kernel_name(*spec);
+    }
   }
   EXPECT_GE(behind_a_prologue, 3);
   for (const FamilyDefault& d : family_defaults(p, h100()))

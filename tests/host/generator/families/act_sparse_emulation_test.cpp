@@ -358,8 +358,9 @@ TEST_P(ActSparseEmulation, MatchesTheReferenceOnEveryPatternAndZeroFraction) {
     SCOPED_TRACE(fmt::format("{} zeros {}", z.pattern, z.fraction));
     std::vector<float> activation =
         floats_of(make_tensor(c.problem, TensorRole::activation, SparseRandom{z.pattern, z.fraction}, 1));
-    if (c.spec.relu_on_load)
+    if (c.spec.relu_on_load) {
       ASSERT_EQ(*std::min_element(activation.begin(), activation.end()) < 0, z.fraction > 0) << "no negatives";
+    }
     const std::vector<float> output = run_plan(c, activation, filter, bias);
     std::vector<double> expected = reference_conv(c.problem, activation, filter);
     const double scale = apply_epilogue(c.problem, expected, {}, bias_tensor, HostTensor{});
