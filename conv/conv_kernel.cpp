@@ -390,6 +390,12 @@ std::size_t ConvLauncher::prepared_count() const { return loaded_->persistent.si
 
 void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr workspace,
                           CUstream stream, const EpiloguePointers& epilogue, CUdeviceptr prepared_from) const {
+  // Before anything is enqueued: a tensor inside a larger allocation (a view with an offset) may not have the
+  // alignment the kernel's wide loads and stores need.
+  if (const std::string misaligned =
+          misaligned_tensor(kernel_.plan, element_bytes(kernel_.problem.precision), activation, filter, output);
+      !misaligned.empty())
+    throw InputError(fmt::format("{}: {}", kernel_.source.entry, misaligned));
   CUdeviceptr persistent = 0;
   if (!kernel_.plan.setup.empty()) {
     const auto found = loaded_->persistent.find(prepared_from != 0 ? prepared_from : filter);

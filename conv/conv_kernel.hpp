@@ -116,7 +116,8 @@ class ConvLauncher {
   // bias and residual the problem's epilogue reads; `prepared_from` the filter whose prepared copy the run reads
   // (0: `filter` itself; a measurement whose buffer sets hold one filter's values in several places prepares one).
   // Throws Error when the plan has a setup that prepare() has not run for that filter, InputError
-  // (check_epilogue_pointers) when the epilogue reads a tensor whose pointer is 0.
+  // (check_epilogue_pointers) when the epilogue reads a tensor whose pointer is 0, and InputError (misaligned_tensor)
+  // when a tensor's address is not the multiple the plan needs (its tensor_alignment).
   void launch(CUdeviceptr activation, CUdeviceptr filter, CUdeviceptr output, CUdeviceptr workspace, CUstream stream,
               const EpiloguePointers& epilogue = {}, CUdeviceptr prepared_from = 0) const;
 

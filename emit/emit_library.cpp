@@ -344,12 +344,13 @@ std::string render_kernels_cpp(const LibraryDescription& lib) {
       const auto array = [&](bool present, const std::string& name, std::size_t count) {
         return present ? fmt::format("{}, {}", name, count) : std::string("nullptr, 0");
       };
-      out +=
-          fmt::format("    {{{}, cubin_{}, sizeof cubin_{}, \"{}\", {}, {}ULL, {}ULL, {}, {}, {}}},\n",
-                      compute_capability(lib.gpus[g]), id, id, k.built.source.entry,
-                      array(!k.plan.buffers.empty(), "buffers_" + id, k.plan.buffers.size()), k.plan.workspace_bytes(),
-                      k.plan.persistent_bytes(), array(!k.plan.setup.empty(), "setup_" + id, k.plan.setup.size()),
-                      array(true, "run_" + id, k.plan.run.size()), static_cast<int>(kernel_filter_check(p.problem, k)));
+      out += fmt::format(
+          "    {{{}, cubin_{}, sizeof cubin_{}, \"{}\", {}, {}ULL, {}ULL, {}, {}, {}, {{{}, {}, {}}}}},\n",
+          compute_capability(lib.gpus[g]), id, id, k.built.source.entry,
+          array(!k.plan.buffers.empty(), "buffers_" + id, k.plan.buffers.size()), k.plan.workspace_bytes(),
+          k.plan.persistent_bytes(), array(!k.plan.setup.empty(), "setup_" + id, k.plan.setup.size()),
+          array(true, "run_" + id, k.plan.run.size()), static_cast<int>(kernel_filter_check(p.problem, k)),
+          k.plan.tensor_alignment.activation, k.plan.tensor_alignment.filter, k.plan.tensor_alignment.output);
     }
     out += "};\n";
     const FilterDependence check = filter_check(p);

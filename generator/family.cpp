@@ -179,7 +179,32 @@ LaunchPlan with_relu_prologue(LaunchPlan plan, std::int64_t activation_bytes) {
                                          [](const LaunchStep& s) { return s.kind == LaunchStep::Kind::kernel; });
   plan.run.insert(first_kernel, {.kind = LaunchStep::Kind::relu, .buffer = kRectifiedActivation});
   plan.activation_buffer = kRectifiedActivation;
+  // The kernels read the buffer (256-byte aligned); the relu pass reads the caller's activation at any alignment.
+  plan.tensor_alignment.activation = 0;
   return plan;
+}
+
+std::string misaligned_tensor(const LaunchPlan& plan, int element_bytes, std::uint64_t activation, std::uint64_t filter,
+                              std::uint64_t output) {
+  const struct {
+    const char* name;
+    std::uint64_t address;
+    int needed;
+  } tensors[] = {{"activation", activation, plan.tensor_alignment.activation},
+                 {"filter", filter, plan.tensor_alignment.filter},
+                 {"output", output, plan.tensor_alignment.output}};
+  for (const auto& t : tensors) {
+    const int alignment = std::max(t.needed, element_bytes);
+    if (t.address % static_cast<std::uint64_t>(alignment) == 0) continue;
+    return t.needed > element_bytes
+               ? fmt::format(
+                     "the {} at 0x{:x} is not {}-byte aligned: the kernel accesses it {} bytes at a "
+                     "time (pass a tensor whose address is a multiple of {}, such as a fresh allocation)",
+                     t.name, t.address, alignment, alignment, alignment)
+               : fmt::format("the {} at 0x{:x} is not aligned to its {}-byte elements", t.name, t.address,
+                             element_bytes);
+  }
+  return {};
 }
 
 void add_split_k_reduce(LaunchPlan& plan, std::int64_t outputs, int split_k, int reduce_threads) {

@@ -72,6 +72,16 @@ struct LaunchStep {
   bool operator==(const LaunchStep&) const = default;
 };
 
+// The address alignment, in bytes, that a plan's run steps need of the caller's tensors: their widest accesses
+// (16-byte copies, float4 loads, paired or staged stores). 0 where no step reads or writes the tensor wider than one
+// element. A launch refuses a pointer that is not a multiple (check_tensor_alignment; the emitted library's calls).
+struct TensorAlignment {
+  int activation = 0;
+  int filter = 0;
+  int output = 0;
+  bool operator==(const TensorAlignment&) const = default;
+};
+
 // Everything a caller does to run a kernel: once per filter, allocate the persistent buffers and run `setup`
 // (which may read the filter); on every call, run `run` with a workspace of workspace_bytes().
 struct LaunchPlan {
@@ -81,6 +91,8 @@ struct LaunchPlan {
   // Where the run's kernel steps read the activation (their g_activation): empty for the caller's tensor, else the
   // per-call buffer a relu step fills from it (with_relu_prologue).
   std::string activation_buffer;
+  // What the run's kernels need of the caller's activation, filter and output addresses.
+  TensorAlignment tensor_alignment;
 
   // Alignment of every buffer within the workspace or the persistent block.
   static constexpr std::int64_t alignment = 256;
@@ -148,6 +160,12 @@ inline constexpr const char* kRectifiedActivation = "rectified_activation";
 // precedes it), and the kernel steps reading the activation from it. For a problem asking for max(0, x) on load
 // (Problem::relu_on_load) whose kernel does not apply it itself (Family::applies_relu_on_load).
 LaunchPlan with_relu_prologue(LaunchPlan plan, std::int64_t activation_bytes);
+
+// The error a launch of `plan` with these caller addresses would meet, or "" where each is a multiple of what the plan
+// needs of it (plan.tensor_alignment) and of its element's `element_bytes`: names the tensor, its address and what
+// reads it. A filter the plan reads only through its setup (into a persistent copy) is checked where it is read.
+std::string misaligned_tensor(const LaunchPlan& plan, int element_bytes, std::uint64_t activation, std::uint64_t filter,
+                              std::uint64_t output);
 
 // Split-K through a second pass, as the tensor-core templates do it: with split_k > 1 the main kernel writes fp32
 // partial sums of all `outputs` to the per-call buffer "partials" (split_k x outputs x 4 bytes, bound as

@@ -96,6 +96,10 @@ struct KernelImage {
   // nothing but its shape, 1 its nonzeros lie within ProblemEntry::weight_mask, 2 those and their values
   // (ProblemEntry::weight_values: the kernel has them in its code).
   unsigned char filter_check;
+  // What the run's kernels need of the caller's activation, filter and output addresses, in bytes (0: one element):
+  // their widest loads and stores (convgen's LaunchPlan::tensor_alignment). A call with an address that is not a
+  // multiple is refused.
+  unsigned char alignment[3];
 };
 
 // One problem the library serves, and its kernel for each architecture.

@@ -138,10 +138,15 @@ class Igemm final : public Family {
   LaunchPlan plan(const Problem& p, const KernelSpec& spec) const override {
     const IgemmParams s = params_of<IgemmParams>(spec);
     // Split-K blocks add into an output zeroed first.
-    return with_early_launch(  // the entry waits first (grid_dependency.cuh)
+    LaunchPlan plan = with_early_launch(  // the entry waits first (grid_dependency.cuh)
         single_launch_plan(
             {.grid = grid_of(gemm_of(p), s), .block = {static_cast<unsigned>(threads_per_block(s)), 1, 1}},
             s.split_k > 1));
+    // Vector 4: a filter row's 4 reduction elements a load (float4, or 8 bytes of 16-bit), and channels-last
+    // activations' 4 channels; the output one element at a time.
+    const int vector_bytes = s.vector > 1 ? s.vector * element_bytes(p.precision) : 0;
+    plan.tensor_alignment = {.activation = channels_last(p.layout) ? vector_bytes : 0, .filter = vector_bytes};
+    return plan;
   }
 
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {

@@ -158,6 +158,12 @@ class IgemmTc final : public Family {
                                      .block = {static_cast<unsigned>(threads_of(s)), 1, 1},
                                      .dynamic_smem_bytes = static_cast<unsigned>(smem_bytes(p, s))}});
     add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
+    // `v`: 16-byte copies of the filter's rows and of channels-last activations. Unsplit, channels-last outputs of
+    // even K and KG are stored two channels at a time (tc_output.cuh's PAIRED_OUTPUT); the reduce entry stores one.
+    const bool paired = s.split_k == 1 && channels_last(p.layout) && p.k % 2 == 0 && (p.k / p.groups) % 2 == 0;
+    plan.tensor_alignment = {.activation = s.vector && channels_last(p.layout) ? 16 : 0,
+                             .filter = s.vector ? 16 : 0,
+                             .output = paired ? 2 * element_bytes(p.precision) : 0};
     return with_early_launch(std::move(plan));  // every run entry waits first (grid_dependency.cuh)
   }
 

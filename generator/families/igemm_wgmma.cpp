@@ -187,6 +187,18 @@ bool halo_serves(const Problem& p) {
 // Whether split-K goes through a workspace and a reduce pass (not in a cluster).
 bool reduce_pass(const IgemmWgmmaParams& s) { return s.split_k > 1 && !s.cluster_reduce; }
 
+// What the main kernel's stores need of the output's address (templates/igemm_wgmma.cu): unsplit with channels in
+// whole 16-byte runs, 16 bytes (its staged, bulk and swapped tiles; else its pairs, within that); unsplit otherwise,
+// two channels a store where K and KG are even; split in a cluster, four channels a store where they are multiples of
+// 4 (QUAD_OUTPUT); through a reduce pass, one element at a time.
+int output_alignment(const Problem& p, const IgemmWgmmaParams& s) {
+  const int kg = p.k / p.groups;
+  const auto multiple = [&](int n) { return p.k % n == 0 && kg % n == 0; };
+  if (s.split_k == 1) return multiple(chunk_of(p)) ? 16 : multiple(2) ? 2 * element_bytes(p) : 0;
+  if (s.cluster_reduce) return multiple(4) ? 4 * element_bytes(p) : 0;
+  return 0;
+}
+
 // With the filter-stationary halo (`hl2`) the block's whole filter, every chunk of every tap's block_n rows, lies after
 // the stages (FILTER_REGION_BYTES).
 int filter_region_bytes(const Problem& p, const IgemmWgmmaParams& s) {
@@ -589,6 +601,11 @@ class IgemmWgmma final : public Family {
       plan.buffers.push_back({.name = "padded_activation", .bytes = 0, .persistent = false});
       plan.buffers.push_back({.name = "padded_filter", .bytes = 0, .persistent = false});
     }
+    // The activation and the filter in 16-byte copies (cp.async or TMA), unless the pad passes copy them first (one
+    // element at a time).
+    const bool copies = copies_operands(source, s);
+    plan.tensor_alignment = {
+        .activation = copies ? 0 : 16, .filter = copies ? 0 : 16, .output = output_alignment(p, s)};
     // With `ta` the setup encodes the activation's map, and each call's blocks write their copies of it into
     // "activation_maps", one of 128 bytes a block; else both are empty.
     if (s.tma_activation) {

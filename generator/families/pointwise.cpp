@@ -116,6 +116,11 @@ class Pointwise final : public Family {
         {.kind = LaunchStep::Kind::kernel,
          .geometry = {.grid = grid_of(p, s), .block = {static_cast<unsigned>(tile_of(s).threads()), 1, 1}}});
     add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
+    // `v` 4: float4s (or 16-byte cp.async) of 4 pixels of the activation; unsplit, 4 pixels of the output a float4
+    // store where an image's pixels are a multiple of 4 (at any stride); the filter is read by pack_filter.
+    const std::int64_t pixels_per_image = output_elements(p) / (std::int64_t{p.n} * p.k);
+    plan.tensor_alignment = {.activation = s.vector == 4 ? 16 : 0,
+                             .output = s.split_k == 1 && pixels_per_image % 4 == 0 ? 16 : 0};
     return with_early_launch(std::move(plan));  // every run entry waits first (grid_dependency.cuh)
   }
 

@@ -176,6 +176,15 @@ class Sparse24Tc final : public Family {
                                      .block = {static_cast<unsigned>(threads_of(s)), 1, 1},
                                      .dynamic_smem_bytes = static_cast<unsigned>(smem_bytes(s))}});
     add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
+    // `v`: 16-byte copies of channels-last activations (the filter is read by the pack entry, one element at a time).
+    // Unsplit, a channels-last output of 8-channel runs (KG % 8 == 0) goes out in 16-byte stores of a staged tile, and
+    // a channels-first one of an even pixel count per image two pixels a store (PAIRED); the reduce entry stores one.
+    const std::int64_t pixels_per_image = output_elements(p) / (std::int64_t{p.n} * p.k);
+    const int output = s.split_k > 1               ? 0
+                       : channels_last(p.layout)   ? ((p.k / p.groups) % 8 == 0 ? 16 : 0)
+                       : pixels_per_image % 2 == 0 ? 2 * element_bytes(p.precision)
+                                                   : 0;
+    plan.tensor_alignment = {.activation = s.vector ? 16 : 0, .output = output};
     return with_early_launch(std::move(plan));  // every run entry waits first (grid_dependency.cuh)
   }
 

@@ -87,7 +87,9 @@ class ConvOp {
   // Enqueues the convolution on `stream` (0 = the legacy default stream): `activation`, `filter` and `output` are
   // device pointers to tensors in the problem's layout and precision, allocated in the device's primary context
   // (the one the CUDA runtime API uses), which run() makes current on the calling thread. Throws ApiError when the
-  // launch is refused.
+  // launch is refused, and InputError, before anything is enqueued, when a tensor's address is not a multiple of
+  // what the chosen kernel's widest loads and stores need of it (up to 16 bytes; any allocation's start is, a view
+  // at an offset into one may not be) or of its element size.
   //   op.run(d_activation, d_filter, d_output, stream);
   // A kernel with one-time work on the filter (needs_prepare()) does it on the first run with each `filter` pointer
   // and keeps one prepared copy per pointer (ops shared by layers of one problem run each layer's filter without

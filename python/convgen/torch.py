@@ -295,8 +295,14 @@ def _launch(plan, input, weight, bias, residual=None):
     The bias and the residual go to the op's epilogue (the plan's problem reads exactly those given)."""
     if plan.copy_input:
         input = input.contiguous(memory_format=plan.memory_format)
+    elif input.data_ptr() % 16:
+        # A view at an offset (x[1:] of a batch): kernels read in 16-byte copies, which the op refuses at such an
+        # address; PyTorch would have run it, so it runs on a copy.
+        input = input.clone(memory_format=plan.memory_format)
     if plan.copy_weight:
         weight = weight.contiguous(memory_format=plan.memory_format)
+    elif weight.data_ptr() % 16:
+        weight = weight.clone(memory_format=plan.memory_format)
     output = torch.empty_strided(plan.output_shape, plan.output_strides, dtype=plan.dtype, device=plan.device)
     stream = _raw_stream(plan.device_index)
     if plan.prepare is not None:

@@ -319,6 +319,19 @@ def test_a_strided_input_is_copied_dense_and_a_half_input_runs_half(stub_device)
     assert [p.copy_input for p in conv._plans.values()] == [True, False]
 
 
+def test_a_view_at_an_offset_the_kernels_cannot_take_runs_on_an_aligned_copy(stub_device):
+    conv = ct.Conv2d(8, 16, 3, padding=1, bias=False).eval()
+    flat = torch.randn(4 + 2 * 8 * 10 * 12)
+    x = flat[1:-3].view(2, 8, 10, 12)  # 4 bytes past the storage's start
+    assert x.data_ptr() % 16 == 4
+    with torch.no_grad():
+        conv(x)
+        conv(flat[4:].view(2, 8, 10, 12))  # 16 bytes past it: passed as it is
+    runs = list(conv._plans.values())[0].op.runs
+    assert runs[0][0] % 16 == 0 and runs[0][0] != x.data_ptr()
+    assert runs[1][0] == flat[4:].data_ptr()
+
+
 def test_the_gradient_check_runs_on_every_call_not_once_per_signature(stub_device):
     conv = ct.Conv2d(3, 4, 3).eval()
     x = torch.randn(1, 3, 8, 8)
@@ -1003,6 +1016,20 @@ def test_half_precisions_match_pytorch(strict_fp32, dtype, tolerance):
         got = ct.conv2d(x, w, None, 1, 1)
         want = F.conv2d(x.double(), w.double(), None, 1, 1)
     assert got.dtype == dtype and rel_l2(got, want) < tolerance
+
+
+@pytest.mark.gpu
+@cuda
+def test_a_half_channels_last_view_at_an_offset_matches_pytorch():
+    torch.manual_seed(4)
+    flat = torch.randn(1 + 2 * 14 * 14 * 32, device="cuda", dtype=torch.float16)
+    x = flat[1:].view(2, 14, 14, 32).permute(0, 3, 1, 2)  # channels-last, 2 bytes past the storage's start
+    w = torch.randn(64, 32, 3, 3, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+    assert x.is_contiguous(memory_format=torch.channels_last) and x.data_ptr() % 16 == 2
+    with torch.no_grad():
+        got = ct.conv2d(x, w, None, 1, 1)
+        want = F.conv2d(x.double(), w.double(), None, 1, 1)
+    assert rel_l2(got, want) < 1e-2
 
 
 @pytest.mark.gpu

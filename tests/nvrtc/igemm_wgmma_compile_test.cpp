@@ -163,7 +163,9 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
               static_cast<unsigned>(2 * t.block_m * (t.split_n ? 2 : 1) + (t.warp_specialized ? 128 : 0)))
         << kernel_name(spec);
     // Two warpgroups on a 64-pixel tile's channels: each holds half the accumulators, no spills.
-    if (t.split_n) EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(spec)).spill_store_bytes, 0) << kernel_name(spec);
+    if (t.split_n) {
+      EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(spec)).spill_store_bytes, 0) << kernel_name(spec);
+    }
     // Split in a cluster: the partial sums of up to 8 blocks, 16 bytes each a thread, added without spilling.
     if (t.cluster_reduce) {
       ++in_cluster;
@@ -188,7 +190,9 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
            2 * t.block_m + (t.warp_specialized ? 128 : 0) <= 512;
   });
   EXPECT_LE(in_cluster, splits) << problem_key(c.problem);
-  if (splits > 0) EXPECT_GT(in_cluster, 0) << problem_key(c.problem);
+  if (splits > 0) {
+    EXPECT_GT(in_cluster, 0) << problem_key(c.problem);
+  }
   // Both pipelines are offered, half the candidates each where the search space has that many.
   EXPECT_GT(warp_specialized, 0) << problem_key(c.problem);
   EXPECT_LT(warp_specialized, static_cast<int>(specs.size())) << problem_key(c.problem);
@@ -280,8 +284,9 @@ TEST(IgemmWgmmaPaddedChannels, ThePaddedAndFoldedConfigurationsCompileWithTheirC
       const BuiltKernel built = build_and_check(p, s, cache);
       for (const char* entry : {"_pad_activation", "_pad_filter"})
         EXPECT_TRUE(built.cubin.entry_reports.contains(name + entry)) << name << entry;
-      if (const auto main = built.cubin.entry_reports.find(name); main != built.cubin.entry_reports.end())
+      if (const auto main = built.cubin.entry_reports.find(name); main != built.cubin.entry_reports.end()) {
         EXPECT_EQ(main->second.spill_store_bytes, 0) << name;
+      }
     }
     EXPECT_EQ(padded, 3) << to_string(precision);
     EXPECT_EQ(folded, 3) << to_string(precision);

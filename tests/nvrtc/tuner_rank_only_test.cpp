@@ -67,7 +67,9 @@ TEST_F(RankOnly, UnderACompileLimitRanksTheCandidatesTuneWouldCompileWithTheirRe
   for (std::size_t i = first_other + 1; i < ranked.candidates.size(); ++i) {
     const auto& a = ranked.candidates[i - 1].prediction;
     const auto& b = ranked.candidates[i].prediction;
-    if (a && b) EXPECT_LE(a->time_us, b->time_us) << i;
+    if (a && b) {
+      EXPECT_LE(a->time_us, b->time_us) << i;
+    }
   }
 }
 
@@ -83,7 +85,9 @@ TEST_F(RankOnly, ALimitOfOneRanksTheFamiliesDefaultsAloneAsTheCostModelOnlyPolic
     const CandidateOutcome& c = ranked.candidates[i];
     EXPECT_NE(std::find(defaults.begin(), defaults.end(), c.spec), defaults.end()) << kernel_name(c.spec);
     ASSERT_TRUE(c.prediction) << kernel_name(c.spec) << ": " << c.error;
-    if (i > 0) EXPECT_LE(ranked.candidates[i - 1].prediction->time_us, c.prediction->time_us) << i;
+    if (i > 0) {
+      EXPECT_LE(ranked.candidates[i - 1].prediction->time_us, c.prediction->time_us) << i;
+    }
   }
 }
 

@@ -1,7 +1,8 @@
 // host_cuda: what the host emulation tests need to run a kernel template with a host compiler. The CUDA words the
 // templates use (the function qualifiers as nothing, threadIdx, blockIdx, blockDim, gridDim, __syncthreads, __ldg),
 // the cfg constants the generator's prelude renders for a problem, and a launcher that runs a grid block after block,
-// a std::thread per CUDA thread. A block's threads run at once and meet at a barrier, so `static` is a faithful
+// a std::thread per CUDA thread (started once a launch). A block's threads run at once and meet at a barrier, so
+// `static` is a faithful
 // __shared__ where a test defines it so (igemm_tc's test gives its dynamic shared memory a checked buffer instead).
 // Include it before the template; a test's own namespace takes these names with `using namespace
 // convgen::host_cuda;`, so a template included inside it finds them.
@@ -67,26 +68,46 @@ struct NoBlockSetup {
 };
 
 // Runs body() on every thread of every block of `geometry`, block after block (x fastest), each block's threads at
-// once; setup_block() runs before each block's threads start (a test's per-block state: warps, shared memory).
+// once; setup_block() runs before each block's threads start (a test's per-block state: warps, shared memory). The
+// threads are started once a launch and reused block after block: a thread a CUDA thread and a block was most of an
+// emulation's time under ASan (its thread start-up), and a lot of it without.
 template <class Body, class Setup = NoBlockSetup>
 void launch(const LaunchGeometry& geometry, Body body, Setup setup_block = {}) {
   const unsigned threads = geometry.block[0] * geometry.block[1] * geometry.block[2];
+  const Dim3 block_dim{geometry.block[0], geometry.block[1], geometry.block[2]};
+  const Dim3 grid_dim{geometry.grid[0], geometry.grid[1], geometry.grid[2]};
+  std::barrier<> barrier(threads);
+  block_barrier = &barrier;
+  // The block's threads and this one meet at `gate` twice a block: once it opens (setup done, blockIdx set), once it
+  // has ended. The barrier orders the writes around it, so the threads see setup_block's state and this thread theirs.
+  std::barrier<> gate(threads + 1);
+  Dim3 opened;
+  bool finished = false;
+  std::vector<std::jthread> block;
+  block.reserve(threads);
+  for (unsigned t = 0; t < threads; ++t)
+    block.emplace_back([&, t] {
+      threadIdx = {t, 0, 0};
+      blockDim = block_dim;
+      gridDim = grid_dim;
+      for (;;) {
+        gate.arrive_and_wait();
+        if (finished) return;
+        blockIdx = opened;
+        body();
+        gate.arrive_and_wait();
+      }
+    });
   for (unsigned z = 0; z < geometry.grid[2]; ++z)
     for (unsigned y = 0; y < geometry.grid[1]; ++y)
       for (unsigned x = 0; x < geometry.grid[0]; ++x) {
-        std::barrier<> barrier(threads);
-        block_barrier = &barrier;
         setup_block();
-        std::vector<std::jthread> block;
-        for (unsigned t = 0; t < threads; ++t)
-          block.emplace_back([&, t] {
-            threadIdx = {t, 0, 0};
-            blockIdx = {x, y, z};
-            blockDim = {geometry.block[0], geometry.block[1], geometry.block[2]};
-            gridDim = {geometry.grid[0], geometry.grid[1], geometry.grid[2]};
-            body();
-          });
+        opened = {x, y, z};
+        gate.arrive_and_wait();
+        gate.arrive_and_wait();
       }
+  finished = true;
+  gate.arrive_and_wait();
 }
 
 }  // namespace convgen::host_cuda

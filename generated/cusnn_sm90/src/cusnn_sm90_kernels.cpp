@@ -28,7 +28,7 @@ const Step run_0_sm_90[] = {
     {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_0_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_0[] = {
-    {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_0_sm_90, 3, 8192000ULL, 262144ULL, setup_0_sm_90, 1, run_0_sm_90, 3, 0},
+    {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_0_sm_90, 3, 8192000ULL, 262144ULL, setup_0_sm_90, 1, run_0_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // dense_128to32_28: n1_c128_k32_i1x28x28_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
@@ -55,7 +55,7 @@ const Step run_1_sm_90[] = {
     {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {98, 1, 1}, {64, 1, 1}, 0, run_1_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_1[] = {
-    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_1_sm_90, 3, 2293760ULL, 262144ULL, setup_1_sm_90, 1, run_1_sm_90, 3, 0},
+    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_1_sm_90, 3, 2293760ULL, 262144ULL, setup_1_sm_90, 1, run_1_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // dense_128to32_14: n1_c128_k32_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
@@ -77,7 +77,7 @@ const Step run_2_sm_90[] = {
     {Step::kernel, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", {49, 1, 2}, {512, 1, 1}, 0, run_2_sm_90_args1, 5, -1, nullptr, true},
 };
 const KernelImage kernels_2[] = {
-    {90, cubin_2_sm_90, sizeof cubin_2_sm_90, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", buffers_2_sm_90, 1, 0ULL, 196608ULL, setup_2_sm_90, 1, run_2_sm_90, 2, 0},
+    {90, cubin_2_sm_90, sizeof cubin_2_sm_90, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", buffers_2_sm_90, 1, 0ULL, 196608ULL, setup_2_sm_90, 1, run_2_sm_90, 2, 0, {0, 0, 0}},
 };
 
 // dense_128to32_7: n1_c128_k32_i1x7x7_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
@@ -99,7 +99,7 @@ const Step run_3_sm_90[] = {
     {Step::kernel, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", {49, 1, 2}, {512, 1, 1}, 0, run_3_sm_90_args1, 5, -1, nullptr, true},
 };
 const KernelImage kernels_3[] = {
-    {90, cubin_3_sm_90, sizeof cubin_3_sm_90, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", buffers_3_sm_90, 1, 0ULL, 196608ULL, setup_3_sm_90, 1, run_3_sm_90, 2, 0},
+    {90, cubin_3_sm_90, sizeof cubin_3_sm_90, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", buffers_3_sm_90, 1, 0ULL, 196608ULL, setup_3_sm_90, 1, run_3_sm_90, 2, 0, {0, 0, 0}},
 };
 
 // res_64to64_56: n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
@@ -126,7 +126,7 @@ const Step run_4_sm_90[] = {
     {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {784, 1, 1}, {64, 1, 1}, 0, run_4_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_4[] = {
-    {90, cubin_4_sm_90, sizeof cubin_4_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_4_sm_90, 3, 6553600ULL, 262144ULL, setup_4_sm_90, 1, run_4_sm_90, 3, 0},
+    {90, cubin_4_sm_90, sizeof cubin_4_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_4_sm_90, 3, 6553600ULL, 262144ULL, setup_4_sm_90, 1, run_4_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // res_128to128_28: n1_c128_k128_i1x28x28_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
@@ -153,7 +153,7 @@ const Step run_5_sm_90[] = {
     {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_5_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_5[] = {
-    {90, cubin_5_sm_90, sizeof cubin_5_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", buffers_5_sm_90, 3, 3670016ULL, 1048576ULL, setup_5_sm_90, 1, run_5_sm_90, 3, 0},
+    {90, cubin_5_sm_90, sizeof cubin_5_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", buffers_5_sm_90, 3, 3670016ULL, 1048576ULL, setup_5_sm_90, 1, run_5_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // res_256to256_14: n1_c256_k256_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
@@ -180,7 +180,7 @@ const Step run_6_sm_90[] = {
     {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_transform_output", {196, 1, 1}, {64, 1, 1}, 0, run_6_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_6[] = {
-    {90, cubin_6_sm_90, sizeof cubin_6_sm_90, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4", buffers_6_sm_90, 3, 2097152ULL, 4194304ULL, setup_6_sm_90, 1, run_6_sm_90, 3, 0},
+    {90, cubin_6_sm_90, sizeof cubin_6_sm_90, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4", buffers_6_sm_90, 3, 2097152ULL, 4194304ULL, setup_6_sm_90, 1, run_6_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // res_512to512_7: n1_c512_k512_i1x7x7_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
@@ -207,7 +207,7 @@ const Step run_7_sm_90[] = {
     {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_output", {128, 1, 1}, {64, 1, 1}, 0, run_7_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_7[] = {
-    {90, cubin_7_sm_90, sizeof cubin_7_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", buffers_7_sm_90, 3, 2097152ULL, 16777216ULL, setup_7_sm_90, 1, run_7_sm_90, 3, 0},
+    {90, cubin_7_sm_90, sizeof cubin_7_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", buffers_7_sm_90, 3, 2097152ULL, 16777216ULL, setup_7_sm_90, 1, run_7_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // The plan passes for sm_90: the kernels of the zero steps (clear a buffer the plan's kernels accumulate into)

@@ -22,7 +22,7 @@ const Step run_0_sm_90[] = {
     {Step::kernel, "act_sparse_th4_tw7_tk1_wp16_sc1_dm0_sm3_ur0_relu1_lb1_bs0_cr0", {28, 2, 1}, {512, 1, 1}, 0, run_0_sm_90_args0, 5, -1, nullptr, true},
 };
 const KernelImage kernels_0[] = {
-    {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "act_sparse_th4_tw7_tk1_wp16_sc1_dm0_sm3_ur0_relu1_lb1_bs0_cr0", buffers_0_sm_90, 1, 0ULL, 196608ULL, setup_0_sm_90, 1, run_0_sm_90, 1, 0},
+    {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "act_sparse_th4_tw7_tk1_wp16_sc1_dm0_sm3_ur0_relu1_lb1_bs0_cr0", buffers_0_sm_90, 1, 0ULL, 196608ULL, setup_0_sm_90, 1, run_0_sm_90, 1, 0, {0, 0, 0}},
 };
 
 // behind_fp32: n8_c256_k64_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nchw_fp32_relu
@@ -48,7 +48,7 @@ const Step run_1_sm_90[] = {
     {Step::kernel, "pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4_reduce", {392, 1, 1}, {256, 1, 1}, 0, run_1_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_1[] = {
-    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4", buffers_1_sm_90, 3, 3211264ULL, 65536ULL, setup_1_sm_90, 1, run_1_sm_90, 3, 0},
+    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4", buffers_1_sm_90, 3, 3211264ULL, 65536ULL, setup_1_sm_90, 1, run_1_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // behind_fp16: n1_c64_k64_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nhwc_fp16_relu
@@ -71,7 +71,7 @@ const Step run_2_sm_90[] = {
     {Step::kernel, "igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0", {4, 4, 1}, {128, 1, 1}, 123904, run_2_sm_90_args1, 11, -1, nullptr, true},
 };
 const KernelImage kernels_2[] = {
-    {90, cubin_2_sm_90, sizeof cubin_2_sm_90, "igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0", buffers_2_sm_90, 6, 25088ULL, 0ULL, nullptr, 0, run_2_sm_90, 2, 0},
+    {90, cubin_2_sm_90, sizeof cubin_2_sm_90, "igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0", buffers_2_sm_90, 6, 25088ULL, 0ULL, nullptr, 0, run_2_sm_90, 2, 0, {0, 16, 16}},
 };
 
 // The plan passes for sm_90: the kernels of the zero steps (clear a buffer the plan's kernels accumulate into)

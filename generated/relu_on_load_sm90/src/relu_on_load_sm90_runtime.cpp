@@ -35,7 +35,7 @@ using relu_on_load_sm90_internal::Step;
   X(cuCtxGetDevice) X(cuDevicePrimaryCtxRetain) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuFuncSetAttribute) \
   X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuMemsetD32Async) X(cuMemsetD8Async) X(cuGetErrorName) X(cuGetErrorString) \
   X(cuMemAlloc) X(cuMemFree) X(cuStreamSynchronize) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuMemcpyHtoDAsync) \
-  X(cuMemcpyDtoH) X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
+  X(cuMemcpyDtoH) X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col) X(cuCtxGetId)
 // clang-format on
 
 struct Driver {
@@ -110,7 +110,10 @@ struct ContextState {
 
 struct State {
   std::mutex mutex;
-  std::map<CUcontext, ContextState> contexts;
+  // By the driver's unique context ID (cuCtxGetId), not the handle: a context destroyed and created again (the
+  // primary context released by its last user, cudaDeviceReset) may come back at the same address, without the
+  // modules loaded into the old one.
+  std::map<unsigned long long, ContextState> contexts;
   relu_on_load_sm90_fallback_fn fallback = nullptr;
   void* fallback_user = nullptr;
 };
@@ -345,7 +348,9 @@ relu_on_load_sm90_status current_context(const Driver& d, CUcontext* context, Co
       return cuda_fail(d, "cuDevicePrimaryCtxRetain", result);
     if ((result = d.cuCtxSetCurrent(*context)) != CUDA_SUCCESS) return cuda_fail(d, "cuCtxSetCurrent", result);
   }
-  auto [it, inserted] = state().contexts.try_emplace(*context);
+  unsigned long long context_id = 0;
+  if ((result = d.cuCtxGetId(*context, &context_id)) != CUDA_SUCCESS) return cuda_fail(d, "cuCtxGetId", result);
+  auto [it, inserted] = state().contexts.try_emplace(context_id);
   if (inserted) {
     CUdevice device = 0;
     int major = 0;
@@ -456,6 +461,28 @@ relu_on_load_sm90_status check_epilogue(const char* call, const relu_on_load_sm9
   if (e.beta != 0 && residual == 0)
     return fail(RELU_ON_LOAD_SM90_ERROR_INVALID_ARGUMENT, std::string(call) + ": problem " + key_of(p) +
                                                   " adds a residual in its epilogue: the residual pointer is 0");
+  return RELU_ON_LOAD_SM90_SUCCESS;
+}
+
+// Refuses a tensor (of those `which` names: 1 the activation, 2 the filter, 4 the output) whose address is not a
+// multiple of what the kernel's widest loads and stores need of it (KernelImage::alignment) or of its elements: a
+// tensor inside a larger allocation, at an offset.
+relu_on_load_sm90_status check_alignment(const char* call, const ProblemEntry& entry, const KernelImage& image, const Pointers& p,
+                             unsigned which) {
+  const char* names[3] = {"activation", "filter", "output"};
+  const CUdeviceptr addresses[3] = {p.activation, p.filter, p.output};
+  const std::size_t element = element_bytes(entry.problem.precision);
+  for (int t = 0; t < 3; ++t) {
+    if ((which & (1u << t)) == 0) continue;
+    const std::size_t needed = image.alignment[t] > element ? image.alignment[t] : element;
+    if (addresses[t] % needed == 0) continue;
+    return fail(RELU_ON_LOAD_SM90_ERROR_INVALID_ARGUMENT,
+                std::string(call) + ": problem " + key_of(entry.problem) + ": the " + names[t] +
+                    " address is not a multiple of " + std::to_string(needed) + " bytes" +
+                    (needed > element ? std::string(": kernel ") + image.kernel + " accesses it " +
+                                            std::to_string(needed) + " bytes at a time"
+                                      : std::string(" (its element size)")));
+  }
   return RELU_ON_LOAD_SM90_SUCCESS;
 }
 
@@ -720,6 +747,9 @@ relu_on_load_sm90_status relu_on_load_sm90_conv_forward_epilogue(const relu_on_l
   pointers.output = output;
   pointers.bias = bias;
   pointers.residual = residual;
+  if (const relu_on_load_sm90_status status = check_alignment("relu_on_load_sm90_conv_forward", *entry, *image, pointers, 7);
+      status != RELU_ON_LOAD_SM90_SUCCESS)
+    return status;
   return run_steps(d, *entry, *image, image->run, loaded->run.data(), image->run_count, pointers,
                    static_cast<CUstream>(stream));
 }
@@ -764,6 +794,9 @@ relu_on_load_sm90_status relu_on_load_sm90_op_create(const relu_on_load_sm90_pro
   if (entry == nullptr) return filter_refused("relu_on_load_sm90_op_create", *problem, mismatches);
   Pointers pointers;
   pointers.filter = filter;
+  if (const relu_on_load_sm90_status status = check_alignment("relu_on_load_sm90_op_create", *entry, *image, pointers, 2);
+      status != RELU_ON_LOAD_SM90_SUCCESS)
+    return status;
   if (image->persistent_bytes > 0 &&
       (result = d.cuMemAlloc(&pointers.persistent, image->persistent_bytes)) != CUDA_SUCCESS)
     return fail(RELU_ON_LOAD_SM90_ERROR_CUDA, "cuMemAlloc of " + std::to_string(image->persistent_bytes) +
@@ -824,6 +857,9 @@ relu_on_load_sm90_status relu_on_load_sm90_op_run_epilogue(relu_on_load_sm90_op 
   pointers.persistent = op->persistent;
   pointers.bias = bias;
   pointers.residual = residual;
+  if (const relu_on_load_sm90_status status = check_alignment("relu_on_load_sm90_op_run", *op->entry, *op->image, pointers, 5);
+      status != RELU_ON_LOAD_SM90_SUCCESS)
+    return status;
   return run_steps(d, *op->entry, *op->image, op->image->run, op->loaded->run.data(), op->image->run_count, pointers,
                    static_cast<CUstream>(stream));
 }

@@ -19,7 +19,7 @@ const Step run_0_sm_90[] = {
     {Step::kernel, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1", {3, 2, 1}, {64, 1, 1}, 0, run_0_sm_90_args0, 6, -1, nullptr, true},
 };
 const KernelImage kernels_0[] = {
-    {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1", buffers_0_sm_90, 2, 0ULL, 512ULL, nullptr, 0, run_0_sm_90, 1, 2},
+    {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1", buffers_0_sm_90, 2, 0ULL, 512ULL, nullptr, 0, run_0_sm_90, 1, 2, {0, 0, 0}},
 };
 // The filter's nonzeros (pattern 9359409639b2f1ff): a filter given for the problem must have none elsewhere
 const unsigned char weight_mask_0[] = {
@@ -45,7 +45,7 @@ const Step run_1_sm_90[] = {
     {Step::kernel, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1", {3, 2, 1}, {64, 1, 1}, 0, run_1_sm_90_args0, 6, -1, nullptr, true},
 };
 const KernelImage kernels_1[] = {
-    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1", buffers_1_sm_90, 2, 0ULL, 512ULL, nullptr, 0, run_1_sm_90, 1, 2},
+    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1", buffers_1_sm_90, 2, 0ULL, 512ULL, nullptr, 0, run_1_sm_90, 1, 2, {0, 0, 0}},
 };
 // The filter's nonzeros (pattern c7309389a95876b5): a filter given for the problem must have none elsewhere
 const unsigned char weight_mask_1[] = {

@@ -244,6 +244,12 @@ TEST(EmitLibraryGpu, TheCxxOpRunsALayerAndThrowsForAnUnknownProblem) {
   d_output.download(output);  // synchronous: the legacy default stream
   const ErrorStats stats = compare(output, reference_conv(problem, activation, filter));
   EXPECT_TRUE(passes(stats, problem.precision)) << "rel L2 " << stats.rel_l2;
+  // A tensor off its alignment (here its 4-byte elements) is refused before anything is enqueued.
+  EXPECT_EQ(cusnn_sm90_op_run(conv.get(), d_activation.ptr() + 2, d_output.ptr(), d_workspace.ptr(), nullptr),
+            CUSNN_SM90_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(cusnn_sm90_last_error_message()).find("the activation address is not a multiple of 4 bytes"),
+            std::string::npos)
+      << cusnn_sm90_last_error_message();
 }
 
 // Two layers of one shape emitted with pruned filters of their own (examples/weight_twins), each baked into its

@@ -163,7 +163,7 @@ TEST(EmitLibrary, RenderLibraryWritesEveryFileUnderTheLibrarysNameWithNoPlacehol
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{80, cubin_0_sm_80, sizeof cubin_0_sm_80, \"igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\", "
-                         "nullptr, 0, 0ULL, 0ULL, nullptr, 0, run_0_sm_80, 2, 0},"),
+                         "nullptr, 0, 0ULL, 0ULL, nullptr, 0, run_0_sm_80, 2, 0, {0, 0, 0}},"),
             std::string::npos)
       << kernels;
   EXPECT_NE(
@@ -251,9 +251,9 @@ TEST(EmitLibrary, RenderLibraryWritesTheNonzerosOfAFilterThatAKernelDependsOn) {
   const auto files = render_library(lib);
   const std::string& kernels = files.at("src/net_kernels.cpp");
   const std::string& pattern = p.weights.pattern;
-  EXPECT_NE(kernels.find("run_0_sm_90, 2, 2},"), std::string::npos) << kernels;
-  EXPECT_NE(kernels.find("run_1_sm_90, 2, 1},"), std::string::npos) << kernels;
-  EXPECT_NE(kernels.find("run_2_sm_90, 2, 0},"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("run_0_sm_90, 2, 2, {0, 0, 0}},"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("run_1_sm_90, 2, 1, {0, 0, 0}},"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("run_2_sm_90, 2, 0, {0, 0, 0}},"), std::string::npos) << kernels;
   EXPECT_NE(kernels.find("const unsigned char weight_mask_0[] = {\n#include \"filters/00_ws_mask.inc\"\n};\n"
                          "// Their values, which a kernel has in its code: a filter given for the problem must have "
                          "them\nconst float weight_values_0[] = {\n#include \"filters/00_ws_values.inc\"\n};\n"),
@@ -327,7 +327,7 @@ TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArgum
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{90, cubin_0_sm_90, sizeof cubin_0_sm_90, \"" + entry +
-                         "\", buffers_0_sm_90, 3, 768ULL, 1024ULL, setup_0_sm_90, 1, run_0_sm_90, 2, 0},"),
+                         "\", buffers_0_sm_90, 3, 768ULL, 1024ULL, setup_0_sm_90, 1, run_0_sm_90, 2, 0, {0, 0, 0}},"),
             std::string::npos)
       << kernels;
   const std::string& readme = files.at("README.md");

@@ -195,8 +195,9 @@ TEST(WorthCompiling, KeepsTheDefaultsAndTheModelsBestUpToTheLimitAndEverythingWi
   const std::vector<KernelSpec> kept = tuner.worth_compiling(p, all, 16);
   EXPECT_EQ(kept.size(), 16u);
   for (const Family* f : all_families())
-    if (auto spec = f->default_spec(p, gpu))
+    if (auto spec = f->default_spec(p, gpu)) {
       EXPECT_NE(std::find(kept.begin(), kept.end(), *spec), kept.end()) << kernel_name(*spec);
+    }
   for (std::size_t i = 0; i < kept.size(); ++i) {
     EXPECT_NE(std::find(all.begin(), all.end(), kept[i]), all.end());
     for (std::size_t j = i + 1; j < kept.size(); ++j) EXPECT_NE(kept[i], kept[j]);
@@ -215,7 +216,9 @@ TEST(WorthCompiling, KeepsTheDefaultsAndTheModelsBestUpToTheLimitAndEverythingWi
     if (!is_default) slowest_kept = std::max(slowest_kept, predicted_us(s));
   }
   for (const KernelSpec& s : all)
-    if (std::find(kept.begin(), kept.end(), s) == kept.end()) EXPECT_GE(predicted_us(s), slowest_kept) << kernel_name(s);
+    if (std::find(kept.begin(), kept.end(), s) == kept.end()) {
+      EXPECT_GE(predicted_us(s), slowest_kept) << kernel_name(s);
+    }
 }
 
 TEST(BestTimeUs, ComesFromTheGraphMedianWhenThereIsOne) {
