@@ -16,8 +16,11 @@
 //   run 1  transform_input   V[pos][g][c][t] = B^T d B of every (channel, tile) input patch (zero outside the input);
 //   run 2  main entry        M[pos][g][k][t] = sum_c U[pos][g][c][k] V[pos][g][c][t];
 //   run 3  transform_output  Y = A^T M A of every (k, tile), through the epilogue, where the output exists.
-// The three buffers are padded with zeros (c to a multiple of BLOCK_K, k of BLOCK_M, t of BLOCK_N), so the GEMM has
-// no bounds test and every one of its global accesses is a float4.
+// The three buffers are padded with zeros (c to a multiple of BLOCK_K x SPLIT_K, k of BLOCK_M, t of BLOCK_N), so the
+// GEMM has no bounds test and every one of its global accesses is a float4. With SPLIT_K > 1 the channels are split
+// into SPLIT_K runs of whole steps, each summed by blocks of its own into a slab of the products, and the output
+// transform adds the slabs as it reads them: more blocks where one block a (pos, g, tile) leaves the GPU half empty,
+// for SPLIT_K - 1 more slabs written and read.
 //
 // The GEMM: a block owns BLOCK_M output channels x BLOCK_N tiles of one (pos, g); per step of BLOCK_K channels its
 // threads stage the two operand slabs, s_a[c][m] and s_b[c][n] (both rows of the buffers, copied as float4), in
@@ -26,7 +29,7 @@
 // CP_STAGES 2-4, a ring of that many buffers filled by cp.async, the copies of CP_STAGES - 1 steps in flight (sm_80
 // and later; simt_gemm.cuh's gemm_ring). The FMAs are simt_gemm.cuh's register tiles (THREAD_M x THREAD_N
 // accumulators a thread, runs of 4 read as float4).
-// Grid: x = T_PAD / BLOCK_N, y = KG_PAD / BLOCK_M, z = POSITIONS * GROUPS.
+// Grid: x = T_PAD / BLOCK_N, y = KG_PAD / BLOCK_M, z = SPLIT_K * POSITIONS * GROUPS.
 #include "async_copy.cuh"
 #include "epilogue.cuh"
 #include "interface.cuh"
@@ -51,6 +54,9 @@ CONVGEN_PARAM("tm", "4,8", "output channels per thread (register tile)") constex
 CONVGEN_PARAM("tn", "4,8", "output tiles per thread (register tile)") constexpr int THREAD_N = 8;
 CONVGEN_PARAM("cp", "0,2,3,4", "GEMM shared-memory pipeline: 0 loads through registers, 2-4 cp.async stages (sm_80+)")
 constexpr int CP_STAGES = 0;
+CONVGEN_PARAM("sk", "1,2,4", "splits of the input channels: the GEMM's blocks of each split write a slab of products, "
+              "which the output transform adds")
+constexpr int SPLIT_K = 1;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -78,14 +84,15 @@ constexpr int TILES = (int)TILES_LL;
 constexpr int CG = C / GROUPS;  // input channels of a group
 constexpr int KG = K / GROUPS;  // output channels of a group
 // The buffers' padded extents: whole GEMM blocks and steps.
-constexpr int CG_PAD = (int)ceil_div(CG, BLOCK_K) * BLOCK_K;
+constexpr int CG_PAD = (int)ceil_div(CG, BLOCK_K * SPLIT_K) * BLOCK_K * SPLIT_K;  // whole steps in each split
 constexpr int KG_PAD = (int)ceil_div(KG, BLOCK_M) * BLOCK_M;
 constexpr long long T_PAD_LL = ceil_div(TILES_LL, BLOCK_N) * BLOCK_N;
 constexpr int T_PAD = (int)T_PAD_LL;
 constexpr int BATCHES = POSITIONS * GROUPS;                                // GEMMs
 constexpr long long FILTER_FLOATS = (long long)BATCHES * CG_PAD * KG_PAD;  // transformed_filter
 constexpr long long INPUT_FLOATS = (long long)BATCHES * CG_PAD * T_PAD;    // transformed_input
-constexpr long long PRODUCT_FLOATS = (long long)BATCHES * KG_PAD * T_PAD;  // products
+constexpr long long PRODUCT_SLAB = (long long)BATCHES * KG_PAD * T_PAD;  // products of one split
+constexpr long long PRODUCT_FLOATS = SPLIT_K * PRODUCT_SLAB;               // products
 
 static_assert(GROUPS >= 1 && C % GROUPS == 0 && K % GROUPS == 0, "the groups must divide C and K");
 static_assert(VOLUME || (D == 1 && O == 1 && PAD_D == 0), "a 2-D convolution has depth 1 and no depth padding");
@@ -112,6 +119,7 @@ static_assert(BLOCK_K == 8 || BLOCK_K == 16, "BLOCK_K must be 8 or 16");
 static_assert(THREAD_M == 4 || THREAD_M == 8, "THREAD_M must be 4 or 8");
 static_assert(THREAD_N == 4 || THREAD_N == 8, "THREAD_N must be 4 or 8");
 static_assert(CP_STAGES == 0 || CP_STAGES == 2 || CP_STAGES == 3 || CP_STAGES == 4, "CP_STAGES must be 0, 2, 3 or 4");
+static_assert(SPLIT_K == 1 || SPLIT_K == 2 || SPLIT_K == 4, "SPLIT_K must be 1, 2 or 4");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 static_assert(CP_STAGES == 0, "the cp.async pipeline (CP_STAGES 2-4) needs sm_80 or later");
 #endif
@@ -123,7 +131,7 @@ static_assert(A_VECS % THREADS == 0 && B_VECS % THREADS == 0,
               "every thread must copy the same number of float4s of each slab");
 constexpr int A_PER_THREAD = A_VECS / THREADS;
 constexpr int B_PER_THREAD = B_VECS / THREADS;
-constexpr int STEPS = CG_PAD / BLOCK_K;
+constexpr int STEPS = CG_PAD / BLOCK_K / SPLIT_K;  // of one split
 constexpr int BUFFERS = CP_STAGES == 0 ? 2 : CP_STAGES;  // shared stages of the two slabs
 
 // Threads of the transform entries. 64, not 256: their grids are one thread per (channel, tile) and often less than a
@@ -363,7 +371,8 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
   }
 }
 
-// Run 2: the batched GEMM M[pos][g] = U[pos][g]^T V[pos][g] (both operands stored channel-major), into products.
+// Run 2: the batched GEMM M[pos][g] = U[pos][g]^T V[pos][g] (both operands stored channel-major), into products; with
+// SPLIT_K > 1 the blocks of split z / BATCHES multiply its share of the channels into a slab of their own.
 extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
     CONVGEN_ENTRY(const float* __restrict__ g_transformed_filter, const float* __restrict__ g_transformed_input,
                   float* __restrict__ g_products) {
@@ -375,11 +384,13 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
   const int tid = (int)threadIdx.x;
   const int tx = tid % THREADS_N;
   const int ty = tid / THREADS_N;
-  const int batch = (int)blockIdx.z;  // pos * GROUPS + g
+  const int batch = (int)blockIdx.z % BATCHES;  // pos * GROUPS + g
+  const int split = (int)blockIdx.z / BATCHES;
+  const int c_first = split * STEPS * BLOCK_K;
   const int m0 = (int)blockIdx.y * BLOCK_M;
   const int n0 = (int)blockIdx.x * BLOCK_N;
-  const float* __restrict__ g_a = g_transformed_filter + batch * CG_PAD * KG_PAD + m0;
-  const float* __restrict__ g_b = g_transformed_input + batch * CG_PAD * T_PAD + n0;
+  const float* __restrict__ g_a = g_transformed_filter + (batch * CG_PAD + c_first) * KG_PAD + m0;
+  const float* __restrict__ g_b = g_transformed_input + (batch * CG_PAD + c_first) * T_PAD + n0;
 
   float acc[THREAD_M][THREAD_N];
 #pragma unroll
@@ -453,7 +464,7 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::THREADS)
   }
   convgen::allow_next_grid_after_main_loop();
 
-  float* __restrict__ g_m = g_products + batch * KG_PAD * T_PAD;
+  float* __restrict__ g_m = g_products + split * PRODUCT_SLAB + batch * KG_PAD * T_PAD;
 #pragma unroll
   for (int i = 0; i < THREAD_M; ++i) {
     const int m = m0 + gemm_m(ty, i);
@@ -496,8 +507,12 @@ extern "C" __global__ void __launch_bounds__(winograd_gemm::TRANSFORM_THREADS)
 #pragma unroll
     for (int a = 0; a < ALPHA; ++a)
 #pragma unroll
-      for (int b = 0; b < ALPHA; ++b)
-        r_m[a][b] = g_products[((((ad * ALPHA + a) * ALPHA + b) * GROUPS + g) * KG_PAD + kk) * T_PAD + t];
+      for (int b = 0; b < ALPHA; ++b) {
+        const int at = ((((ad * ALPHA + a) * ALPHA + b) * GROUPS + g) * KG_PAD + kk) * T_PAD + t;
+        r_m[a][b] = g_products[at];
+#pragma unroll
+        for (int split = 1; split < SPLIT_K; ++split) r_m[a][b] += g_products[split * (int)PRODUCT_SLAB + at];
+      }
     float r_o[TILE][TILE];
     transform_2d<OutputMatrix, float>(r_o, r_m);
 #pragma unroll

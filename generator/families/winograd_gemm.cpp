@@ -55,13 +55,15 @@ std::int64_t tiles(const Problem& p, const Params& s) {
   const Dims3 out = output_dims(p);
   return std::int64_t{p.n} * ceil_div(out.d, tile_d(p)) * ceil_div(out.h, s.tile) * ceil_div(out.w, s.tile);
 }
-std::int64_t cg_pad(const Problem& p, const Params& s) { return round_up(cg(p), s.block_k); }
+std::int64_t cg_pad(const Problem& p, const Params& s) { return round_up(cg(p), std::int64_t{s.block_k} * s.split_k); }
 std::int64_t kg_pad(const Problem& p, const Params& s) { return round_up(kg(p), s.block_m); }
 std::int64_t t_pad(const Problem& p, const Params& s) { return round_up(tiles(p, s), s.block_n); }
 std::int64_t batches(const Problem& p, const Params& s) { return std::int64_t{positions(p, s)} * p.groups; }
 std::int64_t filter_floats(const Problem& p, const Params& s) { return batches(p, s) * cg_pad(p, s) * kg_pad(p, s); }
 std::int64_t input_floats(const Problem& p, const Params& s) { return batches(p, s) * cg_pad(p, s) * t_pad(p, s); }
-std::int64_t product_floats(const Problem& p, const Params& s) { return batches(p, s) * kg_pad(p, s) * t_pad(p, s); }
+std::int64_t product_floats(const Problem& p, const Params& s) {
+  return std::int64_t{s.split_k} * batches(p, s) * kg_pad(p, s) * t_pad(p, s);  // a slab a split
+}
 
 // The transforms' dependent chains (CostFeatures::extra_serial_steps): a thread of the input transform loads its patch
 // and transforms it, one of the output transform loads its products and transforms them; the call exposes one chain
@@ -75,7 +77,7 @@ double transform_steps(const Problem& p, const Params& s) {
   const double rows = volume(p) ? 4 : 1;         // ALPHA_D: depth rows, each a 2-D transform
   const double slices = volume(p) ? 2 : 1;       // input slices combined per depth row (F(2, 3)'s B^T rows)
   const double input = rows * (slices * alpha * alpha + 2 * alpha * alpha * alpha);  // loads, two passes
-  const double output = rows * alpha * alpha * (1 + 2.0 * s.tile);                    // loads, two passes
+  const double output = rows * alpha * alpha * (s.split_k + 2.0 * s.tile);           // loads, two passes
   return 2 + (input + output) / kTransformOpsPerStep;
 }
 
@@ -90,11 +92,11 @@ SimtGemmTile tile_of(const Params& s) {
   t.staged_loads = t.block_k * (t.block_m + t.block_n) / 4 / std::max(t.threads(), 1);
   return t;
 }
-std::int64_t steps(const Problem& p, const Params& s) { return cg_pad(p, s) / s.block_k; }
+std::int64_t steps(const Problem& p, const Params& s) { return cg_pad(p, s) / s.block_k / s.split_k; }  // a split's
 
 std::array<unsigned, 3> gemm_grid(const Problem& p, const Params& s) {
   return {static_cast<unsigned>(t_pad(p, s) / s.block_n), static_cast<unsigned>(kg_pad(p, s) / s.block_m),
-          static_cast<unsigned>(batches(p, s))};
+          static_cast<unsigned>(batches(p, s) * s.split_k)};
 }
 std::int64_t gemm_blocks(const Problem& p, const Params& s) {
   const auto grid = gemm_grid(p, s);
@@ -159,7 +161,7 @@ class WinogradGemm final : public Family {
             .smem_bytes_per_block = t.smem_bytes(),
             .flops = static_cast<double>(flops(p)),
             .dram_bytes = static_cast<double>(min_bytes(p)) + buffer_traffic_bytes(p, s),
-            .flops_per_block = 2.0 * s.block_m * s.block_n * static_cast<double>(cg_pad(p, s)),
+            .flops_per_block = 2.0 * s.block_m * s.block_n * static_cast<double>(cg_pad(p, s) / s.split_k),
             .fma_instructions = t.fma_instructions(block_steps),
             .shared_load_instructions = t.shared_load_instructions(block_steps),
             .global_load_instructions = t.global_load_instructions(block_steps),
@@ -190,6 +192,9 @@ class WinogradGemm final : public Family {
   // (bench/results/h200/pointwise-2026-11-28, the same inputs) its kernels beat act_sparse's on 7 of the 8
   // layer-batches it serves; act_sparse tuned at 90% zeros (bench/results/h100/act_sparse/2026-11-25-tuned, an H100)
   // was ahead of its dense speed. Last otherwise: it competes in tuning and in the bench's candidates.
+  // `sk` (split_k) came after the tuning databases and exports of 2026-11-29 to 2026-12-01: their names lack it.
+  std::size_t params_added_later() const override { return 1; }
+
   int default_rank(const Problem& p) const override {
     if (p.precision != Precision::fp32 || !validate(p).empty()) return 100;  // not served
     const bool worth = cg(p) >= kMinGroupChannelsFirst && static_cast<double>(flops(p)) >= kMinFlopsFirst;
@@ -221,6 +226,13 @@ class WinogradGemm final : public Family {
     if (s.tile != 2 && s.tile != 4) return fmt::format("tile must be 2 or 4, got {}", s.tile);
     if (s.cp_stages != 0 && s.cp_stages != 2 && s.cp_stages != 3 && s.cp_stages != 4)
       return fmt::format("cp_stages must be 0, 2, 3 or 4, got {}", s.cp_stages);
+    if (s.split_k != 1 && s.split_k != 2 && s.split_k != 4)
+      return fmt::format("split_k must be 1, 2 or 4, got {}", s.split_k);
+    // Splits of whole steps: the last must hold a real channel.
+    if (const std::int64_t per_split = cg_pad(p, s) / std::max(s.split_k, 1);
+        s.split_k > 1 && cg(p) <= (s.split_k - 1) * per_split)
+      return fmt::format("{} splits of {} channels leave the last without any of the {} input channels a group",
+                         s.split_k, per_split, cg(p));
     if (s.cp_stages > 0 && !has_cp_async(gpu))
       return fmt::format("cp_stages {} needs cp.async (sm_80 or later), the gpu is {}", s.cp_stages, gpu.arch);
     const SimtGemmTile t = tile_of(s);
@@ -285,11 +297,36 @@ class WinogradGemm final : public Family {
         ring.cp_stages = cp_stages;
         if (check(p, gpu, ring)) continue;
         specs.push_back(ring);
+        if (const std::optional<Params> split = split_twin(p, gpu, ring)) specs.push_back(*split);
         break;
       }
       specs.push_back(s);
     }
     return specs;
+  }
+
+  // The same block with its channels split in 2 or 4 (the fewest that give the GEMM kWarpsPerSmToFill warps an SM),
+  // where one split leaves fewer: the estimate, whose latency term is content with 8 warps an SM, does not rank
+  // splits (their products are written and read SPLIT_K times), so the tuner measures them beside their twin. Nsight
+  // Compute on cuSNN's 128-channel 28x28 layer at batch 8 on the H200: its tuned GEMM had 1,008 one-warp blocks,
+  // 15% of the warps an SM holds, with the FMA pipe 51% busy.
+  static constexpr int kWarpsPerSmToFill = 16;
+  std::optional<Params> split_twin(const Problem& p, const Gpu& gpu, const Params& s) const {
+    const auto warps = [&](const Params& t) {
+      return static_cast<double>(gemm_blocks(p, t)) * tile_of(t).threads() / 32.0 / std::max(gpu.sm_count, 1);
+    };
+    if (warps(s) >= kWarpsPerSmToFill) return std::nullopt;
+    for (int split_k : {2, 4}) {
+      Params split = s;
+      split.split_k = split_k;
+      if (check(p, gpu, split)) break;
+      if (warps(split) >= kWarpsPerSmToFill || split_k == 4) return split;
+    }
+    // The largest split that passes check, where 4 does not.
+    Params two = s;
+    two.split_k = 2;
+    if (!check(p, gpu, two)) return two;
+    return std::nullopt;
   }
 
   // A rough time in microseconds that orders the search space and picks the default (the tuner's cost model ranks

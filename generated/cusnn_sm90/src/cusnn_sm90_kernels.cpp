@@ -6,7 +6,7 @@ namespace {
 
 // dense_128to32_56: n1_c128_k32_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->32 3x3 s1 p1 at 56x56 -> 56x56, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 8192000 B; persistent 262144 B
+// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 8192000 B; persistent 262144 B
 alignas(64) const unsigned char cubin_0_sm_90[] = {
 #include "cubins/00_dense_128to32_56_sm_90.inc"
 };
@@ -17,23 +17,23 @@ const PlanBuffer buffers_0_sm_90[] = {
 };
 const ArgBinding setup_0_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_0_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_0_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_0_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_0_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_0_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {1600, 1, 1}, {64, 1, 1}, 0, run_0_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", {25, 1, 16}, {64, 1, 1}, 0, run_0_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_0_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {1600, 1, 1}, {64, 1, 1}, 0, run_0_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", {25, 1, 16}, {64, 1, 1}, 0, run_0_sm_90_args1, 3, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_0_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_0[] = {
-    {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_0_sm_90, 3, 8192000ULL, 262144ULL, setup_0_sm_90, 1, run_0_sm_90, 3, 0, {0, 0, 0}},
+    {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", buffers_0_sm_90, 3, 8192000ULL, 262144ULL, setup_0_sm_90, 1, run_0_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // dense_128to32_28: n1_c128_k32_i1x28x28_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->32 3x3 s1 p1 at 28x28 -> 28x28, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2293760 B; persistent 262144 B
+// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2293760 B; persistent 262144 B
 alignas(64) const unsigned char cubin_1_sm_90[] = {
 #include "cubins/01_dense_128to32_28_sm_90.inc"
 };
@@ -44,18 +44,18 @@ const PlanBuffer buffers_1_sm_90[] = {
 };
 const ArgBinding setup_1_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_1_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_1_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_1_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_1_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_1_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_1_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_1_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {448, 1, 1}, {64, 1, 1}, 0, run_1_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", {7, 1, 16}, {64, 1, 1}, 0, run_1_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {98, 1, 1}, {64, 1, 1}, 0, run_1_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {448, 1, 1}, {64, 1, 1}, 0, run_1_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", {7, 1, 16}, {64, 1, 1}, 0, run_1_sm_90_args1, 3, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {98, 1, 1}, {64, 1, 1}, 0, run_1_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_1[] = {
-    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_1_sm_90, 3, 2293760ULL, 262144ULL, setup_1_sm_90, 1, run_1_sm_90, 3, 0, {0, 0, 0}},
+    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", buffers_1_sm_90, 3, 2293760ULL, 262144ULL, setup_1_sm_90, 1, run_1_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // dense_128to32_14: n1_c128_k32_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
@@ -104,7 +104,7 @@ const KernelImage kernels_3[] = {
 
 // res_64to64_56: n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   64->64 3x3 s1 p1 at 56x56 -> 56x56, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 6553600 B; persistent 262144 B
+// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 70 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 6553600 B; persistent 262144 B
 alignas(64) const unsigned char cubin_4_sm_90[] = {
 #include "cubins/04_res_64to64_56_sm_90.inc"
 };
@@ -115,23 +115,23 @@ const PlanBuffer buffers_4_sm_90[] = {
 };
 const ArgBinding setup_4_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_4_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_4_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_4_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_4_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_4_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_4_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_4_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_input", {800, 1, 1}, {64, 1, 1}, 0, run_4_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", {25, 2, 16}, {64, 1, 1}, 0, run_4_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_transform_output", {784, 1, 1}, {64, 1, 1}, 0, run_4_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {800, 1, 1}, {64, 1, 1}, 0, run_4_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", {25, 2, 16}, {64, 1, 1}, 0, run_4_sm_90_args1, 3, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {784, 1, 1}, {64, 1, 1}, 0, run_4_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_4[] = {
-    {90, cubin_4_sm_90, sizeof cubin_4_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4", buffers_4_sm_90, 3, 6553600ULL, 262144ULL, setup_4_sm_90, 1, run_4_sm_90, 3, 0, {0, 0, 0}},
+    {90, cubin_4_sm_90, sizeof cubin_4_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", buffers_4_sm_90, 3, 6553600ULL, 262144ULL, setup_4_sm_90, 1, run_4_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // res_128to128_28: n1_c128_k128_i1x28x28_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->128 3x3 s1 p1 at 28x28 -> 28x28, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 64 registers, 0 bytes spilled, 24576 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 3670016 B; persistent 1048576 B
+// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 65 registers, 0 bytes spilled, 24576 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 3670016 B; persistent 1048576 B
 alignas(64) const unsigned char cubin_5_sm_90[] = {
 #include "cubins/05_res_128to128_28_sm_90.inc"
 };
@@ -142,23 +142,23 @@ const PlanBuffer buffers_5_sm_90[] = {
 };
 const ArgBinding setup_5_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_5_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_filter", {256, 1, 1}, {64, 1, 1}, 0, setup_5_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {256, 1, 1}, {64, 1, 1}, 0, setup_5_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_5_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_5_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_5_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_5_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_input", {448, 1, 1}, {64, 1, 1}, 0, run_5_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", {7, 2, 16}, {128, 1, 1}, 0, run_5_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_5_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {448, 1, 1}, {64, 1, 1}, 0, run_5_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1", {7, 2, 16}, {128, 1, 1}, 0, run_5_sm_90_args1, 3, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_5_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_5[] = {
-    {90, cubin_5_sm_90, sizeof cubin_5_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", buffers_5_sm_90, 3, 3670016ULL, 1048576ULL, setup_5_sm_90, 1, run_5_sm_90, 3, 0, {0, 0, 0}},
+    {90, cubin_5_sm_90, sizeof cubin_5_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1", buffers_5_sm_90, 3, 3670016ULL, 1048576ULL, setup_5_sm_90, 1, run_5_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // res_256to256_14: n1_c256_k256_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   256->256 3x3 s1 p1 at 14x14 -> 14x14, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 50 registers, 0 bytes spilled, 32768 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2097152 B; persistent 4194304 B
+// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 63 registers, 0 bytes spilled, 32768 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2097152 B; persistent 4194304 B
 alignas(64) const unsigned char cubin_6_sm_90[] = {
 #include "cubins/06_res_256to256_14_sm_90.inc"
 };
@@ -169,23 +169,23 @@ const PlanBuffer buffers_6_sm_90[] = {
 };
 const ArgBinding setup_6_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_6_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_transform_filter", {1024, 1, 1}, {64, 1, 1}, 0, setup_6_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1_transform_filter", {1024, 1, 1}, {64, 1, 1}, 0, setup_6_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_6_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_6_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_6_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_6_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_transform_input", {256, 1, 1}, {64, 1, 1}, 0, run_6_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4", {1, 4, 16}, {256, 1, 1}, 0, run_6_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_transform_output", {196, 1, 1}, {64, 1, 1}, 0, run_6_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1_transform_input", {256, 1, 1}, {64, 1, 1}, 0, run_6_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1", {1, 4, 16}, {256, 1, 1}, 0, run_6_sm_90_args1, 3, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1_transform_output", {196, 1, 1}, {64, 1, 1}, 0, run_6_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_6[] = {
-    {90, cubin_6_sm_90, sizeof cubin_6_sm_90, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4", buffers_6_sm_90, 3, 2097152ULL, 4194304ULL, setup_6_sm_90, 1, run_6_sm_90, 3, 0, {0, 0, 0}},
+    {90, cubin_6_sm_90, sizeof cubin_6_sm_90, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1", buffers_6_sm_90, 3, 2097152ULL, 4194304ULL, setup_6_sm_90, 1, run_6_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // res_512to512_7: n1_c512_k512_i1x7x7_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   512->512 3x3 s1 p1 at 7x7 -> 7x7, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4, from convgen's default choice (untuned); 64 registers, 0 bytes spilled, 24576 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2097152 B; persistent 16777216 B
+// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 65 registers, 0 bytes spilled, 24576 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2097152 B; persistent 16777216 B
 alignas(64) const unsigned char cubin_7_sm_90[] = {
 #include "cubins/07_res_512to512_7_sm_90.inc"
 };
@@ -196,18 +196,18 @@ const PlanBuffer buffers_7_sm_90[] = {
 };
 const ArgBinding setup_7_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_7_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_filter", {4096, 1, 1}, {64, 1, 1}, 0, setup_7_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {4096, 1, 1}, {64, 1, 1}, 0, setup_7_sm_90_args0, 2, -1, nullptr, false},
 };
 const ArgBinding run_7_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_7_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_7_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_7_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_input", {256, 1, 1}, {64, 1, 1}, 0, run_7_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", {1, 8, 16}, {128, 1, 1}, 0, run_7_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_transform_output", {128, 1, 1}, {64, 1, 1}, 0, run_7_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {256, 1, 1}, {64, 1, 1}, 0, run_7_sm_90_args0, 2, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1", {1, 8, 16}, {128, 1, 1}, 0, run_7_sm_90_args1, 3, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {128, 1, 1}, {64, 1, 1}, 0, run_7_sm_90_args2, 4, -1, nullptr, true},
 };
 const KernelImage kernels_7[] = {
-    {90, cubin_7_sm_90, sizeof cubin_7_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4", buffers_7_sm_90, 3, 2097152ULL, 16777216ULL, setup_7_sm_90, 1, run_7_sm_90, 3, 0, {0, 0, 0}},
+    {90, cubin_7_sm_90, sizeof cubin_7_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1", buffers_7_sm_90, 3, 2097152ULL, 16777216ULL, setup_7_sm_90, 1, run_7_sm_90, 3, 0, {0, 0, 0}},
 };
 
 // The plan passes for sm_90: the kernels of the zero steps (clear a buffer the plan's kernels accumulate into)

@@ -53,15 +53,23 @@ using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): th
   CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                    \
   constexpr int TILE = kSpec.tile, BLOCK_M = kSpec.block_m, BLOCK_N = kSpec.block_n, BLOCK_K = kSpec.block_k; \
   constexpr int THREAD_M = kSpec.thread_m, THREAD_N = kSpec.thread_n, CP_STAGES = kSpec.cp_stages;            \
+  constexpr int SPLIT_K = kSpec.split_k;                                                                      \
   }                                                                                                           \
   }                                                                                                           \
   namespace winograd_gemm_emulation::NAME {
 #define WINOGRAD_GEMM_END(NAME) }
 
 #define WINOGRAD_GEMM_SPEC(M, BM, BN, BK, TM, TN) WINOGRAD_GEMM_SPEC_CP(M, BM, BN, BK, TM, TN, 0)
-#define WINOGRAD_GEMM_SPEC_CP(M, BM, BN, BK, TM, TN, CP) \
-  (convgen::WinogradGemmParams{                          \
-      .tile = M, .block_m = BM, .block_n = BN, .block_k = BK, .thread_m = TM, .thread_n = TN, .cp_stages = CP})
+#define WINOGRAD_GEMM_SPEC_CP(M, BM, BN, BK, TM, TN, CP) WINOGRAD_GEMM_SPEC_SK(M, BM, BN, BK, TM, TN, CP, 1)
+#define WINOGRAD_GEMM_SPEC_SK(M, BM, BN, BK, TM, TN, CP, SK) \
+  (convgen::WinogradGemmParams{.tile = M,                    \
+                               .block_m = BM,                \
+                               .block_n = BN,                \
+                               .block_k = BK,                \
+                               .thread_m = TM,               \
+                               .thread_n = TN,               \
+                               .cp_stages = CP,              \
+                               .split_k = SK})
 
 using convgen::Layout;
 using Shape = convgen::testing_support::LiteralShape;
@@ -361,6 +369,38 @@ WINOGRAD_GEMM_CASE(f4_vec4_volume, NCDHW_W8, WINOGRAD_GEMM_SPEC(4, 32, 32, 8, 4,
 #undef CONVGEN_ENTRY
 WINOGRAD_GEMM_END(f4_vec4_volume)
 
+// Split-K: 20 channels in two splits of 16 (the second 4 real and 12 zero); 50 in four of 16 (the last 2 real), in a
+// cp.async ring; the epilogue applied once, after the slabs are added; a 3-D layer's 9 channels in two splits of 8.
+#define C50_SMALL \
+  (Shape{         \
+      .n = 1, .c = 50, .k = 9, .input = {1, 7, 6}, .filter = {1, 3, 3}, .padding = {0, 1, 1}, .layout = Layout::nchw})
+WINOGRAD_GEMM_CASE(f2_large_17x19_sk2, LARGE_17X19, WINOGRAD_GEMM_SPEC_SK(2, 64, 128, 8, 8, 8, 0, 2))
+#define CONVGEN_ENTRY wgemm_f2_large_17x19_sk2
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f2_large_17x19_sk2)
+
+WINOGRAD_GEMM_CASE(f4_c50_small_cp4_sk4, C50_SMALL, WINOGRAD_GEMM_SPEC_SK(4, 32, 32, 8, 4, 4, 4, 4))
+#define CONVGEN_ENTRY wgemm_f4_c50_small_cp4_sk4
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_c50_small_cp4_sk4)
+
+WINOGRAD_GEMM_CASE(f4_epilogue_nhwc_cp3_sk2, NHWC_BATCH3_EPILOGUE, WINOGRAD_GEMM_SPEC_SK(4, 32, 32, 8, 4, 4, 3, 2))
+#define CONVGEN_ENTRY wgemm_f4_epilogue_nhwc_cp3_sk2
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f4_epilogue_nhwc_cp3_sk2)
+
+WINOGRAD_GEMM_CASE(f2_volume_ndhwc_batch2_sk2, VOLUME_NDHWC_BATCH2, WINOGRAD_GEMM_SPEC_SK(2, 32, 32, 8, 4, 4, 2, 2))
+#define CONVGEN_ENTRY wgemm_f2_volume_ndhwc_batch2_sk2
+#include "templates/winograd_gemm.cu"
+#undef CONVGEN_ENTRY
+WINOGRAD_GEMM_END(f2_volume_ndhwc_batch2_sk2)
+
+static_assert(winograd_gemm_emulation::f2_large_17x19_sk2::winograd_gemm::STEPS == 2);
+static_assert(winograd_gemm_emulation::f4_c50_small_cp4_sk4::winograd_gemm::STEPS == 2);
+
 // The cases above take the vector paths they are named for (a test of the scalar path would pass as well).
 static_assert(winograd_gemm_emulation::f4_vec4_nchw_epilogue::winograd_gemm::VECTOR == 4);
 static_assert(winograd_gemm_emulation::f4_vec2_w14::winograd_gemm::VECTOR == 2);
@@ -495,23 +535,24 @@ TEST_P(WinogradGemmEmulation, MatchesTheReferenceWithinTheTileSizesLimit) {
 
 INSTANTIATE_TEST_SUITE_P(
     EdgeCases, WinogradGemmEmulation,
-    testing::Values(WINOGRAD_GEMM_EMULATION_CASE(f2_odd_pad1), WINOGRAD_GEMM_EMULATION_CASE(f2_pad0_batch3),
-                    WINOGRAD_GEMM_EMULATION_CASE(f2_pad2_nhwc), WINOGRAD_GEMM_EMULATION_CASE(f2_large_17x19),
-                    WINOGRAD_GEMM_EMULATION_CASE(f2_groups2_odd), WINOGRAD_GEMM_EMULATION_CASE(f4_odd_pad1),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_pad0_batch3), WINOGRAD_GEMM_EMULATION_CASE(f4_tiny_1x1),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_nhwc_batch3), WINOGRAD_GEMM_EMULATION_CASE(f4_groups3_nhwc_batch2),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc), WINOGRAD_GEMM_EMULATION_CASE(f2_odd_pad1_cp2),
-                    WINOGRAD_GEMM_EMULATION_CASE(f2_c20_small_cp3), WINOGRAD_GEMM_EMULATION_CASE(f4_c20_small_cp4),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_groups3_nhwc_batch2_cp3),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc_cp3),
-                    WINOGRAD_GEMM_EMULATION_CASE(f2_volume_odd_pad1), WINOGRAD_GEMM_EMULATION_CASE(f4_volume_odd_pad1),
-                    WINOGRAD_GEMM_EMULATION_CASE(f2_volume_ndhwc_batch2),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_volume_ndhwc_batch2_cp3),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_vec4_nchw_epilogue),
-                    WINOGRAD_GEMM_EMULATION_CASE_MISALIGNED(f4_vec4_nchw_epilogue),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_vec2_w14), WINOGRAD_GEMM_EMULATION_CASE(f2_vec2_odd_h_batch2),
-                    WINOGRAD_GEMM_EMULATION_CASE(f4_vec2_pad0_w12), WINOGRAD_GEMM_EMULATION_CASE(f4_vec2_pad2_w8),
-                    WINOGRAD_GEMM_EMULATION_CASE(f2_vec2_pad2_w8), WINOGRAD_GEMM_EMULATION_CASE(f4_vec4_volume)),
+    testing::Values(
+        WINOGRAD_GEMM_EMULATION_CASE(f2_odd_pad1), WINOGRAD_GEMM_EMULATION_CASE(f2_pad0_batch3),
+        WINOGRAD_GEMM_EMULATION_CASE(f2_pad2_nhwc), WINOGRAD_GEMM_EMULATION_CASE(f2_large_17x19),
+        WINOGRAD_GEMM_EMULATION_CASE(f2_groups2_odd), WINOGRAD_GEMM_EMULATION_CASE(f4_odd_pad1),
+        WINOGRAD_GEMM_EMULATION_CASE(f4_pad0_batch3), WINOGRAD_GEMM_EMULATION_CASE(f4_tiny_1x1),
+        WINOGRAD_GEMM_EMULATION_CASE(f4_nhwc_batch3), WINOGRAD_GEMM_EMULATION_CASE(f4_groups3_nhwc_batch2),
+        WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc), WINOGRAD_GEMM_EMULATION_CASE(f2_odd_pad1_cp2),
+        WINOGRAD_GEMM_EMULATION_CASE(f2_c20_small_cp3), WINOGRAD_GEMM_EMULATION_CASE(f4_c20_small_cp4),
+        WINOGRAD_GEMM_EMULATION_CASE(f4_groups3_nhwc_batch2_cp3), WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc_cp3),
+        WINOGRAD_GEMM_EMULATION_CASE(f2_volume_odd_pad1), WINOGRAD_GEMM_EMULATION_CASE(f4_volume_odd_pad1),
+        WINOGRAD_GEMM_EMULATION_CASE(f2_volume_ndhwc_batch2), WINOGRAD_GEMM_EMULATION_CASE(f4_volume_ndhwc_batch2_cp3),
+        WINOGRAD_GEMM_EMULATION_CASE(f4_vec4_nchw_epilogue),
+        WINOGRAD_GEMM_EMULATION_CASE_MISALIGNED(f4_vec4_nchw_epilogue), WINOGRAD_GEMM_EMULATION_CASE(f4_vec2_w14),
+        WINOGRAD_GEMM_EMULATION_CASE(f2_vec2_odd_h_batch2), WINOGRAD_GEMM_EMULATION_CASE(f4_vec2_pad0_w12),
+        WINOGRAD_GEMM_EMULATION_CASE(f4_vec2_pad2_w8), WINOGRAD_GEMM_EMULATION_CASE(f2_vec2_pad2_w8),
+        WINOGRAD_GEMM_EMULATION_CASE(f4_vec4_volume), WINOGRAD_GEMM_EMULATION_CASE(f2_large_17x19_sk2),
+        WINOGRAD_GEMM_EMULATION_CASE(f4_c50_small_cp4_sk4), WINOGRAD_GEMM_EMULATION_CASE(f4_epilogue_nhwc_cp3_sk2),
+        WINOGRAD_GEMM_EMULATION_CASE(f2_volume_ndhwc_batch2_sk2)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

@@ -34,7 +34,8 @@ TEST(WinogradGemmFamily, EnumeratesSupportedDistinctCandidatesOfBothTileSizesFor
     for (const Problem& p : cusnn_layers(batch)) {
       const std::vector<KernelSpec> specs = winograd_gemm().enumerate(p, gpu);
       ASSERT_FALSE(specs.empty()) << problem_key(p);
-      EXPECT_LE(specs.size(), 32u);  // 8 blocks per tile size, each with its register pipeline and a cp.async ring
+      // 8 blocks per tile size, each with its register pipeline, a cp.async ring and that ring's channels split.
+      EXPECT_LE(specs.size(), 48u);
       std::set<std::string> names;
       std::set<int> tiles;
       for (const KernelSpec& s : specs) {
@@ -50,16 +51,32 @@ TEST(WinogradGemmFamily, EnumeratesSupportedDistinctCandidatesOfBothTileSizesFor
       }
       EXPECT_EQ(tiles, (std::set<int>{2, 4})) << problem_key(p);
       EXPECT_EQ(winograd_gemm().default_spec(p, gpu), specs.front());
-      // On a GPU with cp.async each block's deepest ring first (the faster on the H200), its register pipeline
-      // right after it.
+      // On a GPU with cp.async each block's deepest ring first (the faster on the H200), then that ring with its
+      // channels split where the GEMM has too few warps to fill the GPU, then its register pipeline.
       EXPECT_GT(params_of<WinogradGemmParams>(specs.front()).cp_stages, 0) << problem_key(p);
+      EXPECT_EQ(params_of<WinogradGemmParams>(specs.front()).split_k, 1) << problem_key(p);
       for (std::size_t i = 0; i + 1 < specs.size(); ++i) {
         const WinogradGemmParams ring = params_of<WinogradGemmParams>(specs[i]);
-        if (ring.cp_stages == 0) continue;
+        if (ring.cp_stages == 0 || ring.split_k > 1) continue;
         WinogradGemmParams registers = ring;
         registers.cp_stages = 0;
-        EXPECT_EQ(specs[i + 1], to_spec(registers)) << kernel_name(specs[i]);
+        std::size_t next = i + 1;
+        if (const WinogradGemmParams twin = params_of<WinogradGemmParams>(specs[next]); twin.split_k > 1) {
+          WinogradGemmParams unsplit = twin;
+          unsplit.split_k = 1;
+          EXPECT_EQ(unsplit, ring) << kernel_name(specs[next]);
+          const CostFeatures split = winograd_gemm().cost_features(p, specs[next]);
+          EXPECT_EQ(split.blocks, twin.split_k * winograd_gemm().cost_features(p, specs[i]).blocks);
+          ++next;
+        }
+        ASSERT_LT(next, specs.size());
+        EXPECT_EQ(specs[next], to_spec(registers)) << kernel_name(specs[i]);
       }
+      // At batch 1 every cuSNN layer's GEMM leaves the H100 short of warps: split twins are offered.
+      if (batch == 1)
+        EXPECT_TRUE(std::any_of(specs.begin(), specs.end(), [](const KernelSpec& s) {
+          return params_of<WinogradGemmParams>(s).split_k > 1;
+        })) << problem_key(p);
     }
   }
 }
