@@ -316,17 +316,15 @@ class WinogradGemm final : public Family {
       return static_cast<double>(gemm_blocks(p, t)) * tile_of(t).threads() / 32.0 / std::max(gpu.sm_count, 1);
     };
     if (warps(s) >= kWarpsPerSmToFill) return std::nullopt;
+    std::optional<Params> twin;
     for (int split_k : {2, 4}) {
       Params split = s;
       split.split_k = split_k;
       if (check(p, gpu, split)) break;
-      if (warps(split) >= kWarpsPerSmToFill || split_k == 4) return split;
+      twin = split;
+      if (warps(split) >= kWarpsPerSmToFill) break;
     }
-    // The largest split that passes check, where 4 does not.
-    Params two = s;
-    two.split_k = 2;
-    if (!check(p, gpu, two)) return two;
-    return std::nullopt;
+    return twin;
   }
 
   // A rough time in microseconds that orders the search space and picks the default (the tuner's cost model ranks

@@ -30,8 +30,8 @@ for batch, layer, best in sorted(rows):
     plain, split = best.get('plain'), best.get('split')
     ratio = min(plain[0], split[0]) / plain[0] if plain and split else 1.0
     per_batch.setdefault(batch, []).append(ratio)
-    print(f"| {batch} | {layer} | {plain[0]:.2f} | {split[0] if split else float('nan'):.2f} | "
-          f"{split[1] if split else '-'} | {ratio:.3f} |")
+    split_us = f"{split[0]:.2f}" if split else "-"
+    print(f"| {batch} | {layer} | {plain[0]:.2f} | {split_us} | {split[1] if split else '-'} | {ratio:.3f} |")
 print()
 for batch, v in sorted(per_batch.items()):
     print(f"batch {batch}: best / best unsplit, geometric mean {gmean(v):.3f} over {len(v)} layers "
