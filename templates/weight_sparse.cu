@@ -34,6 +34,7 @@
 // PIXELS_PER_THREAD output pixels BLOCK_PIXELS apart (1 when baked), times SPLIT slices (1 when baked). NCHW and
 // NHWC, any filter size with R * S <= 32, stride, padding, dilation; groups 1; 1-D and 2-D.
 #include "interface.cuh"
+#include "common.cuh"
 #include "epilogue.cuh"
 #include "grid_dependency.cuh"
 
@@ -50,7 +51,7 @@ constexpr int PAD_D = 0, PAD_H = 1, PAD_W = 1;
 constexpr int DIL_D = 1, DIL_H = 1, DIL_W = 1;
 constexpr bool CHANNELS_LAST = false;
 CONVGEN_PARAM("p", "32,64,128,256", "output pixels per block, one per thread") constexpr int BLOCK_PIXELS = 128;
-CONVGEN_PARAM("kg", "1..64", "output channels per block (accumulators per thread)") constexpr int K_GROUP = 4;
+CONVGEN_PARAM("kg", "1..128", "output channels per block (accumulators per thread)") constexpr int K_GROUP = 4;
 CONVGEN_PARAM("iv", "bool", "weights as immediates in the code (else read from the packed array)")
 // convgen-lint: allow unused-param (the generated ws_code reads it: immediates, or wv[] from the packed array)
 constexpr bool IMMEDIATES = false;
@@ -58,7 +59,7 @@ CONVGEN_PARAM("tb", "0,1,2", "the pattern: 0 baked into the code, 1 a table read
 constexpr int TABLE = 0;
 CONVGEN_PARAM("pt", "1,2,4,8", "output pixels per thread (the table only; 1 when baked)")
 constexpr int PIXELS_PER_THREAD = 1;
-CONVGEN_PARAM("sk", "1,2,4,8", "slices of BLOCK_PIXELS threads: of a channel's table row, summed in shared memory (tb 1); of the block's channels (tb 2)")
+CONVGEN_PARAM("sk", "1,2,4,8,16", "slices of BLOCK_PIXELS threads: of a channel's table row, summed in shared memory (tb 1); of the block's channels (tb 2)")
 constexpr int SPLIT = 1;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
@@ -90,11 +91,11 @@ constexpr long long PIXELS = 1LL * N * P * Q;
 constexpr int HW = H * W;
 static_assert(GROUPS == 1, "weight_sparse handles ungrouped convolutions");
 static_assert(R * S <= 32, "one bit per filter tap in a 32-bit mask");
-static_assert(K_GROUP >= 1 && K_GROUP <= 64, "K_GROUP accumulators per thread");
+static_assert(K_GROUP >= 1 && K_GROUP <= (TABLE == 2 ? 128 : 64), "K_GROUP accumulators per thread (shared by SPLIT slices: tb 2)");
 static_assert(PIXELS_PER_THREAD >= 1 && PIXELS_PER_THREAD <= 8, "PIXELS_PER_THREAD accumulators per thread");
 static_assert(TABLE || PIXELS_PER_THREAD == 1, "baked code computes one pixel per thread");
 static_assert(TABLE || SPLIT == 1, "baked code sums a whole channel group in one thread");
-static_assert(SPLIT >= 1 && SPLIT <= 8, "SPLIT slices of a table row");
+static_assert(SPLIT >= 1 && SPLIT <= (TABLE == 2 ? 16 : 8), "SPLIT slices of a table row (of the block's channels: tb 2)");
 // Entries in flight per thread: 4 (2 with 4 or more pixels a thread, where 4 spilled registers).
 constexpr int ENTRY_UNROLL = PIXELS_PER_THREAD >= 4 ? 2 : 4;
 constexpr int ROW_CHUNK = 1024;  // table entries a block stages in shared memory at once (8 KiB)
@@ -115,9 +116,14 @@ constexpr int TILE_H = ws_code::TILE_H, TILE_W = ws_code::TILE_W;
 static_assert(!PATCH || (TILE_H >= 1 && TILE_W >= 1 && TILE_H * TILE_W <= TILE), "the output tile has a pixel a thread");
 constexpr int PATCH_H = (TILE_H - 1) * STRIDE_H + (R - 1) * DIL_H + 1;
 constexpr int PATCH_W = (TILE_W - 1) * STRIDE_W + (S - 1) * DIL_W + 1;
-// A staged channel's floats, odd so that channels-last staging (consecutive threads, consecutive channels) is free
-// of bank conflicts.
-constexpr int STAGE_ROW = (PATCH ? PATCH_H * PATCH_W : TILE) | 1;
+// A staged channel's floats: odd (channels-last staging, consecutive threads on consecutive channels, is then free of
+// bank conflicts) unless the pixels are read as vectors.
+// 1x1 filters with 2 or 4 pixels a thread take a thread's pixels consecutive in the staged row, read with one float2
+// or float4 a step (one shared load for PIXEL_VECTOR FMAs): a staged channel then starts at a multiple of 4 floats,
+// padded by 4 channels-last (whose staging stores go down a pixel's channels: a 4-way bank conflict there, paid once a
+// chunk). Otherwise a slice's pixels are BLOCK_PIXELS apart, one shared load an FMA.
+constexpr int PIXEL_VECTOR = !STAGED || PATCH ? 1 : PIXELS_PER_THREAD % 4 == 0 ? 4 : PIXELS_PER_THREAD % 2 == 0 ? 2 : 1;
+constexpr int STAGE_ROW = PIXEL_VECTOR > 1 ? TILE + (CHANNELS_LAST ? 4 : 0) : (PATCH ? PATCH_H * PATCH_W : TILE) | 1;
 constexpr int STAGE_CHUNKS = (C + ws_code::STAGE_CHANNELS - 1) / ws_code::STAGE_CHANNELS;
 constexpr int TILES_H = (P + TILE_H - 1) / TILE_H, TILES_W = (Q + TILE_W - 1) / TILE_W;  // a patch tile's grid
 static_assert(!STAGED || (ws_code::STAGE_CHANNELS * STAGE_ROW + TILE) * 4 <= 40 * 1024,
@@ -139,8 +145,9 @@ __device__ __forceinline__ int staged_offset(int c, int r, int s) {
 
 // One-time setup of the table: one thread per output channel k writes its count into g_pattern_codes[k] and its
 // nonzeros, in filter order, as codes into g_pattern_codes[K + k * SLOTS + i] and values into
-// g_packed_values[k * SLOTS + i]. A channel with more than SLOTS nonzeros (a filter of another pattern than the one
-// rendered) keeps its first SLOTS.
+// g_packed_values[k * SLOTS + i]; the staged table's values are pairs, (its code's bits, value), at float2
+// [k * SLOTS + i]. A channel with more than SLOTS nonzeros (a filter of another pattern than the one rendered) keeps
+// its first SLOTS.
 extern "C" __global__ void __launch_bounds__(256)
     CONVGEN_ENTRY_NAMED(pack_pattern)(const float* __restrict__ g_filter, int* __restrict__ g_pattern_codes,
                                       float* __restrict__ g_packed_values) {
@@ -149,7 +156,7 @@ extern "C" __global__ void __launch_bounds__(256)
   if (k >= K) return;
   const float* filter = g_filter + (long long)k * C * R * S;
   int* codes = g_pattern_codes + K + (long long)k * ws_code::SLOTS;
-  float* values = g_packed_values + (long long)k * ws_code::SLOTS;
+  float* values = g_packed_values + (long long)k * ws_code::SLOTS;  // (the table's)
   int count = 0;
   // The staged table's row goes chunk by chunk of STAGE_CHANNELS input channels (a pass over the filter each: a
   // one-time setup), each entry's code its activation's place in the staged chunk; the chunk starts follow the K
@@ -168,10 +175,17 @@ extern "C" __global__ void __launch_bounds__(256)
       const int c = CHANNELS_LAST ? i % C : i / (R * S);
       const int tap = CHANNELS_LAST ? i / C : i % (R * S);
       if (STAGED && c / ws_code::STAGE_CHANNELS != chunk) continue;
-      codes[count] = ((STAGED ? staged_offset(c, tap / S, tap % S) : activation_offset(c, tap / S, tap % S))
-                      << TAP_BITS) |
-                     tap;
-      values[count] = v;
+      if constexpr (STAGED) {
+        // The staged table's entry: its activation's place in the staged chunk (no tap: the staged patch holds
+        // only what exists) beside its value, one 8-byte load in the main loop.
+        const int place = staged_offset(c, tap / S, tap % S);
+        codes[count] = place;
+        reinterpret_cast<float2*>(g_packed_values)[(long long)k * ws_code::SLOTS + count] =
+            float2{__int_as_float(place), v};
+      } else {
+        codes[count] = (activation_offset(c, tap / S, tap % S) << TAP_BITS) | tap;
+        values[count] = v;
+      }
       ++count;
     }
   }
@@ -259,7 +273,7 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
   constexpr int STAGED_PER_CHANNEL = PATCH ? PATCH_H * PATCH_W : TILE;
   constexpr int STAGED_TOTAL = SC * STAGED_PER_CHANNEL;  // floats staged per chunk
   constexpr int STAGE_BATCH = 8;                          // reads a thread has in flight while staging
-  __shared__ float s_x[STAGED ? SC * STAGE_ROW : 1];
+  __shared__ __align__(16) float s_x[STAGED ? SC * STAGE_ROW : 1];
   __shared__ int s_image[STAGED && !PATCH ? TILE : 1];  // 1x1: each tile pixel's channel-0 offset, or -1: zeros
   // SPLIT slices of BLOCK_PIXELS threads: all of them stage, and slice `slice` sums channels slice, slice + SPLIT, ...
   // of the block's K_GROUP (more threads, each with a shorter chain of dependent loads, than one slice for all).
@@ -297,8 +311,9 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
       base[i] = in_tile ? tr * STRIDE_H * PATCH_W + tc * STRIDE_W : 0;
       valid[i] = in_tile && p0 + tr < P && q0 + tc < Q;
     } else {
-      base[i] = t;
-      valid[i] = first + t < PIXELS;
+      const int v = PIXEL_VECTOR > 1 ? lane * PIXELS_PER_THREAD + i : t;  // consecutive pixels a thread: vectors
+      base[i] = v;
+      valid[i] = first + v < PIXELS;
     }
   }
   float acc[CHANNELS_PER_THREAD][PIXELS_PER_THREAD];
@@ -307,9 +322,21 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
 #pragma unroll
     for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[j][i] = 0.0f;
   const int* starts = g_pattern_codes + K + (long long)K * ws_code::SLOTS;
+  // Where each row of the block ends in the chunk, staged with the activations; where it starts, in `cursor`: a
+  // row's entries go chunk after chunk.
+  __shared__ int s_end[K_GROUP];
+  int cursor[CHANNELS_PER_THREAD];
+#pragma unroll
+  for (int j = 0; j < CHANNELS_PER_THREAD; ++j) cursor[j] = 0;
+  // A thread's pixels in a staged channel, from its first (the others at compile-time offsets from it).
+  const float* const s_pixels = s_x + base[0];
   for (int chunk = 0; chunk < STAGE_CHUNKS; ++chunk) {
     const int c0 = chunk * SC;
     __syncthreads();  // the pixel bases are written; the previous chunk's readers are done
+    for (int j = tid; j < K_GROUP; j += THREADS) {
+      const int k = (int)blockIdx.y * K_GROUP + j;
+      s_end[j] = k < K ? starts[(long long)k * (STAGE_CHUNKS + 1) + chunk + 1] : 0;
+    }
     // Channels-first: consecutive threads take consecutive positions of one channel; channels-last: consecutive
     // channels of one position. Either way the global reads are coalesced. A thread issues STAGE_BATCH reads before
     // it stores any: one read at a time left the staging bound by memory latency (a block of few threads staging
@@ -342,21 +369,33 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
       }
     }
     __syncthreads();
+    // Per entry: one 8-byte load (the same for the whole slice), the address, the thread's pixels (PIXEL_VECTOR at a
+    // time) and an FMA each.
 #pragma unroll
     for (int j = 0; j < CHANNELS_PER_THREAD; ++j) {
       const int k = (int)blockIdx.y * K_GROUP + j * SPLIT + slice;
-      if (k >= K) break;
-      const int* row_starts = starts + (long long)k * (STAGE_CHUNKS + 1);
-      const int begin = row_starts[chunk], end = row_starts[chunk + 1];
-      const int* codes = g_pattern_codes + K + (long long)k * ws_code::SLOTS;
-      const float* values = g_values + (long long)k * ws_code::SLOTS;
+      const float2* __restrict__ entries =
+          reinterpret_cast<const float2*>(g_values) + (long long)(k < K ? k : 0) * ws_code::SLOTS;
+      const int end = s_end[j * SPLIT + slice];  // 0 past K
 #pragma unroll 4
-      for (int e = begin; e < end; ++e) {
-        const float* staged = s_x + (codes[e] >> TAP_BITS);
-        const float wv = values[e];
+      for (int e = cursor[j]; e < end; ++e) {
+        const float2 entry = __ldg(entries + e);
+        const float* staged = (PIXEL_VECTOR > 1 ? s_pixels : s_x) + __float_as_int(entry.x);
+        const float wv = entry.y;
+        if constexpr (PIXEL_VECTOR > 1) {
 #pragma unroll
-        for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[j][i] = fmaf(wv, staged[base[i]], acc[j][i]);
+          for (int i = 0; i < PIXELS_PER_THREAD; i += PIXEL_VECTOR) {
+            float a[PIXEL_VECTOR];
+            convgen::load_floats<PIXEL_VECTOR>(a, staged + i);
+#pragma unroll
+            for (int u = 0; u < PIXEL_VECTOR; ++u) acc[j][i + u] = fmaf(wv, a[u], acc[j][i + u]);
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[j][i] = fmaf(wv, staged[base[i]], acc[j][i]);
+        }
       }
+      cursor[j] = end;
     }
   }
   convgen::allow_next_grid_after_main_loop();
@@ -369,7 +408,7 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
       if (!valid[i]) continue;
       const int t = i * BLOCK_PIXELS + lane;
       const long long pixel =
-          PATCH ? ((long long)n * P + p0 + t / TILE_W) * Q + q0 + t % TILE_W : first + t;
+          PATCH ? ((long long)n * P + p0 + t / TILE_W) * Q + q0 + t % TILE_W : first + base[i];
       const int pn = (int)(pixel / (P * Q));
       const int pq = (int)(pixel % (P * Q));
       const long long o = CHANNELS_LAST ? pixel * K + k : ((long long)pn * K + k) * (P * Q) + pq;

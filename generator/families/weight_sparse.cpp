@@ -40,8 +40,9 @@ constexpr std::int64_t kBakedFirstNonzeros = 512;
 constexpr int kRowChunk = 1024;
 // A table code holds an activation offset within one image in 26 bits (the low 5 are the tap).
 constexpr std::int64_t kTableOffsetLimit = std::int64_t{1} << 26;
-// The staged table (tb2) stages this many floats of activations at once (16 KiB of shared memory a block).
-constexpr int kStageFloats = 4096;
+// The staged table (tb2) stages this many floats of activations at once (32 KiB of shared memory a block): fewer
+// chunks, each with a barrier pair and a row end a channel.
+constexpr int kStageFloats = 8192;
 // The share of zero weights from which the family comes first in default_choice. On the H100, ResNet-50 at batch 1
 // with default configurations (bench/results/h100/weight_sparse/2026-11-24-staged/curve) gave a geometric mean of
 // 0.84x cuDNN's best dense FP32 route at 50% zeros (down to 0.38x on a layer) and 1.30x at 70%.
@@ -60,7 +61,7 @@ struct StageGeometry {
   bool patch = false;
   int tile_h = 1, tile_w = 1;
   int per_channel = 1;  // staged floats of one channel
-  int row = 1;          // per_channel, made odd
+  int row = 1;          // per_channel, made odd (or padded for vector reads: templates/weight_sparse.cu's STAGE_ROW)
   int channels = 1;     // ws_code::STAGE_CHANNELS
   int chunks = 1;       // STAGE_CHUNKS
   std::int64_t blocks = 1;  // the grid's x
@@ -84,7 +85,9 @@ StageGeometry stage_geometry(const Problem& p, const WeightSparseParams& s) {
     g.per_channel = tile;
     g.blocks = ceil_div(std::int64_t{p.n} * out.h * out.w, tile);
   }
-  g.row = g.per_channel | 1;
+  // 1x1 with 2 or 4 pixels a thread reads them as one vector: the row a multiple of 4 floats (+ 4 channels-last).
+  const bool vector = !g.patch && s.pixels_per_thread % 2 == 0;
+  g.row = vector ? g.per_channel + (channels_last(p.layout) ? 4 : 0) : g.per_channel | 1;
   g.channels = std::clamp(kStageFloats / g.row, 1, c_per_group(p));
   g.chunks = static_cast<int>(ceil_div(c_per_group(p), g.channels));
   return g;
@@ -267,7 +270,11 @@ class WeightSparse final : public Family {
       return "weight_sparse indexes activations with int offsets: tensors must have fewer than 2^31 elements";
     if (s.block_pixels * s.split > gpu.max_threads_per_block)
       return fmt::format("{} threads exceed the gpu's {}", s.block_pixels * s.split, gpu.max_threads_per_block);
-    if (s.k_group > 64 || s.k_group < 1) return fmt::format("k_group must be 1 to 64, got {}", s.k_group);
+    if (const int most = s.table == kStaged ? 128 : 64; s.k_group > most || s.k_group < 1)
+      return fmt::format("k_group must be 1 to {}{}, got {}", most, s.table == kStaged ? "" : " (128 with tb 2)",
+                         s.k_group);
+    if (const int most = s.table == kStaged ? 16 : 8; s.split > most || s.split < 1)
+      return fmt::format("split must be 1 to {}{}, got {}", most, s.table == kStaged ? "" : " (16 with tb 2)", s.split);
     if (ceil_div(p.k, s.k_group) > 65535) return "grid y limit exceeded";
     if (s.table) {
       if (s.immediates) return "the table variants read their values from the packed array (iv must be 0 with tb 1 or 2)";
@@ -337,11 +344,14 @@ class WeightSparse final : public Family {
           }
     // The staged table: many channels a block, so that each staged activation serves several, shared among sk
     // slices of threads (each a shorter chain of dependent loads).
+    // At high sparsity a staged activation serves kg x (1 - zeros) FMAs: 128 channels a block (in 8 or 16 slices)
+    // make the staging worth it at 90% zeros; 8 pixels a thread (two float4 reads of 1x1 tiles) in one-warp slices.
     for (int bp : {32, 64, 128})
-      for (int kg : {8, 16, 32, 64})
-        for (int pt : {1, 2, 4})  // more pixels a thread: each entry's code, value and address math serve more FMAs
-          for (int sk : {1, 2, 4, 8}) {
+      for (int kg : {8, 16, 32, 64, 128})
+        for (int pt : {1, 2, 4, 8})  // more pixels a thread: each entry's load and address serve more FMAs
+          for (int sk : {1, 2, 4, 8, 16}) {
             if (kg > 8 && kg > 2 * p.k) continue;
+            if ((pt == 8 && bp > 32) || (kg == 128 && sk < 8) || (sk == 16 && kg < 64)) continue;
             if (bp * pt > 32 && bp * pt > 2 * pixels) continue;
             if (kg / sk * pt > 64 || kg % sk != 0) continue;  // accumulators per thread
             if (bp * sk > 512) continue;
@@ -388,7 +398,10 @@ class WeightSparse final : public Family {
     const std::int64_t slots = s.table ? std::int64_t{p.k} * slots_per_channel(p) : 0;
     const std::int64_t nnz = s.table ? slots : s.immediates ? 0 : nonzero_count(p);
     LaunchPlan plan;
-    plan.buffers.push_back({.name = "packed_values", .bytes = std::max<std::int64_t>(4, nnz * 4), .persistent = true});
+    // The staged table's values are (code, value) pairs.
+    plan.buffers.push_back({.name = "packed_values",
+                            .bytes = std::max<std::int64_t>(4, nnz * (s.table == kStaged ? 8 : 4)),
+                            .persistent = true});
     // The staged table's rows also say where each chunk of input channels starts: STAGE_CHUNKS + 1 per row.
     const std::int64_t chunk_starts = s.table == kStaged ? std::int64_t{p.k} * (stage_geometry(p, s).chunks + 1) : 0;
     plan.buffers.push_back(
@@ -426,8 +439,9 @@ class WeightSparse final : public Family {
     const double nnz = static_cast<double>(nonzero_count(p));
     if (s.table == kStaged) {
       // Per chunk of staged channels: the tile's (or patch's) loads, global and a shared store each (the block's
-      // bp * sk threads together), a barrier pair, then per entry of the busiest group two uniform global loads (code
-      // and value), pt shared loads and pt FMAs, the group's entries shared among the sk slices.
+      // bp * sk threads together), the rows' ends, a barrier pair, then per entry of the busiest group one uniform
+      // 8-byte global load (code and value), pt shared loads (pt / 4 or pt / 2 vectors for 1x1 tiles) and pt FMAs,
+      // the group's entries shared among the sk slices.
       const StageGeometry g = stage_geometry(p, s);
       const double pt = s.pixels_per_thread, sk = s.split;
       const double entries = static_cast<double>(busiest_table_group(p, s.k_group));
@@ -436,17 +450,19 @@ class WeightSparse final : public Family {
       const double staged =
           chunks * g.channels * std::ceil(static_cast<double>(g.per_channel) / (s.block_pixels * s.split));
       const double tile_pixels = g.patch ? g.tile_h * g.tile_w : s.block_pixels * pt;
+      const double vector = g.patch ? 1 : s.pixels_per_thread % 4 == 0 ? 4 : s.pixels_per_thread % 2 == 0 ? 2 : 1;
       return {
           .blocks = g.blocks * ceil_div(p.k, s.k_group),
           .threads_per_block = s.block_pixels * s.split,
-          .smem_bytes_per_block = (g.channels * g.row + (g.patch ? 1 : s.block_pixels * s.pixels_per_thread)) * 4,
+          .smem_bytes_per_block =
+              (g.channels * g.row + (g.patch ? 1 : s.block_pixels * s.pixels_per_thread) + s.k_group) * 4,
           .flops = 2.0 * nnz * static_cast<double>(pixels),
           .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 8,
           .flops_per_block = 2.0 * entries * tile_pixels,
           .fma_instructions = warps * entries * pt,
-          .shared_load_instructions = warps * entries * pt + all_warps * (staged + pt),
-          .global_load_instructions = all_warps * staged + warps * (2 * entries + 2 * chunks * s.k_group),
-          .address_instructions = warps * (entries * 3 + s.k_group * 8 * pt) + all_warps * (staged * 4 + 30),
+          .shared_load_instructions = warps * (entries * pt / vector + chunks * s.k_group) + all_warps * (staged + pt),
+          .global_load_instructions = all_warps * staged + warps * entries + chunks * std::ceil(s.k_group / 32.0),
+          .address_instructions = warps * (entries * 2 + s.k_group * 8 * pt) + all_warps * (staged * 4 + 30),
           .main_loop_steps = static_cast<int>(chunks),
           .pipelined = false,
           .warp_issue_rate = kWarpIssueRate};

@@ -55,6 +55,8 @@ __device__ float4 __ldg(const float4* address);
 __device__ float atomicAdd(float* address, float value);
 __device__ int atomicAdd(int* address, int value);
 __device__ unsigned atomicAdd(unsigned* address, unsigned value);
+__device__ float __int_as_float(int bits);
+__device__ int __float_as_int(float value);
 __device__ float fmaxf(float a, float b);
 __device__ float fminf(float a, float b);
 // Warp-level primitives (sm_70 and later).

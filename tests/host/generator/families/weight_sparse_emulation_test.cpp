@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <iostream>
 #include <limits>
@@ -27,6 +28,17 @@
 #include "templates/interface.cuh"
 
 #define __shared__ static  // a block's threads run at once and meet at a barrier (support/host_cuda.hpp)
+#define __align__(n) __attribute__((aligned(n)))
+struct float2 {
+  float x, y;
+};
+struct float4 {
+  float x, y, z, w;
+};
+inline float2 __ldg(const float2* address) { return *address; }
+inline float __int_as_float(int bits) { return std::bit_cast<float>(bits); }
+inline int __float_as_int(float value) { return std::bit_cast<int>(value); }
+#include "templates/common.cuh"
 
 namespace weight_sparse_emulation {
 using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): the template's CUDA words
@@ -235,6 +247,28 @@ WEIGHT_SPARSE_VARIANT_CASE(padding_beyond_input_patch_staged,
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(padding_beyond_input_patch_staged)
 
+// The staged 1x1 table reading four pixels a thread as one float4, NHWC (its staged rows padded by 4), batch 2:
+// 10 channels 3 at a time, 13 output channels in groups of 8 shared by 2 slices, a tile past the last pixel.
+WEIGHT_SPARSE_VARIANT_CASE(
+    nhwc_1x1_staged_vector4,
+    (Shape{.n = 2, .c = 10, .k = 13, .input = {1, 5, 9}, .filter = {1, 1, 1}, .layout = Layout::nhwc}), 32, 8, 4, 2, 2,
+    3, 1, 1)
+#define CONVGEN_ENTRY kernel_nhwc_1x1_staged_vector4
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nhwc_1x1_staged_vector4)
+
+// The widest staged block: 128 output channels in 16 one-warp slices, eight pixels a thread (two float4s), 130
+// channels (a second group of 2), stride 2, 7 input channels 4 at a time.
+WEIGHT_SPARSE_VARIANT_CASE(
+    nchw_1x1_staged_wide,
+    (Shape{.n = 1, .c = 7, .k = 130, .input = {1, 11, 13}, .filter = {1, 1, 1}, .stride = {1, 2, 2}}), 32, 128, 8, 16,
+    2, 4, 1, 1)
+#define CONVGEN_ENTRY kernel_nchw_1x1_staged_wide
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nchw_1x1_staged_wide)
+
 namespace convgen {
 namespace {
 
@@ -290,7 +324,9 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
   // The plan sizes the buffers for the fullest channel; the case's SLOTS may be larger (any filter of the shape).
   const int chunk_starts = c.spec.table == 2 ? p.k * (stage_chunks(c) + 1) : 0;
   table.codes.assign(static_cast<std::size_t>(p.k + p.k * c.slots + chunk_starts), -7);
-  table.values.assign(static_cast<std::size_t>(p.k * c.slots), std::numeric_limits<float>::quiet_NaN());
+  // The staged table's values are (code bits, value) pairs.
+  table.values.assign(static_cast<std::size_t>(p.k * c.slots * (c.spec.table == 2 ? 2 : 1)),
+                      std::numeric_limits<float>::quiet_NaN());
   std::vector<float> output(static_cast<std::size_t>(output_elements(p)), std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(plan.setup.size(), 1u);
   EXPECT_EQ(plan.run.size(), 1u);
@@ -309,7 +345,8 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
 
 // Decodes the table against the filter: channel k's entries are its nonzeros in filter order, each code the
 // activation offset of its (c, r, s) (shifted 5) and its tap, each value the filter's. The staged table's codes
-// are the channel c (shifted 5; one tap), and its chunk starts are the first entry of each chunk's channels.
+// are the activation's place in its staged chunk (no tap), its values (code, value) pairs, and its chunk starts the
+// first entry of each chunk's channels.
 void expect_table_matches_filter(const EmulationCase& c, std::span<const float> filter, const Table& table) {
   const Problem& p = c.problem;
   const int taps = p.filter.h * p.filter.w;
@@ -334,7 +371,8 @@ void expect_table_matches_filter(const EmulationCase& c, std::span<const float> 
         const std::int64_t spatial = std::int64_t{r} * p.dilation.h * p.input.w + std::int64_t{s} * p.dilation.w;
         offset = channels_last(p.layout) ? spatial * p.c + c_in : std::int64_t{c_in} * p.input.h * p.input.w + spatial;
       }
-      expected.push_back({staged ? c_in / c.stage_channels : 0, static_cast<int>(offset * 32 + t), v});
+      expected.push_back(
+          {staged ? c_in / c.stage_channels : 0, static_cast<int>(staged ? offset : offset * 32 + t), v});
     }
     // The staged table's row goes chunk by chunk, in filter order within one.
     std::stable_sort(expected.begin(), expected.end(), [](const Entry& a, const Entry& b) { return a.chunk < b.chunk; });
@@ -343,7 +381,12 @@ void expect_table_matches_filter(const EmulationCase& c, std::span<const float> 
       const std::size_t slot = static_cast<std::size_t>(k) * static_cast<std::size_t>(c.slots) + i;
       EXPECT_EQ(table.codes[static_cast<std::size_t>(p.k) + slot], expected[i].code)
           << "channel " << k << " entry " << i;
-      EXPECT_EQ(table.values[slot], expected[i].value) << "channel " << k << " entry " << i;
+      if (staged) {  // the pair the main loop reads: the code's bits, then the value
+        EXPECT_EQ(std::bit_cast<int>(table.values[2 * slot]), expected[i].code) << "channel " << k << " entry " << i;
+        EXPECT_EQ(table.values[2 * slot + 1], expected[i].value) << "channel " << k << " entry " << i;
+      } else {
+        EXPECT_EQ(table.values[slot], expected[i].value) << "channel " << k << " entry " << i;
+      }
     }
     if (!staged) continue;
     const int chunks = stage_chunks(c);
@@ -398,16 +441,16 @@ TEST_P(WeightSparseTableEmulation, PacksTheFilterAndMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     EdgeCases, WeightSparseTableEmulation,
-    testing::Values(WEIGHT_SPARSE_EMULATION_CASE(nchw_3x3_s1), WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_s2),
-                    WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_s2), WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_s1),
-                    WEIGHT_SPARSE_EMULATION_CASE(dilated_padding_beyond_input),
-                    WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc), WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged),
-                    WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_s2_padded_staged),
-                    WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc_staged),
-                    WEIGHT_SPARSE_EMULATION_CASE(nchw_3x3_patch_staged),
-                    WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_s2_dilated_patch_staged),
-                    WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc_patch_staged),
-                    WEIGHT_SPARSE_EMULATION_CASE(padding_beyond_input_patch_staged)),
+    testing::Values(
+        WEIGHT_SPARSE_EMULATION_CASE(nchw_3x3_s1), WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_s2),
+        WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_s2), WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_s1),
+        WEIGHT_SPARSE_EMULATION_CASE(dilated_padding_beyond_input), WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc),
+        WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged), WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_s2_padded_staged),
+        WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc_staged), WEIGHT_SPARSE_EMULATION_CASE(nchw_3x3_patch_staged),
+        WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_s2_dilated_patch_staged),
+        WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc_patch_staged),
+        WEIGHT_SPARSE_EMULATION_CASE(padding_beyond_input_patch_staged),
+        WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_staged_vector4), WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged_wide)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

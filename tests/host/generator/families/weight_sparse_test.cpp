@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "convgen/weights.hpp"
@@ -178,16 +179,38 @@ TEST(WeightSparseFamily, StagedTableStagesChunksOfChannelsThatFitItsSharedMemory
   staged.table = 2;
   EXPECT_EQ(weight_sparse().check_support(p, h100(), to_spec(staged)), std::nullopt);
   EXPECT_EQ(kernel_name(to_spec(staged)), "weight_sparse_p64_kg16_iv0_tb2_pt2_sk1");
-  // A tile of 128 pixels stages 4096 / 129 = 31 channels at a time: 3 chunks of 64, and K rows of 4 chunk starts.
+  // A tile of 128 pixels, two a thread read as one float2 (rows of 128 floats), stages 8192 / 128 = 64 channels at
+  // a time: one chunk, and K rows of 2 chunk starts.
   const std::string text = weight_sparse().render(p, to_spec(staged)).text;
-  EXPECT_NE(text.find("constexpr int STAGE_CHANNELS = 31;"), std::string::npos);
+  EXPECT_NE(text.find("constexpr int STAGE_CHANNELS = 64;"), std::string::npos);
+  // One pixel a thread: rows of 129 (odd: no bank conflicts staging channels-last), 8192 / 129 = 63 channels a chunk.
+  WeightSparseParams scalar = table_params(128, 16, 1);
+  scalar.table = 2;
+  EXPECT_NE(weight_sparse().render(p, to_spec(scalar)).text.find("constexpr int STAGE_CHANNELS = 63;"),
+            std::string::npos);
+  // Channels-last with vector reads: rows of 128 + 4 (the stores down a pixel's channels), 8192 / 132 = 62.
+  Problem nhwc = p;
+  nhwc.layout = Layout::nhwc;
+  EXPECT_NE(weight_sparse().render(nhwc, to_spec(staged)).text.find("constexpr int STAGE_CHANNELS = 62;"),
+            std::string::npos);
   const int slots = 6;  // 10% of 64 weights a channel kept: 6
   EXPECT_NE(text.find(fmt::format("constexpr int SLOTS = {};", slots)), std::string::npos) << text.substr(0, 400);
   const LaunchPlan plan = weight_sparse().plan(p, to_spec(staged));
   ASSERT_NE(plan.find("pattern_codes"), nullptr);
-  EXPECT_EQ(plan.find("pattern_codes")->bytes, 4 * (40 + 40 * slots + 40 * 4));
+  EXPECT_EQ(plan.find("pattern_codes")->bytes, 4 * (40 + 40 * slots + 40 * 2));
+  EXPECT_EQ(plan.find("packed_values")->bytes, 8 * 40 * slots);              // (code, value) pairs
   EXPECT_EQ(plan.run[0].geometry.grid, (std::array<unsigned, 3>{4, 3, 1}));  // 400 pixels by 128, 40 channels by 16
   EXPECT_EQ(plan.run[0].geometry.block, (std::array<unsigned, 3>{64, 1, 1}));
+  // The staged table takes up to 128 channels a block in up to 16 slices; the rolled table 64 and 8.
+  WeightSparseParams wide = table_params(32, 128, 4, 16);
+  wide.table = 2;
+  EXPECT_EQ(weight_sparse().check_support(p, h100(), to_spec(wide)), std::nullopt);
+  wide.table = 1;
+  EXPECT_THAT(weight_sparse().check_support(p, h100(), to_spec(wide)).value_or(""),
+              testing::HasSubstr("k_group must be 1 to 64 (128 with tb 2), got 128"));
+  wide.k_group = 64;
+  EXPECT_THAT(weight_sparse().check_support(p, h100(), to_spec(wide)).value_or(""),
+              testing::HasSubstr("split must be 1 to 8 (16 with tb 2), got 16"));
   // Fewer channels than a chunk holds: one chunk of all of them.
   WeightSparseParams narrow = table_params(32, 8, 1);
   narrow.table = 2;
