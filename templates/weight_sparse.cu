@@ -177,11 +177,12 @@ extern "C" __global__ void __launch_bounds__(256)
       if (STAGED && c / ws_code::STAGE_CHANNELS != chunk) continue;
       if constexpr (STAGED) {
         // The staged table's entry: its activation's place in the staged chunk (no tap: the staged patch holds
-        // only what exists) beside its value, one 8-byte load in the main loop.
+        // only what exists) beside its value, one 8-byte load in the main loop, the place in bytes there (the
+        // shared address one add away).
         const int place = staged_offset(c, tap / S, tap % S);
         codes[count] = place;
         reinterpret_cast<float2*>(g_packed_values)[(long long)k * ws_code::SLOTS + count] =
-            float2{__int_as_float(place), v};
+            float2{__int_as_float(place * (int)sizeof(float)), v};
       } else {
         codes[count] = (activation_offset(c, tap / S, tap % S) << TAP_BITS) | tap;
         values[count] = v;
@@ -279,6 +280,7 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
   // of the block's K_GROUP (more threads, each with a shorter chain of dependent loads, than one slice for all).
   constexpr int THREADS = BLOCK_PIXELS * SPLIT;
   constexpr int CHANNELS_PER_THREAD = STAGED ? K_GROUP / SPLIT : 1;  // (instantiated for the other variants too)
+  constexpr bool FIXED_STAGING_PIXEL = !PATCH && !CHANNELS_LAST && THREADS % TILE == 0;
   const int tid = (int)threadIdx.x;
   const int lane = tid % BLOCK_PIXELS, slice = tid / BLOCK_PIXELS;
   // The block's tile: 1x1, TILE consecutive pixels from `first`; else image n's output rows p0.. and columns q0..,
@@ -341,31 +343,56 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
     // channels of one position. Either way the global reads are coalesced. A thread issues STAGE_BATCH reads before
     // it stores any: one read at a time left the staging bound by memory latency (a block of few threads staging
     // thousands of floats per chunk).
-    for (int batch = 0; batch < STAGED_TOTAL; batch += THREADS * STAGE_BATCH) {
-      float v[STAGE_BATCH];
+    if constexpr (FIXED_STAGING_PIXEL) {
+      // Channels-first 1x1 with the block's threads a whole number of tiles: a thread's pixel is the same for every
+      // float it stages (tid % TILE, channels tid / TILE apart by THREADS / TILE), so that each is a load at a
+      // constant stride and a store (the general loop spent about 20 instructions a float on its indices).
+      constexpr int CHANNEL_STEP = THREADS / TILE;
+      const int pos = tid % TILE, first_channel = tid / TILE;
+      const int image = s_image[pos];
+      const float* __restrict__ src = x + (image >= 0 ? image : 0) + (long long)(c0 + first_channel) * HW;
+      float* dst = s_x + first_channel * STAGE_ROW + pos;
+#pragma unroll 1
+      for (int cc = first_channel; cc < SC; cc += CHANNEL_STEP * STAGE_BATCH) {
+        float v[STAGE_BATCH];
 #pragma unroll
-      for (int u = 0; u < STAGE_BATCH; ++u) {
-        const int idx = batch + u * THREADS + tid;
-        const int pos = CHANNELS_LAST ? idx / SC : idx % STAGED_PER_CHANNEL;
-        const int c = c0 + (CHANNELS_LAST ? idx % SC : idx / STAGED_PER_CHANNEL);
-        v[u] = 0.0f;
-        if (idx >= STAGED_TOTAL || c >= C) continue;
-        if constexpr (PATCH) {
-          const int h = h0 + pos / PATCH_W, w = w0 + pos % PATCH_W;
-          if (h >= 0 && h < H && w >= 0 && w < W)
-            v[u] = __ldg(x + (CHANNELS_LAST ? ((n * H + h) * W + w) * C + c : (n * C + c) * HW + h * W + w));
-        } else {
-          const int image = s_image[pos];
-          if (image >= 0) v[u] = __ldg(x + image + (CHANNELS_LAST ? c : c * HW));
+        for (int u = 0; u < STAGE_BATCH; ++u) {
+          const int ch = cc + u * CHANNEL_STEP;
+          v[u] = image >= 0 && ch < SC && c0 + ch < C ? __ldg(src + (long long)u * CHANNEL_STEP * HW) : 0.0f;
         }
-      }
 #pragma unroll
-      for (int u = 0; u < STAGE_BATCH; ++u) {
-        const int idx = batch + u * THREADS + tid;
-        if (idx >= STAGED_TOTAL) break;
-        const int pos = CHANNELS_LAST ? idx / SC : idx % STAGED_PER_CHANNEL;
-        const int cc = CHANNELS_LAST ? idx % SC : idx / STAGED_PER_CHANNEL;
-        s_x[cc * STAGE_ROW + pos] = v[u];
+        for (int u = 0; u < STAGE_BATCH; ++u)
+          if (cc + u * CHANNEL_STEP < SC) dst[u * CHANNEL_STEP * STAGE_ROW] = v[u];
+        src += (long long)CHANNEL_STEP * STAGE_BATCH * HW;
+        dst += CHANNEL_STEP * STAGE_BATCH * STAGE_ROW;
+      }
+    } else {
+      for (int batch = 0; batch < STAGED_TOTAL; batch += THREADS * STAGE_BATCH) {
+        float v[STAGE_BATCH];
+#pragma unroll
+        for (int u = 0; u < STAGE_BATCH; ++u) {
+          const int idx = batch + u * THREADS + tid;
+          const int pos = CHANNELS_LAST ? idx / SC : idx % STAGED_PER_CHANNEL;
+          const int c = c0 + (CHANNELS_LAST ? idx % SC : idx / STAGED_PER_CHANNEL);
+          v[u] = 0.0f;
+          if (idx >= STAGED_TOTAL || c >= C) continue;
+          if constexpr (PATCH) {
+            const int h = h0 + pos / PATCH_W, w = w0 + pos % PATCH_W;
+            if (h >= 0 && h < H && w >= 0 && w < W)
+              v[u] = __ldg(x + (CHANNELS_LAST ? ((n * H + h) * W + w) * C + c : (n * C + c) * HW + h * W + w));
+          } else {
+            const int image = s_image[pos];
+            if (image >= 0) v[u] = __ldg(x + image + (CHANNELS_LAST ? c : c * HW));
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < STAGE_BATCH; ++u) {
+          const int idx = batch + u * THREADS + tid;
+          if (idx >= STAGED_TOTAL) break;
+          const int pos = CHANNELS_LAST ? idx / SC : idx % STAGED_PER_CHANNEL;
+          const int cc = CHANNELS_LAST ? idx % SC : idx / STAGED_PER_CHANNEL;
+          s_x[cc * STAGE_ROW + pos] = v[u];
+        }
       }
     }
     __syncthreads();
@@ -374,14 +401,18 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
 #pragma unroll
     for (int j = 0; j < CHANNELS_PER_THREAD; ++j) {
       const int k = (int)blockIdx.y * K_GROUP + j * SPLIT + slice;
-      const float2* __restrict__ entries =
-          reinterpret_cast<const float2*>(g_values) + (long long)(k < K ? k : 0) * ws_code::SLOTS;
       const int end = s_end[j * SPLIT + slice];  // 0 past K
+      // Walked by pointer: an index into the row made NVVM redo its 64-bit address (a multiply and 4 more integer
+      // instructions) for every entry.
+      const float2* __restrict__ entry =
+          reinterpret_cast<const float2*>(g_values) + (long long)(k < K ? k : 0) * ws_code::SLOTS + cursor[j];
+      const float2* const row_end = entry + (end - cursor[j]);
 #pragma unroll 4
-      for (int e = cursor[j]; e < end; ++e) {
-        const float2 entry = __ldg(entries + e);
-        const float* staged = (PIXEL_VECTOR > 1 ? s_pixels : s_x) + __float_as_int(entry.x);
-        const float wv = entry.y;
+      for (; entry < row_end; ++entry) {
+        const float2 pair = __ldg(entry);
+        const float* staged = reinterpret_cast<const float*>(
+            reinterpret_cast<const char*>(PIXEL_VECTOR > 1 ? s_pixels : s_x) + __float_as_int(pair.x));
+        const float wv = pair.y;
         if constexpr (PIXEL_VECTOR > 1) {
 #pragma unroll
           for (int i = 0; i < PIXELS_PER_THREAD; i += PIXEL_VECTOR) {

@@ -269,6 +269,18 @@ WEIGHT_SPARSE_VARIANT_CASE(
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(nchw_1x1_staged_wide)
 
+// The staged 1x1 table channels-first with more pixels a block than threads (pixels staged by the general loop),
+// float4 reads, stride 2 and padding 1 (outside pixels stage zeros), 9 channels 4 at a time.
+WEIGHT_SPARSE_VARIANT_CASE(
+    nchw_1x1_staged_vector4_padded,
+    (Shape{
+        .n = 1, .c = 9, .k = 6, .input = {1, 10, 9}, .filter = {1, 1, 1}, .stride = {1, 2, 2}, .padding = {0, 1, 1}}),
+    32, 8, 4, 2, 2, 4, 1, 1)
+#define CONVGEN_ENTRY kernel_nchw_1x1_staged_vector4_padded
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nchw_1x1_staged_vector4_padded)
+
 namespace convgen {
 namespace {
 
@@ -382,7 +394,8 @@ void expect_table_matches_filter(const EmulationCase& c, std::span<const float> 
       EXPECT_EQ(table.codes[static_cast<std::size_t>(p.k) + slot], expected[i].code)
           << "channel " << k << " entry " << i;
       if (staged) {  // the pair the main loop reads: the code's bits, then the value
-        EXPECT_EQ(std::bit_cast<int>(table.values[2 * slot]), expected[i].code) << "channel " << k << " entry " << i;
+        EXPECT_EQ(std::bit_cast<int>(table.values[2 * slot]), 4 * expected[i].code)  // in bytes
+            << "channel " << k << " entry " << i;
         EXPECT_EQ(table.values[2 * slot + 1], expected[i].value) << "channel " << k << " entry " << i;
       } else {
         EXPECT_EQ(table.values[slot], expected[i].value) << "channel " << k << " entry " << i;
@@ -450,7 +463,8 @@ INSTANTIATE_TEST_SUITE_P(
         WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_s2_dilated_patch_staged),
         WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc_patch_staged),
         WEIGHT_SPARSE_EMULATION_CASE(padding_beyond_input_patch_staged),
-        WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_staged_vector4), WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged_wide)),
+        WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_staged_vector4), WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged_wide),
+        WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged_vector4_padded)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace
