@@ -402,14 +402,12 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
     for (int j = 0; j < CHANNELS_PER_THREAD; ++j) {
       const int k = (int)blockIdx.y * K_GROUP + j * SPLIT + slice;
       const int end = s_end[j * SPLIT + slice];  // 0 past K
-      // Walked by pointer: an index into the row made NVVM redo its 64-bit address (a multiply and 4 more integer
-      // instructions) for every entry.
+      // Walked by pointer, four entries a step (their loads first) and the rest one by one: an index into the row
+      // made NVVM redo its 64-bit address (a multiply and 4 more integer instructions) for every entry, and it
+      // unrolled no pointer loop of an unknown count.
       const float2* __restrict__ entry =
           reinterpret_cast<const float2*>(g_values) + (long long)(k < K ? k : 0) * ws_code::SLOTS + cursor[j];
-      const float2* const row_end = entry + (end - cursor[j]);
-#pragma unroll 4
-      for (; entry < row_end; ++entry) {
-        const float2 pair = __ldg(entry);
+      const auto apply = [&](const float2 pair) {
         const float* staged = reinterpret_cast<const float*>(
             reinterpret_cast<const char*>(PIXEL_VECTOR > 1 ? s_pixels : s_x) + __float_as_int(pair.x));
         const float wv = pair.y;
@@ -425,11 +423,32 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
 #pragma unroll
           for (int i = 0; i < PIXELS_PER_THREAD; ++i) acc[j][i] = fmaf(wv, staged[base[i]], acc[j][i]);
         }
+      };
+      int left = end - cursor[j];
+#pragma unroll 1
+      for (; left >= 4; left -= 4, entry += 4) {
+        float2 pairs[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) pairs[u] = __ldg(entry + u);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) apply(pairs[u]);
       }
+#pragma unroll 1
+      for (; left > 0; --left, ++entry) apply(__ldg(entry));
       cursor[j] = end;
     }
   }
   convgen::allow_next_grid_after_main_loop();
+  // Each pixel's output offset at channel 0, once for all the thread's channels, in int (the family keeps the
+  // output under 2^31 elements): a 64-bit division by P * Q a store was an eighth of the kernel's instructions.
+  constexpr int CHANNEL_STRIDE = CHANNELS_LAST ? 1 : P * Q;
+  int out_base[PIXELS_PER_THREAD];
+#pragma unroll
+  for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
+    const int t = i * BLOCK_PIXELS + lane;
+    const int pixel = PATCH ? (n * P + p0 + t / TILE_W) * Q + q0 + t % TILE_W : (int)first + base[i];
+    out_base[i] = CHANNELS_LAST ? pixel * K : pixel / (P * Q) * K * (P * Q) + pixel % (P * Q);
+  }
 #pragma unroll
   for (int j = 0; j < CHANNELS_PER_THREAD; ++j) {
     const int k = (int)blockIdx.y * K_GROUP + j * SPLIT + slice;
@@ -437,12 +456,7 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
 #pragma unroll
     for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
       if (!valid[i]) continue;
-      const int t = i * BLOCK_PIXELS + lane;
-      const long long pixel =
-          PATCH ? ((long long)n * P + p0 + t / TILE_W) * Q + q0 + t % TILE_W : first + base[i];
-      const int pn = (int)(pixel / (P * Q));
-      const int pq = (int)(pixel % (P * Q));
-      const long long o = CHANNELS_LAST ? pixel * K + k : ((long long)pn * K + k) * (P * Q) + pq;
+      const int o = out_base[i] + k * CHANNEL_STRIDE;
       y[o] = convgen::apply_epilogue_fp32<cfg::Epilogue>(acc[j][i], g_bias, g_residual, k, o);
     }
   }
