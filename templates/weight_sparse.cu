@@ -280,7 +280,10 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
   // of the block's K_GROUP (more threads, each with a shorter chain of dependent loads, than one slice for all).
   constexpr int THREADS = BLOCK_PIXELS * SPLIT;
   constexpr int CHANNELS_PER_THREAD = STAGED ? K_GROUP / SPLIT : 1;  // (instantiated for the other variants too)
-  constexpr bool FIXED_STAGING_PIXEL = !PATCH && !CHANNELS_LAST && THREADS % TILE == 0;
+  // Channels-first with at least a staged channel's floats of threads: each thread stages one position (of the tile,
+  // or of the patch) of channels CHANNEL_STEP apart, a load at a constant stride and a store each (the general loop
+  // below spends about 20 instructions a float on its indices); the threads past CHANNEL_STEP whole channels wait.
+  constexpr bool FIXED_STAGING_PIXEL = !CHANNELS_LAST && THREADS >= STAGED_PER_CHANNEL;
   const int tid = (int)threadIdx.x;
   const int lane = tid % BLOCK_PIXELS, slice = tid / BLOCK_PIXELS;
   // The block's tile: 1x1, TILE consecutive pixels from `first`; else image n's output rows p0.. and columns q0..,
@@ -344,16 +347,20 @@ __device__ __forceinline__ void staged_conv(const float* __restrict__ x, const i
     // it stores any: one read at a time left the staging bound by memory latency (a block of few threads staging
     // thousands of floats per chunk).
     if constexpr (FIXED_STAGING_PIXEL) {
-      // Channels-first 1x1 with the block's threads a whole number of tiles: a thread's pixel is the same for every
-      // float it stages (tid % TILE, channels tid / TILE apart by THREADS / TILE), so that each is a load at a
-      // constant stride and a store (the general loop spent about 20 instructions a float on its indices).
-      constexpr int CHANNEL_STEP = THREADS / TILE;
-      const int pos = tid % TILE, first_channel = tid / TILE;
-      const int image = s_image[pos];
+      constexpr int CHANNEL_STEP = THREADS / STAGED_PER_CHANNEL;
+      const int pos = tid % STAGED_PER_CHANNEL, first_channel = tid / STAGED_PER_CHANNEL;
+      // The position's channel-0 offset in the activation, or -1 where it is padding (or past the last pixel).
+      int image = -1;
+      if constexpr (PATCH) {
+        const int h = h0 + pos / PATCH_W, w = w0 + pos % PATCH_W;
+        if (h >= 0 && h < H && w >= 0 && w < W) image = n * C * HW + h * W + w;
+      } else {
+        image = s_image[pos];
+      }
       const float* __restrict__ src = x + (image >= 0 ? image : 0) + (long long)(c0 + first_channel) * HW;
       float* dst = s_x + first_channel * STAGE_ROW + pos;
 #pragma unroll 1
-      for (int cc = first_channel; cc < SC; cc += CHANNEL_STEP * STAGE_BATCH) {
+      for (int cc = first_channel; first_channel < CHANNEL_STEP && cc < SC; cc += CHANNEL_STEP * STAGE_BATCH) {
         float v[STAGE_BATCH];
 #pragma unroll
         for (int u = 0; u < STAGE_BATCH; ++u) {
