@@ -21,6 +21,7 @@
 #include "reference/pruning.hpp"
 #include "reference/reference.hpp"
 #include "support/corpus.hpp"
+#include "support/emulation_checks.hpp"
 #include "support/host_cuda.hpp"
 #include "support/literal_shape.hpp"
 #include "weight_sparse_params.hpp"
@@ -281,6 +282,38 @@ WEIGHT_SPARSE_VARIANT_CASE(
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(nchw_1x1_staged_vector4_padded)
 
+// The fused epilogue through the staged table's stores: 2 * conv - residual + bias through ReLU, channels-first 1x1
+// read as float4s (staged at a fixed pixel a thread), batch 2, a tile past the last pixel.
+WEIGHT_SPARSE_VARIANT_CASE(nchw_1x1_staged_epilogue,
+                           (Shape{
+                               .n = 2,
+                               .c = 6,
+                               .k = 10,
+                               .input = {1, 5, 7},
+                               .filter = {1, 1, 1},
+                               .epilogue = {.alpha = 2, .beta = -1, .bias = true, .act = convgen::Activation::relu}}),
+                           32, 8, 4, 8, 2, 6, 1, 1)
+#define CONVGEN_ENTRY kernel_nchw_1x1_staged_epilogue
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nchw_1x1_staged_epilogue)
+
+// And over a patch, NHWC, bias through ReLU6: 3x3 padding 1, an 8x8 tile of a 9x10 image, 4 slices.
+WEIGHT_SPARSE_VARIANT_CASE(nhwc_3x3_patch_staged_epilogue,
+                           (Shape{.n = 1,
+                                  .c = 5,
+                                  .k = 9,
+                                  .input = {1, 9, 10},
+                                  .filter = {1, 3, 3},
+                                  .padding = {0, 1, 1},
+                                  .layout = Layout::nhwc,
+                                  .epilogue = {.bias = true, .act = convgen::Activation::relu6}}),
+                           32, 8, 2, 4, 2, 5, 8, 8)
+#define CONVGEN_ENTRY kernel_nhwc_3x3_patch_staged_epilogue
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nhwc_3x3_patch_staged_epilogue)
+
 namespace convgen {
 namespace {
 
@@ -327,7 +360,7 @@ struct Table {
 // Runs the family's plan on the host: the setup into the persistent buffers (sized as the plan says for a case's
 // SLOTS, poisoned first), then the main launch into an output that starts as NaN.
 std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activation, std::span<const float> filter,
-                            Table& table) {
+                            Table& table, const testing_support::EpilogueOperands& operands) {
   const Problem p = with_weights(c.problem, std::vector<float>(filter.begin(), filter.end()));
   const LaunchPlan plan = family("weight_sparse").plan(p, to_spec(c.spec));
   const PlanBuffer* codes = plan.find("pattern_codes");
@@ -349,7 +382,9 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
   for (const LaunchStep& step : plan.run) {
     EXPECT_EQ(step.entry_suffix, "");
     host_cuda::launch(step.geometry, [&] {
-      c.main(activation.data(), table.values.data(), table.codes.data(), output.data(), nullptr, nullptr);
+      c.main(activation.data(), table.values.data(), table.codes.data(), output.data(),
+             operands.bias.size() > 0 ? reinterpret_cast<const float*>(operands.bias.bytes().data()) : nullptr,
+             operands.residual.size() > 0 ? reinterpret_cast<const float*>(operands.residual.bytes().data()) : nullptr);
     });
   }
   return output;
@@ -439,9 +474,12 @@ TEST_P(WeightSparseTableEmulation, PacksTheFilterAndMatchesTheReference) {
                 std::string::npos);
     }
     Table table;
-    const std::vector<float> output = run_plan(c, activation, filter, table);
+    const testing_support::EpilogueOperands operands = testing_support::random_epilogue_operands(c.problem);
+    const std::vector<float> output = run_plan(c, activation, filter, table, operands);
     expect_table_matches_filter(c, filter, table);
-    const ErrorStats stats = compare(output, reference_conv(c.problem, activation, filter));
+    std::vector<double> expected = reference_conv(c.problem, activation, filter);
+    const double scale = apply_epilogue(c.problem, expected, {}, operands.bias, operands.residual);
+    const ErrorStats stats = compare(output, expected, scale);
     std::cout << fmt::format("weight_sparse {} ({}, {:.0f}% zeros): relative L2 error {:.2e}, max error {:.2e}\n",
                              c.name, kernel_name(to_spec(c.spec)), 100 * weight_zero_fraction(p), stats.rel_l2,
                              stats.max_abs);
@@ -464,7 +502,9 @@ INSTANTIATE_TEST_SUITE_P(
         WEIGHT_SPARSE_EMULATION_CASE(conv1d_nwc_patch_staged),
         WEIGHT_SPARSE_EMULATION_CASE(padding_beyond_input_patch_staged),
         WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_staged_vector4), WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged_wide),
-        WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged_vector4_padded)),
+        WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged_vector4_padded),
+        WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged_epilogue),
+        WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_patch_staged_epilogue)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

@@ -239,11 +239,10 @@ TEST(WeightSparseFamily, StagedTableStagesChunksOfChannelsThatFitItsSharedMemory
   staged.split = 8;
   EXPECT_EQ(weight_sparse().check_support(p, h100(), to_spec(staged)),
             "the staged table's 8 slices share the block's 12 channels unevenly (kg must be a multiple of sk)");
-  // Slower than the table on most layers and not told apart by the cost model: never the default, though the tuner
-  // measures it and chooses it where it wins.
+  // The default is enumerate's first, the staged table among the candidates the estimate ranks.
   const std::optional<KernelSpec> chosen = weight_sparse().default_spec(p, h100());
   ASSERT_TRUE(chosen.has_value());
-  EXPECT_NE(params_of<WeightSparseParams>(*chosen).table, 2) << kernel_name(*chosen);
+  EXPECT_EQ(*chosen, weight_sparse().enumerate(p, h100()).front()) << kernel_name(*chosen);
   // Its cost features count the same FLOPs as the table's.
   EXPECT_EQ(weight_sparse().cost_features(p, to_spec(table_params(64, 16, 2))).flops,
             weight_sparse().cost_features(p, to_spec(narrow)).flops);
