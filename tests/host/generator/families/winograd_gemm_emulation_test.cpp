@@ -432,21 +432,17 @@ struct EmulationCase {
 
 void PrintTo(const EmulationCase& c, std::ostream* os) { *os << c.name; }
 
-#define WINOGRAD_GEMM_EMULATION_CASE(NAME)                                                                            \
+// A case's EmulationCase; LABEL its name, MISALIGNED whether its tensors are placed one float past a 16-byte
+// boundary.
+#define WINOGRAD_GEMM_EMULATION_CASE_AS(NAME, LABEL, MISALIGNED)                                                      \
   EmulationCase {                                                                                                     \
-#NAME, winograd_gemm_emulation::NAME::kProblem, winograd_gemm_emulation::NAME::kSpec,                             \
+    LABEL, winograd_gemm_emulation::NAME::kProblem, winograd_gemm_emulation::NAME::kSpec,                             \
         &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_filter,                                              \
         &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_input, &winograd_gemm_emulation::NAME::wgemm_##NAME, \
-        &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_output                                               \
+        &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_output, MISALIGNED                                   \
   }
-
-#define WINOGRAD_GEMM_EMULATION_CASE_MISALIGNED(NAME)                                                                 \
-  EmulationCase {                                                                                                     \
-#NAME "_misaligned", winograd_gemm_emulation::NAME::kProblem, winograd_gemm_emulation::NAME::kSpec,               \
-        &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_filter,                                              \
-        &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_input, &winograd_gemm_emulation::NAME::wgemm_##NAME, \
-        &winograd_gemm_emulation::NAME::wgemm_##NAME##_transform_output, true                                         \
-  }
+#define WINOGRAD_GEMM_EMULATION_CASE(NAME) WINOGRAD_GEMM_EMULATION_CASE_AS(NAME, #NAME, false)
+#define WINOGRAD_GEMM_EMULATION_CASE_MISALIGNED(NAME) WINOGRAD_GEMM_EMULATION_CASE_AS(NAME, #NAME "_misaligned", true)
 
 using testing_support::floats_of;
 
