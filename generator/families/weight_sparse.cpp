@@ -345,13 +345,16 @@ class WeightSparse final : public Family {
     // The staged table: many channels a block, so that each staged activation serves several, shared among sk
     // slices of threads (each a shorter chain of dependent loads).
     // At high sparsity a staged activation serves kg x (1 - zeros) FMAs: 128 channels a block (in 8 or 16 slices)
-    // make the staging worth it at 90% zeros; 8 pixels a thread (two float4 reads of 1x1 tiles) in one-warp slices.
+    // make the staging worth it at 90% zeros. Not 8 pixels a thread (the template takes them): on the H200 the
+    // fastest such kernel took 2.08x (batch 8) and 4.56x (batch 1) the time of each ResNet-50 problem's fastest at 90%
+    // zeros, never under 1.13x, and enumerate's estimate put them first (bench/results/h200/
+    // weight-sparse-staged-2026-12-01).
     for (int bp : {32, 64, 128})
       for (int kg : {8, 16, 32, 64, 128})
-        for (int pt : {1, 2, 4, 8})  // more pixels a thread: each entry's load and address serve more FMAs
+        for (int pt : {1, 2, 4})  // more pixels a thread: each entry's load and address serve more FMAs
           for (int sk : {1, 2, 4, 8, 16}) {
             if (kg > 8 && kg > 2 * p.k) continue;
-            if ((pt == 8 && bp > 32) || (kg == 128 && sk < 8) || (sk == 16 && kg < 64)) continue;
+            if ((kg == 128 && sk < 8) || (sk == 16 && kg < 64)) continue;
             if (bp * pt > 32 && bp * pt > 2 * pixels) continue;
             if (kg / sk * pt > 64 || kg % sk != 0) continue;  // accumulators per thread
             if (bp * sk > 512) continue;
@@ -520,11 +523,11 @@ class WeightSparse final : public Family {
 
   CostWeights default_cost_weights() const override { return family("igemm").default_cost_weights(); }
 
-  // The first of enumerate's order: the best estimate among the table variants (the staged table included), or the
-  // baked code for a small filter. On the H200 (bench/results/h200/weight-sparse-staged-2026-12-01, every candidate
-  // of ResNet-50 measured at 90% zeros, each measurement's estimate stored beside it) the estimate's first of all
-  // the variants took 1.235x the fastest's time at batch 8 (geometric mean over 22 problems) where its first but a
-  // staged table took 1.374x, and 1.063x against 1.064x at batch 1 (14 problems).
+  // The first of enumerate's order, the staged table included. Replayed on the H200's measurements of every
+  // candidate of ResNet-50 at 90% zeros (bench/results/h200/weight-sparse-staged-2026-12-01, `convgen db replay
+  // --weight-sparsity 0.9`): it took 1.423x the fastest's time at batch 8 (geometric mean, 22 problems) where the
+  // first but a staged table took 1.522x, and 1.216x both at batch 1 (14 problems); with the staged table's 8-pixel
+  // configurations in the order it had taken 1.557x.
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
     const std::vector<KernelSpec> specs = enumerate(p, gpu);
     if (specs.empty()) return std::nullopt;

@@ -185,30 +185,27 @@ void add_weight_options(CLI::App* cmd, WeightOptions& weights) {
     cmd->add_option("--seed", weights.seed, "Seed of the weights --weight-sparsity makes")->capture_default_str();
 }
 
+std::vector<float> weight_sparsity_filter(const Problem& p, const std::string& sparsity, std::uint64_t seed) {
+  if (sparsity == "2:4") return two_four_pruned_random_filter(p, seed);
+  std::size_t used = 0;
+  double zero_fraction = -1;
+  try {
+    zero_fraction = std::stod(sparsity, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != sparsity.size() || !(zero_fraction >= 0 && zero_fraction <= 1))
+    throw InputError(fmt::format("--weight-sparsity: '{}' is neither a zero fraction in [0, 1] nor 2:4", sparsity));
+  return pruned_random_filter(p, zero_fraction, seed);
+}
+
 Suite with_layer_weights(const Suite& suite, const WeightOptions& weights) {
   if (weights.dir.empty() && weights.sparsity.empty()) return suite;
-  const bool two_four = weights.sparsity == "2:4";
-  std::optional<double> zero_fraction;
-  if (!weights.sparsity.empty() && !two_four) {
-    std::size_t used = 0;
-    try {
-      zero_fraction = std::stod(weights.sparsity, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != weights.sparsity.size() || !(*zero_fraction >= 0 && *zero_fraction <= 1))
-      throw InputError(fmt::format("--weight-sparsity: '{}' is neither a zero fraction in [0, 1] nor 2:4",
-                                   weights.sparsity));
-  }
   Suite out = suite;
   for (Layer& layer : out.layers) {
     Problem& p = layer.problem;
-    if (two_four) {
-      p = with_weights(p, two_four_pruned_random_filter(p, weights.seed));
-      continue;
-    }
-    if (zero_fraction) {
-      p = with_weights(p, pruned_random_filter(p, *zero_fraction, weights.seed));
+    if (!weights.sparsity.empty()) {
+      p = with_weights(p, weight_sparsity_filter(p, weights.sparsity, weights.seed));
       continue;
     }
     const std::filesystem::path file = std::filesystem::path(weights.dir) / (layer.name + ".npy");

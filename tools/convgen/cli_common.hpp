@@ -80,6 +80,10 @@ struct WeightOptions {
 // (a command with one passes its value to with_layer_weights).
 void add_weight_options(CLI::App* cmd, WeightOptions& weights);
 
+// The filter --weight-sparsity makes for a problem's shape: seeded random weights magnitude-pruned per output channel
+// to the zero fraction, or to 2:4. Throws InputError for a value that is neither.
+std::vector<float> weight_sparsity_filter(const Problem& p, const std::string& sparsity, std::uint64_t seed);
+
 // Returns the suite with every layer carrying its filter as `weights` says (unchanged when it says nothing).
 // Throws InputError naming the file and what was expected: a missing file, a wrong dtype or shape, NaN or Inf.
 Suite with_layer_weights(const Suite& suite, const WeightOptions& weights);

@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "convgen/error.hpp"
+#include "convgen/weights.hpp"
 #include "generator/gpu_json.hpp"
 #include "runtime/jit_cache.hpp"
 #include "runtime/thread_pool.hpp"
@@ -307,11 +309,34 @@ std::vector<MeasurementRecord> load_measurements(const std::string& db_path, con
   return records;
 }
 
+// The filters --weight-sparsity and --seed made, given back to the measured problems that carry only their pattern
+// (a database keeps a filter's hash, not its values): each problem's shape gets the filter those options make, kept
+// where its pattern is the measured one. Says how many problems got theirs.
+void give_back_seeded_filters(std::vector<MeasurementRecord>& records, const std::string& sparsity,
+                              std::uint64_t seed) {
+  std::map<std::string, std::optional<Problem>> made;  // by the measured problem's key
+  for (MeasurementRecord& m : records) {
+    if (m.problem.weights.values || m.problem.weights.pattern.empty()) continue;
+    auto [it, added] = made.try_emplace(problem_key(m.problem));
+    if (added) {
+      Problem shape = m.problem;
+      shape.weights = {};
+      Problem with_filter = with_weights(shape, weight_sparsity_filter(shape, sparsity, seed));
+      if (with_filter.weights.pattern == m.problem.weights.pattern) it->second = std::move(with_filter);
+    }
+    if (it->second) m.problem = *it->second;
+  }
+  const auto matched = std::count_if(made.begin(), made.end(), [](const auto& e) { return e.second.has_value(); });
+  fmt::print("--weight-sparsity {} --seed {}: the filter of {} of {} problems that carry only a pattern\n", sparsity,
+             seed, matched, made.size());
+}
+
 void replay(const std::string& db_path, const std::vector<std::string>& exports, const std::string& family_name,
-            const std::string& gpu_filter) {
+            const std::string& gpu_filter, const WeightOptions& weights) {
   const Family& fam = family(family_name);
   std::string source;
-  const std::vector<MeasurementRecord> records = load_measurements(db_path, exports, gpu_filter, source);
+  std::vector<MeasurementRecord> records = load_measurements(db_path, exports, gpu_filter, source);
+  if (!weights.sparsity.empty()) give_back_seeded_filters(records, weights.sparsity, weights.seed);
   const OrderReplay r = replay_search_order(fam, records);
   std::string gpu_shown;
   for (const OrderPick& p : r.picks) {
@@ -600,8 +625,17 @@ void add_db_command(CLI::App& app) {
       "needed");
   add_measurement_source(replay_cmd, opts->db, opts->gpu, *replay_exports);
   replay_cmd->add_option("--family", *replay_family, "The family whose order to replay, e.g. igemm_wgmma")->required();
-  replay_cmd->callback(
-      [opts, replay_exports, replay_family] { replay(opts->db, *replay_exports, *replay_family, opts->gpu); });
+  auto replay_weights = std::make_shared<WeightOptions>();
+  replay_cmd->add_option(
+      "--weight-sparsity", replay_weights->sparsity,
+      "The measurements were made with `--weight-sparsity` this (a zero fraction or 2:4) and --seed: "
+      "give their problems those filters again (a family that reads its filter, such as weight_sparse, "
+      "lists no kernel for a problem that carries only its pattern)");
+  replay_cmd->add_option("--seed", replay_weights->seed, "Seed of the weights --weight-sparsity makes")
+      ->capture_default_str();
+  replay_cmd->callback([opts, replay_exports, replay_family, replay_weights] {
+    replay(opts->db, *replay_exports, *replay_family, opts->gpu, *replay_weights);
+  });
 
   auto choices_exports = std::make_shared<std::vector<std::string>>();
   CLI::App* choices_cmd = db->add_subcommand(

@@ -133,6 +133,35 @@ TEST(DbCli, ReplayPrintsEachProblemsPickAgainstTheFastestAndTheGeometricMean) {
   EXPECT_TRUE(contains(r.output, "nonesuch")) << r.output;
 }
 
+TEST(DbCli, ReplayGivesWeightSparseProblemsTheirSeededFiltersBack) {
+  // Two ResNet-50 3x3 problems at batch 8 tuned with `--weight-sparsity 0.9` (seed 1): an export keeps each filter's
+  // pattern, not its values, so weight_sparse lists no kernel for them until the same options make the filters again.
+  const std::string published =
+      std::string(CONVGEN_SOURCE_DIR) +
+      "/bench/results/h200/weight-sparse-staged-2026-12-01/conv3-3x3-after/measurements.json.gz";
+  Result r = run_convgen("db replay --family weight_sparse --export " + published);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "no problem with weight_sparse kernels its search order lists (2 problems whose "
+                       "measured kernels it no longer lists)"))
+      << r.output;
+  r = run_convgen("db replay --family weight_sparse --weight-sparsity 0.9 --export " + published);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "--weight-sparsity 0.9 --seed 1: the filter of 2 of 2 problems that carry only a "
+                       "pattern"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "weight_sparse's search order picks within")) << r.output;
+  EXPECT_TRUE(contains(r.output, "over 2 problems")) << r.output;
+  // Another seed or fraction makes other filters: none is given back.
+  r = run_convgen("db replay --family weight_sparse --weight-sparsity 0.9 --seed 2 --export " + published);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "the filter of 0 of 2 problems")) << r.output;
+  r = run_convgen("db replay --family weight_sparse --weight-sparsity most --export " + published);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "--weight-sparsity: 'most' is neither a zero fraction in [0, 1] nor 2:4")) << r.output;
+}
+
 TEST(DbCli, ChoicesPrintsTheChoicesWithoutTuningAgainstTheFastestOnAPublishedTune) {
   // ResNet-50 fp32 at batch 1 and 8, tuned on two H200s (every family's default measured in each first round): the
   // figures bench/results/h200/cost-model-only-defaults-2026-12-01/ publishes. A change of the defaults or of the

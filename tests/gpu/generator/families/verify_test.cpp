@@ -266,16 +266,11 @@ TEST_F(GpuVerify, WeightSparseIsCorrectWithPrunedFiltersOfEverySparsity) {
       if (specs.empty()) continue;  // declined (grouped, 3-D, or a filter of more than 32 taps)
       const auto mode = [](const KernelSpec& s) {
         const WeightSparseParams w = params_of<WeightSparseParams>(s);
-        // The staged table: float4 (pt 4), two float4s (pt 8), float2 (pt 2) reads of 1x1 tiles, one slice, others.
-        if (w.table == 2)
-          return w.pixels_per_thread == 4   ? 5
-                 : w.pixels_per_thread == 8 ? 7
-                 : w.pixels_per_thread == 2 ? 8
-                 : w.split == 1             ? 6
-                                            : 4;
+        // The staged table: float4 (pt 4) and float2 (pt 2) reads of 1x1 tiles, one slice, others.
+        if (w.table == 2) return w.pixels_per_thread == 4 ? 5 : w.pixels_per_thread == 2 ? 7 : w.split == 1 ? 6 : 4;
         return w.table ? 2 + (w.pixels_per_thread == 4) : w.immediates ? 1 : 0;
       };
-      for (const int wanted : {0, 1, 2, 3, 4, 5, 6, 7, 8})
+      for (const int wanted : {0, 1, 2, 3, 4, 5, 6, 7})
         for (const KernelSpec& s : family("weight_sparse").enumerate(p, gpu_))
           if (mode(s) == wanted) {
             if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);

@@ -239,10 +239,15 @@ TEST(WeightSparseFamily, StagedTableStagesChunksOfChannelsThatFitItsSharedMemory
   staged.split = 8;
   EXPECT_EQ(weight_sparse().check_support(p, h100(), to_spec(staged)),
             "the staged table's 8 slices share the block's 12 channels unevenly (kg must be a multiple of sk)");
-  // The default is enumerate's first, the staged table among the candidates the estimate ranks.
+  // The default is enumerate's first, the staged table among the candidates its estimate ranks; no staged
+  // configuration of 8 pixels a thread is offered (measured slower everywhere).
   const std::optional<KernelSpec> chosen = weight_sparse().default_spec(p, h100());
   ASSERT_TRUE(chosen.has_value());
   EXPECT_EQ(*chosen, weight_sparse().enumerate(p, h100()).front()) << kernel_name(*chosen);
+  for (const KernelSpec& spec : weight_sparse().enumerate(p, h100())) {
+    const WeightSparseParams w = params_of<WeightSparseParams>(spec);
+    EXPECT_FALSE(w.table == 2 && w.pixels_per_thread == 8) << kernel_name(spec);
+  }
   // Its cost features count the same FLOPs as the table's.
   EXPECT_EQ(weight_sparse().cost_features(p, to_spec(table_params(64, 16, 2))).flops,
             weight_sparse().cost_features(p, to_spec(narrow)).flops);
