@@ -85,7 +85,7 @@ constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-
 constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
 constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
-// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0).
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
@@ -101,6 +101,7 @@ CONVGEN_PARAM("wn", "bool", "one tile a block: two warpgroups multiply each 64 p
 CONVGEN_PARAM("mc", "1,2,4", "with tma, one tile a block: clusters of this many pixel tiles, each block copying its share of the filter tile into all of them (TMA multicast)") constexpr int MULTICAST = 1;
 CONVGEN_PARAM("hl", "0..2", "warp-specialized, tma, 2-D stride 1: each channel chunk's input patch (the tile's 8 x 8 pixels a warpgroup and the filter's halo) loaded once, every tap multiplying its window; 2: the block's whole filter (one channel tile) loaded once, only patches streamed") constexpr int HALO = 0;
 CONVGEN_PARAM("sw", "bool", "one tile a block, unsplit, 16-byte channel runs: the operands swapped, each warpgroup's wgmma 64 output channels by the block's pixels (wn: half of them), the output transposed through shared memory") constexpr bool SWAP_AB = false;
+CONVGEN_PARAM("sp", "bool", "fp16 / bf16, the problem's own 2:4 filter: compressed once by the pack entry, each stage holding its kept values and their metadata, wgmma.mma_async.sp (m64nNk32); with sw and kb2, none of tma, co and padded channels") constexpr bool SPARSE_FILTER = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -108,6 +109,7 @@ using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem'
 #include "common.cuh"
 #include "tensor_core.cuh"
 #include "wgmma.cuh"
+#include "two_four_pack.cuh"
 
 namespace igemm_wgmma {
 
@@ -140,7 +142,15 @@ constexpr long long FILTER_ELEMENTS = (long long)K * KR;
 constexpr long long OUTPUT_ELEMENTS = (long long)K * NPIX_LL;
 constexpr long long WORKSPACE_ELEMENTS = OUTPUT_ELEMENTS * SPLIT_K;
 constexpr long long max_of(long long a, long long b) { return a > b ? a : b; }
-constexpr long long MAX_ELEMENTS = max_of(max_of(ACTIVATION_ELEMENTS, FILTER_ELEMENTS), WORKSPACE_ELEMENTS);
+// The 2:4 filter's compressed extents (SPARSE_FILTER; templates/two_four_pack.cuh): KG rounded up to the channel tile,
+// KR to the step of two K atoms (128 reduction elements).
+constexpr int KG_PAD = (int)(ceil_div(KG, BLOCK_N) * BLOCK_N);
+constexpr int KR_PAD = (int)(ceil_div(KR, 2 * ATOM_K) * 2 * ATOM_K);
+constexpr int KR_KEPT = KR_PAD / 2;       // kept values a row
+constexpr int KR_STEPS = KR_PAD / 32;     // wgmma.sp's k32 steps a row
+constexpr long long PACKED_ELEMENTS = SPARSE_FILTER ? (long long)GROUPS * KG_PAD * KR_KEPT : 0;
+constexpr long long MAX_ELEMENTS =
+    max_of(max_of(max_of(ACTIVATION_ELEMENTS, FILTER_ELEMENTS), WORKSPACE_ELEMENTS), PACKED_ELEMENTS);
 using idx_t = convgen::index_for<MAX_ELEMENTS>;
 constexpr int NPIX = (int)NPIX_LL;
 constexpr int OPQ = (int)OPQ_LL;
@@ -256,6 +266,15 @@ static_assert(!SWAP_AB || (BLOCK_N % 64 == 0 && TILES_PER_BLOCK == 1 && SPLIT_K 
                            MULTICAST == 1 && !HALO),
               "SWAP_AB needs BLOCK_N a multiple of 64 (the wgmma's M), one tile a block (ws0 or ws1), sk1 and none of "
               "cr, mc and hl");
+// The 2:4 filter (SPARSE_FILTER): wgmma.mma_async.sp takes its sparse operand as A, so the operands are swapped (the
+// filter tile A, 64 output channels a warpgroup); a step is two K atoms (128 reduction elements), whose compressed
+// filter rows (64 kept values) fill one 128-byte swizzled row each, beside the stage's metadata. The filter is the
+// pack entry's compressed copy (the tap-major order of its rows), read as it lies: no TMA, chunk-major order or
+// padded channels.
+static_assert(!SPARSE_FILTER || (SWAP_AB && !IS_TF32 && K_ATOMS == 2 && !TMA_FILTER && !CHUNK_MAJOR &&
+                                 !PADDED_CHANNELS && TMA_ACTIVATION == 0),
+              "SPARSE_FILTER needs fp16 / bf16, sw1, kb2 and none of tma, co, ta and padded channels");
+constexpr int SP_MMA_K = 32;  // reduction elements of one wgmma.sp
 constexpr int WARPGROUPS = (SWAP_AB ? BLOCK_N : BLOCK_M) / 64 * WG_N;
 constexpr int THREADS = 128 * (WARPGROUPS + (PRODUCER_WARPGROUP ? 1 : 0));  // the producer is the last warpgroup
 constexpr int LOAD_THREADS = PRODUCER_WARPGROUP ? 128 : THREADS;            // the threads that issue the loads
@@ -286,7 +305,12 @@ constexpr int A_ATOM_BYTES = BLOCK_M * convgen::wg::kRowBytes;
 constexpr int B_ATOM_BYTES = BLOCK_N * convgen::wg::kRowBytes;
 constexpr int A_STAGE_BYTES = HALO ? PATCH_PIXELS * convgen::wg::kRowBytes : K_ATOMS * A_ATOM_BYTES;
 // With HALO each tap's BLOCK_N rows; filter-stationary none (the filter has its own region after the stages).
-constexpr int B_STAGE_BYTES = FILTER_STATIONARY ? 0 : (HALO ? RS : K_ATOMS) * B_ATOM_BYTES;
+// With SPARSE_FILTER the compressed rows (one atom) and the metadata of the step's BLOCK_K / 32 k32 slices of each
+// 16-row tile: [BLOCK_N / 16][BLOCK_K / 32][16 words] (templates/two_four_pack.cuh's fragments, as they lie there).
+constexpr int META_TILE_UNITS = BLOCK_K / SP_MMA_K * 4;  // 16-byte units of one 16-row tile's metadata a step
+constexpr int META_STAGE_BYTES = SPARSE_FILTER ? BLOCK_N / 16 * META_TILE_UNITS * 16 : 0;
+constexpr int B_STAGE_BYTES =
+    FILTER_STATIONARY ? 0 : SPARSE_FILTER ? B_ATOM_BYTES + META_STAGE_BYTES : (HALO ? RS : K_ATOMS) * B_ATOM_BYTES;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int FILTER_REGION_BYTES = FILTER_STATIONARY ? C_CHUNKS * RS * B_ATOM_BYTES : 0;  // chunk c, tap t: c RS + t
 // The warp-specialized pipeline's mbarriers follow the stages (and the filter region): `full` of every stage, then
@@ -356,9 +380,12 @@ struct LoadRows {
   RowGather activation[A_ROWS];
   idx_t filter[B_ROWS];  // the offset of the filter row (output channel), 0 where it is outside the tile
   bool filter_ok[B_ROWS];
+  const unsigned char* meta;  // SPARSE_FILTER: the first byte of the channel tile's metadata
 };
 
-__device__ __forceinline__ LoadRows load_rows(int tid, int m_tile, int n_tile, int group) {
+// With SPARSE_FILTER the filter rows are the compressed copy's (KG_PAD rows of KR_KEPT, every row of the tile inside)
+// and `g_meta` its metadata.
+__device__ __forceinline__ LoadRows load_rows(int tid, int m_tile, int n_tile, int group, const unsigned* g_meta) {
   LoadRows rows;
 #pragma unroll
   for (int i = 0; i < A_ROWS; ++i)
@@ -367,9 +394,15 @@ __device__ __forceinline__ LoadRows load_rows(int tid, int m_tile, int n_tile, i
   for (int i = 0; i < B_ROWS; ++i) {
     const int row = tid / ROW_UNITS + i * ROW_STEP;
     const int col = n_tile + row;
-    rows.filter_ok[i] = row < BLOCK_N && col < KG;
-    rows.filter[i] = rows.filter_ok[i] ? (idx_t)(group * KG + col) * KR : 0;
+    if constexpr (SPARSE_FILTER) {
+      rows.filter_ok[i] = row < BLOCK_N;
+      rows.filter[i] = (idx_t)(group * KG_PAD + col) * KR_KEPT;
+    } else {
+      rows.filter_ok[i] = row < BLOCK_N && col < KG;
+      rows.filter[i] = rows.filter_ok[i] ? (idx_t)(group * KG + col) * KR : 0;
+    }
   }
+  rows.meta = reinterpret_cast<const unsigned char*>(g_meta) + (idx_t)((group * KG_PAD + n_tile) / 16) * KR_STEPS * 64;
   return rows;
 }
 
@@ -414,7 +447,7 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
       else
         convgen::tc::cp_async_16(s_unit, full ? g_activation + offset : g_activation, full);
     }
-    if constexpr (TMA_FILTER) continue;  // the producer's TMA loads the filter tile (load_filter_tma)
+    if constexpr (TMA_FILTER || SPARSE_FILTER) continue;  // the filter tile: by TMA (load_filter_tma), or below
 #pragma unroll
     for (int i = 0; i < B_ROWS; ++i) {
       const int row = tid / ROW_UNITS + i * ROW_STEP;
@@ -424,12 +457,78 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
                                full ? g_filter + rows.filter[i] + kr : g_filter, full);
     }
   }
+  if constexpr (SPARSE_FILTER) {
+    // The step's compressed filter rows (kept values a0 ATOM_K / 2 .. + ATOM_K of each: one swizzled row; zeros past
+    // KR and KG are in the packed copy), then the metadata of its BLOCK_K / 32 slices, tile after tile.
+    const bool in_reduction = a0 < a_end;
+    const unsigned s_values = s_stage + (unsigned)A_STAGE_BYTES;
+    const int kept0 = a0 * (ATOM_K / 2) + unit * CHUNK;
+#pragma unroll
+    for (int i = 0; i < B_ROWS; ++i) {
+      const int row = tid / ROW_UNITS + i * ROW_STEP;
+      if (BLOCK_N % ROW_STEP != 0 && row >= BLOCK_N) continue;
+      convgen::tc::cp_async_16(s_values + convgen::wg::swizzled_offset(row, unit),
+                               in_reduction ? g_filter + rows.filter[i] + kept0 : g_filter, in_reduction);
+    }
+    const unsigned s_meta = s_values + (unsigned)B_ATOM_BYTES;
+    const int slice0 = a0 * ATOM_K / SP_MMA_K;
+#pragma unroll
+    for (int u = tid; u < META_STAGE_BYTES / 16; u += LOAD_THREADS) {
+      const int tile16 = u / META_TILE_UNITS;
+      const int within = u - tile16 * META_TILE_UNITS;
+      const unsigned char* source = rows.meta + ((idx_t)tile16 * KR_STEPS + slice0) * 64 + within * 16;
+      convgen::tc::cp_async_16(s_meta + (unsigned)(u * 16), in_reduction ? source : rows.meta, in_reduction);
+    }
+  }
+}
+
+// The wgmma groups a warpgroup leaves running when it goes on to the next step: 1 (the next step's loads and issue
+// overlap this step's products), but 0 with SPARSE_FILTER: a wgmma.sp reads its metadata register while it runs, and
+// ptxas loads the next step's metadata into the same registers (its analysis guards a group's own instructions, not
+// the next one's), which gave wrong results on the H200 in most tiles of the shared pipeline and in large tiles of long
+// reductions warp-specialized. CUTLASS's sparse GMMA mainloop waits for 0 too.
+constexpr int PIPELINE_PENDING = SPARSE_FILTER ? 0 : 1;
+
+// With SPARSE_FILTER a step's BLOCK_K / 32 wgmma.sp: A the warpgroup's 64 compressed filter rows (32 bytes on a
+// slice), B its pixel rows (64 bytes of a 128-byte row a slice: two a K atom), and each thread's metadata word of its
+// warp's 16-row tile (threads 4 g8 and 4 g8 + 1 give words 2 g8 and 2 g8 + 1; + 2 and + 3 read the same, ignored),
+// loaded before the group begins.
+__device__ __forceinline__ void multiply_sparse_stage(float (&r_acc)[ACCUMULATORS], unsigned s_stage, int warpgroup) {
+  namespace wg = convgen::wg;
+  constexpr int SLICES = BLOCK_K / SP_MMA_K;
+  const int warp = (int)(threadIdx.x % 128) / 32;
+  const int lane = (int)(threadIdx.x % 32);
+  const unsigned channels = s_stage + (unsigned)A_STAGE_BYTES;
+  const unsigned s_meta = channels + (unsigned)B_ATOM_BYTES +
+                          (unsigned)((warpgroup_row0(warpgroup) / 16 + warp) * META_TILE_UNITS * 16 +
+                                     ((lane / 4) * 2 + lane % 2) * 4);
+  unsigned meta[SLICES];
+#pragma unroll
+  for (int slice = 0; slice < SLICES; ++slice) meta[slice] = wg::load_shared_u32(s_meta + (unsigned)(slice * 64));
+#pragma unroll
+  for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
+  wg::fence();
+  const unsigned long long desc_a =
+      wg::matrix_descriptor(channels + (unsigned)(warpgroup_row0(warpgroup) * wg::kRowBytes));
+#pragma unroll
+  for (int slice = 0; slice < SLICES; ++slice) {
+    const unsigned pixels = s_stage + (unsigned)((slice / 2) * A_ATOM_BYTES);  // the slice's K atom of pixel rows
+    const unsigned long long desc_b =
+        wg::matrix_descriptor(pixels + (unsigned)(warpgroup_col0(warpgroup) * wg::kRowBytes)) + 4ull * (slice % 2);
+    // (A tf32 kernel compiles this path but never takes it: SPARSE_FILTER is fp16 / bf16.)
+    wg::mma_sp_async<WG_COLS, IS_TF32 ? 2 : PRECISION>(r_acc, desc_a + 2ull * slice, desc_b, meta[slice]);
+  }
+  wg::commit();
 }
 
 // Issues warpgroup `warpgroup`'s wgmma of the stage at s_stage as one group: its 64 pixel rows times its WG_COLS
 // channels (the block's BLOCK_N, or half with SPLIT_N), over the stage's BLOCK_K reduction elements.
 __device__ __forceinline__ void multiply_stage(float (&r_acc)[ACCUMULATORS], unsigned s_stage, int warpgroup) {
   namespace wg = convgen::wg;
+  if constexpr (SPARSE_FILTER) {
+    multiply_sparse_stage(r_acc, s_stage, warpgroup);
+    return;
+  }
 #pragma unroll
   for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
   wg::fence();
@@ -474,7 +573,7 @@ __device__ __forceinline__ void shared_main_loop(float (&r_acc)[ACCUMULATORS], u
                  a_begin + next * K_ATOMS, a_end);
     convgen::tc::cp_async_commit();
     multiply_stage(r_acc, s_base + (unsigned)(read_stage * STAGE_BYTES), warpgroup);
-    wg::wait<1>();
+    wg::wait<PIPELINE_PENDING>();
 #pragma unroll
     for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
     read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
@@ -594,7 +693,7 @@ __device__ __forceinline__ void consume(float (&r_acc)[ACCUMULATORS], unsigned s
     wg::barrier_wait(s_full + 8u * pipe.stage, pipe.phase);
     wg::fence_proxy_async();
     multiply_stage(r_acc, s_base + (unsigned)(pipe.stage * STAGE_BYTES), warpgroup);
-    wg::wait<1>();
+    wg::wait<PIPELINE_PENDING>();
 #pragma unroll
     for (int v = 0; v < ACCUMULATORS; ++v) wg::fence_operand(r_acc[v]);
     if (previous >= 0) release_stage(s_empty + 8u * previous, lane);
@@ -1042,12 +1141,15 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
                   const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map,
                   const igemm_wgmma::element_t* __restrict__ g_padded_activation,
                   const igemm_wgmma::element_t* __restrict__ g_padded_filter,
-                  const void* __restrict__ g_activation_map, void* __restrict__ g_activation_maps) {
+                  const void* __restrict__ g_activation_map, void* __restrict__ g_activation_maps,
+                  const igemm_wgmma::element_t* __restrict__ g_packed_values,
+                  const unsigned* __restrict__ g_packed_meta) {
   using namespace igemm_wgmma;
   namespace wg = convgen::wg;
-  // With padded channels the operands are the plan's padded copies (pad_activation and pad_filter below).
+  // With padded channels the operands are the plan's padded copies (pad_activation and pad_filter below); with a 2:4
+  // filter the filter is its compressed copy (the pack entry below).
   const element_t* __restrict__ activation = PADDED_CHANNELS ? g_padded_activation : g_activation;
-  const element_t* __restrict__ filter = PADDED_CHANNELS ? g_padded_filter : g_filter;
+  const element_t* __restrict__ filter = SPARSE_FILTER ? g_packed_values : PADDED_CHANNELS ? g_padded_filter : g_filter;
   const unsigned s_raw = convgen::tc::shared_address(convgen::tc::dynamic_shared());
   const unsigned s_base = (s_raw + (wg::kAtomBytes - 1)) & ~(unsigned)(wg::kAtomBytes - 1);
   unsigned char* s_out = convgen::tc::dynamic_shared() + (s_base - s_raw);
@@ -1124,12 +1226,13 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
     } else if constexpr (PRODUCER_WARPGROUP) {
       if (warpgroup == WARPGROUPS)
         produce(s_base, s_full, s_empty, activation, filter, g_filter_map, activation_map,
-                load_rows(tid % 128, tile.m_tile, tile.n_tile, tile.group), tid % 128, tile.group * KG + tile.n_tile,
+                load_rows(tid % 128, tile.m_tile, tile.n_tile, tile.group, g_packed_meta), tid % 128, tile.group * KG + tile.n_tile,
                 tile.m_tile, tile.a_begin, tile.a_end, tile.steps, pipe);
       else
         consume(r_acc, s_base, s_full, s_empty, warpgroup, lane, tile.steps, pipe, TILES_PER_BLOCK > 1);
     } else {
-      shared_main_loop(r_acc, s_base, activation, filter, load_rows(tid, tile.m_tile, tile.n_tile, tile.group), tid,
+      shared_main_loop(r_acc, s_base, activation, filter,
+                       load_rows(tid, tile.m_tile, tile.n_tile, tile.group, g_packed_meta), tid,
                        warpgroup, tile.a_begin, tile.a_end, tile.steps);
     }
     // The last tile's main loop is done (the producer's loads issued): the next kernel may start its blocks (with
@@ -1232,5 +1335,23 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
     for (int e = 0; e < CHUNK; ++e)
       unit.e[e] = j0 + e < SOURCE_ROW ? g_filter[frow * SOURCE_ROW + j0 + e] : (element_t)0;
     reinterpret_cast<uint4*>(g_padded_filter)[u] = unit.bits;
+  }
+}
+
+// ---- The 2:4 filter (SPARSE_FILTER): compressed once per filter (the plan's setup), one thread per 16 reduction
+// elements of a row (templates/two_four_pack.cuh), into the persistent g_packed_values and g_packed_meta.
+namespace igemm_wgmma {
+constexpr int PACK_THREADS = 256;
+}
+
+extern "C" __global__ void __launch_bounds__(igemm_wgmma::PACK_THREADS)
+    CONVGEN_ENTRY_NAMED(pack)(const igemm_wgmma::element_t* __restrict__ g_filter,
+                              igemm_wgmma::element_t* __restrict__ g_packed_values,
+                              unsigned short* __restrict__ g_packed_meta) {
+  using namespace igemm_wgmma;
+  if constexpr (SPARSE_FILTER) {  // launched only for a 2:4 filter
+    const long long index = (long long)blockIdx.x * PACK_THREADS + threadIdx.x;
+    if (index >= convgen::two_four::pack_items<GROUPS, KG_PAD, KR_PAD>()) return;
+    convgen::two_four::pack_segment<KG, KR, KG_PAD, KR_PAD, idx_t>(g_filter, g_packed_values, g_packed_meta, index);
   }
 }

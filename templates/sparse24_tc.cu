@@ -56,6 +56,7 @@ using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem'
 
 #include "common.cuh"
 #include "tensor_core.cuh"
+#include "two_four_pack.cuh"
 
 namespace sparse24_tc {
 
@@ -394,9 +395,8 @@ constexpr long long PACK_ITEMS = (long long)GROUPS * KG_PAD * SEGMENTS;
 
 }  // namespace sparse24_tc
 
-// Compresses the filter (see the top of the file): thread (row, segment) reads 16 reduction elements of one row
-// (zero past KR and KG) and writes their 8 kept values and one metadata half-word. A value's magnitude orders as its
-// bits without the sign, in fp16 and bf16 alike; ties keep the lower position.
+// Compresses the filter (see the top of the file and templates/two_four_pack.cuh): thread (row, segment) reads 16
+// reduction elements of one row and writes their 8 kept values and one metadata half-word.
 extern "C" __global__ void __launch_bounds__(sparse24_tc::PACK_THREADS)
     CONVGEN_ENTRY_NAMED(pack)(const sparse24_tc::element_t* __restrict__ g_filter,
                               sparse24_tc::element_t* __restrict__ g_packed_values,
@@ -404,51 +404,7 @@ extern "C" __global__ void __launch_bounds__(sparse24_tc::PACK_THREADS)
   using namespace sparse24_tc;
   const long long index = (long long)blockIdx.x * PACK_THREADS + threadIdx.x;
   if (index >= PACK_ITEMS) return;
-  const int segment = (int)(index % SEGMENTS);
-  const int row_all = (int)(index / SEGMENTS);  // group * KG_PAD + row
-  const int group = row_all / KG_PAD;
-  const int row = row_all % KG_PAD;
-  unsigned kept[4];  // 8 values, two to a word
-  unsigned meta = 0;
-#pragma unroll
-  for (int chunk = 0; chunk < 4; ++chunk) {
-    unsigned v[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int kr = segment * 16 + chunk * 4 + i;
-      v[i] = row < KG && kr < KR ? g_filter[(idx_t)(group * KG + row) * KR + kr] : 0u;
-    }
-    // The largest magnitude, then the largest of the other three (each with its value: no array indexed at run time).
-    int first = 0;
-    unsigned first_value = v[0];
-#pragma unroll
-    for (int i = 1; i < 4; ++i)
-      if ((v[i] & 0x7fffu) > (first_value & 0x7fffu)) {
-        first = i;
-        first_value = v[i];
-      }
-    int second = first == 0 ? 1 : 0;
-    unsigned second_value = first == 0 ? v[1] : v[0];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      if (i != first && (v[i] & 0x7fffu) > (second_value & 0x7fffu)) {
-        second = i;
-        second_value = v[i];
-      }
-    const int lo = first < second ? first : second;
-    const int hi = first < second ? second : first;
-    kept[chunk] = first < second ? first_value | (second_value << 16) : second_value | (first_value << 16);
-    meta |= (unsigned)(lo | (hi << 2)) << (4 * chunk);
-  }
-  uint4 values;
-  values.x = kept[0];
-  values.y = kept[1];
-  values.z = kept[2];
-  values.w = kept[3];
-  *reinterpret_cast<uint4*>(g_packed_values + (idx_t)row_all * KR_KEPT + segment * 8) = values;
-  // Fragment (row_all / 16, segment / 2), word 2 (row % 8) + segment % 2, half (row % 16) / 8.
-  const long long fragment = (long long)(row_all / 16) * KR_STEPS + segment / 2;
-  g_packed_meta[(fragment * 16 + 2 * (row % 8) + segment % 2) * 2 + (row % 16) / 8] = (unsigned short)meta;
+  convgen::two_four::pack_segment<KG, KR, KG_PAD, KR_PAD, idx_t>(g_filter, g_packed_values, g_packed_meta, index);
 }
 
 extern "C" __global__ void __launch_bounds__(sparse24_tc::THREADS)

@@ -1,10 +1,10 @@
 // wgmma: the sm_90a warpgroup instructions the Hopper tensor-core template uses (templates/igemm_wgmma.cu): the
 // shared-memory matrix descriptor, wgmma.mma_async (m64nNk16 with fp16 / bf16 in, m64nNk8 with tf32 in; fp32
-// accumulators, both operands from shared memory), its fence / commit / wait, the proxy fence that makes cp.async's
-// shared-memory writes visible to it, the mbarriers of the warp-specialized pipeline, the TMA bulk tensor copies of its
-// `tma` variant, the output's stmatrix and bulk copies to global memory, and the cluster barrier and distributed
-// shared-memory loads of split-K in a cluster; included by NVRTC as a header. Kernels that include it are compiled for
-// sm_90a (Family::compile_arch).
+// accumulators, both operands from shared memory) and wgmma.mma_async.sp (a 2:4 A, m64nNk32), its fence / commit /
+// wait, the proxy fence that makes cp.async's shared-memory writes visible to it, the mbarriers of the warp-specialized
+// pipeline, the TMA bulk tensor copies of its `tma` variant, the output's stmatrix and bulk copies to global memory, and
+// the cluster barrier and distributed shared-memory loads of split-K in a cluster; included by NVRTC as a header.
+// Kernels that include it are compiled for sm_90a (Family::compile_arch).
 //
 // The operand layout every descriptor here describes: K-major rows of 128 bytes (64 fp16 / bf16 or 32 tf32 elements),
 // in atoms of 8 rows (1,024 bytes, 1,024-aligned) with the 128-byte swizzle: the 16-byte unit u of row r is stored at
@@ -405,6 +405,109 @@ __device__ __forceinline__ void mma_async(float (&d)[N / 2], unsigned long long 
     CONVGEN_WGMMA_TYPED(CONVGEN_WGMMA_M64N256);
   }
 #undef CONVGEN_WGMMA_TYPED
+}
+
+
+// D (64 x N, fp32) += A (64 x 32, 2:4 sparse) * B (32 x N) for the warpgroup (wgmma.mma_async.sp, fp16 / bf16; the
+// 2:4 family igemm_wgmma `sp`): A is read through its descriptor as 64 rows of its kept values only (16 a row, 32
+// bytes: the layout of a dense k16 A), B as N K-major rows of 32 elements (64 bytes of each row: one half of a 128-byte
+// swizzled row), and `meta`, per thread, the positions of A's kept values: warp w of the warpgroup gives rows 16w ..
+// 16w + 15 with mma.sp m16n8k32's layout (templates/tensor_core.cuh, mma_sp_fp16): with the sparsity selector 0
+// threads 4g and 4g + 1 give rows g (bits 0-15) and g + 8 (bits 16-31), k 0-15 and 16-31, a nibble (two ordered 2-bit
+// positions) for each chunk of 4. No transposes, scales +1. Operand numbers: the accumulators', then the descriptors',
+// the predicate's and the metadata's.
+#define CONVGEN_WGMMA_SP_ASM(N, REGS, DESCS, PRED, META, TYPE, ...)                                                    \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " PRED ", 0;\n"                                                       \
+               "wgmma.mma_async.sp.sync.aligned.m64n" #N "k32.f32." TYPE "." TYPE " {" REGS "}, " DESCS ", " META      \
+               ", 0, p, 1, 1, 0, 0;\n}\n"                                                                               \
+               : __VA_ARGS__                                                                                           \
+               : "l"(desc_a), "l"(desc_b), "r"(1), "r"(meta)                                                          \
+               : "memory")
+
+#define CONVGEN_WGMMA_SP_M64N16(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(16, CONVGEN_WGMMA_REGS_8, "%8, %9", "%10", "%11", TYPE, CONVGEN_WGMMA_ACC_8)
+#define CONVGEN_WGMMA_SP_M64N32(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(32, CONVGEN_WGMMA_REGS_16, "%16, %17", "%18", "%19", TYPE, CONVGEN_WGMMA_ACC_16)
+#define CONVGEN_WGMMA_SP_M64N48(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(48, CONVGEN_WGMMA_REGS_24, "%24, %25", "%26", "%27", TYPE, CONVGEN_WGMMA_ACC_24)
+#define CONVGEN_WGMMA_SP_M64N64(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(64, CONVGEN_WGMMA_REGS_32, "%32, %33", "%34", "%35", TYPE, CONVGEN_WGMMA_ACC_32)
+#define CONVGEN_WGMMA_SP_M64N80(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(80, CONVGEN_WGMMA_REGS_40, "%40, %41", "%42", "%43", TYPE, CONVGEN_WGMMA_ACC_40)
+#define CONVGEN_WGMMA_SP_M64N96(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(96, CONVGEN_WGMMA_REGS_48, "%48, %49", "%50", "%51", TYPE, CONVGEN_WGMMA_ACC_48)
+#define CONVGEN_WGMMA_SP_M64N112(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(112, CONVGEN_WGMMA_REGS_56, "%56, %57", "%58", "%59", TYPE, CONVGEN_WGMMA_ACC_56)
+#define CONVGEN_WGMMA_SP_M64N128(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(128, CONVGEN_WGMMA_REGS_64, "%64, %65", "%66", "%67", TYPE, CONVGEN_WGMMA_ACC_64)
+#define CONVGEN_WGMMA_SP_M64N144(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(144, CONVGEN_WGMMA_REGS_72, "%72, %73", "%74", "%75", TYPE, CONVGEN_WGMMA_ACC_72)
+#define CONVGEN_WGMMA_SP_M64N160(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(160, CONVGEN_WGMMA_REGS_80, "%80, %81", "%82", "%83", TYPE, CONVGEN_WGMMA_ACC_80)
+#define CONVGEN_WGMMA_SP_M64N176(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(176, CONVGEN_WGMMA_REGS_88, "%88, %89", "%90", "%91", TYPE, CONVGEN_WGMMA_ACC_88)
+#define CONVGEN_WGMMA_SP_M64N192(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(192, CONVGEN_WGMMA_REGS_96, "%96, %97", "%98", "%99", TYPE, CONVGEN_WGMMA_ACC_96)
+#define CONVGEN_WGMMA_SP_M64N208(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(208, CONVGEN_WGMMA_REGS_104, "%104, %105", "%106", "%107", TYPE, CONVGEN_WGMMA_ACC_104)
+#define CONVGEN_WGMMA_SP_M64N224(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(224, CONVGEN_WGMMA_REGS_112, "%112, %113", "%114", "%115", TYPE, CONVGEN_WGMMA_ACC_112)
+#define CONVGEN_WGMMA_SP_M64N240(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(240, CONVGEN_WGMMA_REGS_120, "%120, %121", "%122", "%123", TYPE, CONVGEN_WGMMA_ACC_120)
+#define CONVGEN_WGMMA_SP_M64N256(TYPE) \
+  CONVGEN_WGMMA_SP_ASM(256, CONVGEN_WGMMA_REGS_128, "%128, %129", "%130", "%131", TYPE, CONVGEN_WGMMA_ACC_128)
+
+template <int N, int PRECISION>
+__device__ __forceinline__ void mma_sp_async(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b,
+                                             unsigned meta) {
+  static_assert(N % 16 == 0 && N >= 16 && N <= 256, "wgmma N here: a multiple of 16 from 16 to 256");
+  static_assert(PRECISION == 2 || PRECISION == 3, "wgmma.sp here: fp16 (2) or bf16 (3)");
+#define CONVGEN_WGMMA_SP_TYPED(MACRO) \
+  if constexpr (PRECISION == 3)       \
+    MACRO("bf16");                    \
+  else                                \
+    MACRO("f16")
+  if constexpr (N == 16) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N16);
+  } else if constexpr (N == 32) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N32);
+  } else if constexpr (N == 48) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N48);
+  } else if constexpr (N == 64) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N64);
+  } else if constexpr (N == 80) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N80);
+  } else if constexpr (N == 96) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N96);
+  } else if constexpr (N == 112) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N112);
+  } else if constexpr (N == 128) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N128);
+  } else if constexpr (N == 144) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N144);
+  } else if constexpr (N == 160) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N160);
+  } else if constexpr (N == 176) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N176);
+  } else if constexpr (N == 192) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N192);
+  } else if constexpr (N == 208) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N208);
+  } else if constexpr (N == 224) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N224);
+  } else if constexpr (N == 240) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N240);
+  } else if constexpr (N == 256) {
+    CONVGEN_WGMMA_SP_TYPED(CONVGEN_WGMMA_SP_M64N256);
+  }
+#undef CONVGEN_WGMMA_SP_TYPED
+}
+
+// The 32-bit word at shared address `s_address` (4-aligned).
+__device__ __forceinline__ unsigned load_shared_u32(unsigned s_address) {
+  unsigned value;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(value) : "r"(s_address) : "memory");
+  return value;
 }
 
 }  // namespace convgen::wg

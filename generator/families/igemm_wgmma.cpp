@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "convgen/weights.hpp"
 #include "generator/family.hpp"
 #include "generator/occupancy.hpp"
 #include "generator/pixel_gemm.hpp"
@@ -126,9 +127,12 @@ int patch_pixels_used(const Gemm& g, const IgemmWgmmaParams& s) {
 
 // A stage's bytes (STAGE_BYTES): K_ATOMS swizzled rows of 128 bytes for each pixel and each channel of the block; with
 // the halo the patch's pixels and every tap's channels.
+// With a 2:4 filter (`sp`, two K atoms a step) the compressed filter rows are one atom, and the metadata of each
+// 16-row tile's four k32 slices 256 bytes.
 int stage_bytes(const Gemm& g, const IgemmWgmmaParams& s) {
   if (s.halo == 2) return patch_pixels(g, s) * kRowBytes;  // filter-stationary: the filter has its own region
   if (s.halo) return (patch_pixels(g, s) + g.taps * s.block_n) * kRowBytes;
+  if (s.sparse_filter) return (s.block_m * s.k_atoms + s.block_n) * kRowBytes + s.block_n / 16 * 256;
   return (s.block_m + s.block_n) * kRowBytes * s.k_atoms;
 }
 
@@ -398,6 +402,13 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
       return fmt::format("sw (the operands swapped): {} pixel rows do not divide among {} loading threads (8 a row)",
                          s.block_m, load_threads_of(s));
   }
+  if (s.sparse_filter) {
+    if (p.precision != Precision::fp16 && p.precision != Precision::bf16)
+      return fmt::format("sp (the 2:4 filter, wgmma.sp) serves fp16 and bf16, got {}", p.precision);
+    if (!s.swap_ab || s.k_atoms != 2 || s.tma_filter || s.chunk_major || s.tma_activation || s.fold_width)
+      return "sp (the 2:4 filter, wgmma.sp) needs sw1 (the filter the wgmma's A) and kb2, and none of tma, co, ta and "
+             "fw";
+  }
   const int atom_k = atom_k_of(p);
   // Every split must own part of the reduction (an empty split would only add work).
   if (std::int64_t{s.split_k - 1} * split_atoms(g, atom_k, s) >= atoms_of(g, atom_k, s))
@@ -508,6 +519,28 @@ bool offers_chunk_major(const Gemm& g, int atom_k) {
   return g.taps > 1 && ceil_div(channels, atom_k) * atom_k * 8 <= channels * 9;
 }
 
+// Why the problem's filter cannot be served as 2:4 (`sp`), if it cannot: it must carry its own filter with its
+// values, 2:4 in the filter rows' order (the pack keeps 2 values of each chunk of 4: more would be lost).
+std::optional<std::string> two_four_reason(const Problem& p) {
+  if (p.weights.pattern.empty()) return "sp compresses the problem's own 2:4 filter, and this problem has none";
+  if (!p.weights.values)
+    return fmt::format(
+        "sp needs the values of filter pattern {} to check it is 2:4 (the problem carries only its hash)",
+        p.weights.pattern);
+  if (!is_two_four_sparse(p))
+    return "the problem's filter is not 2:4: some chunk of 4 consecutive values of a filter row has more than 2 "
+           "nonzeros (--weight-sparsity 2:4 prunes to the pattern)";
+  return std::nullopt;
+}
+
+// The 2:4 filter's compressed copy (templates/two_four_pack.cuh): KG rounded up to the channel tile, KR to a step
+// of 128; half the values, and 64 bytes of metadata for each 16 rows and 32 reduction elements.
+constexpr int kPackThreads = 256;  // threads per block of the pack entry (PACK_THREADS)
+std::int64_t packed_rows(const Problem& p, const IgemmWgmmaParams& s) {
+  return std::int64_t{p.groups} * ceil_div(k_per_group(p), s.block_n) * s.block_n;
+}
+std::int64_t packed_kr(const Problem& p) { return ceil_div(gemm_of(p).kr, 128) * 128; }
+
 class IgemmWgmma final : public Family {
  public:
   const TemplateInterface& interface() const override { return igemm_wgmma_interface(); }
@@ -525,6 +558,14 @@ class IgemmWgmma final : public Family {
                          "channels than one 16-byte load ({} in {}) and a filter wider than 1; got {} channels in {} "
                          "groups, a filter {} wide",
                          chunk_of(p), p.precision, p.c, p.groups, p.filter.w);
+    if (s.sparse_filter) {
+      if (auto reason = two_four_reason(p)) return reason;
+      if (pads_channels(p))
+        return fmt::format(
+            "sp (the 2:4 filter) reads its compressed copy of the filter as it lies: not where its {} "
+            "channels are padded to {}",
+            p.c, padded_channels(p).c);
+    }
     const Problem q = computed_problem(p, s);
     if (s.fold_width && ceil_div(activation_elements(q) / chunk_of(p), kPadThreads) > kIntMax)
       return fmt::format("the folded activation's {} elements exceed pad_activation's grid", activation_elements(q));
@@ -601,11 +642,27 @@ class IgemmWgmma final : public Family {
       plan.buffers.push_back({.name = "padded_activation", .bytes = 0, .persistent = false});
       plan.buffers.push_back({.name = "padded_filter", .bytes = 0, .persistent = false});
     }
+    // With a 2:4 filter (`sp`) the setup's pack entry compresses it into the persistent "packed_values" and
+    // "packed_meta" (one thread per 16 reduction elements of a padded row), which the main entry reads instead of
+    // g_filter; else both are empty.
+    if (s.sparse_filter) {
+      const std::int64_t rows = packed_rows(p, s), kr = packed_kr(p);
+      plan.buffers.push_back({.name = "packed_values", .bytes = rows * kr / 2 * element_bytes(p), .persistent = true});
+      plan.buffers.push_back({.name = "packed_meta", .bytes = rows / 16 * (kr / 32) * 64, .persistent = true});
+      plan.setup.push_back(
+          {.kind = LaunchStep::Kind::kernel,
+           .entry_suffix = "pack",
+           .geometry = {.grid = {static_cast<unsigned>(ceil_div(rows * (kr / 16), kPackThreads)), 1, 1},
+                        .block = {static_cast<unsigned>(kPackThreads), 1, 1}}});
+    } else {
+      plan.buffers.push_back({.name = "packed_values", .bytes = 0, .persistent = false});
+      plan.buffers.push_back({.name = "packed_meta", .bytes = 0, .persistent = false});
+    }
     // The activation and the filter in 16-byte copies (cp.async or TMA), unless the pad passes copy them first (one
-    // element at a time).
+    // element at a time); a 2:4 filter is read by the pack entry, one element at a time.
     const bool copies = copies_operands(source, s);
     plan.tensor_alignment = {
-        .activation = copies ? 0 : 16, .filter = copies ? 0 : 16, .output = output_alignment(p, s)};
+        .activation = copies ? 0 : 16, .filter = copies || s.sparse_filter ? 0 : 16, .output = output_alignment(p, s)};
     // With `ta` the setup encodes the activation's map, and each call's blocks write their copies of it into
     // "activation_maps", one of 128 bytes a block; else both are empty.
     if (s.tma_activation) {
@@ -650,15 +707,30 @@ class IgemmWgmma final : public Family {
     return to_spec(specs.front());
   }
 
-  // After sparse24_tc (-3, 2:4 filters) and before igemm_tc (-1) where it serves: on the H100 its tuned best beat
-  // igemm_tc's on 23 of the 24 cusnn layer-batches in fp16 (bench/results/h100/wgmma/2026-11-25/).
-  int default_rank(const Problem& p) const override { return serves_precision(p.precision) ? -2 : 100; }
+  // Before igemm_tc (-1) where it serves: on the H100 its tuned best beat igemm_tc's on 23 of the 24 cusnn
+  // layer-batches in fp16 (bench/results/h100/wgmma/2026-11-25/). For an fp16 / bf16 problem with a 2:4 filter of its
+  // own, before sparse24_tc (-3) too: on ResNet-50 at batch 8 on the H200 its tuned best (dense or `sp`) ran at 1.13x
+  // cuDNN's fp16 time against sparse24_tc's 0.63x on the H100 (bench/results/h200/two-four-wgmma-2026-12-01/); on a
+  // GPU without wgmma it serves nothing and sparse24_tc comes first.
+  int default_rank(const Problem& p) const override {
+    if (!serves_precision(p.precision)) return 100;
+    return p.precision != Precision::tf32 && !p.weights.pattern.empty() && p.weights.values && is_two_four_sparse(p)
+               ? -4
+               : -2;
+  }
 
-  // `tma`, `fw`, `cr`, `ta`, `wn`, `mc`, `hl` and `sw` came after the names of earlier convgens: theirs load the filter
-  // by cp.async (tma0), fold nothing (fw0), split the reduction through a workspace (cr0), load the pixel rows by
-  // cp.async (ta0), give each warpgroup every channel of the block (wn0), copy each block's filter alone (mc1), gather
-  // each tap's pixel rows (hl0) and make the pixels the wgmma's A (sw0).
-  std::size_t params_added_later() const override { return 8; }
+  // `tma`, `fw`, `cr`, `ta`, `wn`, `mc`, `hl`, `sw` and `sp` came after the names of earlier convgens: theirs load the
+  // filter by cp.async (tma0), fold nothing (fw0), split the reduction through a workspace (cr0), load the pixel rows
+  // by cp.async (ta0), give each warpgroup every channel of the block (wn0), copy each block's filter alone (mc1),
+  // gather each tap's pixel rows (hl0), make the pixels the wgmma's A (sw0) and multiply a dense filter (sp0).
+  std::size_t params_added_later() const override { return 9; }
+
+  // A 2:4 kernel (`sp`) keeps 2 values of each chunk of 4: it serves filters of its problem's pattern; the others
+  // read any filter.
+  FilterDependence filter_dependence(const KernelSpec& spec) const override {
+    return convgen::params_of<IgemmWgmmaParams>(spec).sparse_filter ? FilterDependence::pattern
+                                                                    : FilterDependence::none;
+  }
 
  private:
   // The search space, for each pipeline (shared and warp-specialized), each step length (one K atom, and two where
@@ -680,6 +752,10 @@ class IgemmWgmma final : public Family {
       // TMA reads the filter as it lies: not where the channels are padded.
       search(padded_channels(source), gpu, kMaxCandidates, false, kOfferTma && !pads_channels(source), chosen);
     }
+    // A 2:4 filter: the configurations that multiply its compressed copy by wgmma.sp (`sp`) beside the dense ones.
+    if (!pads_channels(source) && (source.precision == Precision::fp16 || source.precision == Precision::bf16) &&
+        !two_four_reason(source))
+      search_sparse(source, gpu, chosen);
     std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<IgemmWgmmaParams> specs;
     for (const auto& c : chosen)  // once each: a twin may be another tile's candidate too
@@ -785,6 +861,28 @@ class IgemmWgmma final : public Family {
               }
             }
           }
+  }
+
+  // The 2:4 configurations (`sp`: the operands swapped, steps of two K atoms, unsplit, one tile a block), for each
+  // pipeline and block tile (64 to 256 pixels, 64 to 256 channels, within the GEMM as the dense search's), the deepest
+  // pipeline that fits, each with its estimate.
+  static void search_sparse(const Problem& p, const Gpu& gpu, std::vector<Estimated<IgemmWgmmaParams>>& chosen) {
+    const Gemm g = gemm_of(p);
+    for (int warp_specialized : {0, 1})
+      for (int block_m : {128, 64, 192, 256}) {
+        if (block_m > 64 && block_m / 2 >= g.m) continue;  // half the tile would be padding
+        for (int block_n : {64, 128, 192, 256}) {
+          if (block_n > 64 && block_n / 2 >= g.n) continue;
+          for (int stages : {6, 5, 4, 3}) {
+            IgemmWgmmaParams s = params_of(block_m, block_n, 2, stages, 1, false, warp_specialized);
+            s.swap_ab = true;
+            s.sparse_filter = true;
+            if (spec_reason(p, gpu, s)) continue;
+            chosen.emplace_back(estimate_us(p, gpu, s), s);
+            break;
+          }
+        }
+      }
   }
 
   // With kOfferSwap, the one-tile, unsplit `t`'s twins with the operands swapped (`sw`: each warpgroup's wgmma 64 of
@@ -910,8 +1008,11 @@ class IgemmWgmma final : public Family {
                                            : static_cast<double>(s.block_m) * chunk / chunk_of(p);
     // With `ta` the pixel rows come by TMA too: no activation loads issued, none decoded.
     const double issued_activation_loads = s.tma_activation ? 0.0 : activation_loads;
-    // With TMA one thread's copy a K atom brings the filter rows: no filter loads counted.
-    const double filter_loads = s.tma_filter ? 0.0 : static_cast<double>(s.block_n) * chunk / chunk_of(p);
+    // With TMA one thread's copy a K atom brings the filter rows: no filter loads counted. A 2:4 filter's (`sp`) are
+    // half the values and an eighth more of metadata, its wgmma.sp half the tensor-core time of the dense products.
+    const double sparse_share = s.sparse_filter ? kSparseFilterShare : 1.0;
+    const double filter_loads =
+        s.tma_filter ? 0.0 : static_cast<double>(s.block_n) * chunk / chunk_of(p) * sparse_share;
     const double tiles = tiles_per_block(s);  // a block's work is that many tiles'
     return {.blocks = blocks_of(g, s),
             .threads_per_block = threads_of(s),
@@ -919,18 +1020,21 @@ class IgemmWgmma final : public Family {
             .flops = static_cast<double>(flops(p)),
             .dram_bytes = static_cast<double>(min_bytes(p)) + (reduce_pass(s) ? 2.0 * out_elements * s.split_k * 4 : 0),
             .flops_per_block = tiles * 2.0 * s.block_m * s.block_n * chunk,
-            .fma_instructions = tiles * warps * slices * warpgroup_cols(s) / 32.0,
+            .fma_instructions = tiles * warps * slices * warpgroup_cols(s) / 32.0 * (s.sparse_filter ? 0.5 : 1.0),
             .shared_load_instructions = 0,
             .global_load_instructions = tiles * (issued_activation_loads + filter_loads) / 32,
             .address_instructions = tiles * issued_activation_loads / 32 * 8,
-            .main_loop_steps = tiles_per_block(s) * (s.halo ? chunk / (atom_k * std::max(g.taps, 1))
-                                                                    : chunk / block_k_of(atom_k, s)),
+            .main_loop_steps =
+                tiles_per_block(s) * (s.halo ? chunk / (atom_k * std::max(g.taps, 1)) : chunk / block_k_of(atom_k, s)),
             .pipelined = true,
             .atomic_outputs = 0,
             .extra_launches = reduce_pass(s) ? 1 : 0};
   }
 
   static constexpr std::size_t kMaxCandidates = 64;  // 32 of each pipeline
+  // A 2:4 filter's bytes against the dense filter's: half the values, and 64 bytes of metadata for 16 rows of 32
+  // (an eighth of the values' bytes on top).
+  static constexpr double kSparseFilterShare = 0.5625;
   // Whether the search space offers the filter by TMA (each warp-specialized candidate's `tma` twin beside it):
   // IgemmWgmmaGpu's TMA tests (the corpus, every tile and pipeline, split-K, the epilogue) passed on the H200.
   static constexpr bool kOfferTma = true;
@@ -1084,7 +1188,8 @@ class IgemmWgmma final : public Family {
     const int chunk = split_chunk(g, atom_k, s);
     // A block of several tiles (ws2-ws8) runs their steps one after another.
     const double tiles = tiles_per_block(s);
-    const double flops_per_block = tiles * 2.0 * s.block_m * s.block_n * chunk;
+    // A 2:4 filter's wgmma.sp (`sp`) does the products of 32 reduction elements in the time of a dense wgmma's 16.
+    const double flops_per_block = tiles * 2.0 * s.block_m * s.block_n * chunk * (s.sparse_filter ? 0.5 : 1.0);
     const double compute_us = waves * resident * flops_per_block / (sm_flops_per_us * efficiency);
     // With the halo a step is a chunk of atom_k channels of every tap: the patch's pixels and every tap's filter rows.
     const double steps = s.halo ? static_cast<double>(chunk) / (atom_k * std::max(g.taps, 1))
@@ -1101,12 +1206,14 @@ class IgemmWgmma final : public Family {
                          kRowBytes +
                      (s.halo == 2 ? static_cast<double>(blocks_of(g, s)) * filter_region_bytes(p, s) : 0.0)
                : static_cast<double>(tiles_of(g, s)) *
-                     (s.block_m * activation_share + static_cast<double>(filter_box_rows(s))) * chunk *
-                     element_bytes(p);
+                     (s.block_m * activation_share +
+                      static_cast<double>(filter_box_rows(s)) * (s.sparse_filter ? kSparseFilterShare : 1.0)) *
+                     chunk * element_bytes(p);
     const double operand_us = operand_bytes / (kL2OverDram * bytes_per_us);
     // With TMA the filter rows bypass the cp.async path (the SM's copy engine writes them, faster).
-    const double filter_rows =
-        s.halo == 2 ? 0.0 : (s.halo ? g.taps : 1) * s.block_n * (s.tma_filter ? kTmaFillShare : 1.0);
+    const double filter_rows = s.halo == 2 ? 0.0
+                                           : (s.halo ? g.taps : 1) * s.block_n * (s.tma_filter ? kTmaFillShare : 1.0) *
+                                                 (s.sparse_filter ? kSparseFilterShare : 1.0);
     const double pixel_rows =
         s.halo ? patch_pixels_used(g, s) : s.block_m * (s.tma_activation ? kTmaFillShare : 1.0);
     const double fill_us = waves * resident * steps * (pixel_rows + filter_rows) * kRowBytes *
@@ -1135,8 +1242,12 @@ class IgemmWgmma final : public Family {
     // Blocks of one tile store it between their loads: they keep the DRAM busy less of the time than blocks of several
     // tiles, whose producer loads the next tile while the consumers store this one.
     const double floor_us = memory_us * (tiles > 1 ? 1.0 : kStoreBetweenLoadsFloor);
-    return std::max({std::max({compute_us, latency_us, fill_us}) + wave_us, operand_us, floor_us}) + split_us +
-           tma_start_us;
+    // A 2:4 kernel's groups do not overlap the next step (PIPELINE_PENDING 0: a wgmma.sp reads its metadata register
+    // while it runs): in the shared pipeline, whose threads both load and multiply, a step's products and its wait for
+    // the loads add up; warp-specialized, the producer still loads ahead.
+    const double main_loop_us = s.sparse_filter && !s.warp_specialized ? compute_us + std::max(latency_us, fill_us)
+                                                                       : std::max({compute_us, latency_us, fill_us});
+    return std::max({main_loop_us + wave_us, operand_us, floor_us}) + split_us + tma_start_us;
   }
 };
 

@@ -12,8 +12,10 @@
 
 #include "conv/conv_kernel.hpp"
 #include "convgen/error.hpp"
+#include "convgen/weights.hpp"
 #include "generator/render.hpp"
 #include "igemm_wgmma_params.hpp"
+#include "reference/pruning.hpp"
 #include "support/corpus.hpp"
 
 namespace convgen {
@@ -225,7 +227,7 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 15u);
+  ASSERT_EQ(iface.params.size(), 16u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
   ASSERT_EQ(iface.params[6].field, "warp_specialized");
   ASSERT_EQ(iface.params[7].field, "tma_filter");
@@ -235,6 +237,7 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   ASSERT_EQ(iface.params[11].field, "split_n");  // one tile a block only
   ASSERT_EQ(iface.params[12].field, "multicast");  // tma1 one tile a block only
   ASSERT_EQ(iface.params[14].field, "swap_ab");    // off: measured slower, not offered
+  ASSERT_EQ(iface.params[15].field, "sparse_filter");  // off: 2:4 filters only
   JitCache cache(std::nullopt);
   // The widths between the search's own (wave-filling twins only) in the first pipeline alone: CI's compile time.
   const std::set<int> searched_widths = {16, 32, 64, 96, 128, 192, 256};
@@ -454,6 +457,35 @@ TEST(IgemmWgmmaSwapped, CompilesWithoutSpillsInEveryPrecision) {
       EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
                                                                                    << built.cubin.log;
     }
+  }
+}
+
+// The 2:4 configurations (`sp`: the compressed filter by wgmma.mma_async.sp) compile without spills, with their pack
+// entry: every one the search offers ResNet-50's conv3_3x3 at batch 8 with a 2:4 filter in fp16 (both pipelines, 64
+// to 256 pixels by 64 to 256 channels), and the first of each pipeline in bf16; the plan's setup is the pack.
+TEST(IgemmWgmmaTwoFour, EveryOfferedConfigurationCompilesWithoutSpillsWithItsPackEntry) {
+  JitCache cache(std::nullopt);
+  for (Precision precision : {Precision::fp16, Precision::bf16}) {
+    Problem p = suite_layer("resnet50.csv", "conv3_3x3", precision);
+    p.n = 8;
+    p = with_weights(p, two_four_pruned_random_filter(p, 5));
+    std::set<int> pipelines;
+    int built_count = 0;
+    for (const KernelSpec& s : igemm_wgmma().enumerate(p, h100())) {
+      const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(s);
+      if (!t.sparse_filter) continue;
+      if (precision == Precision::bf16 && pipelines.contains(t.warp_specialized)) continue;
+      pipelines.insert(t.warp_specialized);
+      const BuiltKernel built = build_and_check(p, s, cache);
+      ++built_count;
+      EXPECT_TRUE(built.cubin.entry_reports.contains(kernel_name(s) + "_pack")) << kernel_name(s);
+      ASSERT_EQ(built.plan.setup.size(), 1u) << kernel_name(s);
+      EXPECT_EQ(built.plan.setup[0].entry_suffix, "pack") << kernel_name(s);
+      EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
+                                                                                   << built.cubin.log;
+    }
+    EXPECT_EQ(pipelines, (std::set<int>{0, 1})) << fmt::format("{}", precision);
+    EXPECT_GE(built_count, precision == Precision::fp16 ? 8 : 2) << fmt::format("{}", precision);
   }
 }
 

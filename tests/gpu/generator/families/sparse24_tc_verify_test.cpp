@@ -15,6 +15,7 @@
 #include "runtime/thread_pool.hpp"
 #include "sparse24_tc_params.hpp"
 #include "support/corpus.hpp"
+#include "support/two_four_filters.hpp"
 #include "support/verify_cases.hpp"
 #include "support/verify_tally.hpp"
 
@@ -24,30 +25,6 @@ namespace {
 using namespace testing_support;
 
 const std::string kTallyTable = "sparse24_tc verified cases per precision and layout (configuration, shape)";
-
-
-// `p` in `precision` and `layout`, carrying a 2:4 filter: pruned from seeded random values, then with every odd
-// output channel zeroed too when `odd_channels_zero`, or all zero when `all_zero`.
-enum class FilterKind { two_four, odd_channels_zero, all_zero };
-Problem with_two_four_filter(Problem p, Precision precision, Layout layout, FilterKind kind, std::uint64_t seed) {
-  p.precision = precision;
-  p.layout = layout;
-  std::vector<float> values = two_four_pruned_random_filter(p, seed);
-  const std::size_t per_k = values.size() / static_cast<std::size_t>(p.k);
-  for (std::size_t i = 0; i < values.size(); ++i)
-    if (kind == FilterKind::all_zero || (kind == FilterKind::odd_channels_zero && (i / per_k) % 2 == 1))
-      values[i] = 0.0f;
-  return with_weights(p, std::move(values));
-}
-
-const char* name_of(FilterKind kind) {
-  switch (kind) {
-    case FilterKind::two_four: return "2:4";
-    case FilterKind::odd_channels_zero: return "2:4, odd channels zero";
-    case FilterKind::all_zero: return "all zero";
-  }
-  return "?";
-}
 
 class Sparse24TcGpu : public testing::Test {
  protected:
@@ -147,8 +124,13 @@ TEST_F(Sparse24TcGpu, SplitKOfEveryCountAddsThePartialSumsCorrectly) {
       const Problem shape{.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
       const Problem p = with_two_four_filter(shape, precision, layout, FilterKind::two_four, seed++);
       for (int split_k : {2, 3, 5, 8, 16, 24}) {
-        const KernelSpec s = to_spec(Sparse24TcParams{.block_m = 64, .block_n = 32, .block_k = 32, .warp_m = 32,
-                                                      .warp_n = 32, .stages = 3, .split_k = split_k,
+        const KernelSpec s = to_spec(Sparse24TcParams{.block_m = 64,
+                                                      .block_n = 32,
+                                                      .block_k = 32,
+                                                      .warp_m = 32,
+                                                      .warp_n = 32,
+                                                      .stages = 3,
+                                                      .split_k = split_k,
                                                       .vector = channels_last(layout)});
         ASSERT_EQ(family("sparse24_tc").check_support(p, gpu_, s), std::nullopt) << kernel_name(s);
         cases.push_back({fmt::format("split_k {} {} {}", split_k, precision, layout), p, s});

@@ -9,11 +9,13 @@
 #include <gtest/gtest.h>
 
 #include "convgen/error.hpp"
+#include "convgen/weights.hpp"
 #include "generator/family.hpp"
 #include "generator/gpu_json.hpp"
 #include "generator/shapes.hpp"
 #include "igemm_tc_params.hpp"
 #include "igemm_wgmma_params.hpp"
+#include "reference/pruning.hpp"
 #include "support/corpus.hpp"
 
 namespace convgen {
@@ -458,7 +460,7 @@ TEST(IgemmWgmmaFamily, APaddedProblemsPlanPadsTheFilterOnceAndTheActivationEvery
   Problem eight = rgb;
   eight.c = 8;
   const LaunchPlan unpadded = igemm_wgmma().plan(eight, s);
-  ASSERT_EQ(plan.buffers.size(), 5u);
+  ASSERT_EQ(plan.buffers.size(), 7u);
   EXPECT_EQ(plan.buffers[1], (PlanBuffer{.name = "padded_activation", .bytes = 56 * 56 * 8 * 2, .persistent = false}));
   EXPECT_EQ(plan.buffers[2], (PlanBuffer{.name = "padded_filter", .bytes = 64 * 9 * 8 * 2, .persistent = true}));
   EXPECT_EQ(plan.workspace_bytes(), 56 * 56 * 8 * 2);
@@ -471,7 +473,7 @@ TEST(IgemmWgmmaFamily, APaddedProblemsPlanPadsTheFilterOnceAndTheActivationEvery
   EXPECT_EQ(plan.run[0].geometry.grid[0], (56u * 56 + 255) / 256);
   EXPECT_EQ(plan.run[1], unpadded.run[0]);
   // Channels that need no padding bind both names to empty buffers.
-  ASSERT_EQ(unpadded.buffers.size(), 5u);
+  ASSERT_EQ(unpadded.buffers.size(), 7u);
   EXPECT_EQ(unpadded.buffers[1], (PlanBuffer{.name = "padded_activation", .bytes = 0, .persistent = false}));
   EXPECT_EQ(unpadded.buffers[2], (PlanBuffer{.name = "padded_filter", .bytes = 0, .persistent = false}));
   EXPECT_TRUE(unpadded.setup.empty());
@@ -545,7 +547,7 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
 // at most 301 rows (3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) {
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 15u);
+  ASSERT_EQ(iface.params.size(), 16u);
   EXPECT_EQ(iface.params[0].field, "block_m");
   EXPECT_EQ(iface.params[1].field, "block_n");
   EXPECT_EQ(iface.params[2].field, "k_atoms");
@@ -808,7 +810,7 @@ TEST(IgemmWgmmaFamily, PlansOneLaunchOf128ThreadsPerWarpgroupWithTheDynamicShare
   // The main entry's g_filter_map binds an empty buffer (only the `tma` pipeline reads a tensor map), and so do its
   // g_padded_activation and g_padded_filter (only padded channels read them), g_activation_map and g_activation_maps
   // (only `ta` reads them).
-  ASSERT_EQ(plan.buffers.size(), 5u);
+  ASSERT_EQ(plan.buffers.size(), 7u);
   EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "filter_map", .bytes = 0, .persistent = false}));
   EXPECT_EQ(plan.persistent_bytes(), 0);
   EXPECT_TRUE(plan.setup.empty());
@@ -854,7 +856,7 @@ TEST(IgemmWgmmaFamily, SplitKInAClusterPlansTheMainKernelAloneAndChecksItsLimits
                                     .cluster_reduce = true});
   };
   const KernelSpec s = cluster(64, 128, 4, 4);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1_ta0_wn0_mc1_hl0_sw0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1_ta0_wn0_mc1_hl0_sw0_sp0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(kDeep, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(kDeep, s);
@@ -887,7 +889,7 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
   const LaunchPlan plan = igemm_wgmma().plan(kDeep, spec(64, 128, 4, 4));
   EXPECT_FALSE(plan.zeroes_output_first());
   EXPECT_TRUE(plan.setup.empty());
-  ASSERT_EQ(plan.buffers.size(), 6u);
+  ASSERT_EQ(plan.buffers.size(), 8u);
   // 512 x 49 = 25088 outputs x 4 splits x 4 bytes of fp32.
   EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "partials", .bytes = 401408}));
   EXPECT_EQ(plan.buffers[1].name, "filter_map");
@@ -926,7 +928,7 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
       EXPECT_EQ(p.workspace_bytes(), maps) << kernel_name(s);
       continue;
     }
-    ASSERT_EQ(p.buffers.size(), 6u) << kernel_name(s);
+    ASSERT_EQ(p.buffers.size(), 8u) << kernel_name(s);
     EXPECT_EQ(p.buffers[0], (PlanBuffer{.name = "partials", .bytes = output_elements(kDeep) * P(s).split_k * 4}));
     ASSERT_EQ(p.run.size(), 2u) << kernel_name(s);
     EXPECT_EQ(p.run[1].entry_suffix, "reduce") << kernel_name(s);
@@ -968,7 +970,7 @@ TEST(IgemmWgmmaFamily, TemplateDeclaresTheMainAndReduceEntries) {
   EXPECT_EQ(iface.template_file, "igemm_wgmma.cu");
   const EntryDecl* main = iface.find_entry("");
   ASSERT_NE(main, nullptr);
-  ASSERT_EQ(main->args.size(), 11u);
+  ASSERT_EQ(main->args.size(), 13u);
   EXPECT_EQ(main->args[0].name, "g_activation");
   EXPECT_EQ(main->args[1].name, "g_filter");
   EXPECT_EQ(main->args[2].name, "g_output");
@@ -980,6 +982,14 @@ TEST(IgemmWgmmaFamily, TemplateDeclaresTheMainAndReduceEntries) {
   EXPECT_EQ(main->args[8].name, "g_padded_filter");
   EXPECT_EQ(main->args[9].name, "g_activation_map");
   EXPECT_EQ(main->args[10].name, "g_activation_maps");
+  EXPECT_EQ(main->args[11].name, "g_packed_values");
+  EXPECT_EQ(main->args[12].name, "g_packed_meta");
+  const EntryDecl* pack = iface.find_entry("pack");
+  ASSERT_NE(pack, nullptr);
+  ASSERT_EQ(pack->args.size(), 3u);
+  EXPECT_EQ(pack->args[0].name, "g_filter");
+  EXPECT_EQ(pack->args[1].name, "g_packed_values");
+  EXPECT_EQ(pack->args[2].name, "g_packed_meta");
   for (const char* pad : {"pad_activation", "pad_filter"}) {
     const EntryDecl* entry = iface.find_entry(pad);
     ASSERT_NE(entry, nullptr) << pad;
@@ -1076,24 +1086,25 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   const KernelSpec s = spec(128, 64, 4, 1);
-  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}}));
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
+  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}}));
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0"), s);
   EXPECT_EQ(spec_kb(128, 64, 2, 4, 1),
-            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}}));
+            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}}));
   EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)),
-            "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
+            "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0"), spec_kb(128, 64, 2, 4, 1));
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_co0_ws1")),
             (IgemmWgmmaParams{
                 .block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4, .warp_specialized = true}));
   EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)),
-            "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
+            "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
   EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)),
-            "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
+            "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_co0_ws0"), spec(64, 256, 3, 32));
-  EXPECT_EQ(kernel_name(IgemmWgmmaParams{}),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");  // the template's defaults
+  EXPECT_EQ(
+      kernel_name(IgemmWgmmaParams{}),
+      "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");  // the template's defaults
   // Not igemm_tc's: its name has more fields.
   EXPECT_NE(parse_kernel_name(kernel_name(to_spec(IgemmTcParams{}))).family, "igemm_wgmma");
   // The names from before kb are refused: kb sits between n and st.
@@ -1107,7 +1118,7 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
   EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9': field 'ws' (warp-specialized: a producer "
             "warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in "
@@ -1130,8 +1141,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   const KernelSpec s = spec(128, 64, 4, 2);
   for (const auto& [precision, value] : {std::pair{Precision::fp16, 2}, std::pair{Precision::bf16, 3}}) {
     const KernelSource src = igemm_wgmma().render(with(kResnet3x3, precision, Layout::nhwc), s);
-    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
-    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0.cu");
+    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
+    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
     EXPECT_NE(
@@ -1146,8 +1157,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   }
   // Two K atoms a step: K_ATOMS = 2 in the prelude and kb2 in the entry's name.
   const KernelSource two = igemm_wgmma().render(kResnet3x3, spec_kb(192, 96, 2, 3, 1));
-  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
-  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0.cu");
+  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
+  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0.cu");
   EXPECT_NE(two.text.find("constexpr int BLOCK_M = 192;\nconstexpr int BLOCK_N = 96;\nconstexpr int K_ATOMS = 2;\n"
                           "constexpr int STAGES = 3;\nconstexpr int SPLIT_K = 1;\n"),
             std::string::npos);
@@ -1160,7 +1171,7 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
 // load the filter by cp.async (tma0); the shared pipeline has no TMA.
 TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMeanCpAsync) {
   IgemmWgmmaParams tma{.warp_specialized = true, .tma_filter = true};
-  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw0");
+  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1")), tma);
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1")),
             (IgemmWgmmaParams{.warp_specialized = true, .tma_filter = false}));
@@ -1244,7 +1255,7 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   const Problem conv1{.n = 8, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
                       .padding = {0, 3, 3}, .layout = Layout::nhwc, .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 4, .fold_width = true};
-  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0_mc1_hl0_sw0");
+  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0")), t);
   EXPECT_EQ(igemm_wgmma().check_support(conv1, gpu, to_spec(t)), std::nullopt);
 
@@ -1258,7 +1269,7 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
     EXPECT_NE(text.find(line), std::string::npos) << line;
 
   const LaunchPlan plan = igemm_wgmma().plan(conv1, to_spec(t));
-  ASSERT_EQ(plan.buffers.size(), 5u);
+  ASSERT_EQ(plan.buffers.size(), 7u);
   EXPECT_EQ(plan.buffers[1].bytes, std::int64_t{8} * 224 * 112 * 24 * 2);  // the folded activation
   EXPECT_EQ(plan.buffers[2].bytes, std::int64_t{64} * 7 * 24 * 2);         // the filter's rows of 7 taps, padded
   ASSERT_EQ(plan.run.size(), 2u);
@@ -1316,7 +1327,7 @@ TEST(IgemmWgmmaFamily, FilterMulticastPlansWholeClustersAndBoxesOfEachBlocksShar
                        .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 64, .block_n = 128, .warp_specialized = 1, .tma_filter = true, .multicast = 4};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc4_hl0_sw0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc4_hl0_sw0_sp0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(reduce, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(reduce, s);
@@ -1373,7 +1384,7 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaInIm2colModePlanTheActivationsBoundingBox) 
   const IgemmWgmmaParams t{.block_m = 128, .block_n = 128, .stages = 4, .warp_specialized = 1, .tma_filter = true,
                            .tma_activation = 2};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta2_wn0_mc1_hl0_sw0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta2_wn0_mc1_hl0_sw0_sp0");
   ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(p, s);
   ASSERT_EQ(plan.setup.size(), 2u);
@@ -1437,7 +1448,7 @@ TEST(IgemmWgmmaFamily, SwappedOperandsPlanAWarpgroupPerSixtyFourChannels) {
   IgemmWgmmaParams t{.block_m = 256, .block_n = 64, .stages = 4, .warp_specialized = 1, .tma_filter = true,
                      .swap_ab = true};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m256_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw1");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m256_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw1_sp0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(p, s);
@@ -1501,7 +1512,7 @@ TEST(IgemmWgmmaFamily, TheHaloPlansSpatialTilesAndStagesOfThePatchAndEveryTap) {
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 2, .warp_specialized = 1, .tma_filter = true,
                      .halo = true};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st2_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl1_sw0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st2_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl1_sw0_sp0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(p, s);
@@ -1566,7 +1577,7 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall
                           .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .warp_specialized = 1, .tma_filter = true, .tma_activation = true};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw0_sp0");
   ASSERT_EQ(igemm_wgmma().check_support(pointwise, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(pointwise, s);
   // 392 pixels in 4 tiles of 128, 128 channels in 2 of 64: 8 blocks.
@@ -1620,7 +1631,7 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall
 TEST(IgemmWgmmaFamily, ATmaKernelsPlanEncodesTheFiltersTensorMapIntoAPersistentBufferOnce) {
   const KernelSpec tma = to_spec(IgemmWgmmaParams{.block_n = 32, .warp_specialized = true, .tma_filter = true});
   const LaunchPlan plan = igemm_wgmma().plan(kResnet3x3, tma);
-  ASSERT_EQ(plan.buffers.size(), 5u);
+  ASSERT_EQ(plan.buffers.size(), 7u);
   EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "filter_map", .bytes = 128, .persistent = true}));
   EXPECT_EQ(plan.persistent_bytes(), 256);  // one aligned block
   EXPECT_EQ(plan.workspace_bytes(), 0);
@@ -1658,6 +1669,112 @@ TEST(IgemmWgmmaFamily, ATmaKernelsPlanEncodesTheFiltersTensorMapIntoAPersistentB
   const KernelSpec cp_async = to_spec(IgemmWgmmaParams{.block_n = 32, .warp_specialized = true});
   EXPECT_DOUBLE_EQ(igemm_wgmma().cost_features(kResnet3x3, tma).global_load_instructions, 288);
   EXPECT_DOUBLE_EQ(igemm_wgmma().cost_features(kResnet3x3, cp_async).global_load_instructions, 360);
+}
+
+}  // namespace
+}  // namespace convgen
+
+namespace convgen {
+namespace {
+
+// The 2:4 configurations (`sp`): offered only for an fp16 / bf16 problem that carries its own 2:4 filter, beside the
+// dense ones; their plan compresses the filter once (the pack entry: the kept half of each row, padded to the channel
+// tile and to steps of 128, and 64 bytes of metadata for 16 rows of 32) and reads the compressed copy instead of the
+// filter; their stages hold two K atoms of pixel rows, one of compressed filter rows and the metadata; half the
+// tensor-core work of the dense twin; and their limits.
+TEST(IgemmWgmmaFamily, TwoFourFiltersPlanTheirCompressionOnceAndMultiplyByWgmmaSp) {
+  const Gpu gpu = h100();
+  Problem shape = kResnet3x3;  // 64 -> 64 channels, 3 x 3: a reduction of 576, 4.5 steps of 128
+  shape.n = 2;
+  shape.k = 200;
+  shape.precision = Precision::fp16;
+  shape.layout = Layout::nhwc;
+  const Problem p = with_weights(shape, two_four_pruned_random_filter(shape, 7));
+  ASSERT_TRUE(is_two_four_sparse(p));
+  const IgemmWgmmaParams t{.block_m = 128,
+                           .block_n = 128,
+                           .k_atoms = 2,
+                           .stages = 4,
+                           .warp_specialized = 1,
+                           .swap_ab = true,
+                           .sparse_filter = true};
+  const KernelSpec s = to_spec(t);
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n128_kb2_st4_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw1_sp1");
+  EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
+  // A name of before `sp` means a dense filter.
+  EXPECT_EQ(
+      P(parse_kernel_name("igemm_wgmma_m128_n128_kb2_st4_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw1")).sparse_filter,
+      false);
+  ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().filter_dependence(s), FilterDependence::pattern);
+  IgemmWgmmaParams dense_twin = t;
+  dense_twin.sparse_filter = false;
+  EXPECT_EQ(igemm_wgmma().filter_dependence(to_spec(dense_twin)), FilterDependence::none);
+  // The default family for a 2:4 problem on a GPU with wgmma (sparse24_tc where there is none); not for a dense one.
+  EXPECT_LT(igemm_wgmma().default_rank(p), family("sparse24_tc").default_rank(p));
+  EXPECT_EQ(igemm_wgmma().default_rank(shape), -2);
+
+  const LaunchPlan plan = igemm_wgmma().plan(p, s);
+  const std::int64_t rows = 256, kr = 640;  // 200 channels padded to two tiles of 128; 576 to five steps of 128
+  ASSERT_EQ(plan.buffers.size(), 7u);
+  EXPECT_EQ(plan.buffers[3], (PlanBuffer{.name = "packed_values", .bytes = rows * kr / 2 * 2, .persistent = true}));
+  EXPECT_EQ(plan.buffers[4],
+            (PlanBuffer{.name = "packed_meta", .bytes = rows / 16 * (kr / 32) * 64, .persistent = true}));
+  ASSERT_EQ(plan.setup.size(), 1u);
+  EXPECT_EQ(plan.setup[0].entry_suffix, "pack");
+  EXPECT_EQ(plan.setup[0].geometry.grid[0], static_cast<unsigned>((rows * (kr / 16) + 255) / 256));
+  EXPECT_EQ(plan.setup[0].geometry.block[0], 256u);
+  EXPECT_EQ(plan.main_geometry().block, (std::array<unsigned, 3>{384, 1, 1}));  // 2 warpgroups of 64 channels + 1
+  EXPECT_EQ(plan.main_geometry().dynamic_smem_bytes, 4u * ((128 * 2 + 128) * 128 + 128 / 16 * 256) + 1024 + 16 * 4);
+  EXPECT_EQ(plan.tensor_alignment.filter, 0);  // the pack entry reads it one element at a time
+  // Half the tensor-core work of the same configuration multiplying the dense filter, and fewer filter loads.
+  const CostFeatures sparse_cost = igemm_wgmma().cost_features(p, s);
+  const CostFeatures dense_cost = igemm_wgmma().cost_features(p, to_spec(dense_twin));
+  EXPECT_DOUBLE_EQ(sparse_cost.fma_instructions * 2, dense_cost.fma_instructions);
+  EXPECT_LT(sparse_cost.global_load_instructions, dense_cost.global_load_instructions);
+
+  // Offered for the 2:4 problem, in both pipelines; never for its dense twin, in tf32, or for a filter not 2:4.
+  const auto sparse_offered = [&gpu](const Problem& q) {
+    int n = 0;
+    for (const KernelSpec& c : igemm_wgmma().enumerate(q, gpu)) n += P(c).sparse_filter;
+    return n;
+  };
+  std::set<int> pipelines;
+  for (const KernelSpec& c : igemm_wgmma().enumerate(p, gpu))
+    if (P(c).sparse_filter) {
+      EXPECT_EQ(igemm_wgmma().check_support(p, gpu, c), std::nullopt) << kernel_name(c);
+      pipelines.insert(P(c).warp_specialized);
+    }
+  EXPECT_EQ(pipelines, (std::set<int>{0, 1}));
+  EXPECT_EQ(sparse_offered(shape), 0);
+  Problem tf32 = p;
+  tf32.precision = Precision::tf32;
+  EXPECT_EQ(sparse_offered(tf32), 0);
+  const Problem unstructured = with_weights(shape, pruned_random_filter(shape, 0.5, 7));
+  ASSERT_FALSE(is_two_four_sparse(unstructured));
+  EXPECT_EQ(sparse_offered(unstructured), 0);
+  EXPECT_EQ(igemm_wgmma().check_support(unstructured, gpu, s),
+            "the problem's filter is not 2:4: some chunk of 4 consecutive values of a filter row has more than 2 "
+            "nonzeros (--weight-sparsity 2:4 prunes to the pattern)");
+  EXPECT_EQ(igemm_wgmma().check_support(shape, gpu, s),
+            "sp compresses the problem's own 2:4 filter, and this problem has none");
+  // Its limits.
+  const std::string needs =
+      "sp (the 2:4 filter, wgmma.sp) needs sw1 (the filter the wgmma's A) and kb2, and none of "
+      "tma, co, ta and fw";
+  for (const auto& change : std::vector<std::function<void(IgemmWgmmaParams&)>>{
+           [](IgemmWgmmaParams& u) { u.swap_ab = false; }, [](IgemmWgmmaParams& u) { u.k_atoms = 1; },
+           [](IgemmWgmmaParams& u) { u.tma_filter = true; }, [](IgemmWgmmaParams& u) { u.chunk_major = true; }}) {
+    IgemmWgmmaParams u = t;
+    change(u);
+    EXPECT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(u)), needs) << kernel_name(to_spec(u));
+  }
+  Problem rgb = shape;  // 3 channels: padded to 8, which the compressed copy does not do
+  rgb.c = 3;
+  rgb = with_weights(rgb, two_four_pruned_random_filter(rgb, 7));
+  EXPECT_EQ(igemm_wgmma().check_support(rgb, gpu, s),
+            "sp (the 2:4 filter) reads its compressed copy of the filter as it lies: not where its 3 channels are "
+            "padded to 8");
 }
 
 }  // namespace

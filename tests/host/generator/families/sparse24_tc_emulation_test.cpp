@@ -39,6 +39,7 @@ struct uint4 {
 };
 #include "templates/common.cuh"
 #include "templates/interface.cuh"
+#include "templates/two_four_pack.cuh"
 
 #include "support/host_tensor_core.hpp"
 
