@@ -450,8 +450,10 @@ class WeightSparse final : public Family {
       const double entries = static_cast<double>(busiest_table_group(p, s.k_group));
       const double chunks = g.chunks;
       const double all_warps = warps * sk;
+      // Each chunk's channels x positions staged by all the block's threads together (a thread takes channels a fixed
+      // stride apart where the block has more threads than a channel has positions): a thread's share.
       const double staged =
-          chunks * g.channels * std::ceil(static_cast<double>(g.per_channel) / (s.block_pixels * s.split));
+          chunks * std::ceil(static_cast<double>(g.channels) * g.per_channel / (s.block_pixels * s.split));
       const double tile_pixels = g.patch ? g.tile_h * g.tile_w : s.block_pixels * pt;
       const double vector = g.patch ? 1 : s.pixels_per_thread % 4 == 0 ? 4 : s.pixels_per_thread % 2 == 0 ? 2 : 1;
       return {
@@ -525,9 +527,11 @@ class WeightSparse final : public Family {
 
   // The first of enumerate's order, the staged table included. Replayed on the H200's measurements of every
   // candidate of ResNet-50 at 90% zeros (bench/results/h200/weight-sparse-staged-2026-12-01, `convgen db replay
-  // --weight-sparsity 0.9`): it took 1.423x the fastest's time at batch 8 (geometric mean, 22 problems) where the
-  // first but a staged table took 1.522x, and 1.216x both at batch 1 (14 problems); with the staged table's 8-pixel
-  // configurations in the order it had taken 1.557x.
+  // --weight-sparsity 0.9`): it takes 1.178x the fastest's time at batch 8 (geometric mean, 22 problems) and 1.125x at
+  // batch 1 (14 problems); 1.423x and 1.216x while the estimate charged every thread of a block with more threads than
+  // a staged channel has positions a whole channel's staging (instead of its share) and a warp's dependent chain 4
+  // cycles an instruction (kDependentCycles). The first but a staged table took 1.522x and 1.216x, and with the staged
+  // table's 8-pixel configurations in the order 1.557x at batch 8.
   std::optional<KernelSpec> default_spec(const Problem& p, const Gpu& gpu) const override {
     const std::vector<KernelSpec> specs = enumerate(p, gpu);
     if (specs.empty()) return std::nullopt;
@@ -546,6 +550,12 @@ class WeightSparse final : public Family {
     return check_support(p, any, spec);
   }
 
+  // The cycles a warp waits, on average, between the instructions of its dependent chain (an entry's value load, its
+  // shared loads, its FMAs): replayed on the H200's measurements of every weight_sparse candidate of ResNet-50 at 90%
+  // zeros (bench/results/h200/weight-sparse-staged-2026-12-01, `convgen db replay --weight-sparsity 0.9`), the
+  // estimate's pick took 1.226x / 1.174x the fastest's time at batch 8 / 1 with 4, 1.178x / 1.125x with 6, 1.160x /
+  // 1.179x with 8 and 1.212x / 1.270x with 12.
+  static constexpr double kDependentCycles = 6;
   // Rough time for ranking: the busiest group's instructions per warp over the SM's schedulers, in waves.
   double estimate_us(const Problem& p, const Gpu& gpu, const WeightSparseParams& s) const {
     const CostFeatures f = cost_features(p, to_spec(s));
@@ -558,7 +568,7 @@ class WeightSparse final : public Family {
     const double sms = std::max(1, gpu.sm_count);
     const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
     const double issue_cycles = std::ceil(warps_total / sms) * per_warp / 4;
-    const double latency_cycles = per_warp * 4 + 600;  // one warp's dependent chain and first loads
+    const double latency_cycles = per_warp * kDependentCycles + 600;  // one warp's dependent chain and first loads
     return std::max(issue_cycles, latency_cycles) / clock_mhz + 2.0;
   }
 };
