@@ -39,9 +39,7 @@ class IgemmWgmmaTwoFourGpu : public testing::Test {
 
   // The filter each problem carries (its own 2:4 values), on dense random activations.
   int verify_all(const std::vector<Case>& cases, std::uint64_t seed) {
-    return verify_cases(cases, gpu_, cache_, seed, kTallyTable, [](const Problem& p, std::uint64_t s) {
-      return ConvInputs{.activation = DenseRandom{}, .filter = expected_filter(p), .seed = s};
-    });
+    return verify_cases(cases, gpu_, cache_, seed, kTallyTable, own_filter_inputs);
   }
 
   // The 2:4 configurations enumerate() offers for `p`.
@@ -87,19 +85,8 @@ TEST_F(IgemmWgmmaTwoFourGpu, TheCompressedFilterIsCorrectOnTheEdgeCaseCorpusWith
 // Every 2:4 configuration enumerate() offers, that is every one the tuner can pick, on the cusnn layers in fp16 at
 // batch 8, and on two of them in bf16 at batch 1.
 TEST_F(IgemmWgmmaTwoFourGpu, EveryEnumeratedTwoFourConfigurationIsCorrectOnNetworkLayers) {
-  std::vector<Problem> problems;
-  std::uint64_t seed = 100;
-  const Suite cusnn = load_suite(source_dir() / "shapes" / "cusnn.csv");
-  for (const Layer& layer : cusnn.layers) {
-    Problem p = layer.problem;
-    p.n = 8;
-    problems.push_back(with_two_four_filter(p, Precision::fp16, Layout::nhwc, FilterKind::two_four, seed++));
-  }
-  for (const Layer& layer : {cusnn.layers.front(), cusnn.layers.back()})
-    problems.push_back(
-        with_two_four_filter(layer.problem, Precision::bf16, Layout::nhwc, FilterKind::two_four, seed++));
   std::vector<Case> cases;
-  for (const Problem& p : problems) {
+  for (const Problem& p : two_four_network_problems(Layout::nhwc)) {
     const std::vector<KernelSpec> specs = sparse_specs(p);
     EXPECT_FALSE(specs.empty()) << problem_key(p);
     for (const KernelSpec& s : specs) cases.push_back({problem_key(p), p, s});

@@ -36,9 +36,7 @@ class Sparse24TcGpu : public testing::Test {
 
   // The filter each problem expects (its own 2:4 values), on dense random activations.
   int verify_all(const std::vector<Case>& cases, std::uint64_t seed) {
-    return verify_cases(cases, gpu_, cache_, seed, kTallyTable, [](const Problem& p, std::uint64_t s) {
-      return ConvInputs{.activation = DenseRandom{}, .filter = expected_filter(p), .seed = s};
-    });
+    return verify_cases(cases, gpu_, cache_, seed, kTallyTable, own_filter_inputs);
   }
 
   std::unique_ptr<Context> context_;
@@ -71,19 +69,8 @@ TEST_F(Sparse24TcGpu, RepresentativeConfigurationsAreCorrectOnTheEdgeCaseCorpusW
 // Every configuration enumerate() offers, that is every one the tuner can pick, on the cusnn layers in fp16 NHWC at
 // batch 8 and on two layers in bf16 NCHW.
 TEST_F(Sparse24TcGpu, EveryEnumeratedConfigurationIsCorrectOnNetworkLayers) {
-  std::vector<Problem> problems;
-  std::uint64_t seed = 100;
-  const Suite cusnn = load_suite(source_dir() / "shapes" / "cusnn.csv");
-  for (const Layer& layer : cusnn.layers) {
-    Problem p = layer.problem;
-    p.n = 8;
-    problems.push_back(with_two_four_filter(p, Precision::fp16, Layout::nhwc, FilterKind::two_four, seed++));
-  }
-  for (const Layer& layer : {cusnn.layers.front(), cusnn.layers.back()})
-    problems.push_back(
-        with_two_four_filter(layer.problem, Precision::bf16, Layout::nchw, FilterKind::two_four, seed++));
   std::vector<Case> cases;
-  for (const Problem& p : problems) {
+  for (const Problem& p : two_four_network_problems(Layout::nchw)) {
     const std::vector<KernelSpec> specs = family("sparse24_tc").enumerate(p, gpu_);
     EXPECT_FALSE(specs.empty()) << problem_key(p);
     for (const KernelSpec& s : specs) cases.push_back({problem_key(p), p, s});
