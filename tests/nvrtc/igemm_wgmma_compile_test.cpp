@@ -2,7 +2,8 @@
 // build_kernel (which compiles it for the family's compile_arch, sm_90a on an H100) every configuration its search
 // space offers on a handful of corpus problems (tf32, fp16 and bf16, groups, 1-D and 3-D, split-K, one and two K atoms
 // a step), every block tile with one and with two K atoms in each precision, split-K's reduce entry, and an image's 3
-// channels padded or folded with their copy entries; the default configurations without register spills.
+// channels padded or folded with their copy entries; the default configurations without register spills. In CI the
+// sweeps compile every configuration in fp16 and a third of them in bf16 and tf32 (support/compile_sweep.hpp).
 #include <set>
 #include <tuple>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "generator/render.hpp"
 #include "igemm_wgmma_params.hpp"
 #include "reference/pruning.hpp"
+#include "support/compile_sweep.hpp"
 #include "support/corpus.hpp"
 
 namespace convgen {
@@ -138,6 +140,9 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
   int in_cluster = 0;
   std::set<std::string> names;
   for (const KernelSpec& spec : specs) names.insert(kernel_name(spec));
+  // fp16 compiles every configuration; bf16 and tf32 (the same tiles and pipelines) a third in CI.
+  const bool primary = c.problem.precision == Precision::fp16;
+  int index = 0;
   for (const KernelSpec& spec : specs) {
     const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(spec);
     // Filter multicast twins: beside their one-block twins (offered, so compiled here), and compiled by
@@ -148,10 +153,12 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
       EXPECT_TRUE(names.contains(kernel_name(to_spec(alone)))) << kernel_name(spec);
       continue;
     }
-    const BuiltKernel built = build_and_check(c.problem, spec, cache);
     with_two += t.k_atoms == 2;
     warp_specialized += t.warp_specialized;
     chunk_major += t.chunk_major;
+    in_cluster += t.cluster_reduce;
+    if (!compile_in_sweep(index++, primary, spec == chosen)) continue;
+    const BuiltKernel built = build_and_check(c.problem, spec, cache);
     // The plan's shared memory holds the stages: (block_m + block_n) rows of 128 bytes per K atom, and 1,024 to align;
     // warp-specialized, two 8-byte mbarriers per stage after them. The producer is one more warpgroup.
     const int halo_rows = (8 + c.problem.filter.h - 1) * ((8 * t.block_m / 64 + c.problem.filter.w - 1 + 7) / 8 * 8) +
@@ -170,7 +177,6 @@ TEST_P(IgemmWgmmaEveryConfiguration, CompilesForSm90aAndTheDefaultHasNoSpills) {
     }
     // Split in a cluster: the partial sums of up to 8 blocks, 16 bytes each a thread, added without spilling.
     if (t.cluster_reduce) {
-      ++in_cluster;
       EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(spec)).spill_store_bytes, 0) << kernel_name(spec);
     }
     if (spec == chosen) {
@@ -252,7 +258,7 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
         if (!every_width && !searched_widths.contains(block_n)) continue;
         const KernelSpec s = spec(block_m, block_n, k_atoms, stages, 1, ws, co, tma);
         if (check_support(p, gpu, s)) continue;
-        ++tiles;
+        if (!compile_in_sweep(tiles++, GetParam() == Precision::fp16, false)) continue;
         const BuiltKernel built = build_and_check(p, s, cache);
         EXPECT_EQ(built.plan.main_geometry().block[0], static_cast<unsigned>(2 * block_m + (ws ? 128 : 0)))
             << kernel_name(s);
