@@ -43,11 +43,12 @@
 //   window that starts mid-atom reads the rows as they were stored). The activation is read once a tile instead of
 //   once a tap. `hl2` (the output channels one tile) loads the block's whole filter once, before its first tile, into a
 //   region after the stages; its stages hold patches only.
-// With `sw` (swapped operands; one tile a block, unsplit) the stages are the same but the wgmma's roles trade: the
+// With `sw` (swapped operands; one tile a block) the stages are the same but the wgmma's roles trade: the
 // filter tile is A, 64 output channels a warpgroup, and the pixel tile B, the wgmma's N the block's pixels (with `wn`
 // half of them a warpgroup): a layer of 64 output channels multiplies in m64n256k16 (or n128) instead of m64n64k16, and
 // reads fewer operand bytes from shared memory per product. Its accumulators hold channels by pixels; the staged
-// output writes them transposed, so the store to global memory is the same.
+// output writes them transposed, so the store to global memory is the same; split-K writes its partial sums
+// transposed (into the workspace, or the partial tile a cluster adds), so the reduction after it is the same too.
 //
 // Channels not a whole number of 16-byte loads (an image's 3, ungrouped only): the prelude's C is padded up to one
 // (4 tf32, 8 fp16 / bf16) and C_SOURCE says the tensors' own. The setup's pad_filter entry writes the filter with the
@@ -100,7 +101,7 @@ CONVGEN_PARAM("ta", "0..2", "with tma, the pixel rows by TMA too: 1 on an ungrou
 CONVGEN_PARAM("wn", "bool", "one tile a block: two warpgroups multiply each 64 pixel rows, each half the block's channels") constexpr bool SPLIT_N = false;
 CONVGEN_PARAM("mc", "1,2,4", "with tma, one tile a block: clusters of this many pixel tiles, each block copying its share of the filter tile into all of them (TMA multicast)") constexpr int MULTICAST = 1;
 CONVGEN_PARAM("hl", "0..2", "warp-specialized, tma, 2-D stride 1: each channel chunk's input patch (the tile's 8 x 8 pixels a warpgroup and the filter's halo) loaded once, every tap multiplying its window; 2: the block's whole filter (one channel tile) loaded once, only patches streamed") constexpr int HALO = 0;
-CONVGEN_PARAM("sw", "bool", "one tile a block, unsplit, 16-byte channel runs: the operands swapped, each warpgroup's wgmma 64 output channels by the block's pixels (wn: half of them), the output transposed through shared memory") constexpr bool SWAP_AB = false;
+CONVGEN_PARAM("sw", "bool", "one tile a block, 16-byte channel runs: the operands swapped, each warpgroup's wgmma 64 output channels by the block's pixels (wn: half of them), the output transposed through shared memory (split-K: its partial sums transposed)") constexpr bool SWAP_AB = false;
 CONVGEN_PARAM("sp", "bool", "fp16 / bf16, the problem's own 2:4 filter: compressed once by the pack entry, each stage holding its kept values and their metadata, wgmma.mma_async.sp (m64nNk32); with sw and kb2, none of tma, co and padded channels") constexpr bool SPARSE_FILTER = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
@@ -256,16 +257,16 @@ static_assert(TMA_ACTIVATION != 2 || (T == 1 && D == 1 && O == 1 && PAD_D == 0 &
 // the pixel tile its B, WG_COLS = BLOCK_M (with SPLIT_N two warpgroups share each 64 channels, each half the pixels):
 // a layer of few output channels multiplies in wgmma up to 256 wide instead of 64. The accumulators' rows are then
 // channels and their columns pixels; the staged output writes them transposed (store_tile), so it needs one tile a
-// block, no split and whole 16-byte runs of channels (STAGED_OUTPUT).
+// block and whole 16-byte runs of channels (STAGED_OUTPUT); split-K writes its partial sums transposed, into the
+// workspace or (CLUSTER_REDUCE) into the block's partial tile.
 constexpr int WG_N = SPLIT_N ? 2 : 1;
 constexpr int WG_COLS = (SWAP_AB ? BLOCK_M : BLOCK_N) / WG_N;
 static_assert(!SPLIT_N || TILES_PER_BLOCK == 1, "SPLIT_N needs one tile a block (ws0 or ws1)");
 static_assert(WG_COLS % 16 == 0 && WG_COLS >= 16,
               "SPLIT_N needs half the block's channels to be a wgmma N the template instantiates (a multiple of 16)");
-static_assert(!SWAP_AB || (BLOCK_N % 64 == 0 && TILES_PER_BLOCK == 1 && SPLIT_K == 1 && !CLUSTER_REDUCE &&
-                           MULTICAST == 1 && !HALO),
-              "SWAP_AB needs BLOCK_N a multiple of 64 (the wgmma's M), one tile a block (ws0 or ws1), sk1 and none of "
-              "cr, mc and hl");
+static_assert(!SWAP_AB || (BLOCK_N % 64 == 0 && TILES_PER_BLOCK == 1 && MULTICAST == 1 && !HALO),
+              "SWAP_AB needs BLOCK_N a multiple of 64 (the wgmma's M), one tile a block (ws0 or ws1) and none of mc "
+              "and hl");
 // The 2:4 filter (SPARSE_FILTER): wgmma.mma_async.sp takes its sparse operand as A, so the operands are swapped (the
 // filter tile A, 64 output channels a warpgroup); a step is two K atoms (128 reduction elements), whose compressed
 // filter rows (64 kept values) fill one 128-byte swizzled row each, beside the stage's metadata. The filter is the
@@ -333,8 +334,8 @@ static_assert(OUTPUT_BUFFER_OFFSET % 16 == 0, "the output buffer must be 16-alig
 // BLOCK_N floats padded by 32 bytes (a warp's float2 pairs of 8 rows then fall in distinct banks), for the cluster's
 // blocks to read.
 constexpr int PARTIAL_PITCH = BLOCK_N * 4 + 32;
-static_assert(!CLUSTER_REDUCE || BLOCK_M * PARTIAL_PITCH <= STAGES * STAGE_BYTES,
-              "CLUSTER_REDUCE needs the stages' buffers to hold the fp32 partial tile");
+static_assert(!(CLUSTER_REDUCE || (SWAP_AB && SPLIT_K > 1)) || BLOCK_M * PARTIAL_PITCH <= STAGES * STAGE_BYTES,
+              "CLUSTER_REDUCE and SWAP_AB's split-K need the stages' buffers to hold the fp32 partial tile");
 
 // ---- Global -> shared loads ---------------------------------------------------------------------------------------
 // Loading thread tid copies the 16-byte unit tid % 8 of rows tid / 8 + i * ROW_STEP of both tiles: the unit, and so
@@ -877,7 +878,7 @@ __device__ __forceinline__ void consume_halo(float (&r_acc)[ACCUMULATORS], unsig
 // the stages' buffers (256 x 256 in 3 stages) is stored directly.
 constexpr bool STAGED_OUTPUT = TILES_PER_BLOCK == 1 && SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0 &&
                               BLOCK_M * OUT_PITCH <= STAGES * STAGE_BYTES;
-static_assert(!SWAP_AB || STAGED_OUTPUT,
+static_assert(!SWAP_AB || SPLIT_K > 1 || STAGED_OUTPUT,
               "SWAP_AB writes its transposed output through the stages' buffers: K and K per group multiples of 16 "
               "bytes' elements, the BLOCK_M staged rows within the stages");
 // With the output buffer, each warp writes its own 16 rows of the tile with stmatrix (4 pairs of 8 channels a lane an
@@ -943,16 +944,25 @@ constexpr int RANK_ROWS = (int)ceil_div(BLOCK_M, CLUSTER_SIZE);
 constexpr int QUADS = BLOCK_N / 4;  // 4-channel units of a partial row
 constexpr bool QUAD_OUTPUT = K % 4 == 0 && KG % 4 == 0;  // a unit's 4 channels stored at once (8 or 16 bytes)
 
-__device__ __forceinline__ void cluster_reduce_store(const float (&r_acc)[ACCUMULATORS], const Tile& tile,
-                                                     unsigned char* s_stages, element_t* __restrict__ g_output,
-                                                     const element_t* __restrict__ g_bias,
-                                                     const element_t* __restrict__ g_residual, int tid) {
-  namespace wg = convgen::wg;
-  const int warpgroup = tid / 128;
-  const int warp = (tid % 128) / 32;
-  const int lane = tid % 32;
-  __syncthreads();  // every warpgroup's wgmma has read its last operands
-  if (warpgroup < WARPGROUPS) {  // the producer holds no accumulators
+// Writes this thread's accumulators as fp32 into the block's partial tile in shared memory (s_stages, rows of pixels
+// PARTIAL_PITCH bytes apart, a column per channel), after every warpgroup's wgmma has read its last operands.
+__device__ __forceinline__ void stage_partial_tile(const float (&r_acc)[ACCUMULATORS], unsigned char* s_stages,
+                                                   int warpgroup, int warp, int lane) {
+  if (SWAP_AB && warpgroup < WARPGROUPS) {
+    // Accumulators 4j + 2 half + e: channel warpgroup_row0 + 16 warp + lane / 4 + 8 half, pixel row warpgroup_col0 +
+    // 8j + 2 (lane % 4) + e, written to the partial tile's row (pixel) and column (channel) one at a time.
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int channel = warpgroup_row0(warpgroup) + warp * 16 + lane / 4 + 8 * half;
+#pragma unroll
+      for (int j = 0; j < WG_COLS / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int row = warpgroup_col0(warpgroup) + j * 8 + 2 * (lane % 4) + e;
+          *reinterpret_cast<float*>(s_stages + row * PARTIAL_PITCH + channel * 4) = r_acc[4 * j + 2 * half + e];
+        }
+    }
+  } else if (warpgroup < WARPGROUPS) {  // the producer holds no accumulators
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int row = warpgroup_row0(warpgroup) + warp * 16 + lane / 4 + 8 * half;
@@ -966,6 +976,18 @@ __device__ __forceinline__ void cluster_reduce_store(const float (&r_acc)[ACCUMU
       }
     }
   }
+}
+
+__device__ __forceinline__ void cluster_reduce_store(const float (&r_acc)[ACCUMULATORS], const Tile& tile,
+                                                     unsigned char* s_stages, element_t* __restrict__ g_output,
+                                                     const element_t* __restrict__ g_bias,
+                                                     const element_t* __restrict__ g_residual, int tid) {
+  namespace wg = convgen::wg;
+  const int warpgroup = tid / 128;
+  const int warp = (tid % 128) / 32;
+  const int lane = tid % 32;
+  __syncthreads();  // every warpgroup's wgmma has read its last operands
+  stage_partial_tile(r_acc, s_stages, warpgroup, warp, lane);
   wg::cluster_sync();
   const unsigned s_partials = convgen::tc::shared_address(s_stages);
   const int first_row = tile.split * RANK_ROWS;  // the split is the block's rank in its cluster
@@ -1106,6 +1128,31 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
       if (npix >= NPIX || col >= KG) continue;
       *reinterpret_cast<uint4*>(g_output + (idx_t)npix * K + group * KG + col) =
           *reinterpret_cast<const uint4*>(s_stages + row * OUT_PITCH + unit * 16);
+    }
+    return;
+  }
+  if constexpr (SWAP_AB) {
+    // Split-K's partial sums (the staged output above takes every unsplit swapped tile): transposed into the block's
+    // partial tile in the stages' buffers, then copied to the workspace by rows, 4 channels a thread.
+    __syncthreads();  // every warpgroup's wgmma has read its last operands
+    stage_partial_tile(r_acc, s_stages, warpgroup, warp, lane);
+    __syncthreads();
+    for (int u = tid; u < BLOCK_M * QUADS; u += THREADS) {
+      const int row = u / QUADS;
+      const int quad = u % QUADS;
+      const int npix = tile_pixel(tile, row);
+      const int col = n_tile + 4 * quad;
+      if (npix >= NPIX || col >= KG) continue;
+      const float4 sums = *reinterpret_cast<const float4*>(s_stages + row * PARTIAL_PITCH + quad * 16);
+      float* partials = g_workspace + ((idx_t)tile.split * NPIX + npix) * K + group * KG + col;
+      if (QUAD_OUTPUT && col + 3 < KG) {
+        *reinterpret_cast<float4*>(partials) = sums;
+      } else {
+        const float v[4] = {sums.x, sums.y, sums.z, sums.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (col + e < KG) partials[e] = v[e];
+      }
     }
     return;
   }

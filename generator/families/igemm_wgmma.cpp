@@ -372,6 +372,9 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   if (s.cluster_reduce && s.block_m * partial_pitch(s) > s.stages * stage_bytes(g, s))
     return fmt::format("cr (split-K in a cluster): the fp32 partial tile's {} bytes exceed the {} stages' {}",
                        s.block_m * partial_pitch(s), s.stages, s.stages * stage_bytes(g, s));
+  if (s.swap_ab && s.split_k > 1 && s.block_m * partial_pitch(s) > s.stages * stage_bytes(g, s))
+    return fmt::format("sw (the operands swapped) split: the fp32 partial tile's {} bytes exceed the {} stages' {}",
+                       s.block_m * partial_pitch(s), s.stages, s.stages * stage_bytes(g, s));
   if (s.halo && (!s.tma_filter || s.warp_specialized < 1 || s.k_atoms != 1 || s.split_k != 1 || s.chunk_major ||
                  s.cluster_reduce || s.tma_activation || s.split_n || s.multicast != 1))
     return "hl (halo) needs ws1-ws8, tma1, kb1, sk1 and none of co, cr, ta, wn and mc";
@@ -388,14 +391,14 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
     if (s.block_n % 64 != 0)
       return fmt::format("sw (the operands swapped) needs block_n to be a multiple of 64 (the wgmma's M), got {}",
                          s.block_n);
-    if (tiles_per_block(s) > 1 || s.split_k != 1 || s.cluster_reduce || s.multicast != 1 || s.halo)
-      return "sw (the operands swapped) needs one tile a block (ws0 or ws1), sk1 and none of cr, mc and hl";
+    if (tiles_per_block(s) > 1 || s.multicast != 1 || s.halo)
+      return "sw (the operands swapped) needs one tile a block (ws0 or ws1) and none of mc and hl";
     const int chunk = chunk_of(p);
     if (p.k % chunk != 0 || k_per_group(p) % chunk != 0)
       return fmt::format("sw (the operands swapped) stages its output in 16-byte runs of channels: K {} and K per "
                          "group {} must be multiples of {}",
                          p.k, k_per_group(p), chunk);
-    if (s.block_m * (s.block_n * element_bytes(p) + 16) > s.stages * stage_bytes(g, s))
+    if (s.split_k == 1 && s.block_m * (s.block_n * element_bytes(p) + 16) > s.stages * stage_bytes(g, s))
       return fmt::format("sw (the operands swapped): the {} staged output rows exceed the {} stages' buffers",
                          s.block_m, s.stages);
     if (s.block_m % (load_threads_of(s) / 8) != 0)
@@ -863,11 +866,14 @@ class IgemmWgmma final : public Family {
           }
   }
 
-  // The 2:4 configurations (`sp`: the operands swapped, steps of two K atoms, unsplit, one tile a block), for each
-  // pipeline and block tile (64 to 256 pixels, 64 to 256 channels, within the GEMM as the dense search's), the deepest
-  // pipeline that fits, each with its estimate.
+  // The 2:4 configurations (`sp`: the operands swapped, steps of two K atoms, one tile a block), for each pipeline and
+  // block tile (64 to 256 pixels, 64 to 256 channels, within the GEMM as the dense search's), the deepest pipeline that
+  // fits, unsplit and, tiles of at most 128 pixels in at most 384 threads, split as the dense search splits (2 to 16
+  // ways while the blocks are fewer than two waves and every split has two steps), each split through a workspace and
+  // its twin split in a cluster, with their estimates.
   static void search_sparse(const Problem& p, const Gpu& gpu, std::vector<Estimated<IgemmWgmmaParams>>& chosen) {
     const Gemm g = gemm_of(p);
+    const int sm_count = std::max(gpu.sm_count, 1);
     for (int warp_specialized : {0, 1})
       for (int block_m : {128, 64, 192, 256}) {
         if (block_m > 64 && block_m / 2 >= g.m) continue;  // half the tile would be padding
@@ -879,6 +885,22 @@ class IgemmWgmma final : public Family {
             s.sparse_filter = true;
             if (spec_reason(p, gpu, s)) continue;
             chosen.emplace_back(estimate_us(p, gpu, s), s);
+            const std::int64_t tiles = blocks_of(g, s);
+            const std::int64_t steps = ceil_div(atoms_of(g, atom_k_of(p), s), s.k_atoms);
+            // Split only where a warpgroup's wgmma is at most 128 pixels wide (64 accumulators) in at most 384 threads:
+            // split, 192 pixels or 512 threads reached ptxas's register cap and spilled (12 to 256 bytes).
+            const bool splits = warpgroup_cols(s) <= 128 && threads_of(s) <= 384;
+            for (int split_k = 2; splits && split_k <= 16; split_k *= 2) {
+              if (tiles * (split_k / 2) >= 2 * sm_count || ceil_div(steps, split_k) < 2) break;
+              IgemmWgmmaParams split = s;
+              split.split_k = split_k;
+              if (spec_reason(p, gpu, split)) continue;
+              chosen.emplace_back(estimate_us(p, gpu, split), split);
+              IgemmWgmmaParams in_cluster = split;
+              in_cluster.cluster_reduce = true;
+              if (kOfferClusterReduce && threads_of(in_cluster) <= 512 && !spec_reason(p, gpu, in_cluster))
+                chosen.emplace_back(estimate_us(p, gpu, in_cluster), in_cluster);
+            }
             break;
           }
         }

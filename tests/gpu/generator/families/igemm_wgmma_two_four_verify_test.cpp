@@ -4,7 +4,8 @@
 // channels-last in fp16 and bf16 with filters pruned to 2:4, with every odd output channel zero as well, and all
 // zero; every 2:4 configuration the search space offers on the cusnn layers; every block tile in both pipelines on
 // problems whose pixels and output channels end inside the tile, with groups, a long reduction and the fused
-// epilogue. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases, failures and worst error per precision.
+// epilogue; split-K through the workspace and in a cluster. Prints, and appends to $CONVGEN_VERIFY_REPORT, the cases,
+// failures and worst error per precision.
 #include <string>
 #include <vector>
 
@@ -156,6 +157,67 @@ TEST_F(IgemmWgmmaTwoFourGpu, EveryBlockTileIsCorrectOnPartialTilesGroupsALongRed
                                                 .sparse_filter = true})});
   }
   EXPECT_GT(cases.size(), 60u);
+  EXPECT_EQ(verify_all(cases, 3000), static_cast<int>(cases.size()));
+}
+
+// Split-K (`sk` 2 to 16) through the workspace and in a cluster (`cr`): each split's partial sums written transposed
+// from the swapped accumulators. On the long reduction (36 steps, 96 output channels: a partial 128-channel tile) in
+// both pipelines and tiles of 64 and 128 pixels by 64 and 128 channels, on the partial-tile problem (4.5 steps: the
+// second split ends half a step early) and its grouped twin, and with the fused epilogue (applied by the reduce pass,
+// or by the cluster's blocks as they add).
+TEST_F(IgemmWgmmaTwoFourGpu, SplitReductionsAreCorrectThroughTheWorkspaceAndInACluster) {
+  const Problem partial{.n = 3,
+                        .c = 64,
+                        .k = 200,
+                        .input = {1, 13, 11},
+                        .filter = {1, 3, 3},
+                        .padding = {0, 1, 1},
+                        .layout = Layout::nhwc};
+  Problem grouped = partial;
+  grouped.c = 128;
+  grouped.k = 256;
+  grouped.groups = 2;
+  std::vector<Case> cases;
+  std::uint64_t seed = 700;
+  const auto sp = [](int block_m, int block_n, int pipeline, int split_k, bool cluster) {
+    return to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                    .block_n = block_n,
+                                    .k_atoms = 2,
+                                    .stages = 4,
+                                    .split_k = split_k,
+                                    .warp_specialized = pipeline,
+                                    .cluster_reduce = cluster,
+                                    .swap_ab = true,
+                                    .sparse_filter = true});
+  };
+  for (Precision precision : {Precision::fp16, Precision::bf16}) {
+    Problem deep = long_reduction(precision);
+    const Problem deep_sparse = with_two_four_filter(deep, precision, Layout::nhwc, FilterKind::two_four, seed++);
+    for (int split_k : {2, 3, 4, 8, 16})
+      for (bool cluster : {false, true})
+        for (int block_m : {64, 128})
+          for (int block_n : {64, 128})
+            for (int pipeline : {0, 1}) {
+              const KernelSpec s = sp(block_m, block_n, pipeline, split_k, cluster);
+              if (wgmma_.check_support(deep_sparse, gpu_, s)) continue;  // a cluster of at most 8
+              cases.push_back({fmt::format("sp split deep {}", precision), deep_sparse, s});
+            }
+    for (const Problem& shape : {partial, grouped}) {
+      const Problem p = with_two_four_filter(shape, precision, Layout::nhwc, FilterKind::two_four, seed++);
+      for (bool cluster : {false, true})
+        for (int pipeline : {0, 1}) {
+          const KernelSpec s = sp(128, 128, pipeline, 2, cluster);
+          ASSERT_EQ(wgmma_.check_support(p, gpu_, s), std::nullopt) << kernel_name(s);
+          cases.push_back({fmt::format("sp split partial{} {}", shape.groups > 1 ? " grouped" : "", precision), p, s});
+        }
+    }
+    deep.epilogue = parse_epilogue("alpha:1.5+bias+add:0.5+relu6");
+    const Problem fused = with_two_four_filter(deep, precision, Layout::nhwc, FilterKind::two_four, seed++);
+    for (bool cluster : {false, true})
+      for (int pipeline : {0, 1})
+        cases.push_back({fmt::format("sp split epilogue {}", precision), fused, sp(64, 64, pipeline, 4, cluster)});
+  }
+  EXPECT_GT(cases.size(), 100u);
   EXPECT_EQ(verify_all(cases, 3000), static_cast<int>(cases.size()));
 }
 

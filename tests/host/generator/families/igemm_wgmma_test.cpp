@@ -1464,12 +1464,19 @@ TEST(IgemmWgmmaFamily, SwappedOperandsPlanAWarpgroupPerSixtyFourChannels) {
   own.swap_ab = false;
   EXPECT_EQ(igemm_wgmma().cost_features(p, s).fma_instructions,
             igemm_wgmma().cost_features(p, to_spec(own)).fma_instructions);
+  // Split, through the workspace (a reduce pass after it) or in a cluster (none).
+  IgemmWgmmaParams split = t;
+  split.split_k = 2;
+  ASSERT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(split)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().plan(p, to_spec(split)).run.size(), 2u);
+  EXPECT_EQ(igemm_wgmma().plan(p, to_spec(split)).main_geometry().grid, (std::array<unsigned, 3>{25, 1, 2}));
+  split.cluster_reduce = true;
+  ASSERT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(split)), std::nullopt);
+  EXPECT_EQ(igemm_wgmma().plan(p, to_spec(split)).run.size(), 1u);
   // Its limits.
-  const std::string needs =
-      "sw (the operands swapped) needs one tile a block (ws0 or ws1), sk1 and none of cr, mc and hl";
+  const std::string needs = "sw (the operands swapped) needs one tile a block (ws0 or ws1) and none of mc and hl";
   for (const auto& change : std::vector<std::function<void(IgemmWgmmaParams&)>>{
-           [](IgemmWgmmaParams& u) { u.warp_specialized = 2; }, [](IgemmWgmmaParams& u) { u.split_k = 2; },
-           [](IgemmWgmmaParams& u) { u.multicast = 2; }}) {
+           [](IgemmWgmmaParams& u) { u.warp_specialized = 2; }, [](IgemmWgmmaParams& u) { u.multicast = 2; }}) {
     IgemmWgmmaParams u = t;
     change(u);
     EXPECT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(u)), needs) << kernel_name(to_spec(u));
@@ -1740,12 +1747,19 @@ TEST(IgemmWgmmaFamily, TwoFourFiltersPlanTheirCompressionOnceAndMultiplyByWgmmaS
     return n;
   };
   std::set<int> pipelines;
+  std::set<std::pair<int, bool>> splits;  // split_k, in a cluster
   for (const KernelSpec& c : igemm_wgmma().enumerate(p, gpu))
     if (P(c).sparse_filter) {
       EXPECT_EQ(igemm_wgmma().check_support(p, gpu, c), std::nullopt) << kernel_name(c);
       pipelines.insert(P(c).warp_specialized);
+      splits.emplace(P(c).split_k, P(c).cluster_reduce);
+      EXPECT_EQ(igemm_wgmma().plan(p, c).run.size(), P(c).split_k > 1 && !P(c).cluster_reduce ? 2u : 1u)
+          << kernel_name(c);
     }
   EXPECT_EQ(pipelines, (std::set<int>{0, 1}));
+  // Split as the dense search splits: a reduction of 576 is 9 atoms of 64, 5 steps of two: 2 ways (3 steps and 2),
+  // through the workspace and in a cluster; 4 ways would leave the last split without work (4 atoms a split).
+  EXPECT_EQ(splits, (std::set<std::pair<int, bool>>{{1, false}, {2, false}, {2, true}}));
   EXPECT_EQ(sparse_offered(shape), 0);
   Problem tf32 = p;
   tf32.precision = Precision::tf32;
