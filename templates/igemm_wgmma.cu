@@ -403,7 +403,10 @@ __device__ __forceinline__ LoadRows load_rows(int tid, int m_tile, int n_tile, i
       rows.filter[i] = rows.filter_ok[i] ? (idx_t)(group * KG + col) * KR : 0;
     }
   }
-  rows.meta = reinterpret_cast<const unsigned char*>(g_meta) + (idx_t)((group * KG_PAD + n_tile) / 16) * KR_STEPS * 64;
+  // (A dense kernel's g_meta is null: no offset from it.)
+  rows.meta = SPARSE_FILTER ? reinterpret_cast<const unsigned char*>(g_meta) +
+                                  (idx_t)((group * KG_PAD + n_tile) / 16) * KR_STEPS * 64
+                            : nullptr;
   return rows;
 }
 
