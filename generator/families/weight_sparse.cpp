@@ -34,8 +34,6 @@ constexpr std::int64_t kIntMax = 2147483647;
 // 4-7 s, 14.7K 48 s, 59K 647 s; weight_sparse_resnet50_z90.md: 1.6K nonzeros 1.2 s). Past this many only the table
 // variant (tb1: the pattern as data, its code the same for any filter) serves the layer, within the issue's 5 s.
 constexpr std::int64_t kMaxBakedNonzeros = 2048;
-// Up to this many the baked kernel comes first in enumerate (and so is the default): it compiles in about 1 s.
-constexpr std::int64_t kBakedFirstNonzeros = 512;
 // Table entries a block stages in shared memory at once (templates/weight_sparse.cu: ROW_CHUNK).
 constexpr int kRowChunk = 1024;
 // A table code holds an activation offset within one image in 26 bits (the low 5 are the tap).
@@ -306,8 +304,11 @@ class WeightSparse final : public Family {
   }
 
   std::vector<KernelSpec> enumerate(const Problem& p, const Gpu& gpu) const override {
-    // Ranked by estimate within each variant; the baked ones first only for filters small enough to compile in
-    // about a second (NVRTC time is not in the estimate), the table ones first otherwise.
+    // Ranked by estimate within each variant, the baked ones first wherever the filter may be baked (at most
+    // kMaxBakedNonzeros: NVRTC time, which the estimate leaves out, about 1 s at 1.6K nonzeros on the 2-core machine).
+    // Until 2026-12-02 the table came first past 512 nonzeros (0.26 s to compile): on the H200's measurements of every
+    // candidate of ResNet-50 at 90% zeros its first pick took 2.1x and 1.6x the baked fastest's time on the 56 x 56
+    // 1 x 1 layers of 1.6K nonzeros at batch 8 (bench/results/h200/weight-sparse-estimate-seed2-2026-12-02).
     std::vector<std::pair<double, KernelSpec>> baked, table;
     // Keeps a configuration the problem and GPU allow, with its estimate.
     const auto consider = [&](std::vector<std::pair<double, KernelSpec>>& into, const WeightSparseParams& s) {
@@ -369,7 +370,6 @@ class WeightSparse final : public Family {
     const auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
     std::stable_sort(baked.begin(), baked.end(), by_time);
     std::stable_sort(table.begin(), table.end(), by_time);
-    if (nonzero_count(p) > kBakedFirstNonzeros) std::swap(baked, table);
     std::vector<KernelSpec> specs;
     for (const auto& [us, spec] : baked) specs.push_back(spec);
     for (const auto& [us, spec] : table) specs.push_back(spec);
@@ -556,7 +556,10 @@ class WeightSparse final : public Family {
   // estimate's pick took 1.226x / 1.174x the fastest's time at batch 8 / 1 with 4, 1.178x / 1.125x with 6, 1.160x /
   // 1.179x with 8 and 1.212x / 1.270x with 12.
   static constexpr double kDependentCycles = 6;
-  // Rough time for ranking: the busiest group's instructions per warp over the SM's schedulers, in waves.
+  // Rough time for ranking: the busiest group's instructions per warp over the SM's schedulers, for the busiest SM's
+  // blocks. Counting the SM's warps as whole blocks (not the average share of every warp) took enumerate's first pick
+  // from 1.178x / 1.125x / 1.205x to 1.137x / 1.125x / 1.151x the fastest (ResNet-50 at 90% zeros: batch 8, batch 1,
+  // batch 8 on seed 2's filter; with the baked kernels first up to kMaxBakedNonzeros 1.080x / 1.076x / 1.093x).
   double estimate_us(const Problem& p, const Gpu& gpu, const WeightSparseParams& s) const {
     const CostFeatures f = cost_features(p, to_spec(s));
     const double block_warps = s.block_pixels * s.split / 32.0;
@@ -564,10 +567,10 @@ class WeightSparse final : public Family {
                              f.shared_load_instructions * 2) /
                                 block_warps +
                             f.main_loop_steps * (s.table ? 40 : 0);  // the table's barriers: a pair a chunk
-    const double warps_total = static_cast<double>(f.blocks) * block_warps;
     const double sms = std::max(1, gpu.sm_count);
     const double clock_mhz = gpu.clock_mhz > 0 ? gpu.clock_mhz : 1700;
-    const double issue_cycles = std::ceil(warps_total / sms) * per_warp / 4;
+    // The busiest SM's warps: whole blocks (196 blocks of 16 warps put 32 on some SMs of 132, not 24).
+    const double issue_cycles = std::ceil(static_cast<double>(f.blocks) / sms) * block_warps * per_warp / 4;
     const double latency_cycles = per_warp * kDependentCycles + 600;  // one warp's dependent chain and first loads
     return std::max(issue_cycles, latency_cycles) / clock_mhz + 2.0;
   }
