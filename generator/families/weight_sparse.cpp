@@ -559,7 +559,9 @@ class WeightSparse final : public Family {
   // Rough time for ranking: the busiest group's instructions per warp over the SM's schedulers, for the busiest SM's
   // blocks. Counting the SM's warps as whole blocks (not the average share of every warp) took enumerate's first pick
   // from 1.178x / 1.125x / 1.205x to 1.137x / 1.125x / 1.151x the fastest (ResNet-50 at 90% zeros: batch 8, batch 1,
-  // batch 8 on seed 2's filter; with the baked kernels first up to kMaxBakedNonzeros 1.080x / 1.076x / 1.093x).
+  // batch 8 on seed 2's filter; with the baked kernels first up to kMaxBakedNonzeros 1.080x / 1.076x / 1.093x). Out
+  // of sample (ResNet-50's stage 2 at 95% zeros, seed 3: bench/results/h200/weight-sparse-estimate-w95-2026-12-02)
+  // the two changes took it from 1.644x to 1.157x.
   double estimate_us(const Problem& p, const Gpu& gpu, const WeightSparseParams& s) const {
     const CostFeatures f = cost_features(p, to_spec(s));
     const double block_warps = s.block_pixels * s.split / 32.0;
