@@ -57,6 +57,26 @@ class IgemmWgmmaTwoFourGpu : public testing::Test {
   JitCache cache_{std::nullopt};
 };
 
+// 429 pixels and 200 output channels, a reduction of 576 (4.5 steps of 128): partial tiles everywhere.
+Problem partial_tiles() {
+  return {.n = 3,
+          .c = 64,
+          .k = 200,
+          .input = {1, 13, 11},
+          .filter = {1, 3, 3},
+          .padding = {0, 1, 1},
+          .layout = Layout::nhwc};
+}
+
+// The same pixels in two groups of 64 -> 128 channels.
+Problem grouped_partial_tiles() {
+  Problem grouped = partial_tiles();
+  grouped.c = 128;
+  grouped.k = 256;
+  grouped.groups = 2;
+  return grouped;
+}
+
 // Every corpus layer the 2:4 configurations serve (channels a whole number of 16-byte loads), each filter kind: the
 // first two of each pipeline in the search's order (a 2:4 filter), the first of each for the other kinds.
 TEST_F(IgemmWgmmaTwoFourGpu, TheCompressedFilterIsCorrectOnTheEdgeCaseCorpusWithEveryKindOfTwoFourFilter) {
@@ -100,17 +120,8 @@ TEST_F(IgemmWgmmaTwoFourGpu, EveryEnumeratedTwoFourConfigurationIsCorrectOnNetwo
 // step has one K atom of pixels and a packed filter zero past it) and on a grouped one; a reduction of 36 steps with
 // 3 to 6 stages; and the fused epilogue.
 TEST_F(IgemmWgmmaTwoFourGpu, EveryBlockTileIsCorrectOnPartialTilesGroupsALongReductionAndTheEpilogue) {
-  const Problem partial{.n = 3,
-                        .c = 64,
-                        .k = 200,
-                        .input = {1, 13, 11},
-                        .filter = {1, 3, 3},
-                        .padding = {0, 1, 1},
-                        .layout = Layout::nhwc};  // 429 pixels, a reduction of 576: 4.5 steps
-  Problem grouped = partial;
-  grouped.c = 128;
-  grouped.k = 256;
-  grouped.groups = 2;
+  const Problem partial = partial_tiles();
+  const Problem grouped = grouped_partial_tiles();
   std::vector<Case> cases;
   std::uint64_t seed = 300;
   for (Precision precision : {Precision::fp16, Precision::bf16}) {
@@ -166,17 +177,8 @@ TEST_F(IgemmWgmmaTwoFourGpu, EveryBlockTileIsCorrectOnPartialTilesGroupsALongRed
 // second split ends half a step early) and its grouped twin, and with the fused epilogue (applied by the reduce pass,
 // or by the cluster's blocks as they add).
 TEST_F(IgemmWgmmaTwoFourGpu, SplitReductionsAreCorrectThroughTheWorkspaceAndInACluster) {
-  const Problem partial{.n = 3,
-                        .c = 64,
-                        .k = 200,
-                        .input = {1, 13, 11},
-                        .filter = {1, 3, 3},
-                        .padding = {0, 1, 1},
-                        .layout = Layout::nhwc};
-  Problem grouped = partial;
-  grouped.c = 128;
-  grouped.k = 256;
-  grouped.groups = 2;
+  const Problem partial = partial_tiles();
+  const Problem grouped = grouped_partial_tiles();
   std::vector<Case> cases;
   std::uint64_t seed = 700;
   const auto sp = [](int block_m, int block_n, int pipeline, int split_k, bool cluster) {
