@@ -188,6 +188,12 @@ bool halo_serves(const Problem& p) {
          p.dilation.w == 1 && p.groups == 1 && p.c % atom_k_of(p) == 0;
 }
 
+// Whether the search splits `tiles` blocks of `steps` steps `split_k` ways: while the split blocks stay under two
+// waves of the GPU's SMs and every split keeps two steps (the dense and the 2:4 searches alike).
+bool split_pays(std::int64_t tiles, std::int64_t steps, int split_k, int sm_count) {
+  return tiles * (split_k / 2) < 2 * std::int64_t{sm_count} && ceil_div(steps, split_k) >= 2;
+}
+
 // Whether split-K goes through a workspace and a reduce pass (not in a cluster).
 bool reduce_pass(const IgemmWgmmaParams& s) { return s.split_k > 1 && !s.cluster_reduce; }
 
@@ -891,7 +897,7 @@ class IgemmWgmma final : public Family {
             // split, 192 pixels or 512 threads reached ptxas's register cap and spilled (12 to 256 bytes).
             const bool splits = warpgroup_cols(s) <= 128 && threads_of(s) <= 384;
             for (int split_k = 2; splits && split_k <= 16; split_k *= 2) {
-              if (tiles * (split_k / 2) >= 2 * sm_count || ceil_div(steps, split_k) < 2) break;
+              if (!split_pays(tiles, steps, split_k, sm_count)) break;
               IgemmWgmmaParams split = s;
               split.split_k = split_k;
               if (spec_reason(p, gpu, split)) continue;
@@ -1001,7 +1007,7 @@ class IgemmWgmma final : public Family {
             continue;
           const std::int64_t tiles = blocks_of(g, with(block_m, block_n, stages, 1));
           for (int split_k = 1; split_k <= 16; split_k *= 2) {
-            if (split_k > 1 && (tiles * (split_k / 2) >= 2 * sm_count || ceil_div(steps, split_k) < 2)) break;
+            if (split_k > 1 && !split_pays(tiles, steps, split_k, sm_count)) break;
             const IgemmWgmmaParams s = with(block_m, block_n, stages, split_k);
             if (spec_reason(p, gpu, s)) continue;
             ranked.emplace_back(estimate_us(p, gpu, s), s);
