@@ -63,7 +63,53 @@ struct StageGeometry {
   int channels = 1;     // ws_code::STAGE_CHANNELS
   int chunks = 1;       // STAGE_CHUNKS
   std::int64_t blocks = 1;  // the grid's x
+  int chunk_slots = 1;      // ws_code::CHUNK_SLOTS: with lc, the most entries of one row in one chunk
+  bool fits = true;         // with lc: whether the compacted rows fit the static shared memory at one channel a chunk
 };
+
+// The staged table's static shared memory with live channels (templates/weight_sparse.cu's LIVE_SHARED_BYTES and
+// the assert beside it): staged channels, the tile's bases, the rows' ends, the liveness marks and the compacted rows.
+constexpr std::int64_t kLiveSharedLimit = 46 * 1024;
+std::int64_t live_shared_bytes(int channels, int row, int tile, int k_group, int chunk_slots) {
+  return (std::int64_t{channels} * row + tile + k_group) * 4 + (std::int64_t{channels} + k_group) * 4 +
+         std::int64_t{k_group} * chunk_slots * 8;
+}
+
+// The filter's nonzeros per (output channel, input channel), K x C, as pack_pattern counts them (each row's first
+// `slots`); remembered for the last filter asked about (the search asks again for every configuration).
+const std::vector<int>& channel_nonzeros(const Problem& p) {
+  thread_local const std::vector<float>* last = nullptr;
+  thread_local std::vector<int> counts;
+  const std::vector<float>& v = *p.weights.values;
+  if (last == &v && counts.size() == static_cast<std::size_t>(p.k) * c_per_group(p)) return counts;
+  const int c_count = c_per_group(p), taps = p.filter.h * p.filter.w;
+  counts.assign(static_cast<std::size_t>(p.k) * c_count, 0);
+  for (int k = 0; k < p.k; ++k)
+    for (int c = 0; c < c_count; ++c)
+      for (int t = 0; t < taps; ++t) {
+        const std::int64_t index = channels_last(p.layout) ? (std::int64_t{k} * taps + t) * c_count + c
+                                                           : (std::int64_t{k} * c_count + c) * taps + t;
+        if (v[static_cast<std::size_t>(index)] != 0.0f) ++counts[static_cast<std::size_t>(k) * c_count + c];
+      }
+  last = &v;
+  return counts;
+}
+
+// The most entries of one row in one chunk of `channels` input channels.
+int chunk_slots(const Problem& p, int channels) {
+  if (!p.weights.values) return 1;
+  const std::vector<int>& counts = channel_nonzeros(p);
+  const int c_count = c_per_group(p);
+  int most = 1;
+  for (int k = 0; k < p.k; ++k)
+    for (int c0 = 0; c0 < c_count; c0 += channels) {
+      int sum = 0;
+      for (int c = c0; c < std::min(c_count, c0 + channels); ++c)
+        sum += counts[static_cast<std::size_t>(k) * c_count + c];
+      most = std::max(most, sum);
+    }
+  return most;
+}
 
 StageGeometry stage_geometry(const Problem& p, const WeightSparseParams& s) {
   StageGeometry g;
@@ -87,6 +133,16 @@ StageGeometry stage_geometry(const Problem& p, const WeightSparseParams& s) {
   const bool vector = !g.patch && s.pixels_per_thread % 2 == 0;
   g.row = vector ? g.per_channel + (channels_last(p.layout) ? 4 : 0) : g.per_channel | 1;
   g.channels = std::clamp(kStageFloats / g.row, 1, c_per_group(p));
+  if (s.live_channels) {
+    // Fewer channels a chunk until the compacted rows fit beside them (each row's most entries in a chunk).
+    const int tile_bases = s.block_pixels * s.pixels_per_thread;
+    for (;;) {
+      g.chunk_slots = chunk_slots(p, g.channels);
+      g.fits = live_shared_bytes(g.channels, g.row, tile_bases, s.k_group, g.chunk_slots) <= kLiveSharedLimit;
+      if (g.fits || g.channels == 1) break;
+      g.channels = std::max(1, g.channels - std::max(1, g.channels / 8));
+    }
+  }
   g.chunks = static_cast<int>(ceil_div(c_per_group(p), g.channels));
   return g;
 }
@@ -190,6 +246,7 @@ std::string ws_code(const Problem& p, const WeightSparseParams& s) {
   out += fmt::format("constexpr int SLOTS = {};\n", s.table ? slots_per_channel(p) : 1);
   const StageGeometry stage = stage_geometry(p, s);
   out += fmt::format("constexpr int STAGE_CHANNELS = {};\n", stage.channels);
+  out += fmt::format("constexpr int CHUNK_SLOTS = {};\n", stage.chunk_slots);
   out += fmt::format("constexpr int TILE_H = {}, TILE_W = {};\n", stage.tile_h, stage.tile_w);
   if (gather.empty()) {
     out += "__device__ const int kGather[1] = {0};\n";
@@ -274,6 +331,8 @@ class WeightSparse final : public Family {
     if (const int most = s.table == kStaged ? 16 : 8; s.split > most || s.split < 1)
       return fmt::format("split must be 1 to {}{}, got {}", most, s.table == kStaged ? "" : " (16 with tb 2)", s.split);
     if (ceil_div(p.k, s.k_group) > 65535) return "grid y limit exceeded";
+    if (s.live_channels && s.table != kStaged)
+      return fmt::format("lc (live channels) needs the staged table (tb 2), got tb {}", s.table);
     if (s.table) {
       if (s.immediates) return "the table variants read their values from the packed array (iv must be 0 with tb 1 or 2)";
       if (s.table == kStaged && s.k_group % s.split != 0)
@@ -283,6 +342,11 @@ class WeightSparse final : public Family {
       if (const int row = stage_geometry(p, s).row; s.table == kStaged && row > kMaxStageRow)
         return fmt::format("the staged table's patch of {} floats a channel exceeds its shared memory's {}", row,
                            kMaxStageRow);
+      if (s.live_channels && !stage_geometry(p, s).fits)
+        return fmt::format(
+            "lc: {} channels' compacted rows of {} entries exceed the staged table's shared memory even "
+            "at one channel a chunk",
+            s.k_group, stage_geometry(p, s).chunk_slots);
       if (s.block_pixels % 32 != 0)
         return fmt::format("the table's slices are whole warps: p must be a multiple of 32, got {}", s.block_pixels);
       if (std::int64_t{c_per_group(p)} * p.input.h * p.input.w >= kTableOffsetLimit)
@@ -366,6 +430,10 @@ class WeightSparse final : public Family {
             s.pixels_per_thread = pt;
             s.split = sk;
             consider(table, s);
+            // Its twin whose block compacts each chunk's rows into shared memory, dropping the entries of channels
+            // whose staged patch is all zeros: measured faster on dense input too (kLiveChannelsTwinRatio).
+            s.live_channels = true;
+            consider(table, s);
           }
     const auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
     std::stable_sort(baked.begin(), baked.end(), by_time);
@@ -447,9 +515,18 @@ class WeightSparse final : public Family {
       // the group's entries shared among the sk slices.
       const StageGeometry g = stage_geometry(p, s);
       const double pt = s.pixels_per_thread, sk = s.split;
-      const double entries = static_cast<double>(busiest_table_group(p, s.k_group));
+      const double all_entries = static_cast<double>(busiest_table_group(p, s.k_group));
+      // With lc the walk skips the entries of channels whose staged patch is all zeros: modelled as independent
+      // zeros at the problem's act_sparsity (a patch of per_channel positions all zero), which clustered zeros beat.
+      const double dead = s.live_channels ? std::pow(std::clamp(p.act_sparsity, 0.0, 1.0), g.per_channel) : 0.0;
+      const double entries = all_entries * (1 - dead);
       const double chunks = g.chunks;
       const double all_warps = warps * sk;
+      // lc's compaction: each warp of the block takes kg / warps rows a chunk, 32 entries a step of about 12
+      // instructions (a global load, the mark's shared load, a ballot, a shared store), two barriers more.
+      const double compaction = s.live_channels ? 12 * std::ceil(s.k_group / all_warps) *
+                                                      (chunks + std::ceil(all_entries / s.k_group / 32.0)) * all_warps
+                                                : 0.0;
       // Each chunk's channels x positions staged by all the block's threads together (a thread takes channels a fixed
       // stride apart where the block has more threads than a channel has positions): a thread's share.
       const double staged =
@@ -460,15 +537,17 @@ class WeightSparse final : public Family {
           .blocks = g.blocks * ceil_div(p.k, s.k_group),
           .threads_per_block = s.block_pixels * s.split,
           .smem_bytes_per_block =
-              (g.channels * g.row + (g.patch ? 1 : s.block_pixels * s.pixels_per_thread) + s.k_group) * 4,
+              (g.channels * g.row + (g.patch ? 1 : s.block_pixels * s.pixels_per_thread) + s.k_group) * 4 +
+              (s.live_channels ? (g.channels + s.k_group) * 4 + std::int64_t{s.k_group} * g.chunk_slots * 8 : 0),
           .flops = 2.0 * nnz * static_cast<double>(pixels),
           .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 8,
           .flops_per_block = 2.0 * entries * tile_pixels,
           .fma_instructions = warps * entries * pt,
           .shared_load_instructions = warps * (entries * pt / vector + chunks * s.k_group) + all_warps * (staged + pt),
           .global_load_instructions = all_warps * staged + warps * entries + chunks * std::ceil(s.k_group / 32.0),
-          .address_instructions = warps * (entries * 2 + s.k_group * 8 * pt) + all_warps * (staged * 4 + 30),
-          .main_loop_steps = static_cast<int>(chunks),
+          .address_instructions = warps * (entries * 2 + s.k_group * 8 * pt) +
+                                  all_warps * (staged * (s.live_channels ? 6 : 4) + 30) + compaction,
+          .main_loop_steps = static_cast<int>(chunks * (s.live_channels ? 1.5 : 1)),
           .pipelined = false,
           .warp_issue_rate = kWarpIssueRate};
     }
@@ -539,6 +618,9 @@ class WeightSparse final : public Family {
   }
 
   // First where the problem's own filter has at least kDefaultZeros zeros (what the family is for); last otherwise.
+  // lc (live channels) came after the first six parameters: its earlier names mean lc0.
+  std::size_t params_added_later() const override { return 1; }
+
   int default_rank(const Problem& p) const override {
     return p.weights.values && weight_zero_fraction(p) >= kDefaultZeros ? -2 : 3;
   }
@@ -556,6 +638,11 @@ class WeightSparse final : public Family {
   // estimate's pick took 1.226x / 1.174x the fastest's time at batch 8 / 1 with 4, 1.178x / 1.125x with 6, 1.160x /
   // 1.179x with 8 and 1.212x / 1.270x with 12.
   static constexpr double kDependentCycles = 6;
+  // lc1 (the chunk's rows compacted into shared memory) against its lc0 twin, whose walk reads each entry from global
+  // memory (L1) on its dependent chain: measured on the H200 over every staged configuration of cuSNN's ResNet layers
+  // at 90% zero weights, the twins' time ratio was 0.75 (geometric mean of 1,633 pairs at batch 1 and 8) on
+  // near-dense input as on 70% blob zeros (bench/results/h200/weight-and-activation-zeros-2026-12-02).
+  static constexpr double kLiveChannelsTwinRatio = 0.75;
   // Rough time for ranking: the busiest group's instructions per warp over the SM's schedulers, for the busiest SM's
   // blocks. Counting the SM's warps as whole blocks (not the average share of every warp) took enumerate's first pick
   // from 1.178x / 1.125x / 1.205x to 1.137x / 1.125x / 1.151x the fastest (ResNet-50 at 90% zeros: batch 8, batch 1,
@@ -574,7 +661,8 @@ class WeightSparse final : public Family {
     // The busiest SM's warps: whole blocks (196 blocks of 16 warps put 32 on some SMs of 132, not 24).
     const double issue_cycles = std::ceil(static_cast<double>(f.blocks) / sms) * block_warps * per_warp / 4;
     const double latency_cycles = per_warp * kDependentCycles + 600;  // one warp's dependent chain and first loads
-    return std::max(issue_cycles, latency_cycles) / clock_mhz + 2.0;
+    const double walk_us = std::max(issue_cycles, latency_cycles) / clock_mhz;
+    return walk_us * (s.live_channels ? kLiveChannelsTwinRatio : 1.0) + 2.0;
   }
 };
 

@@ -297,6 +297,54 @@ TEST_F(GpuVerify, WeightSparseIsCorrectWithPrunedFiltersOfEverySparsity) {
   }
 }
 
+// weight_sparse's staged table with live channels (lc: each chunk's rows compacted to the channels whose staged
+// patch holds a nonzero): every corpus and cuSNN layer it serves, filters pruned to 50, 90 and 100% zeros, on
+// activations with blob, uniform and channel zeros from none to all, the first lc configuration of each pixels-a-
+// thread count and of one slice.
+TEST_F(GpuVerify, WeightSparseLiveChannelsAreCorrectOnSparseActivations) {
+  std::uint64_t seed = 500;
+  std::vector<TensorSource> sources = {DenseRandom{}, SparseRandom{SparsityPattern::channel, 0.5},
+                                       SparseRandom{SparsityPattern::uniform, 0.7}};
+  for (double zeros : {0.7, 0.9, 0.99, 1.0}) sources.push_back(SparseRandom{SparsityPattern::blob, zeros});
+  std::vector<BuildRequest> requests;
+  std::vector<std::string> labels;
+  std::vector<Layer> layers = edge_cases().layers;
+  for (const Layer& layer : load_suite(source_dir() / "shapes" / "cusnn.csv").layers) layers.push_back(layer);
+  int served = 0;
+  for (const Layer& layer : layers)
+    for (double zeros : {0.5, 0.9, 1.0}) {
+      Problem p = with_weights(layer.problem, pruned_random_filter(layer.problem, zeros, seed));
+      p.act_sparsity = 0.7;                    // the family offers lc on sparse activations
+      std::vector<int> wanted = {1, 2, 4, 0};  // pixels a thread; 0: one slice
+      for (const KernelSpec& s : family("weight_sparse").enumerate(p, gpu_)) {
+        const WeightSparseParams w = params_of<WeightSparseParams>(s);
+        if (!w.live_channels) continue;
+        auto it = std::find_if(wanted.begin(), wanted.end(),
+                               [&](int m) { return m == 0 ? w.split == 1 : m == w.pixels_per_thread; });
+        if (it == wanted.end()) continue;
+        wanted.erase(it);
+        requests.push_back({p, s});
+        labels.push_back(fmt::format("{} ({:.0f}% zero weights)", layer.name, 100 * zeros));
+      }
+    }
+  ThreadPool pool;
+  const std::vector<BuildOutcome> built = build_kernels(requests, gpu_, cache_, pool);
+  for (std::size_t i = 0; i < built.size(); ++i) {
+    if (const auto* error = std::get_if<std::exception_ptr>(&built[i])) {
+      try {
+        std::rethrow_exception(*error);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << labels[i] << " " << kernel_name(requests[i].spec) << " did not build: " << e.what();
+      }
+      continue;
+    }
+    ++served;
+    for (const TensorSource& source : sources)
+      verify_built(fmt::format("{}, {}", labels[i], describe(source)), std::get<BuiltKernel>(built[i]), seed++, source);
+  }
+  EXPECT_GE(served, 20);
+}
+
 TEST_F(GpuVerify, SplitKConfigurationsAccumulateCorrectly) {
   // A long reduction on few output pixels: the case split-K exists for.
   const Problem problem{.n = 1, .c = 512, .k = 96, .input = {1, 7, 7}, .filter = {1, 3, 3},

@@ -6,7 +6,7 @@
 // on load, 1 to 4 output channels per lane, warps and blocks splitting the input channels, 1x1 and 3x3, stride 2,
 // dilation 2, both layouts, K and tiles that fill no warp, and an epilogue. The warp
 // instructions the template uses (__ballot_sync, __shfl_sync, __syncwarp) exchange through the warp's slots at a
-// barrier of its 32 threads, so every warp-uniform test and broadcast is checked without a GPU.
+// barrier of its 32 threads (support/host_warp.hpp), so every warp-uniform test and broadcast is checked without a GPU.
 #include <math.h>
 
 #include <atomic>
@@ -30,6 +30,7 @@
 #include "support/corpus.hpp"
 #include "support/emulation_checks.hpp"
 #include "support/host_cuda.hpp"
+#include "support/host_warp.hpp"
 #include "support/literal_shape.hpp"
 
 // ---- The CUDA vocabulary of the template, for a host compiler (support/host_cuda.hpp) ----------------------------
@@ -48,50 +49,6 @@ struct float4 {
 namespace act_sparse_emulation {
 using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): the template's CUDA words
 
-// The 32 threads of a warp meet at its barrier to exchange a value each: a shuffle or a ballot is a write to the
-// lane's slot, a barrier, the read, and a barrier (so the next exchange cannot overwrite a slot still being read).
-struct Warp {
-  std::barrier<> barrier{32};
-  float values[32] = {};
-  bool votes[32] = {};
-};
-std::vector<std::unique_ptr<Warp>> warps;  // the running block's, made before its threads start
-
-inline int lane() { return static_cast<int>(threadIdx.x % 32); }
-inline Warp& my_warp() { return *warps[threadIdx.x / 32]; }
-
-// Every lane of a warp runs each of these in the same order: the template calls them in warp-uniform control flow
-// with the full mask, which is all this emulation supports.
-inline void __syncwarp() { my_warp().barrier.arrive_and_wait(); }
-inline float __shfl_sync(unsigned /*mask*/, float value, int source) {
-  Warp& w = my_warp();
-  w.values[lane()] = value;
-  w.barrier.arrive_and_wait();
-  const float result = w.values[source & 31];
-  w.barrier.arrive_and_wait();
-  return result;
-}
-inline unsigned __ballot_sync(unsigned /*mask*/, bool predicate) {
-  Warp& w = my_warp();
-  w.votes[lane()] = predicate;
-  w.barrier.arrive_and_wait();
-  unsigned ballot = 0;
-  for (int l = 0; l < 32; ++l) ballot |= static_cast<unsigned>(w.votes[l]) << l;
-  w.barrier.arrive_and_wait();
-  return ballot;
-}
-inline int __popc(unsigned x) { return std::popcount(x); }
-inline int __ffs(unsigned x) { return x == 0 ? 0 : std::countr_zero(x) + 1; }
-inline float atomicAdd(float* address, float value) { return std::atomic_ref<float>(*address).fetch_add(value); }
-
-// Makes the block's warps before its threads start (host_cuda::launch's per-block setup).
-struct MakeWarps {
-  unsigned threads;
-  void operator()() const {
-    warps.clear();
-    for (unsigned w = 0; w < (threads + 31) / 32; ++w) warps.push_back(std::make_unique<Warp>());
-  }
-};
 }  // namespace act_sparse_emulation
 
 // Declares namespace NAME with kProblem, kSpec and the cfg constants the generator's prelude would render for them,
@@ -321,7 +278,7 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
     host_cuda::launch(
         step.geometry,
         [&] { c.main(activation.data(), buffer.data(), output.data(), bias.empty() ? nullptr : bias.data(), nullptr); },
-        act_sparse_emulation::MakeWarps{threads});
+        host_cuda::MakeWarps{threads});
   }
   return output;
 }

@@ -2,7 +2,8 @@
 // staged in shared memory) on the host, a std::thread per CUDA thread: the family's plan, its pack_pattern setup
 // (whose table is checked entry by entry against the filter) and its main launch, against the float64 reference.
 // Both layouts, 1x1 and 3x3, stride 1 and 2, dilation, padding past the input, 1-D, channels and pixels that fill no
-// block, staged chunks with a partial last, filters with all-zero channels and none nonzero.
+// block, staged chunks with a partial last, filters with all-zero channels and none nonzero; the staged table with
+// live channels (lc) also on activations with dead channels and all zero (support/host_warp.hpp: its ballots).
 #include <math.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "support/corpus.hpp"
 #include "support/emulation_checks.hpp"
 #include "support/host_cuda.hpp"
+#include "support/host_warp.hpp"
 #include "support/literal_shape.hpp"
 #include "weight_sparse_params.hpp"
 
@@ -51,27 +53,39 @@ using namespace convgen::host_cuda;  // NOLINT(google-build-using-namespace): th
 // 2 the staged table), SC the staged table's channels per chunk (the family's choice is tested in
 // weight_sparse_test; small ones here, for several chunks and a partial last) and TH x TW its output tile for
 // filters other than 1x1 (the family's choice, which its launch grid assumes: the test checks it renders the same).
-#define WEIGHT_SPARSE_VARIANT_CASE(NAME, PROBLEM, BP, KG, PT, SK, TB, SC, TH, TW)                                  \
-  namespace weight_sparse_emulation::NAME {                                                                         \
-  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                                              \
-  constexpr convgen::WeightSparseParams kSpec{                                                                      \
-      .block_pixels = BP, .k_group = KG, .immediates = false, .table = TB, .pixels_per_thread = PT, .split = SK};   \
-  namespace cfg {                                                                                                   \
-  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                                          \
-  constexpr int BLOCK_PIXELS = kSpec.block_pixels, K_GROUP = kSpec.k_group;                                         \
-  constexpr bool IMMEDIATES = kSpec.immediates;                                                                     \
-  constexpr int TABLE = kSpec.table;                                                                                \
-  constexpr int PIXELS_PER_THREAD = kSpec.pixels_per_thread, SPLIT = kSpec.split;                                   \
-  }                                                                                                                 \
-  namespace ws_code {                                                                                               \
-  constexpr int NNZ = 0;                                                                                            \
-  constexpr int SLOTS = cfg::C * cfg::R * cfg::S;                                                                   \
-  constexpr int STAGE_CHANNELS = SC;                                                                                \
-  constexpr int TILE_H = TH, TILE_W = TW;                                                                           \
-  const int kGather[1] = {0};                                                                                       \
-  inline void group(int, const float*, const long long*, unsigned, const float*, float*) {}                         \
-  }                                                                                                                 \
-  }                                                                                                                 \
+// LC: live channels (lc, the staged table only; CHUNK_SLOTS = SLOTS, room for any row).
+#define WEIGHT_SPARSE_VARIANT_CASE(NAME, PROBLEM, BP, KG, PT, SK, TB, SC, TH, TW) \
+  WEIGHT_SPARSE_CASE_OF(NAME, PROBLEM, BP, KG, PT, SK, TB, SC, TH, TW, false)
+#define WEIGHT_SPARSE_LIVE_CASE(NAME, PROBLEM, BP, KG, PT, SK, SC, TH, TW) \
+  WEIGHT_SPARSE_CASE_OF(NAME, PROBLEM, BP, KG, PT, SK, 2, SC, TH, TW, true)
+#define WEIGHT_SPARSE_CASE_OF(NAME, PROBLEM, BP, KG, PT, SK, TB, SC, TH, TW, LC)            \
+  namespace weight_sparse_emulation::NAME {                                                 \
+  constexpr convgen::testing_support::LiteralShape kProblem = PROBLEM;                      \
+  constexpr convgen::WeightSparseParams kSpec{.block_pixels = BP,                           \
+                                              .k_group = KG,                                \
+                                              .immediates = false,                          \
+                                              .table = TB,                                  \
+                                              .pixels_per_thread = PT,                      \
+                                              .split = SK,                                  \
+                                              .live_channels = LC};                         \
+  namespace cfg {                                                                           \
+  CONVGEN_HOST_PROBLEM_CONSTANTS(kProblem)                                                  \
+  constexpr int BLOCK_PIXELS = kSpec.block_pixels, K_GROUP = kSpec.k_group;                 \
+  constexpr bool IMMEDIATES = kSpec.immediates;                                             \
+  constexpr int TABLE = kSpec.table;                                                        \
+  constexpr int PIXELS_PER_THREAD = kSpec.pixels_per_thread, SPLIT = kSpec.split;           \
+  constexpr bool LIVE_CHANNELS = kSpec.live_channels;                                       \
+  }                                                                                         \
+  namespace ws_code {                                                                       \
+  constexpr int NNZ = 0;                                                                    \
+  constexpr int SLOTS = cfg::C * cfg::R * cfg::S;                                           \
+  constexpr int STAGE_CHANNELS = SC;                                                        \
+  constexpr int CHUNK_SLOTS = SLOTS;                                                        \
+  constexpr int TILE_H = TH, TILE_W = TW;                                                   \
+  const int kGather[1] = {0};                                                               \
+  inline void group(int, const float*, const long long*, unsigned, const float*, float*) {} \
+  }                                                                                         \
+  }                                                                                         \
   namespace weight_sparse_emulation::NAME {
 #define WEIGHT_SPARSE_END(NAME) }
 #define WEIGHT_SPARSE_CASE(NAME, PROBLEM, BP, KG, PT, SK) \
@@ -314,8 +328,65 @@ WEIGHT_SPARSE_VARIANT_CASE(nhwc_3x3_patch_staged_epilogue,
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(nhwc_3x3_patch_staged_epilogue)
 
+// Live channels (lc): the staged patch table compacting each chunk's rows to the channels with a nonzero, NCHW, 3x3
+// padding 1, batch 2, an 8x8 tile (two pixels a thread) on a 9x13 image, 6 channels 4 at a time, 8 slices.
+WEIGHT_SPARSE_LIVE_CASE(nchw_3x3_patch_live,
+                        (Shape{
+                            .n = 2, .c = 6, .k = 11, .input = {1, 9, 13}, .filter = {1, 3, 3}, .padding = {0, 1, 1}}),
+                        32, 8, 2, 8, 4, 8, 8)
+#define CONVGEN_ENTRY kernel_nchw_3x3_patch_live
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nchw_3x3_patch_live)
+
+// ... NHWC, 3x3 stride 2, dilation 2, padding 2, a 5x6 tile, 5 channels 2 at a time (a partial last chunk).
+WEIGHT_SPARSE_LIVE_CASE(nhwc_3x3_s2_dilated_live,
+                        (Shape{.n = 1,
+                               .c = 5,
+                               .k = 7,
+                               .input = {1, 15, 12},
+                               .filter = {1, 3, 3},
+                               .stride = {1, 2, 2},
+                               .padding = {0, 2, 2},
+                               .dilation = {1, 2, 2},
+                               .layout = Layout::nhwc}),
+                        32, 8, 1, 2, 2, 5, 6)
+#define CONVGEN_ENTRY kernel_nhwc_3x3_s2_dilated_live
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nhwc_3x3_s2_dilated_live)
+
+// ... a 1x1 tile of four pixels a thread read as float4, NHWC, batch 2, 10 channels 3 at a time, 13 output channels
+// (a partial second group) in 2 slices, two warps compacting 8 rows.
+WEIGHT_SPARSE_LIVE_CASE(nhwc_1x1_live_vector4,
+                        (Shape{
+                            .n = 2, .c = 10, .k = 13, .input = {1, 5, 9}, .filter = {1, 1, 1}, .layout = Layout::nhwc}),
+                        32, 8, 4, 2, 3, 1, 1)
+#define CONVGEN_ENTRY kernel_nhwc_1x1_live_vector4
+#include "templates/weight_sparse.cu"
+#undef CONVGEN_ENTRY
+WEIGHT_SPARSE_END(nhwc_1x1_live_vector4)
+
 namespace convgen {
 namespace {
+
+// The activation with zeros where lc must drop entries: every third channel zero everywhere, and the next one zero
+// on the first half of each image's rows (whole rows: a tile's patch may lie there or straddle it).
+std::vector<float> with_dead_channels(const Problem& p, std::vector<float> activation) {
+  const int h_count = p.input.h, w_count = p.input.w;
+  for (int n = 0; n < p.n; ++n)
+    for (int c = 0; c < p.c; ++c)
+      for (int h = 0; h < h_count; ++h)
+        for (int w = 0; w < w_count; ++w) {
+          const bool zero = c % 3 == 1 || (c % 3 == 2 && h < (h_count + 1) / 2);
+          if (!zero) continue;
+          const std::int64_t index = channels_last(p.layout)
+                                         ? ((std::int64_t{n} * h_count + h) * w_count + w) * p.c + c
+                                         : ((std::int64_t{n} * p.c + c) * h_count + h) * w_count + w;
+          activation[static_cast<std::size_t>(index)] = 0.0f;
+        }
+  return activation;
+}
 
 using Setup = void (*)(const float*, int*, float*);
 using Main = void (*)(const float*, const float*, const int*, float*, const float*, const float*);
@@ -381,11 +452,15 @@ std::vector<float> run_plan(const EmulationCase& c, std::span<const float> activ
   }
   for (const LaunchStep& step : plan.run) {
     EXPECT_EQ(step.entry_suffix, "");
-    host_cuda::launch(step.geometry, [&] {
-      c.main(activation.data(), table.values.data(), table.codes.data(), output.data(),
-             operands.bias.size() > 0 ? reinterpret_cast<const float*>(operands.bias.bytes().data()) : nullptr,
-             operands.residual.size() > 0 ? reinterpret_cast<const float*>(operands.residual.bytes().data()) : nullptr);
-    });
+    host_cuda::launch(
+        step.geometry,
+        [&] {
+          c.main(activation.data(), table.values.data(), table.codes.data(), output.data(),
+                 operands.bias.size() > 0 ? reinterpret_cast<const float*>(operands.bias.bytes().data()) : nullptr,
+                 operands.residual.size() > 0 ? reinterpret_cast<const float*>(operands.residual.bytes().data())
+                                              : nullptr);
+        },
+        host_cuda::MakeWarps{step.geometry.block[0] * step.geometry.block[1] * step.geometry.block[2]});
   }
   return output;
 }
@@ -454,8 +529,14 @@ class WeightSparseTableEmulation : public testing::TestWithParam<EmulationCase> 
 TEST_P(WeightSparseTableEmulation, PacksTheFilterAndMatchesTheReference) {
   const EmulationCase& c = GetParam();
   ASSERT_EQ(validate(c.problem), "");
-  std::vector<float> activation(static_cast<std::size_t>(activation_elements(c.problem)));
-  fill_random(activation, 1);
+  std::vector<float> dense(static_cast<std::size_t>(activation_elements(c.problem)));
+  fill_random(dense, 1);
+  // Live channels also on activations with dead channels, and all zero.
+  std::vector<std::vector<float>> activations{dense};
+  if (c.spec.live_channels) {
+    activations.push_back(with_dead_channels(c.problem, dense));
+    activations.emplace_back(dense.size(), 0.0f);
+  }
   // Filters of 0, 50, 80 and 100% zeros, and one whose odd channels are all zero.
   std::vector<std::vector<float>> filters;
   for (double zeros : {0.0, 0.5, 0.8, 1.0}) filters.push_back(pruned_random_filter(c.problem, zeros, 3));
@@ -463,31 +544,36 @@ TEST_P(WeightSparseTableEmulation, PacksTheFilterAndMatchesTheReference) {
   const std::size_t per_k = filters.back().size() / static_cast<std::size_t>(c.problem.k);
   for (std::size_t i = 0; i < filters.back().size(); ++i)
     if ((i / per_k) % 2 == 1) filters.back()[i] = 0.0f;
-  for (const std::vector<float>& filter : filters) {
-    const Problem p = with_weights(c.problem, filter);
-    ASSERT_EQ(family("weight_sparse").check_support(p, testing_support::h100(), to_spec(c.spec)), std::nullopt);
-    if (c.spec.table == 2) {  // the launch grid is the family's: its tile must be the case's
-      ASSERT_NE(family("weight_sparse")
-                    .render(p, to_spec(c.spec))
-                    .text.find(fmt::format("constexpr int TILE_H = {}, TILE_W = {};", c.patch ? c.tile_h : 1,
-                                           c.patch ? c.tile_w : 1)),
-                std::string::npos);
+  for (const std::vector<float>& activation : activations)
+    for (const std::vector<float>& filter : filters) {
+      const Problem p = with_weights(c.problem, filter);
+      ASSERT_EQ(family("weight_sparse").check_support(p, testing_support::h100(), to_spec(c.spec)), std::nullopt);
+      if (c.spec.table == 2) {  // the launch grid is the family's: its tile must be the case's
+        ASSERT_NE(family("weight_sparse")
+                      .render(p, to_spec(c.spec))
+                      .text.find(fmt::format("constexpr int TILE_H = {}, TILE_W = {};", c.patch ? c.tile_h : 1,
+                                             c.patch ? c.tile_w : 1)),
+                  std::string::npos);
+      }
+      Table table;
+      const testing_support::EpilogueOperands operands = testing_support::random_epilogue_operands(c.problem);
+      const std::vector<float> output = run_plan(c, activation, filter, table, operands);
+      expect_table_matches_filter(c, filter, table);
+      std::vector<double> expected = reference_conv(c.problem, activation, filter);
+      const double scale = apply_epilogue(c.problem, expected, {}, operands.bias, operands.residual);
+      const ErrorStats stats = compare(output, expected, scale);
+      const auto zero_activations = std::count(activation.begin(), activation.end(), 0.0f);
+      std::cout << fmt::format(
+          "weight_sparse {} ({}, {:.0f}% zero weights, {:.0f}% zero activations): relative L2 error {:.2e}, max error "
+          "{:.2e}\n",
+          c.name, kernel_name(to_spec(c.spec)), 100 * weight_zero_fraction(p),
+          100.0 * static_cast<double>(zero_activations) / static_cast<double>(activation.size()), stats.rel_l2,
+          stats.max_abs);
+      EXPECT_EQ(stats.nan_count, 0) << "outputs left unwritten";
+      EXPECT_EQ(stats.compared, output_elements(c.problem));
+      EXPECT_LE(stats.rel_l2, 1e-6) << "max_abs " << stats.max_abs;
+      EXPECT_LE(stats.max_abs, 1e-5);
     }
-    Table table;
-    const testing_support::EpilogueOperands operands = testing_support::random_epilogue_operands(c.problem);
-    const std::vector<float> output = run_plan(c, activation, filter, table, operands);
-    expect_table_matches_filter(c, filter, table);
-    std::vector<double> expected = reference_conv(c.problem, activation, filter);
-    const double scale = apply_epilogue(c.problem, expected, {}, operands.bias, operands.residual);
-    const ErrorStats stats = compare(output, expected, scale);
-    std::cout << fmt::format("weight_sparse {} ({}, {:.0f}% zeros): relative L2 error {:.2e}, max error {:.2e}\n",
-                             c.name, kernel_name(to_spec(c.spec)), 100 * weight_zero_fraction(p), stats.rel_l2,
-                             stats.max_abs);
-    EXPECT_EQ(stats.nan_count, 0) << "outputs left unwritten";
-    EXPECT_EQ(stats.compared, output_elements(c.problem));
-    EXPECT_LE(stats.rel_l2, 1e-6) << "max_abs " << stats.max_abs;
-    EXPECT_LE(stats.max_abs, 1e-5);
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -504,7 +590,8 @@ INSTANTIATE_TEST_SUITE_P(
         WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_staged_vector4), WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged_wide),
         WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged_vector4_padded),
         WEIGHT_SPARSE_EMULATION_CASE(nchw_1x1_staged_epilogue),
-        WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_patch_staged_epilogue)),
+        WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_patch_staged_epilogue), WEIGHT_SPARSE_EMULATION_CASE(nchw_3x3_patch_live),
+        WEIGHT_SPARSE_EMULATION_CASE(nhwc_3x3_s2_dilated_live), WEIGHT_SPARSE_EMULATION_CASE(nhwc_1x1_live_vector4)),
     [](const testing::TestParamInfo<EmulationCase>& param) { return std::string(param.param.name); });
 
 }  // namespace

@@ -178,7 +178,9 @@ TEST(WeightSparseFamily, StagedTableStagesChunksOfChannelsThatFitItsSharedMemory
   WeightSparseParams staged = table_params(64, 16, 2);
   staged.table = 2;
   EXPECT_EQ(weight_sparse().check_support(p, h100(), to_spec(staged)), std::nullopt);
-  EXPECT_EQ(kernel_name(to_spec(staged)), "weight_sparse_p64_kg16_iv0_tb2_pt2_sk1");
+  EXPECT_EQ(kernel_name(to_spec(staged)), "weight_sparse_p64_kg16_iv0_tb2_pt2_sk1_lc0");
+  // An earlier convgen's name (before lc) is the same kernel.
+  EXPECT_EQ(parse_kernel_name("weight_sparse_p64_kg16_iv0_tb2_pt2_sk1"), to_spec(staged));
   // A tile of 128 pixels, two a thread read as one float2 (rows of 128 floats), stages 8192 / 128 = 64 channels at
   // a time: one chunk, and K rows of 2 chunk starts.
   const std::string text = weight_sparse().render(p, to_spec(staged)).text;
@@ -251,6 +253,86 @@ TEST(WeightSparseFamily, StagedTableStagesChunksOfChannelsThatFitItsSharedMemory
   // Its cost features count the same FLOPs as the table's.
   EXPECT_EQ(weight_sparse().cost_features(p, to_spec(table_params(64, 16, 2))).flops,
             weight_sparse().cost_features(p, to_spec(narrow)).flops);
+}
+
+// Live channels (lc): the staged table only, a twin of each staged configuration (dense or sparse activations), its
+// compacted rows beside the staged channels in the static shared memory (fewer channels a chunk where they would not
+// fit), its estimate the twin's walk times the measured ratio.
+TEST(WeightSparseFamily, LiveChannelsCompactTheStagedTablesRowsIntoSharedMemory) {
+  const Problem shape{.n = 1, .c = 64, .k = 128, .input = {1, 14, 14}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+  const Problem dense_input = with_weights(shape, pruned_random_filter(shape, 0.9, 2));
+  const auto live_count = [](const std::vector<KernelSpec>& specs) {
+    return std::count_if(specs.begin(), specs.end(),
+                         [](const KernelSpec& s) { return params_of<WeightSparseParams>(s).live_channels; });
+  };
+  Problem sparse_input = dense_input;
+  sparse_input.act_sparsity = 0.7;
+  for (const Problem& p : {dense_input, sparse_input}) {
+    const std::vector<KernelSpec> specs = weight_sparse().enumerate(p, h100());
+    // Each staged configuration's twin, ranked ahead of it.
+    const auto staged = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
+      const WeightSparseParams w = params_of<WeightSparseParams>(s);
+      return w.table == 2 && !w.live_channels;
+    });
+    EXPECT_GT(staged, 0);
+    EXPECT_EQ(live_count(specs), staged);
+    for (auto it = specs.begin(); it != specs.end(); ++it) {
+      WeightSparseParams w = params_of<WeightSparseParams>(*it);
+      if (!w.live_channels) continue;
+      w.live_channels = false;
+      EXPECT_NE(std::find(it, specs.end(), to_spec(w)), specs.end()) << kernel_name(*it);
+    }
+  }
+
+  WeightSparseParams live = table_params(64, 128, 1, 16);
+  live.table = 2;
+  live.live_channels = true;
+  EXPECT_EQ(kernel_name(to_spec(live)), "weight_sparse_p64_kg128_iv0_tb2_pt1_sk16_lc1");
+  ASSERT_EQ(weight_sparse().check_support(sparse_input, h100(), to_spec(live)), std::nullopt);
+  // The most entries of one row in one chunk, counted from the filter (the case's own, not a bound).
+  const std::string text = weight_sparse().render(sparse_input, to_spec(live)).text;
+  const std::smatch channels = [&] {
+    std::smatch m;
+    std::regex_search(text, m, std::regex("constexpr int STAGE_CHANNELS = (\\d+);"));
+    return m;
+  }();
+  std::smatch slots_match;
+  ASSERT_TRUE(std::regex_search(text, slots_match, std::regex("constexpr int CHUNK_SLOTS = (\\d+);")));
+  ASSERT_FALSE(channels.empty());
+  const int stage_channels = std::stoi(channels[1]);
+  const int chunk_slots = std::stoi(slots_match[1]);
+  int most = 0;
+  const std::vector<float>& filter = *sparse_input.weights.values;
+  for (int k = 0; k < shape.k; ++k)
+    for (int c0 = 0; c0 < shape.c; c0 += stage_channels) {
+      int entries = 0;
+      for (int c = c0; c < std::min(shape.c, c0 + stage_channels); ++c)
+        for (int t = 0; t < 9; ++t) entries += filter[static_cast<std::size_t>((k * shape.c + c) * 9 + t)] != 0.0f;
+      most = std::max(most, entries);
+    }
+  EXPECT_EQ(chunk_slots, most);
+  // 128 rows of that many (code, value) pairs beside the staged patches (an 8 x 8 tile: 10 x 10 patches of 101
+  // floats) fit 46 KiB; the lc0 twin stages all 64 channels (64 x 101 floats) at once.
+  EXPECT_LE((stage_channels * 101 + 64 + 128) * 4 + (stage_channels + 128) * 4 + 128 * chunk_slots * 8, 46 * 1024);
+  EXPECT_LT(stage_channels, 64);
+  WeightSparseParams twin = live;
+  twin.live_channels = false;
+  EXPECT_NE(weight_sparse().render(sparse_input, to_spec(twin)).text.find("constexpr int STAGE_CHANNELS = 64;"),
+            std::string::npos);
+  // Its features: the shared memory of the compacted rows, the same FLOPs.
+  EXPECT_GT(weight_sparse().cost_features(sparse_input, to_spec(live)).smem_bytes_per_block,
+            weight_sparse().cost_features(sparse_input, to_spec(twin)).smem_bytes_per_block - 64 * 101 * 4);
+  EXPECT_EQ(weight_sparse().cost_features(sparse_input, to_spec(live)).flops,
+            weight_sparse().cost_features(sparse_input, to_spec(twin)).flops);
+  // The staged table only.
+  WeightSparseParams table = table_params(64, 8, 1);
+  table.live_channels = true;
+  EXPECT_EQ(weight_sparse().check_support(sparse_input, h100(), to_spec(table)),
+            "lc (live channels) needs the staged table (tb 2), got tb 1");
+  WeightSparseParams baked = params(64, 8, false);
+  baked.live_channels = true;
+  EXPECT_EQ(weight_sparse().check_support(sparse_input, h100(), to_spec(baked)),
+            "lc (live channels) needs the staged table (tb 2), got tb 0");
 }
 
 TEST(WeightSparseFamily, StagedTableStagesTheInputPatchOfATileForOtherFilters) {
