@@ -431,9 +431,13 @@ class WeightSparse final : public Family {
             s.split = sk;
             consider(table, s);
             // Its twin whose block compacts each chunk's rows into shared memory, dropping the entries of channels
-            // whose staged patch is all zeros: measured faster on dense input too (kLiveChannelsTwinRatio).
-            s.live_channels = true;
-            consider(table, s);
+            // whose staged patch is all zeros, for filters of several taps (kLiveChannelsTwinRatio). Not for 1 x 1:
+            // a chunk's rows there hold a few entries each, which the compaction's barriers and ballots outweigh
+            // (1.14x / 1.20x its twin's time on ResNet-50's 1 x 1 layers at 90% zero weights, batch 1 / 8, H200).
+            if (p.filter.h * p.filter.w > 1) {
+              s.live_channels = true;
+              consider(table, s);
+            }
           }
     const auto by_time = [](const auto& a, const auto& b) { return a.first < b.first; };
     std::stable_sort(baked.begin(), baked.end(), by_time);
@@ -639,9 +643,12 @@ class WeightSparse final : public Family {
   // 1.179x with 8 and 1.212x / 1.270x with 12.
   static constexpr double kDependentCycles = 6;
   // lc1 (the chunk's rows compacted into shared memory) against its lc0 twin, whose walk reads each entry from global
-  // memory (L1) on its dependent chain: measured on the H200 over every staged configuration of cuSNN's ResNet layers
-  // at 90% zero weights, the twins' time ratio was 0.75 (geometric mean of 1,633 pairs at batch 1 and 8) on
-  // near-dense input as on 70% blob zeros (bench/results/h200/weight-and-activation-zeros-2026-12-02).
+  // memory (L1) on its dependent chain: measured on the H200 over every staged configuration of cuSNN's 3 x 3 layers
+  // at 90% zero weights, the twins' time ratio was 0.73-0.76 (geometric means of 255-850 pairs at batch 1 and 8) on
+  // near-dense input as on 70% blob zeros (bench/results/h200/weight-and-activation-zeros-2026-12-02). Replayed there
+  // (db replay), enumerate's first measured pick took 1.046x / 1.084x (cuSNN batch 1 / 8) and 1.070x / 1.075x
+  // (ResNet-50 batch 1 / 8, dense input, the 48 first measured) the fastest's time; with lc1 ranked as its twin
+  // 1.062x / 1.186x / 1.061x / 1.086x.
   static constexpr double kLiveChannelsTwinRatio = 0.75;
   // Rough time for ranking: the busiest group's instructions per warp over the SM's schedulers, for the busiest SM's
   // blocks. Counting the SM's warps as whole blocks (not the average share of every warp) took enumerate's first pick

@@ -255,7 +255,8 @@ TEST(WeightSparseFamily, StagedTableStagesChunksOfChannelsThatFitItsSharedMemory
             weight_sparse().cost_features(p, to_spec(narrow)).flops);
 }
 
-// Live channels (lc): the staged table only, a twin of each staged configuration (dense or sparse activations), its
+// Live channels (lc): the staged table only, a twin of each staged configuration of a filter of several taps (dense or
+// sparse activations), its
 // compacted rows beside the staged channels in the static shared memory (fewer channels a chunk where they would not
 // fit), its estimate the twin's walk times the measured ratio.
 TEST(WeightSparseFamily, LiveChannelsCompactTheStagedTablesRowsIntoSharedMemory) {
@@ -324,6 +325,11 @@ TEST(WeightSparseFamily, LiveChannelsCompactTheStagedTablesRowsIntoSharedMemory)
             weight_sparse().cost_features(sparse_input, to_spec(twin)).smem_bytes_per_block - 64 * 101 * 4);
   EXPECT_EQ(weight_sparse().cost_features(sparse_input, to_spec(live)).flops,
             weight_sparse().cost_features(sparse_input, to_spec(twin)).flops);
+  // Not for 1 x 1 filters (a chunk's rows too short for the compaction to pay).
+  const Problem pointwise{.n = 1, .c = 64, .k = 128, .input = {1, 14, 14}, .filter = {1, 1, 1}};
+  EXPECT_EQ(
+      live_count(weight_sparse().enumerate(with_weights(pointwise, pruned_random_filter(pointwise, 0.9, 2)), h100())),
+      0);
   // The staged table only.
   WeightSparseParams table = table_params(64, 8, 1);
   table.live_channels = true;
