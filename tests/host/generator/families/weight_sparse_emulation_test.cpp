@@ -164,6 +164,22 @@ WEIGHT_SPARSE_CASE(conv1d_nwc,
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(conv1d_nwc)
 
+// Shapes the staged table serves both without and with live channels (lc): 3x3 padding 1, batch 2, on a 9x13 image;
+// NHWC 3x3 stride 2, dilation 2, padding 2; 1x1 NHWC, batch 2.
+constexpr Shape kPatchNchw =
+    Shape{.n = 2, .c = 6, .k = 11, .input = {1, 9, 13}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
+constexpr Shape kDilatedPatchNhwc = Shape{.n = 1,
+                                          .c = 5,
+                                          .k = 7,
+                                          .input = {1, 15, 12},
+                                          .filter = {1, 3, 3},
+                                          .stride = {1, 2, 2},
+                                          .padding = {0, 2, 2},
+                                          .dilation = {1, 2, 2},
+                                          .layout = Layout::nhwc};
+constexpr Shape kVector1x1Nhwc =
+    Shape{.n = 2, .c = 10, .k = 13, .input = {1, 5, 9}, .filter = {1, 1, 1}, .layout = Layout::nhwc};
+
 // The staged table (tb2, 1x1 filters): 12 channels staged 5 at a time (the last chunk partial), 19 output channels
 // in groups of 8 (the last partial) shared by 2 slices, batch 2, two pixels a thread and a tile past the last pixel.
 WEIGHT_SPARSE_VARIANT_CASE(nchw_1x1_staged,
@@ -209,10 +225,7 @@ WEIGHT_SPARSE_END(conv1d_nwc_staged)
 // The staged table over an input patch: 3x3 padding 1, batch 2, an 8x8 output tile (two pixels a thread) on a
 // 9x13 image (partial tiles both ways), 6 channels 4 at a time, 11 output channels in groups of 8, a channel for
 // each of 8 slices.
-WEIGHT_SPARSE_VARIANT_CASE(nchw_3x3_patch_staged,
-                           (Shape{.n = 2, .c = 6, .k = 11, .input = {1, 9, 13}, .filter = {1, 3, 3},
-                                  .padding = {0, 1, 1}}),
-                           32, 8, 2, 8, 2, 4, 8, 8)
+WEIGHT_SPARSE_VARIANT_CASE(nchw_3x3_patch_staged, kPatchNchw, 32, 8, 2, 8, 2, 4, 8, 8)
 #define CONVGEN_ENTRY kernel_nchw_3x3_patch_staged
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -220,17 +233,7 @@ WEIGHT_SPARSE_END(nchw_3x3_patch_staged)
 
 // NHWC, 3x3 stride 2, dilation 2, padding 2: a 5x6 tile of the 8x6 output (two threads a slice idle), 5
 // channels 2 at a time, 2 slices.
-WEIGHT_SPARSE_VARIANT_CASE(nhwc_3x3_s2_dilated_patch_staged,
-                           (Shape{.n = 1,
-                                  .c = 5,
-                                  .k = 7,
-                                  .input = {1, 15, 12},
-                                  .filter = {1, 3, 3},
-                                  .stride = {1, 2, 2},
-                                  .padding = {0, 2, 2},
-                                  .dilation = {1, 2, 2},
-                                  .layout = Layout::nhwc}),
-                           32, 8, 1, 2, 2, 2, 5, 6)
+WEIGHT_SPARSE_VARIANT_CASE(nhwc_3x3_s2_dilated_patch_staged, kDilatedPatchNhwc, 32, 8, 1, 2, 2, 2, 5, 6)
 #define CONVGEN_ENTRY kernel_nhwc_3x3_s2_dilated_patch_staged
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -264,10 +267,7 @@ WEIGHT_SPARSE_END(padding_beyond_input_patch_staged)
 
 // The staged 1x1 table reading four pixels a thread as one float4, NHWC (its staged rows padded by 4), batch 2:
 // 10 channels 3 at a time, 13 output channels in groups of 8 shared by 2 slices, a tile past the last pixel.
-WEIGHT_SPARSE_VARIANT_CASE(
-    nhwc_1x1_staged_vector4,
-    (Shape{.n = 2, .c = 10, .k = 13, .input = {1, 5, 9}, .filter = {1, 1, 1}, .layout = Layout::nhwc}), 32, 8, 4, 2, 2,
-    3, 1, 1)
+WEIGHT_SPARSE_VARIANT_CASE(nhwc_1x1_staged_vector4, kVector1x1Nhwc, 32, 8, 4, 2, 2, 3, 1, 1)
 #define CONVGEN_ENTRY kernel_nhwc_1x1_staged_vector4
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -330,27 +330,14 @@ WEIGHT_SPARSE_END(nhwc_3x3_patch_staged_epilogue)
 
 // Live channels (lc): the staged patch table compacting each chunk's rows to the channels with a nonzero, NCHW, 3x3
 // padding 1, batch 2, an 8x8 tile (two pixels a thread) on a 9x13 image, 6 channels 4 at a time, 8 slices.
-WEIGHT_SPARSE_LIVE_CASE(nchw_3x3_patch_live,
-                        (Shape{
-                            .n = 2, .c = 6, .k = 11, .input = {1, 9, 13}, .filter = {1, 3, 3}, .padding = {0, 1, 1}}),
-                        32, 8, 2, 8, 4, 8, 8)
+WEIGHT_SPARSE_LIVE_CASE(nchw_3x3_patch_live, kPatchNchw, 32, 8, 2, 8, 4, 8, 8)
 #define CONVGEN_ENTRY kernel_nchw_3x3_patch_live
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
 WEIGHT_SPARSE_END(nchw_3x3_patch_live)
 
 // ... NHWC, 3x3 stride 2, dilation 2, padding 2, a 5x6 tile, 5 channels 2 at a time (a partial last chunk).
-WEIGHT_SPARSE_LIVE_CASE(nhwc_3x3_s2_dilated_live,
-                        (Shape{.n = 1,
-                               .c = 5,
-                               .k = 7,
-                               .input = {1, 15, 12},
-                               .filter = {1, 3, 3},
-                               .stride = {1, 2, 2},
-                               .padding = {0, 2, 2},
-                               .dilation = {1, 2, 2},
-                               .layout = Layout::nhwc}),
-                        32, 8, 1, 2, 2, 5, 6)
+WEIGHT_SPARSE_LIVE_CASE(nhwc_3x3_s2_dilated_live, kDilatedPatchNhwc, 32, 8, 1, 2, 2, 5, 6)
 #define CONVGEN_ENTRY kernel_nhwc_3x3_s2_dilated_live
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
@@ -358,10 +345,7 @@ WEIGHT_SPARSE_END(nhwc_3x3_s2_dilated_live)
 
 // ... a 1x1 tile of four pixels a thread read as float4, NHWC, batch 2, 10 channels 3 at a time, 13 output channels
 // (a partial second group) in 2 slices, two warps compacting 8 rows.
-WEIGHT_SPARSE_LIVE_CASE(nhwc_1x1_live_vector4,
-                        (Shape{
-                            .n = 2, .c = 10, .k = 13, .input = {1, 5, 9}, .filter = {1, 1, 1}, .layout = Layout::nhwc}),
-                        32, 8, 4, 2, 3, 1, 1)
+WEIGHT_SPARSE_LIVE_CASE(nhwc_1x1_live_vector4, kVector1x1Nhwc, 32, 8, 4, 2, 3, 1, 1)
 #define CONVGEN_ENTRY kernel_nhwc_1x1_live_vector4
 #include "templates/weight_sparse.cu"
 #undef CONVGEN_ENTRY
