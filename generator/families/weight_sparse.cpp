@@ -542,7 +542,7 @@ class WeightSparse final : public Family {
           .threads_per_block = s.block_pixels * s.split,
           .smem_bytes_per_block =
               (g.channels * g.row + (g.patch ? 1 : s.block_pixels * s.pixels_per_thread) + s.k_group) * 4 +
-              (s.live_channels ? (g.channels + s.k_group) * 4 + std::int64_t{s.k_group} * g.chunk_slots * 8 : 0),
+              (s.live_channels ? (g.channels + s.k_group) * 4 + s.k_group * g.chunk_slots * 8 : 0),
           .flops = 2.0 * nnz * static_cast<double>(pixels),
           .dram_bytes = static_cast<double>(activation_elements(p) + output_elements(p)) * 4 + nnz * 8,
           .flops_per_block = 2.0 * entries * tile_pixels,
