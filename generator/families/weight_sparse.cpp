@@ -75,13 +75,13 @@ std::int64_t live_shared_bytes(int channels, int row, int tile, int k_group, int
          std::int64_t{k_group} * chunk_slots * 8;
 }
 
-// The filter's nonzeros per (output channel, input channel), K x C, as pack_pattern counts them (each row's first
-// `slots`); remembered for the last filter asked about (the search asks again for every configuration).
+// The filter's nonzeros per (output channel, input channel), K x C; remembered for the last nonzero pattern asked
+// about (its hash covers the filter's shape and nonzero positions; the search asks again for every configuration).
 const std::vector<int>& channel_nonzeros(const Problem& p) {
-  thread_local const std::vector<float>* last = nullptr;
+  thread_local std::string last;
   thread_local std::vector<int> counts;
   const std::vector<float>& v = *p.weights.values;
-  if (last == &v && counts.size() == static_cast<std::size_t>(p.k) * c_per_group(p)) return counts;
+  if (last == p.weights.pattern && counts.size() == static_cast<std::size_t>(p.k) * c_per_group(p)) return counts;
   const int c_count = c_per_group(p), taps = p.filter.h * p.filter.w;
   counts.assign(static_cast<std::size_t>(p.k) * c_count, 0);
   for (int k = 0; k < p.k; ++k)
@@ -91,7 +91,7 @@ const std::vector<int>& channel_nonzeros(const Problem& p) {
                                                            : (std::int64_t{k} * c_count + c) * taps + t;
         if (v[static_cast<std::size_t>(index)] != 0.0f) ++counts[static_cast<std::size_t>(k) * c_count + c];
       }
-  last = &v;
+  last = p.weights.pattern;
   return counts;
 }
 
