@@ -86,7 +86,7 @@ constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-
 constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
 constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
-// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0).
+// The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
@@ -103,6 +103,7 @@ CONVGEN_PARAM("mc", "1,2,4", "with tma, one tile a block: clusters of this many 
 CONVGEN_PARAM("hl", "0..2", "warp-specialized, tma, 2-D stride 1: each channel chunk's input patch (the tile's 8 x 8 pixels a warpgroup and the filter's halo) loaded once, every tap multiplying its window; 2: the block's whole filter (one channel tile) loaded once, only patches streamed") constexpr int HALO = 0;
 CONVGEN_PARAM("sw", "bool", "one tile a block, 16-byte channel runs: the operands swapped, each warpgroup's wgmma 64 output channels by the block's pixels (wn: half of them), the output transposed through shared memory (split-K: its partial sums transposed)") constexpr bool SWAP_AB = false;
 CONVGEN_PARAM("sp", "bool", "fp16 / bf16, the problem's own 2:4 filter: compressed once by the pack entry, each stage holding its kept values and their metadata, wgmma.mma_async.sp (m64nNk32); with sw and kb2, none of tma, co and padded channels") constexpr bool SPARSE_FILTER = false;
+CONVGEN_PARAM("oc", "bool", "several tiles a block, 16-bit output: each warp's staged rows copied out by 16-byte shared loads and global stores, the whole warp at once, instead of a bulk copy a row") constexpr bool WARP_COPY_OUTPUT = false;
 using Epilogue = convgen::IdentityEpilogue;  // the prelude renders the problem's (templates/epilogue.cuh)
 }  // namespace cfg
 #endif
@@ -325,6 +326,9 @@ constexpr int OUT_UNITS = BLOCK_N / CHUNK;  // 16-byte units per staged row
 // (Each row goes to its own pixel, tile_pixel: with HALO a warp's 16 rows are two runs of 8 output columns.)
 constexpr bool BULK_OUTPUT = TILES_PER_BLOCK > 1 && !IS_TF32 && SPLIT_K == 1 && K % CHUNK == 0 && KG % CHUNK == 0;
 constexpr int OUTPUT_BUFFER_BYTES = BULK_OUTPUT ? BLOCK_M * OUT_PITCH : 0;
+static_assert(!WARP_COPY_OUTPUT || BULK_OUTPUT,
+              "oc (the warp copying its staged rows out) needs the output buffer: several tiles a block, a 16-bit output "
+              "not split, K and K per group multiples of 8");
 constexpr int OUTPUT_BUFFER_OFFSET =
     STAGES * STAGE_BYTES + FILTER_REGION_BYTES + BARRIER_BYTES;  // from the first stage, 16-aligned
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + FILTER_REGION_BYTES + convgen::wg::kAtomBytes + BARRIER_BYTES +
@@ -937,6 +941,32 @@ __device__ __forceinline__ void bulk_store_warp_rows(unsigned s_rows, element_t*
   convgen::wg::bulk_commit();
 }
 
+// Copies this warp's 16 staged rows at s_rows (a generic pointer to shared memory) to the output with the whole warp
+// (WARP_COPY_OUTPUT): 16-byte units in row order, a lane each, a shared load and a global store (a row's units
+// contiguous in both), after the warp's stmatrix and its barrier. The values are in registers when a store issues, so
+// the next tile's stmatrix needs only the warp's barrier, no wait. Two units a lane at a time: fully unrolled, ptxas
+// kept every unit's offsets across the main loop and spilled 56-124 bytes in 34 of 285 kernels of ResNet-50's tunes
+// (tiles of 192 or 256 channels at the register cap) where their bulk-copy twins spilled none or less. Bulk copies issue one row at a time (the copy's
+// address is uniform: ptxas loops over the lanes' rows), which Nsight Compute found holding the consumer warps for a
+// third of their time on ResNet-50's 1 x 1 layers at batch 32 (bench/results/h200/warp-copy-output-2026-12-02/).
+__device__ __forceinline__ void copy_warp_rows(const unsigned char* s_rows, element_t* __restrict__ g_output,
+                                               const Tile& tile, int warp_row, int n_tile, int group, int lane) {
+  __syncwarp();
+  const int units = cmin(BLOCK_N, KG - n_tile) / CHUNK;  // this tile's 16-byte units a row (KG % CHUNK == 0)
+#pragma unroll 2
+  for (int u0 = 0; u0 < 16 * OUT_UNITS; u0 += 32) {
+    const int u = u0 + lane;
+    const int row = u / OUT_UNITS, unit = u % OUT_UNITS;
+    if (u < 16 * OUT_UNITS && unit < units) {
+      const int npix = tile_pixel(tile, warp_row + row);
+      if (npix < NPIX) {
+        const uint4 v = *reinterpret_cast<const uint4*>(s_rows + row * OUT_PITCH + unit * 16);
+        *reinterpret_cast<uint4*>(g_output + (idx_t)npix * K + group * KG + n_tile + unit * CHUNK) = v;
+      }
+    }
+  }
+}
+
 // Split-K in a cluster: the tile's outputs from the SPLIT_K partial tiles of its cluster, each block adding and storing
 // a share of the rows. Every block writes its accumulators as fp32 rows into its own stages' buffers (free once every
 // warpgroup's wgmma has read its last operands: the first block barrier), then the cluster barrier makes them visible;
@@ -1063,10 +1093,16 @@ __device__ __forceinline__ void store_tile(const float (&r_acc)[ACCUMULATORS], c
     const int warp_row = warpgroup * 64 + warp * 16;  // this warp's first row of the tile
     const unsigned s_rows =
         convgen::tc::shared_address(s_stages) + (unsigned)(OUTPUT_BUFFER_OFFSET + warp_row * OUT_PITCH);
-    if (lane < 16) convgen::wg::bulk_wait_read();  // the previous tile's copies must have read these rows
+    // The previous tile's copies must have read these rows: its bulk copies done reading, or the warp's own loads
+    // issued (the barrier).
+    if (!WARP_COPY_OUTPUT && lane < 16) convgen::wg::bulk_wait_read();
     __syncwarp();
     stage_warp_rows(r_acc, s_rows, tile, warp_row, n_tile, group, lane, g_bias, g_residual);
-    bulk_store_warp_rows(s_rows, g_output, tile, warp_row, n_tile, group, lane);
+    if constexpr (WARP_COPY_OUTPUT)
+      copy_warp_rows(s_stages + OUTPUT_BUFFER_OFFSET + warp_row * OUT_PITCH, g_output, tile, warp_row, n_tile, group,
+                     lane);
+    else
+      bulk_store_warp_rows(s_rows, g_output, tile, warp_row, n_tile, group, lane);
     return;
   }
   if constexpr (STAGED_OUTPUT) {
@@ -1292,7 +1328,7 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
   }
   // The bulk copies of the last tile read shared memory and write the output after the warp's last instruction:
   // they must be done before the block ends.
-  if constexpr (BULK_OUTPUT)
+  if constexpr (BULK_OUTPUT && !WARP_COPY_OUTPUT)
     if (warpgroup < WARPGROUPS && lane < 16) convgen::wg::bulk_wait();
   // With MULTICAST the other blocks' consumers may still arrive on this block's `empty` barriers.
   if constexpr (MULTICAST > 1) wg::cluster_sync();

@@ -411,6 +411,10 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
       return fmt::format("sw (the operands swapped): {} pixel rows do not divide among {} loading threads (8 a row)",
                          s.block_m, load_threads_of(s));
   }
+  if (s.warp_copy_output && !bulk_output(p, s))
+    return "oc (the warp copying its staged rows out) needs the output buffer: several tiles a block (ws2-ws8), a "
+           "16-bit "
+           "output not split, and K and K per group multiples of 8";
   if (s.sparse_filter) {
     if (p.precision != Precision::fp16 && p.precision != Precision::bf16)
       return fmt::format("sp (the 2:4 filter, wgmma.sp) serves fp16 and bf16, got {}", p.precision);
@@ -728,11 +732,12 @@ class IgemmWgmma final : public Family {
                : -2;
   }
 
-  // `tma`, `fw`, `cr`, `ta`, `wn`, `mc`, `hl`, `sw` and `sp` came after the names of earlier convgens: theirs load the
-  // filter by cp.async (tma0), fold nothing (fw0), split the reduction through a workspace (cr0), load the pixel rows
-  // by cp.async (ta0), give each warpgroup every channel of the block (wn0), copy each block's filter alone (mc1),
-  // gather each tap's pixel rows (hl0), make the pixels the wgmma's A (sw0) and multiply a dense filter (sp0).
-  std::size_t params_added_later() const override { return 9; }
+  // `tma`, `fw`, `cr`, `ta`, `wn`, `mc`, `hl`, `sw`, `sp` and `oc` came after the names of earlier convgens: theirs
+  // load the filter by cp.async (tma0), fold nothing (fw0), split the reduction through a workspace (cr0), load the
+  // pixel rows by cp.async (ta0), give each warpgroup every channel of the block (wn0), copy each block's filter alone
+  // (mc1), gather each tap's pixel rows (hl0), make the pixels the wgmma's A (sw0), multiply a dense filter (sp0) and
+  // copy the staged output rows out by bulk copies (oc0).
+  std::size_t params_added_later() const override { return 10; }
 
   // A 2:4 kernel (`sp`) keeps 2 values of each chunk of 4: it serves filters of its problem's pattern; the others
   // read any filter.
@@ -817,12 +822,12 @@ class IgemmWgmma final : public Family {
               if (!spec_reason(p, gpu, two)) one_and_several_tiles.push_back(two);
             }
             for (const IgemmWgmmaParams& t : one_and_several_tiles) {
-              chosen.emplace_back(estimate_us(p, gpu, t), t);
+              add_with_copy_twin(p, gpu, t, chosen);
               add_swapped_twins(p, gpu, t, chosen);
               if (offers_tma && warp_specialized) {  // its twin with the filter by TMA, beside it
                 IgemmWgmmaParams tma = t;
                 tma.tma_filter = true;
-                chosen.emplace_back(estimate_us(p, gpu, tma), tma);
+                add_with_copy_twin(p, gpu, tma, chosen);
                 add_swapped_twins(p, gpu, tma, chosen);
                 // and its twins whose clusters of 2 and 4 pixel tiles share each filter tile's copy (multicast)
                 if (kOfferMulticast)
@@ -830,7 +835,7 @@ class IgemmWgmma final : public Family {
                     IgemmWgmmaParams shared = tma;
                     shared.multicast = multicast;
                     if (!spec_reason(p, gpu, shared) && ceil_div(g.m, tma.block_m) >= multicast)
-                      chosen.emplace_back(estimate_us(p, gpu, shared), shared);
+                      add_with_copy_twin(p, gpu, shared, chosen);
                   }
                 // and its halo twin (each chunk's input patch loaded once, every tap reading its window), in as deep a
                 // pipeline as fits (2 to its own stages)
@@ -840,33 +845,31 @@ class IgemmWgmma final : public Family {
                   halo.halo = true;
                   while (halo.stages > 2 && spec_reason(p, gpu, halo)) --halo.stages;
                   if (!spec_reason(p, gpu, halo)) {
-                    chosen.emplace_back(estimate_us(p, gpu, halo), halo);
+                    add_with_copy_twin(p, gpu, halo, chosen);
                     // and its twin of several tiles a block, the next tile's patch loading while this one multiplies
                     // (a tile of few channels is one step: one tile a block would never overlap its loads)
                     IgemmWgmmaParams several = halo;
                     several.warp_specialized = tiles_per_block_for(p, gpu, halo);
                     if (several.warp_specialized > 1 && !spec_reason(p, gpu, several))
-                      chosen.emplace_back(estimate_us(p, gpu, several), several);
+                      add_with_copy_twin(p, gpu, several, chosen);
                     // and, where the output channels are one tile, the filter-stationary twin: the block's filter
                     // loaded once, its stages (as many as fit, up to 6) holding patches only
                     IgemmWgmmaParams stationary = several.warp_specialized > 1 ? several : halo;
                     stationary.halo = 2;
                     stationary.stages = 6;
                     while (stationary.stages > 2 && spec_reason(p, gpu, stationary)) --stationary.stages;
-                    if (!spec_reason(p, gpu, stationary))
-                      chosen.emplace_back(estimate_us(p, gpu, stationary), stationary);
+                    if (!spec_reason(p, gpu, stationary)) add_with_copy_twin(p, gpu, stationary, chosen);
                   }
                 }
                 // and where the activation is a matrix, that one's twin with the pixel rows by TMA too
                 IgemmWgmmaParams both = tma;
                 both.tma_activation = 1;
-                if (kOfferTmaActivation && !spec_reason(p, gpu, both))
-                  chosen.emplace_back(estimate_us(p, gpu, both), both);
+                if (kOfferTmaActivation && !spec_reason(p, gpu, both)) add_with_copy_twin(p, gpu, both, chosen);
                 // and its twin with the pixel rows by TMA in im2col mode (a problem of more than one tap, or strided)
                 IgemmWgmmaParams im2col = tma;
                 im2col.tma_activation = 2;
                 if (kOfferIm2col && !activation_is_a_matrix(p) && !spec_reason(p, gpu, im2col))
-                  chosen.emplace_back(estimate_us(p, gpu, im2col), im2col);
+                  add_with_copy_twin(p, gpu, im2col, chosen);
               }
             }
           }
@@ -911,6 +914,18 @@ class IgemmWgmma final : public Family {
           }
         }
       }
+  }
+
+  // `s` with its estimate, and, where its output leaves through the buffer of several tiles a block, its twin whose
+  // warps copy their staged rows out themselves (`oc`) beside it: the bulk copies issue one row at a time.
+  static void add_with_copy_twin(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s,
+                                 std::vector<Estimated<IgemmWgmmaParams>>& chosen) {
+    const double estimate = estimate_us(p, gpu, s);
+    chosen.emplace_back(estimate, s);
+    if (!kOfferWarpCopyOutput || !bulk_output(p, s) || s.warp_copy_output) return;
+    IgemmWgmmaParams copying = s;
+    copying.warp_copy_output = true;
+    chosen.emplace_back(estimate, copying);
   }
 
   // With kOfferSwap, the one-tile, unsplit `t`'s twins with the operands swapped (`sw`: each warpgroup's wgmma 64 of
@@ -1113,6 +1128,9 @@ class IgemmWgmma final : public Family {
   static constexpr bool kOfferSwap = false;
   // Whether it offers split-K in a cluster (`cr`): each split candidate's twin, beside it.
   static constexpr bool kOfferClusterReduce = true;
+  // Whether it offers the warps copying their staged output rows out themselves (`oc`): each candidate of several
+  // tiles a block with a 16-bit output buffer, its twin beside it (bench/results/h200/warp-copy-output-2026-12-02/).
+  static constexpr bool kOfferWarpCopyOutput = true;
 
   // How fast an SM fills its blocks' stages, from the measurements of every candidate on the cuSNN layers (H200 tf32
   // and fp16, H100 fp16 and bf16; bench/results/h200/wgmma-tf32-2026-11-29/):

@@ -235,7 +235,7 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   const Problem p = partial_tiles(GetParam());
   const Gpu gpu = h100();
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 16u);
+  ASSERT_EQ(iface.params.size(), 17u);
   ASSERT_EQ(iface.params[2].field, "k_atoms");
   ASSERT_EQ(iface.params[6].field, "warp_specialized");
   ASSERT_EQ(iface.params[7].field, "tma_filter");
@@ -246,6 +246,7 @@ TEST_P(IgemmWgmmaEveryTile, CompilesForSm90aWithAPartialTileInEveryDimension) {
   ASSERT_EQ(iface.params[12].field, "multicast");  // tma1 one tile a block only
   ASSERT_EQ(iface.params[14].field, "swap_ab");    // off: measured slower, not offered
   ASSERT_EQ(iface.params[15].field, "sparse_filter");  // off: 2:4 filters only
+  ASSERT_EQ(iface.params[16].field, "warp_copy_output");  // off: several tiles a block only
   JitCache cache(std::nullopt);
   // The widths between the search's own (wave-filling twins only) in the first pipeline alone: CI's compile time.
   const std::set<int> searched_widths = {16, 32, 64, 96, 128, 192, 256};
@@ -347,6 +348,29 @@ TEST(IgemmWgmmaClusterAndPixelRowsByTma, CompileWithoutSpillsInEveryPrecision) {
       ASSERT_EQ(check_support(p, h100(), s), std::nullopt) << kernel_name(s);
       const BuiltKernel built = build_and_check(p, s, cache);
       EXPECT_EQ(built.plan.setup.size(), 2u) << kernel_name(s);
+      EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
+                                                                                   << built.cubin.log;
+    }
+  }
+}
+
+// The warps copying their staged output rows out (`oc`) compile without spills in fp16 and bf16, several tiles a
+// block, the filter by cp.async and by TMA, on ResNet-50's conv3_expand at batch 32 (a channel tile of 208, not a power
+// of two, leaves a partial tile of 96 channels: its rows' units are predicated).
+TEST(IgemmWgmmaWarpCopyOutput, CompilesWithoutSpillsInBothSixteenBitPrecisions) {
+  JitCache cache(std::nullopt);
+  for (Precision precision : {Precision::fp16, Precision::bf16}) {
+    Problem p = suite_layer("resnet50.csv", "conv3_expand", precision);
+    p.n = 32;
+    for (const auto& [block_m, block_n, tiles, tma] : {std::tuple{192, 128, 4, false}, std::tuple{128, 208, 3, true}}) {
+      const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
+                                                    .block_n = block_n,
+                                                    .stages = 3,
+                                                    .warp_specialized = tiles,
+                                                    .tma_filter = tma,
+                                                    .warp_copy_output = true});
+      ASSERT_EQ(check_support(p, h100(), s), std::nullopt) << kernel_name(s);
+      const BuiltKernel built = build_and_check(p, s, cache);
       EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
                                                                                    << built.cubin.log;
     }

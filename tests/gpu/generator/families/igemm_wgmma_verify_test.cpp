@@ -178,13 +178,18 @@ TEST_F(IgemmWgmmaGpu, SeveralTilesABlockAreCorrectOnTheEdgeCaseCorpus) {
   for (int tiles : {2, 3})
     for (bool tma : {false, true})
       for (bool chunk_major : {false, true})
-        variants.push_back([tiles, tma, chunk_major](IgemmWgmmaParams& t) {
-          t.warp_specialized = tiles;
-          t.tma_filter = tma;
-          t.chunk_major = chunk_major;
-        });
+        for (bool warp_copy : {false, true})
+          variants.push_back([tiles, tma, chunk_major, warp_copy](IgemmWgmmaParams& t) {
+            t.warp_specialized = tiles;
+            t.tma_filter = tma;
+            t.chunk_major = chunk_major;
+            t.warp_copy_output = warp_copy;
+          });
   const std::vector<Case> cases = default_variants("tiles", variants);
   EXPECT_GT(cases.size(), 100u) << "several tiles a block served too few corpus layers";
+  const auto copying = std::count_if(
+      cases.begin(), cases.end(), [](const Case& c) { return params_of<IgemmWgmmaParams>(c.spec).warp_copy_output; });
+  EXPECT_GT(copying, 30) << "the warps' copy of the output (oc1) served too few corpus layers";
   EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
 }
 
@@ -795,16 +800,20 @@ TEST_F(IgemmWgmmaGpu, TheFusedEpilogueIsAppliedInTheMainKernelAndInSplitKsReduce
       Problem p = long_reduction(precision);
       p.epilogue = e;
       for (int split_k : {1, 4})
-        // shared, warp-specialized, shared chunk-major, TMA, TMA with 2 tiles a block
-        for (int pipeline = 0; pipeline < 5; ++pipeline)
+        // shared, warp-specialized, shared chunk-major, TMA, TMA with 2 tiles a block, and those with the warps
+        // copying their output out (16-bit, unsplit)
+        for (int pipeline = 0; pipeline < 6; ++pipeline) {
+          if (pipeline == 5 && (split_k > 1 || precision == Precision::tf32)) continue;
           cases.push_back({fmt::format("{} {}", to_string(e), precision), p,
                            to_spec(IgemmWgmmaParams{.block_m = 64,
                                                     .block_n = 32,
                                                     .stages = 4,
                                                     .split_k = split_k,
                                                     .chunk_major = pipeline == 2,
-                                                    .warp_specialized = std::array{0, 1, 0, 1, 2}[pipeline],
-                                                    .tma_filter = pipeline >= 3})});
+                                                    .warp_specialized = std::array{0, 1, 0, 1, 2, 2}[pipeline],
+                                                    .tma_filter = pipeline >= 3,
+                                                    .warp_copy_output = pipeline == 5})});
+        }
       for (const char* name : {"c32_k100_3x3", "groups4_batch2"})
         for (const Layer& layer : edge_cases().layers)
           if (layer.name == name) {

@@ -181,7 +181,7 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
     return std::count_if(specs.begin(), specs.end(), [&](const KernelSpec& s) {
       return (P(s).warp_specialized > 0) == warp_specialized && P(s).cluster_reduce == cluster_reduce &&
              !P(s).tma_activation && !P(s).split_n && P(s).multicast == 1 && !P(s).halo && !P(s).swap_ab &&
-             !wave_filling(s);
+             !P(s).warp_copy_output && !wave_filling(s);
     });
   };
   const auto two_warpgroups =
@@ -547,7 +547,7 @@ TEST(IgemmWgmmaFamily, ChecksEveryFieldValue) {
 // at most 301 rows (3 x 301 x 256 + 1,024 bytes are within the H100's 232448).
 TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) {
   const TemplateInterface& iface = igemm_wgmma().interface();
-  ASSERT_EQ(iface.params.size(), 16u);
+  ASSERT_EQ(iface.params.size(), 17u);
   EXPECT_EQ(iface.params[0].field, "block_m");
   EXPECT_EQ(iface.params[1].field, "block_n");
   EXPECT_EQ(iface.params[2].field, "k_atoms");
@@ -856,7 +856,7 @@ TEST(IgemmWgmmaFamily, SplitKInAClusterPlansTheMainKernelAloneAndChecksItsLimits
                                     .cluster_reduce = true});
   };
   const KernelSpec s = cluster(64, 128, 4, 4);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1_ta0_wn0_mc1_hl0_sw0_sp0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk4_co0_ws0_tma0_fw0_cr1_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(kDeep, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(kDeep, s);
@@ -1086,25 +1086,25 @@ TEST(IgemmWgmmaFamily, IsTheDefaultChoiceBeforeIgemmTcWhereItServes) {
 
 TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   const KernelSpec s = spec(128, 64, 4, 1);
-  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}}));
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
+  EXPECT_EQ(s, (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}}));
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0"), s);
   EXPECT_EQ(spec_kb(128, 64, 2, 4, 1),
-            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}}));
+            (KernelSpec{.family = "igemm_wgmma", .values = {128, 64, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}}));
   EXPECT_EQ(kernel_name(spec_kb(128, 64, 2, 4, 1)),
-            "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
+            "igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m128_n64_kb2_st4_sk1_co0_ws0"), spec_kb(128, 64, 2, 4, 1));
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m192_n96_kb2_st3_sk4_co0_ws1")),
             (IgemmWgmmaParams{
                 .block_m = 192, .block_n = 96, .k_atoms = 2, .stages = 3, .split_k = 4, .warp_specialized = true}));
   EXPECT_EQ(kernel_name(spec_kb(64, 32, 1, 5, 1, true)),
-            "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
+            "igemm_wgmma_m64_n32_kb1_st5_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
   EXPECT_EQ(kernel_name(spec(256, 16, 6, 8)),
-            "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
+            "igemm_wgmma_m256_n16_kb1_st6_sk8_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
   EXPECT_EQ(parse_kernel_name("igemm_wgmma_m64_n256_kb1_st3_sk32_co0_ws0"), spec(64, 256, 3, 32));
   EXPECT_EQ(
       kernel_name(IgemmWgmmaParams{}),
-      "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");  // the template's defaults
+      "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");  // the template's defaults
   // Not igemm_tc's: its name has more fields.
   EXPECT_NE(parse_kernel_name(kernel_name(to_spec(IgemmTcParams{}))).family, "igemm_wgmma");
   // The names from before kb are refused: kb sits between n and st.
@@ -1118,7 +1118,7 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_ws0"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_ws0': expected field '_co<number>' at '_ws0'");
   EXPECT_EQ(kernel_name(to_spec(IgemmWgmmaParams{.chunk_major = true})),
-            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co1_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9"),
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9': field 'ws' (warp-specialized: a producer "
             "warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in "
@@ -1141,8 +1141,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   const KernelSpec s = spec(128, 64, 4, 2);
   for (const auto& [precision, value] : {std::pair{Precision::fp16, 2}, std::pair{Precision::bf16, 3}}) {
     const KernelSource src = igemm_wgmma().render(with(kResnet3x3, precision, Layout::nhwc), s);
-    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
-    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0.cu");
+    EXPECT_EQ(src.entry, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
+    EXPECT_EQ(src.file_name, "igemm_wgmma_m128_n64_kb1_st4_sk2_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0.cu");
     EXPECT_NE(src.text.find(fmt::format("constexpr int PRECISION = {};", value)), std::string::npos)
         << to_string(precision);
     EXPECT_NE(
@@ -1157,8 +1157,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
   }
   // Two K atoms a step: K_ATOMS = 2 in the prelude and kb2 in the entry's name.
   const KernelSource two = igemm_wgmma().render(kResnet3x3, spec_kb(192, 96, 2, 3, 1));
-  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
-  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0.cu");
+  EXPECT_EQ(two.entry, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
+  EXPECT_EQ(two.file_name, "igemm_wgmma_m192_n96_kb2_st3_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0.cu");
   EXPECT_NE(two.text.find("constexpr int BLOCK_M = 192;\nconstexpr int BLOCK_N = 96;\nconstexpr int K_ATOMS = 2;\n"
                           "constexpr int STAGES = 3;\nconstexpr int SPLIT_K = 1;\n"),
             std::string::npos);
@@ -1171,7 +1171,8 @@ TEST(IgemmWgmmaFamily, RendersTheTemplateWithThePrecisionInThePrelude) {
 // load the filter by cp.async (tma0); the shared pipeline has no TMA.
 TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMeanCpAsync) {
   IgemmWgmmaParams tma{.warp_specialized = true, .tma_filter = true};
-  EXPECT_EQ(kernel_name(to_spec(tma)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
+  EXPECT_EQ(kernel_name(to_spec(tma)),
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1")), tma);
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1")),
             (IgemmWgmmaParams{.warp_specialized = true, .tma_filter = false}));
@@ -1199,19 +1200,75 @@ TEST(IgemmWgmmaFamily, TmaIsAWarpSpecializedOptionWhoseNamesParseAndOlderNamesMe
   }
 }
 
+// ResNet-50's conv3_expand at batch 32, channels-last, in `precision`: 196 x 4 tiles of 128 x 128.
+Problem conv3_expand_n32(Precision precision) {
+  return Problem{.n = 32,
+                 .c = 128,
+                 .k = 512,
+                 .input = {1, 28, 28},
+                 .filter = {1, 1, 1},
+                 .layout = Layout::nhwc,
+                 .precision = precision};
+}
+
+// `oc`: the warps of a several-tiles kernel copy their staged 16-bit rows out themselves instead of by a bulk copy a
+// row. Every candidate with the output buffer comes with its oc1 twin beside it (same estimate), no other candidate has
+// one, the twin's launch is its twin's, and a kernel without the buffer is refused with the reason.
+TEST(IgemmWgmmaFamily, WarpCopyOutputIsATwinOfEveryCandidateWithAnOutputBuffer) {
+  const Gpu gpu = h100();
+  const Problem expand = conv3_expand_n32(Precision::fp16);
+  const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(expand, gpu);
+  std::vector<std::string> names;
+  for (const KernelSpec& s : specs) names.push_back(kernel_name(s));
+  int copying = 0;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const IgemmWgmmaParams t = P(specs[i]);
+    if (!t.warp_copy_output) continue;
+    ++copying;
+    EXPECT_GE(t.warp_specialized, 2) << names[i];
+    EXPECT_EQ(t.split_k, 1) << names[i];
+    IgemmWgmmaParams bulk = t;
+    bulk.warp_copy_output = false;
+    // Its bulk-copy twin just before it.
+    ASSERT_GT(i, 0u);
+    EXPECT_EQ(names[i - 1], kernel_name(to_spec(bulk))) << names[i];
+    const LaunchGeometry a = igemm_wgmma().plan(expand, specs[i]).main_geometry();
+    const LaunchGeometry b = igemm_wgmma().plan(expand, specs[i - 1]).main_geometry();
+    EXPECT_EQ(a.grid, b.grid) << names[i];
+    EXPECT_EQ(a.dynamic_smem_bytes, b.dynamic_smem_bytes) << names[i];
+  }
+  int buffered = 0;
+  for (const KernelSpec& s : specs) buffered += P(s).warp_specialized >= 2 && !P(s).warp_copy_output;
+  EXPECT_GT(copying, 0);
+  EXPECT_EQ(copying, buffered);
+  // tf32 has no output buffer: no twin, and the name is refused.
+  Problem tf32 = expand;
+  tf32.precision = Precision::tf32;
+  for (const KernelSpec& s : igemm_wgmma().enumerate(tf32, gpu)) EXPECT_FALSE(P(s).warp_copy_output) << kernel_name(s);
+  const std::string reason =
+      "oc (the warp copying its staged rows out) needs the output buffer: several tiles a block (ws2-ws8), a 16-bit "
+      "output not split, and K and K per group multiples of 8";
+  EXPECT_EQ(igemm_wgmma().check_support(tf32, gpu,
+                                        to_spec(IgemmWgmmaParams{.warp_specialized = 4, .warp_copy_output = true})),
+            reason);
+  EXPECT_EQ(igemm_wgmma().check_support(expand, gpu,
+                                        to_spec(IgemmWgmmaParams{.warp_specialized = 1, .warp_copy_output = true})),
+            reason);
+  EXPECT_EQ(igemm_wgmma().check_support(expand, gpu,
+                                        to_spec(IgemmWgmmaParams{.warp_specialized = 4, .warp_copy_output = true})),
+            std::nullopt);
+  // Older names mean bulk copies.
+  EXPECT_FALSE(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws4_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0"))
+                   .warp_copy_output);
+}
+
 // ws2-ws8: a warp-specialized block computes that many output tiles in turn. The search space offers each
 // warp-specialized candidate's twin with enough tiles a block to fit its blocks in one wave (at most 8) where the
 // output has more 128 x 128 tiles than the GPU has SMs (ResNet-50's conv3_expand at batch 32: 196 x 4), and none where
 // it has fewer (kDeep at batch 1).
 TEST(IgemmWgmmaFamily, SeveralTilesABlockAreAWarpSpecializedTwinWhereTheOutputHasMoreTilesThanTheGpuHasSms) {
   const Gpu gpu = h100();
-  Problem expand{.n = 32,
-                 .c = 128,
-                 .k = 512,
-                 .input = {1, 28, 28},
-                 .filter = {1, 1, 1},
-                 .layout = Layout::nhwc,
-                 .precision = Precision::tf32};
+  Problem expand = conv3_expand_n32(Precision::tf32);
   for (Precision precision : {Precision::tf32, Precision::fp16}) {
     expand.precision = precision;
     const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(expand, gpu);
@@ -1229,6 +1286,7 @@ TEST(IgemmWgmmaFamily, SeveralTilesABlockAreAWarpSpecializedTwinWhereTheOutputHa
         IgemmWgmmaParams one = t;
         one.warp_specialized = 1;
         one.stages = stages;
+        one.warp_copy_output = false;
         twin = twin || names.contains(kernel_name(to_spec(one)));
       }
       EXPECT_TRUE(twin) << kernel_name(s) << " has no one-tile twin";
@@ -1255,7 +1313,8 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   const Problem conv1{.n = 8, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
                       .padding = {0, 3, 3}, .layout = Layout::nhwc, .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 4, .fold_width = true};
-  EXPECT_EQ(kernel_name(to_spec(t)), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0_mc1_hl0_sw0_sp0");
+  EXPECT_EQ(kernel_name(to_spec(t)),
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
   EXPECT_EQ(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0")), t);
   EXPECT_EQ(igemm_wgmma().check_support(conv1, gpu, to_spec(t)), std::nullopt);
 
@@ -1279,10 +1338,10 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   EXPECT_EQ(igemm_wgmma().cost_features(conv1, to_spec(t)).main_loop_steps, 7);  // 392
 
   // The search space offers both, half each (not counting the twins with two warpgroups on a 64-pixel tile's
-  // channels, nor those with the operands swapped), and no TMA.
+  // channels, those with the operands swapped, nor those whose warps copy their output out), and no TMA.
   const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(conv1, gpu);
   const auto folded = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
-    return P(s).fold_width && !P(s).split_n && !P(s).swap_ab;
+    return P(s).fold_width && !P(s).split_n && !P(s).swap_ab && !P(s).warp_copy_output;
   });
   EXPECT_GT(folded, 0);
   EXPECT_LT(folded, static_cast<std::int64_t>(specs.size()));
@@ -1327,7 +1386,7 @@ TEST(IgemmWgmmaFamily, FilterMulticastPlansWholeClustersAndBoxesOfEachBlocksShar
                        .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 64, .block_n = 128, .warp_specialized = 1, .tma_filter = true, .multicast = 4};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc4_hl0_sw0_sp0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m64_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc4_hl0_sw0_sp0_oc0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(reduce, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(reduce, s);
@@ -1384,7 +1443,7 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaInIm2colModePlanTheActivationsBoundingBox) 
   const IgemmWgmmaParams t{.block_m = 128, .block_n = 128, .stages = 4, .warp_specialized = 1, .tma_filter = true,
                            .tma_activation = 2};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta2_wn0_mc1_hl0_sw0_sp0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta2_wn0_mc1_hl0_sw0_sp0_oc0");
   ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(p, s);
   ASSERT_EQ(plan.setup.size(), 2u);
@@ -1448,7 +1507,7 @@ TEST(IgemmWgmmaFamily, SwappedOperandsPlanAWarpgroupPerSixtyFourChannels) {
   IgemmWgmmaParams t{.block_m = 256, .block_n = 64, .stages = 4, .warp_specialized = 1, .tma_filter = true,
                      .swap_ab = true};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m256_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw1_sp0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m256_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw1_sp0_oc0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(p, s);
@@ -1519,7 +1578,7 @@ TEST(IgemmWgmmaFamily, TheHaloPlansSpatialTilesAndStagesOfThePatchAndEveryTap) {
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 2, .warp_specialized = 1, .tma_filter = true,
                      .halo = true};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st2_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl1_sw0_sp0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st2_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl1_sw0_sp0_oc0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(p, s);
@@ -1584,7 +1643,7 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall
                           .precision = Precision::fp16};
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .warp_specialized = 1, .tma_filter = true, .tma_activation = true};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw0_sp0");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw0_sp0_oc0");
   ASSERT_EQ(igemm_wgmma().check_support(pointwise, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(pointwise, s);
   // 392 pixels in 4 tiles of 128, 128 channels in 2 of 64: 8 blocks.
@@ -1706,7 +1765,7 @@ TEST(IgemmWgmmaFamily, TwoFourFiltersPlanTheirCompressionOnceAndMultiplyByWgmmaS
                            .swap_ab = true,
                            .sparse_filter = true};
   const KernelSpec s = to_spec(t);
-  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n128_kb2_st4_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw1_sp1");
+  EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n128_kb2_st4_sk1_co0_ws1_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw1_sp1_oc0");
   EXPECT_EQ(parse_kernel_name(kernel_name(s)), s);
   // A name of before `sp` means a dense filter.
   EXPECT_EQ(
