@@ -917,15 +917,15 @@ class IgemmWgmma final : public Family {
   }
 
   // `s` with its estimate, and, where its output leaves through the buffer of several tiles a block, its twin whose
-  // warps copy their staged rows out themselves (`oc`) beside it: the bulk copies issue one row at a time.
+  // warps copy their staged rows out themselves (`oc`), estimated kWarpCopyOutputRatio of its time: the bulk copies
+  // issue one row at a time.
   static void add_with_copy_twin(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s,
                                  std::vector<Estimated<IgemmWgmmaParams>>& chosen) {
-    const double estimate = estimate_us(p, gpu, s);
-    chosen.emplace_back(estimate, s);
+    chosen.emplace_back(estimate_us(p, gpu, s), s);
     if (!kOfferWarpCopyOutput || !bulk_output(p, s) || s.warp_copy_output) return;
     IgemmWgmmaParams copying = s;
     copying.warp_copy_output = true;
-    chosen.emplace_back(estimate, copying);
+    chosen.emplace_back(estimate_us(p, gpu, copying), copying);
   }
 
   // With kOfferSwap, the one-tile, unsplit `t`'s twins with the operands swapped (`sw`: each warpgroup's wgmma 64 of
@@ -1169,6 +1169,10 @@ class IgemmWgmma final : public Family {
   // tiles of tf32 too: they were 0.88x their twins), the cuSNN fp16 set and the earlier sets unchanged; 1.2 times the
   // floor took tf32 to 1.088x.
   static constexpr double kSeveralTilesUs = 0.01;
+  // The warps copying their staged rows out (`oc1`) against their bulk-copy twins: 0.94x the time at batch 32 (212
+  // pairs, 0.90-1.42x the other way) and 0.90x at batch 8 (73 pairs) on ResNet-50 fp16 (H200;
+  // bench/results/h200/warp-copy-output-2026-12-02/), so the twin with the copy comes first.
+  static constexpr double kWarpCopyOutputRatio = 0.94;
   // Split-K's second pass, besides its traffic: the reduce entry's launch and the wait for the main one's last block.
   // 2 us before; 1.25 picked better on every published set of the search space measured (`db replay`: the cuSNN
   // fp16 set 1.088x -> 1.078x, ResNet-50 at batch 1, 8, 32 and DenseNet-121 at 8 1.059x -> 1.053x, the rest within
@@ -1293,7 +1297,8 @@ class IgemmWgmma final : public Family {
     // the loads add up; warp-specialized, the producer still loads ahead.
     const double main_loop_us = s.sparse_filter && !s.warp_specialized ? compute_us + std::max(latency_us, fill_us)
                                                                        : std::max({compute_us, latency_us, fill_us});
-    return std::max({main_loop_us + wave_us, operand_us, floor_us}) + split_us + tma_start_us;
+    return (std::max({main_loop_us + wave_us, operand_us, floor_us}) + split_us + tma_start_us) *
+           (s.warp_copy_output ? kWarpCopyOutputRatio : 1.0);
   }
 };
 

@@ -53,9 +53,7 @@ const KernelImage kernels_1[] = {
 
 // behind_fp16: n1_c64_k64_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nhwc_fp16_relu
 //   64->64 3x3 s1 p1 at 14x14 -> 14x14, n1, max(0, x) on load
-// sm_90 (NVIDIA H100 SXM5 80GB): igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0, from
-// convgen's default choice (untuned); 64 registers, 0 bytes spilled, 0 bytes static shared memory; plan: relu
-// activation into rectified_activation, kernel; workspace 25088 B
+// sm_90 (NVIDIA H100 SXM5 80GB): igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0, from convgen's default choice (untuned); 64 registers, 0 bytes spilled, 0 bytes static shared memory; plan: relu activation into rectified_activation, kernel; workspace 25088 B
 alignas(64) const unsigned char cubin_2_sm_90[] = {
 #include "cubins/02_behind_fp16_sm_90.inc"
 };
@@ -72,32 +70,10 @@ const PlanBuffer buffers_2_sm_90[] = {
 const ArgBinding run_2_sm_90_args1[] = {{Arg::buffer, 7}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}, {Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}, {Arg::buffer, 5}, {Arg::buffer, 6}, {Arg::buffer, 3}, {Arg::buffer, 4}};
 const Step run_2_sm_90[] = {
     {Step::relu, "convgen_relu_b16", {7, 1, 1}, {256, 1, 1}, 0, nullptr, 0, 7, nullptr, true},
-    {Step::kernel,
-     "igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0",
-     {4, 4, 1},
-     {128, 1, 1},
-     123904,
-     run_2_sm_90_args1,
-     13,
-     -1,
-     nullptr,
-     true},
+    {Step::kernel, "igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0", {4, 4, 1}, {128, 1, 1}, 123904, run_2_sm_90_args1, 13, -1, nullptr, true},
 };
 const KernelImage kernels_2[] = {
-    {90,
-     cubin_2_sm_90,
-     sizeof cubin_2_sm_90,
-     "igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0",
-     buffers_2_sm_90,
-     8,
-     25088ULL,
-     0ULL,
-     nullptr,
-     0,
-     run_2_sm_90,
-     2,
-     0,
-     {0, 16, 16}},
+    {90, cubin_2_sm_90, sizeof cubin_2_sm_90, "igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0", buffers_2_sm_90, 8, 25088ULL, 0ULL, nullptr, 0, run_2_sm_90, 2, 0, {0, 16, 16}},
 };
 
 // The plan passes for sm_90: the kernels of the zero steps (clear a buffer the plan's kernels accumulate into)
