@@ -944,11 +944,12 @@ __device__ __forceinline__ void bulk_store_warp_rows(unsigned s_rows, element_t*
 // Copies this warp's 16 staged rows at s_rows (a generic pointer to shared memory) to the output with the whole warp
 // (WARP_COPY_OUTPUT): 16-byte units in row order, a lane each, a shared load and a global store (a row's units
 // contiguous in both), after the warp's stmatrix and its barrier. The values are in registers when a store issues, so
-// the next tile's stmatrix needs only the warp's barrier, no wait. Two units a lane at a time: fully unrolled, ptxas
-// kept every unit's offsets across the main loop and spilled 56-124 bytes in 34 of 285 kernels of ResNet-50's tunes
-// (tiles of 192 or 256 channels at the register cap) where their bulk-copy twins spilled none or less. Bulk copies issue one row at a time (the copy's
+// the next tile's stmatrix needs only the warp's barrier, no wait. Bulk copies issue one row at a time (the copy's
 // address is uniform: ptxas loops over the lanes' rows), which Nsight Compute found holding the consumer warps for a
 // third of their time on ResNet-50's 1 x 1 layers at batch 32 (bench/results/h200/warp-copy-output-2026-12-02/).
+// Two units a lane at a time: fully unrolled, ptxas kept every unit's offsets across the main loop and spilled 56-124
+// bytes in 34 of 285 kernels of ResNet-50's tunes (tiles of 192 or 256 channels at the register cap) where their
+// bulk-copy twins spilled none or less.
 __device__ __forceinline__ void copy_warp_rows(const unsigned char* s_rows, element_t* __restrict__ g_output,
                                                const Tile& tile, int warp_row, int n_tile, int group, int lane) {
   __syncwarp();

@@ -413,8 +413,7 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
   }
   if (s.warp_copy_output && !bulk_output(p, s))
     return "oc (the warp copying its staged rows out) needs the output buffer: several tiles a block (ws2-ws8), a "
-           "16-bit "
-           "output not split, and K and K per group multiples of 8";
+           "16-bit output not split, and K and K per group multiples of 8";
   if (s.sparse_filter) {
     if (p.precision != Precision::fp16 && p.precision != Precision::bf16)
       return fmt::format("sp (the 2:4 filter, wgmma.sp) serves fp16 and bf16, got {}", p.precision);
