@@ -2,8 +2,8 @@
 # profile-layer: on a GPU machine (build/ carried, scripts/pack-build.sh): every candidate of one layer measured
 # (`convgen tune --budget 0`), the measurements listed, and Nsight Compute's profile of the fastest kernel and of the
 # kernels named in KERNELS (space-separated), each launched by `convgen run`: OUT/ncu-LAYER-nBATCH-KERNEL.ncu-rep
-# (every section) and .txt (its details page). What to read before guessing why a layer is slow (DESIGN.md's
-# benchmark protocol).
+# (every section), .txt (its details page), .sass.csv (its source page) and .stalls.md (where the warps wait, by
+# scripts/ncu-stalls.py). What to read before guessing why a layer is slow (DESIGN.md's benchmark protocol).
 #   Usage: scripts/profile-layer.sh OUT SHAPES LAYER BATCH [tune and run options, e.g. --weight-sparsity 0.9]
 #   Environment: FAMILY (only this family's candidates), KERNELS (more kernels to profile), NCU (ncu's path).
 set -uo pipefail
@@ -39,6 +39,9 @@ for kernel in $best ${KERNELS:-}; do
     "$convgen" run --shapes "$shapes" --layer "$layer" --batch "$batch" --kernel "$kernel" "$@" \
     > "$report.log" 2>&1
   "$ncu" --import "$report.ncu-rep" --page details > "$report.txt" 2>&1
+  # Its source page (SASS with the warp stall samples of each instruction) and where the warps wait, summarized.
+  "$ncu" --import "$report.ncu-rep" --page source --csv --print-source sass > "$report.sass.csv" 2>&1
+  python3 scripts/ncu-stalls.py "$report.sass.csv" > "$report.stalls.md" 2>&1
   grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Block Size|Grid Size|Warp Cycles Per Issued" \
     "$report.txt" | sed "s/^/$kernel: /"
 done
