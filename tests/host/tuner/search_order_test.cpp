@@ -149,6 +149,8 @@ TEST(SearchOrder, ThePicksOnThePublishedH200MeasurementsStayWithinTheQuotedFigur
       {"wgmma-defaults-2026-11-29/tuned-measurements.json.gz", "igemm_wgmma", 1.053, 1.000},
       {"wgmma-tf32-2026-11-29/tuned-measurements.json.gz", "igemm_wgmma", 1.082, 1.012},
       {"fold-width-conv1-2026-11-29/tuned-measurements.json.gz", "igemm_wgmma", 1.046, 1.000},
+      {"warp-copy-output-2026-12-02/resnet50-fp16-n32-measurements.json.gz", "igemm_wgmma", 1.092, 1.000},
+      {"warp-copy-output-2026-12-02/resnet50-fp16-n8-measurements.json.gz", "igemm_wgmma", 1.059, 1.000},
       {"wgmma-tf32-2026-11-29/tuned-measurements.json.gz", "igemm_tc", 1.089, 1.000},
       {"resnet50-n4-n32-2026-11-29/tuned-measurements.json.gz", "igemm", 1.087, 1.005},
       {"winograd-gemm-2026-11-29/tuned-measurements.json.gz", "igemm", 1.084, 1.000},
