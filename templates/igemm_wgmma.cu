@@ -58,7 +58,11 @@
 // stride, padding and dilation 1, 0, 1 along the width; C = the FOLD_S taps x C_SOURCE channels padded), and
 // pad_activation puts each output column's FOLD_S input columns side by side (W_SOURCE, FOLD_STRIDE, FOLD_PAD and
 // FOLD_DIL the source's width, stride, padding and dilation; zeros outside), so a filter row's taps, contiguous in the
-// filter, take whole 16-byte loads of real channels instead of one padded load each.
+// filter, take whole 16-byte loads of real channels instead of one padded load each. `fw2` folds as it loads, with no
+// copy pass: an output column's window of input columns is one contiguous run of the channels-last activation row, so
+// each 16-byte unit of a folded pixel is four 4-byte cp.async from the activation itself, each zero-filled where its
+// columns lie outside the row. The window starts FOLD_SHIFT columns before the first tap (the folded filter's rows
+// begin with that many zero taps) so that every run starts on 4 bytes; the row's ends then fall between copies.
 //
 // Early launch (grid_dependency.cuh): the main entry lets the stream's next kernel start its blocks after its last
 // tile's main loop (CONVGEN_NEXT_GRID_AT 1), the other families only as their blocks exit (2). Measured on the H200 in
@@ -86,6 +90,7 @@ constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-
 constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
 constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
+constexpr int FOLD_SHIFT = 0;  // fw2: zero taps before the first, so that each window starts on 4 bytes
 // The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
@@ -95,7 +100,7 @@ CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added b
 CONVGEN_PARAM("co", "bool", "chunk-major reduction: each chunk of a row's channels through all taps, activations kept in L1") constexpr bool CHUNK_MAJOR = false;
 CONVGEN_PARAM("ws", "0..8", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in turn") constexpr int WARP_SPECIALIZED = 0;
 CONVGEN_PARAM("tma", "bool", "warp-specialized only: the filter tile by TMA from a tensor map, the pixels by cp.async") constexpr bool TMA_FILTER = false;
-CONVGEN_PARAM("fw", "bool", "ungrouped, fewer channels than one 16-byte load: the filter's width folded into the channels") constexpr bool FOLD_WIDTH = false;
+CONVGEN_PARAM("fw", "0..2", "ungrouped, fewer channels than one 16-byte load: the filter's width folded into the channels (1: by a copy pass, 2: as the pixel rows are loaded, four 4-byte copies a unit)") constexpr int FOLD_WIDTH = 0;
 CONVGEN_PARAM("cr", "bool", "split-K in a cluster: a tile's SPLIT_K blocks add their partial sums in each other's shared memory, no reduce pass") constexpr bool CLUSTER_REDUCE = false;
 CONVGEN_PARAM("ta", "0..2", "with tma, the pixel rows by TMA too: 1 on an ungrouped 1 x 1 stride-1 unpadded problem (the activation an NPIX x C matrix), 2 in im2col mode on a 2-D problem (each tap's pixel rows gathered by the copy engine)") constexpr int TMA_ACTIVATION = 0;
 CONVGEN_PARAM("wn", "bool", "one tile a block: two warpgroups multiply each 64 pixel rows, each half the block's channels") constexpr bool SPLIT_N = false;
@@ -151,8 +156,10 @@ constexpr int KR_PAD = (int)(ceil_div(KR, 2 * ATOM_K) * 2 * ATOM_K);
 constexpr int KR_KEPT = KR_PAD / 2;       // kept values a row
 constexpr int KR_STEPS = KR_PAD / 32;     // wgmma.sp's k32 steps a row
 constexpr long long PACKED_ELEMENTS = SPARSE_FILTER ? (long long)GROUPS * KG_PAD * KR_KEPT : 0;
-constexpr long long MAX_ELEMENTS =
-    max_of(max_of(max_of(ACTIVATION_ELEMENTS, FILTER_ELEMENTS), WORKSPACE_ELEMENTS), PACKED_ELEMENTS);
+constexpr long long SOURCE_ACTIVATION_ELEMENTS = (long long)N * C_SOURCE * D * H * W_SOURCE;  // fw2 reads it
+constexpr long long MAX_ELEMENTS = max_of(
+    max_of(max_of(max_of(ACTIVATION_ELEMENTS, FILTER_ELEMENTS), WORKSPACE_ELEMENTS), PACKED_ELEMENTS),
+    SOURCE_ACTIVATION_ELEMENTS);
 using idx_t = convgen::index_for<MAX_ELEMENTS>;
 constexpr int NPIX = (int)NPIX_LL;
 constexpr int OPQ = (int)OPQ_LL;
@@ -168,10 +175,22 @@ static_assert(CG % CHUNK == 0,
 // Padded channels: the prelude's C rounds C_SOURCE (times FOLD_S folded taps) up to whole 16-byte loads (ungrouped
 // problems only).
 constexpr bool PADDED_CHANNELS = C_SOURCE * FOLD_S != C || FOLD_S > 1;
-static_assert(C_SOURCE > 0 && FOLD_S > 0 && C_SOURCE * FOLD_S <= C && C - C_SOURCE * FOLD_S < CHUNK,
-              "C must be C_SOURCE x FOLD_S, or that rounded up by less than one 16-byte load");
+constexpr bool FOLD_ON_LOAD = FOLD_WIDTH == 2;  // fw2: the pixel rows folded as they are loaded, no copy pass
+constexpr int FOLD_TAPS = FOLD_S + FOLD_SHIFT;  // the input columns of a folded pixel's window
+static_assert(C_SOURCE > 0 && FOLD_S > 0 && C_SOURCE * FOLD_TAPS <= C && C - C_SOURCE * FOLD_TAPS < CHUNK,
+              "C must be C_SOURCE x FOLD_S (FOLD_S + FOLD_SHIFT with fw2), or that rounded up by less than one 16-byte "
+              "load");
 static_assert(!PADDED_CHANNELS || GROUPS == 1, "padded channels serve ungrouped problems only");
-static_assert(FOLD_WIDTH == (FOLD_S > 1), "FOLD_WIDTH says whether FOLD_S taps are folded");
+static_assert(FOLD_WIDTH >= 0 && FOLD_WIDTH <= 2 && (FOLD_WIDTH != 0) == (FOLD_S > 1),
+              "FOLD_WIDTH says whether (and how) FOLD_S taps are folded");
+static_assert(FOLD_SHIFT == 0 || FOLD_ON_LOAD, "FOLD_SHIFT shifts fw2's windows only");
+// fw2's four-byte copies: each window starts on 4 bytes (the stride's and the padding's columns, and a row, whole
+// 4 bytes; dilation 1: the window is one run) and ends on 4 bytes (no copy holds a column past the window).
+static_assert(!FOLD_ON_LOAD || (FOLD_DIL == 1 && C_SOURCE * ELEMENT_BYTES * FOLD_STRIDE % 4 == 0 &&
+                                C_SOURCE * ELEMENT_BYTES * W_SOURCE % 4 == 0 &&
+                                C_SOURCE * ELEMENT_BYTES * (FOLD_PAD + FOLD_SHIFT) % 4 == 0 &&
+                                C_SOURCE * ELEMENT_BYTES * FOLD_TAPS % 4 == 0),
+              "fw2 needs dilation 1 and the window's start, stride, end and the input row on whole 4 bytes");
 static_assert(FOLD_S == 1 ? W_SOURCE == W && FOLD_STRIDE == 1 && FOLD_PAD == 0 && FOLD_DIL == 1
                           : S == 1 && W == Q && STRIDE_W == 1 && PAD_W == 0 && DIL_W == 1,
               "a folded width is the prelude's: one tap, the output's width, stride 1, no padding");
@@ -357,27 +376,39 @@ static_assert(BLOCK_M % ROW_STEP == 0 && ROW_STEP % 8 == 0, "the activation rows
 //   (((d0 + t DIL_D) H + h0 + r DIL_H) W + w0 + s DIL_W) C + c = pixel offset + tap_offset(tap)
 // so each row keeps its pixel offset and input origin, and a step costs it one add and the bounds compares of the
 // tap's input coordinate (the depth's only in 3-D).
+// With fw2 (FOLD_ON_LOAD) the offsets are the source activation's (W_SOURCE columns of C_SOURCE channels), w0 the first
+// input column of the pixel's window, and a folded channel c of a filter row r is element c of the window's run in
+// input row h0 + r: the width is checked per 4-byte copy (load_stage), not here.
 struct RowGather {
   idx_t offset;    // the activation offset of tap (0, 0, 0), channel 0 (may lie outside the input)
   int d0, h0, w0;  // the input coordinate of tap (0, 0, 0); past the last pixel h0 is below every tap's reach
 };
 
-__device__ __forceinline__ RowGather row_gather(const PixelOrigin& px) {
+__device__ __forceinline__ RowGather row_gather(int npix, int group) {
+  const PixelOrigin px = pixel_origin(npix, group, true);
   RowGather row;
-  row.offset = px.base + (((idx_t)px.d0 * H + px.h0) * W + px.w0) * C;
   row.d0 = px.d0;
   row.h0 = px.ok ? px.h0 : H + R * DIL_H;  // every tap of a missing pixel lies below the input
-  row.w0 = px.w0;
+  if constexpr (FOLD_ON_LOAD) {
+    const int n = npix / OPQ;
+    row.w0 = (npix % Q) * FOLD_STRIDE - FOLD_PAD - FOLD_SHIFT;  // the folded problem's w0 is its column q
+    row.offset = px.ok ? ((((idx_t)n * D + px.d0) * H + px.h0) * W_SOURCE + row.w0) * C_SOURCE : 0;
+  } else {
+    row.w0 = px.w0;
+    row.offset = px.base + (((idx_t)px.d0 * H + px.h0) * W + px.w0) * C;
+  }
   return row;
 }
 
 __device__ __forceinline__ idx_t tap_offset(const Tap& tap) {
+  if constexpr (FOLD_ON_LOAD) return ((idx_t)tap.t * DIL_D * H + tap.r * DIL_H) * W_SOURCE * C_SOURCE + tap.c;
   return (((idx_t)tap.t * DIL_D * H + tap.r * DIL_H) * W + tap.s * DIL_W) * C + tap.c;
 }
 
 __device__ __forceinline__ bool tap_inside(const RowGather& row, const Tap& tap) {
   const bool depth = T == 1 && D == 1 && PAD_D == 0 ? true : (unsigned)(row.d0 + tap.t * DIL_D) < (unsigned)D;
-  return depth && (unsigned)(row.h0 + tap.r * DIL_H) < (unsigned)H && (unsigned)(row.w0 + tap.s * DIL_W) < (unsigned)W;
+  const bool width = FOLD_ON_LOAD || (unsigned)(row.w0 + tap.s * DIL_W) < (unsigned)W;
+  return depth && (unsigned)(row.h0 + tap.r * DIL_H) < (unsigned)H && width;
 }
 
 // A loading thread's constants, fixed over the reduction: its activation rows' gathers and its filter rows.
@@ -394,7 +425,7 @@ __device__ __forceinline__ LoadRows load_rows(int tid, int m_tile, int n_tile, i
   LoadRows rows;
 #pragma unroll
   for (int i = 0; i < A_ROWS; ++i)
-    rows.activation[i] = row_gather(pixel_origin(m_tile + tid / ROW_UNITS + i * ROW_STEP, group, true));
+    rows.activation[i] = row_gather(m_tile + tid / ROW_UNITS + i * ROW_STEP, group);
 #pragma unroll
   for (int i = 0; i < B_ROWS; ++i) {
     const int row = tid / ROW_UNITS + i * ROW_STEP;
@@ -450,7 +481,16 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
       const idx_t offset = rows.activation[i].offset + tap_off;
       const bool full = in_reduction && tap_inside(rows.activation[i], tap);
       const unsigned s_unit = s_a + convgen::wg::swizzled_offset(row, unit);
-      if constexpr (CHUNK_MAJOR)
+      if constexpr (FOLD_ON_LOAD) {  // four 4-byte copies of the window's run, each zero outside the input row
+        constexpr int COPY = 4 / ELEMENT_BYTES;  // elements of one copy
+#pragma unroll
+        for (int k = 0; k < CHUNK / COPY; ++k) {
+          const int e = tap.c + k * COPY;  // the copy's first element in the window
+          const bool inside = full && e < C_SOURCE * FOLD_TAPS &&
+                              (unsigned)(rows.activation[i].w0 + e / C_SOURCE) < (unsigned)W_SOURCE;
+          convgen::tc::cp_async_4(s_unit + 4u * k, inside ? g_activation + offset + k * COPY : g_activation, inside);
+        }
+      } else if constexpr (CHUNK_MAJOR)
         convgen::tc::cp_async_16_l1(s_unit, full ? g_activation + offset : g_activation, full);
       else
         convgen::tc::cp_async_16(s_unit, full ? g_activation + offset : g_activation, full);
@@ -1235,7 +1275,7 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
   namespace wg = convgen::wg;
   // With padded channels the operands are the plan's padded copies (pad_activation and pad_filter below); with a 2:4
   // filter the filter is its compressed copy (the pack entry below).
-  const element_t* __restrict__ activation = PADDED_CHANNELS ? g_padded_activation : g_activation;
+  const element_t* __restrict__ activation = PADDED_CHANNELS && !FOLD_ON_LOAD ? g_padded_activation : g_activation;
   const element_t* __restrict__ filter = SPARSE_FILTER ? g_packed_values : PADDED_CHANNELS ? g_padded_filter : g_filter;
   const unsigned s_raw = convgen::tc::shared_address(convgen::tc::dynamic_shared());
   const unsigned s_base = (s_raw + (wg::kAtomBytes - 1)) & ~(unsigned)(wg::kAtomBytes - 1);
@@ -1366,17 +1406,18 @@ constexpr int PAD_THREADS = 256;  // threads per block of pad_activation and pad
 constexpr long long FILTER_ROWS = (long long)K * TRS;  // rows of CG (padded) channels, one per output channel and tap
 
 constexpr int SOURCE_ROW = C_SOURCE * FOLD_S;  // a filter row's elements: one tap's channels, or FOLD_S taps'
+constexpr int SHIFT_ELEMENTS = C_SOURCE * FOLD_SHIFT;  // fw2: the zero taps before a folded filter row's first
 }  // namespace igemm_wgmma
 
 // Each call: the activation's N * D * H * W pixel rows (W the folded width: output columns), one thread per 16 bytes
 // (CHUNK elements; C is a whole number of them) stored at once: element j of row (n, d, h) and column q is channel
 // j % C_SOURCE of input column q * FOLD_STRIDE + (j / C_SOURCE) * FOLD_DIL - FOLD_PAD, zero past the taps or outside
-// the input.
+// the input. Not with fw2, whose main entry folds as it loads.
 extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
     CONVGEN_ENTRY_NAMED(pad_activation)(const igemm_wgmma::element_t* __restrict__ g_activation,
                                         igemm_wgmma::element_t* __restrict__ g_padded_activation) {
   using namespace igemm_wgmma;
-  if constexpr (PADDED_CHANNELS) {  // launched only where the channels are copied
+  if constexpr (PADDED_CHANNELS && !FOLD_ON_LOAD) {  // launched only where the channels are copied
     convgen::wait_for_previous_grid();  // launched early: the previous kernel's writes (the activation) first
     convgen::allow_next_grid();
     constexpr int UNITS = C / CHUNK;  // 16-byte units of a padded pixel
@@ -1403,7 +1444,7 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
 }
 
 // Once per filter (the plan's setup): the K * T * R * S filter rows (S 1 folded: a row then holds FOLD_S taps, as the
-// source filter holds them, contiguous), one thread per 16 bytes.
+// source filter holds them, contiguous; with fw2 after FOLD_SHIFT zero taps), one thread per 16 bytes.
 extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
     CONVGEN_ENTRY_NAMED(pad_filter)(const igemm_wgmma::element_t* __restrict__ g_filter,
                                     igemm_wgmma::element_t* __restrict__ g_padded_filter) {
@@ -1419,8 +1460,10 @@ extern "C" __global__ void __launch_bounds__(igemm_wgmma::PAD_THREADS)
       element_t e[CHUNK];
     } unit;
 #pragma unroll
-    for (int e = 0; e < CHUNK; ++e)
-      unit.e[e] = j0 + e < SOURCE_ROW ? g_filter[frow * SOURCE_ROW + j0 + e] : (element_t)0;
+    for (int e = 0; e < CHUNK; ++e) {
+      const int j = j0 + e - SHIFT_ELEMENTS;  // the element's place in the source row
+      unit.e[e] = j >= 0 && j < SOURCE_ROW ? g_filter[frow * SOURCE_ROW + j] : (element_t)0;
+    }
     reinterpret_cast<uint4*>(g_padded_filter)[u] = unit.bits;
   }
 }

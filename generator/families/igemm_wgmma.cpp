@@ -280,12 +280,24 @@ bool pads_channels(const Problem& p) { return padded_channels(p).c != p.c; }
 // folding saves few loads and multiplies the copy the pass writes by the filter's width.
 bool folds_width(const Problem& p) { return pads_channels(p) && p.c < chunk_of(p) && p.filter.w > 1; }
 
-// The folded problem (`fw`): each output column's S input columns side by side as S x C channels (padded to whole
-// loads) of an input as wide as the output, with a filter one tap wide: stride 1, no padding, dilation 1 along the
-// width; the rest as it was. A filter row's S taps x C channels lie contiguous in the channels-last filter already.
-Problem folded_width(const Problem& p) {
+// `fw2` (the width folded as the pixel rows are loaded, by 4-byte copies of each window's run): the zero taps each
+// window starts with so that it starts and ends on 4 bytes, or nullopt where no shift of fewer than 4 taps does, or
+// the run is not contiguous (a dilation), or the stride or a row is not whole 4 bytes (templates/igemm_wgmma.cu).
+std::optional<int> fold_shift(const Problem& p) {
+  const std::int64_t column = std::int64_t{p.c} * element_bytes(p);  // bytes of one input column's channels
+  if (p.dilation.w != 1 || column * p.stride.w % 4 != 0 || column * p.input.w % 4 != 0) return std::nullopt;
+  for (int shift = 0; shift < 4; ++shift)
+    if (column * (p.padding.w + shift) % 4 == 0 && column * (p.filter.w + shift) % 4 == 0) return shift;
+  return std::nullopt;
+}
+
+// The folded problem (`fw`): each output column's S input columns (fw2: after `shift` more) side by side as S x C
+// channels (padded to whole loads) of an input as wide as the output, with a filter one tap wide: stride 1, no
+// padding, dilation 1 along the width; the rest as it was. A filter row's S taps x C channels lie contiguous in the
+// channels-last filter already.
+Problem folded_width(const Problem& p, int shift = 0) {
   Problem q = p;
-  const std::int64_t taps_channels = std::int64_t{p.c} * p.filter.w;
+  const std::int64_t taps_channels = std::int64_t{p.c} * (p.filter.w + shift);
   q.c = static_cast<int>(ceil_div(taps_channels, chunk_of(p)) * chunk_of(p));
   q.input.w = output_dims(p).w;
   q.filter.w = 1;
@@ -297,11 +309,17 @@ Problem folded_width(const Problem& p) {
 
 // The problem a configuration's main kernel computes: the folded one with `fw`, else the padded one.
 Problem computed_problem(const Problem& p, const IgemmWgmmaParams& s) {
+  if (s.fold_width == 2) return folded_width(p, fold_shift(p).value_or(0));
   return s.fold_width ? folded_width(p) : padded_channels(p);
 }
 
 // Whether the plan copies the operands (padded channels, or a folded width) before the main kernel reads them.
 bool copies_operands(const Problem& p, const IgemmWgmmaParams& s) { return s.fold_width || pads_channels(p); }
+
+// Whether each call copies the activation first (pad_activation): padded channels or fw1, not fw2 (folds as it loads).
+bool copies_activation(const Problem& p, const IgemmWgmmaParams& s) {
+  return s.fold_width != 2 && copies_operands(p, s);
+}
 
 constexpr int kPadThreads = 256;  // threads per block of pad_activation and pad_filter (PAD_THREADS), 16 bytes each
 
@@ -570,6 +588,12 @@ class IgemmWgmma final : public Family {
                          "channels than one 16-byte load ({} in {}) and a filter wider than 1; got {} channels in {} "
                          "groups, a filter {} wide",
                          chunk_of(p), p.precision, p.c, p.groups, p.filter.w);
+    if (s.fold_width == 2 && !fold_shift(p))
+      return fmt::format(
+          "fw2 (the width folded as the pixel rows are loaded, by 4-byte copies) needs dilation 1 along "
+          "the width and each window's start, stride, end and the input row on whole 4 bytes ({} bytes "
+          "a column; stride {}, padding {}, filter width {}, input width {})",
+          std::int64_t{p.c} * element_bytes(p), p.stride.w, p.padding.w, p.filter.w, p.input.w);
     if (s.sparse_filter) {
       if (auto reason = two_four_reason(p)) return reason;
       if (pads_channels(p))
@@ -579,17 +603,18 @@ class IgemmWgmma final : public Family {
             p.c, padded_channels(p).c);
     }
     const Problem q = computed_problem(p, s);
-    if (s.fold_width && ceil_div(activation_elements(q) / chunk_of(p), kPadThreads) > kIntMax)
+    if (s.fold_width == 1 && ceil_div(activation_elements(q) / chunk_of(p), kPadThreads) > kIntMax)
       return fmt::format("the folded activation's {} elements exceed pad_activation's grid", activation_elements(q));
     return spec_reason(q, gpu, s);
   }
 
   // The prelude also says the data type: PRECISION, convgen::Precision's value (1 tf32, 2 fp16, 3 bf16), and the
   // source tensors' channels and width, C_SOURCE and W_SOURCE, with the taps folded into the channels, FOLD_S, and
-  // their stride, padding and dilation: its problem is the padded or folded one (computed_problem).
+  // their stride, padding and dilation, and with fw2 the zero taps each window starts with (FOLD_SHIFT): its problem
+  // is the padded or folded one (computed_problem).
   KernelSource render(const Problem& p, const KernelSpec& spec) const override {
     const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
-    const bool fold = s.fold_width;
+    const bool fold = s.fold_width != 0;
     const PreludeConstant constants[] = {
         precision_constant(p),
         {.name = "C_SOURCE", .value = p.c, .comment = "the tensors' channels; C pads them to whole 16-byte loads"},
@@ -597,7 +622,10 @@ class IgemmWgmma final : public Family {
         {.name = "FOLD_S", .value = fold ? p.filter.w : 1, .comment = "filter taps folded into the channels"},
         {.name = "FOLD_STRIDE", .value = fold ? p.stride.w : 1, .comment = ""},
         {.name = "FOLD_PAD", .value = fold ? p.padding.w : 0, .comment = ""},
-        {.name = "FOLD_DIL", .value = fold ? p.dilation.w : 1, .comment = ""}};
+        {.name = "FOLD_DIL", .value = fold ? p.dilation.w : 1, .comment = ""},
+        {.name = "FOLD_SHIFT",
+         .value = s.fold_width == 2 ? fold_shift(p).value_or(0) : 0,
+         .comment = "fw2: zero taps before the first, each window on 4 bytes"}};
     return render_kernel(computed_problem(p, s), spec, interface(), constants);
   }
 
@@ -618,6 +646,7 @@ class IgemmWgmma final : public Family {
   // empty buffer (the kernel never reads it). With padded channels (or a folded width) the setup's pad_filter writes
   // the padded filter into the persistent buffer "padded_filter" and each call's pad_activation, first, the padded (or
   // folded) activation into the per-call buffer "padded_activation", which the main entry reads; else both are empty.
+  // With fw2 the filter is folded so, but the main entry folds the activation as it loads it: no pass, no buffer.
   LaunchPlan plan(const Problem& source, const KernelSpec& spec) const override {
     const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
     const Problem p = computed_problem(source, s);
@@ -641,15 +670,18 @@ class IgemmWgmma final : public Family {
         return LaunchGeometry{.grid = {static_cast<unsigned>(ceil_div(elements / chunk_of(p), kPadThreads)), 1, 1},
                               .block = {static_cast<unsigned>(kPadThreads), 1, 1}};
       };
-      plan.buffers.push_back(
-          {.name = "padded_activation", .bytes = activation_elements(p) * element_bytes(p), .persistent = false});
+      const bool copies_input = copies_activation(source, s);
+      plan.buffers.push_back({.name = "padded_activation",
+                              .bytes = copies_input ? activation_elements(p) * element_bytes(p) : 0,
+                              .persistent = false});
       plan.buffers.push_back(
           {.name = "padded_filter", .bytes = filter_elements(p) * element_bytes(p), .persistent = true});
       plan.setup.push_back(
           {.kind = LaunchStep::Kind::kernel, .entry_suffix = "pad_filter", .geometry = blocks(filter_elements(p))});
-      plan.run.insert(plan.run.begin(), {.kind = LaunchStep::Kind::kernel,
-                                         .entry_suffix = "pad_activation",
-                                         .geometry = blocks(activation_elements(p))});
+      if (copies_input)
+        plan.run.insert(plan.run.begin(), {.kind = LaunchStep::Kind::kernel,
+                                           .entry_suffix = "pad_activation",
+                                           .geometry = blocks(activation_elements(p))});
     } else {
       plan.buffers.push_back({.name = "padded_activation", .bytes = 0, .persistent = false});
       plan.buffers.push_back({.name = "padded_filter", .bytes = 0, .persistent = false});
@@ -671,10 +703,14 @@ class IgemmWgmma final : public Family {
       plan.buffers.push_back({.name = "packed_meta", .bytes = 0, .persistent = false});
     }
     // The activation and the filter in 16-byte copies (cp.async or TMA), unless the pad passes copy them first (one
-    // element at a time); a 2:4 filter is read by the pack entry, one element at a time.
+    // element at a time; fw2's activation in 4-byte copies); a 2:4 filter is read by the pack entry, one element at a
+    // time.
     const bool copies = copies_operands(source, s);
-    plan.tensor_alignment = {
-        .activation = copies ? 0 : 16, .filter = copies || s.sparse_filter ? 0 : 16, .output = output_alignment(p, s)};
+    plan.tensor_alignment = {.activation = s.fold_width == 2 ? 4
+                                           : copies          ? 0
+                                                             : 16,
+                             .filter = copies || s.sparse_filter ? 0 : 16,
+                             .output = output_alignment(p, s)};
     // With `ta` the setup encodes the activation's map, and each call's blocks write their copies of it into
     // "activation_maps", one of 128 bytes a block; else both are empty.
     if (s.tma_activation) {
@@ -692,13 +728,13 @@ class IgemmWgmma final : public Family {
     return with_early_launch(std::move(plan));
   }
 
-  // With padded channels or a folded width, also pad_activation's pass: the activation read, its copy written, one
-  // launch more.
+  // With padded channels or a folded width (fw1), also pad_activation's pass: the activation read, its copy written,
+  // one launch more.
   CostFeatures cost_features(const Problem& p, const KernelSpec& spec) const override {
     const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
     const Problem q = computed_problem(p, s);
     CostFeatures f = features(q, s);
-    if (copies_operands(p, s)) {
+    if (copies_activation(p, s)) {
       f.dram_bytes += static_cast<double>((activation_elements(p) + activation_elements(q)) * element_bytes(p));
       f.extra_launches += 1;
     }
@@ -761,6 +797,7 @@ class IgemmWgmma final : public Family {
     if (folds_width(source)) {  // half the candidates each: the padded problem's and the folded one's
       search(padded_channels(source), gpu, kMaxCandidates / 2, false, false, chosen);
       search(folded_width(source), gpu, kMaxCandidates / 2, true, false, chosen);
+      add_fold_on_load_twins(source, gpu, chosen);
     } else {
       // TMA reads the filter as it lies: not where the channels are padded.
       search(padded_channels(source), gpu, kMaxCandidates, false, kOfferTma && !pads_channels(source), chosen);
@@ -913,6 +950,27 @@ class IgemmWgmma final : public Family {
           }
         }
       }
+  }
+
+  // fw2's estimate against its fw1 twin's, by precision (1 for the others).
+  static double fold_on_load_ratio(const Problem& p, const IgemmWgmmaParams& s) {
+    if (s.fold_width != 2) return 1.0;
+    return p.precision == Precision::tf32 ? kFoldOnLoadRatioTf32 : kFoldOnLoadRatio16;
+  }
+
+  // Where fw2 serves (kOfferFoldOnLoad), each folded candidate's twin that folds the pixel rows as it loads them
+  // (no copy pass), estimated fold_on_load_ratio of its time.
+  static void add_fold_on_load_twins(const Problem& source, const Gpu& gpu,
+                                     std::vector<Estimated<IgemmWgmmaParams>>& chosen) {
+    if (!kOfferFoldOnLoad || !fold_shift(source)) return;
+    const std::size_t folded = chosen.size();
+    for (std::size_t i = 0; i < folded; ++i) {
+      if (chosen[i].second.fold_width != 1) continue;
+      IgemmWgmmaParams twin = chosen[i].second;
+      twin.fold_width = 2;
+      const Problem q = computed_problem(source, twin);
+      if (!spec_reason(q, gpu, twin)) chosen.emplace_back(estimate_us(q, gpu, twin), twin);
+    }
   }
 
   // `s` with its estimate, and, where its output leaves through the buffer of several tiles a block, its twin whose
@@ -1130,6 +1188,8 @@ class IgemmWgmma final : public Family {
   // Whether it offers the warps copying their staged output rows out themselves (`oc`): each candidate of several
   // tiles a block with a 16-bit output buffer, its twin beside it (bench/results/h200/warp-copy-output-2026-12-02/).
   static constexpr bool kOfferWarpCopyOutput = true;
+  // Whether it offers the width folded as the pixel rows are loaded (`fw2`): each `fw1` candidate's twin, beside it.
+  static constexpr bool kOfferFoldOnLoad = true;
 
   // How fast an SM fills its blocks' stages, from the measurements of every candidate on the cuSNN layers (H200 tf32
   // and fp16, H100 fp16 and bf16; bench/results/h200/wgmma-tf32-2026-11-29/):
@@ -1172,6 +1232,11 @@ class IgemmWgmma final : public Family {
   // pairs, 0.90-1.42x the other way) and 0.90x at batch 8 (73 pairs) on ResNet-50 fp16 (H200;
   // bench/results/h200/warp-copy-output-2026-12-02/), so the twin with the copy comes first.
   static constexpr double kWarpCopyOutputRatio = 0.94;
+  // The width folded as loaded (`fw2`) against its copy-pass twin (`fw1`), whose pass this estimate does not count:
+  // on ResNet-50's conv1 (H200; bench/results/h200/fold-on-load-2026-12-02/) fw1 took 1.18-1.36x its fw2 twin's time
+  // in fp16 (108 pairs, batches 1, 8 and 32) and 0.83-0.90x in tf32 (96), where a 4-byte copy is one element.
+  static constexpr double kFoldOnLoadRatio16 = 0.80;
+  static constexpr double kFoldOnLoadRatioTf32 = 1.16;
   // Split-K's second pass, besides its traffic: the reduce entry's launch and the wait for the main one's last block.
   // 2 us before; 1.25 picked better on every published set of the search space measured (`db replay`: the cuSNN
   // fp16 set 1.088x -> 1.078x, ResNet-50 at batch 1, 8, 32 and DenseNet-121 at 8 1.059x -> 1.053x, the rest within
@@ -1297,7 +1362,7 @@ class IgemmWgmma final : public Family {
     const double main_loop_us = s.sparse_filter && !s.warp_specialized ? compute_us + std::max(latency_us, fill_us)
                                                                        : std::max({compute_us, latency_us, fill_us});
     return (std::max({main_loop_us + wave_us, operand_us, floor_us}) + split_us + tma_start_us) *
-           (s.warp_copy_output ? kWarpCopyOutputRatio : 1.0);
+           (s.warp_copy_output ? kWarpCopyOutputRatio : 1.0) * fold_on_load_ratio(p, s);
   }
 };
 

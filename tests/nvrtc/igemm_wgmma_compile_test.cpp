@@ -116,11 +116,11 @@ BuiltKernel build_and_check(const Problem& problem, const KernelSpec& spec, JitC
   }
   // The template always defines the reduce and the copy entries; the plan launches reduce only after split-K's main
   // kernel (through a workspace), and pad_activation first only where the channels are padded (ungrouped, not whole
-  // 16-byte loads) or the filter's width folded.
+  // 16-byte loads) or the filter's width folded by the copy (fw1; fw2 folds as it loads).
   EXPECT_TRUE(built.cubin.entry_reports.contains(name + "_reduce")) << name << "\n" << built.cubin.log;
   const IgemmWgmmaParams t = params_of<IgemmWgmmaParams>(spec);
   const int chunk = problem.precision == Precision::tf32 ? 4 : 8;
-  const bool copies = t.fold_width || (problem.groups == 1 && problem.c % chunk != 0);
+  const bool copies = t.fold_width == 1 || (t.fold_width == 0 && problem.groups == 1 && problem.c % chunk != 0);
   // Split-K in a cluster adds the partial sums in the main kernel: no reduce pass.
   EXPECT_EQ(built.plan.run.size(), (t.split_k > 1 && !t.cluster_reduce ? 2u : 1u) + (copies ? 1u : 0u)) << name;
   return built;
@@ -281,16 +281,19 @@ INSTANTIATE_TEST_SUITE_P(Precisions, IgemmWgmmaEveryTile,
                          });
 
 // An image's 3 channels (ResNet-50's conv1 at batch 1) in tf32 and fp16: the first three configurations of each kind
-// the search space offers, padded (fw0) and with the filter's width folded into the channels (fw1), each compiled with
-// its copy entries and no spills in the main one.
+// the search space offers, padded (fw0), with the filter's width folded into the channels by a copy pass (fw1) and as
+// the pixel rows are loaded (fw2: its 4-byte copies), each compiled with its copy entries and no spills in the main
+// one.
 TEST(IgemmWgmmaPaddedChannels, ThePaddedAndFoldedConfigurationsCompileWithTheirCopyEntriesWithoutSpills) {
   JitCache cache(std::nullopt);
   for (Precision precision : {Precision::tf32, Precision::fp16}) {
     const Problem p = suite_layer("resnet50.csv", "conv1", precision);
     int padded = 0;
     int folded = 0;
+    int on_load = 0;
     for (const KernelSpec& s : igemm_wgmma().enumerate(p, h100())) {
-      int& kind = params_of<IgemmWgmmaParams>(s).fold_width ? folded : padded;
+      const int fold = params_of<IgemmWgmmaParams>(s).fold_width;
+      int& kind = fold == 2 ? on_load : fold == 1 ? folded : padded;
       if (kind == 3) continue;
       ++kind;
       const std::string name = kernel_name(s);
@@ -303,6 +306,7 @@ TEST(IgemmWgmmaPaddedChannels, ThePaddedAndFoldedConfigurationsCompileWithTheirC
     }
     EXPECT_EQ(padded, 3) << to_string(precision);
     EXPECT_EQ(folded, 3) << to_string(precision);
+    EXPECT_EQ(on_load, 3) << to_string(precision);
   }
 }
 

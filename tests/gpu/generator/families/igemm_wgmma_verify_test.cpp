@@ -195,19 +195,27 @@ TEST_F(IgemmWgmmaGpu, SeveralTilesABlockAreCorrectOnTheEdgeCaseCorpus) {
 
 // The filter's width folded into the channels (`fw`) on every corpus layer where it serves (ungrouped, channels not
 // whole 16-byte loads, a filter wider than one tap: 1-D, 2-D and 3-D, strides, dilation, padding beyond the filter),
-// in every precision: each layer's default made `fw1`, in both pipelines and both reduction orders where they serve.
+// in every precision: each layer's default made `fw1` (the copy pass) and `fw2` (folded as loaded, 4-byte copies
+// zero-filled outside each input row), in both pipelines and both reduction orders where they serve, and fw2 with
+// three tiles a block.
 TEST_F(IgemmWgmmaGpu, TheFilterWidthFoldedIntoTheChannelsIsCorrectOnTheEdgeCaseCorpus) {
   std::vector<std::function<void(IgemmWgmmaParams&)>> variants;
-  for (bool warp_specialized : {false, true})
-    for (bool chunk_major : {false, true})
-      variants.push_back([warp_specialized, chunk_major](IgemmWgmmaParams& t) {
-        t.fold_width = true;
-        t.tma_filter = false;
-        t.warp_specialized = warp_specialized;
-        t.chunk_major = chunk_major;
-      });
+  for (int fold : {1, 2})
+    for (int warp_specialized : {0, 1, 3})
+      for (bool chunk_major : {false, true}) {
+        if (warp_specialized == 3 && (fold == 1 || chunk_major)) continue;
+        variants.push_back([fold, warp_specialized, chunk_major](IgemmWgmmaParams& t) {
+          t.fold_width = fold;
+          t.tma_filter = false;
+          t.warp_specialized = warp_specialized;
+          t.chunk_major = chunk_major;
+        });
+      }
   const std::vector<Case> cases = default_variants("fw", variants);
-  EXPECT_GT(cases.size(), 40u) << "fw served too few corpus layers";
+  const auto on_load = std::count_if(cases.begin(), cases.end(),
+                                     [](const Case& c) { return params_of<IgemmWgmmaParams>(c.spec).fold_width == 2; });
+  EXPECT_GT(cases.size() - on_load, 40u) << "fw1 served too few corpus layers";
+  EXPECT_GT(on_load, 20) << "fw2 served too few corpus layers";
   EXPECT_EQ(verify_all(cases, 1), static_cast<int>(cases.size()));
 }
 

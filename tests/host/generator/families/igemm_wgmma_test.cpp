@@ -165,7 +165,8 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
   // `tma1` twin) or split a 64-pixel tile's channels between two warpgroups (each beside its one-warpgroup twin), and
   // both offered wherever anything is.
   // Nor the wave-filling twins, whose channel tiles are narrower than the search's widths allow (each beside the
-  // candidate it narrows, which has fewer blocks than the GPU has SMs).
+  // candidate it narrows, which has fewer blocks than the GPU has SMs), nor those that fold the width as they load
+  // (`fw2`, each beside its `fw1` twin).
   const std::set<int> searched_widths = {16, 32, 64, 96, 128, 192, 256};
   const auto wave_filling = [&](const KernelSpec& s) { return !searched_widths.contains(P(s).block_n); };
   for (const KernelSpec& s : specs) {
@@ -181,9 +182,16 @@ void expect_a_sound_search_space(const Problem& p, const Gpu& gpu) {
     return std::count_if(specs.begin(), specs.end(), [&](const KernelSpec& s) {
       return (P(s).warp_specialized > 0) == warp_specialized && P(s).cluster_reduce == cluster_reduce &&
              !P(s).tma_activation && !P(s).split_n && P(s).multicast == 1 && !P(s).halo && !P(s).swap_ab &&
-             !P(s).warp_copy_output && !wave_filling(s);
+             !P(s).warp_copy_output && !wave_filling(s) && P(s).fold_width != 2;
     });
   };
+  for (const KernelSpec& s : specs) {
+    if (P(s).fold_width != 2) continue;
+    IgemmWgmmaParams copying = P(s);
+    copying.fold_width = 1;
+    EXPECT_TRUE(std::any_of(specs.begin(), specs.end(), [&](const KernelSpec& t) { return P(t) == copying; }))
+        << kernel_name(s);
+  }
   const auto two_warpgroups =
       std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).split_n && !P(s).swap_ab; });
   // The operands swapped: twins of one-tile, unsplit candidates whose channel tiles are whole 64s, each beside its own.
@@ -1340,10 +1348,11 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   EXPECT_EQ(igemm_wgmma().cost_features(conv1, to_spec(t)).main_loop_steps, 7);  // 392
 
   // The search space offers both, half each (not counting the twins with two warpgroups on a 64-pixel tile's
-  // channels, those with the operands swapped, nor those whose warps copy their output out), and no TMA.
+  // channels, those with the operands swapped, those whose warps copy their output out, nor those that fold as they
+  // load), and no TMA.
   const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(conv1, gpu);
   const auto folded = std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) {
-    return P(s).fold_width && !P(s).split_n && !P(s).swap_ab && !P(s).warp_copy_output;
+    return P(s).fold_width == 1 && !P(s).split_n && !P(s).swap_ab && !P(s).warp_copy_output;
   });
   EXPECT_GT(folded, 0);
   EXPECT_LT(folded, static_cast<std::int64_t>(specs.size()));
@@ -1366,6 +1375,76 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   EXPECT_NE(igemm_wgmma().check_support(narrow, gpu, to_spec(t)), std::nullopt);
   for (const KernelSpec& s : igemm_wgmma().enumerate(narrow, gpu)) EXPECT_FALSE(P(s).fold_width) << kernel_name(s);
   for (const KernelSpec& s : igemm_wgmma().enumerate(kResnet3x3, gpu)) EXPECT_FALSE(P(s).fold_width) << kernel_name(s);
+}
+
+// `fw2` folds the width as the pixel rows are loaded: no copy pass and no per-call buffer, the filter folded once as
+// for fw1 but after one zero tap, so that each output column's window (input columns 2q - 4 .. 2q + 3 of conv1 in
+// fp16: 8 x 6 bytes) starts on 4 bytes; still 24 channels, a reduction of 168. In tf32 a column is 12 bytes: no shift.
+// Each fw1 candidate has its fw2 twin beside it; where no shift of fewer than 4 taps aligns both ends of the window,
+// or the run is not contiguous (a dilation), fw2 is refused with its reason and not offered.
+TEST(IgemmWgmmaFamily, FoldsTheWidthAsItLoadsWithoutACopyPassWhereEachWindowStartsOnFourBytes) {
+  const Gpu gpu = h100();
+  const Problem conv1{.n = 8,
+                      .c = 3,
+                      .k = 64,
+                      .input = {1, 224, 224},
+                      .filter = {1, 7, 7},
+                      .stride = {1, 2, 2},
+                      .padding = {0, 3, 3},
+                      .layout = Layout::nhwc,
+                      .precision = Precision::fp16};
+  const IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 4, .fold_width = 2};
+  EXPECT_EQ(kernel_name(to_spec(t)),
+            "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw2_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
+  EXPECT_EQ(igemm_wgmma().check_support(conv1, gpu, to_spec(t)), std::nullopt);
+  const std::string text = igemm_wgmma().render(conv1, to_spec(t)).text;
+  for (const char* line : {"constexpr int N = 8, C = 24, K = 64, GROUPS = 1;", "constexpr int D = 1, H = 224, W = 112;",
+                           "constexpr int FOLD_S = 7;", "constexpr int FOLD_PAD = 3;", "constexpr int FOLD_SHIFT = 1;"})
+    EXPECT_NE(text.find(line), std::string::npos) << line;
+
+  const LaunchPlan plan = igemm_wgmma().plan(conv1, to_spec(t));
+  ASSERT_EQ(plan.buffers.size(), 7u);
+  EXPECT_EQ(plan.buffers[1].name, "padded_activation");
+  EXPECT_EQ(plan.buffers[1].bytes, 0);                              // no folded copy
+  EXPECT_EQ(plan.buffers[2].bytes, std::int64_t{64} * 7 * 24 * 2);  // the filter's rows of 1 + 7 taps
+  ASSERT_EQ(plan.run.size(), 1u);                                   // the main entry alone
+  EXPECT_EQ(plan.setup.size(), 1u);
+  EXPECT_EQ(plan.setup[0].entry_suffix, "pad_filter");
+  EXPECT_EQ(plan.tensor_alignment.activation, 4);
+  EXPECT_EQ(igemm_wgmma().cost_features(conv1, to_spec(t)).main_loop_steps, 3);  // 168 in steps of 64
+  EXPECT_EQ(igemm_wgmma().cost_features(conv1, to_spec(t)).extra_launches, 0);
+
+  Problem tf32 = conv1;
+  tf32.precision = Precision::tf32;
+  EXPECT_NE(igemm_wgmma().render(tf32, to_spec(t)).text.find("constexpr int FOLD_SHIFT = 0;"), std::string::npos);
+
+  const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(conv1, gpu);
+  const auto on_load =
+      std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).fold_width == 2; });
+  const auto copying =
+      std::count_if(specs.begin(), specs.end(), [](const KernelSpec& s) { return P(s).fold_width == 1; });
+  EXPECT_EQ(on_load, copying);  // expect_a_sound_search_space checks each one's twin
+  expect_a_sound_search_space(conv1, gpu);
+
+  // Padding 2 of a 7-wide filter: a window starts on 4 bytes after an even number of taps and ends on them after an
+  // odd one; a dilation: the taps are not one run. fw1 serves both.
+  Problem odd = conv1;
+  odd.padding = {0, 3, 2};
+  const std::string reason =
+      "fw2 (the width folded as the pixel rows are loaded, by 4-byte copies) needs dilation 1 "
+      "along the width and each window's start, stride, end and the input row on whole 4 bytes";
+  ASSERT_TRUE(igemm_wgmma().check_support(odd, gpu, to_spec(t)).has_value());
+  EXPECT_TRUE(igemm_wgmma().check_support(odd, gpu, to_spec(t))->starts_with(reason));
+  Problem dilated = conv1;
+  dilated.dilation = {1, 1, 2};
+  ASSERT_TRUE(igemm_wgmma().check_support(dilated, gpu, to_spec(t)).has_value());
+  EXPECT_TRUE(igemm_wgmma().check_support(dilated, gpu, to_spec(t))->starts_with(reason));
+  IgemmWgmmaParams copy = t;
+  copy.fold_width = 1;
+  for (const Problem& p : {odd, dilated}) {
+    EXPECT_EQ(igemm_wgmma().check_support(p, gpu, to_spec(copy)), std::nullopt);
+    for (const KernelSpec& s : igemm_wgmma().enumerate(p, gpu)) EXPECT_NE(P(s).fold_width, 2) << kernel_name(s);
+  }
 }
 
 // The pixel rows by TMA (`ta`): on an ungrouped 1 x 1 problem of stride 1 without padding the activation is an
