@@ -64,7 +64,7 @@ struct OursEntry {
   std::optional<ErrorStats> error;
   std::optional<TimingResult> timing;
   std::optional<double> energy_mj;  // per call (measure/nvml.hpp energy_per_call)
-  std::string energy_note;          // why energy_mj is empty
+  std::string energy_note;          // why energy_mj is empty, or that it was measured by stream launches
 };
 
 // cuDNN's routes on the same layer in another precision (`convgen bench --cudnn-also`), in that precision's math

@@ -1,5 +1,6 @@
 // bench_runner_test: benches two small layers on the GPU and checks the JSON report against the documented schema
-// (bench/README.md): every field present, every legacy algorithm listed with a status, both sides verified.
+// (bench/README.md): every field present, every legacy algorithm listed with a status, both sides verified, energy
+// per call a power a GPU draws.
 #include "bench/bench_runner.hpp"
 
 #include <set>
@@ -65,6 +66,16 @@ TEST(BenchRunner, TwoSmallLayersGiveAReportWithEveryFieldAndEveryLegacyAlgorithm
     ASSERT_TRUE(row["speedup"].is_number()) << where;
     EXPECT_GT(row["speedup"].get<double>(), 0) << where;
     EXPECT_GT(row["cudnn_best"]["median_us"].get<double>(), 0) << where;
+    // Energy per call at the GPU's pace (graph replays): over the call's own time (cold L2, slower than the warm
+    // replays), a power no GPU draws would be idle time between host-bound calls charged to each call (cuDNN's legacy
+    // calls measured one launch at a time: 20-48 mJ for a 4 us kernel on the H200).
+    const auto expect_a_power_a_gpu_draws = [&](const nlohmann::json& mj, const nlohmann::json& us, const char* side) {
+      if (!mj.is_number() || !us.is_number()) return;  // NVML has no energy counter here
+      const double watts = mj.get<double>() * 1e-3 / (us.get<double>() * 1e-6);
+      EXPECT_LT(watts, 1500) << where << " " << side << ": " << mj << " mJ a call of " << us << " us";
+    };
+    expect_a_power_a_gpu_draws(row["cudnn_energy_mj"], row["cudnn_best"]["median_us"], "cuDNN");
+    expect_a_power_a_gpu_draws(row["ours"]["energy_mj"], row["ours"]["median_us"], "ours");
   }
   // The CSV has one line per row plus its header; the Markdown names the suite.
   const std::string csv = report_csv(report);
