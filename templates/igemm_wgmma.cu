@@ -60,9 +60,10 @@
 // FOLD_DIL the source's width, stride, padding and dilation; zeros outside), so a filter row's taps, contiguous in the
 // filter, take whole 16-byte loads of real channels instead of one padded load each. `fw2` folds as it loads, with no
 // copy pass: an output column's window of input columns is one contiguous run of the channels-last activation row, so
-// each 16-byte unit of a folded pixel is four 4-byte cp.async from the activation itself, each zero-filled where its
-// columns lie outside the row. The window starts FOLD_SHIFT columns before the first tap (the folded filter's rows
-// begin with that many zero taps) so that every run starts on 4 bytes; the row's ends then fall between copies.
+// each 16-byte unit of a folded pixel is four 4-byte (or two 8-byte: FOLD_COPY_BYTES) cp.async from the activation
+// itself, each zero-filled where its columns lie outside the row. The window starts FOLD_SHIFT columns before the
+// first tap (the folded filter's rows begin with that many zero taps) so that every run starts on a whole copy; the
+// row's ends then fall between copies.
 //
 // Early launch (grid_dependency.cuh): the main entry lets the stream's next kernel start its blocks after its last
 // tile's main loop (CONVGEN_NEXT_GRID_AT 1), the other families only as their blocks exit (2). Measured on the H200 in
@@ -90,7 +91,8 @@ constexpr int C_SOURCE = 64;  // the tensors' channels; C pads them to whole 16-
 constexpr int W_SOURCE = 56;  // the activation's width (W, unless the width is folded)
 constexpr int FOLD_S = 1;     // filter taps folded into the channels (1: none)
 constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width's stride, padding and dilation
-constexpr int FOLD_SHIFT = 0;  // fw2: zero taps before the first, so that each window starts on 4 bytes
+constexpr int FOLD_SHIFT = 0;       // fw2: zero taps before the first, so that each window starts on whole copies
+constexpr int FOLD_COPY_BYTES = 4;  // fw2: the bytes of each copy of a window's run (4 or 8)
 // The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0).
 CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
@@ -184,13 +186,14 @@ static_assert(!PADDED_CHANNELS || GROUPS == 1, "padded channels serve ungrouped 
 static_assert(FOLD_WIDTH >= 0 && FOLD_WIDTH <= 2 && (FOLD_WIDTH != 0) == (FOLD_S > 1),
               "FOLD_WIDTH says whether (and how) FOLD_S taps are folded");
 static_assert(FOLD_SHIFT == 0 || FOLD_ON_LOAD, "FOLD_SHIFT shifts fw2's windows only");
-// fw2's four-byte copies: each window starts on 4 bytes (the stride's and the padding's columns, and a row, whole
-// 4 bytes; dilation 1: the window is one run) and ends on 4 bytes (no copy holds a column past the window).
-static_assert(!FOLD_ON_LOAD || (FOLD_DIL == 1 && C_SOURCE * ELEMENT_BYTES * FOLD_STRIDE % 4 == 0 &&
-                                C_SOURCE * ELEMENT_BYTES * W_SOURCE % 4 == 0 &&
-                                C_SOURCE * ELEMENT_BYTES * (FOLD_PAD + FOLD_SHIFT) % 4 == 0 &&
-                                C_SOURCE * ELEMENT_BYTES * FOLD_TAPS % 4 == 0),
-              "fw2 needs dilation 1 and the window's start, stride, end and the input row on whole 4 bytes");
+// fw2's copies: each window starts on a whole copy (the stride's and the padding's columns, and a row, whole copies;
+// dilation 1: the window is one run) and ends on one (no copy holds a column past the window).
+static_assert(FOLD_COPY_BYTES == 4 || FOLD_COPY_BYTES == 8, "FOLD_COPY_BYTES must be 4 or 8");
+static_assert(!FOLD_ON_LOAD || (FOLD_DIL == 1 && C_SOURCE * ELEMENT_BYTES * FOLD_STRIDE % FOLD_COPY_BYTES == 0 &&
+                                C_SOURCE * ELEMENT_BYTES * W_SOURCE % FOLD_COPY_BYTES == 0 &&
+                                C_SOURCE * ELEMENT_BYTES * (FOLD_PAD + FOLD_SHIFT) % FOLD_COPY_BYTES == 0 &&
+                                C_SOURCE * ELEMENT_BYTES * FOLD_TAPS % FOLD_COPY_BYTES == 0),
+              "fw2 needs dilation 1 and the window's start, stride, end and the input row on whole copies");
 static_assert(FOLD_S == 1 ? W_SOURCE == W && FOLD_STRIDE == 1 && FOLD_PAD == 0 && FOLD_DIL == 1
                           : S == 1 && W == Q && STRIDE_W == 1 && PAD_W == 0 && DIL_W == 1,
               "a folded width is the prelude's: one tap, the output's width, stride 1, no padding");
@@ -481,14 +484,18 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
       const idx_t offset = rows.activation[i].offset + tap_off;
       const bool full = in_reduction && tap_inside(rows.activation[i], tap);
       const unsigned s_unit = s_a + convgen::wg::swizzled_offset(row, unit);
-      if constexpr (FOLD_ON_LOAD) {  // four 4-byte copies of the window's run, each zero outside the input row
-        constexpr int COPY = 4 / ELEMENT_BYTES;  // elements of one copy
+      if constexpr (FOLD_ON_LOAD) {  // copies of the window's run, each zero outside the input row
+        constexpr int COPY = FOLD_COPY_BYTES / ELEMENT_BYTES;  // elements of one copy
 #pragma unroll
         for (int k = 0; k < CHUNK / COPY; ++k) {
           const int e = tap.c + k * COPY;  // the copy's first element in the window
           const bool inside = full && e < C_SOURCE * FOLD_TAPS &&
                               (unsigned)(rows.activation[i].w0 + e / C_SOURCE) < (unsigned)W_SOURCE;
-          convgen::tc::cp_async_4(s_unit + 4u * k, inside ? g_activation + offset + k * COPY : g_activation, inside);
+          const element_t* source = inside ? g_activation + offset + k * COPY : g_activation;
+          if constexpr (FOLD_COPY_BYTES == 8)
+            convgen::tc::cp_async_8(s_unit + 8u * k, source, inside);
+          else
+            convgen::tc::cp_async_4(s_unit + 4u * k, source, inside);
         }
       } else if constexpr (CHUNK_MAJOR)
         convgen::tc::cp_async_16_l1(s_unit, full ? g_activation + offset : g_activation, full);

@@ -48,6 +48,12 @@ __device__ __forceinline__ void cp_async_4(unsigned s_address, const void* globa
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s_address), "l"(global), "r"(source_bytes));
 }
 
+// As cp_async_4, 8 bytes: `global` must be 8-byte aligned.
+__device__ __forceinline__ void cp_async_8(unsigned s_address, const void* global, bool full) {
+  const int source_bytes = full ? 8 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(s_address), "l"(global), "r"(source_bytes));
+}
+
 // Closes the group of cp.async issued since the last commit (an empty group is allowed and completes at once).
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 

@@ -280,15 +280,30 @@ bool pads_channels(const Problem& p) { return padded_channels(p).c != p.c; }
 // folding saves few loads and multiplies the copy the pass writes by the filter's width.
 bool folds_width(const Problem& p) { return pads_channels(p) && p.c < chunk_of(p) && p.filter.w > 1; }
 
-// `fw2` (the width folded as the pixel rows are loaded, by 4-byte copies of each window's run): the zero taps each
-// window starts with so that it starts and ends on 4 bytes, or nullopt where no shift of fewer than 4 taps does, or
-// the run is not contiguous (a dilation), or the stride or a row is not whole 4 bytes (templates/igemm_wgmma.cu).
-std::optional<int> fold_shift(const Problem& p) {
+// `fw2` (the width folded as the pixel rows are loaded, by copies of each window's run): the zero taps each window
+// starts with and the copies' width (8 or 4 bytes) such that every window starts and ends on a whole copy and the
+// stride and a row are whole copies; 8 bytes where that needs no more folded channels than 4 do. Nothing where no
+// shift of fewer than 4 taps aligns even 4 bytes, or the run is not contiguous (a dilation)
+// (templates/igemm_wgmma.cu).
+struct FoldCopies {
+  int shift;  // FOLD_SHIFT
+  int bytes;  // FOLD_COPY_BYTES
+};
+
+std::optional<FoldCopies> fold_copies(const Problem& p) {
   const std::int64_t column = std::int64_t{p.c} * element_bytes(p);  // bytes of one input column's channels
-  if (p.dilation.w != 1 || column * p.stride.w % 4 != 0 || column * p.input.w % 4 != 0) return std::nullopt;
-  for (int shift = 0; shift < 4; ++shift)
-    if (column * (p.padding.w + shift) % 4 == 0 && column * (p.filter.w + shift) % 4 == 0) return shift;
-  return std::nullopt;
+  if (p.dilation.w != 1) return std::nullopt;
+  const auto aligned = [&](int bytes) -> std::optional<FoldCopies> {
+    if (column * p.stride.w % bytes != 0 || column * p.input.w % bytes != 0) return std::nullopt;
+    for (int shift = 0; shift < 4; ++shift)
+      if (column * (p.padding.w + shift) % bytes == 0 && column * (p.filter.w + shift) % bytes == 0)
+        return FoldCopies{shift, bytes};
+    return std::nullopt;
+  };
+  const std::optional<FoldCopies> four = aligned(4), eight = aligned(8);
+  const auto channels = [&](const FoldCopies& f) { return ceil_div(p.c * (p.filter.w + f.shift), chunk_of(p)); };
+  if (eight && (!four || channels(*eight) <= channels(*four))) return eight;
+  return four;
 }
 
 // The folded problem (`fw`): each output column's S input columns (fw2: after `shift` more) side by side as S x C
@@ -309,7 +324,7 @@ Problem folded_width(const Problem& p, int shift = 0) {
 
 // The problem a configuration's main kernel computes: the folded one with `fw`, else the padded one.
 Problem computed_problem(const Problem& p, const IgemmWgmmaParams& s) {
-  if (s.fold_width == 2) return folded_width(p, fold_shift(p).value_or(0));
+  if (s.fold_width == 2) return folded_width(p, fold_copies(p).value_or(FoldCopies{0, 4}).shift);
   return s.fold_width ? folded_width(p) : padded_channels(p);
 }
 
@@ -588,7 +603,7 @@ class IgemmWgmma final : public Family {
                          "channels than one 16-byte load ({} in {}) and a filter wider than 1; got {} channels in {} "
                          "groups, a filter {} wide",
                          chunk_of(p), p.precision, p.c, p.groups, p.filter.w);
-    if (s.fold_width == 2 && !fold_shift(p))
+    if (s.fold_width == 2 && !fold_copies(p))
       return fmt::format(
           "fw2 (the width folded as the pixel rows are loaded, by 4-byte copies) needs dilation 1 along "
           "the width and each window's start, stride, end and the input row on whole 4 bytes ({} bytes "
@@ -610,8 +625,8 @@ class IgemmWgmma final : public Family {
 
   // The prelude also says the data type: PRECISION, convgen::Precision's value (1 tf32, 2 fp16, 3 bf16), and the
   // source tensors' channels and width, C_SOURCE and W_SOURCE, with the taps folded into the channels, FOLD_S, and
-  // their stride, padding and dilation, and with fw2 the zero taps each window starts with (FOLD_SHIFT): its problem
-  // is the padded or folded one (computed_problem).
+  // their stride, padding and dilation, and with fw2 the zero taps each window starts with and its copies' width
+  // (FOLD_SHIFT, FOLD_COPY_BYTES): its problem is the padded or folded one (computed_problem).
   KernelSource render(const Problem& p, const KernelSpec& spec) const override {
     const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
     const bool fold = s.fold_width != 0;
@@ -624,8 +639,11 @@ class IgemmWgmma final : public Family {
         {.name = "FOLD_PAD", .value = fold ? p.padding.w : 0, .comment = ""},
         {.name = "FOLD_DIL", .value = fold ? p.dilation.w : 1, .comment = ""},
         {.name = "FOLD_SHIFT",
-         .value = s.fold_width == 2 ? fold_shift(p).value_or(0) : 0,
-         .comment = "fw2: zero taps before the first, each window on 4 bytes"}};
+         .value = s.fold_width == 2 ? fold_copies(p).value_or(FoldCopies{0, 4}).shift : 0,
+         .comment = "fw2: zero taps before the first, each window on whole copies"},
+        {.name = "FOLD_COPY_BYTES",
+         .value = s.fold_width == 2 ? fold_copies(p).value_or(FoldCopies{0, 4}).bytes : 4,
+         .comment = "fw2: the bytes of each copy of a window's run"}};
     return render_kernel(computed_problem(p, s), spec, interface(), constants);
   }
 
@@ -703,10 +721,10 @@ class IgemmWgmma final : public Family {
       plan.buffers.push_back({.name = "packed_meta", .bytes = 0, .persistent = false});
     }
     // The activation and the filter in 16-byte copies (cp.async or TMA), unless the pad passes copy them first (one
-    // element at a time; fw2's activation in 4-byte copies); a 2:4 filter is read by the pack entry, one element at a
-    // time.
+    // element at a time; fw2's activation in copies of 4 or 8 bytes); a 2:4 filter is read by the pack entry, one
+    // element at a time.
     const bool copies = copies_operands(source, s);
-    plan.tensor_alignment = {.activation = s.fold_width == 2 ? 4
+    plan.tensor_alignment = {.activation = s.fold_width == 2 ? fold_copies(source).value_or(FoldCopies{0, 4}).bytes
                                            : copies          ? 0
                                                              : 16,
                              .filter = copies || s.sparse_filter ? 0 : 16,
@@ -962,7 +980,7 @@ class IgemmWgmma final : public Family {
   // (no copy pass), estimated fold_on_load_ratio of its time.
   static void add_fold_on_load_twins(const Problem& source, const Gpu& gpu,
                                      std::vector<Estimated<IgemmWgmmaParams>>& chosen) {
-    if (!kOfferFoldOnLoad || !fold_shift(source)) return;
+    if (!kOfferFoldOnLoad || !fold_copies(source)) return;
     const std::size_t folded = chosen.size();
     for (std::size_t i = 0; i < folded; ++i) {
       if (chosen[i].second.fold_width != 1) continue;
@@ -1234,7 +1252,8 @@ class IgemmWgmma final : public Family {
   static constexpr double kWarpCopyOutputRatio = 0.94;
   // The width folded as loaded (`fw2`) against its copy-pass twin (`fw1`), whose pass this estimate does not count:
   // on ResNet-50's conv1 (H200; bench/results/h200/fold-on-load-2026-12-02/) fw1 took 1.18-1.36x its fw2 twin's time
-  // in fp16 (108 pairs, batches 1, 8 and 32) and 0.83-0.90x in tf32 (96), where a 4-byte copy is one element.
+  // in fp16 (108 pairs, batches 1, 8 and 32) and 0.85-0.91x in tf32 (96, in 8-byte copies; fw2's best the fastest
+  // by 2-9%).
   static constexpr double kFoldOnLoadRatio16 = 0.80;
   static constexpr double kFoldOnLoadRatioTf32 = 1.16;
   // Split-K's second pass, besides its traffic: the reduce entry's launch and the wait for the main one's last block.

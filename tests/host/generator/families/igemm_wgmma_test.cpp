@@ -1379,7 +1379,7 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
 
 // `fw2` folds the width as the pixel rows are loaded: no copy pass and no per-call buffer, the filter folded once as
 // for fw1 but after one zero tap, so that each output column's window (input columns 2q - 4 .. 2q + 3 of conv1 in
-// fp16: 8 x 6 bytes) starts on 4 bytes; still 24 channels, a reduction of 168. In tf32 a column is 12 bytes: no shift.
+// fp16: 8 x 6 bytes) starts on 4 bytes; still 24 channels, a reduction of 168.
 // Each fw1 candidate has its fw2 twin beside it; where no shift of fewer than 4 taps aligns both ends of the window,
 // or the run is not contiguous (a dilation), fw2 is refused with its reason and not offered.
 TEST(IgemmWgmmaFamily, FoldsTheWidthAsItLoadsWithoutACopyPassWhereEachWindowStartsOnFourBytes) {
@@ -1416,7 +1416,14 @@ TEST(IgemmWgmmaFamily, FoldsTheWidthAsItLoadsWithoutACopyPassWhereEachWindowStar
 
   Problem tf32 = conv1;
   tf32.precision = Precision::tf32;
-  EXPECT_NE(igemm_wgmma().render(tf32, to_spec(t)).text.find("constexpr int FOLD_SHIFT = 0;"), std::string::npos);
+  // In tf32 a column is 12 bytes: one zero tap puts every window (input columns 2q - 4 .. 2q + 3, 96 bytes) on 8 bytes,
+  // in two 8-byte copies a unit, and the folded channels stay 24.
+  const std::string tf32_text = igemm_wgmma().render(tf32, to_spec(t)).text;
+  for (const char* line : {"constexpr int FOLD_SHIFT = 1;", "constexpr int FOLD_COPY_BYTES = 8;",
+                           "constexpr int N = 8, C = 24, K = 64, GROUPS = 1;"})
+    EXPECT_NE(tf32_text.find(line), std::string::npos) << line;
+  EXPECT_EQ(igemm_wgmma().plan(tf32, to_spec(t)).tensor_alignment.activation, 8);
+  EXPECT_NE(text.find("constexpr int FOLD_COPY_BYTES = 4;"), std::string::npos);  // fp16: 12q - 24 is odd q's 4
 
   const std::vector<KernelSpec> specs = igemm_wgmma().enumerate(conv1, gpu);
   const auto on_load =
