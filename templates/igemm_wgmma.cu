@@ -491,14 +491,11 @@ __device__ __forceinline__ void load_stage(unsigned s_stage, const element_t* __
           const int e = tap.c + k * COPY;  // the copy's first element in the window
           const bool inside = full && e < C_SOURCE * FOLD_TAPS &&
                               (unsigned)(rows.activation[i].w0 + e / C_SOURCE) < (unsigned)W_SOURCE;
-          const element_t* source = inside ? g_activation + offset + k * COPY : g_activation;
-          if constexpr (FOLD_COPY_BYTES == 8)
-            convgen::tc::cp_async_8(s_unit + 8u * k, source, inside);
-          else
-            convgen::tc::cp_async_4(s_unit + 4u * k, source, inside);
+          convgen::tc::cp_async_l1<FOLD_COPY_BYTES>(s_unit + (unsigned)(FOLD_COPY_BYTES * k),
+                                                    inside ? g_activation + offset + k * COPY : g_activation, inside);
         }
       } else if constexpr (CHUNK_MAJOR)
-        convgen::tc::cp_async_16_l1(s_unit, full ? g_activation + offset : g_activation, full);
+        convgen::tc::cp_async_l1<16>(s_unit, full ? g_activation + offset : g_activation, full);
       else
         convgen::tc::cp_async_16(s_unit, full ? g_activation + offset : g_activation, full);
     }

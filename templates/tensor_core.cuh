@@ -36,22 +36,14 @@ __device__ __forceinline__ void cp_async_16(unsigned s_address, const void* glob
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s_address), "l"(global), "r"(source_bytes));
 }
 
-// As cp_async_16, but the line is also kept in L1 (.ca): for data other loads of the block read again soon.
-__device__ __forceinline__ void cp_async_16_l1(unsigned s_address, const void* global, bool full) {
-  const int source_bytes = full ? 16 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(s_address), "l"(global), "r"(source_bytes));
-}
-
-// As cp_async_16, 4 bytes (through L1: .cg copies 16 bytes only): `global` must be 4-byte aligned.
-__device__ __forceinline__ void cp_async_4(unsigned s_address, const void* global, bool full) {
-  const int source_bytes = full ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s_address), "l"(global), "r"(source_bytes));
-}
-
-// As cp_async_4, 8 bytes: `global` must be 8-byte aligned.
-__device__ __forceinline__ void cp_async_8(unsigned s_address, const void* global, bool full) {
-  const int source_bytes = full ? 8 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(s_address), "l"(global), "r"(source_bytes));
+// As cp_async_16, but through L1 (.ca), whose line is kept for other loads of the block to read again soon, and of
+// BYTES = 4, 8 or 16 (.cg copies 16 only): `global` must be BYTES-aligned.
+template <int BYTES>
+__device__ __forceinline__ void cp_async_l1(unsigned s_address, const void* global, bool full) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  const int source_bytes = full ? BYTES : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s_address), "l"(global), "n"(BYTES),
+               "r"(source_bytes));
 }
 
 // Closes the group of cp.async issued since the last commit (an empty group is allowed and completes at once).
