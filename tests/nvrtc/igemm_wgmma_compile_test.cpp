@@ -2,7 +2,8 @@
 // build_kernel (which compiles it for the family's compile_arch, sm_90a on an H100) every configuration its search
 // space offers on a handful of corpus problems (tf32, fp16 and bf16, groups, 1-D and 3-D, split-K, one and two K atoms
 // a step), every block tile with one and with two K atoms in each precision, split-K's reduce entry, and an image's 3
-// channels padded or folded with their copy entries; the default configurations without register spills. In CI the
+// channels padded or folded with their copy entries, the width folded as loaded (fw2) on stems no suite names; the
+// default configurations without register spills. In CI the
 // sweeps compile every configuration of the small fp16 problems and of the first pipeline's tiles in fp16, and a third
 // of the others (support/compile_sweep.hpp).
 #include <set>
@@ -307,6 +308,62 @@ TEST(IgemmWgmmaPaddedChannels, ThePaddedAndFoldedConfigurationsCompileWithTheirC
     EXPECT_EQ(padded, 3) << to_string(precision);
     EXPECT_EQ(folded, 3) << to_string(precision);
     EXPECT_EQ(on_load, 3) << to_string(precision);
+  }
+}
+
+// fw2 (the width folded as loaded) on stems no suite names: the host's choice of shift and copy width (fold_copies)
+// must be one the template's static_asserts accept, and it must refuse where they would not. Each served problem's
+// first fw2 candidate is compiled (and so checked by the template) without spills; the refused ones are not offered.
+TEST(IgemmWgmmaFoldOnLoad, TheHostsShiftAndCopyWidthAreTheTemplatesOnStemsNoSuiteNames) {
+  JitCache cache(std::nullopt);
+  struct Stem {
+    int c, filter, stride, pad, dilation, width;
+    Precision precision;
+    int shift, bytes;  // 0 bytes: fw2 refused
+  };
+  const Stem stems[] = {
+      {3, 3, 2, 1, 1, 32, Precision::fp16, 1, 4},  // 6-byte columns: a 12-byte stride, one zero tap
+      {4, 5, 1, 2, 1, 17, Precision::fp16, 0, 8},  // 8-byte columns: whole 8-byte copies, odd width
+      {2, 7, 2, 3, 1, 30, Precision::bf16, 1,
+       8},  // 4-byte columns, a stride of 8: one zero tap, 16 channels either way
+      {3, 3, 1, 1, 1, 15, Precision::tf32, 0, 4},  // 12-byte columns, stride 1: 4 bytes
+      {3, 7, 2, 3, 1, 64, Precision::tf32, 1, 8},  // conv1's in tf32
+      {1, 5, 1, 2, 1, 28, Precision::fp16, 0, 0},  // 2-byte columns: no 4-byte stride
+      {3, 7, 2, 2, 1, 64, Precision::fp16, 0, 0},  // padding 2 of 7 taps: no shift aligns both ends
+      {3, 3, 2, 1, 2, 32, Precision::fp16, 0, 0},  // dilated: the taps are not one run
+  };
+  for (const Stem& stem : stems) {
+    const Problem p{.n = 2,
+                    .c = stem.c,
+                    .k = 24,
+                    .input = {1, 19, stem.width},
+                    .filter = {1, 3, stem.filter},
+                    .stride = {1, 2, stem.stride},
+                    .padding = {0, 1, stem.pad},
+                    .dilation = {1, 1, stem.dilation},
+                    .layout = Layout::nhwc,
+                    .precision = stem.precision};
+    const std::string where = problem_key(p);
+    std::optional<KernelSpec> fw2;
+    for (const KernelSpec& s : igemm_wgmma().enumerate(p, h100()))
+      if (params_of<IgemmWgmmaParams>(s).fold_width == 2) {
+        fw2 = s;
+        break;
+      }
+    if (stem.bytes == 0) {
+      EXPECT_FALSE(fw2.has_value()) << where;
+      IgemmWgmmaParams t{.block_m = 128, .block_n = 32, .stages = 4, .fold_width = 2};
+      EXPECT_TRUE(check_support(p, h100(), to_spec(t)).has_value()) << where;
+      continue;
+    }
+    ASSERT_TRUE(fw2.has_value()) << where;
+    const std::string text = igemm_wgmma().render(p, *fw2).text;
+    EXPECT_NE(text.find(fmt::format("constexpr int FOLD_SHIFT = {};", stem.shift)), std::string::npos) << where;
+    EXPECT_NE(text.find(fmt::format("constexpr int FOLD_COPY_BYTES = {};", stem.bytes)), std::string::npos) << where;
+    const BuiltKernel built = build_and_check(p, *fw2, cache);
+    const std::string name = kernel_name(*fw2);
+    ASSERT_TRUE(built.cubin.entry_reports.contains(name)) << where << "\n" << built.cubin.log;
+    EXPECT_EQ(built.cubin.entry_reports.at(name).spill_store_bytes, 0) << name;
   }
 }
 
