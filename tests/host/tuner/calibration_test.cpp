@@ -11,6 +11,7 @@
 #include "generator/family.hpp"
 #include "reference/pruning.hpp"
 #include "tests/host/tuner/fixtures.hpp"
+#include "tools/export_file/export_file.hpp"
 #include "weight_sparse_params.hpp"  // generated from templates/weight_sparse.cu
 
 namespace convgen {
@@ -288,6 +289,42 @@ TEST(DefaultAccuracy, JudgesEachFamilysDefaultWhereItWasMeasuredAndCountsTheRest
   rows[0].sample.measured_us = 12.5;  // now more than 1.2x the best
   EXPECT_EQ(default_accuracy(rows, h100()).families.at("igemm").over_1_2, 1);
   EXPECT_TRUE(default_accuracy(std::vector<CalibrationRow>{}, h100()).families.empty());
+}
+
+// igemm_wgmma's default weights (fitted on the H200: bench/results/h200/wgmma-cost-fit-2026-12-02/) on published
+// exhaustive tunes: a model-guided tune of 10 replayed finds within the quoted figure of the exhaustive best (the
+// README's; ResNet-50 fp16 at batch 32 and 8, and conv1's fw2 tunes in fp16 and tf32, which the fit did not see). A
+// change of the weights or of the features that ranks worse on them fails here.
+TEST(RankingAccuracy, IgemmWgmmasDefaultWeightsGuideATuneOfTenOnThePublishedH200Tunes) {
+  struct Set {
+    std::vector<const char*> files;  // under bench/results/h200/
+    double quoted;                   // the guided tune's best over the exhaustive best, geometric mean
+  };
+  const std::vector<Set> sets = {
+      {{"warp-copy-output-2026-12-02/resnet50-fp16-n32-measurements.json.gz",
+        "warp-copy-output-2026-12-02/resnet50-fp16-n8-measurements.json.gz"},
+       0.971},
+      {{"fold-on-load-2026-12-02/conv1-fp16-measurements.json.gz",
+        "fold-on-load-2026-12-02/tf32-eight-byte-copies/conv1-tf32-measurements.json.gz"},
+       0.998},
+  };
+  for (const Set& set : sets) {
+    ScratchDir dir;
+    TuningDb db = TuningDb::open(dir / "t.sqlite");
+    std::optional<Gpu> gpu;
+    for (const char* file : set.files) {
+      const std::string path = std::string(CONVGEN_SOURCE_DIR) + "/bench/results/h200/" + file;
+      for (const MeasurementRecord& m : parse_export_json(read_export_file(path), path)) {
+        db.record(m);
+        gpu = m.gpu;
+      }
+    }
+    ASSERT_TRUE(gpu.has_value()) << set.files.front();
+    const CalibrationData data = calibration_data(db, *gpu);
+    const RankingAccuracy a = ranking_accuracy(data.rows, *gpu, Coefficients{});
+    ASSERT_TRUE(a.families.contains("igemm_wgmma")) << set.files.front();
+    EXPECT_GE(a.families.at("igemm_wgmma").guided_ratio, set.quoted - 5e-4) << set.files.front();
+  }
 }
 
 TEST(RankingAccuracy, OfNoRowsIsEmpty) {
