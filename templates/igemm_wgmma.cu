@@ -102,7 +102,7 @@ CONVGEN_PARAM("sk", "1..32", "splits of the reduction, fp32 partial sums added b
 CONVGEN_PARAM("co", "bool", "chunk-major reduction: each chunk of a row's channels through all taps, activations kept in L1") constexpr bool CHUNK_MAJOR = false;
 CONVGEN_PARAM("ws", "0..8", "warp-specialized: a producer warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in turn") constexpr int WARP_SPECIALIZED = 0;
 CONVGEN_PARAM("tma", "bool", "warp-specialized only: the filter tile by TMA from a tensor map, the pixels by cp.async") constexpr bool TMA_FILTER = false;
-CONVGEN_PARAM("fw", "0..2", "ungrouped, fewer channels than one 16-byte load: the filter's width folded into the channels (1: by a copy pass, 2: as the pixel rows are loaded, four 4-byte copies a unit)") constexpr int FOLD_WIDTH = 0;
+CONVGEN_PARAM("fw", "0..2", "ungrouped, fewer channels than one 16-byte load: the filter's width folded into the channels (1: by a copy pass, 2: as the pixel rows are loaded, by copies of 4 or 8 bytes)") constexpr int FOLD_WIDTH = 0;
 CONVGEN_PARAM("cr", "bool", "split-K in a cluster: a tile's SPLIT_K blocks add their partial sums in each other's shared memory, no reduce pass") constexpr bool CLUSTER_REDUCE = false;
 CONVGEN_PARAM("ta", "0..2", "with tma, the pixel rows by TMA too: 1 on an ungrouped 1 x 1 stride-1 unpadded problem (the activation an NPIX x C matrix), 2 in im2col mode on a 2-D problem (each tap's pixel rows gathered by the copy engine)") constexpr int TMA_ACTIVATION = 0;
 CONVGEN_PARAM("wn", "bool", "one tile a block: two warpgroups multiply each 64 pixel rows, each half the block's channels") constexpr bool SPLIT_N = false;
@@ -381,7 +381,7 @@ static_assert(BLOCK_M % ROW_STEP == 0 && ROW_STEP % 8 == 0, "the activation rows
 // tap's input coordinate (the depth's only in 3-D).
 // With fw2 (FOLD_ON_LOAD) the offsets are the source activation's (W_SOURCE columns of C_SOURCE channels), w0 the first
 // input column of the pixel's window, and a folded channel c of a filter row r is element c of the window's run in
-// input row h0 + r: the width is checked per 4-byte copy (load_stage), not here.
+// input row h0 + r: the width is checked per copy (load_stage), not here.
 struct RowGather {
   idx_t offset;    // the activation offset of tap (0, 0, 0), channel 0 (may lie outside the input)
   int d0, h0, w0;  // the input coordinate of tap (0, 0, 0); past the last pixel h0 is below every tap's reach
