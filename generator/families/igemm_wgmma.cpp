@@ -306,6 +306,13 @@ std::optional<FoldCopies> fold_copies(const Problem& p) {
   return four;
 }
 
+// The shift and copy width configuration `s` renders: fold_copies' with fw2, none and 4 bytes (the template's
+// defaults, unused) otherwise.
+FoldCopies copies_of(const Problem& p, const IgemmWgmmaParams& s) {
+  constexpr FoldCopies kUnused{.shift = 0, .bytes = 4};
+  return s.fold_width == 2 ? fold_copies(p).value_or(kUnused) : kUnused;
+}
+
 // The folded problem (`fw`): each output column's S input columns (fw2: after `shift` more) side by side as S x C
 // channels (padded to whole loads) of an input as wide as the output, with a filter one tap wide: stride 1, no
 // padding, dilation 1 along the width; the rest as it was. A filter row's S taps x C channels lie contiguous in the
@@ -324,7 +331,7 @@ Problem folded_width(const Problem& p, int shift = 0) {
 
 // The problem a configuration's main kernel computes: the folded one with `fw`, else the padded one.
 Problem computed_problem(const Problem& p, const IgemmWgmmaParams& s) {
-  if (s.fold_width == 2) return folded_width(p, fold_copies(p).value_or(FoldCopies{0, 4}).shift);
+  if (s.fold_width == 2) return folded_width(p, copies_of(p, s).shift);
   return s.fold_width ? folded_width(p) : padded_channels(p);
 }
 
@@ -639,10 +646,10 @@ class IgemmWgmma final : public Family {
         {.name = "FOLD_PAD", .value = fold ? p.padding.w : 0, .comment = ""},
         {.name = "FOLD_DIL", .value = fold ? p.dilation.w : 1, .comment = ""},
         {.name = "FOLD_SHIFT",
-         .value = s.fold_width == 2 ? fold_copies(p).value_or(FoldCopies{0, 4}).shift : 0,
+         .value = copies_of(p, s).shift,
          .comment = "fw2: zero taps before the first, each window on whole copies"},
         {.name = "FOLD_COPY_BYTES",
-         .value = s.fold_width == 2 ? fold_copies(p).value_or(FoldCopies{0, 4}).bytes : 4,
+         .value = copies_of(p, s).bytes,
          .comment = "fw2: the bytes of each copy of a window's run"}};
     return render_kernel(computed_problem(p, s), spec, interface(), constants);
   }
@@ -724,7 +731,7 @@ class IgemmWgmma final : public Family {
     // element at a time; fw2's activation in copies of 4 or 8 bytes); a 2:4 filter is read by the pack entry, one
     // element at a time.
     const bool copies = copies_operands(source, s);
-    plan.tensor_alignment = {.activation = s.fold_width == 2 ? fold_copies(source).value_or(FoldCopies{0, 4}).bytes
+    plan.tensor_alignment = {.activation = s.fold_width == 2 ? copies_of(source, s).bytes
                                            : copies          ? 0
                                                              : 16,
                              .filter = copies || s.sparse_filter ? 0 : 16,
@@ -1122,6 +1129,8 @@ class IgemmWgmma final : public Family {
     // m64nBLOCK_N (counted per warp as BLOCK_N / 32 fma-like instructions: a tf32 k8 takes the tensor cores as long as
     // a 16-bit k16); the block loads BLOCK_M + BLOCK_N rows of 16-byte units, each activation unit with its tap decoded
     // and bounds checked (about 8 instructions).
+    // fw2's pixel rows count as 16-byte units too: counted as its 4- or 8-byte copies they ranked conv1's measured
+    // candidates worse (the best of the first 10 0.998 -> 0.893 of the fastest: bench/results/h200/fold-on-load-*).
     // With the halo each step (a chunk of atom_k channels, every tap) loads the patch's pixels once.
     const double halo_steps = static_cast<double>(chunk) / (atom_k * std::max(g.taps, 1));
     const double activation_loads = s.halo ? halo_steps * patch_pixels_used(g, s) * atom_k / chunk_of(p)
