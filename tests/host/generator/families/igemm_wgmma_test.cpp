@@ -1314,14 +1314,26 @@ TEST(IgemmWgmmaFamily, SeveralTilesABlockAreAWarpSpecializedTwinWhereTheOutputHa
   EXPECT_EQ(igemm_wgmma().check_support(expand, gpu, to_spec(IgemmWgmmaParams{.warp_specialized = 3})), std::nullopt);
 }
 
+// ResNet-50's conv1 at batch 8 in fp16: 3 -> 64 channels, 7 x 7, stride 2, padding 3, 224 x 224 (the folds' problem).
+Problem resnet50_conv1_n8_fp16() {
+  return {.n = 8,
+          .c = 3,
+          .k = 64,
+          .input = {1, 224, 224},
+          .filter = {1, 7, 7},
+          .stride = {1, 2, 2},
+          .padding = {0, 3, 3},
+          .layout = Layout::nhwc,
+          .precision = Precision::fp16};
+}
+
 // `fw` folds the filter's width into the channels where there are fewer than one 16-byte load of them and the filter
 // is wider than one tap: ResNet-50's conv1 (3 -> 64, 7 x 7, stride 2, padding 3) in fp16 becomes a 7 x 1 convolution of the
 // 112-column input whose 24 channels are each output column's 7 taps x 3 channels (21, padded to 24): a reduction of
 // 7 x 24 = 168 where padding alone makes it 49 x 8 = 392.
 TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
   const Gpu gpu = h100();
-  const Problem conv1{.n = 8, .c = 3, .k = 64, .input = {1, 224, 224}, .filter = {1, 7, 7}, .stride = {1, 2, 2},
-                      .padding = {0, 3, 3}, .layout = Layout::nhwc, .precision = Precision::fp16};
+  const Problem conv1 = resnet50_conv1_n8_fp16();
   IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 4, .fold_width = true};
   EXPECT_EQ(kernel_name(to_spec(t)),
             "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw1_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
@@ -1384,15 +1396,7 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
 // or the run is not contiguous (a dilation), fw2 is refused with its reason and not offered.
 TEST(IgemmWgmmaFamily, FoldsTheWidthAsItLoadsWithoutACopyPassWhereEachWindowStartsOnFourBytes) {
   const Gpu gpu = h100();
-  const Problem conv1{.n = 8,
-                      .c = 3,
-                      .k = 64,
-                      .input = {1, 224, 224},
-                      .filter = {1, 7, 7},
-                      .stride = {1, 2, 2},
-                      .padding = {0, 3, 3},
-                      .layout = Layout::nhwc,
-                      .precision = Precision::fp16};
+  const Problem conv1 = resnet50_conv1_n8_fp16();
   const IgemmWgmmaParams t{.block_m = 128, .block_n = 64, .stages = 4, .fold_width = 2};
   EXPECT_EQ(kernel_name(to_spec(t)),
             "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw2_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0");
