@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <span>
@@ -167,24 +168,41 @@ void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epi
                                  problem_key(problem)));
 }
 
+// The plan's by-value tensor maps as last encoded, one per PlanTensorMap, with the address each was encoded over: a
+// call with the same tensor reuses its map (an encode costs host time on every call otherwise).
+class TensorMapCache {
+ public:
+  explicit TensorMapCache(std::size_t count) : maps_(count) {}
+  // Map `index` of `plan` over the tensor at `base`.
+  CUtensorMap get(const LaunchPlan& plan, std::size_t index, CUdeviceptr base, const std::string& where);
+
+ private:
+  struct Encoded {
+    CUdeviceptr base = 0;
+    CUtensorMap map{};
+  };
+  std::vector<Encoded> maps_;
+  std::mutex mutex_;
+};
+
 struct ConvLauncher::Loaded {
   Module module;
   std::map<std::string, Kernel> kernels;  // by entry suffix
   struct Prepared {
     DeviceBuffer buffer;
-    // The plan's tensor maps are in `buffer`. They depend on the filter's address alone, not on its values: a
-    // prepare() again (the filter's values changed, or a graph capture records the setup) leaves them.
-    bool tensor_maps_written = false;
   };
   std::map<CUdeviceptr, Prepared> persistent;  // by the filter prepared into it
   // The plan passes (plan_passes.hpp), where the plan has a relu step or a zero step that launches the zero pass.
   std::optional<Module> passes;
   std::optional<Kernel> zero_kernel;  // where zero steps launch the zero pass (else they memset)
   std::optional<Kernel> relu_kernel;  // where the plan has a relu step
+  std::unique_ptr<TensorMapCache> tensor_maps;
 };
 
 ConvLauncher::ConvLauncher(const BuiltKernel& kernel) : kernel_(kernel) {
-  loaded_ = std::make_unique<Loaded>(Loaded{Module(kernel.cubin, kernel.source.entry), {}, {}, {}, {}, {}});
+  loaded_ =
+      std::make_unique<Loaded>(Loaded{.module = Module(kernel.cubin, kernel.source.entry),
+                                      .tensor_maps = std::make_unique<TensorMapCache>(kernel.plan.tensor_maps.size())});
   const auto has = [&](LaunchStep::Kind kind) {
     for (const auto* steps : {&kernel.plan.setup, &kernel.plan.run})
       for (const LaunchStep& s : *steps)
@@ -218,7 +236,7 @@ struct Bindings {
   const BuiltKernel& kernel;
   CUdeviceptr activation = 0, filter = 0, output = 0, workspace = 0, persistent = 0;
   EpiloguePointers epilogue;
-  bool tensor_maps_written = false;  // the setup's tensor map steps have nothing to do
+  TensorMapCache* tensor_maps = nullptr;
 
   CUdeviceptr resolve(std::string_view name) const {
     if (name == "activation")
@@ -244,6 +262,10 @@ struct Bindings {
           fmt::format("{}: no buffer '{}' in the launch plan for a zero or relu step", kernel.source.entry, name));
     return b->bytes;
   }
+
+  // The by-value tensor map the entry parameter g_<map.name> takes: `map` encoded over the call's tensor, or zeros
+  // where the kernel never reads it.
+  CUtensorMap tensor_map(const PlanTensorMap& map) const;
 };
 
 const EntryDecl& entry_decl(const BuiltKernel& kernel, const std::string& suffix) {
@@ -252,11 +274,12 @@ const EntryDecl& entry_decl(const BuiltKernel& kernel, const std::string& suffix
 }
 
 // The CUtensorMap of `spec` over the tensor at `base` (cuTensorMapEncodeTiled). TMA needs a 16-byte-aligned base and
-// strides that are multiples of 16 bytes: an unaligned base (a filter inside a larger allocation) is refused here.
-CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, const std::string& where) {
+// strides that are multiples of 16 bytes: an unaligned base (a tensor inside a larger allocation) is refused here.
+CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, std::string_view tensor,
+                              const std::string& where) {
   if (base % 16 != 0)
-    throw InputError(
-        fmt::format("{}: its filter is read by TMA, which needs a 16-byte-aligned address; got 0x{:x}", where, base));
+    throw InputError(fmt::format("{}: its {} is read by TMA, which needs a 16-byte-aligned address; got 0x{:x}", where,
+                                 tensor, base));
   const CUtensorMapDataType type = spec.type == TensorMapSpec::Type::float32    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                    : spec.type == TensorMapSpec::Type::bfloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                                                 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -291,6 +314,16 @@ CUtensorMap encode_tensor_map(const TensorMapSpec& spec, CUdeviceptr base, const
   return map;
 }
 
+CUtensorMap Bindings::tensor_map(const PlanTensorMap& map) const {
+  if (map.tensor.empty()) return CUtensorMap{};
+  const CUdeviceptr base = resolve(map.tensor);
+  if (base == 0 || tensor_maps == nullptr)
+    throw Error(fmt::format("{}: g_{} is a tensor map of the {}, which only a call's kernel steps have",
+                            kernel.source.entry, map.name, map.tensor));
+  return tensor_maps->get(kernel.plan, static_cast<std::size_t>(&map - kernel.plan.tensor_maps.data()), base,
+                          kernel.source.entry);
+}
+
 // `zero_kernel`: the zero pass that runs zero steps, where it is loaded; a memset where not. `relu_kernel`: the
 // relu pass of the plan's relu steps.
 void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string, Kernel>& kernels,
@@ -311,21 +344,6 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
                       stream);
       continue;
     }
-    if (step.kind == LaunchStep::Kind::tensor_map) {
-      if (bind.tensor_maps_written) continue;
-      // Encoded on the host, copied in stream order (the steps after it, and every call, see it) and waited for, so
-      // that the host's map may go: neither the copy of a host variable nor the wait can be recorded in a graph.
-      if (stream_capturing(stream))
-        throw ApiError(fmt::format(
-            "{}: its setup encodes a tensor map of the filter at 0x{:x} on the host, which a CUDA graph capture "
-            "cannot record: prepare with this filter once before capturing (later prepares, captured or not, "
-            "keep its map)",
-            bind.kernel.source.entry, bind.filter));
-      const CUtensorMap map = encode_tensor_map(step.tensor_map, bind.filter, bind.kernel.source.entry);
-      CONVGEN_CU_CHECK(driver().cuMemcpyHtoDAsync(bind.resolve(step.buffer), &map, sizeof map, stream));
-      CONVGEN_CU_CHECK(driver().cuStreamSynchronize(stream));
-      continue;
-    }
     if (step.kind == LaunchStep::Kind::zero) {
       const std::int64_t bytes = bind.bytes_of(step.buffer);
       if (zero_kernel) {
@@ -341,12 +359,22 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
       }
       continue;
     }
+    // Each parameter a pointer (a tensor or a buffer), or a tensor map passed by value.
     const EntryDecl& entry = entry_decl(bind.kernel, step.entry_suffix);
-    std::vector<CUdeviceptr> pointers;
-    pointers.reserve(entry.args.size());
-    for (const EntryArg& arg : entry.args) pointers.push_back(bind.resolve(arg.name.substr(2)));  // drop "g_"
+    std::vector<CUdeviceptr> pointers(entry.args.size());
+    std::vector<CUtensorMap> maps;
+    maps.reserve(entry.args.size());  // never reallocated: args point into it
     std::vector<void*> args;
-    for (CUdeviceptr& p : pointers) args.push_back(&p);
+    for (std::size_t a = 0; a < entry.args.size(); ++a) {
+      const std::string name(entry.args[a].name.substr(2));  // drop "g_"
+      if (const PlanTensorMap* map = bind.kernel.plan.find_map(name)) {
+        maps.push_back(bind.tensor_map(*map));
+        args.push_back(&maps.back());
+      } else {
+        pointers[a] = bind.resolve(name);
+        args.push_back(&pointers[a]);
+      }
+    }
     const LaunchGeometry& g = step.geometry;
     convgen::launch(kernels.at(step.entry_suffix),
                     {.grid = g.grid,
@@ -359,14 +387,26 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
 
 }  // namespace
 
+CUtensorMap TensorMapCache::get(const LaunchPlan& plan, std::size_t index, CUdeviceptr base, const std::string& where) {
+  const PlanTensorMap& map = plan.tensor_maps.at(index);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  Encoded& encoded = maps_.at(index);
+  if (encoded.base != base) {
+    encoded.map = encode_tensor_map(map.spec, base, map.tensor, where);
+    encoded.base = base;
+  }
+  return encoded.map;
+}
+
 void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
+  if (kernel_.plan.setup.empty() && kernel_.plan.persistent_bytes() == 0) return;  // nothing to keep with the op
   auto found = loaded_->persistent.find(filter);
   if (found == loaded_->persistent.end()) {
     if (stream_capturing(stream))
       throw ApiError(fmt::format(
-          "{}: the first prepare with the filter at 0x{:x} allocates its prepared copy (and writes its tensor maps "
-          "from the host), which a CUDA graph capture cannot record: prepare with this filter once before "
-          "capturing (later prepares, captured or not, keep its buffers and maps)",
+          "{}: the first prepare with the filter at 0x{:x} allocates its prepared copy, which a CUDA graph capture "
+          "cannot record: prepare with this filter once before capturing (later prepares, captured or not, keep its "
+          "buffers)",
           kernel_.source.entry, filter));
     found = loaded_->persistent
                 .emplace(filter, Loaded::Prepared{.buffer = DeviceBuffer(static_cast<std::size_t>(
@@ -377,9 +417,8 @@ void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
   const Bindings bind{.kernel = kernel_,
                       .filter = filter,
                       .persistent = prepared.buffer.ptr(),
-                      .tensor_maps_written = prepared.tensor_maps_written};
+                      .tensor_maps = loaded_->tensor_maps.get()};
   run_steps(kernel_.plan.setup, loaded_->kernels, loaded_->zero_kernel, loaded_->relu_kernel, bind, stream);
-  prepared.tensor_maps_written = true;
 }
 
 bool ConvLauncher::prepared(CUdeviceptr filter) const {
@@ -416,7 +455,8 @@ void ConvLauncher::launch(CUdeviceptr activation, CUdeviceptr filter, CUdevicept
                       .output = output,
                       .workspace = workspace,
                       .persistent = persistent,
-                      .epilogue = used};
+                      .epilogue = used,
+                      .tensor_maps = loaded_->tensor_maps.get()};
   run_steps(kernel_.plan.run, loaded_->kernels, loaded_->zero_kernel, loaded_->relu_kernel, bind, stream);
 }
 

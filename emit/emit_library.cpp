@@ -162,6 +162,7 @@ constexpr std::size_t max_entry_arguments = 16;
 // the plan's activation_buffer where it names one (a ReLU prologue's).
 std::string arg_binding(const LaunchPlan& plan, const std::string& arg, const std::string& where) {
   if (arg == "activation" && !plan.activation_buffer.empty()) return arg_binding(plan, plan.activation_buffer, where);
+
   for (const char* tensor : {"activation", "filter", "output", "workspace", "bias", "residual"})
     if (arg == tensor) return fmt::format("{{Arg::{}, -1}}", arg);
   for (std::size_t b = 0; b < plan.buffers.size(); ++b)
@@ -176,6 +177,7 @@ std::string arg_binding(const LaunchPlan& plan, const std::string& arg, const st
 std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& steps, const std::string& array,
                          bool setup, std::int64_t output_bytes, bool passes) {
   const std::string where = fmt::format("{} ({})", k.built.source.entry, setup ? "setup" : "run");
+  std::string maps_text;  // the tensor maps kernel steps take by value, before the bindings that point at them
   std::string args_text;
   std::string steps_text = fmt::format("const Step {}[] = {{\n", array);
   for (std::size_t s = 0; s < steps.size(); ++s) {
@@ -193,15 +195,15 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
         throw Error(fmt::format("{}: a setup step cannot zero the output (setup runs once, without one)", where));
       }
       if (!passes) {
-        steps_text += fmt::format(
-            "    {{Step::zero, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, nullptr, false}},\n", buffer);
+        steps_text +=
+            fmt::format("    {{Step::zero, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, false}},\n", buffer);
         continue;
       }
       const std::int64_t bytes = buffer < 0 ? output_bytes : k.plan.buffers[static_cast<std::size_t>(buffer)].bytes;
       const LaunchConfig c = zero_pass_config(bytes, has_early_launch(k.built.cubin.arch));
-      steps_text += fmt::format(
-          "    {{Step::zero, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, 0, nullptr, 0, {}, nullptr, {}}},\n",
-          kZeroPassEntry, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], buffer, c.early);
+      steps_text += fmt::format("    {{Step::zero, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, 0, nullptr, 0, {}, {}}},\n",
+                                kZeroPassEntry, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2],
+                                buffer, c.early);
       continue;
     }
     if (step.kind == LaunchStep::Kind::relu) {
@@ -216,30 +218,9 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
         throw Error(fmt::format("{}: its plan has a relu step and the library has no relu pass for {}", where,
                                 k.built.cubin.arch));
       const LaunchConfig c = relu_pass_config(it->bytes, has_early_launch(k.built.cubin.arch));
-      steps_text +=
-          fmt::format("    {{Step::relu, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, 0, nullptr, 0, {}, nullptr, {}}},\n",
-                      relu_pass_entry(k.built.problem.precision), c.grid[0], c.grid[1], c.grid[2], c.block[0],
-                      c.block[1], c.block[2], it - k.plan.buffers.begin(), c.early);
-      continue;
-    }
-    if (step.kind == LaunchStep::Kind::tensor_map) {
-      const auto it = std::find_if(k.plan.buffers.begin(), k.plan.buffers.end(),
-                                   [&](const PlanBuffer& b) { return b.name == step.buffer; });
-      if (!setup || it == k.plan.buffers.end() || !it->persistent)
-        throw Error(
-            fmt::format("{}: step {} encodes a tensor map into '{}': only a setup step may, into a persistent "
-                        "buffer of the plan",
-                        where, s, step.buffer));
-      const TensorMapSpec& m = step.tensor_map;
-      const std::string map_name = fmt::format("{}_map{}", array, s);
-      args_text += fmt::format(
-          "const TensorMap {} = {{{}, {}, {{{}}}, {{{}}}, {{{}}}, {}, {{{}}}, {}, {{{}}}, {{{}}}, {}, {}}};\n",
-          map_name, static_cast<int>(m.type), m.rank, fmt::join(m.dims, ", "), fmt::join(m.strides, ", "),
-          fmt::join(m.box, ", "), m.swizzle_128b, fmt::join(m.element_strides, ", "), m.im2col,
-          fmt::join(m.lower_corner, ", "), fmt::join(m.upper_corner, ", "), m.channels, m.pixels);
-      steps_text +=
-          fmt::format("    {{Step::tensor_map, nullptr, {{0, 0, 0}}, {{0, 0, 0}}, 0, nullptr, 0, {}, &{}, false}},\n",
-                      it - k.plan.buffers.begin(), map_name);
+      steps_text += fmt::format("    {{Step::relu, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, 0, nullptr, 0, {}, {}}},\n",
+                                relu_pass_entry(k.built.problem.precision), c.grid[0], c.grid[1], c.grid[2], c.block[0],
+                                c.block[1], c.block[2], it - k.plan.buffers.begin(), c.early);
       continue;
     }
     const std::string entry =
@@ -251,6 +232,25 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
       throw Error(fmt::format("{}: entry {} takes {} arguments; emit-lib binds at most {}", where, entry, args.size(),
                               max_entry_arguments));
     const std::string args_array = fmt::format("{}_args{}", array, s);
+    // A tensor map over the activation reads the buffer a ReLU prologue fills where the plan has one.
+    const auto buffer_index = [&](const std::string& buffer) {
+      for (std::size_t b = 0; !buffer.empty() && b < k.plan.buffers.size(); ++b)
+        if (k.plan.buffers[b].name == buffer) return static_cast<int>(b);
+      return -1;
+    };
+    const auto map_binding = [&](const PlanTensorMap& m) -> std::string {
+      if (m.tensor.empty()) return "{Arg::map, -1, nullptr}";
+      const std::string map_name = fmt::format("{}_{}", args_array, m.name);
+      const TensorMapSpec& t = m.spec;
+      maps_text += fmt::format(
+          "const TensorMap {} = {{{}, {}, {}, {}, {{{}}}, {{{}}}, {{{}}}, {}, {{{}}}, {}, {{{}}}, {{{}}}, {}, {}}};\n",
+          map_name, m.tensor == "filter" ? "TensorMap::filter" : "TensorMap::activation",
+          buffer_index(m.tensor == "activation" ? k.plan.activation_buffer : ""), static_cast<int>(t.type), t.rank,
+          fmt::join(t.dims, ", "), fmt::join(t.strides, ", "), fmt::join(t.box, ", "), t.swizzle_128b,
+          fmt::join(t.element_strides, ", "), t.im2col, fmt::join(t.lower_corner, ", "),
+          fmt::join(t.upper_corner, ", "), t.channels, t.pixels);
+      return fmt::format("{{Arg::map, -1, &{}}}", map_name);
+    };
     args_text += fmt::format("const ArgBinding {}[] = {{", args_array);
     for (std::size_t a = 0; a < args.size(); ++a) {
       if (setup && args[a] != "filter") {
@@ -261,16 +261,16 @@ std::string render_steps(const LibraryKernel& k, const std::vector<LaunchStep>& 
                           "only the filter and persistent buffers",
                           where, entry, args[a]));
       }
-      args_text += (a == 0 ? "" : ", ") + arg_binding(k.plan, args[a], where);
+      args_text += (a == 0 ? "" : ", ") + (k.plan.find_map(args[a]) ? map_binding(*k.plan.find_map(args[a]))
+                                                                    : arg_binding(k.plan, args[a], where));
     }
     args_text += "};\n";
     const LaunchGeometry& g = step.geometry;
-    steps_text +=
-        fmt::format("    {{Step::kernel, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}, {}, -1, nullptr, {}}},\n",
-                    entry, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2], g.dynamic_smem_bytes,
-                    args_array, args.size(), launches_early(step, k.built.cubin.arch));
+    steps_text += fmt::format("    {{Step::kernel, \"{}\", {{{}, {}, {}}}, {{{}, {}, {}}}, {}, {}, {}, -1, {}}},\n",
+                              entry, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
+                              g.dynamic_smem_bytes, args_array, args.size(), launches_early(step, k.built.cubin.arch));
   }
-  return args_text + steps_text + "};\n";
+  return maps_text + args_text + steps_text + "};\n";
 }
 
 // "the tuning database (median 41.50 us, measurement 17)" or "convgen's default choice (untuned)".
@@ -291,8 +291,6 @@ std::string describe_plan(const LaunchPlan& plan) {
         out += "zero " + s.buffer;
       else if (s.kind == LaunchStep::Kind::relu)
         out += "relu activation into " + s.buffer;
-      else if (s.kind == LaunchStep::Kind::tensor_map)
-        out += "tensor map " + s.buffer;
       else
         out += s.entry_suffix.empty() ? "kernel" : "kernel " + s.entry_suffix;
     }

@@ -28,8 +28,8 @@ struct PlanBuffer {
 };
 
 // A TMA tensor map (CUDA's CUtensorMap, 128 bytes), tiled or im2col: what cuTensorMapEncodeTiled (or Im2col) takes
-// besides the tensor's address (the setup encodes it over the filter's; a kernel that reads another tensor through it
-// retargets its own copy). Dimensions, strides and box run innermost first; the out-of-bounds fill is zero.
+// besides the tensor's address (PlanTensorMap says which tensor's). Dimensions, strides and box run innermost first;
+// the out-of-bounds fill is zero.
 struct TensorMapSpec {
   enum class Type { float32, float16, bfloat16 };
   Type type = Type::float16;
@@ -51,19 +51,27 @@ struct TensorMapSpec {
   bool operator==(const TensorMapSpec&) const = default;
 };
 
-// One operation of a plan: launch an entry point of the kernel's module, zero a buffer, write max(0, x) of the
+// A tensor map an entry takes by value (a __grid_constant__ parameter g_<name>, 128 bytes): the launcher encodes it
+// on the host over the call's `tensor` ("filter" or "activation") and passes it with the launch, so that the kernel
+// reads it where it lies, with no copy in global memory to write or fence. An entry parameter whose map the kernel
+// never reads is still one of the plan's, with `tensor` empty: it binds 128 zero bytes.
+struct PlanTensorMap {
+  std::string name;    // binds to the entry parameter g_<name>
+  std::string tensor;  // "filter", "activation" or "" (unused: zeros)
+  TensorMapSpec spec;
+  bool operator==(const PlanTensorMap&) const = default;
+};
+
+// One operation of a plan: launch an entry point of the kernel's module, zero a buffer, or write max(0, x) of the
 // caller's activation into a buffer (the ReLU prologue of a relu_on_load problem whose kernel does not apply it as it
-// loads), or (a setup step) encode a tensor map of the filter on the host and copy it into a persistent buffer. Zero
-// and relu steps run the built-in passes of conv/plan_passes.hpp.
+// loads). Zero and relu steps run the built-in passes of conv/plan_passes.hpp.
 struct LaunchStep {
-  enum class Kind { kernel, zero, relu, tensor_map };
+  enum class Kind { kernel, zero, relu };
   Kind kind = Kind::kernel;
   std::string entry_suffix;  // kernel: "" for CONVGEN_ENTRY, else the CONVGEN_ENTRY_NAMED suffix
   LaunchGeometry geometry;   // kernel
-  // zero: "output" or a plan buffer's name; relu: the per-call buffer it writes; tensor_map: the persistent buffer
-  // it fills
+  // zero: "output" or a plan buffer's name; relu: the per-call buffer it writes
   std::string buffer;
-  TensorMapSpec tensor_map;  // tensor_map: the map of the filter
   // kernel: may launch early, while the stream's previous kernel still runs (programmatic dependent launch, sm_90 and
   // later). Its template promises that every block executes griddepcontrol.wait (convgen::wait_for_previous_grid)
   // before it reads or writes global memory that an earlier kernel of the stream may write or read; before that it
@@ -86,6 +94,7 @@ struct TensorAlignment {
 // (which may read the filter); on every call, run `run` with a workspace of workspace_bytes().
 struct LaunchPlan {
   std::vector<PlanBuffer> buffers;
+  std::vector<PlanTensorMap> tensor_maps;  // the entries' by-value tensor map parameters
   std::vector<LaunchStep> setup;
   std::vector<LaunchStep> run;
   // Where the run's kernel steps read the activation (their g_activation): empty for the caller's tensor, else the
@@ -112,6 +121,11 @@ struct LaunchPlan {
   const PlanBuffer* find(const std::string& name) const {
     for (const PlanBuffer& b : buffers)
       if (b.name == name) return &b;
+    return nullptr;
+  }
+  const PlanTensorMap* find_map(const std::string& name) const {
+    for (const PlanTensorMap& m : tensor_maps)
+      if (m.name == name) return &m;
     return nullptr;
   }
   // Whether a call zeroes the output before its kernels (they accumulate into it).

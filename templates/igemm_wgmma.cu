@@ -23,11 +23,12 @@
 //   only for a stage to be empty again; a consumer waits only for the stage it multiplies. No block barrier in the
 //   loop: the loads of STAGES steps are in flight while the tensor cores work, and no warp waits on another's issue.
 //   With `tma` the filter tile of a stage comes by TMA instead (one thread issues a bulk tensor copy per K atom from
-//   the tensor map at g_filter_map, which the launch plan's setup encodes: the filter as a K x KR matrix, or, chunk-
-//   major, K x TRS x CG, boxes of BLOCK_N rows of 128 bytes in the same swizzle, zeros outside it) and `full` also
+//   the tensor map g_filter_map, which the launcher encodes over the filter and passes by value: the filter as a K x KR
+//   matrix, or, chunk-major, K x TRS x CG, boxes of BLOCK_N rows of 128 bytes in the same swizzle, zeros outside it) and
+//   `full` also
 //   waits for its bytes: the producer's threads then issue only the pixel rows' cp.async. With `ta` (a 1 x 1 problem of
 //   stride 1, no padding, no groups: the activation is the NPIX x C matrix A itself) the pixel rows come by TMA too,
-//   from the block's own copy of the activation's tensor map, retargeted to the call's activation at the start.
+//   through g_activation_map, the launcher's map of the call's activation (also a parameter).
 //   With `mc` (filter multicast) MULTICAST blocks of consecutive pixel tiles and the same channel tile form a cluster
 //   along the grid's x: each block's producer copies 1/MULTICAST of the filter tile's rows by TMA into the same place
 //   in every block of the cluster (one read from L2 for all of them), so each `full` waits for the whole tile's bytes
@@ -648,7 +649,7 @@ constexpr unsigned EMPTY_ARRIVALS = CONSUMER_WARPS * MULTICAST;  // the arrivals
 // barrier at s_full_stage. Atoms past the split's end load the next split's filter, which meets zero pixel rows; rows
 // past the group's KG load the next group's, whose outputs are not stored; past K and KR the copy gives zeros.
 // With TMA_ACTIVATION also the pixel rows, BLOCK_M from pixel m_tile (rows past NPIX and channels past C arrive as
-// zeros), from the block's copy of the activation's map: a step never reaches past its split's atoms (whole steps),
+// zeros), from the map of the call's activation: a step never reaches past its split's atoms (whole steps),
 // and atoms past the reduction read channels past C.
 __device__ __forceinline__ void load_filter_tma(unsigned s_stage, unsigned s_full_stage, const void* g_filter_map,
                                                 const void* activation_map, int row0, int m_tile, int a0) {
@@ -1269,10 +1270,11 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
     CONVGEN_ENTRY(const igemm_wgmma::element_t* __restrict__ g_activation,
                   const igemm_wgmma::element_t* __restrict__ g_filter, igemm_wgmma::element_t* __restrict__ g_output,
                   float* __restrict__ g_workspace, const igemm_wgmma::element_t* __restrict__ g_bias,
-                  const igemm_wgmma::element_t* __restrict__ g_residual, const void* __restrict__ g_filter_map,
+                  const igemm_wgmma::element_t* __restrict__ g_residual,
+                  const __grid_constant__ convgen::wg::TensorMap g_filter_map,
                   const igemm_wgmma::element_t* __restrict__ g_padded_activation,
                   const igemm_wgmma::element_t* __restrict__ g_padded_filter,
-                  const void* __restrict__ g_activation_map, void* __restrict__ g_activation_maps,
+                  const __grid_constant__ convgen::wg::TensorMap g_activation_map,
                   const igemm_wgmma::element_t* __restrict__ g_packed_values,
                   const unsigned* __restrict__ g_packed_meta) {
   using namespace igemm_wgmma;
@@ -1315,7 +1317,7 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
   convgen::wait_for_previous_grid();
   convgen::allow_next_grid_at_start();
   if constexpr (PRODUCER_WARPGROUP) {
-    if (TMA_FILTER && tid == WARPGROUPS * 128) wg::tensor_map_acquire(g_filter_map);
+    if (TMA_FILTER && tid == WARPGROUPS * 128) wg::tensor_map_prefetch(&g_filter_map);
     // Filter-stationary: the producer's first thread loads every chunk of every tap of the (one) channel tile once;
     // the consumers wait for it before their first step.
     if constexpr (FILTER_STATIONARY) {
@@ -1323,7 +1325,7 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
         wg::barrier_expect_bytes(s_filter_barrier, (unsigned)FILTER_REGION_BYTES);
 #pragma unroll 1
         for (int piece = 0; piece < C_CHUNKS * RS; ++piece)
-          wg::tma_load_2d(s_filter + (unsigned)(piece * B_ATOM_BYTES), g_filter_map,
+          wg::tma_load_2d(s_filter + (unsigned)(piece * B_ATOM_BYTES), &g_filter_map,
                           (piece % RS) * CG + (piece / RS) * ATOM_K, 0, s_filter_barrier);
         wg::barrier_arrive(s_filter_barrier);
       } else if (warpgroup < WARPGROUPS) {
@@ -1331,15 +1333,7 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
       }
     }
   }
-  // TMA_ACTIVATION: the setup's map of the activation (encoded over a stand-in address) copied into this block's slot
-  // of the per-call buffer g_activation_maps, pointing at this call's activation, by the producer's thread that
-  // issues the copies.
-  void* activation_map = nullptr;
-  if constexpr (TMA_ACTIVATION) {
-    const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    activation_map = static_cast<unsigned char*>(g_activation_maps) + 128ull * block;
-    if (tid == WARPGROUPS * 128) wg::tensor_map_retarget(activation_map, g_activation_map, g_activation);
-  }
+  if (TMA_ACTIVATION && tid == WARPGROUPS * 128) wg::tensor_map_prefetch(&g_activation_map);
 
   PipelineState pipe;
   for (int i = 0; i < TILES_PER_BLOCK; ++i) {
@@ -1350,13 +1344,13 @@ extern "C" __global__ void __cluster_dims__(igemm_wgmma::MULTICAST, 1, igemm_wgm
     for (int v = 0; v < ACCUMULATORS; ++v) r_acc[v] = 0.0f;
     if constexpr (HALO) {
       if (warpgroup == WARPGROUPS)
-        produce_halo(s_base, s_full, s_empty, activation, g_filter_map, tile, tid % 128, tile.n_tile, pipe);
+        produce_halo(s_base, s_full, s_empty, activation, &g_filter_map, tile, tid % 128, tile.n_tile, pipe);
       else
         consume_halo(r_acc, s_base, s_full, s_empty, s_filter, warpgroup, lane, tile.steps, pipe,
                      TILES_PER_BLOCK > 1);
     } else if constexpr (PRODUCER_WARPGROUP) {
       if (warpgroup == WARPGROUPS)
-        produce(s_base, s_full, s_empty, activation, filter, g_filter_map, activation_map,
+        produce(s_base, s_full, s_empty, activation, filter, &g_filter_map, &g_activation_map,
                 load_rows(tid % 128, tile.m_tile, tile.n_tile, tile.group, g_packed_meta), tid % 128, tile.group * KG + tile.n_tile,
                 tile.m_tile, tile.a_begin, tile.a_end, tile.steps, pipe);
       else

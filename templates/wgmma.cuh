@@ -97,10 +97,18 @@ __device__ __forceinline__ void barrier_arrive_on_copies(unsigned s_barrier) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(s_barrier) : "memory");
 }
 
-// ---- TMA (cp.async.bulk.tensor) of the filter tile, igemm_wgmma's `tma` pipeline, and of the pixel rows (`ta`). The
-// tensor map is a 128-byte CUtensorMap the launch plan's setup step encoded on the host and copied into a persistent
-// global buffer; the activation's changes every call, so each block writes its own copy pointing at the call's
-// activation (tensor_map_retarget).
+// ---- TMA (cp.async.bulk.tensor) of the filter tile, igemm_wgmma's `tma` pipeline, and of the pixel rows (`ta`). Each
+// tensor map is a 128-byte CUtensorMap the launcher encodes on the host over the call's tensor (launch_plan.hpp's
+// PlanTensorMap) and passes by value, a __grid_constant__ parameter of the entry: the copies read it where it lies in
+// the kernel's parameters, with no fence (nothing writes it while the kernel runs) and no copy of it per block.
+struct __align__(64) TensorMap {
+  unsigned long long words[16];
+};
+
+// Starts fetching a tensor map (a parameter's, by its generic address) before its first copy.
+__device__ __forceinline__ void tensor_map_prefetch(const void* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
 
 // After the barriers' initialization: makes it visible to the async proxy, whose bulk copies complete their
 // transactions on them.
@@ -111,29 +119,6 @@ __device__ __forceinline__ void barrier_init_fence() {
 // Adds `bytes` to the transactions the barrier's current phase waits for (no arrival).
 __device__ __forceinline__ void barrier_expect_bytes(unsigned s_barrier, unsigned bytes) {
   asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(s_barrier), "r"(bytes) : "memory");
-}
-
-// Before the first use of a tensor map the host wrote to global memory: acquires it for the tensor-map proxy
-// (system scope: a host copy wrote it), and starts fetching it.
-__device__ __forceinline__ void tensor_map_acquire(const void* map) {
-  asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" ::"l"(map) : "memory");
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
-}
-
-// A copy of the 128-byte tensor map at `source` (global; the plan's setup wrote it) written at `copy` (global, 64-byte
-// aligned) with its tensor's global address replaced by `address`, then acquired for the tensor-map proxy and
-// prefetched: one thread, before the copy's first use. The copy and the replacement are generic-proxy writes, which
-// the release fence orders before the tensor-map proxy's reads.
-__device__ __forceinline__ void tensor_map_retarget(void* copy, const void* source, const void* address) {
-  const uint4* from = reinterpret_cast<const uint4*>(source);
-  uint4* to = reinterpret_cast<uint4*>(copy);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) to[i] = from[i];
-  asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;\n" ::"l"(copy), "l"(address)
-               : "memory");
-  asm volatile("fence.proxy.tensormap::generic.release.gpu;\n" ::: "memory");
-  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(copy) : "memory");
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"(copy) : "memory");
 }
 
 // One box of a 2-D / 3-D tensor map, at element coordinates (c0 innermost), into shared memory at s_dst (1,024-aligned

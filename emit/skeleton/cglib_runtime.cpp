@@ -94,7 +94,7 @@ const Driver& driver() {
 }
 
 // A kernel image loaded into one context: the function of every kernel step of its setup and run, and of every
-// zero step that launches the zero pass and relu step (nullptr for a memset and a tensor map).
+// zero step that launches the zero pass and relu step (nullptr for a memset).
 struct LoadedImage {
   std::vector<CUfunction> setup;  // setup[i] for image.setup[i]
   std::vector<CUfunction> run;
@@ -514,51 +514,49 @@ CUresult launch_step(const Driver& d, const Step& step, CUfunction function, voi
   return d.cuLaunchKernelEx(&config, function, args, nullptr);
 }
 
+// The tensor map `m` over the call's tensor or the plan's buffer it names (cuTensorMapEncodeTiled, or Im2col), into
+// `map`.
+cglib_status encode_tensor_map(const Driver& d, const ProblemEntry& entry, const KernelImage& image,
+                               const cglib_internal::TensorMap& m, const Pointers& p, CUtensorMap* map) {
+  const bool filter = m.tensor == cglib_internal::TensorMap::filter;
+  const CUdeviceptr base = m.buffer >= 0 ? buffer_pointer(image, m.buffer, p) : filter ? p.filter : p.activation;
+  if (base % 16 != 0)
+    return fail(CGLIB_ERROR_INVALID_ARGUMENT, std::string("problem ") + key_of(entry.problem) +
+                                                  ": its kernel reads the " + (filter ? "filter" : "activation") +
+                                                  " by TMA, which needs a 16-byte-aligned address");
+  cuuint64_t dims[5], strides[4];
+  cuuint32_t box[5], element_strides[5];
+  for (unsigned i = 0; i < m.rank; ++i) {
+    dims[i] = m.dims[i];
+    box[i] = m.box[i];
+    element_strides[i] = m.element_strides[i];
+    if (i > 0) strides[i - 1] = m.strides[i - 1];
+  }
+  const CUtensorMapDataType type = m.type == 0   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : m.type == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUtensorMapSwizzle swizzle = m.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
+  const CUresult result =
+      m.im2col ? d.cuTensorMapEncodeIm2col(map, type, m.rank, reinterpret_cast<void*>(base), dims, strides,
+                                           m.lower_corner, m.upper_corner, m.channels, m.pixels, element_strides,
+                                           CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+               : d.cuTensorMapEncodeTiled(map, type, m.rank, reinterpret_cast<void*>(base), dims, strides, box,
+                                          element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS)
+    return fail(CGLIB_ERROR_CUDA, std::string(m.im2col ? "cuTensorMapEncodeIm2col" : "cuTensorMapEncodeTiled") +
+                                      " (a tensor map of problem " + key_of(entry.problem) +
+                                      ") failed: " + error_text(d, result));
+  return CGLIB_SUCCESS;
+}
+
 // Enqueues `count` steps of a plan on `stream`. No mutex needed: everything it reads is immutable.
 cglib_status run_steps(const Driver& d, const ProblemEntry& entry, const KernelImage& image, const Step* steps,
                        const CUfunction* functions, std::size_t count, const Pointers& p, CUstream stream) {
   for (std::size_t i = 0; i < count; ++i) {
     const Step& step = steps[i];
     CUresult result = CUDA_SUCCESS;
-    if (step.kind == Step::tensor_map) {
-      const cglib_internal::TensorMap& m = *step.map;
-      if (p.filter % 16 != 0)
-        return fail(CGLIB_ERROR_INVALID_ARGUMENT, std::string("problem ") + key_of(entry.problem) +
-                                                      ": its kernel reads the filter by TMA, which needs a 16-byte-"
-                                                      "aligned filter address");
-      cuuint64_t dims[5], strides[4];
-      cuuint32_t box[5], element_strides[5];
-      for (unsigned d = 0; d < m.rank; ++d) {
-        dims[d] = m.dims[d];
-        box[d] = m.box[d];
-        element_strides[d] = m.element_strides[d];
-        if (d > 0) strides[d - 1] = m.strides[d - 1];
-      }
-      const CUtensorMapDataType type = m.type == 0   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-                                       : m.type == 2 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-      CUtensorMap map;
-      const CUtensorMapSwizzle swizzle = m.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
-      if (m.im2col)
-        result = d.cuTensorMapEncodeIm2col(&map, type, m.rank, reinterpret_cast<void*>(p.filter), dims, strides,
-                                           m.lower_corner, m.upper_corner, m.channels, m.pixels, element_strides,
-                                           CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-      else
-        result = d.cuTensorMapEncodeTiled(&map, type, m.rank, reinterpret_cast<void*>(p.filter), dims, strides, box,
-                                          element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-      if (result != CUDA_SUCCESS)
-        return fail(CGLIB_ERROR_CUDA,
-                    std::string(m.im2col ? "cuTensorMapEncodeIm2col" : "cuTensorMapEncodeTiled") +
-                        " (a tensor map of problem " + key_of(entry.problem) + ") failed: " + error_text(d, result));
-      // Copied in stream order and waited for, so that the host's map may go.
-      result = d.cuMemcpyHtoDAsync(buffer_pointer(image, step.zero_buffer, p), &map, sizeof map, stream);
-      if (result == CUDA_SUCCESS) result = d.cuStreamSynchronize(stream);
-      if (result != CUDA_SUCCESS)
-        return fail(CGLIB_ERROR_CUDA, std::string("copying the filter's tensor map failed: ") + error_text(d, result));
-      continue;
-    }
     if (step.kind == Step::zero) {
       CUdeviceptr target = step.zero_buffer < 0 ? p.output : buffer_pointer(image, step.zero_buffer, p);
       unsigned long long bytes = step.zero_buffer < 0 ? entry.output_bytes : image.buffers[step.zero_buffer].bytes;
@@ -589,9 +587,19 @@ cglib_status run_steps(const Driver& d, const ProblemEntry& entry, const KernelI
       continue;
     }
     CUdeviceptr values[16];
+    CUtensorMap maps[16];
     void* args[16];
     for (std::size_t a = 0; a < step.arg_count && a < 16; ++a) {
       const cglib_internal::ArgBinding& binding = step.args[a];
+      if (binding.arg == Arg::map) {
+        maps[a] = CUtensorMap{};
+        if (binding.map != nullptr) {
+          const cglib_status status = encode_tensor_map(d, entry, image, *binding.map, p, &maps[a]);
+          if (status != CGLIB_SUCCESS) return status;
+        }
+        args[a] = &maps[a];
+        continue;
+      }
       switch (binding.arg) {
         case Arg::activation:
           values[a] = p.activation;
@@ -613,6 +621,8 @@ cglib_status run_steps(const Driver& d, const ProblemEntry& entry, const KernelI
           break;
         case Arg::residual:
           values[a] = p.residual;
+          break;
+        case Arg::map:
           break;
       }
       args[a] = &values[a];

@@ -24,7 +24,6 @@ constexpr std::int64_t kGridYZMax = 65535;
 constexpr int kRowBytes = 128;                 // bytes of a shared row
 constexpr int kAlignSlack = 1024;              // the dynamic allocation's extra bytes to align the stages to 1,024
 constexpr int kReduceThreads = 256;            // threads per block of the reduce entry (REDUCE_THREADS)
-constexpr std::int64_t kTensorMapBytes = 128;  // sizeof(CUtensorMap)
 // Whether `n` is a block's channel count the template instantiates (templates/wgmma.cuh: a wgmma N that is a multiple
 // of 16 up to 256).
 bool is_block_n(int n) { return n % 16 == 0 && n >= 16 && n <= 256; }
@@ -534,8 +533,7 @@ TensorMapSpec filter_map_of(const Problem& p, const IgemmWgmmaParams& s) {
 
 // The tensor map the `ta` pipeline's pixel-row copies read: the activation as an NPIX x C matrix (channels-last, one
 // tap, stride 1, no padding), boxes of atom_k channels (128 bytes) by BLOCK_M pixels, the 128-byte swizzle, zeros
-// outside. The setup encodes it over a stand-in address (the filter's: TMA needs one); each block's copy points at the
-// call's activation (templates/wgmma.cuh, tensor_map_retarget).
+// outside. The launcher encodes it over each call's activation and passes it by value (PlanTensorMap).
 TensorMapSpec activation_map_of(const Problem& p, const IgemmWgmmaParams& s) {
   TensorMapSpec map = filter_map_of(p, s);
   if (s.tma_activation == 2) {
@@ -666,12 +664,13 @@ class IgemmWgmma final : public Family {
   }
 
   // run: the main kernel; with split_k > 1 it writes fp32 partial sums to the per-call buffer "partials" (the whole
-  // workspace, bound as g_workspace) and the reduce entry adds them into the output. The main entry's g_filter_map:
-  // with `tma` a persistent 128-byte buffer the setup fills with the filter's tensor map (once per filter), else an
-  // empty buffer (the kernel never reads it). With padded channels (or a folded width) the setup's pad_filter writes
-  // the padded filter into the persistent buffer "padded_filter" and each call's pad_activation, first, the padded (or
-  // folded) activation into the per-call buffer "padded_activation", which the main entry reads; else both are empty.
-  // With fw2 the filter is folded so, but the main entry folds the activation as it loads it: no pass, no buffer.
+  // workspace, bound as g_workspace) and the reduce entry adds them into the output. The main entry's g_filter_map
+  // and g_activation_map are tensor maps the launcher encodes over each call's filter (with `tma`) and activation
+  // (with `ta`) and passes by value; zeros where the kernel never reads them. With padded channels (or a folded width)
+  // the setup's pad_filter writes the padded filter into the persistent buffer "padded_filter" and each call's
+  // pad_activation, first, the padded (or folded) activation into the per-call buffer "padded_activation", which the
+  // main entry reads; else both are empty. With fw2 the filter is folded so, but the main entry folds the activation as
+  // it loads it: no pass, no buffer.
   LaunchPlan plan(const Problem& source, const KernelSpec& spec) const override {
     const IgemmWgmmaParams s = convgen::params_of<IgemmWgmmaParams>(spec);
     const Problem p = computed_problem(source, s);
@@ -682,13 +681,15 @@ class IgemmWgmma final : public Family {
                                      .block = {static_cast<unsigned>(threads_of(s)), 1, 1},
                                      .dynamic_smem_bytes = static_cast<unsigned>(smem_bytes(p, s))}});
     if (reduce_pass(s)) add_split_k_reduce(plan, output_elements(p), s.split_k, kReduceThreads);
-    if (s.tma_filter) {
-      plan.buffers.push_back({.name = "filter_map", .bytes = kTensorMapBytes, .persistent = true});
-      plan.setup.push_back(
-          {.kind = LaunchStep::Kind::tensor_map, .buffer = "filter_map", .tensor_map = filter_map_of(p, s)});
-    } else {
-      plan.buffers.push_back({.name = "filter_map", .bytes = 0, .persistent = false});
-    }
+    // The main entry's two by-value tensor maps: the filter's with `tma`, the activation's with `ta`, else zeros (the
+    // kernel never reads them).
+    plan.tensor_maps.push_back(
+        s.tma_filter ? PlanTensorMap{.name = "filter_map", .tensor = "filter", .spec = filter_map_of(p, s)}
+                     : PlanTensorMap{.name = "filter_map"});
+    plan.tensor_maps.push_back(
+        s.tma_activation
+            ? PlanTensorMap{.name = "activation_map", .tensor = "activation", .spec = activation_map_of(p, s)}
+            : PlanTensorMap{.name = "activation_map"});
     if (copies_operands(source, s)) {
       // One thread per 16 bytes (the padded channels are whole 16-byte units).
       const auto blocks = [&p](std::int64_t elements) {
@@ -736,18 +737,6 @@ class IgemmWgmma final : public Family {
                                                              : 16,
                              .filter = copies || s.sparse_filter ? 0 : 16,
                              .output = output_alignment(p, s)};
-    // With `ta` the setup encodes the activation's map, and each call's blocks write their copies of it into
-    // "activation_maps", one of 128 bytes a block; else both are empty.
-    if (s.tma_activation) {
-      plan.buffers.push_back({.name = "activation_map", .bytes = kTensorMapBytes, .persistent = true});
-      plan.buffers.push_back({.name = "activation_maps", .bytes = blocks_of(g, s) * kTensorMapBytes});
-      plan.setup.push_back({.kind = LaunchStep::Kind::tensor_map,
-                            .buffer = "activation_map",
-                            .tensor_map = activation_map_of(p, s)});
-    } else {
-      plan.buffers.push_back({.name = "activation_map", .bytes = 0, .persistent = false});
-      plan.buffers.push_back({.name = "activation_maps", .bytes = 0, .persistent = false});
-    }
     // Every run kernel waits for the stream's previous kernel before it touches global memory (the main entry after
     // its barriers' setup): each may launch early, overlapping it.
     return with_early_launch(std::move(plan));
@@ -1170,12 +1159,11 @@ class IgemmWgmma final : public Family {
   // Whether it offers warp-specialized candidates that compute several tiles a block (ws2-ws8; each candidate's twin
   // where the output has more 128 x 128 tiles than the GPU has SMs).
   static constexpr bool kOfferTilesPerBlock = true;
-  // Whether it offers the pixel rows by TMA (`ta`): each `tma1` candidate's twin where the activation is a matrix. Not
-  // now: measured beside their twins (180 pairs, the 12 stride-1 1 x 1 problems of ResNet-50 fp16 at batch 32, H200;
-  // bench/results/h200/pixel-rows-by-tma-2026-11-29/) they took 1.058x the time, the best of 2 problems by 1-2%: the
-  // blocks' retarget of the map (global writes and proxy fences before the first copy) costs more than the cp.async
-  // path loses. Their kernels stay correct and reachable by name.
-  static constexpr bool kOfferTmaActivation = false;
+  // Whether it offers the pixel rows by TMA (`ta`): each `tma1` candidate's twin where the activation is a matrix.
+  // Measured beside their twins when each block retargeted its own copy of the map in global memory (180 pairs, the 12
+  // stride-1 1 x 1 problems of ResNet-50 fp16 at batch 32, H200; bench/results/h200/pixel-rows-by-tma-2026-11-29/) they
+  // took 1.058x the time, the best of 2 problems by 1-2%. The map is now a parameter (no retarget): measured again.
+  static constexpr bool kOfferTmaActivation = true;
   // Whether it offers the pixel rows by TMA in im2col mode (`ta2`): each `tma1` candidate's twin where the activation
   // is not a matrix (a filter of more than one tap, a stride or padding). Measured against every other candidate on
   // ResNet-50 in fp16 (H200; bench/results/h200/im2col-tma-2026-11-30/) the best `ta2` kernel was 1.06-1.20x faster

@@ -408,7 +408,9 @@ TEST(IgemmWgmmaClusterAndPixelRowsByTma, CompileWithoutSpillsInEveryPrecision) {
                                                     .tma_activation = true});
       ASSERT_EQ(check_support(p, h100(), s), std::nullopt) << kernel_name(s);
       const BuiltKernel built = build_and_check(p, s, cache);
-      EXPECT_EQ(built.plan.setup.size(), 2u) << kernel_name(s);
+      EXPECT_TRUE(built.plan.setup.empty()) << kernel_name(s);  // both tensor maps passed by value
+      ASSERT_NE(built.plan.find_map("activation_map"), nullptr) << kernel_name(s);
+      EXPECT_EQ(built.plan.find_map("activation_map")->tensor, "activation") << kernel_name(s);
       EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
                                                                                    << built.cubin.log;
     }
@@ -462,8 +464,8 @@ TEST(IgemmWgmmaFilterMulticast, CompilesWithoutSpillsInClustersOfTwoAndFourInEve
         ASSERT_EQ(check_support(p, h100(), s), std::nullopt) << kernel_name(s);
         const BuiltKernel built = build_and_check(p, s, cache);
         EXPECT_EQ(built.plan.main_geometry().grid[0] % multicast, 0u) << kernel_name(s);
-        ASSERT_EQ(built.plan.setup.size(), 1u) << kernel_name(s);
-        const TensorMapSpec& map = built.plan.setup[0].tensor_map;
+        ASSERT_NE(built.plan.find_map("filter_map"), nullptr) << kernel_name(s);
+        const TensorMapSpec& map = built.plan.find_map("filter_map")->spec;
         EXPECT_EQ(map.box[chunk_major ? 2 : 1], static_cast<unsigned>(block_n / multicast)) << kernel_name(s);
         EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
                                                                                      << built.cubin.log;
@@ -612,8 +614,8 @@ TEST(IgemmWgmmaIm2col, CompilesWithoutSpillsInEveryPrecision) {
                                                     .tma_activation = 2});
       ASSERT_EQ(check_support(p, h100(), s), std::nullopt) << kernel_name(s);
       const BuiltKernel built = build_and_check(p, s, cache);
-      ASSERT_EQ(built.plan.setup.size(), 2u) << kernel_name(s);
-      EXPECT_TRUE(built.plan.setup[1].tensor_map.im2col) << kernel_name(s);
+      ASSERT_NE(built.plan.find_map("activation_map"), nullptr) << kernel_name(s);
+      EXPECT_TRUE(built.plan.find_map("activation_map")->spec.im2col) << kernel_name(s);
       EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
                                                                                    << built.cubin.log;
     }

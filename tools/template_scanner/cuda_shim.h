@@ -15,6 +15,7 @@
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 #define __cluster_dims__(...)  // a launch property (a cluster of blocks): nothing the scanner reads
 #define __align__(n) __attribute__((aligned(n)))
+#define __grid_constant__  // a by-value entry parameter read where it lies (a TMA tensor map): nothing the scanner reads
 
 struct __attribute__((aligned(8))) float2 {
   float x, y;

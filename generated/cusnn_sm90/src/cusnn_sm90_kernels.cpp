@@ -17,15 +17,15 @@ const PlanBuffer buffers_0_sm_90[] = {
 };
 const ArgBinding setup_0_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_0_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, false},
 };
 const ArgBinding run_0_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_0_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_0_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_0_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {1600, 1, 1}, {64, 1, 1}, 0, run_0_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", {25, 1, 16}, {64, 1, 1}, 0, run_0_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_0_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {1600, 1, 1}, {64, 1, 1}, 0, run_0_sm_90_args0, 2, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", {25, 1, 16}, {64, 1, 1}, 0, run_0_sm_90_args1, 3, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_0_sm_90_args2, 4, -1, true},
 };
 const KernelImage kernels_0[] = {
     {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", buffers_0_sm_90, 3, 8192000ULL, 262144ULL, setup_0_sm_90, 1, run_0_sm_90, 3, 0, {0, 0, 0}},
@@ -44,15 +44,15 @@ const PlanBuffer buffers_1_sm_90[] = {
 };
 const ArgBinding setup_1_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_1_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_1_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_1_sm_90_args0, 2, -1, false},
 };
 const ArgBinding run_1_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_1_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_1_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_1_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {448, 1, 1}, {64, 1, 1}, 0, run_1_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", {7, 1, 16}, {64, 1, 1}, 0, run_1_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {98, 1, 1}, {64, 1, 1}, 0, run_1_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {448, 1, 1}, {64, 1, 1}, 0, run_1_sm_90_args0, 2, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", {7, 1, 16}, {64, 1, 1}, 0, run_1_sm_90_args1, 3, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {98, 1, 1}, {64, 1, 1}, 0, run_1_sm_90_args2, 4, -1, true},
 };
 const KernelImage kernels_1[] = {
     {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", buffers_1_sm_90, 3, 2293760ULL, 262144ULL, setup_1_sm_90, 1, run_1_sm_90, 3, 0, {0, 0, 0}},
@@ -69,12 +69,12 @@ const PlanBuffer buffers_2_sm_90[] = {
 };
 const ArgBinding setup_2_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_2_sm_90[] = {
-    {Step::kernel, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0_pack_filter", {192, 1, 1}, {256, 1, 1}, 0, setup_2_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0_pack_filter", {192, 1, 1}, {256, 1, 1}, 0, setup_2_sm_90_args0, 2, -1, false},
 };
 const ArgBinding run_2_sm_90_args1[] = {{Arg::activation, -1}, {Arg::buffer, 0}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_2_sm_90[] = {
-    {Step::zero, "convgen_zero_bytes", {7, 1, 1}, {256, 1, 1}, 0, nullptr, 0, -1, nullptr, true},
-    {Step::kernel, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", {49, 1, 2}, {512, 1, 1}, 0, run_2_sm_90_args1, 5, -1, nullptr, true},
+    {Step::zero, "convgen_zero_bytes", {7, 1, 1}, {256, 1, 1}, 0, nullptr, 0, -1, true},
+    {Step::kernel, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", {49, 1, 2}, {512, 1, 1}, 0, run_2_sm_90_args1, 5, -1, true},
 };
 const KernelImage kernels_2[] = {
     {90, cubin_2_sm_90, sizeof cubin_2_sm_90, "act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", buffers_2_sm_90, 1, 0ULL, 196608ULL, setup_2_sm_90, 1, run_2_sm_90, 2, 0, {0, 0, 0}},
@@ -91,12 +91,12 @@ const PlanBuffer buffers_3_sm_90[] = {
 };
 const ArgBinding setup_3_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_3_sm_90[] = {
-    {Step::kernel, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0_pack_filter", {192, 1, 1}, {256, 1, 1}, 0, setup_3_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0_pack_filter", {192, 1, 1}, {256, 1, 1}, 0, setup_3_sm_90_args0, 2, -1, false},
 };
 const ArgBinding run_3_sm_90_args1[] = {{Arg::activation, -1}, {Arg::buffer, 0}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_3_sm_90[] = {
-    {Step::zero, "convgen_zero_bytes", {2, 1, 1}, {256, 1, 1}, 0, nullptr, 0, -1, nullptr, true},
-    {Step::kernel, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", {49, 1, 2}, {512, 1, 1}, 0, run_3_sm_90_args1, 5, -1, nullptr, true},
+    {Step::zero, "convgen_zero_bytes", {2, 1, 1}, {256, 1, 1}, 0, nullptr, 0, -1, true},
+    {Step::kernel, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", {49, 1, 2}, {512, 1, 1}, 0, run_3_sm_90_args1, 5, -1, true},
 };
 const KernelImage kernels_3[] = {
     {90, cubin_3_sm_90, sizeof cubin_3_sm_90, "act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0", buffers_3_sm_90, 1, 0ULL, 196608ULL, setup_3_sm_90, 1, run_3_sm_90, 2, 0, {0, 0, 0}},
@@ -115,15 +115,15 @@ const PlanBuffer buffers_4_sm_90[] = {
 };
 const ArgBinding setup_4_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_4_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_4_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {64, 1, 1}, {64, 1, 1}, 0, setup_4_sm_90_args0, 2, -1, false},
 };
 const ArgBinding run_4_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_4_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_4_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_4_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {800, 1, 1}, {64, 1, 1}, 0, run_4_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", {25, 2, 16}, {64, 1, 1}, 0, run_4_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {784, 1, 1}, {64, 1, 1}, 0, run_4_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {800, 1, 1}, {64, 1, 1}, 0, run_4_sm_90_args0, 2, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", {25, 2, 16}, {64, 1, 1}, 0, run_4_sm_90_args1, 3, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {784, 1, 1}, {64, 1, 1}, 0, run_4_sm_90_args2, 4, -1, true},
 };
 const KernelImage kernels_4[] = {
     {90, cubin_4_sm_90, sizeof cubin_4_sm_90, "winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1", buffers_4_sm_90, 3, 6553600ULL, 262144ULL, setup_4_sm_90, 1, run_4_sm_90, 3, 0, {0, 0, 0}},
@@ -142,15 +142,15 @@ const PlanBuffer buffers_5_sm_90[] = {
 };
 const ArgBinding setup_5_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_5_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {256, 1, 1}, {64, 1, 1}, 0, setup_5_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {256, 1, 1}, {64, 1, 1}, 0, setup_5_sm_90_args0, 2, -1, false},
 };
 const ArgBinding run_5_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_5_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_5_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_5_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {448, 1, 1}, {64, 1, 1}, 0, run_5_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1", {7, 2, 16}, {128, 1, 1}, 0, run_5_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_5_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {448, 1, 1}, {64, 1, 1}, 0, run_5_sm_90_args0, 2, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1", {7, 2, 16}, {128, 1, 1}, 0, run_5_sm_90_args1, 3, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {392, 1, 1}, {64, 1, 1}, 0, run_5_sm_90_args2, 4, -1, true},
 };
 const KernelImage kernels_5[] = {
     {90, cubin_5_sm_90, sizeof cubin_5_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1", buffers_5_sm_90, 3, 3670016ULL, 1048576ULL, setup_5_sm_90, 1, run_5_sm_90, 3, 0, {0, 0, 0}},
@@ -169,15 +169,15 @@ const PlanBuffer buffers_6_sm_90[] = {
 };
 const ArgBinding setup_6_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_6_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1_transform_filter", {1024, 1, 1}, {64, 1, 1}, 0, setup_6_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1_transform_filter", {1024, 1, 1}, {64, 1, 1}, 0, setup_6_sm_90_args0, 2, -1, false},
 };
 const ArgBinding run_6_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_6_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_6_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_6_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1_transform_input", {256, 1, 1}, {64, 1, 1}, 0, run_6_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1", {1, 4, 16}, {256, 1, 1}, 0, run_6_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1_transform_output", {196, 1, 1}, {64, 1, 1}, 0, run_6_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1_transform_input", {256, 1, 1}, {64, 1, 1}, 0, run_6_sm_90_args0, 2, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1", {1, 4, 16}, {256, 1, 1}, 0, run_6_sm_90_args1, 3, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1_transform_output", {196, 1, 1}, {64, 1, 1}, 0, run_6_sm_90_args2, 4, -1, true},
 };
 const KernelImage kernels_6[] = {
     {90, cubin_6_sm_90, sizeof cubin_6_sm_90, "winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1", buffers_6_sm_90, 3, 2097152ULL, 4194304ULL, setup_6_sm_90, 1, run_6_sm_90, 3, 0, {0, 0, 0}},
@@ -196,15 +196,15 @@ const PlanBuffer buffers_7_sm_90[] = {
 };
 const ArgBinding setup_7_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_7_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {4096, 1, 1}, {64, 1, 1}, 0, setup_7_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_filter", {4096, 1, 1}, {64, 1, 1}, 0, setup_7_sm_90_args0, 2, -1, false},
 };
 const ArgBinding run_7_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 1}};
 const ArgBinding run_7_sm_90_args1[] = {{Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}};
 const ArgBinding run_7_sm_90_args2[] = {{Arg::buffer, 2}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_7_sm_90[] = {
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {256, 1, 1}, {64, 1, 1}, 0, run_7_sm_90_args0, 2, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1", {1, 8, 16}, {128, 1, 1}, 0, run_7_sm_90_args1, 3, -1, nullptr, true},
-    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {128, 1, 1}, {64, 1, 1}, 0, run_7_sm_90_args2, 4, -1, nullptr, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_input", {256, 1, 1}, {64, 1, 1}, 0, run_7_sm_90_args0, 2, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1", {1, 8, 16}, {128, 1, 1}, 0, run_7_sm_90_args1, 3, -1, true},
+    {Step::kernel, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1_transform_output", {128, 1, 1}, {64, 1, 1}, 0, run_7_sm_90_args2, 4, -1, true},
 };
 const KernelImage kernels_7[] = {
     {90, cubin_7_sm_90, sizeof cubin_7_sm_90, "winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1", buffers_7_sm_90, 3, 2097152ULL, 16777216ULL, setup_7_sm_90, 1, run_7_sm_90, 3, 0, {0, 0, 0}},

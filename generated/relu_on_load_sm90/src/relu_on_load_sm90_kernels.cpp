@@ -15,11 +15,11 @@ const PlanBuffer buffers_0_sm_90[] = {
 };
 const ArgBinding setup_0_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_0_sm_90[] = {
-    {Step::kernel, "act_sparse_th4_tw7_tk1_wp16_sc1_dm0_sm3_ur0_relu1_lb1_bs0_cr0_pack_filter", {192, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "act_sparse_th4_tw7_tk1_wp16_sc1_dm0_sm3_ur0_relu1_lb1_bs0_cr0_pack_filter", {192, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, false},
 };
 const ArgBinding run_0_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 0}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_0_sm_90[] = {
-    {Step::kernel, "act_sparse_th4_tw7_tk1_wp16_sc1_dm0_sm3_ur0_relu1_lb1_bs0_cr0", {28, 2, 1}, {512, 1, 1}, 0, run_0_sm_90_args0, 5, -1, nullptr, true},
+    {Step::kernel, "act_sparse_th4_tw7_tk1_wp16_sc1_dm0_sm3_ur0_relu1_lb1_bs0_cr0", {28, 2, 1}, {512, 1, 1}, 0, run_0_sm_90_args0, 5, -1, true},
 };
 const KernelImage kernels_0[] = {
     {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "act_sparse_th4_tw7_tk1_wp16_sc1_dm0_sm3_ur0_relu1_lb1_bs0_cr0", buffers_0_sm_90, 1, 0ULL, 196608ULL, setup_0_sm_90, 1, run_0_sm_90, 1, 0, {0, 0, 0}},
@@ -38,14 +38,14 @@ const PlanBuffer buffers_1_sm_90[] = {
 };
 const ArgBinding setup_1_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};
 const Step setup_1_sm_90[] = {
-    {Step::kernel, "pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4_pack_filter", {64, 1, 1}, {256, 1, 1}, 0, setup_1_sm_90_args0, 2, -1, nullptr, false},
+    {Step::kernel, "pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4_pack_filter", {64, 1, 1}, {256, 1, 1}, 0, setup_1_sm_90_args0, 2, -1, false},
 };
 const ArgBinding run_1_sm_90_args1[] = {{Arg::buffer, 2}, {Arg::buffer, 0}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}, {Arg::workspace, -1}};
 const ArgBinding run_1_sm_90_args2[] = {{Arg::workspace, -1}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_1_sm_90[] = {
-    {Step::relu, "convgen_relu_b32", {392, 1, 1}, {256, 1, 1}, 0, nullptr, 0, 2, nullptr, true},
-    {Step::kernel, "pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4", {49, 2, 4}, {64, 1, 1}, 0, run_1_sm_90_args1, 6, -1, nullptr, true},
-    {Step::kernel, "pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4_reduce", {392, 1, 1}, {256, 1, 1}, 0, run_1_sm_90_args2, 4, -1, nullptr, true},
+    {Step::relu, "convgen_relu_b32", {392, 1, 1}, {256, 1, 1}, 0, nullptr, 0, 2, true},
+    {Step::kernel, "pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4", {49, 2, 4}, {64, 1, 1}, 0, run_1_sm_90_args1, 6, -1, true},
+    {Step::kernel, "pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4_reduce", {392, 1, 1}, {256, 1, 1}, 0, run_1_sm_90_args2, 4, -1, true},
 };
 const KernelImage kernels_1[] = {
     {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4", buffers_1_sm_90, 3, 3211264ULL, 65536ULL, setup_1_sm_90, 1, run_1_sm_90, 3, 0, {0, 0, 0}},
@@ -58,22 +58,19 @@ alignas(64) const unsigned char cubin_2_sm_90[] = {
 #include "cubins/02_behind_fp16_sm_90.inc"
 };
 const PlanBuffer buffers_2_sm_90[] = {
-    {"filter_map", 0ULL, 0ULL, false},
     {"padded_activation", 0ULL, 0ULL, false},
     {"padded_filter", 0ULL, 0ULL, false},
     {"packed_values", 0ULL, 0ULL, false},
     {"packed_meta", 0ULL, 0ULL, false},
-    {"activation_map", 0ULL, 0ULL, false},
-    {"activation_maps", 0ULL, 0ULL, false},
     {"rectified_activation", 25088ULL, 0ULL, false},
 };
-const ArgBinding run_2_sm_90_args1[] = {{Arg::buffer, 7}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}, {Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::buffer, 2}, {Arg::buffer, 5}, {Arg::buffer, 6}, {Arg::buffer, 3}, {Arg::buffer, 4}};
+const ArgBinding run_2_sm_90_args1[] = {{Arg::buffer, 4}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}, {Arg::map, -1, nullptr}, {Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::map, -1, nullptr}, {Arg::buffer, 2}, {Arg::buffer, 3}};
 const Step run_2_sm_90[] = {
-    {Step::relu, "convgen_relu_b16", {7, 1, 1}, {256, 1, 1}, 0, nullptr, 0, 7, nullptr, true},
-    {Step::kernel, "igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0", {4, 4, 1}, {128, 1, 1}, 123904, run_2_sm_90_args1, 13, -1, nullptr, true},
+    {Step::relu, "convgen_relu_b16", {7, 1, 1}, {256, 1, 1}, 0, nullptr, 0, 4, true},
+    {Step::kernel, "igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0", {4, 4, 1}, {128, 1, 1}, 123904, run_2_sm_90_args1, 12, -1, true},
 };
 const KernelImage kernels_2[] = {
-    {90, cubin_2_sm_90, sizeof cubin_2_sm_90, "igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0", buffers_2_sm_90, 8, 25088ULL, 0ULL, nullptr, 0, run_2_sm_90, 2, 0, {0, 16, 16}},
+    {90, cubin_2_sm_90, sizeof cubin_2_sm_90, "igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0", buffers_2_sm_90, 5, 25088ULL, 0ULL, nullptr, 0, run_2_sm_90, 2, 0, {0, 16, 16}},
 };
 
 // The plan passes for sm_90: the kernels of the zero steps (clear a buffer the plan's kernels accumulate into)

@@ -8,13 +8,17 @@
 
 namespace relu_on_load_sm90_internal {
 
+struct TensorMap;
+
 // What a kernel argument binds to: a tensor of the call (the epilogue's bias and residual included), the caller's
-// workspace, or a buffer of the plan.
-enum class Arg : unsigned char { activation, filter, output, workspace, buffer, bias, residual };
+// workspace, a buffer of the plan, or a TMA tensor map passed by value (128 bytes, encoded on every call over the
+// call's tensor).
+enum class Arg : unsigned char { activation, filter, output, workspace, buffer, bias, residual, map };
 
 struct ArgBinding {
   Arg arg;
-  int buffer;  // Arg::buffer: index into KernelImage::buffers; else -1
+  int buffer;                      // Arg::buffer: index into KernelImage::buffers; else -1
+  const TensorMap* map = nullptr;  // Arg::map: the map; nullptr for 128 zero bytes (one the kernel never reads)
 };
 
 // A device buffer of a plan besides the tensors: per call, at `offset` in the caller's workspace; persistent, at
@@ -26,11 +30,15 @@ struct PlanBuffer {
   bool persistent;
 };
 
-// A TMA tensor map, encoded over the filter's address (cuTensorMapEncodeTiled's arguments besides it, or with im2col
-// cuTensorMapEncodeIm2col's): element type (0 fp32, 1 fp16, 2 bf16), rank, sizes, byte strides of dimensions
-// 1 .. rank - 1, box and element strides, innermost first; zeros out of bounds, the 128-byte swizzle or none; im2col:
-// the bounding box's corners (per spatial dimension, innermost first), channels and pixels a copy (box unused).
+// A TMA tensor map, encoded over the address of the call's `tensor` (cuTensorMapEncodeTiled's arguments besides it,
+// or with im2col cuTensorMapEncodeIm2col's): element type (0 fp32, 1 fp16, 2 bf16), rank, sizes, byte strides of
+// dimensions 1 .. rank - 1, box and element strides, innermost first; zeros out of bounds, the 128-byte swizzle or
+// none; im2col: the bounding box's corners (per spatial dimension, innermost first), channels and pixels a copy (box
+// unused).
 struct TensorMap {
+  enum Tensor : unsigned char { activation, filter };
+  Tensor tensor;
+  int buffer;  // -1: over the tensor; else over KernelImage::buffers[buffer] (a ReLU prologue's activation)
   int type;
   unsigned rank;
   unsigned long long dims[5];
@@ -47,12 +55,12 @@ struct TensorMap {
 
 // One operation of a plan: launch an entry of the kernel's cubin, zero the output or a plan buffer, write max(0, x)
 // of the call's activation into a per-call buffer (a ReLU prologue: the kernel steps then read that buffer as their
-// activation), or (setup) encode the filter's tensor map into a persistent buffer. A zero step with an entry launches
+// activation). A zero step with an entry launches
 // the library's zero pass for the architecture (in PassImage: arguments the buffer and its bytes, the grid and block
 // given); without one it is a memset. A relu step launches the relu pass its entry names (in PassImage: arguments
 // the activation, the buffer and its bytes).
 struct Step {
-  enum Kind : unsigned char { kernel, zero, relu, tensor_map };
+  enum Kind : unsigned char { kernel, zero, relu };
   Kind kind;
   const char* entry;  // kernel: the symbol; zero: the zero pass's, or nullptr (a memset); relu: the relu pass's
   unsigned grid[3];
@@ -60,10 +68,9 @@ struct Step {
   unsigned dynamic_smem_bytes;
   const ArgBinding* args;  // kernel: one per entry parameter, in order
   std::size_t arg_count;
-  int zero_buffer;  // zero: -1 for the output, else an index into KernelImage::buffers; relu, tensor_map: its buffer
-  const TensorMap* map;  // tensor_map: the map
-  bool early_launch;     // kernel and pass: launched early (programmatic stream serialization; the kernel
-                         // waits for the stream's previous kernel before it touches global memory)
+  int zero_buffer;    // zero: -1 for the output, else an index into KernelImage::buffers; relu: its buffer
+  bool early_launch;  // kernel and pass: launched early (programmatic stream serialization; the kernel waits for the
+                      // stream's previous kernel before it touches global memory)
 };
 
 // The plan passes compiled for one architecture: convgen_zero_bytes(unsigned char* out, unsigned long long bytes)

@@ -16,7 +16,7 @@ const PlanBuffer buffers_0_sm_90[] = {
 };
 const ArgBinding run_0_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_0_sm_90[] = {
-    {Step::kernel, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1_lc0", {3, 2, 1}, {64, 1, 1}, 0, run_0_sm_90_args0, 6, -1, nullptr, true},
+    {Step::kernel, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1_lc0", {3, 2, 1}, {64, 1, 1}, 0, run_0_sm_90_args0, 6, -1, true},
 };
 const KernelImage kernels_0[] = {
     {90, cubin_0_sm_90, sizeof cubin_0_sm_90, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1_lc0", buffers_0_sm_90, 2, 0ULL, 512ULL, nullptr, 0, run_0_sm_90, 1, 2, {0, 0, 0}},
@@ -42,7 +42,7 @@ const PlanBuffer buffers_1_sm_90[] = {
 };
 const ArgBinding run_1_sm_90_args0[] = {{Arg::activation, -1}, {Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::output, -1}, {Arg::bias, -1}, {Arg::residual, -1}};
 const Step run_1_sm_90[] = {
-    {Step::kernel, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1_lc0", {3, 2, 1}, {64, 1, 1}, 0, run_1_sm_90_args0, 6, -1, nullptr, true},
+    {Step::kernel, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1_lc0", {3, 2, 1}, {64, 1, 1}, 0, run_1_sm_90_args0, 6, -1, true},
 };
 const KernelImage kernels_1[] = {
     {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "weight_sparse_p64_kg4_iv1_tb0_pt1_sk1_lc0", buffers_1_sm_90, 2, 0ULL, 512ULL, nullptr, 0, run_1_sm_90, 1, 2, {0, 0, 0}},

@@ -157,9 +157,9 @@ TEST(EmitLibrary, RenderLibraryWritesEveryFileUnderTheLibrarysNameWithNoPlacehol
   EXPECT_NE(kernels.find("const ArgBinding run_0_sm_80_args1[] = {{Arg::activation, -1}, {Arg::filter, -1}, "
                          "{Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}};\n"
                          "const Step run_0_sm_80[] = {\n"
-                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, nullptr, false},\n"
+                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, false},\n"
                          "    {Step::kernel, \"igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\", {4, 2, 1}, {128, 1, 1}, 0, "
-                         "run_0_sm_80_args1, 6, -1, nullptr, false},\n};\n"),
+                         "run_0_sm_80_args1, 6, -1, false},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{80, cubin_0_sm_80, sizeof cubin_0_sm_80, \"igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1\", "
@@ -313,7 +313,7 @@ TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArgum
       << kernels;
   EXPECT_NE(kernels.find("const ArgBinding setup_0_sm_90_args0[] = {{Arg::filter, -1}, {Arg::buffer, 0}};\n"
                          "const Step setup_0_sm_90[] = {\n    {Step::kernel, \"" +
-                         entry + "_pack\", {8, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, nullptr, false},\n};\n"),
+                         entry + "_pack\", {8, 1, 1}, {256, 1, 1}, 0, setup_0_sm_90_args0, 2, -1, false},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const ArgBinding run_0_sm_90_args1[] = {{Arg::activation, -1}, {Arg::buffer, 0}, "
@@ -321,9 +321,9 @@ TEST(EmitLibrary, RenderLibraryWritesAPlansBuffersSetupAndRunStepsWithTheirArgum
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const Step run_0_sm_90[] = {\n"
-                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, 2, nullptr, false},\n"
+                         "    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, 2, false},\n"
                          "    {Step::kernel, \"" +
-                         entry + "\", {4, 2, 1}, {128, 1, 1}, 65536, run_0_sm_90_args1, 5, -1, nullptr, true},\n};\n"),
+                         entry + "\", {4, 2, 1}, {128, 1, 1}, 65536, run_0_sm_90_args1, 5, -1, true},\n};\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("{90, cubin_0_sm_90, sizeof cubin_0_sm_90, \"" + entry +
@@ -363,11 +363,11 @@ TEST(EmitLibrary, RenderLibraryLaunchesTheZeroPassForZeroStepsWhereItHasOne) {
   const std::string entry = "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1";
   EXPECT_NE(kernels.find("const Step run_0_sm_90[] = {\n"
                          "    {Step::zero, \"convgen_zero_bytes\", {256, 1, 1}, {256, 1, 1}, 0, nullptr, 0, -1, "
-                         "nullptr, true},\n"),
+                         "true},\n"),
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const Step run_1_sm_90[] = {\n"
-                         "    {Step::zero, \"convgen_zero_bytes\", {1, 1, 1}, {256, 1, 1}, 0, nullptr, 0, 2, nullptr, "
+                         "    {Step::zero, \"convgen_zero_bytes\", {1, 1, 1}, {256, 1, 1}, 0, nullptr, 0, 2, "
                          "true},\n"),
             std::string::npos)
       << kernels;
@@ -385,7 +385,7 @@ TEST(EmitLibrary, RenderLibraryLaunchesTheZeroPassForZeroStepsWhereItHasOne) {
   lib.plan_passes.clear();
   const auto plain = render_library(lib);
   EXPECT_NE(plain.at("src/net_kernels.cpp")
-                .find("    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, nullptr, false},\n"),
+                .find("    {Step::zero, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, -1, false},\n"),
             std::string::npos);
   EXPECT_NE(plain.at("src/net_kernels.cpp").find("const PassImage* const plan_passes = nullptr;\n"), std::string::npos);
   EXPECT_EQ(plain.count("src/cubins/plan_passes_sm_90.inc"), 0u);
@@ -413,7 +413,7 @@ TEST(EmitLibrary, AReluStepLaunchesTheReluPassAndTheKernelReadsItsBuffer) {
             std::string::npos)
       << kernels;
   EXPECT_NE(kernels.find("const Step run_0_sm_90[] = {\n"
-                         "    {Step::relu, \"convgen_relu_b16\", {1, 1, 1}, {256, 1, 1}, 0, nullptr, 0, 0, nullptr, "
+                         "    {Step::relu, \"convgen_relu_b16\", {1, 1, 1}, {256, 1, 1}, 0, nullptr, 0, 0, "
                          "true},\n"),
             std::string::npos)
       << kernels;
@@ -468,76 +468,69 @@ TEST(EmitLibrary, AnEmittedPlanWithSetupAndBuffersCompiles) {
   fs::remove_all(dir);
 }
 
-// A plan as igemm_wgmma's `tma` has it: a setup step that encodes the filter's tensor map into a persistent buffer,
-// which the main entry reads. The table names the map; the run time that encodes it compiles.
-TEST(EmitLibrary, ATensorMapSetupStepIsWrittenWithItsMapAndCompiles) {
+// A plan as igemm_wgmma's `tma` and `ta` have it: the main entry takes tensor maps by value, the filter's and the
+// activation's, which the run time encodes over each call's tensor (the activation's over the buffer a ReLU prologue
+// fills, where the plan has one), and one the kernel never reads (zeros). The table defines each map before the
+// bindings that point at it; the run time compiles.
+TEST(EmitLibrary, TensorMapArgumentsAreWrittenWithTheirMapsAndCompile) {
   const Problem p{.n = 1, .c = 64, .k = 64, .input = {1, 8, 8}, .filter = {1, 3, 3}, .padding = {0, 1, 1}};
   LibraryKernel k = fake_kernel(p, "sm_90", {'\x7f'});
   k.plan = single_launch_plan({.grid = {1, 2, 1}, .block = {256, 1, 1}});
-  k.plan.buffers = {{.name = "filter_map", .bytes = 128, .persistent = true}};
-  k.plan.setup = {{.kind = LaunchStep::Kind::tensor_map,
-                   .buffer = "filter_map",
-                   .tensor_map = {.type = TensorMapSpec::Type::bfloat16,
+  k.plan.tensor_maps = {{.name = "filter_map",
+                         .tensor = "filter",
+                         .spec = {.type = TensorMapSpec::Type::bfloat16,
                                   .rank = 2,
                                   .dims = {576, 64, 1, 1, 1},
                                   .strides = {1152, 0, 0, 0},
-                                  .box = {64, 32, 1, 1, 1}}}};
-  k.entries = {{"", {"activation", "filter", "output", "filter_map"}}};
+                                  .box = {64, 32, 1, 1, 1}}},
+                        {.name = "activation_map",
+                         .tensor = "activation",
+                         .spec = {.type = TensorMapSpec::Type::float16,
+                                  .rank = 4,
+                                  .dims = {64, 8, 8, 1, 1},
+                                  .strides = {128, 1024, 8192, 0},
+                                  .im2col = true,
+                                  .lower_corner = {-1, -1, 0},
+                                  .upper_corner = {-1, -1, 0},
+                                  .channels = 64,
+                                  .pixels = 128,
+                                  .element_strides = {1, 2, 2, 1, 1}}},
+                        {.name = "unused_map"}};
+  k.entries = {{"", {"activation", "filter", "output", "filter_map", "activation_map", "unused_map"}}};
   const LibraryDescription lib{.name = "net",
                                .suite = "s",
                                .gpus = {gpu("h100_sxm")},
                                .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
   const auto files = render_library(lib);
   const std::string& kernels = files.at("src/net_kernels.cpp");
-  EXPECT_NE(kernels.find("const TensorMap setup_0_sm_90_map0 = {2, 2, {576, 64, 1, 1, 1}, {1152, 0, 0, 0}, "
-                         "{64, 32, 1, 1, 1}, true, {1, 1, 1, 1, 1}, false, {0, 0, 0}, {0, 0, 0}, 0, 0};\n"
-                         "const Step setup_0_sm_90[] = {\n"
-                         "    {Step::tensor_map, nullptr, {0, 0, 0}, {0, 0, 0}, 0, nullptr, 0, 0, "
-                         "&setup_0_sm_90_map0, false},\n};\n"),
+  EXPECT_NE(kernels.find("const TensorMap run_0_sm_90_args0_filter_map = {TensorMap::filter, -1, 2, 2, "
+                         "{576, 64, 1, 1, 1}, {1152, 0, 0, 0}, {64, 32, 1, 1, 1}, true, {1, 1, 1, 1, 1}, false, "
+                         "{0, 0, 0}, {0, 0, 0}, 0, 0};\n"
+                         "const TensorMap run_0_sm_90_args0_activation_map = {TensorMap::activation, -1, 1, 4, "
+                         "{64, 8, 8, 1, 1}, {128, 1024, 8192, 0}, {0, 0, 0, 0, 0}, true, {1, 2, 2, 1, 1}, true, "
+                         "{-1, -1, 0}, {-1, -1, 0}, 64, 128};\n"
+                         "const ArgBinding run_0_sm_90_args0[] = {{Arg::activation, -1}, {Arg::filter, -1}, "
+                         "{Arg::output, -1}, {Arg::map, -1, &run_0_sm_90_args0_filter_map}, "
+                         "{Arg::map, -1, &run_0_sm_90_args0_activation_map}, {Arg::map, -1, nullptr}};\n"),
             std::string::npos)
       << kernels;
-  EXPECT_NE(kernels.find("plan: setup: tensor map filter_map; run: kernel; persistent 256 B"), std::string::npos)
-      << kernels;
-  // An im2col map (igemm_wgmma's `ta2`): its corners, channels and pixels a copy and traversal strides too.
-  LibraryKernel im2col = k;
-  im2col.plan.setup[0].tensor_map = {.type = TensorMapSpec::Type::float16,
-                                     .rank = 4,
-                                     .dims = {64, 8, 8, 1, 1},
-                                     .strides = {128, 1024, 8192, 0},
-                                     .im2col = true,
-                                     .lower_corner = {-1, -1, 0},
-                                     .upper_corner = {-1, -1, 0},
-                                     .channels = 64,
-                                     .pixels = 128,
-                                     .element_strides = {1, 2, 2, 1, 1}};
-  const LibraryDescription with_im2col{.name = "net",
-                                       .suite = "s",
-                                       .gpus = {gpu("h100_sxm")},
-                                       .problems = {{.name = "x", .problem = p, .kernels = {im2col}}}};
-  EXPECT_NE(render_library(with_im2col)
-                .at("src/net_kernels.cpp")
-                .find("const TensorMap setup_0_sm_90_map0 = {1, 4, {64, 8, 8, 1, 1}, {128, 1024, 8192, 0}, "
-                      "{0, 0, 0, 0, 0}, true, {1, 2, 2, 1, 1}, true, {-1, -1, 0}, {-1, -1, 0}, 64, 128};\n"),
-            std::string::npos);
+  EXPECT_EQ(kernels.find("setup_0_sm_90[]"), std::string::npos) << kernels;  // no setup
   const fs::path dir = temp_dir("tensor_map");
   write_library(dir / "net", files);
   const Result r = cmake_build(dir / "net", dir / "build", "-DNET_BUILD_EXAMPLE=OFF -DNET_INSTALL=OFF");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   fs::remove_all(dir);
-  // Only a setup step encodes a map, and only into a persistent buffer.
-  k.plan.run.insert(k.plan.run.begin(), k.plan.setup.front());
-  const LibraryDescription in_run{.name = "net",
-                                  .suite = "s",
-                                  .gpus = {gpu("h100_sxm")},
-                                  .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
-  try {
-    render_library(in_run);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "igemm_m64_n64_k8_tm4_tn4_st2_sk1_v1 (run): step 0 encodes a tensor map into 'filter_map': only a setup "
-              "step may, into a persistent buffer of the plan");
-  }
+  // With a ReLU prologue the kernel reads its buffer as the activation: the map is encoded over that buffer.
+  k.plan.buffers = {{.name = "relu_activation", .bytes = 8192}};
+  k.plan.activation_buffer = "relu_activation";
+  const LibraryDescription relu{.name = "net",
+                                .suite = "s",
+                                .gpus = {gpu("h100_sxm")},
+                                .problems = {{.name = "x", .problem = p, .kernels = {k}}}};
+  EXPECT_NE(render_library(relu)
+                .at("src/net_kernels.cpp")
+                .find("const TensorMap run_0_sm_90_args0_activation_map = {TensorMap::activation, 0, 1, 4, "),
+            std::string::npos);
 }
 
 TEST(EmitLibrary, ChooseKernelsTakesTheDatabasesBestAndTheDefaultOnlyWithFallback) {

@@ -468,9 +468,9 @@ TEST(IgemmWgmmaFamily, APaddedProblemsPlanPadsTheFilterOnceAndTheActivationEvery
   Problem eight = rgb;
   eight.c = 8;
   const LaunchPlan unpadded = igemm_wgmma().plan(eight, s);
-  ASSERT_EQ(plan.buffers.size(), 7u);
-  EXPECT_EQ(plan.buffers[1], (PlanBuffer{.name = "padded_activation", .bytes = 56 * 56 * 8 * 2, .persistent = false}));
-  EXPECT_EQ(plan.buffers[2], (PlanBuffer{.name = "padded_filter", .bytes = 64 * 9 * 8 * 2, .persistent = true}));
+  ASSERT_EQ(plan.buffers.size(), 4u);
+  EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "padded_activation", .bytes = 56 * 56 * 8 * 2, .persistent = false}));
+  EXPECT_EQ(plan.buffers[1], (PlanBuffer{.name = "padded_filter", .bytes = 64 * 9 * 8 * 2, .persistent = true}));
   EXPECT_EQ(plan.workspace_bytes(), 56 * 56 * 8 * 2);
   ASSERT_EQ(plan.setup.size(), 1u);
   EXPECT_EQ(plan.setup[0].entry_suffix, "pad_filter");
@@ -481,9 +481,9 @@ TEST(IgemmWgmmaFamily, APaddedProblemsPlanPadsTheFilterOnceAndTheActivationEvery
   EXPECT_EQ(plan.run[0].geometry.grid[0], (56u * 56 + 255) / 256);
   EXPECT_EQ(plan.run[1], unpadded.run[0]);
   // Channels that need no padding bind both names to empty buffers.
-  ASSERT_EQ(unpadded.buffers.size(), 7u);
-  EXPECT_EQ(unpadded.buffers[1], (PlanBuffer{.name = "padded_activation", .bytes = 0, .persistent = false}));
-  EXPECT_EQ(unpadded.buffers[2], (PlanBuffer{.name = "padded_filter", .bytes = 0, .persistent = false}));
+  ASSERT_EQ(unpadded.buffers.size(), 4u);
+  EXPECT_EQ(unpadded.buffers[0], (PlanBuffer{.name = "padded_activation", .bytes = 0, .persistent = false}));
+  EXPECT_EQ(unpadded.buffers[1], (PlanBuffer{.name = "padded_filter", .bytes = 0, .persistent = false}));
   EXPECT_TRUE(unpadded.setup.empty());
   // The cost: the padded problem's, and the pass over the activation (3 channels read, 8 written) as one more launch.
   const CostFeatures padded_cost = igemm_wgmma().cost_features(rgb, s);
@@ -815,11 +815,11 @@ TEST(IgemmWgmmaFamily, CompilesForTheArchSpecificVariantOfItsGpuWhileIgemmTcKeep
 TEST(IgemmWgmmaFamily, PlansOneLaunchOf128ThreadsPerWarpgroupWithTheDynamicSharedMemoryOfItsStages) {
   // 56 x 56 = 3136 pixels in tiles of 128: 25 blocks; 64 channels in one tile of 64; 2 warpgroups.
   const LaunchPlan plan = igemm_wgmma().plan(kResnet3x3, spec(128, 64, 4));
-  // The main entry's g_filter_map binds an empty buffer (only the `tma` pipeline reads a tensor map), and so do its
-  // g_padded_activation and g_padded_filter (only padded channels read them), g_activation_map and g_activation_maps
-  // (only `ta` reads them).
-  ASSERT_EQ(plan.buffers.size(), 7u);
-  EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "filter_map", .bytes = 0, .persistent = false}));
+  // The main entry's g_filter_map and g_activation_map bind zeros (only `tma` and `ta` read a tensor map), its
+  // g_padded_activation and g_padded_filter an empty buffer (only padded channels read them).
+  ASSERT_EQ(plan.buffers.size(), 4u);
+  EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "padded_activation", .bytes = 0, .persistent = false}));
+  EXPECT_EQ(plan.tensor_maps, (std::vector<PlanTensorMap>{{.name = "filter_map"}, {.name = "activation_map"}}));
   EXPECT_EQ(plan.persistent_bytes(), 0);
   EXPECT_TRUE(plan.setup.empty());
   EXPECT_FALSE(plan.zeroes_output_first());
@@ -897,10 +897,10 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
   const LaunchPlan plan = igemm_wgmma().plan(kDeep, spec(64, 128, 4, 4));
   EXPECT_FALSE(plan.zeroes_output_first());
   EXPECT_TRUE(plan.setup.empty());
-  ASSERT_EQ(plan.buffers.size(), 8u);
+  ASSERT_EQ(plan.buffers.size(), 5u);
   // 512 x 49 = 25088 outputs x 4 splits x 4 bytes of fp32.
   EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "partials", .bytes = 401408}));
-  EXPECT_EQ(plan.buffers[1].name, "filter_map");
+  EXPECT_EQ(plan.buffers[1].name, "padded_activation");
   EXPECT_EQ(plan.offset_of("partials"), 0);  // the whole workspace, which both entries take as g_workspace
   EXPECT_EQ(plan.workspace_bytes(), 401408);
   ASSERT_EQ(plan.run.size(), 2u);
@@ -921,22 +921,19 @@ TEST(IgemmWgmmaFamily, SplitKWritesPartialSumsToTheWorkspaceAndAReducePassAddsTh
   int split = 0, cluster = 0;
   for (const KernelSpec& s : igemm_wgmma().enumerate(kDeep, gpu)) {
     const LaunchPlan p = igemm_wgmma().plan(kDeep, s);
-    const std::int64_t maps = P(s).tma_activation ? std::int64_t{128} * p.main_geometry().grid[0] *
-                                                        p.main_geometry().grid[1] * p.main_geometry().grid[2]
-                                                  : 0;
     if (P(s).split_k == 1) {
       EXPECT_EQ(p.run.size(), 1u) << kernel_name(s);
-      EXPECT_EQ(p.workspace_bytes(), maps) << kernel_name(s);
+      EXPECT_EQ(p.workspace_bytes(), 0) << kernel_name(s);
       continue;
     }
     ++split;
     if (P(s).cluster_reduce) {  // split-K in a cluster: no reduce pass
       ++cluster;
       EXPECT_EQ(p.run.size(), 1u) << kernel_name(s);
-      EXPECT_EQ(p.workspace_bytes(), maps) << kernel_name(s);
+      EXPECT_EQ(p.workspace_bytes(), 0) << kernel_name(s);
       continue;
     }
-    ASSERT_EQ(p.buffers.size(), 8u) << kernel_name(s);
+    ASSERT_EQ(p.buffers.size(), 5u) << kernel_name(s);
     EXPECT_EQ(p.buffers[0], (PlanBuffer{.name = "partials", .bytes = output_elements(kDeep) * P(s).split_k * 4}));
     ASSERT_EQ(p.run.size(), 2u) << kernel_name(s);
     EXPECT_EQ(p.run[1].entry_suffix, "reduce") << kernel_name(s);
@@ -978,7 +975,7 @@ TEST(IgemmWgmmaFamily, TemplateDeclaresTheMainAndReduceEntries) {
   EXPECT_EQ(iface.template_file, "igemm_wgmma.cu");
   const EntryDecl* main = iface.find_entry("");
   ASSERT_NE(main, nullptr);
-  ASSERT_EQ(main->args.size(), 13u);
+  ASSERT_EQ(main->args.size(), 12u);
   EXPECT_EQ(main->args[0].name, "g_activation");
   EXPECT_EQ(main->args[1].name, "g_filter");
   EXPECT_EQ(main->args[2].name, "g_output");
@@ -986,12 +983,12 @@ TEST(IgemmWgmmaFamily, TemplateDeclaresTheMainAndReduceEntries) {
   EXPECT_EQ(main->args[4].name, "g_bias");
   EXPECT_EQ(main->args[5].name, "g_residual");
   EXPECT_EQ(main->args[6].name, "g_filter_map");
+  EXPECT_EQ(main->args[6].type, "const convgen::wg::TensorMap");  // by value
   EXPECT_EQ(main->args[7].name, "g_padded_activation");
   EXPECT_EQ(main->args[8].name, "g_padded_filter");
   EXPECT_EQ(main->args[9].name, "g_activation_map");
-  EXPECT_EQ(main->args[10].name, "g_activation_maps");
-  EXPECT_EQ(main->args[11].name, "g_packed_values");
-  EXPECT_EQ(main->args[12].name, "g_packed_meta");
+  EXPECT_EQ(main->args[10].name, "g_packed_values");
+  EXPECT_EQ(main->args[11].name, "g_packed_meta");
   const EntryDecl* pack = iface.find_entry("pack");
   ASSERT_NE(pack, nullptr);
   ASSERT_EQ(pack->args.size(), 3u);
@@ -1350,9 +1347,9 @@ TEST(IgemmWgmmaFamily, FoldsTheFilterWidthIntoTheChannelsWhereTheyArePadded) {
     EXPECT_NE(text.find(line), std::string::npos) << line;
 
   const LaunchPlan plan = igemm_wgmma().plan(conv1, to_spec(t));
-  ASSERT_EQ(plan.buffers.size(), 7u);
-  EXPECT_EQ(plan.buffers[1].bytes, std::int64_t{8} * 224 * 112 * 24 * 2);  // the folded activation
-  EXPECT_EQ(plan.buffers[2].bytes, std::int64_t{64} * 7 * 24 * 2);         // the filter's rows of 7 taps, padded
+  ASSERT_EQ(plan.buffers.size(), 4u);
+  EXPECT_EQ(plan.buffers[0].bytes, std::int64_t{8} * 224 * 112 * 24 * 2);  // the folded activation
+  EXPECT_EQ(plan.buffers[1].bytes, std::int64_t{64} * 7 * 24 * 2);         // the filter's rows of 7 taps, padded
   ASSERT_EQ(plan.run.size(), 2u);
   EXPECT_EQ(plan.run[0].entry_suffix, "pad_activation");
   EXPECT_EQ(igemm_wgmma().cost_features(conv1, to_spec(t)).main_loop_steps, 3);  // 168 in steps of 64
@@ -1407,10 +1404,10 @@ TEST(IgemmWgmmaFamily, FoldsTheWidthAsItLoadsWithoutACopyPassWhereEachWindowStar
     EXPECT_NE(text.find(line), std::string::npos) << line;
 
   const LaunchPlan plan = igemm_wgmma().plan(conv1, to_spec(t));
-  ASSERT_EQ(plan.buffers.size(), 7u);
-  EXPECT_EQ(plan.buffers[1].name, "padded_activation");
-  EXPECT_EQ(plan.buffers[1].bytes, 0);                              // no folded copy
-  EXPECT_EQ(plan.buffers[2].bytes, std::int64_t{64} * 7 * 24 * 2);  // the filter's rows of 1 + 7 taps
+  ASSERT_EQ(plan.buffers.size(), 4u);
+  EXPECT_EQ(plan.buffers[0].name, "padded_activation");
+  EXPECT_EQ(plan.buffers[0].bytes, 0);                              // no folded copy
+  EXPECT_EQ(plan.buffers[1].bytes, std::int64_t{64} * 7 * 24 * 2);  // the filter's rows of 1 + 7 taps
   ASSERT_EQ(plan.run.size(), 1u);                                   // the main entry alone
   EXPECT_EQ(plan.setup.size(), 1u);
   EXPECT_EQ(plan.setup[0].entry_suffix, "pad_filter");
@@ -1459,9 +1456,8 @@ TEST(IgemmWgmmaFamily, FoldsTheWidthAsItLoadsWithoutACopyPassWhereEachWindowStar
 }
 
 // The pixel rows by TMA (`ta`): on an ungrouped 1 x 1 problem of stride 1 without padding the activation is an
-// NPIX x C matrix; the setup encodes its map (boxes of 64 channels by BLOCK_M pixels) into a persistent buffer and each
-// call's blocks write their copies, 128 bytes a block, into the per-call "activation_maps". Served by name, not
-// offered by the search space.
+// NPIX x C matrix, whose map (boxes of 64 channels by BLOCK_M pixels) the launcher encodes over each call's activation
+// and passes by value.
 // Filter multicast (`mc`): clusters of 2 or 4 pixel tiles along the grid's x, each block's TMA copying its share of the
 // filter tile's rows into every block of the cluster. ResNet-50's conv5_reduce at batch 32 (1,568 pixels, 512 channels,
 // 2,048 reduction elements): 25 tiles of 64 pixels rounded up to 28 (7 clusters of 4), the filter's boxes 32 of the
@@ -1483,12 +1479,12 @@ TEST(IgemmWgmmaFamily, FilterMulticastPlansWholeClustersAndBoxesOfEachBlocksShar
   ASSERT_EQ(igemm_wgmma().check_support(reduce, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(reduce, s);
   EXPECT_EQ(plan.main_geometry().grid, (std::array<unsigned, 3>{28, 4, 1}));
-  ASSERT_EQ(plan.setup.size(), 1u);
-  EXPECT_EQ(plan.setup[0].tensor_map.box, (std::array<unsigned, 5>{64, 32, 1, 1, 1}));
+  EXPECT_TRUE(plan.setup.empty());
+  EXPECT_EQ(plan.tensor_maps.at(0).spec.box, (std::array<unsigned, 5>{64, 32, 1, 1, 1}));
   IgemmWgmmaParams alone = t;
   alone.multicast = 1;
   EXPECT_EQ(igemm_wgmma().plan(reduce, to_spec(alone)).main_geometry().grid, (std::array<unsigned, 3>{25, 4, 1}));
-  EXPECT_EQ(igemm_wgmma().plan(reduce, to_spec(alone)).setup[0].tensor_map.box,
+  EXPECT_EQ(igemm_wgmma().plan(reduce, to_spec(alone)).tensor_maps.at(0).spec.box,
             (std::array<unsigned, 5>{64, 128, 1, 1, 1}));
   // Not offered (measured slower than their one-block twins; the family's kOfferMulticast): served by name only.
   for (const KernelSpec& c : igemm_wgmma().enumerate(reduce, gpu)) EXPECT_EQ(P(c).multicast, 1) << kernel_name(c);
@@ -1538,9 +1534,10 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaInIm2colModePlanTheActivationsBoundingBox) 
   EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n128_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta2_wn0_mc1_hl0_sw0_sp0_oc0");
   ASSERT_EQ(igemm_wgmma().check_support(p, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(p, s);
-  ASSERT_EQ(plan.setup.size(), 2u);
-  const TensorMapSpec& map = plan.setup[1].tensor_map;
-  EXPECT_EQ(plan.setup[1].buffer, "activation_map");
+  ASSERT_EQ(plan.tensor_maps.size(), 2u);
+  const TensorMapSpec& map = plan.tensor_maps[1].spec;
+  EXPECT_EQ(plan.tensor_maps[1].name, "activation_map");
+  EXPECT_EQ(plan.tensor_maps[1].tensor, "activation");
   EXPECT_TRUE(map.im2col);
   EXPECT_EQ(map.rank, 4);
   EXPECT_EQ(map.dims, (std::array<std::int64_t, 5>{256, 28, 28, 2, 1}));
@@ -1550,7 +1547,7 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaInIm2colModePlanTheActivationsBoundingBox) 
   EXPECT_EQ(map.channels, 64u);
   EXPECT_EQ(map.pixels, 128u);
   EXPECT_EQ(map.element_strides, (std::array<unsigned, 5>{1, 2, 2, 1, 1}));
-  EXPECT_FALSE(plan.setup[0].tensor_map.im2col);  // the filter's, tiled
+  EXPECT_FALSE(plan.tensor_maps[0].spec.im2col);  // the filter's, tiled
   // Tap-major needs whole 128-byte rows of channels a tap; chunk-major does not.
   Problem narrow = p;
   narrow.c = 96;
@@ -1738,18 +1735,18 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall
   EXPECT_EQ(kernel_name(s), "igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw0_sp0_oc0");
   ASSERT_EQ(igemm_wgmma().check_support(pointwise, gpu, s), std::nullopt);
   const LaunchPlan plan = igemm_wgmma().plan(pointwise, s);
-  // 392 pixels in 4 tiles of 128, 128 channels in 2 of 64: 8 blocks.
-  EXPECT_EQ(plan.find("activation_map")->bytes, 128);
-  EXPECT_TRUE(plan.find("activation_map")->persistent);
-  EXPECT_EQ(*plan.find("activation_maps"), (PlanBuffer{.name = "activation_maps", .bytes = 8 * 128}));
-  ASSERT_EQ(plan.setup.size(), 2u);
-  EXPECT_EQ(plan.setup[1].buffer, "activation_map");
-  EXPECT_EQ(plan.setup[1].tensor_map, (TensorMapSpec{.type = TensorMapSpec::Type::float16,
-                                                     .rank = 2,
-                                                     .dims = {256, 392, 1, 1, 1},
-                                                     .strides = {512, 0, 0, 0},
-                                                     .box = {64, 128, 1, 1, 1},
-                                                     .swizzle_128b = true}));
+  // The activation's map, passed by value with each launch (no buffer, no setup step).
+  EXPECT_EQ(plan.find("activation_map"), nullptr);
+  EXPECT_TRUE(plan.setup.empty());
+  EXPECT_EQ(plan.persistent_bytes(), 0);
+  ASSERT_NE(plan.find_map("activation_map"), nullptr);
+  EXPECT_EQ(plan.find_map("activation_map")->tensor, "activation");
+  EXPECT_EQ(plan.find_map("activation_map")->spec, (TensorMapSpec{.type = TensorMapSpec::Type::float16,
+                                                                  .rank = 2,
+                                                                  .dims = {256, 392, 1, 1, 1},
+                                                                  .strides = {512, 0, 0, 0},
+                                                                  .box = {64, 128, 1, 1, 1},
+                                                                  .swizzle_128b = true}));
   EXPECT_EQ(igemm_wgmma().cost_features(pointwise, s).global_load_instructions, 0);
   // Its limits, with the reasons.
   t.tma_filter = false;
@@ -1765,10 +1762,20 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall
   Problem grouped = pointwise;
   grouped.groups = 2;
   EXPECT_NE(igemm_wgmma().check_support(grouped, gpu, to_spec(t)), std::nullopt);
-  // Not offered by the search space (measured slower than its `tma1` twins; the family's kOfferTmaActivation); where
-  // the activation is not a matrix, the im2col twins (`ta2`) are, each beside its `tma1` twin.
-  for (const KernelSpec& c : igemm_wgmma().enumerate(pointwise, gpu))
-    EXPECT_FALSE(P(c).tma_activation) << kernel_name(c);
+  // Offered by the search space each beside its `tma1` twin (the family's kOfferTmaActivation); where the activation
+  // is not a matrix, the im2col twins (`ta2`) are, each beside its `tma1` twin.
+  const std::vector<KernelSpec> pointwise_offered = igemm_wgmma().enumerate(pointwise, gpu);
+  int tiled = 0;
+  for (const KernelSpec& c : pointwise_offered) {
+    EXPECT_NE(P(c).tma_activation, 2) << kernel_name(c);
+    if (P(c).tma_activation != 1) continue;
+    ++tiled;
+    IgemmWgmmaParams twin = P(c);
+    twin.tma_activation = 0;
+    EXPECT_TRUE(std::find(pointwise_offered.begin(), pointwise_offered.end(), to_spec(twin)) != pointwise_offered.end())
+        << kernel_name(c);
+  }
+  EXPECT_GT(tiled, 0);
   const std::vector<KernelSpec> offered = igemm_wgmma().enumerate(kResnet3x3, gpu);
   int im2col = 0;
   for (const KernelSpec& c : offered) {
@@ -1784,20 +1791,23 @@ TEST(IgemmWgmmaFamily, PixelRowsByTmaPlanTheActivationsMapAndABlocksCopyEachCall
   EXPECT_FALSE(P(parse_kernel_name("igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws1_tma1_fw0_cr0")).tma_activation);
 }
 
-// The plan of a `tma` kernel: a persistent 128-byte buffer for the tensor map, which a setup step encodes from the
-// filter: a K x KR matrix in boxes of 128 bytes by BLOCK_N rows, or chunk-major K x taps x CG in boxes of one tap.
-TEST(IgemmWgmmaFamily, ATmaKernelsPlanEncodesTheFiltersTensorMapIntoAPersistentBufferOnce) {
+// The plan of a `tma` kernel: the filter's tensor map, which the launcher encodes over each call's filter and passes
+// by value: a K x KR matrix in boxes of 128 bytes by BLOCK_N rows, or chunk-major K x taps x CG in boxes of one tap.
+// No buffer and no setup step.
+TEST(IgemmWgmmaFamily, ATmaKernelsPlanPassesTheFiltersTensorMapByValue) {
   const KernelSpec tma = to_spec(IgemmWgmmaParams{.block_n = 32, .warp_specialized = true, .tma_filter = true});
   const LaunchPlan plan = igemm_wgmma().plan(kResnet3x3, tma);
-  ASSERT_EQ(plan.buffers.size(), 7u);
-  EXPECT_EQ(plan.buffers[0], (PlanBuffer{.name = "filter_map", .bytes = 128, .persistent = true}));
-  EXPECT_EQ(plan.persistent_bytes(), 256);  // one aligned block
+  ASSERT_EQ(plan.buffers.size(), 4u);
+  EXPECT_EQ(plan.find("filter_map"), nullptr);
+  EXPECT_EQ(plan.persistent_bytes(), 0);
   EXPECT_EQ(plan.workspace_bytes(), 0);
-  ASSERT_EQ(plan.setup.size(), 1u);
-  EXPECT_EQ(plan.setup[0].kind, LaunchStep::Kind::tensor_map);
-  EXPECT_EQ(plan.setup[0].buffer, "filter_map");
+  EXPECT_TRUE(plan.setup.empty());
+  ASSERT_EQ(plan.tensor_maps.size(), 2u);
+  EXPECT_EQ(plan.tensor_maps[0].name, "filter_map");
+  EXPECT_EQ(plan.tensor_maps[0].tensor, "filter");
+  EXPECT_EQ(plan.tensor_maps[1], (PlanTensorMap{.name = "activation_map"}));  // zeros: `ta` reads it
   // fp16: 64 rows of 9 x 64 = 576 elements (1,152 bytes); boxes of 64 elements by 32 rows.
-  EXPECT_EQ(plan.setup[0].tensor_map, (TensorMapSpec{.type = TensorMapSpec::Type::float16,
+  EXPECT_EQ(plan.tensor_maps[0].spec, (TensorMapSpec{.type = TensorMapSpec::Type::float16,
                                                      .rank = 2,
                                                      .dims = {576, 64, 1, 1, 1},
                                                      .strides = {1152, 0, 0, 0},
@@ -1808,19 +1818,19 @@ TEST(IgemmWgmmaFamily, ATmaKernelsPlanEncodesTheFiltersTensorMapIntoAPersistentB
   const KernelSpec chunked =
       to_spec(IgemmWgmmaParams{.block_n = 64, .chunk_major = true, .warp_specialized = true, .tma_filter = true});
   const Problem tf32 = with(kResnet3x3, Precision::tf32, Layout::nhwc);
-  EXPECT_EQ(igemm_wgmma().plan(tf32, chunked).setup.at(0).tensor_map,
+  EXPECT_EQ(igemm_wgmma().plan(tf32, chunked).tensor_maps.at(0).spec,
             (TensorMapSpec{.type = TensorMapSpec::Type::float32,
                            .rank = 3,
                            .dims = {64, 9, 64, 1, 1},
                            .strides = {256, 2304, 0, 0},
                            .box = {32, 1, 64, 1, 1},
                            .swizzle_128b = true}));
-  EXPECT_EQ(igemm_wgmma().plan(with(kResnet3x3, Precision::bf16, Layout::nhwc), tma).setup.at(0).tensor_map.type,
+  EXPECT_EQ(igemm_wgmma().plan(with(kResnet3x3, Precision::bf16, Layout::nhwc), tma).tensor_maps.at(0).spec.type,
             TensorMapSpec::Type::bfloat16);
   // Groups: the map spans every group's rows (a block starts at its group's first row).
   Problem grouped = kResnet3x3;
   grouped.groups = 4;
-  EXPECT_EQ(igemm_wgmma().plan(grouped, tma).setup.at(0).tensor_map.dims,
+  EXPECT_EQ(igemm_wgmma().plan(grouped, tma).tensor_maps.at(0).spec.dims,
             (std::array<std::int64_t, 5>{144, 64, 1, 1, 1}));
   // The filter's rows bypass the threads' loads: the cost features count the pixel rows' alone (128 rows of 576
   // elements in 8-element loads: 9,216 thread loads, 288 warp instructions; with cp.async 32 rows more, 360).
@@ -1874,9 +1884,9 @@ TEST(IgemmWgmmaFamily, TwoFourFiltersPlanTheirCompressionOnceAndMultiplyByWgmmaS
 
   const LaunchPlan plan = igemm_wgmma().plan(p, s);
   const std::int64_t rows = 256, kr = 640;  // 200 channels padded to two tiles of 128; 576 to five steps of 128
-  ASSERT_EQ(plan.buffers.size(), 7u);
-  EXPECT_EQ(plan.buffers[3], (PlanBuffer{.name = "packed_values", .bytes = rows * kr / 2 * 2, .persistent = true}));
-  EXPECT_EQ(plan.buffers[4],
+  ASSERT_EQ(plan.buffers.size(), 4u);
+  EXPECT_EQ(plan.buffers[2], (PlanBuffer{.name = "packed_values", .bytes = rows * kr / 2 * 2, .persistent = true}));
+  EXPECT_EQ(plan.buffers[3],
             (PlanBuffer{.name = "packed_meta", .bytes = rows / 16 * (kr / 32) * 64, .persistent = true}));
   ASSERT_EQ(plan.setup.size(), 1u);
   EXPECT_EQ(plan.setup[0].entry_suffix, "pack");
