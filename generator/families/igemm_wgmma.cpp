@@ -1162,7 +1162,9 @@ class IgemmWgmma final : public Family {
   // Whether it offers the pixel rows by TMA (`ta`): each `tma1` candidate's twin where the activation is a matrix.
   // Measured beside their twins when each block retargeted its own copy of the map in global memory (180 pairs, the 12
   // stride-1 1 x 1 problems of ResNet-50 fp16 at batch 32, H200; bench/results/h200/pixel-rows-by-tma-2026-11-29/) they
-  // took 1.058x the time, the best of 2 problems by 1-2%. The map is now a parameter (no retarget): measured again.
+  // took 1.058x the time, the best of 2 problems by 1-2%. With the map a parameter (no retarget) they took 0.968x
+  // and 0.937x their twins' time at batch 8 and 32 (244 and 246 pairs, the same problems; H200,
+  // bench/results/h200/tensor-maps-as-parameters-2026-12-02/) and were the fastest kernel of 8 and 10 of 23 problems.
   static constexpr bool kOfferTmaActivation = true;
   // Whether it offers the pixel rows by TMA in im2col mode (`ta2`): each `tma1` candidate's twin where the activation
   // is not a matrix (a filter of more than one tap, a stride or padding). Measured against every other candidate on
