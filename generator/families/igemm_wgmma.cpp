@@ -916,7 +916,11 @@ class IgemmWgmma final : public Family {
                 // and where the activation is a matrix, that one's twin with the pixel rows by TMA too
                 IgemmWgmmaParams both = tma;
                 both.tma_activation = 1;
-                if (kOfferTmaActivation && !spec_reason(p, gpu, both)) add_with_copy_twin(p, gpu, both, chosen);
+                if (kOfferTmaActivation && !spec_reason(p, gpu, both)) {
+                  add_with_copy_twin(p, gpu, both, chosen);
+                  // and its twins with the operands swapped, both operands by TMA (kOfferSwapWithTmaActivation)
+                  add_swapped_twins(p, gpu, both, chosen, kOfferSwapWithTmaActivation);
+                }
                 // and its twin with the pixel rows by TMA in im2col mode (a problem of more than one tap, or strided)
                 IgemmWgmmaParams im2col = tma;
                 im2col.tma_activation = 2;
@@ -1001,13 +1005,12 @@ class IgemmWgmma final : public Family {
     chosen.emplace_back(estimate_us(p, gpu, copying), copying);
   }
 
-  // With kOfferSwap, the one-tile, unsplit `t`'s twins with the operands swapped (`sw`: each warpgroup's wgmma 64 of
-  // the block's channels by all its pixels), and, for tiles of 128 pixels or more, with two warpgroups on each 64
-  // channels, each half the pixels (`sw` and `wn`), beside it.
+  // Where `offered` (kOfferSwap, unless the caller says), the one-tile, unsplit `t`'s twins with the operands swapped
+  // (`sw`: each warpgroup's wgmma 64 of the block's channels by all its pixels), and, for tiles of 128 pixels or more,
+  // with two warpgroups on each 64 channels, each half the pixels (`sw` and `wn`), beside it.
   static void add_swapped_twins(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& t,
-                                std::vector<Estimated<IgemmWgmmaParams>>& chosen) {
-    if (!kOfferSwap || t.swap_ab || t.split_n || tiles_per_block(t) > 1 || t.split_k != 1 || t.block_n % 64 != 0)
-      return;
+                                std::vector<Estimated<IgemmWgmmaParams>>& chosen, bool offered = kOfferSwap) {
+    if (!offered || t.swap_ab || t.split_n || tiles_per_block(t) > 1 || t.split_k != 1 || t.block_n % 64 != 0) return;
     IgemmWgmmaParams swapped = t;
     swapped.swap_ab = true;
     if (!spec_reason(p, gpu, swapped)) chosen.emplace_back(estimate_us(p, gpu, swapped), swapped);
@@ -1202,6 +1205,12 @@ class IgemmWgmma final : public Family {
   // arithmetic are), and a swapped tile has fewer warpgroups to hide its loads. Their kernels stay correct
   // (GPU-verified) and reachable by name; they are the operand order a 2:4 wgmma.sp needs (the filter as A).
   static constexpr bool kOfferSwap = false;
+  // Whether it offers the operands swapped beside each candidate whose pixel rows come by TMA too (`ta1`): the
+  // swapped kernels were measured with the pixel rows by cp.async only, which the sw rejection above names as their
+  // bound, and on the long-reduction 1 x 1 layers they came within 1-2% of the best (conv4_reduce and conv5_1_reduce
+  // at batch 32). Not yet: they compile (the nvrtc tier) and IgemmWgmmaGpu.ThePixelRowsByTma... verifies them, but
+  // neither has run on a GPU nor have they been measured; until then they are reachable by name only.
+  static constexpr bool kOfferSwapWithTmaActivation = false;
   // Whether it offers split-K in a cluster (`cr`): each split candidate's twin, beside it.
   static constexpr bool kOfferClusterReduce = true;
   // Whether it offers the warps copying their staged output rows out themselves (`oc`): each candidate of several

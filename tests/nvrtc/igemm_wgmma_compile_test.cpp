@@ -414,6 +414,21 @@ TEST(IgemmWgmmaClusterAndPixelRowsByTma, CompileWithoutSpillsInEveryPrecision) {
       EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
                                                                                    << built.cubin.log;
     }
+    // With the operands swapped (the pixel rows the wgmma's B), one warpgroup and two on each 64 channels.
+    for (bool halves : {false, true}) {
+      const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = 128,
+                                                    .block_n = 128,
+                                                    .stages = 4,
+                                                    .warp_specialized = 1,
+                                                    .tma_filter = true,
+                                                    .tma_activation = true,
+                                                    .split_n = halves,
+                                                    .swap_ab = true});
+      ASSERT_EQ(check_support(p, h100(), s), std::nullopt) << kernel_name(s);
+      const BuiltKernel built = build_and_check(p, s, cache);
+      EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
+                                                                                   << built.cubin.log;
+    }
   }
 }
 

@@ -400,19 +400,22 @@ TEST_F(IgemmWgmmaGpu, SplitKInAClusterAddsThePartialSumsCorrectly) {
   EXPECT_EQ(verify_all(cases, 1300), static_cast<int>(cases.size()));
 }
 
-// The pixel rows by TMA (`ta`: each block's copy of the activation's map, retargeted to the call's activation) on 1 x 1
-// problems of stride 1: pixels that end inside a tile (392 in 128s), channels that end inside a K atom (40, 320 in
-// 64s: two atoms a step past the reduction, zeros), one K atom and two, split through a workspace and in a cluster,
-// several tiles a block (the output by bulk copies), the fused epilogue with a residual; and every corpus layer the
-// family serves where ta does (1-D, 3-D, batches), each default made warp-specialized with both operands by TMA.
+// The pixel rows by TMA (`ta`: the launcher's map of the call's activation, a kernel parameter) on 1 x 1 problems of
+// stride 1: pixels that end inside a tile (392 in 128s), channels that end inside a K atom (40, 320 in 64s: two atoms
+// a step past the reduction, zeros), one K atom and two, split through a workspace and in a cluster, several tiles a
+// block (the output by bulk copies), the operands swapped (the pixel rows the wgmma's B, one warpgroup and two on
+// them), the fused epilogue with a residual; and every corpus layer the family serves where ta does (1-D, 3-D,
+// batches), each default made warp-specialized with both operands by TMA.
 TEST_F(IgemmWgmmaGpu, ThePixelRowsByTmaAreCorrectOnPointwiseProblems) {
   std::vector<Case> cases;
   for (Precision precision : kPrecisions)
     for (int c : {256, 40, 320}) {
       Problem p{.n = 2, .c = c, .k = 96, .input = {1, 14, 14}, .filter = {1, 1, 1}, .layout = Layout::nhwc,
                 .precision = precision};
-      for (int variant = 0; variant < 6; ++variant) {
-        IgemmWgmmaParams t{.block_m = variant == 5 ? 64 : 128,
+      for (int variant = 0; variant < 9; ++variant) {
+        IgemmWgmmaParams t{.block_m = variant == 5   ? 64
+                                      : variant == 8 ? 192
+                                                     : 128,
                            .block_n = 64,
                            .k_atoms = variant == 1 ? 2 : 1,
                            .stages = 4,
@@ -420,7 +423,9 @@ TEST_F(IgemmWgmmaGpu, ThePixelRowsByTmaAreCorrectOnPointwiseProblems) {
                            .warp_specialized = variant == 4 ? 2 : 1,
                            .tma_filter = true,
                            .cluster_reduce = variant == 3,
-                           .tma_activation = true};
+                           .tma_activation = true,
+                           .split_n = variant == 7,
+                           .swap_ab = variant >= 6};
         const KernelSpec s = to_spec(t);
         if (wgmma_.check_support(p, gpu_, s)) continue;  // 40 channels: one step, no split
         cases.push_back({fmt::format("ta {} c{} {}", kernel_name(s), c, precision), p, s});
