@@ -168,8 +168,9 @@ void check_epilogue_pointers(const Problem& problem, const EpiloguePointers& epi
                                  problem_key(problem)));
 }
 
-// The plan's by-value tensor maps as last encoded, one per PlanTensorMap, with the address each was encoded over: a
-// call with the same tensor reuses its map (an encode costs host time on every call otherwise).
+// The plan's by-value tensor maps as last encoded, for each PlanTensorMap the kAddresses addresses it was last encoded
+// over: a call with one of those tensors reuses its map (an encode costs host time on every call otherwise), as
+// a network's activations do, which take turns in a few buffers, and a benchmark's rotated buffer sets.
 class TensorMapCache {
  public:
   explicit TensorMapCache(std::size_t count) : maps_(count) {}
@@ -177,11 +178,13 @@ class TensorMapCache {
   CUtensorMap get(const LaunchPlan& plan, std::size_t index, CUdeviceptr base, const std::string& where);
 
  private:
+  static constexpr std::size_t kAddresses = 8;
   struct Encoded {
     CUdeviceptr base = 0;
     CUtensorMap map{};
   };
-  std::vector<Encoded> maps_;
+  // Per map, the most recently used first.
+  std::vector<std::array<Encoded, kAddresses>> maps_;
   std::mutex mutex_;
 };
 
@@ -390,12 +393,15 @@ void run_steps(const std::vector<LaunchStep>& steps, const std::map<std::string,
 CUtensorMap TensorMapCache::get(const LaunchPlan& plan, std::size_t index, CUdeviceptr base, const std::string& where) {
   const PlanTensorMap& map = plan.tensor_maps.at(index);
   const std::lock_guard<std::mutex> lock(mutex_);
-  Encoded& encoded = maps_.at(index);
-  if (encoded.base != base) {
-    encoded.map = encode_tensor_map(map.spec, base, map.tensor, where);
-    encoded.base = base;
+  std::array<Encoded, kAddresses>& recent = maps_.at(index);
+  auto found = std::find_if(recent.begin(), recent.end(), [base](const Encoded& e) { return e.base == base; });
+  if (found == recent.end()) {  // encoded over `base` in place of the least recently used
+    found = recent.end() - 1;
+    found->map = encode_tensor_map(map.spec, base, map.tensor, where);
+    found->base = base;
   }
-  return encoded.map;
+  std::rotate(recent.begin(), found, found + 1);  // the most recently used first
+  return recent.front().map;
 }
 
 void ConvLauncher::prepare(CUdeviceptr filter, CUstream stream) {
