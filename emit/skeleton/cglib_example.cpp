@@ -1,11 +1,17 @@
-// cglib_example.cpp: runs every convolution of the cglib library on the GPU and checks outputs against a CPU loop.
+// cglib_example.cpp: runs every convolution of the cglib library on the GPU and checks outputs against a CPU loop:
+// random tensors in the problem's data type (fp32 and tf32 problems hold floats, fp16 and bf16 ones their 16-bit
+// types), its fused epilogue (a random bias and residual where it reads them) and its ReLU on load where it has one.
 //
 // Exit status: 0 every problem ran and matched, 1 a call failed or an output did not match, 2 no usable GPU (no
 // driver, no device, or no cubin for this GPU's architecture): the message says which.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "cglib.h"
@@ -32,9 +38,69 @@ bool channels_last(cglib_layout layout) {
   return layout == CGLIB_LAYOUT_NWC || layout == CGLIB_LAYOUT_NHWC || layout == CGLIB_LAYOUT_NDHWC;
 }
 
-// One output element computed on the CPU in double precision; `index` is flat in the output's layout.
+// Bytes of one element of the problem's tensors.
+int element_bytes(cglib_precision precision) {
+  return precision == CGLIB_PRECISION_FP16 || precision == CGLIB_PRECISION_BF16 ? 2 : 4;
+}
+
+// Random values in [-0.5, 0.5) rounded to the problem's data type (what the device holds, and so what the CPU loop
+// convolves), and their bytes in that type.
+std::vector<unsigned char> random_tensor(cglib_precision precision, unsigned& state, std::vector<float>& values) {
+  const int bytes = element_bytes(precision);
+  std::vector<unsigned char> out(values.size() * bytes);
+  for (size_t i = 0; i < values.size(); ++i) {
+    float v = static_cast<float>((state = state * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+    if (precision == CGLIB_PRECISION_FP16) {
+      const __half h = __float2half(v);
+      v = __half2float(h);
+      std::memcpy(&out[i * 2], &h, 2);
+    } else if (precision == CGLIB_PRECISION_BF16) {
+      const __nv_bfloat16 h = __float2bfloat16(v);
+      v = __bfloat162float(h);
+      std::memcpy(&out[i * 2], &h, 2);
+    } else {
+      std::memcpy(&out[i * 4], &v, 4);
+    }
+    values[i] = v;
+  }
+  return out;
+}
+
+// Element i of a tensor of the problem's data type, as a float.
+float element(cglib_precision precision, const std::vector<unsigned char>& bytes, long long i) {
+  if (precision == CGLIB_PRECISION_FP16) {
+    __half h;
+    std::memcpy(&h, &bytes[i * 2], 2);
+    return __half2float(h);
+  }
+  if (precision == CGLIB_PRECISION_BF16) {
+    __nv_bfloat16 h;
+    std::memcpy(&h, &bytes[i * 2], 2);
+    return __bfloat162float(h);
+  }
+  float v;
+  std::memcpy(&v, &bytes[i * 4], 4);
+  return v;
+}
+
+// The epilogue's activation of `v`.
+double activate(const cglib_epilogue& epilogue, double v) {
+  switch (epilogue.act) {
+    case CGLIB_ACTIVATION_RELU:
+      return std::max(v, 0.0);
+    case CGLIB_ACTIVATION_RELU6:
+      return std::min(std::max(v, 0.0), 6.0);
+    case CGLIB_ACTIVATION_CLIP:
+      return std::min(std::max(v, epilogue.clip_lo), epilogue.clip_hi);
+    default:
+      return v;
+  }
+}
+
+// One output element's convolution computed on the CPU in double precision (of max(0, x) of the activation for a
+// problem that applies its ReLU on load); `index` is flat in the output's layout, *channel its output channel.
 double cpu_output(const cglib_problem& x, const Extents& e, const std::vector<float>& activation,
-                  const std::vector<float>& filter, long long index) {
+                  const std::vector<float>& filter, long long index, int* channel) {
   const bool last = channels_last(x.layout);
   long long i = index;
   int n, k, o, p, q;
@@ -57,6 +123,7 @@ double cpu_output(const cglib_problem& x, const Extents& e, const std::vector<fl
     k = static_cast<int>(i % x.k);
     n = static_cast<int>(i / x.k);
   }
+  *channel = k;
   const int cg = x.c / x.groups;
   const int group = k / (x.k / x.groups);
   double sum = 0;
@@ -73,7 +140,8 @@ double cpu_output(const cglib_problem& x, const Extents& e, const std::vector<fl
                                    : (((1LL * n * x.c + ci) * x.d + z) * x.h + y) * x.w + w;
           const long long f = last ? (((1LL * k * x.t + t) * x.r + r) * x.s + s) * cg + c
                                    : (((1LL * k * cg + c) * x.t + t) * x.r + r) * x.s + s;
-          sum += static_cast<double>(activation[a]) * filter[f];
+          const double input = x.relu_on_load ? std::max(activation[a], 0.0f) : activation[a];
+          sum += input * filter[f];
         }
   return sum;
 }
@@ -103,27 +171,43 @@ int main() {
   for (size_t i = 0; i < cglib_problem_count(); ++i) {
     const cglib_problem& x = *cglib_problem_at(i);
     const Extents e = extents(x);
-    if (x.precision != CGLIB_PRECISION_FP32 && x.precision != CGLIB_PRECISION_TF32) {
-      std::printf("%-24s skipped (the example fills fp32 tensors only)\n", cglib_problem_name(i));
+    const int bytes = element_bytes(x.precision);
+    std::vector<float> activation(e.activation), filter(e.filter), bias(x.k), residual(e.output);
+    unsigned state = 12345u + static_cast<unsigned>(i);
+    const std::vector<unsigned char> activation_bytes = random_tensor(x.precision, state, activation);
+    const std::vector<unsigned char> filter_bytes = random_tensor(x.precision, state, filter);
+    const bool reads_bias = x.epilogue.enabled && x.epilogue.bias;
+    const bool reads_residual = x.epilogue.enabled && x.epilogue.beta != 0;
+    const std::vector<unsigned char> bias_bytes = random_tensor(x.precision, state, bias);
+    const std::vector<unsigned char> residual_bytes = random_tensor(x.precision, state, residual);
+    // A problem emitted for a filter of its own (its kernel has the filter's nonzeros, or values, in its code) takes
+    // no random one.
+    if (cglib_check_filter(&x, filter_bytes.data()) == CGLIB_ERROR_FILTER_MISMATCH) {
+      std::printf("%-24s skipped (emitted for a filter of its own, which the example does not have)\n",
+                  cglib_problem_name(i));
       continue;
     }
-    std::vector<float> activation(e.activation), filter(e.filter), output(e.output);
-    unsigned state = 12345u + static_cast<unsigned>(i);
-    for (float& v : activation)
-      v = static_cast<float>((state = state * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
-    for (float& v : filter) v = static_cast<float>((state = state * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
-    void *d_activation = nullptr, *d_filter = nullptr, *d_output = nullptr;
+    std::vector<unsigned char> output(e.output * bytes);
+    void *d_activation = nullptr, *d_filter = nullptr, *d_output = nullptr, *d_bias = nullptr, *d_residual = nullptr;
     cudaEvent_t start = nullptr, stop = nullptr;
-    if (!cuda_ok(cudaMalloc(&d_activation, activation.size() * 4), "cudaMalloc") ||
-        !cuda_ok(cudaMalloc(&d_filter, filter.size() * 4), "cudaMalloc") ||
-        !cuda_ok(cudaMalloc(&d_output, output.size() * 4), "cudaMalloc") ||
-        !cuda_ok(cudaMemcpy(d_activation, activation.data(), activation.size() * 4, cudaMemcpyHostToDevice), "copy") ||
-        !cuda_ok(cudaMemcpy(d_filter, filter.data(), filter.size() * 4, cudaMemcpyHostToDevice), "copy") ||
+    if (!cuda_ok(cudaMalloc(&d_activation, activation_bytes.size()), "cudaMalloc") ||
+        !cuda_ok(cudaMalloc(&d_filter, filter_bytes.size()), "cudaMalloc") ||
+        !cuda_ok(cudaMalloc(&d_output, output.size()), "cudaMalloc") ||
+        !cuda_ok(cudaMalloc(&d_bias, bias_bytes.size()), "cudaMalloc") ||
+        !cuda_ok(cudaMalloc(&d_residual, residual_bytes.size()), "cudaMalloc") ||
+        !cuda_ok(cudaMemcpy(d_activation, activation_bytes.data(), activation_bytes.size(), cudaMemcpyHostToDevice),
+                 "copy") ||
+        !cuda_ok(cudaMemcpy(d_filter, filter_bytes.data(), filter_bytes.size(), cudaMemcpyHostToDevice), "copy") ||
+        !cuda_ok(cudaMemcpy(d_bias, bias_bytes.data(), bias_bytes.size(), cudaMemcpyHostToDevice), "copy") ||
+        !cuda_ok(cudaMemcpy(d_residual, residual_bytes.data(), residual_bytes.size(), cudaMemcpyHostToDevice),
+                 "copy") ||
         !cuda_ok(cudaEventCreate(&start), "cudaEventCreate") || !cuda_ok(cudaEventCreate(&stop), "cudaEventCreate"))
       return 1;
     const auto a = reinterpret_cast<unsigned long long>(d_activation);
     const auto f = reinterpret_cast<unsigned long long>(d_filter);
     const auto o = reinterpret_cast<unsigned long long>(d_output);
+    const auto b = reads_bias ? reinterpret_cast<unsigned long long>(d_bias) : 0ull;
+    const auto res = reads_residual ? reinterpret_cast<unsigned long long>(d_residual) : 0ull;
     // An op sets the problem's plan up once (its persistent buffers, its setup steps); each run needs a workspace
     // of the size the op says.
     cglib_op op = nullptr;
@@ -133,10 +217,11 @@ int main() {
         !cuda_ok(cudaMalloc(&d_workspace, cglib_op_workspace_size(op)), "cudaMalloc"))
       return 1;
     const auto ws = reinterpret_cast<unsigned long long>(d_workspace);
-    if (status == CGLIB_SUCCESS) status = cglib_op_run(op, a, o, ws, nullptr);
+    if (status == CGLIB_SUCCESS) status = cglib_op_run_epilogue(op, a, o, b, res, ws, nullptr);
     // Then 20 calls between events: a rough time per call, not a benchmark.
     cudaEventRecord(start, nullptr);
-    for (int call = 0; call < 20 && status == CGLIB_SUCCESS; ++call) status = cglib_op_run(op, a, o, ws, nullptr);
+    for (int call = 0; call < 20 && status == CGLIB_SUCCESS; ++call)
+      status = cglib_op_run_epilogue(op, a, o, b, res, ws, nullptr);
     cudaEventRecord(stop, nullptr);
     if (status != CGLIB_SUCCESS) {
       std::fprintf(stderr, "cglib_example: %s: %s: %s\n", cglib_problem_name(i), cglib_status_string(status),
@@ -145,7 +230,7 @@ int main() {
     }
     float ms = 0;
     if (!cuda_ok(cudaEventSynchronize(stop), "running the kernels") ||
-        !cuda_ok(cudaMemcpy(output.data(), d_output, output.size() * 4, cudaMemcpyDeviceToHost), "copy"))
+        !cuda_ok(cudaMemcpy(output.data(), d_output, output.size(), cudaMemcpyDeviceToHost), "copy"))
       return 1;
     cudaEventElapsedTime(&ms, start, stop);
     // 16 outputs spread over the tensor, against the CPU in double precision: the largest error relative to the
@@ -154,8 +239,12 @@ int main() {
     double worst_error = 0, largest = 1e-3;
     for (int j = 0; j < 16; ++j) {
       const long long index = e.output * j / 16;
-      const double want = cpu_output(x, e, activation, filter, index);
-      worst_error = std::fmax(worst_error, std::fabs(output[index] - want));
+      int k = 0;
+      double want = cpu_output(x, e, activation, filter, index, &k);
+      if (x.epilogue.enabled)
+        want = activate(x.epilogue, x.epilogue.alpha * want + (reads_residual ? x.epilogue.beta * residual[index] : 0) +
+                                        (reads_bias ? bias[k] : 0));
+      worst_error = std::fmax(worst_error, std::fabs(element(x.precision, output, index) - want));
       largest = std::fmax(largest, std::fabs(want));
     }
     const double worst = worst_error / largest;
@@ -174,6 +263,8 @@ int main() {
     cudaFree(d_activation);
     cudaFree(d_filter);
     cudaFree(d_output);
+    cudaFree(d_bias);
+    cudaFree(d_residual);
   }
   return failures == 0 ? 0 : 1;
 }
