@@ -95,7 +95,7 @@ constexpr int FOLD_STRIDE = 1, FOLD_PAD = 0, FOLD_DIL = 1;  // the folded width'
 constexpr int FOLD_SHIFT = 0;       // fw2: zero taps before the first, so that each window starts on whole copies
 constexpr int FOLD_COPY_BYTES = 4;  // fw2: the bytes of each copy of a window's run (4 or 8)
 // The tunable parameters, in kernel-name order (igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0).
-CONVGEN_PARAM("m", "64,128,192,256", "output pixels per block: one warpgroup of 128 threads per 64") constexpr int BLOCK_M = 128;
+CONVGEN_PARAM("m", "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256", "output pixels per block: one warpgroup of 128 threads per 64 (with sw any multiple of 16: the wgmma's N)") constexpr int BLOCK_M = 128;
 CONVGEN_PARAM("n", "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256", "output channels per block (the wgmma's N)") constexpr int BLOCK_N = 64;
 CONVGEN_PARAM("kb", "1,2", "128-byte swizzled K atoms per step: 128 or 256 bytes of each row a barrier") constexpr int K_ATOMS = 1;
 CONVGEN_PARAM("st", "2..6", "shared-memory stages: loads run stages - 2 (ws0) or stages (ws1) steps ahead of the multiply (2: halo only)") constexpr int STAGES = 4;
@@ -206,7 +206,8 @@ static_assert(NPIX_LL <= convgen::kIntMax, "output pixels N*O*P*Q must fit in in
 static_assert(FILTER_ELEMENTS <= convgen::kIntMax, "the filter must have fewer than 2^31 elements");
 
 // ---- The configuration ------------------------------------------------------------------------------------------
-static_assert(BLOCK_M % 64 == 0 && BLOCK_M >= 64 && BLOCK_M <= 256, "BLOCK_M must be 64, 128, 192 or 256 (warpgroups)");
+static_assert(BLOCK_M >= 16 && BLOCK_M <= 256 && BLOCK_M % (SWAP_AB ? 16 : 64) == 0,
+              "BLOCK_M must be 64, 128, 192 or 256 (warpgroups), or with SWAP_AB a multiple of 16 (the wgmma's N)");
 static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 16 && BLOCK_N <= 256,
               "BLOCK_N must be a multiple of 16 from 16 to 256 (a wgmma N of whole 8-row swizzle atoms, pairs of "
               "8-channel runs in the staged output)");

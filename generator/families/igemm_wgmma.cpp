@@ -369,8 +369,10 @@ std::optional<std::string> problem_reason(const Problem& p, const Gpu& gpu) {
 
 // The reasons one configuration cannot run a servable problem.
 std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const IgemmWgmmaParams& s) {
-  if (s.block_m != 64 && s.block_m != 128 && s.block_m != 192 && s.block_m != 256)
-    return fmt::format("block_m must be 64, 128, 192 or 256 (warpgroups of 64 pixels), got {}", s.block_m);
+  if (s.swap_ab ? !is_block_n(s.block_m) : s.block_m != 64 && s.block_m != 128 && s.block_m != 192 && s.block_m != 256)
+    return s.swap_ab ? fmt::format("block_m with sw (the wgmma's N) must be a multiple of 16 from 16 to 256, got {}",
+                                   s.block_m)
+                     : fmt::format("block_m must be 64, 128, 192 or 256 (warpgroups of 64 pixels), got {}", s.block_m);
   if (!is_block_n(s.block_n)) return fmt::format("block_n must be a multiple of 16 from 16 to 256, got {}", s.block_n);
   if (s.k_atoms != 1 && s.k_atoms != 2) return fmt::format("k_atoms must be 1 or 2, got {}", s.k_atoms);
   if (s.stages < (s.halo ? 2 : 3) || s.stages > 6)
@@ -438,6 +440,9 @@ std::optional<std::string> spec_reason(const Problem& p, const Gpu& gpu, const I
                          s.block_n);
     if (tiles_per_block(s) > 1 || s.multicast != 1 || s.halo)
       return "sw (the operands swapped) needs one tile a block (ws0 or ws1) and none of mc and hl";
+    if (s.split_n && (s.block_m % 2 != 0 || !is_block_n(s.block_m / 2)))
+      return fmt::format("sw with wn needs half the block's pixels to be a wgmma N (a multiple of 16), got {} / 2",
+                         s.block_m);
     const int chunk = chunk_of(p);
     if (p.k % chunk != 0 || k_per_group(p) % chunk != 0)
       return fmt::format("sw (the operands swapped) stages its output in 16-byte runs of channels: K {} and K per "
@@ -1014,6 +1019,8 @@ class IgemmWgmma final : public Family {
     IgemmWgmmaParams swapped = t;
     swapped.swap_ab = true;
     if (!spec_reason(p, gpu, swapped)) chosen.emplace_back(estimate_us(p, gpu, swapped), swapped);
+    if (const std::optional<IgemmWgmmaParams> filling = pixel_filling_twin(p, gpu, swapped))
+      chosen.emplace_back(estimate_us(p, gpu, *filling), *filling);
     IgemmWgmmaParams halves = swapped;
     halves.split_n = true;
     if (t.block_m >= 128 && !spec_reason(p, gpu, halves)) chosen.emplace_back(estimate_us(p, gpu, halves), halves);
@@ -1059,6 +1066,26 @@ class IgemmWgmma final : public Family {
     if (twin.block_n >= s.block_n || std::find(kBlockNs.begin(), kBlockNs.end(), twin.block_n) != kBlockNs.end() ||
         spec_reason(p, gpu, twin))
       return std::nullopt;
+    return twin;
+  }
+
+  // The twin of the swapped, one-tile, unsplit `s` whose blocks are fewer than the GPU's SMs: pixel tiles of the fewest
+  // pixels (a multiple of 16: with the operands swapped they are the wgmma's N, not whole warpgroups) that keep the
+  // blocks within one wave. conv5_reduce at batch 32 (1,568 pixels, 512 channels in tiles of 64): 25 x 8 tiles of
+  // 64 x 64 are two waves, 13 x 8 of 128 x 64 leave 28 of 132 SMs idle, 14 x 8 of 112 x 64 leave 20 (cuBLAS's
+  // nvjet kernel for it runs 64 x 112 tiles). None where that is no narrower or a whole number of warpgroups.
+  static std::optional<IgemmWgmmaParams> pixel_filling_twin(const Problem& p, const Gpu& gpu,
+                                                            const IgemmWgmmaParams& s) {
+    if (!s.swap_ab || s.split_k != 1 || tiles_per_block(s) > 1) return std::nullopt;
+    const Gemm g = gemm_of(p);
+    const std::int64_t sms = std::max(gpu.sm_count, 1);
+    const std::int64_t columns = ceil_div(g.n, s.block_n) * g.groups;  // blocks along the channels (and the groups)
+    const std::int64_t most_rows = sms / columns;
+    if (most_rows < 1) return std::nullopt;
+    IgemmWgmmaParams twin = s;
+    twin.block_m =
+        static_cast<int>(ceil_div(ceil_div(g.m, most_rows), twin.split_n ? 32 : 16) * (twin.split_n ? 32 : 16));
+    if (twin.block_m >= s.block_m || twin.block_m % 64 == 0 || spec_reason(p, gpu, twin)) return std::nullopt;
     return twin;
   }
 

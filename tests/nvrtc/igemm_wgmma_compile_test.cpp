@@ -414,9 +414,11 @@ TEST(IgemmWgmmaClusterAndPixelRowsByTma, CompileWithoutSpillsInEveryPrecision) {
       EXPECT_EQ(built.cubin.entry_reports.at(kernel_name(s)).spill_store_bytes, 0) << kernel_name(s) << "\n"
                                                                                    << built.cubin.log;
     }
-    // With the operands swapped (the pixel rows the wgmma's B), one warpgroup and two on each 64 channels.
-    for (bool halves : {false, true}) {
-      const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = 128,
+    // With the operands swapped (the pixel rows the wgmma's B), one warpgroup and two on each 64 channels, in tiles
+    // of whole warpgroups and of any wgmma N (112 and 96 pixels).
+    for (auto [block_m, halves] :
+         {std::pair{128, false}, std::pair{128, true}, std::pair{112, false}, std::pair{96, true}}) {
+      const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
                                                     .block_n = 128,
                                                     .stages = 4,
                                                     .warp_specialized = 1,

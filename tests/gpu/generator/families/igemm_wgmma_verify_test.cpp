@@ -404,18 +404,19 @@ TEST_F(IgemmWgmmaGpu, SplitKInAClusterAddsThePartialSumsCorrectly) {
 // stride 1: pixels that end inside a tile (392 in 128s), channels that end inside a K atom (40, 320 in 64s: two atoms
 // a step past the reduction, zeros), one K atom and two, split through a workspace and in a cluster, several tiles a
 // block (the output by bulk copies), the operands swapped (the pixel rows the wgmma's B, one warpgroup and two on
-// them), the fused epilogue with a residual; and every corpus layer the family serves where ta does (1-D, 3-D,
-// batches), each default made warp-specialized with both operands by TMA.
+// them, in tiles of 128 and 192 pixels and of 112 and 96: any wgmma N), the fused epilogue with a residual; and every
+// corpus layer the family serves where ta does (1-D, 3-D, batches), each default made warp-specialized with both
+// operands by TMA.
 TEST_F(IgemmWgmmaGpu, ThePixelRowsByTmaAreCorrectOnPointwiseProblems) {
   std::vector<Case> cases;
   for (Precision precision : kPrecisions)
     for (int c : {256, 40, 320}) {
       Problem p{.n = 2, .c = c, .k = 96, .input = {1, 14, 14}, .filter = {1, 1, 1}, .layout = Layout::nhwc,
                 .precision = precision};
-      for (int variant = 0; variant < 9; ++variant) {
-        IgemmWgmmaParams t{.block_m = variant == 5   ? 64
-                                      : variant == 8 ? 192
-                                                     : 128,
+      // Pixel tiles: 128, and 64, 192, 112 and 96 (the last two swapped: any wgmma N).
+      constexpr int kPixels[11] = {128, 128, 128, 128, 128, 64, 128, 128, 192, 112, 96};
+      for (int variant = 0; variant < 11; ++variant) {
+        IgemmWgmmaParams t{.block_m = kPixels[variant],
                            .block_n = 64,
                            .k_atoms = variant == 1 ? 2 : 1,
                            .stages = 4,
@@ -424,7 +425,7 @@ TEST_F(IgemmWgmmaGpu, ThePixelRowsByTmaAreCorrectOnPointwiseProblems) {
                            .tma_filter = true,
                            .cluster_reduce = variant == 3,
                            .tma_activation = true,
-                           .split_n = variant == 7,
+                           .split_n = variant == 7 || variant == 10,
                            .swap_ab = variant >= 6};
         const KernelSpec s = to_spec(t);
         if (wgmma_.check_support(p, gpu_, s)) continue;  // 40 channels: one step, no split
@@ -719,7 +720,7 @@ TEST_F(IgemmWgmmaGpu, SwappedOperandsAreCorrectOnTheEdgeCaseCorpusAndPartialTile
   grouped.groups = 2;
   for (Precision precision : kPrecisions) {
     for (const Problem& shape : {partial, grouped})
-      for (int block_m : {64, 128, 192, 256})
+      for (int block_m : {64, 128, 192, 256, 48, 112, 160})  // with the operands swapped, any wgmma N
         for (int block_n : {64, 128, 192, 256})
           for (int pipeline = 0; pipeline < 3; ++pipeline)
             for (bool halves : {false, true}) {

@@ -573,8 +573,11 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
   EXPECT_EQ(iface.params[9].field, "cluster_reduce");
   EXPECT_EQ(iface.params[10].field, "tma_activation");
   EXPECT_EQ(iface.params[11].field, "split_n");
+  // Pixel tiles: whole warpgroups of 64, or with the operands swapped any multiple of 16 (the wgmma's N).
   EXPECT_EQ(std::vector<int>(iface.params[0].allowed.begin(), iface.params[0].allowed.end()),
-            (std::vector<int>{64, 128, 192, 256}));
+            (std::vector<int>{16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256}));
+  EXPECT_EQ(igemm_wgmma().check_support(kResnet3x3, h100(), spec(96, 64, 4)),
+            "block_m must be 64, 128, 192 or 256 (warpgroups of 64 pixels), got 96");
   EXPECT_EQ(std::vector<int>(iface.params[1].allowed.begin(), iface.params[1].allowed.end()),
             (std::vector<int>{16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256}));
   EXPECT_EQ(std::vector<int>(iface.params[2].allowed.begin(), iface.params[2].allowed.end()), (std::vector<int>{1, 2}));
@@ -585,7 +588,7 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
   const Gpu gpu = h100();
   const std::set<std::pair<int, int>> too_many_registers = {{256, 192}, {256, 208}, {256, 224}, {256, 240}, {256, 256}};
   int accepted = 0;
-  for (int block_m : iface.params[0].allowed)
+  for (int block_m : {64, 128, 192, 256})
     for (int block_n : iface.params[1].allowed)
       for (int stages : {3, 4}) {
         const KernelSpec s = spec(block_m, block_n, stages);
@@ -604,7 +607,7 @@ TEST(IgemmWgmmaFamily, AcceptsEveryTileTheTemplateDeclaresThatFitsTheRegisters) 
   // Two K atoms in 3 stages: 64 x 16..224, 128 x 16..160, 192 x 16..96 and 256 x 16..32 fit; the others exceed the
   // shared memory (which is checked before the registers).
   int accepted_two = 0;
-  for (int block_m : iface.params[0].allowed)
+  for (int block_m : {64, 128, 192, 256})
     for (int block_n : iface.params[1].allowed) {
       const KernelSpec s = spec_kb(block_m, block_n, 2, 3);
       const std::optional<std::string> reason = igemm_wgmma().check_support(kResnet3x3, gpu, s);
@@ -1133,10 +1136,10 @@ TEST(IgemmWgmmaFamily, KernelNamesCarryEveryParameterAndParseBack) {
             "kernel name 'igemm_wgmma_m128_n64_kb1_st4_sk1_co0_ws9': field 'ws' (warp-specialized: a producer "
             "warpgroup loads, signalling mbarriers, while the rest multiply; 2-8: that many output tiles a block, in "
             "turn) must be from 0 to 8, got 9");
-  EXPECT_EQ(
-      name_error("igemm_wgmma_m96_n64_kb1_st4_sk1_co0_ws0"),
-      "kernel name 'igemm_wgmma_m96_n64_kb1_st4_sk1_co0_ws0': field 'm' (output pixels per block: one warpgroup of 128 "
-      "threads per 64) must be one of 64, 128, 192, 256, got 96");
+  EXPECT_EQ(name_error("igemm_wgmma_m100_n64_kb1_st4_sk1_co0_ws0"),
+            "kernel name 'igemm_wgmma_m100_n64_kb1_st4_sk1_co0_ws0': field 'm' (output pixels per block: one "
+            "warpgroup of 128 threads per 64 (with sw any multiple of 16: the wgmma's N)) must be one of 16, 32, 48, "
+            "64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, got 100");
   EXPECT_EQ(name_error("igemm_wgmma_m128_n64_kb3_st4_sk1_co0_ws0"),
             "kernel name 'igemm_wgmma_m128_n64_kb3_st4_sk1_co0_ws0': field 'kb' (128-byte swizzled K atoms per step: "
             "128 or "
