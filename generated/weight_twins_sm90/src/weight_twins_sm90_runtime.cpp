@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -514,12 +515,41 @@ CUresult launch_step(const Driver& d, const Step& step, CUfunction function, voi
   return d.cuLaunchKernelEx(&config, function, args, nullptr);
 }
 
+// An op's tensor maps as last encoded: each with its map of the plan and the address it was encoded over, the most
+// recently used first, so that a run with a tensor of one of its last calls encodes nothing (an encode costs host
+// time on every call otherwise).
+struct MapCache {
+  struct Entry {
+    const weight_twins_sm90_internal::TensorMap* spec = nullptr;
+    CUdeviceptr base = 0;
+    CUtensorMap map{};
+  };
+  Entry entries[8];
+  std::mutex mutex;
+};
+
 // The tensor map `m` over the call's tensor or the plan's buffer it names (cuTensorMapEncodeTiled, or Im2col), into
-// `map`.
+// `map`; with `cache` (an op's), the map it kept for that address where it has one.
 weight_twins_sm90_status encode_tensor_map(const Driver& d, const ProblemEntry& entry, const KernelImage& image,
-                               const weight_twins_sm90_internal::TensorMap& m, const Pointers& p, CUtensorMap* map) {
+                               const weight_twins_sm90_internal::TensorMap& m, const Pointers& p, MapCache* cache,
+                               CUtensorMap* map) {
   const bool filter = m.tensor == weight_twins_sm90_internal::TensorMap::filter;
   const CUdeviceptr base = m.buffer >= 0 ? buffer_pointer(image, m.buffer, p) : filter ? p.filter : p.activation;
+  std::unique_lock<std::mutex> lock;
+  MapCache::Entry* slot = nullptr;
+  if (cache != nullptr) {
+    lock = std::unique_lock<std::mutex>(cache->mutex);
+    MapCache::Entry* const first = cache->entries;
+    MapCache::Entry* const last = first + sizeof cache->entries / sizeof cache->entries[0];
+    MapCache::Entry* found =
+        std::find_if(first, last, [&](const MapCache::Entry& e) { return e.spec == &m && e.base == base; });
+    if (found != last) {
+      std::rotate(first, found, found + 1);  // the most recently used first
+      *map = first->map;
+      return WEIGHT_TWINS_SM90_SUCCESS;
+    }
+    slot = last - 1;  // the least recently used, encoded anew below
+  }
   if (base % 16 != 0)
     return fail(WEIGHT_TWINS_SM90_ERROR_INVALID_ARGUMENT, std::string("problem ") + key_of(entry.problem) +
                                                   ": its kernel reads the " + (filter ? "filter" : "activation") +
@@ -548,12 +578,18 @@ weight_twins_sm90_status encode_tensor_map(const Driver& d, const ProblemEntry& 
     return fail(WEIGHT_TWINS_SM90_ERROR_CUDA, std::string(m.im2col ? "cuTensorMapEncodeIm2col" : "cuTensorMapEncodeTiled") +
                                       " (a tensor map of problem " + key_of(entry.problem) +
                                       ") failed: " + error_text(d, result));
+  if (slot != nullptr) {
+    *slot = MapCache::Entry{&m, base, *map};
+    std::rotate(cache->entries, slot, slot + 1);
+  }
   return WEIGHT_TWINS_SM90_SUCCESS;
 }
 
-// Enqueues `count` steps of a plan on `stream`. No mutex needed: everything it reads is immutable.
+// Enqueues `count` steps of a plan on `stream`. No mutex needed: everything it reads is immutable, but for an op's
+// tensor map cache (`cache`, nullptr for a one-shot call), which has its own.
 weight_twins_sm90_status run_steps(const Driver& d, const ProblemEntry& entry, const KernelImage& image, const Step* steps,
-                       const CUfunction* functions, std::size_t count, const Pointers& p, CUstream stream) {
+                       const CUfunction* functions, std::size_t count, const Pointers& p, CUstream stream,
+                       MapCache* cache = nullptr) {
   for (std::size_t i = 0; i < count; ++i) {
     const Step& step = steps[i];
     CUresult result = CUDA_SUCCESS;
@@ -594,7 +630,7 @@ weight_twins_sm90_status run_steps(const Driver& d, const ProblemEntry& entry, c
       if (binding.arg == Arg::map) {
         maps[a] = CUtensorMap{};
         if (binding.map != nullptr) {
-          const weight_twins_sm90_status status = encode_tensor_map(d, entry, image, *binding.map, p, &maps[a]);
+          const weight_twins_sm90_status status = encode_tensor_map(d, entry, image, *binding.map, p, cache, &maps[a]);
           if (status != WEIGHT_TWINS_SM90_SUCCESS) return status;
         }
         args[a] = &maps[a];
@@ -697,6 +733,7 @@ struct weight_twins_sm90_op_s {
   CUcontext context;
   CUdeviceptr filter;
   CUdeviceptr persistent;
+  MapCache maps;  // the tensor maps its runs pass, as last encoded
 };
 
 extern "C" {
@@ -822,7 +859,7 @@ weight_twins_sm90_status weight_twins_sm90_op_create(const weight_twins_sm90_pro
       return status;
     }
   }
-  *op = new weight_twins_sm90_op_s{entry, image, loaded, context, filter, pointers.persistent};
+  *op = new weight_twins_sm90_op_s{entry, image, loaded, context, filter, pointers.persistent, {}};
   return WEIGHT_TWINS_SM90_SUCCESS;
 }
 
@@ -871,7 +908,7 @@ weight_twins_sm90_status weight_twins_sm90_op_run_epilogue(weight_twins_sm90_op 
       status != WEIGHT_TWINS_SM90_SUCCESS)
     return status;
   return run_steps(d, *op->entry, *op->image, op->image->run, op->loaded->run.data(), op->image->run_count, pointers,
-                   static_cast<CUstream>(stream));
+                   static_cast<CUstream>(stream), &op->maps);
 }
 
 weight_twins_sm90_status weight_twins_sm90_op_destroy(weight_twins_sm90_op op) {
