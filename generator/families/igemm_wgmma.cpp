@@ -1318,14 +1318,15 @@ class IgemmWgmma final : public Family {
   // 0.5-0.8 us more. Two terms read off them:
   // - its filter rows fill a stage at twice cp.async's rate (they count kTmaFillShare of a row against
   //   kFillBytesPerCycle: the copy engine writes them, no thread issues them);
-  // - a kernel pays kTmaStartUs once: the tensor map read from global memory (acquired through the tensormap proxy)
-  //   before the first copy.
+  // - a kernel pays kTmaStartUs once: then the tensor map read from global memory (acquired through the tensormap
+  //   proxy) before the first copy; the map is a kernel parameter now, but replayed on the measurements of the new
+  //   kernels (bench/results/h200/tensor-maps-as-parameters-2026-12-02/) smaller start costs picked no better.
   // With them the pick came within 1.04x of the best on ResNet-50 and 1.09x on the cuSNN layers (1.09x and 1.18x
   // counting the filter rows as free and no start cost; 1.09x and 1.11x not offering TMA at all).
   static constexpr double kTmaFillShare = 0.5;
   static constexpr double kTmaStartUs = 0.75;
-  // The pixel rows by TMA (`ta`; not yet measured: a guess): they fill at the filter rows' TMA rate, and each block
-  // first writes its copy of the activation's map (tensormap.replace and the proxy fences) before its first copy.
+  // The pixel rows by TMA (`ta`; a guess when each block first wrote its own copy of the activation's map): they fill
+  // at the filter rows' TMA rate, and pay a start once (kept: see kTmaStartUs).
   static constexpr double kTmaRetargetUs = 0.5;
   // The pixel rows by TMA in im2col mode (`ta2`): the same start, read off the measurements of
   // bench/results/h200/im2col-tma-2026-11-30/ by `db replay` (pick within 1.092x / 1.179x of the fastest at batch 32 /
