@@ -940,7 +940,7 @@ TEST(EmitLibraryCli, CheckedInExampleLibrariesAreWhatRegenExamplesWritesToday) {
     }
     return files;
   };
-  for (const std::string library : {"cusnn_sm90", "weight_twins_sm90", "relu_on_load_sm90"}) {
+  for (const std::string library : {"cusnn_sm90", "weight_twins_sm90", "relu_on_load_sm90", "tensor_maps_sm90"}) {
     const std::set<std::string> want = files_under(dir / library);
     EXPECT_FALSE(want.empty()) << library << " was not emitted";
     const std::set<std::string> have = files_under(source_dir() / "generated" / library);
@@ -954,6 +954,24 @@ TEST(EmitLibraryCli, CheckedInExampleLibrariesAreWhatRegenExamplesWritesToday) {
         ADD_FAILURE() << "generated/" << library << "/" << f << " is stale" << fix;
   }
   fs::remove_all(dir);
+}
+
+// generated/tensor_maps_sm90 exists to run tensor maps passed by value through an emitted library on the GPU (its
+// example, the EmitLibraryExample GPU test): its kernels must bind the filter's map and the activation's, tiled (`ta1`)
+// and in im2col mode (`ta2`). A change of the default choices that loses one says so here.
+TEST(EmitLibraryCli, TheTensorMapsExampleLibraryBindsTheFiltersAndBothKindsOfActivationMaps) {
+  const std::string kernels =
+      read(source_dir() / "generated" / "tensor_maps_sm90" / "src" / "tensor_maps_sm90_kernels.cpp");
+  const auto count = [&](std::string_view what) {
+    std::size_t n = 0;
+    for (std::size_t at = kernels.find(what); at != std::string::npos; at = kernels.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_GE(count("= {TensorMap::filter, -1, "), 3u);
+  EXPECT_GE(count("= {TensorMap::activation, -1, "), 2u);
+  EXPECT_GE(count("_ta1_"), 1u);  // the kernel names in the comments
+  EXPECT_GE(count("_ta2_"), 1u);
+  EXPECT_GE(count("_cr1_"), 1u);  // a split in a cluster
 }
 
 }  // namespace
