@@ -251,7 +251,8 @@ static_assert(!HALO || (WARP_SPECIALIZED >= 1 && TMA_FILTER && K_ATOMS == 1 && S
 constexpr bool FILTER_STATIONARY = HALO == 2;
 static_assert(!FILTER_STATIONARY || KG <= BLOCK_N, "HALO 2 needs the output channels within one channel tile");
 constexpr int HALO_TILE_H = 8;
-constexpr int HALO_TILE_W = 8 * (BLOCK_M / 64);
+// (8 columns for a tile of under 64 pixels, which the halo never has: only swapped tiles of 16 to 48 pixels are)
+constexpr int HALO_TILE_W = 8 * (BLOCK_M >= 64 ? BLOCK_M / 64 : 1);
 constexpr int PATCH_H = HALO_TILE_H + R - 1;
 constexpr int PATCH_W_USED = HALO_TILE_W + S - 1;
 constexpr int PATCH_W = (int)ceil_div(PATCH_W_USED, 8) * 8;

@@ -1233,11 +1233,11 @@ class IgemmWgmma final : public Family {
   // (GPU-verified) and reachable by name; they are the operand order a 2:4 wgmma.sp needs (the filter as A).
   static constexpr bool kOfferSwap = false;
   // Whether it offers the operands swapped beside each candidate whose pixel rows come by TMA too (`ta1`): the
-  // swapped kernels were measured with the pixel rows by cp.async only, which the sw rejection above names as their
-  // bound, and on the long-reduction 1 x 1 layers they came within 1-2% of the best (conv4_reduce and conv5_1_reduce
-  // at batch 32). Not yet: they compile (the nvrtc tier) and IgemmWgmmaGpu.ThePixelRowsByTma... verifies them, but
-  // neither has run on a GPU nor have they been measured; until then they are reachable by name only.
-  static constexpr bool kOfferSwapWithTmaActivation = false;
+  // swapped kernels were rejected above with the pixel rows by cp.async, which bound them. With both operands by TMA,
+  // measured against every other candidate on ResNet-50's five long-reduction 1 x 1 layers in fp16 at batches 8 and 32
+  // (H200; bench/results/h200/swap-with-tma-activation-2026-12-02/), they were the fastest of 2 of the 10 problems:
+  // conv4_reduce at 32 by 1.069x (a 96-pixel tile filling the last wave) and conv5_1_reduce at 8 by 1.017x (112).
+  static constexpr bool kOfferSwapWithTmaActivation = true;
   // Whether it offers split-K in a cluster (`cr`): each split candidate's twin, beside it.
   static constexpr bool kOfferClusterReduce = true;
   // Whether it offers the warps copying their staged output rows out themselves (`oc`): each candidate of several

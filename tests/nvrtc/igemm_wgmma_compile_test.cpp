@@ -415,9 +415,9 @@ TEST(IgemmWgmmaClusterAndPixelRowsByTma, CompileWithoutSpillsInEveryPrecision) {
                                                                                    << built.cubin.log;
     }
     // With the operands swapped (the pixel rows the wgmma's B), one warpgroup and two on each 64 channels, in tiles
-    // of whole warpgroups and of any wgmma N (112 and 96 pixels).
-    for (auto [block_m, halves] :
-         {std::pair{128, false}, std::pair{128, true}, std::pair{112, false}, std::pair{96, true}}) {
+    // of whole warpgroups and of any wgmma N (112, 96 and 48 pixels: a tile under 64 pixels too).
+    for (auto [block_m, halves] : {std::pair{128, false}, std::pair{128, true}, std::pair{112, false},
+                                   std::pair{96, true}, std::pair{48, false}}) {
       const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
                                                     .block_n = 128,
                                                     .stages = 4,

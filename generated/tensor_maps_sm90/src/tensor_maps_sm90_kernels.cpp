@@ -28,7 +28,7 @@ const KernelImage kernels_0[] = {
 
 // expand_tf32: n8_c256_k1024_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nhwc_tf32
 //   256->1024 1x1 s1 p0 at 14x14 -> 14x14, n8
-// sm_90 (NVIDIA H200 SXM 141GB): igemm_wgmma_m128_n128_kb1_st6_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0, from convgen's default choice (untuned); 98 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel
+// sm_90 (NVIDIA H200 SXM 141GB): igemm_wgmma_m112_n128_kb1_st6_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw1_sp0_oc0, from convgen's default choice (untuned); 82 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel
 alignas(64) const unsigned char cubin_1_sm_90[] = {
 #include "cubins/01_expand_tf32_sm_90.inc"
 };
@@ -39,12 +39,13 @@ const PlanBuffer buffers_1_sm_90[] = {
     {"packed_meta", 0ULL, 0ULL, false},
 };
 const TensorMap run_1_sm_90_args0_filter_map = {TensorMap::filter, -1, 0, 2, {256, 1024, 1, 1, 1}, {1024, 0, 0, 0}, {32, 128, 1, 1, 1}, true, {1, 1, 1, 1, 1}, false, {0, 0, 0}, {0, 0, 0}, 0, 0};
-const ArgBinding run_1_sm_90_args0[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}, {Arg::map, -1, &run_1_sm_90_args0_filter_map}, {Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::map, -1, nullptr}, {Arg::buffer, 2}, {Arg::buffer, 3}};
+const TensorMap run_1_sm_90_args0_activation_map = {TensorMap::activation, -1, 0, 2, {256, 1568, 1, 1, 1}, {1024, 0, 0, 0}, {32, 112, 1, 1, 1}, true, {1, 1, 1, 1, 1}, false, {0, 0, 0}, {0, 0, 0}, 0, 0};
+const ArgBinding run_1_sm_90_args0[] = {{Arg::activation, -1}, {Arg::filter, -1}, {Arg::output, -1}, {Arg::workspace, -1}, {Arg::bias, -1}, {Arg::residual, -1}, {Arg::map, -1, &run_1_sm_90_args0_filter_map}, {Arg::buffer, 0}, {Arg::buffer, 1}, {Arg::map, -1, &run_1_sm_90_args0_activation_map}, {Arg::buffer, 2}, {Arg::buffer, 3}};
 const Step run_1_sm_90[] = {
-    {Step::kernel, "igemm_wgmma_m128_n128_kb1_st6_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0", {13, 8, 1}, {384, 1, 1}, 197728, run_1_sm_90_args0, 12, -1, true},
+    {Step::kernel, "igemm_wgmma_m112_n128_kb1_st6_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw1_sp0_oc0", {14, 8, 1}, {384, 1, 1}, 185440, run_1_sm_90_args0, 12, -1, true},
 };
 const KernelImage kernels_1[] = {
-    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "igemm_wgmma_m128_n128_kb1_st6_sk1_co0_ws1_tma1_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0", buffers_1_sm_90, 4, 0ULL, 0ULL, nullptr, 0, run_1_sm_90, 1, 0, {16, 16, 16}},
+    {90, cubin_1_sm_90, sizeof cubin_1_sm_90, "igemm_wgmma_m112_n128_kb1_st6_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw1_sp0_oc0", buffers_1_sm_90, 4, 0ULL, 0ULL, nullptr, 0, run_1_sm_90, 1, 0, {16, 16, 16}},
 };
 
 // reduce_tf32: n8_c1024_k256_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nhwc_tf32
