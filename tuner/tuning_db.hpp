@@ -120,7 +120,7 @@ inline constexpr int tuning_db_schema_version = 3;
 // Returns true when two descriptors name the same GPU: same name, arch and SM count (clocks may differ).
 bool same_gpu(const Gpu& a, const Gpu& b);
 
-// Returns "NVIDIA H100 SXM5 80GB (sm_90, 132 SMs)".
+// Returns "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)".
 std::string describe_gpu(const Gpu& gpu);
 
 // A connection to a tuning database file: SQLite in WAL mode, safe with several writers (processes or threads,

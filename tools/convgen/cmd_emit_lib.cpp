@@ -42,8 +42,8 @@ std::string tune_command(const Options& opts) {
 }
 
 // Where a GPU named by --gpu has no records in the database but another of the same architecture and SM count does
-// (a descriptor's marketing name against the name the device reports: "NVIDIA H200 SXM 141GB" and "NVIDIA H200"),
-// says which, and how to name it; else empty.
+// (a descriptor named otherwise than the device reports itself, e.g. another board of the same chip: the descriptors
+// under gpus/ carry the driver's names), says which, and how to name it; else empty.
 std::string other_gpus_hint(const TuningDb& db, const std::vector<Gpu>& gpus) {
   const std::vector<Gpu> recorded = db.gpus();
   std::string hint;

@@ -6,7 +6,7 @@ namespace {
 
 // dense_128to32_56: n1_c128_k32_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->32 3x3 s1 p1 at 56x56 -> 56x56, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 8192000 B; persistent 262144 B
+// sm_90 (NVIDIA H100 80GB HBM3): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 8192000 B; persistent 262144 B
 alignas(64) const unsigned char cubin_0_sm_90[] = {
 #include "cubins/00_dense_128to32_56_sm_90.inc"
 };
@@ -33,7 +33,7 @@ const KernelImage kernels_0[] = {
 
 // dense_128to32_28: n1_c128_k32_i1x28x28_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->32 3x3 s1 p1 at 28x28 -> 28x28, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2293760 B; persistent 262144 B
+// sm_90 (NVIDIA H100 80GB HBM3): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2293760 B; persistent 262144 B
 alignas(64) const unsigned char cubin_1_sm_90[] = {
 #include "cubins/01_dense_128to32_28_sm_90.inc"
 };
@@ -60,7 +60,7 @@ const KernelImage kernels_1[] = {
 
 // dense_128to32_14: n1_c128_k32_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->32 3x3 s1 p1 at 14x14 -> 14x14, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0, from convgen's default choice (untuned); 49 registers, 0 bytes spilled, 2688 bytes static shared memory; plan: setup: kernel pack_filter; run: zero output, kernel; persistent 196608 B
+// sm_90 (NVIDIA H100 80GB HBM3): act_sparse_th2_tw2_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0, from convgen's default choice (untuned); 49 registers, 0 bytes spilled, 2688 bytes static shared memory; plan: setup: kernel pack_filter; run: zero output, kernel; persistent 196608 B
 alignas(64) const unsigned char cubin_2_sm_90[] = {
 #include "cubins/02_dense_128to32_14_sm_90.inc"
 };
@@ -82,7 +82,7 @@ const KernelImage kernels_2[] = {
 
 // dense_128to32_7: n1_c128_k32_i1x7x7_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->32 3x3 s1 p1 at 7x7 -> 7x7, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0, from convgen's default choice (untuned); 38 registers, 0 bytes spilled, 256 bytes static shared memory; plan: setup: kernel pack_filter; run: zero output, kernel; persistent 196608 B
+// sm_90 (NVIDIA H100 80GB HBM3): act_sparse_th1_tw1_tk1_wp16_sc2_dm0_sm3_ur0_relu0_lb1_bs0_cr0, from convgen's default choice (untuned); 38 registers, 0 bytes spilled, 256 bytes static shared memory; plan: setup: kernel pack_filter; run: zero output, kernel; persistent 196608 B
 alignas(64) const unsigned char cubin_3_sm_90[] = {
 #include "cubins/03_dense_128to32_7_sm_90.inc"
 };
@@ -104,7 +104,7 @@ const KernelImage kernels_3[] = {
 
 // res_64to64_56: n1_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   64->64 3x3 s1 p1 at 56x56 -> 56x56, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 70 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 6553600 B; persistent 262144 B
+// sm_90 (NVIDIA H100 80GB HBM3): winograd_gemm_m2_bm32_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 70 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 6553600 B; persistent 262144 B
 alignas(64) const unsigned char cubin_4_sm_90[] = {
 #include "cubins/04_res_64to64_56_sm_90.inc"
 };
@@ -131,7 +131,7 @@ const KernelImage kernels_4[] = {
 
 // res_128to128_28: n1_c128_k128_i1x28x28_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   128->128 3x3 s1 p1 at 28x28 -> 28x28, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 65 registers, 0 bytes spilled, 24576 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 3670016 B; persistent 1048576 B
+// sm_90 (NVIDIA H100 80GB HBM3): winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 65 registers, 0 bytes spilled, 24576 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 3670016 B; persistent 1048576 B
 alignas(64) const unsigned char cubin_5_sm_90[] = {
 #include "cubins/05_res_128to128_28_sm_90.inc"
 };
@@ -158,7 +158,7 @@ const KernelImage kernels_5[] = {
 
 // res_256to256_14: n1_c256_k256_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   256->256 3x3 s1 p1 at 14x14 -> 14x14, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 63 registers, 0 bytes spilled, 32768 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2097152 B; persistent 4194304 B
+// sm_90 (NVIDIA H100 80GB HBM3): winograd_gemm_m2_bm64_bn64_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 63 registers, 0 bytes spilled, 32768 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2097152 B; persistent 4194304 B
 alignas(64) const unsigned char cubin_6_sm_90[] = {
 #include "cubins/06_res_256to256_14_sm_90.inc"
 };
@@ -185,7 +185,7 @@ const KernelImage kernels_6[] = {
 
 // res_512to512_7: n1_c512_k512_i1x7x7_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32
 //   512->512 3x3 s1 p1 at 7x7 -> 7x7, n1
-// sm_90 (NVIDIA H100 SXM5 80GB): winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 65 registers, 0 bytes spilled, 24576 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2097152 B; persistent 16777216 B
+// sm_90 (NVIDIA H100 80GB HBM3): winograd_gemm_m2_bm64_bn32_bk16_tm4_tn4_cp4_sk1, from convgen's default choice (untuned); 65 registers, 0 bytes spilled, 24576 bytes static shared memory; plan: setup: kernel transform_filter; run: kernel transform_input, kernel, kernel transform_output; workspace 2097152 B; persistent 16777216 B
 alignas(64) const unsigned char cubin_7_sm_90[] = {
 #include "cubins/07_res_512to512_7_sm_90.inc"
 };

@@ -6,7 +6,7 @@ namespace {
 
 // applies: n1_c64_k64_i1x28x28_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_z50_relu
 //   64->64 3x3 s1 p1 at 28x28 -> 28x28, n1, 50% zeros, max(0, x) on load
-// sm_90 (NVIDIA H100 SXM5 80GB): act_sparse_th4_tw7_tk1_wp16_sc1_dm0_sm3_ur0_relu1_lb1_bs0_cr0, from convgen's default choice (untuned); 105 registers, 0 bytes spilled, 7808 bytes static shared memory; plan: setup: kernel pack_filter; run: kernel; persistent 196608 B
+// sm_90 (NVIDIA H100 80GB HBM3): act_sparse_th4_tw7_tk1_wp16_sc1_dm0_sm3_ur0_relu1_lb1_bs0_cr0, from convgen's default choice (untuned); 105 registers, 0 bytes spilled, 7808 bytes static shared memory; plan: setup: kernel pack_filter; run: kernel; persistent 196608 B
 alignas(64) const unsigned char cubin_0_sm_90[] = {
 #include "cubins/00_applies_sm_90.inc"
 };
@@ -27,7 +27,7 @@ const KernelImage kernels_0[] = {
 
 // behind_fp32: n8_c256_k64_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nchw_fp32_relu
 //   256->64 1x1 s1 p0 at 14x14 -> 14x14, n8, max(0, x) on load
-// sm_90 (NVIDIA H100 SXM5 80GB): pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel pack_filter; run: relu activation into rectified_activation, kernel, kernel reduce; workspace 3211264 B; persistent 65536 B
+// sm_90 (NVIDIA H100 80GB HBM3): pointwise_bm32_bn32_bk16_tm4_tn4_v4_sk4_cp4, from convgen's default choice (untuned); 71 registers, 0 bytes spilled, 16384 bytes static shared memory; plan: setup: kernel pack_filter; run: relu activation into rectified_activation, kernel, kernel reduce; workspace 3211264 B; persistent 65536 B
 alignas(64) const unsigned char cubin_1_sm_90[] = {
 #include "cubins/01_behind_fp32_sm_90.inc"
 };
@@ -53,7 +53,7 @@ const KernelImage kernels_1[] = {
 
 // behind_fp16: n1_c64_k64_i1x14x14_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nhwc_fp16_relu
 //   64->64 3x3 s1 p1 at 14x14 -> 14x14, n1, max(0, x) on load
-// sm_90 (NVIDIA H100 SXM5 80GB): igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0, from convgen's default choice (untuned); 64 registers, 0 bytes spilled, 0 bytes static shared memory; plan: relu activation into rectified_activation, kernel; workspace 25088 B
+// sm_90 (NVIDIA H100 80GB HBM3): igemm_wgmma_m64_n16_kb2_st6_sk1_co0_ws0_tma0_fw0_cr0_ta0_wn0_mc1_hl0_sw0_sp0_oc0, from convgen's default choice (untuned); 64 registers, 0 bytes spilled, 0 bytes static shared memory; plan: relu activation into rectified_activation, kernel; workspace 25088 B
 alignas(64) const unsigned char cubin_2_sm_90[] = {
 #include "cubins/02_behind_fp16_sm_90.inc"
 };

@@ -6,7 +6,7 @@ namespace {
 
 // conv3x3_tf32: n8_c64_k64_i1x56x56_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nhwc_tf32
 //   64->64 3x3 s1 p1 at 56x56 -> 56x56, n8
-// sm_90 (NVIDIA H200 SXM 141GB): igemm_wgmma_m192_n64_kb2_st3_sk1_co1_ws1_tma1_fw0_cr0_ta2_wn0_mc1_hl0_sw0_sp0_oc0, from convgen's default choice (untuned); 58 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel
+// sm_90 (NVIDIA H200): igemm_wgmma_m192_n64_kb2_st3_sk1_co1_ws1_tma1_fw0_cr0_ta2_wn0_mc1_hl0_sw0_sp0_oc0, from convgen's default choice (untuned); 58 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel
 alignas(64) const unsigned char cubin_0_sm_90[] = {
 #include "cubins/00_conv3x3_tf32_sm_90.inc"
 };
@@ -28,7 +28,7 @@ const KernelImage kernels_0[] = {
 
 // expand_tf32: n8_c256_k1024_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nhwc_tf32
 //   256->1024 1x1 s1 p0 at 14x14 -> 14x14, n8
-// sm_90 (NVIDIA H200 SXM 141GB): igemm_wgmma_m112_n128_kb1_st6_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw1_sp0_oc0, from convgen's default choice (untuned); 82 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel
+// sm_90 (NVIDIA H200): igemm_wgmma_m112_n128_kb1_st6_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw1_sp0_oc0, from convgen's default choice (untuned); 82 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel
 alignas(64) const unsigned char cubin_1_sm_90[] = {
 #include "cubins/01_expand_tf32_sm_90.inc"
 };
@@ -50,7 +50,7 @@ const KernelImage kernels_1[] = {
 
 // reduce_tf32: n8_c1024_k256_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nhwc_tf32
 //   1024->256 1x1 s1 p0 at 14x14 -> 14x14, n8
-// sm_90 (NVIDIA H200 SXM 141GB): igemm_wgmma_m64_n128_kb2_st4_sk2_co0_ws1_tma1_fw0_cr1_ta0_wn0_mc1_hl0_sw0_sp0_oc0, from convgen's default choice (untuned); 109 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel
+// sm_90 (NVIDIA H200): igemm_wgmma_m64_n128_kb2_st4_sk2_co0_ws1_tma1_fw0_cr1_ta0_wn0_mc1_hl0_sw0_sp0_oc0, from convgen's default choice (untuned); 109 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel
 alignas(64) const unsigned char cubin_2_sm_90[] = {
 #include "cubins/02_reduce_tf32_sm_90.inc"
 };
@@ -71,7 +71,7 @@ const KernelImage kernels_2[] = {
 
 // reduce_fp16: n8_c1024_k256_i1x14x14_f1x1x1_s1x1x1_p0x0x0_d1x1x1_g1_nhwc_fp16
 //   1024->256 1x1 s1 p0 at 14x14 -> 14x14, n8
-// sm_90 (NVIDIA H200 SXM 141GB): igemm_wgmma_m64_n64_kb2_st6_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw0_sp0_oc0, from convgen's default choice (untuned); 58 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel
+// sm_90 (NVIDIA H200): igemm_wgmma_m64_n64_kb2_st6_sk1_co0_ws1_tma1_fw0_cr0_ta1_wn0_mc1_hl0_sw0_sp0_oc0, from convgen's default choice (untuned); 58 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel
 alignas(64) const unsigned char cubin_3_sm_90[] = {
 #include "cubins/03_reduce_fp16_sm_90.inc"
 };

@@ -6,7 +6,7 @@ namespace {
 
 // a: n1_c4_k8_i1x12x12_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_w9359409639b2f1ff
 //   4->8 3x3 s1 p1 at 12x12 -> 12x12, n1, its filter (89% zeros)
-// sm_90 (NVIDIA H100 SXM5 80GB): weight_sparse_p64_kg4_iv1_tb0_pt1_sk1_lc0, from convgen's default choice (untuned); 32 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel; persistent 512 B
+// sm_90 (NVIDIA H100 80GB HBM3): weight_sparse_p64_kg4_iv1_tb0_pt1_sk1_lc0, from convgen's default choice (untuned); 32 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel; persistent 512 B
 alignas(64) const unsigned char cubin_0_sm_90[] = {
 #include "cubins/00_a_sm_90.inc"
 };
@@ -32,7 +32,7 @@ const float weight_values_0[] = {
 
 // b: n1_c4_k8_i1x12x12_f1x3x3_s1x1x1_p0x1x1_d1x1x1_g1_nchw_fp32_wc7309389a95876b5
 //   4->8 3x3 s1 p1 at 12x12 -> 12x12, n1, its filter (89% zeros)
-// sm_90 (NVIDIA H100 SXM5 80GB): weight_sparse_p64_kg4_iv1_tb0_pt1_sk1_lc0, from convgen's default choice (untuned); 32 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel; persistent 512 B
+// sm_90 (NVIDIA H100 80GB HBM3): weight_sparse_p64_kg4_iv1_tb0_pt1_sk1_lc0, from convgen's default choice (untuned); 32 registers, 0 bytes spilled, 0 bytes static shared memory; plan: kernel; persistent 512 B
 alignas(64) const unsigned char cubin_1_sm_90[] = {
 #include "cubins/01_b_sm_90.inc"
 };

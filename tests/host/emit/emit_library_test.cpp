@@ -682,10 +682,10 @@ TEST(EmitLibraryCli, DbBuildsTheDatabasesBestKernelsAndSaysWhichCameFromIt) {
       << kernels;
   EXPECT_NE(kernels.find(fallback + ", from convgen's default choice (untuned);"), std::string::npos) << kernels;
 
-  // Records made on the device, which names itself otherwise than the descriptor (same architecture and SMs): the
-  // error says whose records the database has and how to name that GPU.
+  // Records made on a device that names itself otherwise than the descriptor (another board of the same chip: same
+  // architecture and SMs): the error says whose records the database has and how to name that GPU.
   Gpu device = gpu("h200");
-  device.name = "NVIDIA H200";
+  device.name = "NVIDIA H200 NVL";
   {
     TuningDb db = TuningDb::open(dir / "device.sqlite");
     db.record(testing_tuner::measured(device, suite.layers[0].problem, best, 41.5));
@@ -694,10 +694,11 @@ TEST(EmitLibraryCli, DbBuildsTheDatabasesBestKernelsAndSaysWhichCameFromIt) {
           (dir / "two.csv").string() + " --gpu h200 --name tuned --out " + (dir / "device").string() + " --db " +
           (dir / "device.sqlite").string());
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("\nthe database has no records for " + gpu("h200").name +
-                          " but has some for NVIDIA H200 (sm_90, 132 SMs): to use them, pass --gpu a descriptor named "
-                          "as that GPU reports itself (`convgen gpu detect --out gpu.json` on it)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("\nthe database has no records for " + gpu("h200").name +
+                    " but has some for NVIDIA H200 NVL (sm_90, 132 SMs): to use them, pass --gpu a descriptor named "
+                    "as that GPU reports itself (`convgen gpu detect --out gpu.json` on it)\n"),
+      std::string::npos)
       << r.output;
   fs::remove_all(dir);
 }

@@ -234,7 +234,7 @@ TEST(Prediction, ALaunchWithoutBlocksIsRefused) {
 
 TEST(Prediction, AGpuWithoutClockSmsOrBandwidthIsRefused) {
   const std::string expected =
-      "cost model: NVIDIA H100 SXM5 80GB must give a positive SM count, clock and DRAM bandwidth";
+      "cost model: NVIDIA H100 80GB HBM3 must give a positive SM count, clock and DRAM bandwidth";
   Gpu gpu = h100();
   gpu.clock_mhz = 0;
   EXPECT_EQ(input_error([&] { predict("direct", hand_computed(), k64Registers, gpu); }), expected);
