@@ -1074,6 +1074,11 @@ class IgemmWgmma final : public Family {
   // blocks within one wave. conv5_reduce at batch 32 (1,568 pixels, 512 channels in tiles of 64): 25 x 8 tiles of
   // 64 x 64 are two waves, 13 x 8 of 128 x 64 leave 28 of 132 SMs idle, 14 x 8 of 112 x 64 leave 20 (cuBLAS's
   // nvjet kernel for it runs 64 x 112 tiles). None where that is no narrower or a whole number of warpgroups.
+  // The fewest pixels a wave-filling swapped tile has. Tiles of 96 to 192 pixels ran on the H200, the pixel rows by
+  // TMA among them (bench/results/h200/swap-with-tma-activation-2026-12-02/); tiles of 16 to 48 compile (the NVRTC
+  // tier) and the GPU tests name them, but none has run with the pixel rows by TMA, so none is offered (an untuned
+  // default is not verified before it runs).
+  static constexpr int kFewestFillingPixels = 64;
   static std::optional<IgemmWgmmaParams> pixel_filling_twin(const Problem& p, const Gpu& gpu,
                                                             const IgemmWgmmaParams& s) {
     if (!s.swap_ab || s.split_k != 1 || tiles_per_block(s) > 1) return std::nullopt;
@@ -1085,7 +1090,9 @@ class IgemmWgmma final : public Family {
     IgemmWgmmaParams twin = s;
     twin.block_m =
         static_cast<int>(ceil_div(ceil_div(g.m, most_rows), twin.split_n ? 32 : 16) * (twin.split_n ? 32 : 16));
-    if (twin.block_m >= s.block_m || twin.block_m % 64 == 0 || spec_reason(p, gpu, twin)) return std::nullopt;
+    if (twin.block_m >= s.block_m || twin.block_m % 64 == 0 || twin.block_m < kFewestFillingPixels ||
+        spec_reason(p, gpu, twin))
+      return std::nullopt;
     return twin;
   }
 

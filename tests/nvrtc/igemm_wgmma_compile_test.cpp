@@ -415,9 +415,10 @@ TEST(IgemmWgmmaClusterAndPixelRowsByTma, CompileWithoutSpillsInEveryPrecision) {
                                                                                    << built.cubin.log;
     }
     // With the operands swapped (the pixel rows the wgmma's B), one warpgroup and two on each 64 channels, in tiles
-    // of whole warpgroups and of any wgmma N (112, 96 and 48 pixels: a tile under 64 pixels too).
-    for (auto [block_m, halves] : {std::pair{128, false}, std::pair{128, true}, std::pair{112, false},
-                                   std::pair{96, true}, std::pair{48, false}}) {
+    // of whole warpgroups and of any wgmma N (112, 96, 48, 32 and 16 pixels: tiles under 64 pixels too).
+    for (auto [block_m, halves] :
+         {std::pair{128, false}, std::pair{128, true}, std::pair{112, false}, std::pair{96, true}, std::pair{48, false},
+          std::pair{32, true}, std::pair{16, false}}) {
       const KernelSpec s = to_spec(IgemmWgmmaParams{.block_m = block_m,
                                                     .block_n = 128,
                                                     .stages = 4,

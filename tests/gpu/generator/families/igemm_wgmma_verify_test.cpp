@@ -413,9 +413,9 @@ TEST_F(IgemmWgmmaGpu, ThePixelRowsByTmaAreCorrectOnPointwiseProblems) {
     for (int c : {256, 40, 320}) {
       Problem p{.n = 2, .c = c, .k = 96, .input = {1, 14, 14}, .filter = {1, 1, 1}, .layout = Layout::nhwc,
                 .precision = precision};
-      // Pixel tiles: 128, and 64, 192, 112 and 96 (the last two swapped: any wgmma N).
-      constexpr int kPixels[11] = {128, 128, 128, 128, 128, 64, 128, 128, 192, 112, 96};
-      for (int variant = 0; variant < 11; ++variant) {
+      // Pixel tiles: 128, and 64, 192, 112, 96, 48, 32 and 16 (the last five swapped: any wgmma N).
+      constexpr int kPixels[14] = {128, 128, 128, 128, 128, 64, 128, 128, 192, 112, 96, 48, 32, 16};
+      for (int variant = 0; variant < 14; ++variant) {
         IgemmWgmmaParams t{.block_m = kPixels[variant],
                            .block_n = 64,
                            .k_atoms = variant == 1 ? 2 : 1,
@@ -425,7 +425,7 @@ TEST_F(IgemmWgmmaGpu, ThePixelRowsByTmaAreCorrectOnPointwiseProblems) {
                            .tma_filter = true,
                            .cluster_reduce = variant == 3,
                            .tma_activation = true,
-                           .split_n = variant == 7 || variant == 10,
+                           .split_n = variant == 7 || variant == 10 || variant == 12,
                            .swap_ab = variant >= 6};
         const KernelSpec s = to_spec(t);
         if (wgmma_.check_support(p, gpu_, s)) continue;  // 40 channels: one step, no split
@@ -720,7 +720,7 @@ TEST_F(IgemmWgmmaGpu, SwappedOperandsAreCorrectOnTheEdgeCaseCorpusAndPartialTile
   grouped.groups = 2;
   for (Precision precision : kPrecisions) {
     for (const Problem& shape : {partial, grouped})
-      for (int block_m : {64, 128, 192, 256, 48, 112, 160})  // with the operands swapped, any wgmma N
+      for (int block_m : {64, 128, 192, 256, 16, 32, 48, 112, 160})  // with the operands swapped, any wgmma N
         for (int block_n : {64, 128, 192, 256})
           for (int pipeline = 0; pipeline < 3; ++pipeline)
             for (bool halves : {false, true}) {
